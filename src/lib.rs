@@ -1,0 +1,10 @@
+//! pith: a headless coding agent speaking the pi RPC protocol.
+//!
+//! Threads at the edges (stdin reader, stdout writer, signals, LLM streaming, tools, bash, timers)
+//! send [`core::event::Event`]s over crossbeam channels to one state machine
+//! ([`core::machine`]) that owns all state. See `docs/architecture.md`.
+
+pub mod cancel;
+pub mod llm;
+pub mod message;
+pub mod tools;

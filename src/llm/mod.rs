@@ -1,0 +1,157 @@
+//! Talking to LLM providers.
+//!
+//! The contract with the rest of pith is small: the state machine builds an [`LlmRequest`] and
+//! calls [`stream::spawn`]; a dedicated OS thread performs the blocking HTTP request, decodes the
+//! provider's SSE stream with the API-specific decoder, and hands every [`StreamEvent`] to a sink
+//! (the machine's channel). The thread never touches session state. Cancelling is dropping or
+//! calling [`stream::StreamHandle::cancel`]; events that arrive after that are ignored by the
+//! machine (generation counter).
+
+pub mod models;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{AssistantMessage, LlmMessage, ThinkingLevel, ToolCall, Usage};
+
+/// Prices in USD per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelCost {
+    #[serde(serialize_with = "crate::message::js_f64")]
+    pub input: f64,
+    #[serde(serialize_with = "crate::message::js_f64")]
+    pub output: f64,
+    #[serde(rename = "cacheRead", serialize_with = "crate::message::js_f64")]
+    pub cache_read: f64,
+    #[serde(rename = "cacheWrite", serialize_with = "crate::message::js_f64")]
+    pub cache_write: f64,
+}
+
+/// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub id: String,
+    pub name: String,
+    pub api: String,
+    pub provider: String,
+    #[serde(rename = "baseUrl")]
+    pub base_url: String,
+    pub reasoning: bool,
+    pub input: Vec<String>,
+    pub cost: ModelCost,
+    #[serde(rename = "contextWindow")]
+    pub context_window: u64,
+    #[serde(rename = "maxTokens")]
+    pub max_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<serde_json::Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compat: Option<serde_json::Map<String, Value>>,
+}
+
+impl Model {
+    /// Thinking levels this model accepts (spec 12.3).
+    pub fn available_thinking_levels(&self) -> &'static [ThinkingLevel] {
+        use ThinkingLevel::*;
+        if !self.reasoning {
+            &[Off]
+        } else if self.supports_xhigh() {
+            &[Off, Minimal, Low, Medium, High, Xhigh]
+        } else {
+            &[Off, Minimal, Low, Medium, High]
+        }
+    }
+
+    pub fn supports_xhigh(&self) -> bool {
+        ["gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"]
+            .iter()
+            .any(|p| self.id.contains(p))
+    }
+
+    /// Clamp a requested level to the available set: first available at or above, else below.
+    pub fn clamp_thinking(&self, level: ThinkingLevel) -> ThinkingLevel {
+        clamp_thinking(self.available_thinking_levels(), level)
+    }
+}
+
+pub fn clamp_thinking(available: &[ThinkingLevel], level: ThinkingLevel) -> ThinkingLevel {
+    if available.contains(&level) {
+        return level;
+    }
+    let all = ThinkingLevel::ALL;
+    let pos = all.iter().position(|l| *l == level).unwrap_or(0);
+    all[pos..]
+        .iter()
+        .chain(all[..pos].iter().rev())
+        .copied()
+        .find(|l| available.contains(l))
+        .unwrap_or(ThinkingLevel::Off)
+}
+
+/// A tool as offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments (an object schema).
+    pub parameters: Value,
+}
+
+/// Everything one LLM call needs. Built by the state machine, consumed by the streaming thread.
+#[derive(Clone, Debug)]
+pub struct LlmRequest {
+    pub model: Model,
+    /// Resolved API key (never logged, never serialised into events).
+    pub api_key: Option<String>,
+    pub system_prompt: String,
+    pub messages: Vec<LlmMessage>,
+    pub tools: Vec<ToolSchema>,
+    /// `Off` = no reasoning parameters.
+    pub thinking: ThinkingLevel,
+    pub session_id: Option<String>,
+    /// Overrides `model.max_tokens` (e.g. the compaction summary request).
+    pub max_tokens: Option<u64>,
+    pub timeouts: Timeouts,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    pub connect: std::time::Duration,
+    /// No byte for this long ends the stream with an error.
+    pub stall: std::time::Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: std::time::Duration::from_secs(30),
+            stall: std::time::Duration::from_secs(120),
+        }
+    }
+}
+
+/// The reference's `AssistantMessageEvent`, as produced by a provider decoder. Every `message_update`
+/// the agent emits corresponds to one of the block events; `Start`, `Done` and `Error` map to
+/// `message_start` / `message_end`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    /// The stream started; `partial` is the empty message (model info, timestamp).
+    Start { partial: AssistantMessage },
+    TextStart { index: usize },
+    TextDelta { index: usize, delta: String },
+    TextEnd { index: usize, content: String, signature: Option<String> },
+    ThinkingStart { index: usize },
+    ThinkingDelta { index: usize, delta: String },
+    ThinkingEnd { index: usize, content: String, signature: Option<String> },
+    ToolCallStart { index: usize, id: String, name: String },
+    /// A raw fragment of the arguments JSON.
+    ToolCallDelta { index: usize, delta: String },
+    ToolCallEnd { index: usize, tool_call: ToolCall },
+    /// Usage / response id known so far (no `message_update` is emitted for this).
+    Meta { usage: Usage, response_id: Option<String> },
+    /// Final message, `stopReason` stop | length | toolUse.
+    Done { message: AssistantMessage },
+    /// Final message, `stopReason` error | aborted, with `errorMessage`. `retry_after_ms` carries a
+    /// provider's `retry-after` hint when the failure was an HTTP error that gave one.
+    Error { message: AssistantMessage, retry_after_ms: Option<u64> },
+}

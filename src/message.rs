@@ -1,0 +1,354 @@
+//! The message model shared by every part of pith: the agent's messages (what the session stores,
+//! what events carry) and their content blocks. Field names and order follow the reference's JSON
+//! exactly (`role` first, optional fields omitted rather than `null`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch (the reference's `Date.now()`).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TextContent {
+    pub text: String,
+    #[serde(rename = "textSignature", default, skip_serializing_if = "Option::is_none")]
+    pub text_signature: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThinkingContent {
+    pub thinking: String,
+    #[serde(rename = "thinkingSignature", default, skip_serializing_if = "Option::is_none")]
+    pub thinking_signature: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ImageContent {
+    pub data: String,
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// Raw arguments as the model produced them (an object; `{}` when unparsable).
+    pub arguments: Value,
+    #[serde(rename = "thoughtSignature", default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+/// One block of message content. Serialised with `type` first: `{"type":"text","text":…}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Content {
+    #[serde(rename = "text")]
+    Text(TextContent),
+    #[serde(rename = "thinking")]
+    Thinking(ThinkingContent),
+    #[serde(rename = "image")]
+    Image(ImageContent),
+    #[serde(rename = "toolCall")]
+    ToolCall(ToolCall),
+}
+
+impl Content {
+    pub fn text(s: impl Into<String>) -> Content {
+        Content::Text(TextContent { text: s.into(), text_signature: None })
+    }
+}
+
+/// A user message's content: the reference accepts a plain string or an array of blocks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    Text(String),
+    Blocks(Vec<Content>),
+}
+
+impl UserContent {
+    /// The text blocks joined without separator (the reference's "text of a user message").
+    pub fn joined_text(&self) -> String {
+        match self {
+            UserContent::Text(s) => s.clone(),
+            UserContent::Blocks(b) => b
+                .iter()
+                .filter_map(|c| match c {
+                    Content::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    #[serde(serialize_with = "js_f64")]
+    pub input: f64,
+    #[serde(serialize_with = "js_f64")]
+    pub output: f64,
+    #[serde(rename = "cacheRead", serialize_with = "js_f64")]
+    pub cache_read: f64,
+    #[serde(rename = "cacheWrite", serialize_with = "js_f64")]
+    pub cache_write: f64,
+    #[serde(serialize_with = "js_f64")]
+    pub total: f64,
+}
+
+/// Serialise an `f64` the way JavaScript's `JSON.stringify` does for integral values: `3`, not
+/// `3.0` (clients and the reference compare numbers after parsing, but integral costs and prices
+/// must not grow a `.0`). Non-finite values become `null`, as in JavaScript.
+pub fn js_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if !v.is_finite() {
+        s.serialize_none()
+    } else if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    #[serde(rename = "cacheRead")]
+    pub cache_read: u64,
+    #[serde(rename = "cacheWrite")]
+    pub cache_write: u64,
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    pub cost: Cost,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    #[default]
+    #[serde(rename = "stop")]
+    Stop,
+    #[serde(rename = "length")]
+    Length,
+    #[serde(rename = "toolUse")]
+    ToolUse,
+    #[serde(rename = "error")]
+    Error,
+    #[serde(rename = "aborted")]
+    Aborted,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    pub content: UserContent,
+    pub timestamp: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    pub content: Vec<Content>,
+    pub api: String,
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+    #[serde(rename = "stopReason")]
+    pub stop_reason: StopReason,
+    pub timestamp: u64,
+    #[serde(rename = "responseId", default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+impl AssistantMessage {
+    /// The empty partial a stream starts from (`content: []`, zero usage, `stopReason: "stop"`).
+    pub fn empty(api: &str, provider: &str, model: &str) -> AssistantMessage {
+        AssistantMessage {
+            api: api.to_string(),
+            provider: provider.to_string(),
+            model: model.to_string(),
+            timestamp: now_ms(),
+            ..Default::default()
+        }
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|c| match c {
+            Content::ToolCall(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// Text blocks concatenated (no separator).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultMessage {
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    pub content: Vec<Content>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+    pub timestamp: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BashExecutionMessage {
+    pub command: String,
+    pub output: String,
+    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    pub cancelled: bool,
+    pub truncated: bool,
+    #[serde(rename = "fullOutputPath", default, skip_serializing_if = "Option::is_none")]
+    pub full_output_path: Option<String>,
+    pub timestamp: u64,
+    #[serde(rename = "excludeFromContext", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_from_context: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CustomMessage {
+    #[serde(rename = "customType")]
+    pub custom_type: String,
+    pub content: UserContent,
+    pub display: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    pub timestamp: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BranchSummaryMessage {
+    pub summary: String,
+    #[serde(rename = "fromId")]
+    pub from_id: String,
+    pub timestamp: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactionSummaryMessage {
+    pub summary: String,
+    #[serde(rename = "tokensBefore")]
+    pub tokens_before: u64,
+    pub timestamp: u64,
+}
+
+/// Every message the agent keeps in its context. Serialised with `role` first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role")]
+pub enum AgentMessage {
+    #[serde(rename = "user")]
+    User(UserMessage),
+    #[serde(rename = "assistant")]
+    Assistant(AssistantMessage),
+    #[serde(rename = "toolResult")]
+    ToolResult(ToolResultMessage),
+    #[serde(rename = "bashExecution")]
+    BashExecution(BashExecutionMessage),
+    #[serde(rename = "custom")]
+    Custom(CustomMessage),
+    #[serde(rename = "branchSummary")]
+    BranchSummary(BranchSummaryMessage),
+    #[serde(rename = "compactionSummary")]
+    CompactionSummary(CompactionSummaryMessage),
+}
+
+/// A message as sent to a provider (after `convertToLlm`): only these three roles exist there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role")]
+pub enum LlmMessage {
+    #[serde(rename = "user")]
+    User(UserMessage),
+    #[serde(rename = "assistant")]
+    Assistant(AssistantMessage),
+    #[serde(rename = "toolResult")]
+    ToolResult(ToolResultMessage),
+}
+
+/// Thinking (reasoning) effort. `Off` means no reasoning parameters are sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    #[default]
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl ThinkingLevel {
+    pub const ALL: [ThinkingLevel; 6] = [
+        ThinkingLevel::Off,
+        ThinkingLevel::Minimal,
+        ThinkingLevel::Low,
+        ThinkingLevel::Medium,
+        ThinkingLevel::High,
+        ThinkingLevel::Xhigh,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "off",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Xhigh => "xhigh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ThinkingLevel> {
+        ThinkingLevel::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assistant_message_serialises_in_reference_order() {
+        let mut m = AssistantMessage::empty("anthropic-messages", "fake", "fake-model");
+        m.timestamp = 1;
+        m.content.push(Content::text("hi"));
+        let s = serde_json::to_string(&AgentMessage::Assistant(m)).unwrap();
+        assert_eq!(
+            s,
+            r#"{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"anthropic-messages","provider":"fake","model":"fake-model","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1}"#
+        );
+    }
+
+    #[test]
+    fn user_content_accepts_string_and_blocks() {
+        let a: AgentMessage = serde_json::from_str(r#"{"role":"user","content":"x","timestamp":5}"#).unwrap();
+        let b: AgentMessage =
+            serde_json::from_str(r#"{"role":"user","content":[{"type":"text","text":"x"}],"timestamp":5}"#).unwrap();
+        match (a, b) {
+            (AgentMessage::User(a), AgentMessage::User(b)) => assert_eq!(a.content.joined_text(), b.content.joined_text()),
+            _ => panic!("wrong role"),
+        }
+    }
+}
