@@ -4,7 +4,13 @@
 //! send [`core::event::Event`]s over crossbeam channels to one state machine
 //! ([`core::machine`]) that owns all state. See `docs/architecture.md`.
 
+pub mod app;
 pub mod cancel;
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod io;
 pub mod llm;
 pub mod message;
+pub mod rpc;
 pub mod tools;

@@ -1,0 +1,31 @@
+# pith — see README.md
+CARGO ?= cargo
+
+.PHONY: build run test lint static bench fmt clean
+
+build:
+	$(CARGO) build --release
+
+# A demo RPC conversation on the built-in offline provider (no network, no API key).
+run: build
+	./fixtures/demo/run.sh ./target/release/pith
+
+test:
+	$(CARGO) test --all-targets
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+# Fully static binary (musl). Needs the target: rustup target add x86_64-unknown-linux-musl
+static:
+	$(CARGO) build --release --target x86_64-unknown-linux-musl
+
+bench: build
+	$(CARGO) run --release --example bench
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,252 @@
+//! Where pith keeps its files and what `settings.json` says.
+//!
+//! The layout is the reference's, so an existing `~/.pi/agent` works unchanged: the config dir is
+//! `$PI_CODING_AGENT_DIR` (with `~` expanded) or `~/.pi/agent`; `settings.json` there is merged
+//! with the project's `<cwd>/.pi/settings.json` (project wins, nested objects merged one level).
+//! pith only reads settings: RPC setters change the running process, never the file (a
+//! deliberate difference from the reference, see docs/rpc.md).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::message::ThinkingLevel;
+use crate::rpc::command::QueueMode;
+
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+fn expand_tilde(p: &str) -> PathBuf {
+    if p == "~" {
+        return home_dir().unwrap_or_else(|| PathBuf::from(p));
+    }
+    if let Some(rest) = p.strip_prefix("~/") {
+        if let Some(h) = home_dir() {
+            return h.join(rest);
+        }
+    }
+    PathBuf::from(p)
+}
+
+/// `$PI_CODING_AGENT_DIR` or `~/.pi/agent`.
+pub fn agent_dir() -> PathBuf {
+    match std::env::var("PI_CODING_AGENT_DIR") {
+        Ok(d) if !d.is_empty() => expand_tilde(&d),
+        _ => home_dir()
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".pi")
+            .join("agent"),
+    }
+}
+
+/// The effective settings (global merged with project), with typed accessors for what pith uses.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    raw: Map<String, Value>,
+}
+
+impl Settings {
+    /// Load and merge both files. A missing file is empty; a malformed one is a warning (returned
+    /// for stderr) and counts as empty.
+    pub fn load(agent_dir: &Path, cwd: &Path) -> (Settings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut raw = read_object(&agent_dir.join("settings.json"), &mut warnings);
+        let project = read_object(&cwd.join(".pi").join("settings.json"), &mut warnings);
+        for (k, v) in project {
+            match (raw.get_mut(&k), v) {
+                (Some(Value::Object(base)), Value::Object(over)) => {
+                    for (k2, v2) in over {
+                        base.insert(k2, v2);
+                    }
+                }
+                (_, v) => {
+                    raw.insert(k, v);
+                }
+            }
+        }
+        (Settings { raw }, warnings)
+    }
+
+    pub fn from_value(v: Value) -> Settings {
+        Settings {
+            raw: v.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.raw.get(key)
+    }
+
+    fn nested(&self, obj: &str, key: &str) -> Option<&Value> {
+        self.raw.get(obj).and_then(|o| o.get(key))
+    }
+
+    fn str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    pub fn default_provider(&self) -> Option<&str> {
+        self.str("defaultProvider")
+    }
+    pub fn default_model(&self) -> Option<&str> {
+        self.str("defaultModel")
+    }
+    pub fn default_thinking_level(&self) -> Option<ThinkingLevel> {
+        self.str("defaultThinkingLevel")
+            .and_then(ThinkingLevel::parse)
+    }
+    /// `steeringMode` (legacy `queueMode`); anything but "one-at-a-time" means "all", as the reference.
+    pub fn steering_mode(&self) -> QueueMode {
+        queue_mode(self.str("steeringMode").or_else(|| self.str("queueMode")))
+    }
+    pub fn follow_up_mode(&self) -> QueueMode {
+        queue_mode(self.str("followUpMode"))
+    }
+    pub fn compaction_enabled(&self) -> bool {
+        self.nested("compaction", "enabled")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    }
+    pub fn compaction_reserve_tokens(&self) -> u64 {
+        self.nested("compaction", "reserveTokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(16384)
+    }
+    pub fn compaction_keep_recent_tokens(&self) -> u64 {
+        self.nested("compaction", "keepRecentTokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(20000)
+    }
+    pub fn retry_enabled(&self) -> bool {
+        self.nested("retry", "enabled")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    }
+    pub fn retry_max_retries(&self) -> u32 {
+        self.nested("retry", "maxRetries")
+            .and_then(Value::as_u64)
+            .map(|v| v.min(1000) as u32)
+            .unwrap_or(3)
+    }
+    pub fn retry_base_delay_ms(&self) -> u64 {
+        self.nested("retry", "baseDelayMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(2000)
+    }
+    pub fn retry_max_delay_ms(&self) -> u64 {
+        self.nested("retry", "maxDelayMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(60000)
+    }
+    pub fn shell_path(&self) -> Option<&str> {
+        self.str("shellPath")
+    }
+    pub fn shell_command_prefix(&self) -> Option<&str> {
+        self.str("shellCommandPrefix")
+    }
+    pub fn enabled_models(&self) -> Vec<String> {
+        match self.get("enabledModels") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    pub fn block_images(&self) -> bool {
+        self.nested("images", "blockImages")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+    pub fn thinking_budgets(&self) -> Option<&Map<String, Value>> {
+        self.get("thinkingBudgets").and_then(Value::as_object)
+    }
+    /// pith's own: seconds without a byte from the provider before the stream is failed (default 120).
+    pub fn stream_stall_timeout_secs(&self) -> u64 {
+        self.nested("pith", "streamStallTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(120)
+    }
+    /// pith's own: seconds to wait for a TCP/TLS connection (default 30).
+    pub fn connect_timeout_secs(&self) -> u64 {
+        self.nested("pith", "connectTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(30)
+    }
+}
+
+fn queue_mode(v: Option<&str>) -> QueueMode {
+    match v {
+        None | Some("one-at-a-time") => QueueMode::OneAtATime,
+        Some(_) => QueueMode::All,
+    }
+}
+
+fn read_object(path: &Path, warnings: &mut Vec<String>) -> Map<String, Value> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Map::new(),
+        Err(e) => {
+            warnings.push(format!("Warning: cannot read {}: {e}", path.display()));
+            return Map::new();
+        }
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            warnings.push(format!(
+                "Warning: {} is not a JSON object; ignored",
+                path.display()
+            ));
+            Map::new()
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "Warning: cannot parse {}: {e}; ignored",
+                path.display()
+            ));
+            Map::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_settings_override_global_one_level_deep() {
+        let g = tempfile::tempdir().unwrap();
+        let c = tempfile::tempdir().unwrap();
+        std::fs::write(
+            g.path().join("settings.json"),
+            r#"{"retry":{"enabled":false,"maxRetries":5},"steeringMode":"all"}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(c.path().join(".pi")).unwrap();
+        std::fs::write(
+            c.path().join(".pi/settings.json"),
+            r#"{"retry":{"maxRetries":2}}"#,
+        )
+        .unwrap();
+        let (s, w) = Settings::load(g.path(), c.path());
+        assert!(w.is_empty());
+        assert!(!s.retry_enabled());
+        assert_eq!(s.retry_max_retries(), 2);
+        assert_eq!(s.steering_mode(), QueueMode::All);
+        assert_eq!(s.follow_up_mode(), QueueMode::OneAtATime);
+    }
+
+    #[test]
+    fn malformed_settings_is_a_warning() {
+        let g = tempfile::tempdir().unwrap();
+        std::fs::write(g.path().join("settings.json"), "{nope").unwrap();
+        let (s, w) = Settings::load(g.path(), g.path());
+        assert_eq!(w.len(), 1);
+        assert!(s.compaction_enabled());
+    }
+}

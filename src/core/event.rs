@@ -1,0 +1,30 @@
+//! The one enum of everything that can happen to pith. Threads at the edges produce these; the
+//! state machine ([`super::machine`]) consumes them in a single `select!` and changes state in a
+//! single place. Nothing else mutates state.
+
+use crate::io::stdin::Input;
+use crate::llm::StreamEvent;
+
+/// Process-level events: they travel on their own small channel so they are never stuck behind a
+/// backlog of worker events.
+#[derive(Debug)]
+pub enum Control {
+    /// SIGINT / SIGTERM / SIGHUP.
+    Signal(i32),
+    /// stdout is closed (the host went away).
+    ClientGone,
+}
+
+/// What worker threads (LLM streams, tools, bash, timers) report.
+#[derive(Debug)]
+pub enum Worker {
+    /// An event of the LLM stream started as `generation`; stale generations are ignored.
+    Llm { generation: u64, event: StreamEvent },
+}
+
+#[derive(Debug)]
+pub enum Event {
+    Input(Input),
+    Control(Control),
+    Worker(Worker),
+}

@@ -1,0 +1,246 @@
+//! Event frames written to stdout (they never carry an `id`). Shapes and key order follow the
+//! reference (spec 5.1); `agent_settled` is pith's addition.
+//!
+//! `message_update` is the hot path: the reference writes the whole partial message twice per
+//! delta (`assistantMessageEvent.partial` and `message`). pith serialises the partial once and
+//! splices the bytes into both places, and `--rpc-partials none` leaves both out.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::message::{AgentMessage, AssistantMessage, ToolCall};
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event<'a> {
+    AgentStart,
+    AgentEnd {
+        messages: &'a [AgentMessage],
+    },
+    TurnStart,
+    TurnEnd {
+        message: &'a AgentMessage,
+        #[serde(rename = "toolResults")]
+        tool_results: &'a [AgentMessage],
+    },
+    MessageStart {
+        message: &'a AgentMessage,
+    },
+    MessageEnd {
+        message: &'a AgentMessage,
+    },
+    ToolExecutionStart {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: &'a str,
+        #[serde(rename = "toolName")]
+        tool_name: &'a str,
+        args: &'a Value,
+    },
+    ToolExecutionUpdate {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: &'a str,
+        #[serde(rename = "toolName")]
+        tool_name: &'a str,
+        args: &'a Value,
+        #[serde(rename = "partialResult")]
+        partial_result: &'a Value,
+    },
+    ToolExecutionEnd {
+        #[serde(rename = "toolCallId")]
+        tool_call_id: &'a str,
+        #[serde(rename = "toolName")]
+        tool_name: &'a str,
+        result: &'a Value,
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    QueueUpdate {
+        steering: &'a [String],
+        #[serde(rename = "followUp")]
+        follow_up: &'a [String],
+    },
+    AutoCompactionStart {
+        reason: &'a str,
+    },
+    AutoCompactionEnd {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a Value>,
+        aborted: bool,
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+        #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
+        error_message: Option<&'a str>,
+    },
+    AutoRetryStart {
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "errorMessage")]
+        error_message: &'a str,
+    },
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(rename = "finalError", skip_serializing_if = "Option::is_none")]
+        final_error: Option<&'a str>,
+    },
+    ThinkingLevelChanged {
+        level: &'a str,
+    },
+    SessionInfoChanged {
+        name: &'a str,
+    },
+    /// pith's addition: the agent is idle and nothing (retry, compaction, queued message) is pending.
+    AgentSettled,
+}
+
+/// How much of the partial message `message_update` carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partials {
+    /// As the reference: `assistantMessageEvent.partial` and `message` both carry the snapshot.
+    Full,
+    /// `--rpc-partials none`: neither is written; hosts rebuild the message from the deltas.
+    None,
+}
+
+/// The `assistantMessageEvent` of a `message_update`, without its `partial`.
+pub enum UpdateKind<'a> {
+    TextStart,
+    TextDelta(&'a str),
+    TextEnd(&'a str),
+    ThinkingStart,
+    ThinkingDelta(&'a str),
+    ThinkingEnd(&'a str),
+    ToolCallStart,
+    ToolCallDelta(&'a str),
+    ToolCallEnd(&'a ToolCall),
+}
+
+/// Serialise one `message_update` line.
+pub fn message_update(
+    kind: &UpdateKind<'_>,
+    index: usize,
+    partial: &AssistantMessage,
+    mode: Partials,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    let (name, extra): (&str, Option<(&str, String)>) = match kind {
+        UpdateKind::TextStart => ("text_start", None),
+        UpdateKind::TextDelta(d) => ("text_delta", Some(("delta", json_str(d)))),
+        UpdateKind::TextEnd(c) => ("text_end", Some(("content", json_str(c)))),
+        UpdateKind::ThinkingStart => ("thinking_start", None),
+        UpdateKind::ThinkingDelta(d) => ("thinking_delta", Some(("delta", json_str(d)))),
+        UpdateKind::ThinkingEnd(c) => ("thinking_end", Some(("content", json_str(c)))),
+        UpdateKind::ToolCallStart => ("toolcall_start", None),
+        UpdateKind::ToolCallDelta(d) => ("toolcall_delta", Some(("delta", json_str(d)))),
+        UpdateKind::ToolCallEnd(t) => ("toolcall_end", Some(("toolCall", tool_call_json(t)))),
+    };
+    out.extend_from_slice(b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\",\"contentIndex\":");
+    out.extend_from_slice(index.to_string().as_bytes());
+    if let Some((key, value)) = extra {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(value.as_bytes());
+    }
+    match mode {
+        Partials::Full => {
+            let snapshot = partial_json(partial);
+            out.extend_from_slice(b",\"partial\":");
+            out.extend_from_slice(&snapshot);
+            out.extend_from_slice(b"},\"message\":");
+            out.extend_from_slice(&snapshot);
+            out.extend_from_slice(b"}\n");
+        }
+        Partials::None => out.extend_from_slice(b"}}\n"),
+    }
+    out
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+fn tool_call_json(t: &ToolCall) -> String {
+    #[derive(Serialize)]
+    struct Tagged<'a> {
+        #[serde(rename = "type")]
+        ty: &'static str,
+        #[serde(flatten)]
+        call: &'a ToolCall,
+    }
+    serde_json::to_string(&Tagged {
+        ty: "toolCall",
+        call: t,
+    })
+    .unwrap_or_else(|_| "{}".to_string())
+}
+
+fn partial_json(m: &AssistantMessage) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct WithRole<'a> {
+        role: &'static str,
+        #[serde(flatten)]
+        m: &'a AssistantMessage,
+    }
+    serde_json::to_vec(&WithRole {
+        role: "assistant",
+        m,
+    })
+    .unwrap_or_else(|_| b"{}".to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Content;
+
+    #[test]
+    fn message_update_full_and_lean() {
+        let mut m = AssistantMessage::empty("faux", "faux", "m");
+        m.timestamp = 7;
+        m.content.push(Content::text("Hi"));
+        let full = String::from_utf8(message_update(
+            &UpdateKind::TextDelta("Hi"),
+            0,
+            &m,
+            Partials::Full,
+        ))
+        .unwrap();
+        let v: Value = serde_json::from_str(&full).unwrap();
+        assert_eq!(v["assistantMessageEvent"]["delta"], "Hi");
+        assert_eq!(v["assistantMessageEvent"]["partial"], v["message"]);
+        assert_eq!(v["message"]["role"], "assistant");
+        assert_eq!(v["message"]["content"][0]["text"], "Hi");
+        let lean = String::from_utf8(message_update(
+            &UpdateKind::TextDelta("Hi"),
+            0,
+            &m,
+            Partials::None,
+        ))
+        .unwrap();
+        assert_eq!(
+            lean,
+            "{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"text_delta\",\"contentIndex\":0,\"delta\":\"Hi\"}}\n"
+        );
+    }
+
+    #[test]
+    fn settled_and_queue_update_shapes() {
+        let s = serde_json::to_string(&Event::AgentSettled).unwrap();
+        assert_eq!(s, r#"{"type":"agent_settled"}"#);
+        let s = serde_json::to_string(&Event::QueueUpdate {
+            steering: &["a".into()],
+            follow_up: &[],
+        })
+        .unwrap();
+        assert_eq!(
+            s,
+            r#"{"type":"queue_update","steering":["a"],"followUp":[]}"#
+        );
+    }
+}

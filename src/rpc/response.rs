@@ -1,0 +1,80 @@
+//! The response envelope: `{"id"?, "type":"response", "command", "success", "data"|"error"}` in
+//! that key order. `id` is echoed exactly as sent (string, number, anything) and omitted when the
+//! command had none. `data` is omitted for commands without data but kept when it is JSON `null`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    #[serde(rename = "type")]
+    ty: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<&'a str>,
+    success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// One serialised line (with the trailing `\n`).
+pub fn success(id: Option<&Value>, command: &str, data: Option<&Value>) -> Vec<u8> {
+    line(&Envelope {
+        id,
+        ty: "response",
+        command: Some(command),
+        success: true,
+        data,
+        error: None,
+    })
+}
+
+pub fn error(id: Option<&Value>, command: Option<&str>, message: &str) -> Vec<u8> {
+    line(&Envelope {
+        id,
+        ty: "response",
+        command,
+        success: false,
+        data: None,
+        error: Some(message),
+    })
+}
+
+/// Serialise any frame as one JSON line. Serialising our own types cannot fail (no maps with
+/// non-string keys, no failing `Serialize` impls); should it ever, the line says so instead of
+/// panicking.
+pub fn line<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    if serde_json::to_writer(&mut out, value).is_err() {
+        out.clear();
+        out.extend_from_slice(br#"{"type":"response","success":false,"error":"internal error: unserialisable frame"}"#);
+    }
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_and_id_echo() {
+        let id = json!(42);
+        assert_eq!(
+            String::from_utf8(success(Some(&id), "get_state", Some(&json!({"a":1})))).unwrap(),
+            "{\"id\":42,\"type\":\"response\",\"command\":\"get_state\",\"success\":true,\"data\":{\"a\":1}}\n"
+        );
+        assert_eq!(
+            String::from_utf8(success(None, "cycle_model", Some(&Value::Null))).unwrap(),
+            "{\"type\":\"response\",\"command\":\"cycle_model\",\"success\":true,\"data\":null}\n"
+        );
+        assert_eq!(
+            String::from_utf8(error(None, Some("parse"), "bad")).unwrap(),
+            "{\"type\":\"response\",\"command\":\"parse\",\"success\":false,\"error\":\"bad\"}\n"
+        );
+    }
+}

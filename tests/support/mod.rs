@@ -1,0 +1,216 @@
+//! Test support: spawn the real `pith` binary over pipes, send lines, read frames.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::Value;
+
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A scratch world for one pith process: config dir, home, cwd and tmp.
+pub struct World {
+    pub dir: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["agent", "home", "cwd", "tmp"] {
+            std::fs::create_dir_all(dir.path().join(d)).expect("mkdir");
+        }
+        World { dir }
+    }
+    pub fn agent_dir(&self) -> PathBuf {
+        self.dir.path().join("agent")
+    }
+    pub fn cwd(&self) -> PathBuf {
+        self.dir.path().join("cwd")
+    }
+    pub fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+    pub fn write_agent_file(&self, name: &str, text: &str) {
+        std::fs::write(self.agent_dir().join(name), text).expect("write agent file");
+    }
+    /// The oracle's provider config: `fake` (anthropic-messages) and `fake-openai`, at `port`.
+    pub fn fake_models(&self, port: u16) {
+        let t =
+            std::fs::read_to_string(fixture("config/models.json.tmpl")).expect("models template");
+        self.write_agent_file("models.json", &t.replace("{PORT}", &port.to_string()));
+    }
+    pub fn spawn(&self, args: &[&str]) -> Pith {
+        Pith::spawn_in(self, args)
+    }
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
+
+pub struct Pith {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Every frame read so far, in order.
+    pub seen: Vec<Value>,
+}
+
+impl Pith {
+    pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
+            .args(args)
+            .current_dir(world.cwd())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", world.dir.path().join("home"))
+            .env("TMPDIR", world.tmp())
+            .env("PI_CODING_AGENT_DIR", world.agent_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pith");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(l).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        });
+        let stderr = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[pith stderr] {line}");
+            }
+        });
+        let stdin = child.stdin.take();
+        Pith {
+            child,
+            stdin,
+            lines: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, v: Value) {
+        let mut line = serde_json::to_vec(&v).expect("serialise");
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// The next raw stdout line.
+    pub fn next_line(&mut self, timeout: Duration) -> Option<String> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(l) => Some(l),
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "timed out waiting for a frame; seen so far: {:#?}",
+                self.seen
+            ),
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// The next frame (panics on timeout, on EOF, or if the line is not JSON).
+    pub fn recv(&mut self) -> Value {
+        let line = self.next_line(TIMEOUT).expect("stdout closed");
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        self.seen.push(v.clone());
+        v
+    }
+
+    /// Frames until (and including) the first that satisfies `pred`.
+    pub fn recv_until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let v = self.recv();
+            let done = pred(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// Frames until the response with this id; returns (frames before it, the response).
+    pub fn response(&mut self, id: &str) -> Value {
+        let frames = self.recv_until(|v| v["type"] == "response" && v["id"] == id);
+        frames.last().cloned().expect("response")
+    }
+
+    /// Send a command with an id and return its response (events before it are kept in `seen`).
+    pub fn call(&mut self, mut cmd: Value, id: &str) -> Value {
+        cmd["id"] = Value::String(id.to_string());
+        self.send(cmd);
+        self.response(id)
+    }
+
+    /// No more frames for `d` (EOF also counts as "no more").
+    pub fn assert_quiet(&mut self, d: Duration) {
+        if let Ok(l) = self.lines.recv_timeout(d) {
+            panic!("unexpected frame: {l}");
+        }
+    }
+
+    /// Close stdin and wait for the exit status (panics after `timeout`).
+    pub fn finish(mut self, timeout: Duration) -> (ExitStatus, Vec<String>) {
+        self.close_stdin();
+        let status = wait_timeout(&mut self.child, timeout);
+        let rest: Vec<String> = self.lines.iter().collect();
+        (status, rest)
+    }
+
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        wait_timeout(&mut self.child, timeout)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+pub fn wait_timeout(child: &mut Child, timeout: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return s;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("pith did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+impl Drop for Pith {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
