@@ -7,4 +7,5 @@
 pub mod cancel;
 pub mod llm;
 pub mod message;
+pub mod session;
 pub mod tools;
