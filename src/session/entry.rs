@@ -68,7 +68,12 @@ impl Entry {
         let id = str_field(&raw, "id").ok_or("entry has no string id")?;
         let parent_id = str_field(&raw, "parentId");
         let kind = parse_kind(&raw);
-        Ok(Entry { raw, id, parent_id, kind })
+        Ok(Entry {
+            raw,
+            id,
+            parent_id,
+            kind,
+        })
     }
 
     pub fn id(&self) -> &str {
@@ -131,13 +136,13 @@ impl Entry {
                 m.timestamp = self.timestamp_ms();
                 Some(AgentMessage::Custom(m))
             }
-            EntryKind::BranchSummary { from_id, summary } if !summary.is_empty() => {
-                Some(AgentMessage::BranchSummary(crate::message::BranchSummaryMessage {
+            EntryKind::BranchSummary { from_id, summary } if !summary.is_empty() => Some(
+                AgentMessage::BranchSummary(crate::message::BranchSummaryMessage {
                     summary: summary.clone(),
                     from_id: from_id.clone(),
                     timestamp: self.timestamp_ms(),
-                }))
-            }
+                }),
+            ),
             _ => None,
         }
     }
@@ -256,7 +261,8 @@ mod tests {
 
     #[test]
     fn unknown_types_and_fields_are_kept() {
-        let e = parse(r#"{"type":"future","id":"aa","parentId":null,"timestamp":"x","z":1,"a":[2]}"#);
+        let e =
+            parse(r#"{"type":"future","id":"aa","parentId":null,"timestamp":"x","z":1,"a":[2]}"#);
         assert!(matches!(e.kind(), EntryKind::Unknown));
         assert_eq!(
             serde_json::to_string(e.raw()).unwrap(),
@@ -266,12 +272,19 @@ mod tests {
 
     #[test]
     fn branch_summary_with_empty_summary_is_not_context() {
-        let e = parse(r#"{"type":"branch_summary","id":"b","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","fromId":"root","summary":""}"#);
+        let e = parse(
+            r#"{"type":"branch_summary","id":"b","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","fromId":"root","summary":""}"#,
+        );
         assert!(e.context_message().is_none());
-        let e = parse(r#"{"type":"branch_summary","id":"b","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","fromId":"root","summary":"S"}"#);
+        let e = parse(
+            r#"{"type":"branch_summary","id":"b","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","fromId":"root","summary":"S"}"#,
+        );
         match e.context_message() {
             Some(AgentMessage::BranchSummary(b)) => {
-                assert_eq!((b.summary.as_str(), b.from_id.as_str(), b.timestamp), ("S", "root", 1_767_225_600_000))
+                assert_eq!(
+                    (b.summary.as_str(), b.from_id.as_str(), b.timestamp),
+                    ("S", "root", 1_767_225_600_000)
+                )
             }
             other => panic!("{other:?}"),
         }

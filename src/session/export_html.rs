@@ -118,14 +118,20 @@ pub fn render(session: &Session) -> String {
                     render_message(&m, &mut h);
                 }
             }
-            EntryKind::Compaction { summary, tokens_before, .. } => {
+            EntryKind::Compaction {
+                summary,
+                tokens_before,
+                ..
+            } => {
                 let title = format!("Compaction ({tokens_before} tokens summarized)");
                 summary_block(&mut h, &title, summary);
             }
             EntryKind::ModelChange { provider, model_id } => {
                 note(&mut h, &format!("Model: {provider}/{model_id}"));
             }
-            EntryKind::ThinkingLevelChange(level) => note(&mut h, &format!("Thinking level: {level}")),
+            EntryKind::ThinkingLevelChange(level) => {
+                note(&mut h, &format!("Thinking level: {level}"))
+            }
             EntryKind::SessionInfo { name: Some(n) } => note(&mut h, &format!("Session name: {n}")),
             _ => {}
         }
@@ -136,7 +142,11 @@ pub fn render(session: &Session) -> String {
 
 fn render_header(session: &Session, h: &mut String) {
     let title = session.session_name().unwrap_or_else(|| "Session".into());
-    let _ = write!(h, "<header class=\"session\">\n<h1>{}</h1>\n<dl class=\"meta\">", escape(&title));
+    let _ = write!(
+        h,
+        "<header class=\"session\">\n<h1>{}</h1>\n<dl class=\"meta\">",
+        escape(&title)
+    );
     let mut row = |k: &str, v: &str| {
         let _ = write!(h, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
     };
@@ -160,7 +170,10 @@ fn render_header(session: &Session, h: &mut String) {
         "Tokens",
         &format!(
             "{} in, {} out, {} cache read, {} cache write",
-            stats.tokens.input, stats.tokens.output, stats.tokens.cache_read, stats.tokens.cache_write
+            stats.tokens.input,
+            stats.tokens.output,
+            stats.tokens.cache_read,
+            stats.tokens.cache_write
         ),
     );
     row("Cost", &format!("${:.4}", stats.cost));
@@ -181,7 +194,11 @@ fn summary_block(h: &mut String, title: &str, summary: &str) {
 }
 
 fn open_msg(h: &mut String, class: &str, role: &str) {
-    let _ = write!(h, "<section class=\"msg {class}\"><div class=\"role\">{}</div>", escape(role));
+    let _ = write!(
+        h,
+        "<section class=\"msg {class}\"><div class=\"role\">{}</div>",
+        escape(role)
+    );
 }
 
 fn render_message(m: &AgentMessage, h: &mut String) {
@@ -193,7 +210,11 @@ fn render_message(m: &AgentMessage, h: &mut String) {
         }
         AgentMessage::Assistant(a) => render_assistant(a, h),
         AgentMessage::ToolResult(r) => {
-            let class = if r.is_error { "tool-result error" } else { "tool-result" };
+            let class = if r.is_error {
+                "tool-result error"
+            } else {
+                "tool-result"
+            };
             open_msg(h, class, &format!("Tool result: {}", r.tool_name));
             blocks(&r.content, h, true);
             h.push_str("</section>\n");
@@ -218,7 +239,11 @@ fn render_message(m: &AgentMessage, h: &mut String) {
             h.push_str("</section>\n");
         }
         AgentMessage::Custom(c) => {
-            open_msg(h, "custom", &format!("Extension message: {}", c.custom_type));
+            open_msg(
+                h,
+                "custom",
+                &format!("Extension message: {}", c.custom_type),
+            );
             user_content(&c.content, h);
             h.push_str("</section>\n");
         }
@@ -298,16 +323,27 @@ fn blocks(b: &[Content], h: &mut String, preformatted: bool) {
 /// Embed an image only when its MIME type is `image/<alnum+.-/>` and the payload is base64.
 fn image(i: &crate::message::ImageContent, h: &mut String) {
     let mime_ok = i.mime_type.strip_prefix("image/").is_some_and(|sub| {
-        !sub.is_empty() && sub.bytes().all(|c| c.is_ascii_alphanumeric() || b"+.-".contains(&c))
+        !sub.is_empty()
+            && sub
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"+.-".contains(&c))
     });
     let data_ok = i
         .data
         .bytes()
         .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'=');
     if mime_ok && data_ok {
-        let _ = write!(h, "<img class=\"embedded\" alt=\"image\" src=\"data:{};base64,{}\">", i.mime_type, i.data);
+        let _ = write!(
+            h,
+            "<img class=\"embedded\" alt=\"image\" src=\"data:{};base64,{}\">",
+            i.mime_type, i.data
+        );
     } else {
-        let _ = write!(h, "<div class=\"note\">[image: {}]</div>", escape(&i.mime_type));
+        let _ = write!(
+            h,
+            "<div class=\"note\">[image: {}]</div>",
+            escape(&i.mime_type)
+        );
     }
 }
 
@@ -317,12 +353,18 @@ mod tests {
 
     #[test]
     fn escapes_markup_and_quotes() {
-        assert_eq!(escape(r#"<script>"a" & 'b'</script>"#), "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;");
+        assert_eq!(
+            escape(r#"<script>"a" & 'b'</script>"#),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
+        );
     }
 
     #[test]
     fn default_name_strips_jsonl() {
         let p = Path::new("/x/sessions/2026-11-21T22-24-46-733Z_01a2.jsonl");
-        assert_eq!(default_export_name(p), "pi-session-2026-11-21T22-24-46-733Z_01a2.html");
+        assert_eq!(
+            default_export_name(p),
+            "pi-session-2026-11-21T22-24-46-733Z_01a2.html"
+        );
     }
 }

@@ -182,8 +182,14 @@ mod tests {
         assert_eq!(ms, 1_795_299_884_839);
         assert_eq!(iso_timestamp(ms), "2026-11-21T22:24:44.839Z");
         assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(parse_iso_ms("2024-02-29T00:00:00Z"), Some(1_709_164_800_000));
-        assert_eq!(parse_iso_ms("2024-02-29T00:00:00.5Z"), Some(1_709_164_800_500));
+        assert_eq!(
+            parse_iso_ms("2024-02-29T00:00:00Z"),
+            Some(1_709_164_800_000)
+        );
+        assert_eq!(
+            parse_iso_ms("2024-02-29T00:00:00.5Z"),
+            Some(1_709_164_800_500)
+        );
         assert_eq!(parse_iso_ms("garbage"), None);
         assert_eq!(parse_iso_ms("2024-02-29T00:00:00.123+01:00"), None);
     }
@@ -201,7 +207,10 @@ mod tests {
     fn short_ids_are_hex_and_avoid_taken() {
         let id = short_id(|_| false);
         assert_eq!(id.len(), 8);
-        assert!(id.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            id.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert_eq!(short_id(|_| true).len(), 36);
         let mut b = [0u8; 13];
         fallback_bytes(&mut b);

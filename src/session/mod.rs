@@ -161,7 +161,9 @@ impl Session {
                 let header = format!("{}\n", store::to_line(&s.header));
                 store::rewrite(path, &header)?;
                 s.header_written = true;
-                s.warnings.push(format!("Warning: {e}; starting a fresh session at that path"));
+                s.warnings.push(format!(
+                    "Warning: {e}; starting a fresh session at that path"
+                ));
                 Ok(s)
             }
             Err(e) => Err(e),
@@ -169,7 +171,13 @@ impl Session {
     }
 
     fn from_header(header: Map<String, Value>, path: &Path) -> Session {
-        let get = |k: &str| header.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let get = |k: &str| {
+            header
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         Session {
             id: get("id"),
             cwd: get("cwd"),
@@ -270,7 +278,8 @@ impl Session {
         if let EntryKind::Label { target_id, label } = entry.kind() {
             match label.as_deref().filter(|l| !l.is_empty()) {
                 Some(l) => {
-                    self.labels.insert(target_id.clone(), Value::String(l.to_string()));
+                    self.labels
+                        .insert(target_id.clone(), Value::String(l.to_string()));
                 }
                 None => {
                     self.labels.shift_remove(target_id);
@@ -301,7 +310,9 @@ impl Session {
     /// Write per spec 11.5: nothing before an assistant message exists; then everything at once;
     /// then one line per entry.
     fn persist(&mut self, index: usize) {
-        let Some(path) = self.file.clone() else { return };
+        let Some(path) = self.file.clone() else {
+            return;
+        };
         if !self.has_assistant {
             return;
         }
@@ -339,28 +350,38 @@ impl Session {
     }
 
     fn all_lines(&self) -> String {
-        format!("{}\n{}", store::to_line(&self.header), self.entry_lines(0..self.entries.len()))
+        format!(
+            "{}\n{}",
+            store::to_line(&self.header),
+            self.entry_lines(0..self.entries.len())
+        )
     }
 
     /// Append a `message` entry; returns its id.
     pub fn append_message(&mut self, message: &AgentMessage) -> String {
         let value = serde_json::to_value(message).unwrap_or(Value::Null);
-        let raw = self.new_entry().standard("message", vec![("message", Some(value))]);
+        let raw = self
+            .new_entry()
+            .standard("message", vec![("message", Some(value))]);
         self.append_raw(raw)
     }
 
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> String {
         let raw = self.new_entry().standard(
             "model_change",
-            vec![("provider", Some(provider.into())), ("modelId", Some(model_id.into()))],
+            vec![
+                ("provider", Some(provider.into())),
+                ("modelId", Some(model_id.into())),
+            ],
         );
         self.append_raw(raw)
     }
 
     pub fn append_thinking_level_change(&mut self, level: ThinkingLevel) -> String {
-        let raw = self
-            .new_entry()
-            .standard("thinking_level_change", vec![("thinkingLevel", Some(level.as_str().into()))]);
+        let raw = self.new_entry().standard(
+            "thinking_level_change",
+            vec![("thinkingLevel", Some(level.as_str().into()))],
+        );
         self.append_raw(raw)
     }
 
@@ -397,9 +418,10 @@ impl Session {
 
     /// A `custom` entry (extension state, not in the context).
     pub fn append_custom(&mut self, custom_type: &str, data: Option<Value>) -> String {
-        let raw = self
-            .new_entry()
-            .fields_first("custom", vec![("customType", Some(custom_type.into())), ("data", data)]);
+        let raw = self.new_entry().fields_first(
+            "custom",
+            vec![("customType", Some(custom_type.into())), ("data", data)],
+        );
         self.append_raw(raw)
     }
 
@@ -431,7 +453,10 @@ impl Session {
         }
         let raw = self.new_entry().standard(
             "label",
-            vec![("targetId", Some(target_id.into())), ("label", label.map(Value::from))],
+            vec![
+                ("targetId", Some(target_id.into())),
+                ("label", label.map(Value::from)),
+            ],
         );
         Ok(self.append_raw(raw))
     }
@@ -445,7 +470,12 @@ impl Session {
         from_hook: Option<bool>,
     ) -> Result<String, String> {
         self.leaf = match from {
-            Some(id) => Some(*self.by_id.get(id).ok_or_else(|| format!("Entry {id} not found"))?),
+            Some(id) => Some(
+                *self
+                    .by_id
+                    .get(id)
+                    .ok_or_else(|| format!("Entry {id} not found"))?,
+            ),
             None => None,
         };
         let raw = self.new_entry().standard(
@@ -515,7 +545,10 @@ impl Session {
             .iter()
             .filter_map(|e| {
                 let text = e.user_text()?;
-                (!text.is_empty()).then(|| ForkMessage { entry_id: e.id().to_string(), text })
+                (!text.is_empty()).then(|| ForkMessage {
+                    entry_id: e.id().to_string(),
+                    text,
+                })
             })
             .collect()
     }
@@ -558,7 +591,10 @@ impl Session {
             if s.by_id.contains_key(target) {
                 let raw = s.new_entry().standard(
                     "label",
-                    vec![("targetId", Some(target.as_str().into())), ("label", Some(label.clone()))],
+                    vec![
+                        ("targetId", Some(target.as_str().into())),
+                        ("label", Some(label.clone())),
+                    ],
                 );
                 if let Ok(e) = Entry::from_raw(raw) {
                     s.push(e);

@@ -57,7 +57,11 @@ pub fn js_number(v: f64) -> String {
     } else {
         let e = n - 1;
         let e_sign = if e < 0 { '-' } else { '+' };
-        let rest = if k > 1 { format!(".{}", &digits[1..]) } else { String::new() };
+        let rest = if k > 1 {
+            format!(".{}", &digits[1..])
+        } else {
+            String::new()
+        };
         format!("{}{rest}e{e_sign}{}", &digits[..1], e.abs())
     };
     format!("{sign}{body}")
@@ -88,7 +92,8 @@ pub struct RawFile {
 /// Errors when the file cannot be read or holds no valid header line.
 pub fn read_file(path: &Path) -> Result<RawFile, String> {
     let shown = path.display();
-    let file = fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
+    let file =
+        fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
@@ -123,7 +128,11 @@ pub fn read_file(path: &Path) -> Result<RawFile, String> {
             "Cannot load session file {shown}: no valid session header (first line must be a JSON object with \"type\":\"session\" and a string \"id\")"
         ));
     }
-    Ok(RawFile { objects, warnings, needs_newline })
+    Ok(RawFile {
+        objects,
+        warnings,
+        needs_newline,
+    })
 }
 
 /// `{type: "session", id: <string>}`.
@@ -138,8 +147,13 @@ pub fn is_header(obj: &Map<String, Value>) -> bool {
 /// - v1 (no `version`) → v2: fresh ids, a linear `parentId` chain, `firstKeptEntryIndex` (an
 ///   index into the file's lines, header included) → `firstKeptEntryId`.
 /// - v2 → v3: message role `hookMessage` → `custom`.
-pub fn migrate(objects: &mut [Map<String, Value>], mut new_id: impl FnMut(&dyn Fn(&str) -> bool) -> String) -> bool {
-    let Some(header) = objects.first() else { return false };
+pub fn migrate(
+    objects: &mut [Map<String, Value>],
+    mut new_id: impl FnMut(&dyn Fn(&str) -> bool) -> String,
+) -> bool {
+    let Some(header) = objects.first() else {
+        return false;
+    };
     let version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
     if version >= CURRENT_VERSION {
         return false;
@@ -155,7 +169,9 @@ pub fn migrate(objects: &mut [Map<String, Value>], mut new_id: impl FnMut(&dyn F
             prev = Some(id);
         }
         for i in 1..objects.len() {
-            let index = objects[i].get("firstKeptEntryIndex").and_then(Value::as_u64);
+            let index = objects[i]
+                .get("firstKeptEntryIndex")
+                .and_then(Value::as_u64);
             let Some(index) = index else { continue };
             let target = objects
                 .get(index as usize)
@@ -216,7 +232,13 @@ pub fn default_session_dir(agent_dir: &Path, cwd: &str) -> PathBuf {
     let trimmed = cwd.strip_prefix(['/', '\\']).unwrap_or(cwd);
     let safe: String = trimmed
         .chars()
-        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
         .collect();
     agent_dir.join("sessions").join(format!("--{safe}--"))
 }
@@ -234,7 +256,9 @@ pub fn session_file_name(iso_timestamp: &str, session_id: &str) -> String {
 pub fn read_header(path: &Path) -> Option<Map<String, Value>> {
     let f = fs::File::open(path).ok()?;
     let mut line = Vec::new();
-    BufReader::new(f.take(64 * 1024)).read_until(b'\n', &mut line).ok()?;
+    BufReader::new(f.take(64 * 1024))
+        .read_until(b'\n', &mut line)
+        .ok()?;
     match serde_json::from_slice::<Value>(line.trim_ascii()) {
         Ok(Value::Object(obj)) if is_header(&obj) => Some(obj),
         _ => None,
@@ -242,7 +266,9 @@ pub fn read_header(path: &Path) -> Option<Map<String, Value>> {
 }
 
 fn session_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = fs::read_dir(dir) else { return Vec::new() };
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
     rd.filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
@@ -272,13 +298,17 @@ pub fn modified_ms(path: &Path) -> u64 {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64)
     };
-    let Ok(raw) = read_file(path) else { return mtime() };
+    let Ok(raw) = read_file(path) else {
+        return mtime();
+    };
     let mut latest = 0u64;
     for obj in raw.objects.iter().skip(1) {
         if obj.get("type").and_then(Value::as_str) != Some("message") {
             continue;
         }
-        let Some(msg) = obj.get("message") else { continue };
+        let Some(msg) = obj.get("message") else {
+            continue;
+        };
         let role = msg.get("role").and_then(Value::as_str);
         if !matches!(role, Some("user" | "assistant")) || msg.get("content").is_none() {
             continue;
@@ -312,7 +342,11 @@ pub fn resolve_session_arg(arg: &str, dir: &Path) -> Result<PathBuf, String> {
         .into_iter()
         .filter(|p| {
             read_header(p)
-                .and_then(|h| h.get("id").and_then(Value::as_str).map(|id| id.starts_with(arg)))
+                .and_then(|h| {
+                    h.get("id")
+                        .and_then(Value::as_str)
+                        .map(|id| id.starts_with(arg))
+                })
                 .unwrap_or(false)
         })
         .map(|p| (modified_ms(&p), p))
@@ -353,7 +387,10 @@ mod tests {
     #[test]
     fn cwd_encoding_matches_reference() {
         let d = default_session_dir(Path::new("/root/.pi/agent"), "/tmp/pitest/work");
-        assert_eq!(d, PathBuf::from("/root/.pi/agent/sessions/--tmp-pitest-work--"));
+        assert_eq!(
+            d,
+            PathBuf::from("/root/.pi/agent/sessions/--tmp-pitest-work--")
+        );
         let d = default_session_dir(Path::new("/a"), "C:\\x\\y");
         assert_eq!(d, PathBuf::from("/a/sessions/--C--x-y--"));
     }

@@ -14,7 +14,11 @@ use super::entry::{Entry, EntryKind};
 
 /// Indices into `entries` from the root to `leaf` (inclusive). A broken or cyclic parent chain
 /// stops the walk instead of looping.
-pub fn branch_indices(entries: &[Entry], by_id: &HashMap<String, usize>, leaf: Option<usize>) -> Vec<usize> {
+pub fn branch_indices(
+    entries: &[Entry],
+    by_id: &HashMap<String, usize>,
+    leaf: Option<usize>,
+) -> Vec<usize> {
     let mut path = Vec::new();
     let mut current = leaf;
     while let Some(i) = current {
@@ -34,10 +38,18 @@ pub fn build_context(entries: &[Entry], path: &[usize]) -> Vec<AgentMessage> {
         .iter()
         .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
     let Some(cpos) = compaction_pos else {
-        return path.iter().filter_map(|&i| entries[i].context_message()).collect();
+        return path
+            .iter()
+            .filter_map(|&i| entries[i].context_message())
+            .collect();
     };
     let compaction = &entries[path[cpos]];
-    let EntryKind::Compaction { summary, first_kept_entry_id, tokens_before } = compaction.kind() else {
+    let EntryKind::Compaction {
+        summary,
+        first_kept_entry_id,
+        tokens_before,
+    } = compaction.kind()
+    else {
         return Vec::new();
     };
     let mut messages = vec![AgentMessage::CompactionSummary(CompactionSummaryMessage {
@@ -49,9 +61,17 @@ pub fn build_context(entries: &[Entry], path: &[usize]) -> Vec<AgentMessage> {
         .iter()
         .position(|&i| entries[i].id() == first_kept_entry_id);
     if let Some(start) = first_kept {
-        messages.extend(path[start..cpos].iter().filter_map(|&i| entries[i].context_message()));
+        messages.extend(
+            path[start..cpos]
+                .iter()
+                .filter_map(|&i| entries[i].context_message()),
+        );
     }
-    messages.extend(path[cpos + 1..].iter().filter_map(|&i| entries[i].context_message()));
+    messages.extend(
+        path[cpos + 1..]
+            .iter()
+            .filter_map(|&i| entries[i].context_message()),
+    );
     messages
 }
 
@@ -167,12 +187,19 @@ pub fn context_usage(
         .iter()
         .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
     if let Some(cpos) = compaction {
-        let usable = path[cpos + 1..].iter().rev().find_map(|&i| match entries[i].message() {
-            Some(AgentMessage::Assistant(a)) if !is_failed(a) => Some(usage_tokens(a) > 0),
-            _ => None,
-        });
+        let usable = path[cpos + 1..]
+            .iter()
+            .rev()
+            .find_map(|&i| match entries[i].message() {
+                Some(AgentMessage::Assistant(a)) if !is_failed(a) => Some(usage_tokens(a) > 0),
+                _ => None,
+            });
         if usable != Some(true) {
-            return Some(ContextUsage { tokens: None, context_window: window, percent: None });
+            return Some(ContextUsage {
+                tokens: None,
+                context_window: window,
+                percent: None,
+            });
         }
     }
     let tokens = estimate_context_tokens(messages);
@@ -252,7 +279,8 @@ pub fn estimate_tokens(m: &AgentMessage) -> u64 {
                 Content::Text(t) => js_len(&t.text),
                 Content::Thinking(t) => js_len(&t.thinking),
                 Content::ToolCall(tc) => {
-                    js_len(&tc.name) + js_len(&serde_json::to_string(&tc.arguments).unwrap_or_default())
+                    js_len(&tc.name)
+                        + js_len(&serde_json::to_string(&tc.arguments).unwrap_or_default())
                 }
                 Content::Image(_) => 0,
             })
