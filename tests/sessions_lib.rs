@@ -530,6 +530,23 @@ fn stats_and_context_usage_match_the_reference_shape() {
 }
 
 #[test]
+fn last_assistant_text_skips_empty_aborted_messages() {
+    let mut aborted = AssistantMessage::empty("a", "p", "m");
+    aborted.stop_reason = StopReason::Aborted;
+    let msgs = vec![
+        assistant("  first  "),
+        user("q"),
+        AgentMessage::Assistant(aborted),
+    ];
+    assert_eq!(
+        session::last_assistant_text(&msgs).as_deref(),
+        Some("first")
+    );
+    assert_eq!(session::last_assistant_text(&[assistant("  ")]), None);
+    assert_eq!(session::last_assistant_text(&[user("q")]), None);
+}
+
+#[test]
 fn ten_thousand_entries_load_quickly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.jsonl");

@@ -31,7 +31,7 @@ use crate::message::{AgentMessage, ThinkingLevel, UserContent};
 pub use entry::{Entry, EntryKind};
 pub use export_html::export_html;
 pub use store::{default_session_dir, find_most_recent, resolve_session_arg};
-pub use tree::{ContextUsage, SessionStats, TokenStats};
+pub use tree::{ContextUsage, SessionStats, TokenStats, last_assistant_text};
 
 use entry::NewEntry;
 

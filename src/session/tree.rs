@@ -96,6 +96,22 @@ pub fn model(entries: &[Entry], path: &[usize]) -> Option<(String, String)> {
     })
 }
 
+/// `get_last_assistant_text`: the last assistant message in `messages`, skipping aborted ones
+/// with no content; its text blocks joined and trimmed; `None` when absent or empty.
+pub fn last_assistant_text(messages: &[AgentMessage]) -> Option<String> {
+    use crate::message::StopReason;
+    let last = messages.iter().rev().find_map(|m| match m {
+        AgentMessage::Assistant(a)
+            if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
+        {
+            Some(a)
+        }
+        _ => None,
+    })?;
+    let text = last.text().trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
 /// `get_session_stats` data, serialised in the reference's key order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SessionStats {
