@@ -529,6 +529,66 @@ fn stats_and_context_usage_match_the_reference_shape() {
     assert!(file_stats.get("sessionFile").is_none());
 }
 
+fn keys_of(s: &Session, id: &str) -> Vec<String> {
+    s.entry(id).unwrap().raw().keys().cloned().collect()
+}
+
+#[test]
+fn extension_entries_use_the_reference_key_order() {
+    let mut s = Session::new("/w", None, None);
+    let c = s.append_custom("ext", Some(json!({"k": 1})));
+    assert_eq!(
+        keys_of(&s, &c),
+        ["type", "customType", "data", "id", "parentId", "timestamp"]
+    );
+    let c2 = s.append_custom("ext", None);
+    assert_eq!(
+        keys_of(&s, &c2),
+        ["type", "customType", "id", "parentId", "timestamp"]
+    );
+    let m = s.append_custom_message(
+        "ext",
+        &UserContent::Text("hello".into()),
+        false,
+        Some(json!(1)),
+    );
+    assert_eq!(
+        keys_of(&s, &m),
+        [
+            "type",
+            "customType",
+            "content",
+            "display",
+            "details",
+            "id",
+            "parentId",
+            "timestamp"
+        ]
+    );
+    let l = s.append_label(&c, Some("tag")).unwrap();
+    assert_eq!(
+        keys_of(&s, &l),
+        ["type", "id", "parentId", "timestamp", "targetId", "label"]
+    );
+    let cleared = s.append_label(&c, None).unwrap();
+    assert_eq!(
+        keys_of(&s, &cleared),
+        ["type", "id", "parentId", "timestamp", "targetId"]
+    );
+    assert_eq!(s.label(&c), None);
+    // Only the custom message enters the context, as a `custom` message with the entry's time.
+    let ctx = s.build_context();
+    assert_eq!(ctx.len(), 1);
+    match &ctx[0] {
+        AgentMessage::Custom(cm) => {
+            assert_eq!(cm.custom_type, "ext");
+            assert!(!cm.display);
+            assert_eq!(cm.timestamp, s.entry(&m).unwrap().timestamp_ms());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn last_assistant_text_skips_empty_aborted_messages() {
     let mut aborted = AssistantMessage::empty("a", "p", "m");
