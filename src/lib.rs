@@ -13,4 +13,5 @@ pub mod io;
 pub mod llm;
 pub mod message;
 pub mod rpc;
+pub mod session;
 pub mod tools;

@@ -1,0 +1,641 @@
+//! Session persistence: the append-only JSONL tree of a conversation (spec section 11).
+//!
+//! A [`Session`] holds the header and every entry in file order, an index by id, and the leaf
+//! (the entry new entries attach to). Entries keep their raw JSON so unknown types and fields
+//! survive; appending never rewrites earlier lines.
+//!
+//! Flushing follows the reference exactly (spec 11.5): nothing is written until an assistant
+//! message exists; then the header and all buffered entries are written at once, and from then on
+//! each new entry is appended as one line. A session without a directory is in memory only.
+//!
+//! - `entry`: one line, raw plus a parsed view.
+//! - `store`: file reading/writing, migrations, locating session files.
+//! - `tree`: branch walking, context reconstruction, statistics.
+//! - `export_html`: the self-contained HTML export.
+//! - `ids`: UUID v7 session ids, 8-hex entry ids, ISO timestamps.
+
+pub mod entry;
+pub mod export_html;
+pub mod ids;
+pub mod store;
+pub mod tree;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::message::{AgentMessage, ThinkingLevel, UserContent};
+
+pub use entry::{Entry, EntryKind};
+pub use export_html::export_html;
+pub use store::{default_session_dir, find_most_recent, resolve_session_arg};
+pub use tree::{ContextUsage, SessionStats, TokenStats, last_assistant_text};
+
+use entry::NewEntry;
+
+/// The error of `fork` on anything but a user message entry.
+pub const INVALID_FORK_ENTRY: &str = "Invalid entry ID for forking";
+
+/// A user message offered for forking (`get_fork_messages`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ForkMessage {
+    #[serde(rename = "entryId")]
+    pub entry_id: String,
+    pub text: String,
+}
+
+/// One session: header, entries, tree index, leaf, and where (if anywhere) it is written.
+#[derive(Debug)]
+pub struct Session {
+    header: Map<String, Value>,
+    id: String,
+    cwd: String,
+    entries: Vec<Entry>,
+    by_id: HashMap<String, usize>,
+    /// Current label per target entry id, in first-set order (like the reference's `Map`).
+    labels: Map<String, Value>,
+    leaf: Option<usize>,
+    /// The session file; `None` for in-memory sessions.
+    file: Option<PathBuf>,
+    /// Where `new`/`fork` put new files; `None` for in-memory sessions.
+    session_dir: Option<PathBuf>,
+    /// Header and buffered entries have been written (spec 11.5).
+    flushed: bool,
+    /// The header line is already on disk (a corrupt file replaced by a fresh header).
+    header_written: bool,
+    has_assistant: bool,
+    /// The file ends without `\n` (a cut last line): start the next write with one.
+    needs_newline: bool,
+    warnings: Vec<String>,
+}
+
+impl Session {
+    /// A new empty session. `session_dir: None` keeps it in memory (no file ever); otherwise the
+    /// file is `<session_dir>/<timestamp>_<uuid>.jsonl`, written from the first assistant message.
+    pub fn new(cwd: &str, session_dir: Option<PathBuf>, parent_session: Option<String>) -> Session {
+        let id = ids::uuid_v7();
+        let timestamp = ids::now_iso();
+        let mut header = Map::new();
+        header.insert("type".into(), Value::String("session".into()));
+        header.insert("version".into(), Value::from(store::CURRENT_VERSION));
+        header.insert("id".into(), Value::String(id.clone()));
+        header.insert("timestamp".into(), Value::String(timestamp.clone()));
+        header.insert("cwd".into(), Value::String(cwd.into()));
+        if let Some(parent) = parent_session {
+            header.insert("parentSession".into(), Value::String(parent));
+        }
+        let file = session_dir
+            .as_ref()
+            .map(|d| d.join(store::session_file_name(&timestamp, &id)));
+        Session {
+            header,
+            id,
+            cwd: cwd.into(),
+            entries: Vec::new(),
+            by_id: HashMap::new(),
+            labels: Map::new(),
+            leaf: None,
+            file,
+            session_dir,
+            flushed: false,
+            header_written: false,
+            has_assistant: false,
+            needs_newline: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Load a session file. Unparsable lines (e.g. a last line cut by a crash) are dropped with a
+    /// warning (see [`Session::take_warnings`]); older versions are migrated and the file
+    /// rewritten. A missing file or one without a valid header is an error. Later `fork`/new
+    /// files go to the file's directory.
+    pub fn open(path: &Path) -> Result<Session, String> {
+        let raw = store::read_file(path)?;
+        let mut objects = raw.objects;
+        let migrated = store::migrate(&mut objects, |taken| ids::short_id(taken));
+        let mut warnings = raw.warnings;
+        let mut iter = objects.into_iter();
+        let header = iter.next().ok_or("Session file has no header")?;
+        let mut session = Session::from_header(header, path);
+        session.needs_newline = raw.needs_newline;
+        for (n, obj) in iter.enumerate() {
+            match Entry::from_raw(obj) {
+                Ok(e) => {
+                    session.push(e);
+                }
+                Err(e) => warnings.push(format!(
+                    "Warning: session file {}: skipped entry {}: {e}",
+                    path.display(),
+                    n + 1
+                )),
+            }
+        }
+        session.warnings = warnings;
+        if migrated {
+            let text = session.all_lines();
+            match store::rewrite(path, &text) {
+                Ok(()) => session.needs_newline = false,
+                Err(e) => session.warnings.push(e),
+            }
+        }
+        Ok(session)
+    }
+
+    /// The reference's `setSessionFile` (`--session <path>`, `switch_session`): an existing
+    /// session file is opened; a missing file gives a new empty session written later at exactly
+    /// `path`; a file without a valid header is replaced by a fresh header at `path`.
+    pub fn open_or_create(path: &Path, cwd: &str) -> Result<Session, String> {
+        let dir = parent_dir(path);
+        if !path.exists() {
+            let mut s = Session::new(cwd, Some(dir), None);
+            s.file = Some(path.to_path_buf());
+            return Ok(s);
+        }
+        match store::read_file(path) {
+            Ok(_) => Session::open(path),
+            Err(e) if store::read_header(path).is_none() && std::fs::read(path).is_ok() => {
+                let mut s = Session::new(cwd, Some(dir), None);
+                s.file = Some(path.to_path_buf());
+                let header = format!("{}\n", store::to_line(&s.header));
+                store::rewrite(path, &header)?;
+                s.header_written = true;
+                s.warnings.push(format!(
+                    "Warning: {e}; starting a fresh session at that path"
+                ));
+                Ok(s)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn from_header(header: Map<String, Value>, path: &Path) -> Session {
+        let get = |k: &str| {
+            header
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        Session {
+            id: get("id"),
+            cwd: get("cwd"),
+            header,
+            entries: Vec::new(),
+            by_id: HashMap::new(),
+            labels: Map::new(),
+            leaf: None,
+            file: Some(path.to_path_buf()),
+            session_dir: Some(parent_dir(path)),
+            flushed: true,
+            header_written: true,
+            has_assistant: false,
+            needs_newline: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    // ----- accessors -----
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The `cwd` recorded in the header.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    /// The header object as written.
+    pub fn header(&self) -> &Map<String, Value> {
+        &self.header
+    }
+
+    /// The session file (`None` in memory). It may not exist yet (see [`Session::is_flushed`]).
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    pub fn session_dir(&self) -> Option<&Path> {
+        self.session_dir.as_deref()
+    }
+
+    /// Directory for later `new_session`/`fork` files (`--session-dir` overrides the default).
+    pub fn set_session_dir(&mut self, dir: PathBuf) {
+        if self.file.is_some() {
+            self.session_dir = Some(dir);
+        }
+    }
+
+    pub fn is_persisted(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Whether the file exists with everything so far (false until the first assistant message).
+    pub fn is_flushed(&self) -> bool {
+        self.flushed
+    }
+
+    /// All entries in file order (all branches).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn entry(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
+    }
+
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.map(|i| self.entries[i].id())
+    }
+
+    /// The label currently set on an entry.
+    pub fn label(&self, id: &str) -> Option<&str> {
+        self.labels.get(id).and_then(Value::as_str)
+    }
+
+    /// Warnings for stderr collected since the last call (dropped lines, failed writes).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    // ----- appending -----
+
+    fn new_entry(&self) -> NewEntry {
+        NewEntry {
+            id: ids::short_id(|id| self.by_id.contains_key(id)),
+            parent_id: self.leaf_id().map(str::to_string),
+            timestamp: ids::now_iso(),
+        }
+    }
+
+    fn push(&mut self, entry: Entry) -> usize {
+        let index = self.entries.len();
+        if entry.is_assistant_message() {
+            self.has_assistant = true;
+        }
+        if let EntryKind::Label { target_id, label } = entry.kind() {
+            match label.as_deref().filter(|l| !l.is_empty()) {
+                Some(l) => {
+                    self.labels
+                        .insert(target_id.clone(), Value::String(l.to_string()));
+                }
+                None => {
+                    self.labels.shift_remove(target_id);
+                }
+            }
+        }
+        self.by_id.insert(entry.id().to_string(), index);
+        self.entries.push(entry);
+        self.leaf = Some(index);
+        index
+    }
+
+    fn append_raw(&mut self, raw: Map<String, Value>) -> String {
+        let entry = match Entry::from_raw(raw) {
+            Ok(e) => e,
+            // Unreachable: every builder sets a string id.
+            Err(e) => {
+                self.warnings.push(e);
+                return String::new();
+            }
+        };
+        let id = entry.id().to_string();
+        let index = self.push(entry);
+        self.persist(index);
+        id
+    }
+
+    /// Write per spec 11.5: nothing before an assistant message exists; then everything at once;
+    /// then one line per entry.
+    fn persist(&mut self, index: usize) {
+        let Some(path) = self.file.clone() else {
+            return;
+        };
+        if !self.has_assistant {
+            return;
+        }
+        let mut text = String::new();
+        if self.needs_newline {
+            text.push('\n');
+        }
+        if self.flushed {
+            text.push_str(&store::to_line(self.entries[index].raw()));
+            text.push('\n');
+        } else {
+            if !self.header_written {
+                text.push_str(&store::to_line(&self.header));
+                text.push('\n');
+            }
+            text.push_str(&self.entry_lines(0..self.entries.len()));
+        }
+        match store::append(&path, &text) {
+            Ok(()) => {
+                self.flushed = true;
+                self.header_written = true;
+                self.needs_newline = false;
+            }
+            Err(e) => self.warnings.push(e),
+        }
+    }
+
+    fn entry_lines(&self, range: std::ops::Range<usize>) -> String {
+        let mut text = String::new();
+        for e in &self.entries[range] {
+            text.push_str(&store::to_line(e.raw()));
+            text.push('\n');
+        }
+        text
+    }
+
+    fn all_lines(&self) -> String {
+        format!(
+            "{}\n{}",
+            store::to_line(&self.header),
+            self.entry_lines(0..self.entries.len())
+        )
+    }
+
+    /// Append a `message` entry; returns its id.
+    pub fn append_message(&mut self, message: &AgentMessage) -> String {
+        let value = serde_json::to_value(message).unwrap_or(Value::Null);
+        let raw = self
+            .new_entry()
+            .standard("message", vec![("message", Some(value))]);
+        self.append_raw(raw)
+    }
+
+    pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> String {
+        let raw = self.new_entry().standard(
+            "model_change",
+            vec![
+                ("provider", Some(provider.into())),
+                ("modelId", Some(model_id.into())),
+            ],
+        );
+        self.append_raw(raw)
+    }
+
+    pub fn append_thinking_level_change(&mut self, level: ThinkingLevel) -> String {
+        let raw = self.new_entry().standard(
+            "thinking_level_change",
+            vec![("thinkingLevel", Some(level.as_str().into()))],
+        );
+        self.append_raw(raw)
+    }
+
+    /// `session_info` with the trimmed name.
+    pub fn append_session_info(&mut self, name: &str) -> String {
+        let raw = self
+            .new_entry()
+            .standard("session_info", vec![("name", Some(name.trim().into()))]);
+        self.append_raw(raw)
+    }
+
+    /// A `compaction` entry (`details` omitted when `None`; pith's own compactions pass
+    /// `from_hook: Some(false)`).
+    pub fn append_compaction(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: &str,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> String {
+        let raw = self.new_entry().standard(
+            "compaction",
+            vec![
+                ("summary", Some(summary.into())),
+                ("firstKeptEntryId", Some(first_kept_entry_id.into())),
+                ("tokensBefore", Some(tokens_before.into())),
+                ("details", details),
+                ("fromHook", from_hook.map(Value::Bool)),
+            ],
+        );
+        self.append_raw(raw)
+    }
+
+    /// A `custom` entry (extension state, not in the context).
+    pub fn append_custom(&mut self, custom_type: &str, data: Option<Value>) -> String {
+        let raw = self.new_entry().fields_first(
+            "custom",
+            vec![("customType", Some(custom_type.into())), ("data", data)],
+        );
+        self.append_raw(raw)
+    }
+
+    /// A `custom_message` entry (enters the context as a `custom` message).
+    pub fn append_custom_message(
+        &mut self,
+        custom_type: &str,
+        content: &UserContent,
+        display: bool,
+        details: Option<Value>,
+    ) -> String {
+        let content = serde_json::to_value(content).unwrap_or(Value::Null);
+        let raw = self.new_entry().fields_first(
+            "custom_message",
+            vec![
+                ("customType", Some(custom_type.into())),
+                ("content", Some(content)),
+                ("display", Some(Value::Bool(display))),
+                ("details", details),
+            ],
+        );
+        self.append_raw(raw)
+    }
+
+    /// Set (or with `None`/empty, clear) the label of an existing entry.
+    pub fn append_label(&mut self, target_id: &str, label: Option<&str>) -> Result<String, String> {
+        if !self.by_id.contains_key(target_id) {
+            return Err(format!("Entry {target_id} not found"));
+        }
+        let raw = self.new_entry().standard(
+            "label",
+            vec![
+                ("targetId", Some(target_id.into())),
+                ("label", label.map(Value::from)),
+            ],
+        );
+        Ok(self.append_raw(raw))
+    }
+
+    /// Move the leaf to `from` (`None` = before the first entry) and append a `branch_summary`.
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: &str,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String, String> {
+        self.leaf = match from {
+            Some(id) => Some(
+                *self
+                    .by_id
+                    .get(id)
+                    .ok_or_else(|| format!("Entry {id} not found"))?,
+            ),
+            None => None,
+        };
+        let raw = self.new_entry().standard(
+            "branch_summary",
+            vec![
+                ("fromId", Some(from.unwrap_or("root").into())),
+                ("summary", Some(summary.into())),
+                ("details", details),
+                ("fromHook", from_hook.map(Value::Bool)),
+            ],
+        );
+        Ok(self.append_raw(raw))
+    }
+
+    /// Move the leaf to an existing entry; the next append starts a sibling branch.
+    pub fn branch(&mut self, entry_id: &str) -> Result<(), String> {
+        let i = *self
+            .by_id
+            .get(entry_id)
+            .ok_or_else(|| format!("Entry {entry_id} not found"))?;
+        self.leaf = Some(i);
+        Ok(())
+    }
+
+    /// Leaf before the first entry: the context becomes empty, the next append is a new root.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    // ----- reading the tree -----
+
+    fn path(&self) -> Vec<usize> {
+        tree::branch_indices(&self.entries, &self.by_id, self.leaf)
+    }
+
+    /// Entries from the root to the leaf.
+    pub fn branch_path(&self) -> Vec<&Entry> {
+        self.path().into_iter().map(|i| &self.entries[i]).collect()
+    }
+
+    /// The agent context of the current branch (spec 11.4).
+    pub fn build_context(&self) -> Vec<AgentMessage> {
+        tree::build_context(&self.entries, &self.path())
+    }
+
+    /// The latest non-empty `session_info` name in the whole file.
+    pub fn session_name(&self) -> Option<String> {
+        self.entries.iter().rev().find_map(|e| match e.kind() {
+            EntryKind::SessionInfo { name: Some(n) } if !n.is_empty() => Some(n.clone()),
+            _ => None,
+        })
+    }
+
+    /// The last `(provider, model id)` on the branch (model change or assistant message).
+    pub fn model(&self) -> Option<(String, String)> {
+        tree::model(&self.entries, &self.path())
+    }
+
+    /// The last thinking level recorded on the branch (`None`: none recorded, or unknown).
+    pub fn thinking_level(&self) -> Option<ThinkingLevel> {
+        tree::thinking_level(&self.entries, &self.path()).and_then(|l| ThinkingLevel::parse(&l))
+    }
+
+    /// Every user message entry in the whole file (all branches), file order, empty text skipped.
+    pub fn user_messages_for_fork(&self) -> Vec<ForkMessage> {
+        self.entries
+            .iter()
+            .filter_map(|e| {
+                let text = e.user_text()?;
+                (!text.is_empty()).then(|| ForkMessage {
+                    entry_id: e.id().to_string(),
+                    text,
+                })
+            })
+            .collect()
+    }
+
+    /// `fork` (spec 4.9): a new session holding the branch up to (not including) the user message
+    /// `entry_id`, and that message's text. A root user message gives an empty new session.
+    pub fn fork_at(&self, entry_id: &str) -> Result<(Session, String), String> {
+        let entry = self.entry(entry_id).ok_or(INVALID_FORK_ENTRY)?;
+        let text = entry.user_text().ok_or(INVALID_FORK_ENTRY)?;
+        let session = match entry.parent_id().and_then(|p| self.by_id.get(p)) {
+            Some(&parent) => self.branched_session(parent),
+            None => Session::new(&self.cwd, self.session_dir.clone(), self.parent_link()),
+        };
+        Ok((session, text))
+    }
+
+    /// `clone`: a new session holding the current branch.
+    pub fn clone_branch(&self) -> Session {
+        match self.leaf {
+            Some(leaf) => self.branched_session(leaf),
+            None => Session::new(&self.cwd, self.session_dir.clone(), self.parent_link()),
+        }
+    }
+
+    fn parent_link(&self) -> Option<String> {
+        self.file.as_ref().map(|f| f.to_string_lossy().into_owned())
+    }
+
+    /// `createBranchedSession(leaf)`: root → leaf without labels, then the labels of kept entries
+    /// re-created; written at once if the branch holds an assistant message, else deferred.
+    fn branched_session(&self, leaf: usize) -> Session {
+        let mut s = Session::new(&self.cwd, self.session_dir.clone(), self.parent_link());
+        let path = tree::branch_indices(&self.entries, &self.by_id, Some(leaf));
+        for i in path {
+            if !matches!(self.entries[i].kind(), EntryKind::Label { .. }) {
+                s.push(self.entries[i].clone());
+            }
+        }
+        for (target, label) in &self.labels {
+            if s.by_id.contains_key(target) {
+                let raw = s.new_entry().standard(
+                    "label",
+                    vec![
+                        ("targetId", Some(target.as_str().into())),
+                        ("label", Some(label.clone())),
+                    ],
+                );
+                if let Ok(e) = Entry::from_raw(raw) {
+                    s.push(e);
+                }
+            }
+        }
+        if let (Some(path), true) = (s.file.clone(), s.has_assistant) {
+            match store::append(&path, &s.all_lines()) {
+                Ok(()) => {
+                    s.flushed = true;
+                    s.header_written = true;
+                }
+                Err(e) => s.warnings.push(e),
+            }
+        }
+        s
+    }
+
+    /// `get_session_stats` over the agent's current context `messages`, with `contextUsage` for
+    /// the current model's context window.
+    pub fn stats(&self, messages: &[AgentMessage], context_window: Option<u64>) -> SessionStats {
+        let (user, assistant, calls, results, tokens, cost) = tree::message_stats(messages);
+        let path = self.path();
+        SessionStats {
+            session_file: self.parent_link(),
+            session_id: self.id.clone(),
+            user_messages: user,
+            assistant_messages: assistant,
+            tool_calls: calls,
+            tool_results: results,
+            total_messages: messages.len() as u64,
+            tokens,
+            cost,
+            context_usage: tree::context_usage(&self.entries, &path, messages, context_window),
+        }
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}

@@ -1,0 +1,314 @@
+//! Reading the entry tree: the branch from the root to a leaf, the LLM context it produces
+//! (spec 11.4: compaction summary first, kept messages, then everything after), the model and
+//! thinking level recorded on it, and the statistics of `get_session_stats` (spec 4.9).
+//!
+//! Everything here is linear in the number of entries; nothing mutates.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::message::{AgentMessage, CompactionSummaryMessage, Content, UserContent, js_f64};
+
+use super::entry::{Entry, EntryKind};
+
+/// Indices into `entries` from the root to `leaf` (inclusive). A broken or cyclic parent chain
+/// stops the walk instead of looping.
+pub fn branch_indices(
+    entries: &[Entry],
+    by_id: &HashMap<String, usize>,
+    leaf: Option<usize>,
+) -> Vec<usize> {
+    let mut path = Vec::new();
+    let mut current = leaf;
+    while let Some(i) = current {
+        if path.len() > entries.len() {
+            break;
+        }
+        path.push(i);
+        current = entries[i].parent_id().and_then(|p| by_id.get(p).copied());
+    }
+    path.reverse();
+    path
+}
+
+/// The context messages of a branch (spec 11.4).
+pub fn build_context(entries: &[Entry], path: &[usize]) -> Vec<AgentMessage> {
+    let compaction_pos = path
+        .iter()
+        .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
+    let Some(cpos) = compaction_pos else {
+        return path
+            .iter()
+            .filter_map(|&i| entries[i].context_message())
+            .collect();
+    };
+    let compaction = &entries[path[cpos]];
+    let EntryKind::Compaction {
+        summary,
+        first_kept_entry_id,
+        tokens_before,
+    } = compaction.kind()
+    else {
+        return Vec::new();
+    };
+    let mut messages = vec![AgentMessage::CompactionSummary(CompactionSummaryMessage {
+        summary: summary.clone(),
+        tokens_before: *tokens_before,
+        timestamp: compaction.timestamp_ms(),
+    })];
+    let first_kept = path[..cpos]
+        .iter()
+        .position(|&i| entries[i].id() == first_kept_entry_id);
+    if let Some(start) = first_kept {
+        messages.extend(
+            path[start..cpos]
+                .iter()
+                .filter_map(|&i| entries[i].context_message()),
+        );
+    }
+    messages.extend(
+        path[cpos + 1..]
+            .iter()
+            .filter_map(|&i| entries[i].context_message()),
+    );
+    messages
+}
+
+/// The last recorded thinking level on the branch (`None` when the branch has none).
+pub fn thinking_level(entries: &[Entry], path: &[usize]) -> Option<String> {
+    path.iter().rev().find_map(|&i| match entries[i].kind() {
+        EntryKind::ThinkingLevelChange(level) => Some(level.clone()),
+        _ => None,
+    })
+}
+
+/// The model on the branch: the last `model_change` or assistant message, as
+/// `(provider, model id)`.
+pub fn model(entries: &[Entry], path: &[usize]) -> Option<(String, String)> {
+    path.iter().rev().find_map(|&i| match entries[i].kind() {
+        EntryKind::ModelChange { provider, model_id } => Some((provider.clone(), model_id.clone())),
+        EntryKind::Message { .. } => match entries[i].message() {
+            Some(AgentMessage::Assistant(a)) => Some((a.provider.clone(), a.model.clone())),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// `get_last_assistant_text`: the last assistant message in `messages`, skipping aborted ones
+/// with no content; its text blocks joined and trimmed; `None` when absent or empty.
+pub fn last_assistant_text(messages: &[AgentMessage]) -> Option<String> {
+    use crate::message::StopReason;
+    let last = messages.iter().rev().find_map(|m| match m {
+        AgentMessage::Assistant(a)
+            if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
+        {
+            Some(a)
+        }
+        _ => None,
+    })?;
+    let text = last.text().trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+/// `get_session_stats` data, serialised in the reference's key order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionStats {
+    #[serde(rename = "sessionFile", skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    #[serde(rename = "userMessages")]
+    pub user_messages: u64,
+    #[serde(rename = "assistantMessages")]
+    pub assistant_messages: u64,
+    #[serde(rename = "toolCalls")]
+    pub tool_calls: u64,
+    #[serde(rename = "toolResults")]
+    pub tool_results: u64,
+    #[serde(rename = "totalMessages")]
+    pub total_messages: u64,
+    pub tokens: TokenStats,
+    #[serde(serialize_with = "js_f64")]
+    pub cost: f64,
+    #[serde(rename = "contextUsage", skip_serializing_if = "Option::is_none")]
+    pub context_usage: Option<ContextUsage>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TokenStats {
+    pub input: u64,
+    pub output: u64,
+    #[serde(rename = "cacheRead")]
+    pub cache_read: u64,
+    #[serde(rename = "cacheWrite")]
+    pub cache_write: u64,
+    pub total: u64,
+}
+
+/// `contextUsage`: `tokens`/`percent` are `null` right after a compaction, until an assistant
+/// message reports usage again.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ContextUsage {
+    pub tokens: Option<u64>,
+    #[serde(rename = "contextWindow")]
+    pub context_window: u64,
+    #[serde(serialize_with = "js_opt_f64")]
+    pub percent: Option<f64>,
+}
+
+fn js_opt_f64<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(f) => js_f64(f, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// Counts and token sums over the context messages.
+pub fn message_stats(messages: &[AgentMessage]) -> (u64, u64, u64, u64, TokenStats, f64) {
+    let (mut users, mut assistants, mut calls, mut results) = (0, 0, 0, 0);
+    let mut t = TokenStats::default();
+    let mut cost = 0.0;
+    for m in messages {
+        match m {
+            AgentMessage::User(_) => users += 1,
+            AgentMessage::ToolResult(_) => results += 1,
+            AgentMessage::Assistant(a) => {
+                assistants += 1;
+                calls += a.tool_calls().count() as u64;
+                t.input += a.usage.input;
+                t.output += a.usage.output;
+                t.cache_read += a.usage.cache_read;
+                t.cache_write += a.usage.cache_write;
+                cost += a.usage.cost.total;
+            }
+            _ => {}
+        }
+    }
+    t.total = t.input + t.output + t.cache_read + t.cache_write;
+    (users, assistants, calls, results, t, cost)
+}
+
+/// `contextUsage` for the given context and window (spec 4.9 / 10.2). `None` when the window is
+/// unknown or zero.
+pub fn context_usage(
+    entries: &[Entry],
+    path: &[usize],
+    messages: &[AgentMessage],
+    context_window: Option<u64>,
+) -> Option<ContextUsage> {
+    let window = context_window.filter(|w| *w > 0)?;
+    let compaction = path
+        .iter()
+        .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
+    if let Some(cpos) = compaction {
+        let usable = path[cpos + 1..]
+            .iter()
+            .rev()
+            .find_map(|&i| match entries[i].message() {
+                Some(AgentMessage::Assistant(a)) if !is_failed(a) => Some(usage_tokens(a) > 0),
+                _ => None,
+            });
+        if usable != Some(true) {
+            return Some(ContextUsage {
+                tokens: None,
+                context_window: window,
+                percent: None,
+            });
+        }
+    }
+    let tokens = estimate_context_tokens(messages);
+    Some(ContextUsage {
+        tokens: Some(tokens),
+        context_window: window,
+        percent: Some(tokens as f64 / window as f64 * 100.0),
+    })
+}
+
+fn is_failed(a: &crate::message::AssistantMessage) -> bool {
+    use crate::message::StopReason;
+    matches!(a.stop_reason, StopReason::Aborted | StopReason::Error)
+}
+
+/// `calculateContextTokens`: `totalTokens`, or the sum of the four counts when it is 0.
+pub fn usage_tokens(a: &crate::message::AssistantMessage) -> u64 {
+    let u = &a.usage;
+    if u.total_tokens > 0 {
+        u.total_tokens
+    } else {
+        u.input + u.output + u.cache_read + u.cache_write
+    }
+}
+
+/// `estimateContextTokens`: the last successful assistant message's usage plus estimates of
+/// every message after it; the sum of estimates when there is none.
+pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
+    let last = messages.iter().rposition(|m| match m {
+        AgentMessage::Assistant(a) => !is_failed(a),
+        _ => false,
+    });
+    match last {
+        Some(i) => {
+            let base = match &messages[i] {
+                AgentMessage::Assistant(a) => usage_tokens(a),
+                _ => 0,
+            };
+            base + messages[i + 1..].iter().map(estimate_tokens).sum::<u64>()
+        }
+        None => messages.iter().map(estimate_tokens).sum(),
+    }
+}
+
+fn js_len(s: &str) -> u64 {
+    s.encode_utf16().count() as u64
+}
+
+fn blocks_chars(blocks: &[Content]) -> u64 {
+    blocks
+        .iter()
+        .map(|b| match b {
+            Content::Text(t) => js_len(&t.text),
+            Content::Image(_) => 4800,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// `estimateTokens` (spec 10.2): characters / 4, rounded up.
+pub fn estimate_tokens(m: &AgentMessage) -> u64 {
+    let chars = match m {
+        AgentMessage::User(u) => match &u.content {
+            UserContent::Text(s) => js_len(s),
+            UserContent::Blocks(b) => b
+                .iter()
+                .map(|c| match c {
+                    Content::Text(t) => js_len(&t.text),
+                    _ => 0,
+                })
+                .sum(),
+        },
+        AgentMessage::Assistant(a) => a
+            .content
+            .iter()
+            .map(|c| match c {
+                Content::Text(t) => js_len(&t.text),
+                Content::Thinking(t) => js_len(&t.thinking),
+                Content::ToolCall(tc) => {
+                    js_len(&tc.name)
+                        + js_len(&serde_json::to_string(&tc.arguments).unwrap_or_default())
+                }
+                Content::Image(_) => 0,
+            })
+            .sum(),
+        AgentMessage::ToolResult(r) => blocks_chars(&r.content),
+        AgentMessage::Custom(c) => match &c.content {
+            UserContent::Text(s) => js_len(s),
+            UserContent::Blocks(b) => blocks_chars(b),
+        },
+        AgentMessage::BashExecution(b) => js_len(&b.command) + js_len(&b.output),
+        AgentMessage::BranchSummary(b) => js_len(&b.summary),
+        AgentMessage::CompactionSummary(c) => js_len(&c.summary),
+    };
+    chars.div_ceil(4)
+}
