@@ -37,7 +37,10 @@ pub struct ThinkingLevelMap(pub Vec<(ThinkingLevel, Option<String>)>);
 impl ThinkingLevelMap {
     /// `None` = level not in the map; `Some(None)` = mapped to null (unsupported).
     pub fn get(&self, level: ThinkingLevel) -> Option<Option<&str>> {
-        self.0.iter().find(|(l, _)| *l == level).map(|(_, v)| v.as_deref())
+        self.0
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, v)| v.as_deref())
     }
 
     /// Insert or replace, keeping the first position (JS object semantics).
@@ -53,19 +56,32 @@ impl ThinkingLevelMap {
         let map: Map<String, Value> = self
             .0
             .iter()
-            .map(|(l, v)| (l.as_str().to_string(), v.clone().map_or(Value::Null, Value::String)))
+            .map(|(l, v)| {
+                (
+                    l.as_str().to_string(),
+                    v.clone().map_or(Value::Null, Value::String),
+                )
+            })
             .collect();
         Value::Object(map)
     }
 
     fn from_static(entries: &[(ThinkingLevel, Option<&'static str>)]) -> ThinkingLevelMap {
-        ThinkingLevelMap(entries.iter().map(|(l, v)| (*l, v.map(str::to_string))).collect())
+        ThinkingLevelMap(
+            entries
+                .iter()
+                .map(|(l, v)| (*l, v.map(str::to_string)))
+                .collect(),
+        )
     }
 }
 
 /// Thinking levels a model accepts (the reference's `getSupportedThinkingLevels`): `off` only
 /// without reasoning; otherwise every level its map does not null out, `xhigh` only when mapped.
-pub fn supported_thinking_levels(model: &Model, map: Option<&ThinkingLevelMap>) -> Vec<ThinkingLevel> {
+pub fn supported_thinking_levels(
+    model: &Model,
+    map: Option<&ThinkingLevelMap>,
+) -> Vec<ThinkingLevel> {
     if !model.reasoning {
         return vec![ThinkingLevel::Off];
     }
@@ -98,7 +114,10 @@ pub struct RequestAuth {
 
 impl std::fmt::Debug for RequestAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Option<Vec<&str>> = self.headers.as_ref().map(|h| h.iter().map(|(k, _)| k.as_str()).collect());
+        let names: Option<Vec<&str>> = self
+            .headers
+            .as_ref()
+            .map(|h| h.iter().map(|(k, _)| k.as_str()).collect());
         f.debug_struct("RequestAuth")
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("headers", &names)
@@ -176,7 +195,11 @@ impl Registry {
         }
 
         for provider in builtin::PROVIDERS {
-            let pcfg = cfg.providers.iter().find(|(n, _)| n == provider.name).map(|(_, p)| p);
+            let pcfg = cfg
+                .providers
+                .iter()
+                .find(|(n, _)| n == provider.name)
+                .map(|(_, p)| p);
             for row in provider.models {
                 let mut model = row.to_model(provider);
                 let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);
@@ -199,14 +222,21 @@ impl Registry {
         for (name, p) in &cfg.providers {
             let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
             for def in &p.models {
-                let api = def.api.as_ref().or(p.api.as_ref()).cloned().or(defaults.map(|d| d.api.to_string()));
+                let api = def
+                    .api
+                    .as_ref()
+                    .or(p.api.as_ref())
+                    .cloned()
+                    .or(defaults.map(|d| d.api.to_string()));
                 let base_url = def
                     .base_url
                     .as_ref()
                     .or(p.base_url.as_ref())
                     .cloned()
                     .or(defaults.map(|d| d.base_url.to_string()));
-                let (Some(api), Some(base_url)) = (api, base_url) else { continue };
+                let (Some(api), Some(base_url)) = (api, base_url) else {
+                    continue;
+                };
                 reg.store_model_headers(name, &def.id, def.headers.as_ref());
                 let cost = def.cost.unwrap_or([0.0; 4]);
                 let model = Model {
@@ -216,7 +246,10 @@ impl Registry {
                     provider: name.clone(),
                     base_url,
                     reasoning: def.reasoning.unwrap_or(false),
-                    input: def.input.clone().unwrap_or_else(|| vec!["text".to_string()]),
+                    input: def
+                        .input
+                        .clone()
+                        .unwrap_or_else(|| vec!["text".to_string()]),
                     cost: crate::llm::ModelCost {
                         input: cost[0],
                         output: cost[1],
@@ -247,7 +280,11 @@ impl Registry {
     }
 
     fn upsert(&mut self, model: Model, thinking: Option<ThinkingLevelMap>) {
-        match self.models.iter().position(|m| m.provider == model.provider && m.id == model.id) {
+        match self
+            .models
+            .iter()
+            .position(|m| m.provider == model.provider && m.id == model.id)
+        {
             Some(i) => {
                 self.models[i] = model;
                 self.thinking[i] = thinking;
@@ -266,7 +303,9 @@ impl Registry {
 
     /// Exact, case-sensitive lookup.
     pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
-        self.models.iter().find(|m| m.provider == provider && m.id == id)
+        self.models
+            .iter()
+            .find(|m| m.provider == provider && m.id == id)
     }
 
     /// Models whose provider has a credential, in registry order (`get_available_models`).
@@ -274,13 +313,21 @@ impl Registry {
         let mut cache: HashMap<&str, bool> = HashMap::new();
         self.models
             .iter()
-            .filter(|m| *cache.entry(m.provider.as_str()).or_insert_with(|| self.has_configured_auth(&m.provider, auth)))
+            .filter(|m| {
+                *cache
+                    .entry(m.provider.as_str())
+                    .or_insert_with(|| self.has_configured_auth(&m.provider, auth))
+            })
             .collect()
     }
 
     /// The reference's `hasConfiguredAuth`: any auth source, or a models.json `apiKey`.
     pub fn has_configured_auth(&self, provider: &str, auth: &Auth) -> bool {
-        auth.has_auth(provider) || self.provider_configs.get(provider).is_some_and(|c| c.api_key.is_some())
+        auth.has_auth(provider)
+            || self
+                .provider_configs
+                .get(provider)
+                .is_some_and(|c| c.api_key.is_some())
     }
 
     /// models.json provider `apiKey`s (unresolved), for [`Auth::load`].
@@ -298,7 +345,10 @@ impl Registry {
 
     /// The `thinkingLevelMap` of a registered model (built-in table or models.json).
     pub fn thinking_level_map(&self, provider: &str, id: &str) -> Option<&ThinkingLevelMap> {
-        let i = self.models.iter().position(|m| m.provider == provider && m.id == id)?;
+        let i = self
+            .models
+            .iter()
+            .position(|m| m.provider == provider && m.id == id)?;
         self.thinking[i].as_ref()
     }
 
@@ -355,7 +405,10 @@ impl Registry {
             };
             put("Authorization", format!("Bearer {key}"));
         }
-        Ok(RequestAuth { api_key, headers: (!headers.is_empty()).then_some(headers) })
+        Ok(RequestAuth {
+            api_key,
+            headers: (!headers.is_empty()).then_some(headers),
+        })
     }
 }
 
@@ -366,11 +419,18 @@ fn is_builtin_provider(name: &str) -> bool {
 /// A JSON number used as a token count. Non-integral or out-of-range values are truncated and
 /// clamped (the reference would keep them verbatim; no real config has them).
 fn js_count(n: f64) -> u64 {
-    if n.is_finite() && n > 0.0 { n as u64 } else { 0 }
+    if n.is_finite() && n > 0.0 {
+        n as u64
+    } else {
+        0
+    }
 }
 
 /// The reference's `mergeCompat`: override keys win; the two routing objects merge one level deeper.
-fn merge_compat(base: Option<Map<String, Value>>, over: Option<&Map<String, Value>>) -> Option<Map<String, Value>> {
+fn merge_compat(
+    base: Option<Map<String, Value>>,
+    over: Option<&Map<String, Value>>,
+) -> Option<Map<String, Value>> {
     let Some(over) = over else { return base };
     let mut merged = base.clone().unwrap_or_default();
     for (k, v) in over {
@@ -395,7 +455,11 @@ fn merge_compat(base: Option<Map<String, Value>>, over: Option<&Map<String, Valu
 }
 
 /// The reference's `applyModelOverride`.
-fn apply_override(model: &mut Model, thinking: &mut Option<ThinkingLevelMap>, o: &config::ModelOverride) {
+fn apply_override(
+    model: &mut Model,
+    thinking: &mut Option<ThinkingLevelMap>,
+    o: &config::ModelOverride,
+) {
     if let Some(name) = &o.name {
         model.name = name.clone();
     }

@@ -63,7 +63,11 @@ impl Auth {
     /// Reads `<agent_dir>/auth.json` (a missing file is no error; a malformed one is a warning and
     /// then counts as empty). `models_json_keys` are the registry's provider `apiKey`s
     /// ([`super::Registry::provider_api_keys`]).
-    pub fn load(agent_dir: &Path, models_json_keys: HashMap<String, String>, env: Env) -> (Auth, Vec<String>) {
+    pub fn load(
+        agent_dir: &Path,
+        models_json_keys: HashMap<String, String>,
+        env: Env,
+    ) -> (Auth, Vec<String>) {
         let path = agent_dir.join("auth.json");
         let mut warnings = Vec::new();
         let stored = match std::fs::read_to_string(&path) {
@@ -71,17 +75,26 @@ impl Auth {
             Ok(text) => match serde_json::from_str::<Value>(&text) {
                 Ok(Value::Object(map)) => map,
                 Ok(_) => {
-                    warnings.push(format!("Failed to load auth.json: not a JSON object\n\nFile: {}", path.display()));
+                    warnings.push(format!(
+                        "Failed to load auth.json: not a JSON object\n\nFile: {}",
+                        path.display()
+                    ));
                     serde_json::Map::new()
                 }
                 Err(e) => {
-                    warnings.push(format!("Failed to parse auth.json: {e}\n\nFile: {}", path.display()));
+                    warnings.push(format!(
+                        "Failed to parse auth.json: {e}\n\nFile: {}",
+                        path.display()
+                    ));
                     serde_json::Map::new()
                 }
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Map::new(),
             Err(e) => {
-                warnings.push(format!("Failed to load auth.json: {e}\n\nFile: {}", path.display()));
+                warnings.push(format!(
+                    "Failed to load auth.json: {e}\n\nFile: {}",
+                    path.display()
+                ));
                 serde_json::Map::new()
             }
         };
@@ -203,11 +216,17 @@ pub fn resolve_config_value_uncached(config: &str, env: &Env) -> Option<String> 
 }
 
 /// Same as [`resolve_config_value_uncached`]; `Err` carries the reference's error text.
-pub(super) fn resolve_config_value_or_err(config: &str, env: &Env, description: &str) -> Result<String, String> {
+pub(super) fn resolve_config_value_or_err(
+    config: &str,
+    env: &Env,
+    description: &str,
+) -> Result<String, String> {
     match resolve_config_value_uncached(config, env) {
         Some(v) => Ok(v),
         None => match config.strip_prefix('!') {
-            Some(cmd) => Err(format!("Failed to resolve {description} from shell command: {cmd}")),
+            Some(cmd) => Err(format!(
+                "Failed to resolve {description} from shell command: {cmd}"
+            )),
             None => Err(format!("Failed to resolve {description}")),
         },
     }
@@ -244,7 +263,9 @@ fn run_command(cmd: &str) -> Option<String> {
         }
     };
     // A background grandchild may keep the pipe open: never wait past the deadline for EOF.
-    let out = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()?;
+    let out = rx
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok()?;
     if !status.success() {
         return None;
     }
@@ -297,10 +318,13 @@ pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
             let has_credentials = match get("GOOGLE_APPLICATION_CREDENTIALS") {
                 Some(path) => Path::new(&path).exists(),
                 None => get("HOME").is_some_and(|home| {
-                    Path::new(&home).join(".config/gcloud/application_default_credentials.json").exists()
+                    Path::new(&home)
+                        .join(".config/gcloud/application_default_credentials.json")
+                        .exists()
                 }),
             };
-            let has_project = get("GOOGLE_CLOUD_PROJECT").is_some() || get("GCLOUD_PROJECT").is_some();
+            let has_project =
+                get("GOOGLE_CLOUD_PROJECT").is_some() || get("GCLOUD_PROJECT").is_some();
             let has_location = get("GOOGLE_CLOUD_LOCATION").is_some();
             (has_credentials && has_project && has_location).then(|| "<authenticated>".to_string())
         }

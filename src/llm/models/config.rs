@@ -65,11 +65,19 @@ pub(super) struct ModelOverride {
 
 /// Reads and validates `path`. `Ok(None)` when the file does not exist. `is_builtin` tells which
 /// provider names have built-in models (they need no `baseUrl`/`apiKey`/`api` for custom models).
-pub(super) fn load(path: &Path, is_builtin: &dyn Fn(&str) -> bool) -> Result<Option<ModelsConfig>, String> {
+pub(super) fn load(
+    path: &Path,
+    is_builtin: &dyn Fn(&str) -> bool,
+) -> Result<Option<ModelsConfig>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("Failed to load models.json: {e}\n\nFile: {}", path.display())),
+        Err(e) => {
+            return Err(format!(
+                "Failed to load models.json: {e}\n\nFile: {}",
+                path.display()
+            ));
+        }
     };
     parse(&text, is_builtin)
         .map(Some)
@@ -84,7 +92,11 @@ pub(super) fn parse(text: &str, is_builtin: &dyn Fn(&str) -> bool) -> Result<Mod
     let mut v = Validator::default();
     let config = v.root(&value);
     if !v.errors.is_empty() {
-        let list: Vec<String> = v.errors.iter().map(|(p, m)| format!("  - {p}: {m}")).collect();
+        let list: Vec<String> = v
+            .errors
+            .iter()
+            .map(|(p, m)| format!("  - {p}: {m}"))
+            .collect();
         return Err(format!("Invalid models.json schema:\n{}", list.join("\n")));
     }
     validate(&config, is_builtin).map_err(|e| format!("Failed to load models.json: {e}"))?;
@@ -96,17 +108,25 @@ fn validate(config: &ModelsConfig, is_builtin: &dyn Fn(&str) -> bool) -> Result<
     for (name, p) in &config.providers {
         let builtin = is_builtin(name);
         if p.models.is_empty() {
-            if p.base_url.is_none() && p.headers.is_none() && p.compat.is_none() && p.model_overrides.is_empty() {
+            if p.base_url.is_none()
+                && p.headers.is_none()
+                && p.compat.is_none()
+                && p.model_overrides.is_empty()
+            {
                 return Err(format!(
                     "Provider {name}: must specify \"baseUrl\", \"headers\", \"compat\", \"modelOverrides\", or \"models\"."
                 ));
             }
         } else if !builtin {
             if p.base_url.is_none() {
-                return Err(format!("Provider {name}: \"baseUrl\" is required when defining custom models."));
+                return Err(format!(
+                    "Provider {name}: \"baseUrl\" is required when defining custom models."
+                ));
             }
             if p.api_key.is_none() {
-                return Err(format!("Provider {name}: \"apiKey\" is required when defining custom models."));
+                return Err(format!(
+                    "Provider {name}: \"apiKey\" is required when defining custom models."
+                ));
             }
         }
         for m in &p.models {
@@ -117,10 +137,16 @@ fn validate(config: &ModelsConfig, is_builtin: &dyn Fn(&str) -> bool) -> Result<
                 ));
             }
             if m.context_window.is_some_and(|c| c <= 0.0) {
-                return Err(format!("Provider {name}, model {}: invalid contextWindow", m.id));
+                return Err(format!(
+                    "Provider {name}, model {}: invalid contextWindow",
+                    m.id
+                ));
             }
             if m.max_tokens.is_some_and(|c| c <= 0.0) {
-                return Err(format!("Provider {name}, model {}: invalid maxTokens", m.id));
+                return Err(format!(
+                    "Provider {name}, model {}: invalid maxTokens",
+                    m.id
+                ));
             }
         }
     }
@@ -137,7 +163,14 @@ impl Validator {
     fn err(&mut self, path: &str, msg: &str) {
         // One bad file can hold many errors; a screenful is enough.
         if self.errors.len() < 20 {
-            self.errors.push((if path.is_empty() { "root".to_string() } else { path.to_string() }, msg.to_string()));
+            self.errors.push((
+                if path.is_empty() {
+                    "root".to_string()
+                } else {
+                    path.to_string()
+                },
+                msg.to_string(),
+            ));
         }
     }
 
@@ -152,7 +185,9 @@ impl Validator {
             Some(Value::Object(providers)) => {
                 for (name, p) in providers {
                     let path = format!("providers.{name}");
-                    config.providers.push((name.clone(), self.provider(p, &path)));
+                    config
+                        .providers
+                        .push((name.clone(), self.provider(p, &path)));
                 }
             }
             Some(_) => self.err("providers", "Expected object"),
@@ -162,7 +197,9 @@ impl Validator {
 
     fn provider(&mut self, value: &Value, path: &str) -> ProviderConfig {
         let mut p = ProviderConfig::default();
-        let Some(obj) = self.object(value, path) else { return p };
+        let Some(obj) = self.object(value, path) else {
+            return p;
+        };
         self.string(obj, "name", path);
         p.base_url = self.string(obj, "baseUrl", path);
         p.api_key = self.string(obj, "apiKey", path);
@@ -198,7 +235,9 @@ impl Validator {
 
     fn model_def(&mut self, value: &Value, path: &str) -> ModelDef {
         let mut m = ModelDef::default();
-        let Some(obj) = self.object(value, path) else { return m };
+        let Some(obj) = self.object(value, path) else {
+            return m;
+        };
         match obj.get("id") {
             None => self.err(&format!("{path}.id"), "Expected required property"),
             Some(_) => m.id = self.string(obj, "id", path).unwrap_or_default(),
@@ -231,7 +270,9 @@ impl Validator {
 
     fn model_override(&mut self, value: &Value, path: &str) -> ModelOverride {
         let mut o = ModelOverride::default();
-        let Some(obj) = self.object(value, path) else { return o };
+        let Some(obj) = self.object(value, path) else {
+            return o;
+        };
         o.name = self.string(obj, "name", path);
         o.reasoning = self.boolean(obj, "reasoning", path);
         o.thinking = self.thinking(obj, path);
@@ -265,7 +306,10 @@ impl Validator {
     fn string(&mut self, obj: &Map<String, Value>, key: &str, path: &str) -> Option<String> {
         match obj.get(key)? {
             Value::String(s) if s.is_empty() => {
-                self.err(&format!("{path}.{key}"), "Expected string length greater or equal to 1");
+                self.err(
+                    &format!("{path}.{key}"),
+                    "Expected string length greater or equal to 1",
+                );
                 None
             }
             Value::String(s) => Some(s.clone()),
@@ -342,7 +386,9 @@ impl Validator {
         let mut out = ThinkingLevelMap::default();
         for (k, v) in map {
             // Unknown keys are allowed by the schema and ignored.
-            let Some(level) = ThinkingLevel::parse(k) else { continue };
+            let Some(level) = ThinkingLevel::parse(k) else {
+                continue;
+            };
             match v {
                 Value::Null => out.set(level, None),
                 Value::String(s) => out.set(level, Some(s.clone())),

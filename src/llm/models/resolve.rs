@@ -41,7 +41,10 @@ pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
     ("opencode-go", "kimi-k2.6"),
     ("kimi-coding", "kimi-for-coding"),
     ("cloudflare-workers-ai", "@cf/moonshotai/kimi-k2.6"),
-    ("cloudflare-ai-gateway", "workers-ai/@cf/moonshotai/kimi-k2.6"),
+    (
+        "cloudflare-ai-gateway",
+        "workers-ai/@cf/moonshotai/kimi-k2.6",
+    ),
     ("xiaomi", "mimo-v2.5-pro"),
     ("xiaomi-token-plan-cn", "mimo-v2.5-pro"),
     ("xiaomi-token-plan-ams", "mimo-v2.5-pro"),
@@ -49,7 +52,10 @@ pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
 ];
 
 fn default_model_id(provider: &str) -> Option<&'static str> {
-    DEFAULT_MODEL_PER_PROVIDER.iter().find(|(p, _)| *p == provider).map(|(_, id)| *id)
+    DEFAULT_MODEL_PER_PROVIDER
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map(|(_, id)| *id)
 }
 
 /// `--provider` / `--model` resolution (`resolveCliModel`) over **all** models. `Ok` carries the
@@ -62,18 +68,26 @@ pub fn resolve_cli_model(
 ) -> Result<(Model, Option<ThinkingLevel>, Option<String>), String> {
     let all: Vec<&Model> = registry.all().iter().collect();
     if all.is_empty() {
-        return Err("No models available. Check your installation or add models to models.json.".to_string());
+        return Err(
+            "No models available. Check your installation or add models to models.json."
+                .to_string(),
+        );
     }
     let canonical = |name: &str| {
         let lower = name.to_lowercase();
         // The reference's map keeps the last spelling seen; provider names are unique anyway.
-        all.iter().rev().find(|m| m.provider.to_lowercase() == lower).map(|m| m.provider.clone())
+        all.iter()
+            .rev()
+            .find(|m| m.provider.to_lowercase() == lower)
+            .map(|m| m.provider.clone())
     };
     let mut resolved_provider = match provider {
         Some(p) => match canonical(p) {
             Some(c) => Some(c),
             None => {
-                return Err(format!("Unknown provider \"{p}\". Use --list-models to see available providers/models."));
+                return Err(format!(
+                    "Unknown provider \"{p}\". Use --list-models to see available providers/models."
+                ));
             }
         },
         None => None,
@@ -122,7 +136,8 @@ pub fn resolve_cli_model(
     }
 
     if let Some(p) = &resolved_provider {
-        let provider_models: Vec<&Model> = all.iter().copied().filter(|m| &m.provider == p).collect();
+        let provider_models: Vec<&Model> =
+            all.iter().copied().filter(|m| &m.provider == p).collect();
         if let Some(first) = provider_models.first() {
             let base = default_model_id(p)
                 .and_then(|id| provider_models.iter().find(|m| m.id == id))
@@ -130,7 +145,8 @@ pub fn resolve_cli_model(
             let mut model = (*base).clone();
             model.id = pat.clone();
             model.name = pat.clone();
-            let note = format!("Model \"{pat}\" not found for provider \"{p}\". Using custom model id.");
+            let note =
+                format!("Model \"{pat}\" not found for provider \"{p}\". Using custom model id.");
             let warning = match parsed.warning {
                 Some(w) => format!("{w} {note}"),
                 None => note,
@@ -142,16 +158,17 @@ pub fn resolve_cli_model(
         Some(p) => format!("{p}/{pat}"),
         None => pattern.to_string(),
     };
-    Err(format!("Model \"{display}\" not found. Use --list-models to see available models."))
+    Err(format!(
+        "Model \"{display}\" not found. Use --list-models to see available models."
+    ))
 }
 
 /// First model whose id or `provider/id` equals `s` (case-insensitive).
 fn exact_id_or_ref<'a>(models: &[&'a Model], s: &str) -> Option<&'a Model> {
     let lower = s.to_lowercase();
-    models
-        .iter()
-        .copied()
-        .find(|m| m.id.to_lowercase() == lower || format!("{}/{}", m.provider, m.id).to_lowercase() == lower)
+    models.iter().copied().find(|m| {
+        m.id.to_lowercase() == lower || format!("{}/{}", m.provider, m.id).to_lowercase() == lower
+    })
 }
 
 /// Scoped models for `cycle_model` (`resolveModelScope`) over the models that have auth. Each
@@ -166,7 +183,10 @@ pub fn parse_scoped_models(
     let mut out: Vec<(Model, Option<ThinkingLevel>)> = Vec::new();
     let mut warnings = Vec::new();
     let push = |out: &mut Vec<(Model, Option<ThinkingLevel>)>, m: &Model, level| {
-        if !out.iter().any(|(x, _)| x.provider == m.provider && x.id == m.id) {
+        if !out
+            .iter()
+            .any(|(x, _)| x.provider == m.provider && x.id == m.id)
+        {
             out.push((m.clone(), level));
         }
     };
@@ -181,7 +201,9 @@ pub fn parse_scoped_models(
             };
             let matching: Vec<&&Model> = available
                 .iter()
-                .filter(|m| glob_match(glob, &format!("{}/{}", m.provider, m.id)) || glob_match(glob, &m.id))
+                .filter(|m| {
+                    glob_match(glob, &format!("{}/{}", m.provider, m.id)) || glob_match(glob, &m.id)
+                })
                 .collect();
             if matching.is_empty() {
                 warnings.push(format!("Warning: No models match pattern \"{pattern}\""));
@@ -206,7 +228,11 @@ pub fn parse_scoped_models(
 /// Start-up model without `--model` (`findInitialModel` steps 3–4): the settings default if it
 /// exists (no key check), else the first provider default (in priority order) that has auth, else
 /// the first model that has auth.
-pub fn initial_model(registry: &Registry, auth: &Auth, settings_default: Option<(&str, &str)>) -> Option<Model> {
+pub fn initial_model(
+    registry: &Registry,
+    auth: &Auth,
+    settings_default: Option<(&str, &str)>,
+) -> Option<Model> {
     if let Some((provider, id)) = settings_default {
         if let Some(m) = registry.find(provider, id) {
             return Some(m.clone());
@@ -214,7 +240,10 @@ pub fn initial_model(registry: &Registry, auth: &Auth, settings_default: Option<
     }
     let available = registry.available(auth);
     for (provider, id) in DEFAULT_MODEL_PER_PROVIDER {
-        if let Some(m) = available.iter().find(|m| m.provider == *provider && m.id == *id) {
+        if let Some(m) = available
+            .iter()
+            .find(|m| m.provider == *provider && m.id == *id)
+        {
             return Some((*m).clone());
         }
     }
@@ -231,14 +260,28 @@ struct Parsed<'a> {
 /// instead of failing the match.
 fn parse_model_pattern<'a>(pattern: &str, models: &[&'a Model], lenient: bool) -> Parsed<'a> {
     if let Some(m) = try_match_model(pattern, models) {
-        return Parsed { model: Some(m), thinking: None, warning: None };
+        return Parsed {
+            model: Some(m),
+            thinking: None,
+            warning: None,
+        };
     }
-    let none = Parsed { model: None, thinking: None, warning: None };
-    let Some((prefix, suffix)) = pattern.rsplit_once(':') else { return none };
+    let none = Parsed {
+        model: None,
+        thinking: None,
+        warning: None,
+    };
+    let Some((prefix, suffix)) = pattern.rsplit_once(':') else {
+        return none;
+    };
     if let Some(level) = ThinkingLevel::parse(suffix) {
         let inner = parse_model_pattern(prefix, models, lenient);
         if inner.model.is_some() {
-            let thinking = if inner.warning.is_some() { None } else { Some(level) };
+            let thinking = if inner.warning.is_some() {
+                None
+            } else {
+                Some(level)
+            };
             return Parsed { thinking, ..inner };
         }
         return inner;
@@ -248,8 +291,14 @@ fn parse_model_pattern<'a>(pattern: &str, models: &[&'a Model], lenient: bool) -
     }
     let inner = parse_model_pattern(prefix, models, lenient);
     if inner.model.is_some() {
-        let warning = format!("Invalid thinking level \"{suffix}\" in pattern \"{pattern}\". Using default instead.");
-        return Parsed { model: inner.model, thinking: None, warning: Some(warning) };
+        let warning = format!(
+            "Invalid thinking level \"{suffix}\" in pattern \"{pattern}\". Using default instead."
+        );
+        return Parsed {
+            model: inner.model,
+            thinking: None,
+            warning: Some(warning),
+        };
     }
     inner
 }
@@ -263,13 +312,24 @@ fn try_match_model<'a>(pattern: &str, models: &[&'a Model]) -> Option<&'a Model>
     let matches: Vec<&Model> = models
         .iter()
         .copied()
-        .filter(|m| m.id.to_lowercase().contains(&needle) || m.name.to_lowercase().contains(&needle))
+        .filter(|m| {
+            m.id.to_lowercase().contains(&needle) || m.name.to_lowercase().contains(&needle)
+        })
         .collect();
-    let aliases: Vec<&Model> = matches.iter().copied().filter(|m| is_alias(&m.id)).collect();
+    let aliases: Vec<&Model> = matches
+        .iter()
+        .copied()
+        .filter(|m| is_alias(&m.id))
+        .collect();
     let pool = if aliases.is_empty() { matches } else { aliases };
     // Highest by localeCompare; the first of equals wins (stable sort in the reference).
-    pool.into_iter()
-        .reduce(|best, m| if locale_compare(&m.id, &best.id) == Ordering::Greater { m } else { best })
+    pool.into_iter().reduce(|best, m| {
+        if locale_compare(&m.id, &best.id) == Ordering::Greater {
+            m
+        } else {
+            best
+        }
+    })
 }
 
 /// `findExactModelReferenceMatch`: a unique `provider/id`, else a unique provider-qualified id
@@ -305,7 +365,11 @@ fn find_exact_reference<'a>(reference: &str, models: &[&'a Model]) -> Option<&'a
             }
         }
     }
-    let hits: Vec<&Model> = models.iter().copied().filter(|m| m.id.to_lowercase() == lower).collect();
+    let hits: Vec<&Model> = models
+        .iter()
+        .copied()
+        .filter(|m| m.id.to_lowercase() == lower)
+        .collect();
     (hits.len() == 1).then(|| hits[0])
 }
 
@@ -315,7 +379,8 @@ fn is_alias(id: &str) -> bool {
         return true;
     }
     let b = id.as_bytes();
-    let dated = b.len() >= 9 && b[b.len() - 9] == b'-' && b[b.len() - 8..].iter().all(u8::is_ascii_digit);
+    let dated =
+        b.len() >= 9 && b[b.len() - 9] == b'-' && b[b.len() - 8..].iter().all(u8::is_ascii_digit);
     !dated
 }
 
@@ -323,8 +388,17 @@ fn is_alias(id: &str) -> bool {
 /// compare by class (space, punctuation in ICU order, symbols, digits, letters) and letters
 /// case-insensitively first; then lowercase sorts before uppercase.
 pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
-    let primary = a.chars().map(primary_weight).cmp(b.chars().map(primary_weight));
-    primary.then_with(|| a.chars().map(|c| c.is_uppercase()).cmp(b.chars().map(|c| c.is_uppercase()))).then_with(|| a.cmp(b))
+    let primary = a
+        .chars()
+        .map(primary_weight)
+        .cmp(b.chars().map(primary_weight));
+    primary
+        .then_with(|| {
+            a.chars()
+                .map(|c| c.is_uppercase())
+                .cmp(b.chars().map(|c| c.is_uppercase()))
+        })
+        .then_with(|| a.cmp(b))
 }
 
 fn primary_weight(c: char) -> (u8, u32) {
@@ -366,7 +440,7 @@ fn match_segments(pat: &[&str], txt: &[&str]) -> bool {
 fn segment_match(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.to_lowercase().chars().collect();
     let t: Vec<char> = text.to_lowercase().chars().collect();
-    if t.first() == Some(&'.') && !p.first().is_some_and(|&c| c == '.') {
+    if t.first() == Some(&'.') && p.first().is_none_or(|&c| c != '.') {
         return false;
     }
     // Classic wildcard matching with single-star backtracking: O(len(p) * len(t)) worst case.

@@ -32,21 +32,46 @@ pub(super) const fn m(
     context_window: u64,
     max_tokens: u64,
 ) -> BuiltinModel {
-    BuiltinModel { id, name, reasoning, image, cost, context_window, max_tokens, thinking: None, compat: None }
+    BuiltinModel {
+        id,
+        name,
+        reasoning,
+        image,
+        cost,
+        context_window,
+        max_tokens,
+        thinking: None,
+        compat: None,
+    }
 }
 
 impl BuiltinModel {
-    pub(super) const fn thinking(self, map: &'static [(ThinkingLevel, Option<&'static str>)]) -> Self {
-        BuiltinModel { thinking: Some(map), ..self }
+    pub(super) const fn thinking(
+        self,
+        map: &'static [(ThinkingLevel, Option<&'static str>)],
+    ) -> Self {
+        BuiltinModel {
+            thinking: Some(map),
+            ..self
+        }
     }
 
     pub(super) const fn compat(self, json: &'static str) -> Self {
-        BuiltinModel { compat: Some(json), ..self }
+        BuiltinModel {
+            compat: Some(json),
+            ..self
+        }
     }
 
     pub(super) fn to_model(&self, provider: &BuiltinProvider) -> Model {
-        let input = if self.image { vec!["text".to_string(), "image".to_string()] } else { vec!["text".to_string()] };
-        let compat = self.compat.and_then(|c| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(c).ok());
+        let input = if self.image {
+            vec!["text".to_string(), "image".to_string()]
+        } else {
+            vec!["text".to_string()]
+        };
+        let compat = self.compat.and_then(|c| {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(c).ok()
+        });
         Model {
             id: self.id.to_string(),
             name: self.name.to_string(),
