@@ -110,9 +110,13 @@ pub fn resolve_cli_model(
         }
     }
     if let (Some(_), Some(p)) = (provider, &resolved_provider) {
-        let prefix = format!("{}/", p.to_lowercase());
-        if pattern.to_lowercase().starts_with(&prefix) {
-            pat = pattern[prefix.len()..].to_string();
+        // `get` keeps this safe when the prefix length is not a char boundary of the pattern.
+        let prefix = format!("{p}/");
+        if let (Some(head), Some(rest)) = (pattern.get(..prefix.len()), pattern.get(prefix.len()..))
+        {
+            if head.to_lowercase() == prefix.to_lowercase() {
+                pat = rest.to_string();
+            }
         }
     }
 

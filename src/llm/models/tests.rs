@@ -666,3 +666,15 @@ fn env_keys_and_sentinels() {
     assert_eq!(env_api_key("xai", &env), None);
     assert_eq!(env_api_key("unknown", &env), None);
 }
+
+#[test]
+fn non_ascii_provider_prefix_does_not_panic() {
+    let reg = Registry::from_models_json(
+        r#"{"providers": {"ünï": {"baseUrl": "u", "api": "a", "apiKey": "k", "models": [{"id": "m"}]}}}"#,
+    )
+    .unwrap();
+    let r = resolve_cli_model(&reg, Some("ÜNÏ"), "ünï/m").unwrap();
+    assert_eq!((r.0.provider.as_str(), r.0.id.as_str()), ("ünï", "m"));
+    let r = resolve_cli_model(&reg, Some("ünï"), "ü").unwrap();
+    assert_eq!(r.0.id, "ü");
+}
