@@ -1,1 +1,495 @@
 //! Model registry: built-in models, `models.json` custom providers and overrides, API keys.
+//!
+//! [`Registry::load`] builds the list the RPC commands show (`get_available_models`,
+//! `cycle_model`, `set_model`): built-in providers in the reference's order (`builtin.rs`), with
+//! `models.json` provider overrides (`baseUrl`, `compat`) and per-model overrides applied, then
+//! custom models upserted by provider+id. [`Auth`] answers "does this provider have a key" and
+//! "which key". [`resolve`] holds the CLI-facing lookups (`--model`, `--models`, start-up model).
+//!
+//! Behaviour follows the reference build the oracle runs (pi 0.73.1): request headers from
+//! models.json are resolved per request ([`Registry::request_auth`]) and never stored on the
+//! serialised model; thinking support comes from each model's `thinkingLevelMap`.
+
+mod auth;
+#[rustfmt::skip]
+mod builtin;
+mod config;
+pub mod resolve;
+mod table;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+pub use auth::{Auth, Env, env_api_key, env_var_names, process_env, resolve_config_value_uncached};
+pub use resolve::{initial_model, parse_scoped_models, resolve_cli_model};
+
+use crate::llm::Model;
+use crate::message::ThinkingLevel;
+use config::{Headers, ModelsConfig};
+
+/// A model's `thinkingLevelMap`: per level, `None` = unsupported, `Some(v)` = the provider-specific
+/// value to send. Levels absent from the map use the defaults (see [`supported_thinking_levels`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThinkingLevelMap(pub Vec<(ThinkingLevel, Option<String>)>);
+
+impl ThinkingLevelMap {
+    /// `None` = level not in the map; `Some(None)` = mapped to null (unsupported).
+    pub fn get(&self, level: ThinkingLevel) -> Option<Option<&str>> {
+        self.0
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, v)| v.as_deref())
+    }
+
+    /// Insert or replace, keeping the first position (JS object semantics).
+    pub fn set(&mut self, level: ThinkingLevel, value: Option<String>) {
+        match self.0.iter_mut().find(|(l, _)| *l == level) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((level, value)),
+        }
+    }
+
+    /// The reference's JSON form (`{"xhigh":"max","off":null}`).
+    pub fn to_json(&self) -> Value {
+        let map: Map<String, Value> = self
+            .0
+            .iter()
+            .map(|(l, v)| {
+                (
+                    l.as_str().to_string(),
+                    v.clone().map_or(Value::Null, Value::String),
+                )
+            })
+            .collect();
+        Value::Object(map)
+    }
+
+    fn from_static(entries: &[(ThinkingLevel, Option<&'static str>)]) -> ThinkingLevelMap {
+        ThinkingLevelMap(
+            entries
+                .iter()
+                .map(|(l, v)| (*l, v.map(str::to_string)))
+                .collect(),
+        )
+    }
+}
+
+/// Thinking levels a model accepts (the reference's `getSupportedThinkingLevels`): `off` only
+/// without reasoning; otherwise every level its map does not null out, `xhigh` only when mapped.
+pub fn supported_thinking_levels(
+    model: &Model,
+    map: Option<&ThinkingLevelMap>,
+) -> Vec<ThinkingLevel> {
+    if !model.reasoning {
+        return vec![ThinkingLevel::Off];
+    }
+    ThinkingLevel::ALL
+        .into_iter()
+        .filter(|&level| match map.and_then(|m| m.get(level)) {
+            Some(None) => false,
+            Some(Some(_)) => true,
+            None => level != ThinkingLevel::Xhigh,
+        })
+        .collect()
+}
+
+/// Request-time credentials from `models.json` for one provider.
+#[derive(Clone, Default)]
+struct ProviderRequestConfig {
+    api_key: Option<String>,
+    headers: Option<Headers>,
+    auth_header: bool,
+}
+
+/// Key and extra headers for one request ([`Registry::request_auth`]). Debug redacts both.
+#[derive(Clone, Default, PartialEq)]
+pub struct RequestAuth {
+    pub api_key: Option<String>,
+    /// Resolved header values (model headers, then provider headers, then per-model headers from
+    /// models.json; `Authorization: Bearer` when `authHeader` is set).
+    pub headers: Option<Vec<(String, String)>>,
+}
+
+impl std::fmt::Debug for RequestAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Option<Vec<&str>> = self
+            .headers
+            .as_ref()
+            .map(|h| h.iter().map(|(k, _)| k.as_str()).collect());
+        f.debug_struct("RequestAuth")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &names)
+            .finish()
+    }
+}
+
+/// All known models, in registry order.
+#[derive(Clone, Default)]
+pub struct Registry {
+    models: Vec<Model>,
+    /// Parallel to `models`.
+    thinking: Vec<Option<ThinkingLevelMap>>,
+    provider_configs: HashMap<String, ProviderRequestConfig>,
+    /// `provider:id` → headers declared for that model in models.json.
+    model_headers: HashMap<String, Headers>,
+    load_error: Option<String>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("models", &self.models.len())
+            .field("load_error", &self.load_error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// Built-in models plus `<agent_dir>/models.json`. A broken models.json is reported in the
+    /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
+    /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
+    pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
+        let _ = env;
+        let path = agent_dir.join("models.json");
+        match config::load(&path, &is_builtin_provider) {
+            Ok(cfg) => (Registry::build(cfg.unwrap_or_default()), Vec::new()),
+            Err(e) => {
+                let mut reg = Registry::build(ModelsConfig::default());
+                reg.load_error = Some(e.clone());
+                (reg, vec![e])
+            }
+        }
+    }
+
+    /// Only the built-in models.
+    pub fn builtin() -> Registry {
+        Registry::build(ModelsConfig::default())
+    }
+
+    /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
+    /// without the `File:` line.
+    pub fn from_models_json(text: &str) -> Result<Registry, String> {
+        config::parse(text, &is_builtin_provider).map(Registry::build)
+    }
+
+    fn build(cfg: ModelsConfig) -> Registry {
+        let mut reg = Registry::default();
+        let total: usize = builtin::PROVIDERS.iter().map(|p| p.models.len()).sum();
+        reg.models.reserve(total);
+        reg.thinking.reserve(total);
+
+        for (name, p) in &cfg.providers {
+            if p.api_key.is_some() || p.headers.is_some() || p.auth_header {
+                let request = ProviderRequestConfig {
+                    api_key: p.api_key.clone(),
+                    headers: p.headers.clone(),
+                    auth_header: p.auth_header,
+                };
+                reg.provider_configs.insert(name.clone(), request);
+            }
+            for (id, o) in &p.model_overrides {
+                reg.store_model_headers(name, id, o.headers.as_ref());
+            }
+        }
+
+        for provider in builtin::PROVIDERS {
+            let pcfg = cfg
+                .providers
+                .iter()
+                .find(|(n, _)| n == provider.name)
+                .map(|(_, p)| p);
+            for row in provider.models {
+                let mut model = row.to_model(provider);
+                let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);
+                if let Some(p) = pcfg {
+                    if p.base_url.is_some() || p.compat.is_some() {
+                        if let Some(url) = &p.base_url {
+                            model.base_url = url.clone();
+                        }
+                        model.compat = merge_compat(model.compat.take(), p.compat.as_ref());
+                    }
+                    if let Some((_, o)) = p.model_overrides.iter().find(|(id, _)| id == row.id) {
+                        apply_override(&mut model, &mut thinking, o);
+                    }
+                }
+                reg.models.push(model);
+                reg.thinking.push(thinking);
+            }
+        }
+
+        for (name, p) in &cfg.providers {
+            let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
+            for def in &p.models {
+                let api = def
+                    .api
+                    .as_ref()
+                    .or(p.api.as_ref())
+                    .cloned()
+                    .or(defaults.map(|d| d.api.to_string()));
+                let base_url = def
+                    .base_url
+                    .as_ref()
+                    .or(p.base_url.as_ref())
+                    .cloned()
+                    .or(defaults.map(|d| d.base_url.to_string()));
+                let (Some(api), Some(base_url)) = (api, base_url) else {
+                    continue;
+                };
+                reg.store_model_headers(name, &def.id, def.headers.as_ref());
+                let cost = def.cost.unwrap_or([0.0; 4]);
+                let model = Model {
+                    id: def.id.clone(),
+                    name: def.name.clone().unwrap_or_else(|| def.id.clone()),
+                    api,
+                    provider: name.clone(),
+                    base_url,
+                    reasoning: def.reasoning.unwrap_or(false),
+                    input: def
+                        .input
+                        .clone()
+                        .unwrap_or_else(|| vec!["text".to_string()]),
+                    cost: crate::llm::ModelCost {
+                        input: cost[0],
+                        output: cost[1],
+                        cache_read: cost[2],
+                        cache_write: cost[3],
+                    },
+                    context_window: def.context_window.map_or(128_000, js_count),
+                    max_tokens: def.max_tokens.map_or(16_384, js_count),
+                    headers: None,
+                    compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
+                };
+                reg.upsert(model, def.thinking.clone());
+            }
+        }
+        reg
+    }
+
+    fn store_model_headers(&mut self, provider: &str, id: &str, headers: Option<&Headers>) {
+        let key = format!("{provider}:{id}");
+        match headers {
+            Some(h) if !h.is_empty() => {
+                self.model_headers.insert(key, h.clone());
+            }
+            _ => {
+                self.model_headers.remove(&key);
+            }
+        }
+    }
+
+    fn upsert(&mut self, model: Model, thinking: Option<ThinkingLevelMap>) {
+        match self
+            .models
+            .iter()
+            .position(|m| m.provider == model.provider && m.id == model.id)
+        {
+            Some(i) => {
+                self.models[i] = model;
+                self.thinking[i] = thinking;
+            }
+            None => {
+                self.models.push(model);
+                self.thinking.push(thinking);
+            }
+        }
+    }
+
+    /// Every model, in registry order.
+    pub fn all(&self) -> &[Model] {
+        &self.models
+    }
+
+    /// Exact, case-sensitive lookup.
+    pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
+        self.models
+            .iter()
+            .find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// Models whose provider has a credential, in registry order (`get_available_models`).
+    pub fn available(&self, auth: &Auth) -> Vec<&Model> {
+        let mut cache: HashMap<&str, bool> = HashMap::new();
+        self.models
+            .iter()
+            .filter(|m| {
+                *cache
+                    .entry(m.provider.as_str())
+                    .or_insert_with(|| self.has_configured_auth(&m.provider, auth))
+            })
+            .collect()
+    }
+
+    /// The reference's `hasConfiguredAuth`: any auth source, or a models.json `apiKey`.
+    pub fn has_configured_auth(&self, provider: &str, auth: &Auth) -> bool {
+        auth.has_auth(provider)
+            || self
+                .provider_configs
+                .get(provider)
+                .is_some_and(|c| c.api_key.is_some())
+    }
+
+    /// models.json provider `apiKey`s (unresolved), for [`Auth::load`].
+    pub fn provider_api_keys(&self) -> HashMap<String, String> {
+        self.provider_configs
+            .iter()
+            .filter_map(|(p, c)| c.api_key.clone().map(|k| (p.clone(), k)))
+            .collect()
+    }
+
+    /// The models.json load error, if any (the reference's `getError()`).
+    pub fn load_error(&self) -> Option<&str> {
+        self.load_error.as_deref()
+    }
+
+    /// The `thinkingLevelMap` of a registered model (built-in table or models.json).
+    pub fn thinking_level_map(&self, provider: &str, id: &str) -> Option<&ThinkingLevelMap> {
+        let i = self
+            .models
+            .iter()
+            .position(|m| m.provider == provider && m.id == id)?;
+        self.thinking[i].as_ref()
+    }
+
+    /// [`supported_thinking_levels`] for a model, looking its map up here.
+    pub fn thinking_levels(&self, model: &Model) -> Vec<ThinkingLevel> {
+        supported_thinking_levels(model, self.thinking_level_map(&model.provider, &model.id))
+    }
+
+    /// Key and headers for a request (`getApiKeyAndHeaders`). May run `!commands`; `Err` carries
+    /// the reference's message (e.g. `Failed to resolve API key for provider "x" from shell
+    /// command: ...`, `No API key found for "x"`).
+    pub fn request_auth(&self, model: &Model, auth: &Auth) -> Result<RequestAuth, String> {
+        let provider = model.provider.as_str();
+        let pcfg = self.provider_configs.get(provider);
+        let env = auth.env();
+        let api_key = match auth.stored_or_env_key(provider) {
+            Some(key) => key,
+            None => match pcfg.and_then(|c| c.api_key.as_deref()) {
+                Some(raw) => Some(auth::resolve_config_value_or_err(
+                    raw,
+                    env,
+                    &format!("API key for provider \"{provider}\""),
+                )?),
+                None => None,
+            },
+        };
+        let mut headers: Vec<(String, String)> = Vec::new();
+        let mut put = |k: &str, v: String| match headers.iter_mut().find(|(hk, _)| hk == k) {
+            Some(slot) => slot.1 = v,
+            None => headers.push((k.to_string(), v)),
+        };
+        if let Some(h) = &model.headers {
+            for (k, v) in h {
+                if let Some(s) = v.as_str() {
+                    put(k, s.to_string());
+                }
+            }
+        }
+        if let Some(h) = pcfg.and_then(|c| c.headers.as_ref()) {
+            for (k, raw) in h {
+                let desc = format!("provider \"{provider}\" header \"{k}\"");
+                put(k, auth::resolve_config_value_or_err(raw, env, &desc)?);
+            }
+        }
+        if let Some(h) = self.model_headers.get(&format!("{provider}:{}", model.id)) {
+            for (k, raw) in h {
+                let desc = format!("model \"{provider}/{}\" header \"{k}\"", model.id);
+                put(k, auth::resolve_config_value_or_err(raw, env, &desc)?);
+            }
+        }
+        if pcfg.is_some_and(|c| c.auth_header) {
+            let Some(key) = &api_key else {
+                return Err(format!("No API key found for \"{provider}\""));
+            };
+            put("Authorization", format!("Bearer {key}"));
+        }
+        Ok(RequestAuth {
+            api_key,
+            headers: (!headers.is_empty()).then_some(headers),
+        })
+    }
+}
+
+fn is_builtin_provider(name: &str) -> bool {
+    builtin::PROVIDERS.iter().any(|p| p.name == name)
+}
+
+/// A JSON number used as a token count. Non-integral or out-of-range values are truncated and
+/// clamped (the reference would keep them verbatim; no real config has them).
+fn js_count(n: f64) -> u64 {
+    if n.is_finite() && n > 0.0 {
+        n as u64
+    } else {
+        0
+    }
+}
+
+/// The reference's `mergeCompat`: override keys win; the two routing objects merge one level deeper.
+fn merge_compat(
+    base: Option<Map<String, Value>>,
+    over: Option<&Map<String, Value>>,
+) -> Option<Map<String, Value>> {
+    let Some(over) = over else { return base };
+    let mut merged = base.clone().unwrap_or_default();
+    for (k, v) in over {
+        merged.insert(k.clone(), v.clone());
+    }
+    for key in ["openRouterRouting", "vercelGatewayRouting"] {
+        let b = base.as_ref().and_then(|b| b.get(key));
+        let o = over.get(key);
+        if b.is_some() || o.is_some() {
+            let mut inner = Map::new();
+            for side in [b, o].into_iter().flatten() {
+                if let Value::Object(m) = side {
+                    for (k, v) in m {
+                        inner.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            merged.insert(key.to_string(), Value::Object(inner));
+        }
+    }
+    Some(merged)
+}
+
+/// The reference's `applyModelOverride`.
+fn apply_override(
+    model: &mut Model,
+    thinking: &mut Option<ThinkingLevelMap>,
+    o: &config::ModelOverride,
+) {
+    if let Some(name) = &o.name {
+        model.name = name.clone();
+    }
+    if let Some(r) = o.reasoning {
+        model.reasoning = r;
+    }
+    if let Some(map) = &o.thinking {
+        let merged = thinking.get_or_insert_with(ThinkingLevelMap::default);
+        for (level, value) in &map.0 {
+            merged.set(*level, value.clone());
+        }
+    }
+    if let Some(input) = &o.input {
+        model.input = input.clone();
+    }
+    if let Some(c) = o.context_window {
+        model.context_window = js_count(c);
+    }
+    if let Some(c) = o.max_tokens {
+        model.max_tokens = js_count(c);
+    }
+    if let Some([input, output, cache_read, cache_write]) = o.cost {
+        let cost = &mut model.cost;
+        cost.input = input.unwrap_or(cost.input);
+        cost.output = output.unwrap_or(cost.output);
+        cost.cache_read = cache_read.unwrap_or(cost.cache_read);
+        cost.cache_write = cache_write.unwrap_or(cost.cache_write);
+    }
+    model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,342 @@
+//! API keys: where a provider's credential comes from, and how config strings become values.
+//!
+//! Sources, in the reference's order (`AuthStorage.getApiKey` + `ModelRegistry`): the runtime
+//! override (`--api-key`), `<agent_dir>/auth.json`, the provider's environment variable, the
+//! `apiKey` of the provider in `models.json`. Config strings (auth.json keys, models.json `apiKey`
+//! and header values) are resolved by [`resolve_config_value`]: `!cmd` runs `sh -c cmd`, else an
+//! environment variable of that exact name, else the literal.
+//!
+//! Keys are secrets: [`Auth`] has a hand-written `Debug` that prints provider names only.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+/// Environment lookup. Injected so tests never touch the process environment.
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment as an [`Env`].
+pub fn process_env() -> Env {
+    Arc::new(|name: &str| std::env::var(name).ok())
+}
+
+/// How long a `!command` may run.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on what a `!command` may print (a key is short; this only stops a runaway command).
+const COMMAND_OUTPUT_LIMIT: u64 = 1 << 20;
+
+/// Credentials for all providers. Cheap to clone (the command cache is shared).
+#[derive(Clone)]
+pub struct Auth {
+    runtime: HashMap<String, String>,
+    /// `auth.json` entries by provider, as stored.
+    stored: serde_json::Map<String, Value>,
+    /// `models.json` provider `apiKey`s, unresolved.
+    fallback: HashMap<String, String>,
+    env: Env,
+    cache: Arc<Mutex<HashMap<String, Option<String>>>>,
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut runtime: Vec<&String> = self.runtime.keys().collect();
+        runtime.sort();
+        let mut fallback: Vec<&String> = self.fallback.keys().collect();
+        fallback.sort();
+        f.debug_struct("Auth")
+            .field("runtime", &runtime)
+            .field("stored", &self.stored.keys().collect::<Vec<_>>())
+            .field("models_json", &fallback)
+            .field("keys", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Auth {
+    /// Reads `<agent_dir>/auth.json` (a missing file is no error; a malformed one is a warning and
+    /// then counts as empty). `models_json_keys` are the registry's provider `apiKey`s
+    /// ([`super::Registry::provider_api_keys`]).
+    pub fn load(
+        agent_dir: &Path,
+        models_json_keys: HashMap<String, String>,
+        env: Env,
+    ) -> (Auth, Vec<String>) {
+        let path = agent_dir.join("auth.json");
+        let mut warnings = Vec::new();
+        let stored = match std::fs::read_to_string(&path) {
+            Ok(text) if text.trim().is_empty() => serde_json::Map::new(),
+            Ok(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(map)) => map,
+                Ok(_) => {
+                    warnings.push(format!(
+                        "Failed to load auth.json: not a JSON object\n\nFile: {}",
+                        path.display()
+                    ));
+                    serde_json::Map::new()
+                }
+                Err(e) => {
+                    warnings.push(format!(
+                        "Failed to parse auth.json: {e}\n\nFile: {}",
+                        path.display()
+                    ));
+                    serde_json::Map::new()
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Map::new(),
+            Err(e) => {
+                warnings.push(format!(
+                    "Failed to load auth.json: {e}\n\nFile: {}",
+                    path.display()
+                ));
+                serde_json::Map::new()
+            }
+        };
+        let auth = Auth {
+            runtime: HashMap::new(),
+            stored,
+            fallback: models_json_keys,
+            env,
+            cache: Arc::new(Mutex::new(HashMap::new())),
+        };
+        (auth, warnings)
+    }
+
+    /// An `Auth` with no stored credentials (tests, `--no-...` setups).
+    pub fn empty(env: Env) -> Auth {
+        Auth {
+            runtime: HashMap::new(),
+            stored: serde_json::Map::new(),
+            fallback: HashMap::new(),
+            env,
+            cache: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// `--api-key`: a key for one provider for this process only (never persisted).
+    pub fn set_runtime_key(&mut self, provider: &str, key: &str) {
+        self.runtime.insert(provider.to_string(), key.to_string());
+    }
+
+    /// Whether any source has a credential for `provider`. Runs no `!command` (as the reference:
+    /// an unresolved models.json `apiKey` or any auth.json entry already counts).
+    pub fn has_auth(&self, provider: &str) -> bool {
+        self.runtime.contains_key(provider)
+            || self.stored.get(provider).is_some_and(js_truthy)
+            || env_api_key(provider, &self.env).is_some()
+            || self.fallback.get(provider).is_some_and(|k| !k.is_empty())
+    }
+
+    /// The key to send for `provider`, from the first source that yields one.
+    pub fn api_key(&self, provider: &str) -> Option<String> {
+        if let Some(key) = self.stored_or_env_key(provider) {
+            return key;
+        }
+        let fallback = self.fallback.get(provider)?;
+        resolve_config_value_uncached(fallback, &self.env)
+    }
+
+    /// Sources 1–3 only. `Some(None)` = a source claimed the provider but gave no key (an OAuth
+    /// entry we cannot use), which stops the search like the reference does.
+    pub(super) fn stored_or_env_key(&self, provider: &str) -> Option<Option<String>> {
+        if let Some(key) = self.runtime.get(provider).filter(|k| !k.is_empty()) {
+            return Some(Some(key.clone()));
+        }
+        if let Some(Value::Object(cred)) = self.stored.get(provider) {
+            match cred.get("type").and_then(Value::as_str) {
+                Some("api_key") => {
+                    let key = cred.get("key").and_then(Value::as_str).unwrap_or("");
+                    return Some(self.resolve_cached(key));
+                }
+                Some("oauth") => return Some(oauth_access_token(cred)),
+                _ => {}
+            }
+        }
+        env_api_key(provider, &self.env).map(Some)
+    }
+
+    /// [`resolve_config_value`] with this `Auth`'s environment and command cache.
+    pub fn resolve_cached(&self, config: &str) -> Option<String> {
+        if let Some(cmd) = config.strip_prefix('!') {
+            if let Some(hit) = self.cache.lock().get(config) {
+                return hit.clone();
+            }
+            let value = run_command(cmd);
+            self.cache.lock().insert(config.to_string(), value.clone());
+            return value;
+        }
+        resolve_config_value_uncached(config, &self.env)
+    }
+
+    pub(super) fn env(&self) -> &Env {
+        &self.env
+    }
+}
+
+/// An OAuth entry's access token while it is unexpired. Refreshing needs the provider's token
+/// endpoint, which this module does not call; an expired token yields no key.
+fn oauth_access_token(cred: &serde_json::Map<String, Value>) -> Option<String> {
+    let access = cred.get("access").and_then(Value::as_str)?;
+    let expires = cred.get("expires").and_then(Value::as_f64).unwrap_or(0.0);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0);
+    (now_ms < expires && !access.is_empty()).then(|| access.to_string())
+}
+
+/// JavaScript truthiness of a JSON value (`if (data[provider])`).
+fn js_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// Resolves a config value without caching: `!cmd` → trimmed stdout of `sh -c cmd` (`None` on
+/// failure, timeout or empty output); else the env var of that exact name if non-empty; else the
+/// literal.
+pub fn resolve_config_value_uncached(config: &str, env: &Env) -> Option<String> {
+    if let Some(cmd) = config.strip_prefix('!') {
+        return run_command(cmd);
+    }
+    match env(config) {
+        Some(v) if !v.is_empty() => Some(v),
+        _ => Some(config.to_string()),
+    }
+}
+
+/// Same as [`resolve_config_value_uncached`]; `Err` carries the reference's error text.
+pub(super) fn resolve_config_value_or_err(
+    config: &str,
+    env: &Env,
+    description: &str,
+) -> Result<String, String> {
+    match resolve_config_value_uncached(config, env) {
+        Some(v) => Ok(v),
+        None => match config.strip_prefix('!') {
+            Some(cmd) => Err(format!(
+                "Failed to resolve {description} from shell command: {cmd}"
+            )),
+            None => Err(format!("Failed to resolve {description}")),
+        },
+    }
+}
+
+/// Runs `sh -c cmd` with stdin and stderr closed, a 10 s limit and bounded output.
+fn run_command(cmd: &str) -> Option<String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let stdout = child.stdout.take()?;
+    // Read on a helper thread so a chatty command cannot block on a full pipe while we poll.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.take(COMMAND_OUTPUT_LIMIT).read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let deadline = Instant::now() + COMMAND_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    // A background grandchild may keep the pipe open: never wait past the deadline for EOF.
+    let out = rx
+        .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out).trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+/// Environment variables holding a provider's key (`getApiKeyEnvVars`), first wins.
+pub fn env_var_names(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "github-copilot" => &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "openai" => &["OPENAI_API_KEY"],
+        "azure-openai-responses" => &["AZURE_OPENAI_API_KEY"],
+        "deepseek" => &["DEEPSEEK_API_KEY"],
+        "google" => &["GEMINI_API_KEY"],
+        "google-vertex" => &["GOOGLE_CLOUD_API_KEY"],
+        "groq" => &["GROQ_API_KEY"],
+        "cerebras" => &["CEREBRAS_API_KEY"],
+        "xai" => &["XAI_API_KEY"],
+        "openrouter" => &["OPENROUTER_API_KEY"],
+        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
+        "zai" => &["ZAI_API_KEY"],
+        "mistral" => &["MISTRAL_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY"],
+        "minimax-cn" => &["MINIMAX_CN_API_KEY"],
+        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
+        "huggingface" => &["HF_TOKEN"],
+        "fireworks" => &["FIREWORKS_API_KEY"],
+        "opencode" | "opencode-go" => &["OPENCODE_API_KEY"],
+        "kimi-coding" => &["KIMI_API_KEY"],
+        "cloudflare-workers-ai" | "cloudflare-ai-gateway" => &["CLOUDFLARE_API_KEY"],
+        "xiaomi" => &["XIAOMI_API_KEY"],
+        "xiaomi-token-plan-cn" => &["XIAOMI_TOKEN_PLAN_CN_API_KEY"],
+        "xiaomi-token-plan-ams" => &["XIAOMI_TOKEN_PLAN_AMS_API_KEY"],
+        "xiaomi-token-plan-sgp" => &["XIAOMI_TOKEN_PLAN_SGP_API_KEY"],
+        _ => &[],
+    }
+}
+
+/// The key a provider gets from the environment (`getEnvApiKey`), including the
+/// `"<authenticated>"` sentinel for ambient Vertex / Bedrock credentials.
+pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
+    let get = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(v) = env_var_names(provider).iter().find_map(|name| get(name)) {
+        return Some(v);
+    }
+    match provider {
+        "google-vertex" => {
+            let has_credentials = match get("GOOGLE_APPLICATION_CREDENTIALS") {
+                Some(path) => Path::new(&path).exists(),
+                None => get("HOME").is_some_and(|home| {
+                    Path::new(&home)
+                        .join(".config/gcloud/application_default_credentials.json")
+                        .exists()
+                }),
+            };
+            let has_project =
+                get("GOOGLE_CLOUD_PROJECT").is_some() || get("GCLOUD_PROJECT").is_some();
+            let has_location = get("GOOGLE_CLOUD_LOCATION").is_some();
+            (has_credentials && has_project && has_location).then(|| "<authenticated>".to_string())
+        }
+        "amazon-bedrock" => {
+            let ambient = get("AWS_PROFILE").is_some()
+                || (get("AWS_ACCESS_KEY_ID").is_some() && get("AWS_SECRET_ACCESS_KEY").is_some())
+                || get("AWS_BEARER_TOKEN_BEDROCK").is_some()
+                || get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").is_some()
+                || get("AWS_CONTAINER_CREDENTIALS_FULL_URI").is_some()
+                || get("AWS_WEB_IDENTITY_TOKEN_FILE").is_some();
+            ambient.then(|| "<authenticated>".to_string())
+        }
+        _ => None,
+    }
+}

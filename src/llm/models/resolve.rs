@@ -1,0 +1,527 @@
+//! Picking models from user input: `--model` ([`resolve_cli_model`]), `--models` /
+//! `enabledModels` ([`parse_scoped_models`]) and the start-up default ([`initial_model`]).
+//!
+//! Matching rules are the reference's `model-resolver.ts`: exact `provider/id` or `id`
+//! (case-insensitive, must be unambiguous), else substring of id or name preferring aliases
+//! (ids ending in `-latest` or without a `-YYYYMMDD` suffix) that sort highest; a trailing
+//! `:<thinking level>` is split off only when the whole pattern does not match.
+
+use std::cmp::Ordering;
+
+use super::{Auth, Registry};
+use crate::llm::Model;
+use crate::message::ThinkingLevel;
+
+/// Default model id per provider (`defaultModelPerProvider`); the order is the priority order of
+/// [`initial_model`].
+pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
+    ("amazon-bedrock", "us.anthropic.claude-opus-4-6-v1"),
+    ("anthropic", "claude-opus-4-7"),
+    ("openai", "gpt-5.4"),
+    ("azure-openai-responses", "gpt-5.4"),
+    ("openai-codex", "gpt-5.5"),
+    ("deepseek", "deepseek-v4-pro"),
+    ("google", "gemini-3.1-pro-preview"),
+    ("google-vertex", "gemini-3.1-pro-preview"),
+    ("github-copilot", "gpt-5.4"),
+    ("openrouter", "moonshotai/kimi-k2.6"),
+    ("vercel-ai-gateway", "zai/glm-5.1"),
+    ("xai", "grok-4.20-0309-reasoning"),
+    ("groq", "openai/gpt-oss-120b"),
+    ("cerebras", "zai-glm-4.7"),
+    ("zai", "glm-5.1"),
+    ("mistral", "devstral-medium-latest"),
+    ("minimax", "MiniMax-M2.7"),
+    ("minimax-cn", "MiniMax-M2.7"),
+    ("moonshotai", "kimi-k2.6"),
+    ("moonshotai-cn", "kimi-k2.6"),
+    ("huggingface", "moonshotai/Kimi-K2.6"),
+    ("fireworks", "accounts/fireworks/models/kimi-k2p6"),
+    ("opencode", "kimi-k2.6"),
+    ("opencode-go", "kimi-k2.6"),
+    ("kimi-coding", "kimi-for-coding"),
+    ("cloudflare-workers-ai", "@cf/moonshotai/kimi-k2.6"),
+    (
+        "cloudflare-ai-gateway",
+        "workers-ai/@cf/moonshotai/kimi-k2.6",
+    ),
+    ("xiaomi", "mimo-v2.5-pro"),
+    ("xiaomi-token-plan-cn", "mimo-v2.5-pro"),
+    ("xiaomi-token-plan-ams", "mimo-v2.5-pro"),
+    ("xiaomi-token-plan-sgp", "mimo-v2.5-pro"),
+];
+
+fn default_model_id(provider: &str) -> Option<&'static str> {
+    DEFAULT_MODEL_PER_PROVIDER
+        .iter()
+        .find(|(p, _)| *p == provider)
+        .map(|(_, id)| *id)
+}
+
+/// `--provider` / `--model` resolution (`resolveCliModel`) over **all** models. `Ok` carries the
+/// model, a `:level` suffix if one was used, and a warning for stderr; `Err` is the reference's
+/// error text.
+pub fn resolve_cli_model(
+    registry: &Registry,
+    provider: Option<&str>,
+    pattern: &str,
+) -> Result<(Model, Option<ThinkingLevel>, Option<String>), String> {
+    let all: Vec<&Model> = registry.all().iter().collect();
+    if all.is_empty() {
+        return Err(
+            "No models available. Check your installation or add models to models.json."
+                .to_string(),
+        );
+    }
+    let canonical = |name: &str| {
+        let lower = name.to_lowercase();
+        // The reference's map keeps the last spelling seen; provider names are unique anyway.
+        all.iter()
+            .rev()
+            .find(|m| m.provider.to_lowercase() == lower)
+            .map(|m| m.provider.clone())
+    };
+    let mut resolved_provider = match provider {
+        Some(p) => match canonical(p) {
+            Some(c) => Some(c),
+            None => {
+                return Err(format!(
+                    "Unknown provider \"{p}\". Use --list-models to see available providers/models."
+                ));
+            }
+        },
+        None => None,
+    };
+
+    let mut pat = pattern.to_string();
+    let mut inferred = false;
+    if resolved_provider.is_none() {
+        if let Some((maybe, rest)) = pattern.split_once('/') {
+            if let Some(c) = canonical(maybe) {
+                resolved_provider = Some(c);
+                pat = rest.to_string();
+                inferred = true;
+            }
+        }
+    }
+    if resolved_provider.is_none() {
+        if let Some(m) = exact_id_or_ref(&all, pattern) {
+            return Ok((m.clone(), None, None));
+        }
+    }
+    if let (Some(_), Some(p)) = (provider, &resolved_provider) {
+        // `get` keeps this safe when the prefix length is not a char boundary of the pattern.
+        let prefix = format!("{p}/");
+        if let (Some(head), Some(rest)) = (pattern.get(..prefix.len()), pattern.get(prefix.len()..))
+        {
+            if head.to_lowercase() == prefix.to_lowercase() {
+                pat = rest.to_string();
+            }
+        }
+    }
+
+    let candidates: Vec<&Model> = match &resolved_provider {
+        Some(p) => all.iter().copied().filter(|m| &m.provider == p).collect(),
+        None => all.clone(),
+    };
+    let parsed = parse_model_pattern(&pat, &candidates, false);
+    if let Some(m) = parsed.model {
+        return Ok((m.clone(), parsed.thinking, parsed.warning));
+    }
+
+    if inferred {
+        if let Some(m) = exact_id_or_ref(&all, pattern) {
+            return Ok((m.clone(), None, None));
+        }
+        let fallback = parse_model_pattern(pattern, &all, false);
+        if let Some(m) = fallback.model {
+            return Ok((m.clone(), fallback.thinking, fallback.warning));
+        }
+    }
+
+    if let Some(p) = &resolved_provider {
+        let provider_models: Vec<&Model> =
+            all.iter().copied().filter(|m| &m.provider == p).collect();
+        if let Some(first) = provider_models.first() {
+            let base = default_model_id(p)
+                .and_then(|id| provider_models.iter().find(|m| m.id == id))
+                .unwrap_or(first);
+            let mut model = (*base).clone();
+            model.id = pat.clone();
+            model.name = pat.clone();
+            let note =
+                format!("Model \"{pat}\" not found for provider \"{p}\". Using custom model id.");
+            let warning = match parsed.warning {
+                Some(w) => format!("{w} {note}"),
+                None => note,
+            };
+            return Ok((model, None, Some(warning)));
+        }
+    }
+    let display = match &resolved_provider {
+        Some(p) => format!("{p}/{pat}"),
+        None => pattern.to_string(),
+    };
+    Err(format!(
+        "Model \"{display}\" not found. Use --list-models to see available models."
+    ))
+}
+
+/// First model whose id or `provider/id` equals `s` (case-insensitive).
+fn exact_id_or_ref<'a>(models: &[&'a Model], s: &str) -> Option<&'a Model> {
+    let lower = s.to_lowercase();
+    models.iter().copied().find(|m| {
+        m.id.to_lowercase() == lower || format!("{}/{}", m.provider, m.id).to_lowercase() == lower
+    })
+}
+
+/// Scoped models for `cycle_model` (`resolveModelScope`) over the models that have auth. Each
+/// entry of `patterns` may itself be a comma list. Returns the models with their explicit
+/// `:level` and warnings for stderr (`Warning: No models match pattern "x"`, ...).
+pub fn parse_scoped_models(
+    registry: &Registry,
+    auth: &Auth,
+    patterns: &[String],
+) -> (Vec<(Model, Option<ThinkingLevel>)>, Vec<String>) {
+    let available = registry.available(auth);
+    let mut out: Vec<(Model, Option<ThinkingLevel>)> = Vec::new();
+    let mut warnings = Vec::new();
+    let push = |out: &mut Vec<(Model, Option<ThinkingLevel>)>, m: &Model, level| {
+        if !out
+            .iter()
+            .any(|(x, _)| x.provider == m.provider && x.id == m.id)
+        {
+            out.push((m.clone(), level));
+        }
+    };
+    for pattern in patterns.iter().flat_map(|p| p.split(',')).map(str::trim) {
+        if pattern.contains(['*', '?', '[']) {
+            let (glob, level) = match pattern.rsplit_once(':') {
+                Some((g, suffix)) => match ThinkingLevel::parse(suffix) {
+                    Some(l) => (g, Some(l)),
+                    None => (pattern, None),
+                },
+                None => (pattern, None),
+            };
+            let matching: Vec<&&Model> = available
+                .iter()
+                .filter(|m| {
+                    glob_match(glob, &format!("{}/{}", m.provider, m.id)) || glob_match(glob, &m.id)
+                })
+                .collect();
+            if matching.is_empty() {
+                warnings.push(format!("Warning: No models match pattern \"{pattern}\""));
+            }
+            for m in matching {
+                push(&mut out, m, level);
+            }
+            continue;
+        }
+        let parsed = parse_model_pattern(pattern, &available, true);
+        if let Some(w) = &parsed.warning {
+            warnings.push(format!("Warning: {w}"));
+        }
+        match parsed.model {
+            Some(m) => push(&mut out, m, parsed.thinking),
+            None => warnings.push(format!("Warning: No models match pattern \"{pattern}\"")),
+        }
+    }
+    (out, warnings)
+}
+
+/// Start-up model without `--model` (`findInitialModel` steps 3–4): the settings default if it
+/// exists (no key check), else the first provider default (in priority order) that has auth, else
+/// the first model that has auth.
+pub fn initial_model(
+    registry: &Registry,
+    auth: &Auth,
+    settings_default: Option<(&str, &str)>,
+) -> Option<Model> {
+    if let Some((provider, id)) = settings_default {
+        if let Some(m) = registry.find(provider, id) {
+            return Some(m.clone());
+        }
+    }
+    let available = registry.available(auth);
+    for (provider, id) in DEFAULT_MODEL_PER_PROVIDER {
+        if let Some(m) = available
+            .iter()
+            .find(|m| m.provider == *provider && m.id == *id)
+        {
+            return Some((*m).clone());
+        }
+    }
+    available.first().map(|m| (*m).clone())
+}
+
+struct Parsed<'a> {
+    model: Option<&'a Model>,
+    thinking: Option<ThinkingLevel>,
+    warning: Option<String>,
+}
+
+/// `parseModelPattern`. `lenient` = scope mode: an invalid `:suffix` is dropped with a warning
+/// instead of failing the match.
+fn parse_model_pattern<'a>(pattern: &str, models: &[&'a Model], lenient: bool) -> Parsed<'a> {
+    if let Some(m) = try_match_model(pattern, models) {
+        return Parsed {
+            model: Some(m),
+            thinking: None,
+            warning: None,
+        };
+    }
+    let none = Parsed {
+        model: None,
+        thinking: None,
+        warning: None,
+    };
+    let Some((prefix, suffix)) = pattern.rsplit_once(':') else {
+        return none;
+    };
+    if let Some(level) = ThinkingLevel::parse(suffix) {
+        let inner = parse_model_pattern(prefix, models, lenient);
+        if inner.model.is_some() {
+            let thinking = if inner.warning.is_some() {
+                None
+            } else {
+                Some(level)
+            };
+            return Parsed { thinking, ..inner };
+        }
+        return inner;
+    }
+    if !lenient {
+        return none;
+    }
+    let inner = parse_model_pattern(prefix, models, lenient);
+    if inner.model.is_some() {
+        let warning = format!(
+            "Invalid thinking level \"{suffix}\" in pattern \"{pattern}\". Using default instead."
+        );
+        return Parsed {
+            model: inner.model,
+            thinking: None,
+            warning: Some(warning),
+        };
+    }
+    inner
+}
+
+/// `tryMatchModel`: exact reference, else the best substring match.
+fn try_match_model<'a>(pattern: &str, models: &[&'a Model]) -> Option<&'a Model> {
+    if let Some(m) = find_exact_reference(pattern, models) {
+        return Some(m);
+    }
+    let needle = pattern.to_lowercase();
+    let matches: Vec<&Model> = models
+        .iter()
+        .copied()
+        .filter(|m| {
+            m.id.to_lowercase().contains(&needle) || m.name.to_lowercase().contains(&needle)
+        })
+        .collect();
+    let aliases: Vec<&Model> = matches
+        .iter()
+        .copied()
+        .filter(|m| is_alias(&m.id))
+        .collect();
+    let pool = if aliases.is_empty() { matches } else { aliases };
+    // Highest by localeCompare; the first of equals wins (stable sort in the reference).
+    pool.into_iter().reduce(|best, m| {
+        if locale_compare(&m.id, &best.id) == Ordering::Greater {
+            m
+        } else {
+            best
+        }
+    })
+}
+
+/// `findExactModelReferenceMatch`: a unique `provider/id`, else a unique provider-qualified id
+/// split at the first `/`, else a unique bare id; all case-insensitive.
+fn find_exact_reference<'a>(reference: &str, models: &[&'a Model]) -> Option<&'a Model> {
+    let trimmed = reference.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let lower = trimmed.to_lowercase();
+    let canonical: Vec<&Model> = models
+        .iter()
+        .copied()
+        .filter(|m| format!("{}/{}", m.provider, m.id).to_lowercase() == lower)
+        .collect();
+    match canonical.len() {
+        1 => return Some(canonical[0]),
+        0 => {}
+        _ => return None,
+    }
+    if let Some((provider, id)) = trimmed.split_once('/') {
+        let (provider, id) = (provider.trim().to_lowercase(), id.trim().to_lowercase());
+        if !provider.is_empty() && !id.is_empty() {
+            let hits: Vec<&Model> = models
+                .iter()
+                .copied()
+                .filter(|m| m.provider.to_lowercase() == provider && m.id.to_lowercase() == id)
+                .collect();
+            match hits.len() {
+                1 => return Some(hits[0]),
+                0 => {}
+                _ => return None,
+            }
+        }
+    }
+    let hits: Vec<&Model> = models
+        .iter()
+        .copied()
+        .filter(|m| m.id.to_lowercase() == lower)
+        .collect();
+    (hits.len() == 1).then(|| hits[0])
+}
+
+/// Aliases end in `-latest` or lack a `-YYYYMMDD` date suffix.
+fn is_alias(id: &str) -> bool {
+    if id.ends_with("-latest") {
+        return true;
+    }
+    let b = id.as_bytes();
+    let dated =
+        b.len() >= 9 && b[b.len() - 9] == b'-' && b[b.len() - 8..].iter().all(u8::is_ascii_digit);
+    !dated
+}
+
+/// Approximates JavaScript's `localeCompare` (ICU root collation) for model ids: characters
+/// compare by class (space, punctuation in ICU order, symbols, digits, letters) and letters
+/// case-insensitively first; then lowercase sorts before uppercase.
+pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
+    let primary = a
+        .chars()
+        .map(primary_weight)
+        .cmp(b.chars().map(primary_weight));
+    primary
+        .then_with(|| {
+            a.chars()
+                .map(|c| c.is_uppercase())
+                .cmp(b.chars().map(|c| c.is_uppercase()))
+        })
+        .then_with(|| a.cmp(b))
+}
+
+fn primary_weight(c: char) -> (u8, u32) {
+    const PUNCT: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+    if let Some(i) = PUNCT.find(c) {
+        return (0, i as u32);
+    }
+    if c.is_ascii_digit() {
+        return (1, c as u32);
+    }
+    if c.is_alphabetic() {
+        let lower = c.to_lowercase().next().unwrap_or(c);
+        return (2, lower as u32);
+    }
+    (3, c as u32)
+}
+
+/// minimatch-style glob (case-insensitive): `*` and `?` stay within one `/`-separated segment,
+/// `**` as a whole segment spans segments, `[...]` / `[!...]` classes. Segments starting with `.`
+/// are not matched by wildcards at their start.
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+    let pat: Vec<&str> = pattern.split('/').collect();
+    let txt: Vec<&str> = text.split('/').collect();
+    match_segments(&pat, &txt)
+}
+
+fn match_segments(pat: &[&str], txt: &[&str]) -> bool {
+    // Iterative over `**` positions; segment counts are tiny (ids have at most a few `/`).
+    match pat.split_first() {
+        None => txt.is_empty(),
+        Some((&"**", rest)) => (0..=txt.len()).any(|skip| match_segments(rest, &txt[skip..])),
+        Some((first, rest)) => match txt.split_first() {
+            Some((t, trest)) => segment_match(first, t) && match_segments(rest, trest),
+            None => false,
+        },
+    }
+}
+
+fn segment_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.to_lowercase().chars().collect();
+    let t: Vec<char> = text.to_lowercase().chars().collect();
+    if t.first() == Some(&'.') && p.first().is_none_or(|&c| c != '.') {
+        return false;
+    }
+    // Classic wildcard matching with single-star backtracking: O(len(p) * len(t)) worst case.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() {
+            match p[pi] {
+                '*' => {
+                    star = Some((pi, ti));
+                    pi += 1;
+                    continue;
+                }
+                '?' => {
+                    pi += 1;
+                    ti += 1;
+                    continue;
+                }
+                '[' => {
+                    if let Some((matched, next)) = class_match(&p, pi, t[ti]) {
+                        if matched {
+                            pi = next;
+                            ti += 1;
+                            continue;
+                        }
+                    } else if t[ti] == '[' {
+                        pi += 1;
+                        ti += 1;
+                        continue;
+                    }
+                }
+                c if c == t[ti] => {
+                    pi += 1;
+                    ti += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((sp, st)) => {
+                pi = sp + 1;
+                ti = st + 1;
+                star = Some((sp, st + 1));
+            }
+            None => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Matches `c` against the class starting at `p[start] == '['`. `None` if the class is unclosed
+/// (then `[` is literal); else whether it matched and the index after `]`.
+fn class_match(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
+    let mut i = start + 1;
+    let negate = matches!(p.get(i), Some('!') | Some('^'));
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    while i < p.len() {
+        if p[i] == ']' && !first {
+            return Some((matched != negate, i + 1));
+        }
+        first = false;
+        if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+            if p[i] <= c && c <= p[i + 2] {
+                matched = true;
+            }
+            i += 3;
+        } else {
+            if p[i] == c {
+                matched = true;
+            }
+            i += 1;
+        }
+    }
+    None
+}

@@ -1,0 +1,103 @@
+//! Row types of the built-in model table (`builtin.rs`).
+//!
+//! The table is plain `const` data so start-up costs one pass that turns rows into [`Model`]s; no
+//! JSON is parsed for built-ins (only the two or three `compat` snippets, on demand).
+
+use crate::llm::{Model, ModelCost};
+use crate::message::ThinkingLevel;
+
+/// One built-in model. Provider-wide facts (`api`, `baseUrl`) live in [`BuiltinProvider`].
+pub(super) struct BuiltinModel {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub reasoning: bool,
+    /// `true` = `["text","image"]`, `false` = `["text"]`.
+    pub image: bool,
+    /// input, output, cacheRead, cacheWrite (USD per million tokens).
+    pub cost: [f64; 4],
+    pub context_window: u64,
+    pub max_tokens: u64,
+    pub thinking: Option<&'static [(ThinkingLevel, Option<&'static str>)]>,
+    /// The reference's `compat` object as JSON text.
+    pub compat: Option<&'static str>,
+}
+
+/// Row constructor, kept short so the table stays one line per model.
+pub(super) const fn m(
+    id: &'static str,
+    name: &'static str,
+    reasoning: bool,
+    image: bool,
+    cost: [f64; 4],
+    context_window: u64,
+    max_tokens: u64,
+) -> BuiltinModel {
+    BuiltinModel {
+        id,
+        name,
+        reasoning,
+        image,
+        cost,
+        context_window,
+        max_tokens,
+        thinking: None,
+        compat: None,
+    }
+}
+
+impl BuiltinModel {
+    pub(super) const fn thinking(
+        self,
+        map: &'static [(ThinkingLevel, Option<&'static str>)],
+    ) -> Self {
+        BuiltinModel {
+            thinking: Some(map),
+            ..self
+        }
+    }
+
+    pub(super) const fn compat(self, json: &'static str) -> Self {
+        BuiltinModel {
+            compat: Some(json),
+            ..self
+        }
+    }
+
+    pub(super) fn to_model(&self, provider: &BuiltinProvider) -> Model {
+        let input = if self.image {
+            vec!["text".to_string(), "image".to_string()]
+        } else {
+            vec!["text".to_string()]
+        };
+        let compat = self.compat.and_then(|c| {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(c).ok()
+        });
+        Model {
+            id: self.id.to_string(),
+            name: self.name.to_string(),
+            api: provider.api.to_string(),
+            provider: provider.name.to_string(),
+            base_url: provider.base_url.to_string(),
+            reasoning: self.reasoning,
+            input,
+            cost: ModelCost {
+                input: self.cost[0],
+                output: self.cost[1],
+                cache_read: self.cost[2],
+                cache_write: self.cost[3],
+            },
+            context_window: self.context_window,
+            max_tokens: self.max_tokens,
+            headers: None,
+            compat,
+        }
+    }
+}
+
+/// A built-in provider and its models in the reference's file order.
+pub(super) struct BuiltinProvider {
+    pub name: &'static str,
+    pub api: &'static str,
+    pub base_url: &'static str,
+    pub models: &'static [BuiltinModel],
+}
