@@ -6,8 +6,16 @@ use std::path::PathBuf;
 use crate::cli::{self, Mode, Options};
 use crate::config::{self, Settings};
 use crate::core::machine::{Channels, Machine, Startup};
+use crate::core::system_prompt;
 use crate::io;
+use crate::llm::models::{
+    Auth, Registry, initial_model, parse_scoped_models, process_env, resolve_cli_model,
+};
 use crate::message::ThinkingLevel;
+use crate::session::Session;
+use crate::session::store::{default_session_dir, find_most_recent, resolve_session_arg};
+use crate::tools::{self, Tool};
+use std::sync::Arc;
 
 /// Run pith with parsed options; returns the process exit code.
 pub fn run(opts: Options) -> i32 {
@@ -19,23 +27,189 @@ pub fn run(opts: Options) -> i32 {
         eprintln!("Error: --mode {:?} is not implemented yet", opts.mode);
         return cli::EXIT_FAILURE;
     }
+    match startup(&opts) {
+        Ok(s) => run_rpc(s),
+        Err(e) => {
+            eprintln!("{e}");
+            cli::EXIT_FAILURE
+        }
+    }
+}
+
+/// Everything the machine starts with: settings, registry, auth, model, thinking, session, tools.
+pub fn startup(opts: &Options) -> Result<Startup, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
     for w in warnings {
         eprintln!("{w}");
     }
-    let startup = Startup {
+    let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    for w in warnings {
+        eprintln!("{w}");
+    }
+
+    // Session first: a resumed session may name its model and thinking level.
+    let cwd_str = cwd.to_string_lossy().to_string();
+    let session_dir = match &opts.session_dir {
+        Some(d) => PathBuf::from(d),
+        None => default_session_dir(&agent_dir, &cwd_str),
+    };
+    let mut session = if opts.no_session {
+        Session::new(&cwd_str, None, None)
+    } else if let Some(arg) = &opts.session {
+        let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
+            cwd.join(arg)
+        } else {
+            resolve_session_arg(arg, &session_dir)?
+        };
+        let mut s = Session::open_or_create(&path, &cwd_str)?;
+        if opts.session_dir.is_some() {
+            s.set_session_dir(session_dir.clone());
+        }
+        s
+    } else if opts.continue_session {
+        match find_most_recent(&session_dir) {
+            Some(p) => Session::open(&p)?,
+            None => Session::new(&cwd_str, Some(session_dir.clone()), None),
+        }
+    } else {
+        Session::new(&cwd_str, Some(session_dir.clone()), None)
+    };
+    for w in session.take_warnings() {
+        eprintln!("Warning: {w}");
+    }
+    let resumed = !session.build_context().is_empty();
+
+    // Model: --model, else scoped models, else the session's, else settings / first with a key.
+    let mut cli_level = opts.thinking;
+    let mut model = None;
+    if let Some(pattern) = &opts.model {
+        let (m, level, warning) = resolve_cli_model(&registry, opts.provider.as_deref(), pattern)?;
+        if let Some(w) = warning {
+            eprintln!("Warning: {w}");
+        }
+        if cli_level.is_none() {
+            cli_level = level;
+        }
+        model = Some(m);
+    }
+    if let Some(key) = &opts.api_key {
+        match &model {
+            Some(m) => auth.set_runtime_key(&m.provider, key),
+            None => {
+                return Err(
+                    "--api-key requires a model to be specified via --model, --provider/--model, or --models".into()
+                );
+            }
+        }
+    }
+    let patterns = if opts.models.is_empty() {
+        settings.enabled_models()
+    } else {
+        opts.models.clone()
+    };
+    let (scoped_models, warnings) = if patterns.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        parse_scoped_models(&registry, &auth, &patterns)
+    };
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    if model.is_none() && !scoped_models.is_empty() && !resumed {
+        let default = settings.default_provider().zip(settings.default_model());
+        let pick = scoped_models
+            .iter()
+            .find(|(m, _)| default.is_some_and(|(p, i)| m.provider == p && m.id == i))
+            .or_else(|| scoped_models.first());
+        if let Some((m, level)) = pick {
+            model = Some(m.clone());
+            if cli_level.is_none() {
+                cli_level = *level;
+            }
+        }
+    }
+    if model.is_none() && resumed {
+        if let Some((p, i)) = session.model() {
+            model = registry
+                .find(&p, &i)
+                .filter(|m| auth.has_auth(&m.provider))
+                .cloned();
+        }
+    }
+    if model.is_none() {
+        model = initial_model(
+            &registry,
+            &auth,
+            settings.default_provider().zip(settings.default_model()),
+        );
+    }
+
+    let level = cli_level
+        .or(if resumed {
+            session.thinking_level()
+        } else {
+            None
+        })
+        .or(settings.default_thinking_level())
+        .unwrap_or(ThinkingLevel::Medium);
+    let thinking = match &model {
+        Some(m) if m.reasoning => crate::llm::clamp_thinking(&registry.thinking_levels(m), level),
+        _ => ThinkingLevel::Off,
+    };
+    if !resumed {
+        if let Some(m) = &model {
+            session.append_model_change(&m.provider, &m.id);
+        }
+        session.append_thinking_level_change(thinking);
+    } else if session.thinking_level().is_none() {
+        session.append_thinking_level_change(thinking);
+    }
+
+    let names: Vec<String> = match &opts.tools {
+        Some(list) => list.clone(),
+        None => tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut active: Vec<Arc<dyn Tool>> = Vec::new();
+    for n in &names {
+        match tools::builtin_tool(n) {
+            Some(t) => active.push(Arc::from(t)),
+            None => eprintln!(
+                "Warning: Unknown tool \"{n}\". Valid tools: {}",
+                tools::ALL_TOOLS.join(", ")
+            ),
+        }
+    }
+
+    Ok(Startup {
+        custom_system_prompt: system_prompt::custom_prompt(
+            opts.system_prompt.as_deref(),
+            &cwd,
+            &agent_dir,
+        ),
+        append_system_prompt: system_prompt::append_prompt(
+            opts.append_system_prompt.as_deref(),
+            &cwd,
+            &agent_dir,
+        ),
         cwd,
         agent_dir,
-        thinking: opts.thinking.unwrap_or(ThinkingLevel::Off),
         settings,
-        model: None,
-        session_id: new_session_id(),
-        session_file: None,
+        registry,
+        auth,
+        model,
+        thinking,
+        scoped_models,
+        session,
+        tools: active,
+        faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
-    };
-    run_rpc(startup)
+    })
 }
 
 fn run_rpc(startup: Startup) -> i32 {
@@ -58,34 +232,19 @@ fn run_rpc(startup: Startup) -> i32 {
         }
     };
 
-    let machine = Machine::new(startup, stdout_tx.clone());
-    let exit = machine.run(Channels {
-        input: input_rx,
-        control: control_rx,
-        worker: worker_rx,
-        worker_tx,
-        stdout: stdout_tx,
-    });
+    let machine = Machine::new(
+        startup,
+        Channels {
+            input: input_rx,
+            control: control_rx,
+            worker: worker_rx,
+            worker_tx,
+            stdout: stdout_tx,
+        },
+    );
+    let exit = machine.run();
     // The machine and its senders are gone: the writer drains what is queued and stops. (The
     // stdin thread may still be blocked in read(2); exiting the process ends it.)
     let _ = writer.join();
     exit.code()
-}
-
-/// A UUID v7 (time-ordered, as the reference's session ids).
-fn new_session_id() -> String {
-    let ms = crate::message::now_ms();
-    let mut rnd = [0u8; 10];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = std::io::Read::read_exact(&mut f, &mut rnd);
-    }
-    let b = |i: usize| rnd[i];
-    format!(
-        "{:08x}-{:04x}-7{:03x}-{:04x}-{:012x}",
-        (ms >> 16) as u32,
-        (ms & 0xffff) as u16,
-        (u16::from(b(0)) << 8 | u16::from(b(1))) & 0x0fff,
-        ((u16::from(b(2)) << 8 | u16::from(b(3))) & 0x3fff) | 0x8000,
-        (0..6).fold(0u64, |acc, i| acc << 8 | u64::from(b(4 + i)))
-    )
 }

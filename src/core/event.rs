@@ -4,6 +4,7 @@
 
 use crate::io::stdin::Input;
 use crate::llm::StreamEvent;
+use crate::tools::{ToolOutput, ToolResult};
 
 /// Process-level events: they travel on their own small channel so they are never stuck behind a
 /// backlog of worker events.
@@ -20,6 +21,20 @@ pub enum Control {
 pub enum Worker {
     /// An event of the LLM stream started as `generation`; stale generations are ignored.
     Llm { generation: u64, event: StreamEvent },
+    /// A tool of batch `batch` (call `index` of the assistant message) reported.
+    Tool {
+        batch: u64,
+        index: usize,
+        event: ToolEvent,
+    },
+}
+
+#[derive(Debug)]
+pub enum ToolEvent {
+    /// A partial result (`tool_execution_update`).
+    Update(ToolOutput),
+    /// The tool finished.
+    Done(ToolResult),
 }
 
 #[derive(Debug)]

@@ -4,29 +4,43 @@
 //! stdout writer's bounded channel (back-pressure from a slow host).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender, select};
 use serde_json::{Map, Value, json};
 
 use crate::config::Settings;
+use crate::core::agent::Run;
 use crate::core::event::{Control, Event, Worker};
-use crate::core::queues::Queue;
+use crate::core::queues::{Queue, Queued};
 use crate::io::stdin::Input;
 use crate::llm::Model;
-use crate::message::{AgentMessage, StopReason, ThinkingLevel};
-use crate::rpc::command::{self, Command, DecodeError, InterruptMode};
+use crate::llm::models::{Auth, Registry};
+use crate::message::{AgentMessage, ThinkingLevel, UserContent, UserMessage, now_ms};
+use crate::rpc::command::{
+    self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
+};
 use crate::rpc::event::{Event as Frame, Partials};
 use crate::rpc::response;
+use crate::session::Session;
+use crate::tools::Tool;
 
 /// Everything the machine starts with (resolved by `app` from the CLI, config and registry).
 pub struct Startup {
     pub cwd: PathBuf,
     pub agent_dir: PathBuf,
     pub settings: Settings,
+    pub registry: Registry,
+    pub auth: Auth,
     pub model: Option<Model>,
     pub thinking: ThinkingLevel,
-    pub session_id: String,
-    pub session_file: Option<PathBuf>,
+    /// `--models` (or settings `enabledModels`) resolved: models for `cycle_model`.
+    pub scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
+    pub session: Session,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub custom_system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
+    pub faux_script: Option<PathBuf>,
     pub partials: Partials,
 }
 
@@ -59,42 +73,78 @@ impl Exit {
     }
 }
 
-#[allow(dead_code)] // cwd, settings, partials: used by the agent loop (issue 4)
 pub struct Machine {
     stdout: Sender<Vec<u8>>,
+    input_rx: Receiver<Input>,
+    control_rx: Receiver<Control>,
+    worker_rx: Receiver<Worker>,
     client_gone: bool,
     input_closed: bool,
+    pub(crate) worker_tx: Sender<Worker>,
 
-    cwd: PathBuf,
-    #[allow(dead_code)]
-    agent_dir: PathBuf,
-    settings: Settings,
-    partials: Partials,
+    pub(crate) cwd: PathBuf,
+    pub(crate) agent_dir: PathBuf,
+    pub(crate) settings: Settings,
+    pub(crate) partials: Partials,
+    pub(crate) registry: Registry,
+    pub(crate) auth: Auth,
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) custom_system_prompt: Option<String>,
+    pub(crate) append_system_prompt: Option<String>,
+    pub(crate) faux_script: Option<PathBuf>,
 
-    model: Option<Model>,
-    thinking: ThinkingLevel,
-    steering: Queue,
-    follow_up: Queue,
-    interrupt_mode: InterruptMode,
-    auto_compaction: bool,
-    auto_retry: bool,
+    pub(crate) model: Option<Model>,
+    pub(crate) thinking: ThinkingLevel,
+    pub(crate) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
+    pub(crate) steering: Queue,
+    pub(crate) follow_up: Queue,
+    pub(crate) interrupt_mode: InterruptMode,
+    pub(crate) auto_compaction: bool,
+    pub(crate) auto_retry: bool,
 
-    session_id: String,
-    session_file: Option<PathBuf>,
-    session_name: Option<String>,
+    pub(crate) session: Session,
+    pub(crate) session_id: String,
     /// The agent's context: completed messages only.
-    messages: Vec<AgentMessage>,
+    pub(crate) messages: Vec<AgentMessage>,
+
+    /// The agent run in progress, if any.
+    pub(crate) run: Option<Run>,
+    /// `abort_and_prompt` waiting for the aborted run to end.
+    pub(crate) pending_prompt: Option<(UserInput, Option<Value>)>,
+    /// Generation of the latest LLM stream (late events of older ones are ignored).
+    pub(crate) generation: u64,
+    /// Number of the latest tool batch.
+    pub(crate) batch: u64,
 }
 
 /// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
 type Reply = Result<Option<Value>, String>;
 
 impl Machine {
-    pub fn new(s: Startup, stdout: Sender<Vec<u8>>) -> Machine {
+    pub fn new(s: Startup, ch: Channels) -> Machine {
+        let messages = s.session.build_context();
         Machine {
-            stdout,
+            stdout: ch.stdout,
+            input_rx: ch.input,
+            control_rx: ch.control,
+            worker_rx: ch.worker,
             client_gone: false,
             input_closed: false,
+            worker_tx: ch.worker_tx,
+            registry: s.registry,
+            auth: s.auth,
+            tools: s.tools,
+            custom_system_prompt: s.custom_system_prompt,
+            append_system_prompt: s.append_system_prompt,
+            faux_script: s.faux_script,
+            scoped_models: s.scoped_models,
+            session_id: s.session.id().to_string(),
+            session: s.session,
+            messages,
+            run: None,
+            pending_prompt: None,
+            generation: 0,
+            batch: 0,
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
             interrupt_mode: InterruptMode::Immediate,
@@ -106,29 +156,29 @@ impl Machine {
             partials: s.partials,
             model: s.model,
             thinking: s.thinking,
-            session_id: s.session_id,
-            session_file: s.session_file,
-            session_name: None,
-            messages: Vec::new(),
         }
     }
 
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
-    pub fn run(mut self, ch: Channels) -> Exit {
+    pub fn run(mut self) -> Exit {
         loop {
             if self.client_gone {
+                self.cancel_all_work();
                 return Exit::ClientGone;
             }
             if self.input_closed && self.is_idle() {
                 return Exit::InputClosed;
             }
             let event = select! {
-                recv(ch.control) -> c => match c {
+                recv(self.control_rx) -> c => match c {
                     Ok(c) => Event::Control(c),
                     Err(_) => continue,
                 },
-                recv(ch.input) -> i => Event::Input(i.unwrap_or(Input::Eof)),
-                recv(ch.worker) -> w => match w {
+                recv(self.input_rx) -> i => match i {
+                    Ok(i) => Event::Input(i),
+                    Err(_) => Event::Input(Input::Eof),
+                },
+                recv(self.worker_rx) -> w => match w {
                     Ok(w) => Event::Worker(w),
                     Err(_) => continue,
                 },
@@ -137,6 +187,10 @@ impl Machine {
                 return exit;
             }
         }
+    }
+
+    fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
+        self.worker_rx.recv_deadline(deadline).ok()
     }
 
     /// The one place where state changes.
@@ -158,27 +212,54 @@ impl Machine {
                     crate::rpc::frame::MAX_LINE_BYTES
                 ),
             )),
-            Event::Input(Input::Eof) => self.input_closed = true,
-            Event::Control(Control::ClientGone) => return Some(Exit::ClientGone),
+            Event::Input(Input::Eof) => {
+                self.input_closed = true;
+                // Nothing will read from stdin again; a closed input must not wake the loop.
+                self.input_rx = crossbeam_channel::never();
+            }
+            Event::Control(Control::ClientGone) => {
+                self.client_gone = true;
+                self.cancel_all_work();
+                return Some(Exit::ClientGone);
+            }
             Event::Control(Control::Signal(sig)) => return Some(self.shutdown_on_signal(sig)),
-            Event::Worker(Worker::Llm { .. }) => {}
+            Event::Worker(Worker::Llm { generation, event }) => self.on_llm_event(generation, event),
+            Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
         }
         None
     }
 
     /// No run, retry, compaction or bash command in flight.
     fn is_idle(&self) -> bool {
-        true
+        self.run.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
         eprintln!("pith: received signal {sig}; exiting");
+        self.cancel_all_work();
         Exit::Signal(sig)
+    }
+
+    /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
+    fn cancel_all_work(&mut self) {
+        if self.run.is_some() {
+            self.abort_run(None);
+            // Give tool threads a moment to kill their process groups and report.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+            while self.run.is_some() && std::time::Instant::now() < deadline {
+                match self.worker_rx_timeout(deadline) {
+                    Some(w) => {
+                        let _ = self.handle_event(Event::Worker(w));
+                    }
+                    None => break,
+                }
+            }
+        }
     }
 
     // ---- output ------------------------------------------------------------------------------
 
-    fn send(&mut self, line: Vec<u8>) {
+    pub(crate) fn send(&mut self, line: Vec<u8>) {
         if self.client_gone {
             return;
         }
@@ -187,7 +268,7 @@ impl Machine {
         }
     }
 
-    fn emit(&mut self, frame: &Frame<'_>) {
+    pub(crate) fn emit(&mut self, frame: &Frame<'_>) {
         let line = response::line(frame);
         self.send(line);
     }
@@ -241,20 +322,61 @@ impl Machine {
         if matches!(cmd, Command::ExtensionUiResponse) {
             return; // no extensions: nothing is waiting for it (the reference ignores stale ids too)
         }
-        let reply = self.handle_command(cmd, &ty, &obj);
+        let reply = self.handle_command(cmd, &ty, id.as_ref());
         let line = match reply {
             Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
+            Err(msg) if msg == DEFERRED => return,
             Err(msg) => response::error(id.as_ref(), Some(&ty), &msg),
         };
         self.send(line);
     }
 
-    fn handle_command(&mut self, cmd: Command, ty: &str, _obj: &Map<String, Value>) -> Reply {
+    fn handle_command(&mut self, cmd: Command, ty: &str, id: Option<&Value>) -> Reply {
         match cmd {
+            Command::Prompt {
+                input,
+                streaming_behavior,
+            } => self.cmd_prompt(input, streaming_behavior, id),
+            Command::Steer(input) => {
+                self.enqueue(input, StreamingBehavior::Steer);
+                Ok(None)
+            }
+            Command::FollowUp(input) => {
+                self.enqueue(input, StreamingBehavior::FollowUp);
+                Ok(None)
+            }
+            Command::Abort => {
+                if self.abort_run(id.cloned()) {
+                    return Err(DEFERRED.to_string());
+                }
+                Ok(None)
+            }
+            Command::AbortAndPrompt(input) => {
+                if self.run.is_some() {
+                    // Discard queued messages, abort, then prompt once the run has ended.
+                    self.steering.clear();
+                    self.follow_up.clear();
+                    self.abort_run(None);
+                    self.pending_prompt = Some((input, id.cloned()));
+                    return Err(DEFERRED.to_string());
+                }
+                self.cmd_prompt(input, None, id)
+            }
             Command::GetState => Ok(Some(self.state_json())),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
-            Command::GetLastAssistantText => Ok(Some(self.last_assistant_text())),
-            Command::GetSessionStats => Ok(Some(self.session_stats())),
+            Command::GetLastAssistantText => Ok(Some(
+                match crate::session::tree::last_assistant_text(&self.messages) {
+                    Some(t) => json!({ "text": t }),
+                    None => json!({}),
+                },
+            )),
+            Command::GetSessionStats => {
+                let stats = self.session.stats(
+                    &self.messages,
+                    self.model.as_ref().map(|m| m.context_window),
+                );
+                Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
+            }
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
                 Ok(None)
@@ -281,12 +403,219 @@ impl Machine {
                     return Err("Session name cannot be empty".to_string());
                 }
                 self.emit(&Frame::SessionInfoChanged { name: &name });
-                self.session_name = Some(name);
+                self.session.append_session_info(&name);
+                self.flush_session_warnings();
                 Ok(None)
             }
             Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
+            Command::GetAvailableModels => {
+                let models: Vec<&Model> = self.registry.available(&self.auth);
+                Ok(Some(json!({ "models": models })))
+            }
+            Command::SetModel { provider, model_id } => self.cmd_set_model(&provider, &model_id),
+            Command::CycleModel => self.cmd_cycle_model(),
+            Command::SetThinkingLevel(level) => {
+                self.set_thinking(level);
+                Ok(None)
+            }
+            Command::CycleThinkingLevel => self.cmd_cycle_thinking(),
             _ => Err(format!("{ty} is not implemented yet")),
         }
+    }
+
+    /// `prompt`: start a run, or queue the message while one is running.
+    fn cmd_prompt(
+        &mut self,
+        input: UserInput,
+        behavior: Option<StreamingBehavior>,
+        id: Option<&Value>,
+    ) -> Reply {
+        if self.run.is_some() {
+            let Some(b) = behavior else {
+                return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
+            };
+            self.enqueue(input, b);
+            return Ok(None);
+        }
+        let Some(model) = self.model.clone() else {
+            return Err("No model selected.\n\nUse /login or set an API key environment variable. See docs/providers.md\n\nThen use /model to select a model.".to_string());
+        };
+        if model.api != "faux" && self.api_key(&model.provider).is_none() {
+            return Err(format!(
+                "No API key found for {}.\n\nUse /login or set an API key environment variable. See docs/providers.md",
+                model.provider
+            ));
+        }
+        // Answer first (the reference's order), then the run's events.
+        self.send(response::success(id, "prompt", None));
+        let message = AgentMessage::User(UserMessage {
+            content: UserContent::Blocks(input.content()),
+            timestamp: now_ms(),
+        });
+        self.start_run(vec![message]);
+        Err(DEFERRED.to_string())
+    }
+
+    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
+        let q = Queued {
+            text: input.text.clone(),
+            message: UserMessage {
+                content: UserContent::Blocks(input.content()),
+                timestamp: now_ms(),
+            },
+        };
+        match behavior {
+            StreamingBehavior::Steer => self.steering.push(q),
+            StreamingBehavior::FollowUp => self.follow_up.push(q),
+        }
+        self.emit_queue_update();
+    }
+
+    /// The API key for a provider (runtime override, auth.json, env, models.json), per call.
+    pub(crate) fn api_key(&self, provider: &str) -> Option<String> {
+        self.auth.api_key(provider)
+    }
+
+    pub(crate) fn system_prompt(&self) -> String {
+        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+            cwd: &self.cwd,
+            agent_dir: &self.agent_dir,
+            tools: &names,
+            custom: self.custom_system_prompt.as_deref(),
+            append: self.append_system_prompt.as_deref(),
+            date: &crate::core::system_prompt::utc_date(),
+        })
+    }
+
+    /// Record a finished message in the session (written per the session's flushing rules).
+    pub(crate) fn persist_message(&mut self, m: &AgentMessage) {
+        self.session.append_message(m);
+        self.flush_session_warnings();
+    }
+
+    fn flush_session_warnings(&mut self) {
+        for w in self.session.take_warnings() {
+            eprintln!("pith: session: {w}");
+        }
+    }
+
+    /// What follows the end of a run: auto-retry and compaction hooks (issue 6), a deferred
+    /// `abort_and_prompt`, then `agent_settled`.
+    pub(crate) fn after_run(&mut self) {
+        if let Some((input, id)) = self.pending_prompt.take() {
+            let reply = self.cmd_prompt(input, None, id.as_ref());
+            match reply {
+                Err(e) if e == DEFERRED => {}
+                Err(e) => self.send(response::error(id.as_ref(), Some("abort_and_prompt"), &e)),
+                Ok(_) => self.send(response::success(id.as_ref(), "abort_and_prompt", None)),
+            }
+            if self.run.is_some() {
+                return;
+            }
+        }
+        self.emit(&Frame::AgentSettled);
+    }
+
+    // ---- models and thinking ------------------------------------------------------------------
+
+    fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
+        let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
+        self.session.append_model_change(&model.provider, &model.id);
+        let wanted = level.unwrap_or(if old_supports {
+            self.thinking
+        } else {
+            self.settings
+                .default_thinking_level()
+                .unwrap_or(ThinkingLevel::Medium)
+        });
+        self.model = Some(model);
+        self.set_thinking(wanted);
+    }
+
+    /// Clamp to the model, record and announce a change.
+    fn set_thinking(&mut self, level: ThinkingLevel) {
+        let effective = match &self.model {
+            Some(m) => crate::llm::clamp_thinking(&self.registry.thinking_levels(m), level),
+            None => ThinkingLevel::Off,
+        };
+        if effective != self.thinking {
+            self.thinking = effective;
+            self.session.append_thinking_level_change(effective);
+            self.emit(&Frame::ThinkingLevelChanged {
+                level: effective.as_str(),
+            });
+        }
+    }
+
+    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Reply {
+        let found = self
+            .registry
+            .available(&self.auth)
+            .into_iter()
+            .find(|m| m.provider == provider && m.id == model_id)
+            .cloned();
+        let Some(model) = found else {
+            return Err(format!("Model not found: {provider}/{model_id}"));
+        };
+        self.set_model_to(model.clone(), None);
+        Ok(Some(serde_json::to_value(&model).unwrap_or(Value::Null)))
+    }
+
+    fn cmd_cycle_model(&mut self) -> Reply {
+        let scoped: Vec<(Model, Option<ThinkingLevel>)> = self
+            .scoped_models
+            .iter()
+            .filter(|(m, _)| {
+                self.auth.has_auth(&m.provider)
+                    || self.registry.has_configured_auth(&m.provider, &self.auth)
+            })
+            .cloned()
+            .collect();
+        let (candidates, is_scoped): (Vec<(Model, Option<ThinkingLevel>)>, bool) =
+            if !self.scoped_models.is_empty() {
+                (scoped, true)
+            } else {
+                (
+                    self.registry
+                        .available(&self.auth)
+                        .into_iter()
+                        .map(|m| (m.clone(), None))
+                        .collect(),
+                    false,
+                )
+            };
+        if candidates.len() <= 1 {
+            return Ok(Some(Value::Null));
+        }
+        let current = self
+            .model
+            .as_ref()
+            .and_then(|cur| {
+                candidates
+                    .iter()
+                    .position(|(m, _)| m.provider == cur.provider && m.id == cur.id)
+            })
+            .unwrap_or(0);
+        let (next, level) = candidates[(current + 1) % candidates.len()].clone();
+        self.set_model_to(next.clone(), level);
+        Ok(Some(
+            json!({"model": next, "thinkingLevel": self.thinking.as_str(), "isScoped": is_scoped}),
+        ))
+    }
+
+    fn cmd_cycle_thinking(&mut self) -> Reply {
+        let Some(model) = self.model.as_ref() else {
+            return Ok(Some(Value::Null));
+        };
+        if !model.reasoning {
+            return Ok(Some(Value::Null));
+        }
+        let levels = self.registry.thinking_levels(model);
+        let pos = levels.iter().position(|l| *l == self.thinking).unwrap_or(0);
+        let next = levels[(pos + 1) % levels.len()];
+        self.set_thinking(next);
+        Ok(Some(json!({ "level": self.thinking.as_str() })))
     }
 
     fn state_json(&self) -> Value {
@@ -298,16 +627,16 @@ impl Machine {
             );
         }
         m.insert("thinkingLevel".into(), json!(self.thinking.as_str()));
-        m.insert("isStreaming".into(), json!(false));
+        m.insert("isStreaming".into(), json!(self.run.is_some()));
         m.insert("isCompacting".into(), json!(false));
         m.insert("steeringMode".into(), json!(self.steering.mode.as_str()));
         m.insert("followUpMode".into(), json!(self.follow_up.mode.as_str()));
         m.insert("interruptMode".into(), json!(self.interrupt_mode.as_str()));
-        if let Some(f) = &self.session_file {
+        if let Some(f) = self.session.file() {
             m.insert("sessionFile".into(), json!(f.to_string_lossy()));
         }
         m.insert("sessionId".into(), json!(self.session_id));
-        if let Some(n) = &self.session_name {
+        if let Some(n) = self.session.session_name() {
             m.insert("sessionName".into(), json!(n));
         }
         m.insert("autoCompactionEnabled".into(), json!(self.auto_compaction));
@@ -317,28 +646,7 @@ impl Machine {
         m.insert("queuedMessageCount".into(), json!(pending));
         Value::Object(m)
     }
-
-    fn last_assistant_text(&self) -> Value {
-        let last = self.messages.iter().rev().find_map(|m| match m {
-            AgentMessage::Assistant(a)
-                if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
-            {
-                Some(a)
-            }
-            _ => None,
-        });
-        match last.map(|a| a.text().trim().to_string()) {
-            Some(t) if !t.is_empty() => json!({ "text": t }),
-            _ => json!({}),
-        }
-    }
-
-    fn session_stats(&self) -> Value {
-        crate::core::stats::session_stats(
-            &self.messages,
-            &self.session_id,
-            self.session_file.as_deref(),
-            self.model.as_ref().map(|m| m.context_window),
-        )
-    }
 }
+
+/// Internal marker: the handler answers later (or has answered itself); no response now.
+const DEFERRED: &str = "\u{0}deferred";

@@ -1,7 +1,9 @@
 //! The core: the one [`event::Event`] enum every thread sends, and the state machine that owns all
 //! state and handles them one at a time.
 
+pub mod agent;
+pub mod context;
 pub mod event;
 pub mod machine;
 pub mod queues;
-pub mod stats;
+pub mod system_prompt;

@@ -8,6 +8,7 @@
 //! machine (generation counter).
 
 pub mod models;
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -112,6 +113,8 @@ pub struct LlmRequest {
     /// Overrides `model.max_tokens` (e.g. the compaction summary request).
     pub max_tokens: Option<u64>,
     pub timeouts: Timeouts,
+    /// Script of the offline `faux` provider (`--faux-script`).
+    pub faux_script: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug)]

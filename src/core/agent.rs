@@ -1,0 +1,699 @@
+//! The agent loop (spec 6.2), written as reactions of the state machine: a run starts with a
+//! prompt, each turn streams one assistant message on an LLM thread, runs its tool calls on
+//! worker threads, and decides what comes next when everything it waited for has reported. The
+//! order of the events it emits is the reference's (spec 5.4).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::cancel::{CancelSource, cancel_pair};
+use crate::core::event::{ToolEvent, Worker};
+use crate::core::machine::Machine;
+use crate::core::queues::Queued;
+use crate::llm::stream::StreamHandle;
+use crate::llm::{LlmRequest, Model, StreamEvent, Timeouts, ToolSchema};
+use crate::message::{
+    AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
+    ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
+};
+use crate::rpc::event::{Event as Frame, UpdateKind};
+use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
+
+/// Error text of the assistant message that ends a run aborted between turns (spec 5.4 F).
+pub const ABORTED_REQUEST: &str = "Request was aborted.";
+/// What a tool call gets when a queued steering message skips it.
+pub const SKIPPED: &str = "Skipped due to queued user message.";
+
+/// One agent run (`agent_start` … `agent_end`). It snapshots model, thinking level, system
+/// prompt and tools when it starts.
+pub struct Run {
+    pub model: Model,
+    pub thinking: ThinkingLevel,
+    pub system_prompt: String,
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Messages created during this run (for `agent_end`).
+    pub new_messages: Vec<AgentMessage>,
+    pub phase: Phase,
+    /// `abort` was requested: ids of the abort commands to answer after `agent_end`.
+    pub abort_waiters: Vec<Option<Value>>,
+    pub aborting: bool,
+}
+
+pub enum Phase {
+    /// Waiting for the LLM stream of generation `generation`.
+    Streaming {
+        generation: u64,
+        handle: StreamHandle,
+        /// The partial assistant message (after `Start`).
+        partial: Option<AssistantMessage>,
+    },
+    /// Tool calls of `assistant` are running.
+    Tools(ToolBatch),
+}
+
+pub struct ToolBatch {
+    pub batch: u64,
+    pub assistant: AgentMessage,
+    pub slots: Vec<Slot>,
+    pub cancel: CancelSource,
+    /// Steering that skipped calls during preparation (delivered next turn).
+    pub steering: Vec<Queued>,
+}
+
+pub struct Slot {
+    pub call: ToolCall,
+    /// `None` while running.
+    pub result: Option<ToolResultMessage>,
+}
+
+fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
+    let (content, details, is_error) = match r {
+        Ok(ToolOutput { content, details }) => (content, details, false),
+        Err(text) => (vec![Content::text(text)], Some(json!({})), true),
+    };
+    ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content,
+        details,
+        is_error,
+        timestamp: now_ms(),
+    }
+}
+
+fn result_json(m: &ToolResultMessage) -> Value {
+    let mut r = serde_json::Map::new();
+    r.insert(
+        "content".into(),
+        serde_json::to_value(&m.content).unwrap_or(Value::Null),
+    );
+    if let Some(d) = &m.details {
+        r.insert("details".into(), d.clone());
+    }
+    Value::Object(r)
+}
+
+fn output_json(o: &ToolOutput) -> Value {
+    let mut r = serde_json::Map::new();
+    r.insert(
+        "content".into(),
+        serde_json::to_value(&o.content).unwrap_or(Value::Null),
+    );
+    if let Some(d) = &o.details {
+        r.insert("details".into(), d.clone());
+    }
+    Value::Object(r)
+}
+
+/// Apply one stream event to the machine's copy of the partial message.
+fn apply(partial: &mut AssistantMessage, ev: &StreamEvent) {
+    fn slot(p: &mut AssistantMessage, index: usize, make: impl FnOnce() -> Content) {
+        if index < p.content.len() {
+            p.content[index] = make();
+        } else {
+            p.content.push(make());
+        }
+    }
+    match ev {
+        StreamEvent::TextStart { index } => slot(partial, *index, || {
+            Content::Text(TextContent {
+                text: String::new(),
+                text_signature: None,
+            })
+        }),
+        StreamEvent::TextDelta { index, delta } => {
+            if let Some(Content::Text(t)) = partial.content.get_mut(*index) {
+                t.text.push_str(delta);
+            }
+        }
+        StreamEvent::TextEnd {
+            index,
+            content,
+            signature,
+        } => {
+            if let Some(Content::Text(t)) = partial.content.get_mut(*index) {
+                t.text.clone_from(content);
+                t.text_signature.clone_from(signature);
+            }
+        }
+        StreamEvent::ThinkingStart { index } => slot(partial, *index, || {
+            Content::Thinking(ThinkingContent {
+                thinking: String::new(),
+                thinking_signature: None,
+                redacted: None,
+            })
+        }),
+        StreamEvent::ThinkingDelta { index, delta } => {
+            if let Some(Content::Thinking(t)) = partial.content.get_mut(*index) {
+                t.thinking.push_str(delta);
+            }
+        }
+        StreamEvent::ThinkingEnd {
+            index,
+            content,
+            signature,
+        } => {
+            if let Some(Content::Thinking(t)) = partial.content.get_mut(*index) {
+                t.thinking.clone_from(content);
+                t.thinking_signature.clone_from(signature);
+            }
+        }
+        StreamEvent::ToolCallStart { index, id, name } => slot(partial, *index, || {
+            Content::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: json!({}),
+                thought_signature: None,
+            })
+        }),
+        StreamEvent::ToolCallDelta { .. } => {}
+        StreamEvent::ToolCallEnd { index, tool_call } => {
+            slot(partial, *index, || Content::ToolCall(tool_call.clone()))
+        }
+        StreamEvent::Meta { usage, response_id } => {
+            partial.usage = *usage;
+            if response_id.is_some() {
+                partial.response_id.clone_from(response_id);
+            }
+        }
+        StreamEvent::Start { .. } | StreamEvent::Done { .. } | StreamEvent::Error { .. } => {}
+    }
+}
+
+impl Machine {
+    /// Start a run with these prompt messages (may be empty for a continuation).
+    pub(crate) fn start_run(&mut self, prompts: Vec<AgentMessage>) {
+        let Some(model) = self.model.clone() else {
+            return;
+        };
+        let tools = self.tools.clone();
+        let run = Run {
+            system_prompt: self.system_prompt(),
+            model,
+            thinking: self.thinking,
+            tools,
+            new_messages: Vec::new(),
+            phase: Phase::Tools(ToolBatch {
+                batch: 0,
+                assistant: AgentMessage::Assistant(AssistantMessage::default()),
+                slots: Vec::new(),
+                cancel: cancel_pair().0,
+                steering: Vec::new(),
+            }),
+            abort_waiters: Vec::new(),
+            aborting: false,
+        };
+        self.run = Some(run);
+        self.emit(&Frame::AgentStart);
+        self.emit(&Frame::TurnStart);
+        for p in prompts {
+            self.deliver(p);
+        }
+        let steering = self.take_steering();
+        self.continue_turn(steering);
+    }
+
+    /// Emit and record one message that enters the context during this run.
+    fn deliver(&mut self, m: AgentMessage) {
+        self.emit(&Frame::MessageStart { message: &m });
+        self.emit(&Frame::MessageEnd { message: &m });
+        self.record(m);
+    }
+
+    /// A completed message: into the context, the run's list and the session.
+    fn record(&mut self, m: AgentMessage) {
+        self.persist_message(&m);
+        if let Some(run) = self.run.as_mut() {
+            run.new_messages.push(m.clone());
+        }
+        self.messages.push(m);
+    }
+
+    fn take_steering(&mut self) -> Vec<Queued> {
+        let taken = self.steering.take();
+        if !taken.is_empty() {
+            self.emit_queue_update();
+        }
+        taken
+    }
+
+    pub(crate) fn emit_queue_update(&mut self) {
+        let s = self.steering.texts();
+        let f = self.follow_up.texts();
+        self.emit(&Frame::QueueUpdate {
+            steering: &s,
+            follow_up: &f,
+        });
+    }
+
+    /// Deliver pending messages, then ask the model.
+    fn continue_turn(&mut self, pending: Vec<Queued>) {
+        for q in pending {
+            self.deliver(AgentMessage::User(q.message));
+        }
+        self.start_llm_call();
+    }
+
+    fn start_llm_call(&mut self) {
+        let Some(run) = self.run.as_ref() else { return };
+        if run.aborting {
+            // The reference's loop does not look at the abort signal between turns: the next
+            // request fails at once as aborted (spec 5.4 F).
+            let mut m = AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
+            m.stop_reason = StopReason::Aborted;
+            m.error_message = Some(ABORTED_REQUEST.to_string());
+            self.finish_assistant(m, true);
+            return;
+        }
+        let req = LlmRequest {
+            api_key: self.api_key(&run.model.provider),
+            system_prompt: run.system_prompt.clone(),
+            messages: crate::core::context::to_llm(&self.messages, self.settings.block_images()),
+            tools: run
+                .tools
+                .iter()
+                .map(|t| ToolSchema {
+                    name: t.name().to_string(),
+                    description: t.description(),
+                    parameters: t.parameters(),
+                })
+                .collect(),
+            thinking: run.thinking,
+            session_id: Some(self.session_id.clone()),
+            max_tokens: None,
+            timeouts: Timeouts {
+                connect: std::time::Duration::from_secs(self.settings.connect_timeout_secs()),
+                stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
+            },
+            faux_script: self.faux_script.clone(),
+            model: run.model.clone(),
+        };
+        self.generation += 1;
+        let generation = self.generation;
+        let tx = self.worker_tx.clone();
+        let handle = crate::llm::stream::spawn(
+            req,
+            Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
+        );
+        if let Some(run) = self.run.as_mut() {
+            run.phase = Phase::Streaming {
+                generation,
+                handle,
+                partial: None,
+            };
+        }
+    }
+
+    /// An event from an LLM stream thread.
+    pub(crate) fn on_llm_event(&mut self, generation: u64, ev: StreamEvent) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Streaming {
+            generation: g,
+            partial,
+            ..
+        } = &mut run.phase
+        else {
+            return;
+        };
+        if *g != generation {
+            return; // a cancelled stream's late events
+        }
+        match ev {
+            StreamEvent::Start { partial: p } => {
+                *partial = Some(p.clone());
+                let m = AgentMessage::Assistant(p);
+                self.emit(&Frame::MessageStart { message: &m });
+            }
+            StreamEvent::Done { message } | StreamEvent::Error { message, .. } => {
+                let started = partial.is_some();
+                self.finish_assistant(message, !started);
+            }
+            other => {
+                let Some(p) = partial.as_mut() else { return };
+                apply(p, &other);
+                let (kind, index) = match &other {
+                    StreamEvent::TextStart { index } => (UpdateKind::TextStart, *index),
+                    StreamEvent::TextDelta { index, delta } => {
+                        (UpdateKind::TextDelta(delta), *index)
+                    }
+                    StreamEvent::TextEnd { index, content, .. } => {
+                        (UpdateKind::TextEnd(content), *index)
+                    }
+                    StreamEvent::ThinkingStart { index } => (UpdateKind::ThinkingStart, *index),
+                    StreamEvent::ThinkingDelta { index, delta } => {
+                        (UpdateKind::ThinkingDelta(delta), *index)
+                    }
+                    StreamEvent::ThinkingEnd { index, content, .. } => {
+                        (UpdateKind::ThinkingEnd(content), *index)
+                    }
+                    StreamEvent::ToolCallStart { index, .. } => (UpdateKind::ToolCallStart, *index),
+                    StreamEvent::ToolCallDelta { index, delta } => {
+                        (UpdateKind::ToolCallDelta(delta), *index)
+                    }
+                    StreamEvent::ToolCallEnd { index, tool_call } => {
+                        (UpdateKind::ToolCallEnd(tool_call), *index)
+                    }
+                    _ => return,
+                };
+                let line = crate::rpc::event::message_update(&kind, index, p, self.partials);
+                self.send(line);
+            }
+        }
+    }
+
+    /// The assistant message of this turn is final: `message_end`, then tools or the turn's end.
+    fn finish_assistant(&mut self, message: AssistantMessage, emit_start: bool) {
+        let m = AgentMessage::Assistant(message);
+        if emit_start {
+            self.emit(&Frame::MessageStart { message: &m });
+        }
+        self.emit(&Frame::MessageEnd { message: &m });
+        self.record(m.clone());
+        let AgentMessage::Assistant(a) = &m else {
+            return;
+        };
+        if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+            self.emit(&Frame::TurnEnd {
+                message: &m,
+                tool_results: &[],
+            });
+            self.end_run();
+            return;
+        }
+        let calls: Vec<ToolCall> = a.tool_calls().cloned().collect();
+        if calls.is_empty() {
+            self.emit(&Frame::TurnEnd {
+                message: &m,
+                tool_results: &[],
+            });
+            self.after_turn(false, Vec::new());
+        } else {
+            self.start_tools(m, calls);
+        }
+    }
+
+    /// Start every call (spec 6.3, parallel mode): all `tool_execution_start` first, immediate
+    /// errors right after their start, steering queued meanwhile skips the rest.
+    fn start_tools(&mut self, assistant: AgentMessage, calls: Vec<ToolCall>) {
+        self.batch += 1;
+        let batch = self.batch;
+        let (cancel, token) = cancel_pair();
+        let tools: Vec<Arc<dyn Tool>> = self
+            .run
+            .as_ref()
+            .map(|r| r.tools.clone())
+            .unwrap_or_default();
+        let mut slots: Vec<Slot> = Vec::with_capacity(calls.len());
+        let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
+        let mut steering: Vec<Queued> = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            self.emit(&Frame::ToolExecutionStart {
+                tool_call_id: &call.id,
+                tool_name: &call.name,
+                args: &call.arguments,
+            });
+            let mut slot = Slot {
+                call: call.clone(),
+                result: None,
+            };
+            match tools.iter().find(|t| t.name() == call.name) {
+                None => {
+                    slot.result = Some(result_message(
+                        call,
+                        Err(format!("Tool {} not found", call.name)),
+                    ))
+                }
+                Some(tool) => {
+                    match crate::tools::prepare_and_validate(tool.as_ref(), &call.arguments) {
+                        Ok(args) => runnable.push((i, tool.clone(), args)),
+                        Err(e) => slot.result = Some(result_message(call, Err(e))),
+                    }
+                }
+            }
+            if let Some(r) = &slot.result {
+                self.emit_tool_end(r);
+            }
+            slots.push(slot);
+            steering = self.take_steering();
+            if !steering.is_empty() {
+                for (j, _, _) in runnable.drain(..) {
+                    let r = result_message(&slots[j].call, Err(SKIPPED.to_string()));
+                    self.emit_tool_end(&r);
+                    slots[j].result = Some(r);
+                }
+                for c in &calls[i + 1..] {
+                    self.emit(&Frame::ToolExecutionStart {
+                        tool_call_id: &c.id,
+                        tool_name: &c.name,
+                        args: &c.arguments,
+                    });
+                    let r = result_message(c, Err(SKIPPED.to_string()));
+                    self.emit_tool_end(&r);
+                    slots.push(Slot {
+                        call: c.clone(),
+                        result: Some(r),
+                    });
+                }
+                break;
+            }
+        }
+        let ctx = ToolContext {
+            cwd: self.cwd.clone(),
+            cancel: token,
+            shell_path: self.settings.shell_path().map(str::to_string),
+            shell_command_prefix: self.settings.shell_command_prefix().map(str::to_string),
+        };
+        for (index, tool, args) in runnable {
+            let tx = self.worker_tx.clone();
+            let ctx = ctx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("tool-{}", tool.name()))
+                .spawn(move || {
+                    let mut on_update = |o: ToolOutput| {
+                        let _ = tx.send(Worker::Tool {
+                            batch,
+                            index,
+                            event: ToolEvent::Update(o),
+                        });
+                    };
+                    let result = tool.execute(&args, &ctx, &mut on_update);
+                    let _ = tx.send(Worker::Tool {
+                        batch,
+                        index,
+                        event: ToolEvent::Done(result),
+                    });
+                });
+            if let Err(e) = spawned {
+                let r = result_message(
+                    &slots[index].call,
+                    Err(format!("Cannot start tool thread: {e}")),
+                );
+                self.emit_tool_end(&r);
+                slots[index].result = Some(r);
+            }
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.phase = Phase::Tools(ToolBatch {
+                batch,
+                assistant,
+                slots,
+                cancel,
+                steering,
+            });
+        }
+        self.maybe_finish_tools();
+    }
+
+    fn emit_tool_end(&mut self, r: &ToolResultMessage) {
+        let result = result_json(r);
+        self.emit(&Frame::ToolExecutionEnd {
+            tool_call_id: &r.tool_call_id,
+            tool_name: &r.tool_name,
+            result: &result,
+            is_error: r.is_error,
+        });
+    }
+
+    /// A tool worker reported.
+    pub(crate) fn on_tool_event(&mut self, batch: u64, index: usize, ev: ToolEvent) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Tools(b) = &mut run.phase else {
+            return;
+        };
+        if b.batch != batch {
+            return;
+        }
+        let Some(slot) = b.slots.get_mut(index) else {
+            return;
+        };
+        if slot.result.is_some() {
+            return; // already skipped
+        }
+        match ev {
+            ToolEvent::Update(o) => {
+                let (id, name, args) = (
+                    slot.call.id.clone(),
+                    slot.call.name.clone(),
+                    slot.call.arguments.clone(),
+                );
+                let partial = output_json(&o);
+                self.emit(&Frame::ToolExecutionUpdate {
+                    tool_call_id: &id,
+                    tool_name: &name,
+                    args: &args,
+                    partial_result: &partial,
+                });
+            }
+            ToolEvent::Done(r) => {
+                let msg = result_message(&slot.call, r);
+                slot.result = Some(msg.clone());
+                self.emit_tool_end(&msg);
+                if self.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
+                    && !self.steering.is_empty()
+                {
+                    self.skip_running_tools();
+                }
+                self.maybe_finish_tools();
+            }
+        }
+    }
+
+    /// Interrupt mode `immediate`: a steering message is waiting, so calls still running are
+    /// stopped and reported as skipped.
+    fn skip_running_tools(&mut self) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Tools(b) = &mut run.phase else {
+            return;
+        };
+        let mut skipped = Vec::new();
+        for slot in b.slots.iter_mut().filter(|s| s.result.is_none()) {
+            let r = result_message(&slot.call, Err(SKIPPED.to_string()));
+            slot.result = Some(r.clone());
+            skipped.push(r);
+        }
+        if skipped.is_empty() {
+            return;
+        }
+        b.cancel.cancel();
+        for r in &skipped {
+            self.emit_tool_end(r);
+        }
+    }
+
+    /// When every call has a result: the tool-result messages in call order, `turn_end`, next.
+    fn maybe_finish_tools(&mut self) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Tools(b) = &mut run.phase else {
+            return;
+        };
+        if b.slots.iter().any(|s| s.result.is_none()) {
+            return;
+        }
+        let results: Vec<AgentMessage> = b
+            .slots
+            .iter()
+            .filter_map(|s| s.result.clone())
+            .map(AgentMessage::ToolResult)
+            .collect();
+        let assistant = b.assistant.clone();
+        let steering = std::mem::take(&mut b.steering);
+        for r in &results {
+            self.deliver(r.clone());
+        }
+        self.emit(&Frame::TurnEnd {
+            message: &assistant,
+            tool_results: &results,
+        });
+        self.after_turn(true, steering);
+    }
+
+    /// After `turn_end`: another turn (tool results, steering, follow-ups) or the end of the run.
+    fn after_turn(&mut self, had_tool_calls: bool, steering: Vec<Queued>) {
+        let pending = if steering.is_empty() {
+            self.take_steering_quiet_first()
+        } else {
+            steering
+        };
+        if had_tool_calls || !pending.is_empty() {
+            self.emit(&Frame::TurnStart);
+            self.redeliver_queue_update(&pending);
+            self.continue_turn(pending);
+            return;
+        }
+        let follow = self.follow_up.take();
+        if !follow.is_empty() {
+            self.emit(&Frame::TurnStart);
+            self.emit_queue_update();
+            self.continue_turn(follow);
+            return;
+        }
+        self.end_run();
+    }
+
+    /// Steering is taken at turn end but its `queue_update` is emitted after the next
+    /// `turn_start` (as the reference orders them).
+    fn take_steering_quiet_first(&mut self) -> Vec<Queued> {
+        self.steering.take()
+    }
+
+    fn redeliver_queue_update(&mut self, pending: &[Queued]) {
+        if !pending.is_empty() {
+            self.emit_queue_update();
+        }
+    }
+
+    /// `agent_end`, answer waiting aborts, then what follows a run.
+    fn end_run(&mut self) {
+        let Some(run) = self.run.take() else { return };
+        self.emit(&Frame::AgentEnd {
+            messages: &run.new_messages,
+        });
+        for id in &run.abort_waiters {
+            let line = crate::rpc::response::success(id.as_ref(), "abort", None);
+            self.send(line);
+        }
+        self.after_run();
+    }
+
+    /// Abort the current run; the response is sent once the run has ended.
+    pub(crate) fn abort_run(&mut self, id: Option<Value>) -> bool {
+        let Some(run) = self.run.as_mut() else {
+            return false;
+        };
+        run.abort_waiters.push(id);
+        if run.aborting {
+            return true;
+        }
+        run.aborting = true;
+        match &mut run.phase {
+            Phase::Streaming {
+                handle, partial, ..
+            } => {
+                handle.cancel();
+                let (message, started) = match partial.take() {
+                    Some(mut p) => {
+                        p.stop_reason = StopReason::Aborted;
+                        p.error_message = Some(crate::llm::stream::ABORTED_MID_STREAM.to_string());
+                        (p, true)
+                    }
+                    None => {
+                        let mut m = AssistantMessage::empty(
+                            &run.model.api,
+                            &run.model.provider,
+                            &run.model.id,
+                        );
+                        m.stop_reason = StopReason::Aborted;
+                        m.error_message =
+                            Some(crate::llm::stream::ABORTED_BEFORE_RESPONSE.to_string());
+                        (m, false)
+                    }
+                };
+                self.generation += 1; // ignore the stream's late events
+                self.finish_assistant(message, !started);
+            }
+            Phase::Tools(b) => b.cancel.cancel(),
+        }
+        true
+    }
+}

@@ -1,0 +1,214 @@
+//! The system prompt, built like the reference's (spec 18, 0.73 wording): identity, tool list,
+//! guidelines, appended text, project context files (`AGENTS.md` / `CLAUDE.md`), date and cwd.
+//! The reference's "Pi documentation" block (paths of its installed docs) is left out: pith ships
+//! no docs tree to point at (listed in docs/rpc.md).
+
+use std::path::{Path, PathBuf};
+
+/// Inputs that decide the prompt. Built once per run from CLI, config dir and cwd.
+pub struct PromptInputs<'a> {
+    pub cwd: &'a Path,
+    pub agent_dir: &'a Path,
+    /// `(name, one-liner)` of each active tool, in order.
+    pub tools: &'a [(&'a str, &'a str)],
+    pub custom: Option<&'a str>,
+    pub append: Option<&'a str>,
+    /// `YYYY-MM-DD` (UTC).
+    pub date: &'a str,
+}
+
+/// `--system-prompt` / `--append-system-prompt` values: an existing file's contents, else the text.
+pub fn file_or_literal(v: &str, cwd: &Path) -> String {
+    let p = cwd.join(v);
+    match std::fs::metadata(&p) {
+        Ok(m) if m.is_file() => std::fs::read_to_string(&p).unwrap_or_else(|_| v.to_string()),
+        _ => v.to_string(),
+    }
+}
+
+fn read_first(paths: &[PathBuf]) -> Option<String> {
+    paths.iter().find_map(|p| std::fs::read_to_string(p).ok())
+}
+
+/// Custom prompt: the CLI value, else `.pi/SYSTEM.md` in cwd, else `SYSTEM.md` in the config dir.
+pub fn custom_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+    match cli {
+        Some(v) => Some(file_or_literal(v, cwd)),
+        None => read_first(&[
+            cwd.join(".pi").join("SYSTEM.md"),
+            agent_dir.join("SYSTEM.md"),
+        ]),
+    }
+}
+
+/// Appended text: the CLI value, else `.pi/APPEND_SYSTEM.md` in cwd, else in the config dir.
+pub fn append_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+    match cli {
+        Some(v) => Some(file_or_literal(v, cwd)),
+        None => read_first(&[
+            cwd.join(".pi").join("APPEND_SYSTEM.md"),
+            agent_dir.join("APPEND_SYSTEM.md"),
+        ]),
+    }
+}
+
+/// Context files: the global one, then one per directory from `/` down to cwd.
+pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    let pick = |dir: &Path| -> Option<(PathBuf, String)> {
+        ["AGENTS.md", "CLAUDE.md"].iter().find_map(|n| {
+            let p = dir.join(n);
+            std::fs::read_to_string(&p).ok().map(|c| (p, c))
+        })
+    };
+    if let Some(f) = pick(agent_dir) {
+        out.push(f);
+    }
+    let mut dirs: Vec<&Path> = cwd.ancestors().collect();
+    dirs.reverse();
+    for d in dirs {
+        if let Some(f) = pick(d) {
+            if !out.iter().any(|(p, _)| *p == f.0) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// Today's UTC date as `YYYY-MM-DD`.
+pub fn utc_date() -> String {
+    let days = (crate::message::now_ms() / 86_400_000) as i64;
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn guidelines(tools: &[(&str, &str)]) -> Vec<&'static str> {
+    let has = |n: &str| tools.iter().any(|(t, _)| *t == n);
+    let mut g = Vec::new();
+    let explore = has("grep") || has("find") || has("ls");
+    if has("bash") && !explore {
+        g.push("Use bash for file operations like ls, rg, find");
+    }
+    if has("bash") && explore {
+        g.push("Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)");
+    }
+    if has("read") {
+        g.push("Use read to examine files instead of cat or sed.");
+    }
+    if has("edit") {
+        g.push("Use edit for precise changes (edits[].oldText must match exactly)");
+        g.push(
+            "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
+        );
+        g.push(
+            "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
+        );
+        g.push(
+            "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
+        );
+    }
+    if has("write") {
+        g.push("Use write only for new files or complete rewrites.");
+    }
+    g.push("Be concise in your responses");
+    g.push("Show file paths clearly when working with files");
+    g
+}
+
+pub fn build(i: &PromptInputs<'_>) -> String {
+    let mut s = String::new();
+    match i.custom {
+        Some(c) => s.push_str(c),
+        None => {
+            s.push_str(
+                "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.\n\nAvailable tools:\n",
+            );
+            if i.tools.is_empty() {
+                s.push_str("(none)\n");
+            }
+            for (name, line) in i.tools {
+                s.push_str(&format!("- {name}: {line}\n"));
+            }
+            s.push_str(
+                "\nIn addition to the tools above, you may have access to other custom tools depending on the project.\n\nGuidelines:\n",
+            );
+            let g = guidelines(i.tools);
+            s.push_str(
+                &g.iter()
+                    .map(|l| format!("- {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+        }
+    }
+    if let Some(a) = i.append {
+        s.push_str("\n\n");
+        s.push_str(a);
+    }
+    let files = context_files(i.cwd, i.agent_dir);
+    if !files.is_empty() {
+        s.push_str("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n");
+        for (p, c) in files {
+            s.push_str(&format!("## {}\n\n{}\n\n", p.display(), c));
+        }
+    }
+    s.push_str(&format!("\nCurrent date: {}", i.date));
+    s.push_str(&format!(
+        "\nCurrent working directory: {}",
+        i.cwd.display().to_string().replace('\\', "/")
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_prompt_with_the_four_default_tools() {
+        let d = tempfile::tempdir().unwrap();
+        let tools = [
+            ("read", "Read file contents"),
+            ("bash", "Execute bash commands (ls, grep, find, etc.)"),
+            (
+                "edit",
+                "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
+            ),
+            ("write", "Create or overwrite files"),
+        ];
+        let p = build(&PromptInputs {
+            cwd: d.path(),
+            agent_dir: d.path(),
+            tools: &tools,
+            custom: None,
+            append: None,
+            date: "2026-11-21",
+        });
+        assert!(p.starts_with("You are an expert coding assistant operating inside pi"));
+        assert!(p.contains("Available tools:\n- read: Read file contents\n- bash: "));
+        assert!(p.contains(
+            "- Use write only for new files or complete rewrites.\n- Be concise in your responses\n- Show file paths clearly when working with files\nCurrent date: 2026-11-21\nCurrent working directory: "
+        ));
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_413), (2025, 11, 21));
+    }
+}
