@@ -408,6 +408,60 @@ impl Machine {
                 Ok(None)
             }
             Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
+            Command::NewSession { parent_session } => {
+                self.discard_run();
+                let dir = self.session.session_dir().map(PathBuf::from).filter(|_| self.session.is_persisted());
+                let cwd = self.cwd.to_string_lossy().to_string();
+                self.session = Session::new(&cwd, dir, parent_session);
+                self.session.append_thinking_level_change(self.thinking);
+                self.reset_context();
+                Ok(Some(json!({ "cancelled": false })))
+            }
+            Command::SwitchSession { session_path } => {
+                let path = self.cwd.join(&session_path);
+                let mut loaded = Session::open(&path)?;
+                self.discard_run();
+                if let Some(dir) = self.session.session_dir().filter(|_| self.session.is_persisted()) {
+                    loaded.set_session_dir(dir.to_path_buf());
+                }
+                for w in loaded.take_warnings() {
+                    eprintln!("pith: session: {w}");
+                }
+                self.session = loaded;
+                if let Some((p, i)) = self.session.model() {
+                    if let Some(m) = self.registry.find(&p, &i).filter(|m| self.auth.has_auth(&m.provider)) {
+                        self.model = Some(m.clone());
+                    }
+                }
+                let recorded = self.session.thinking_level();
+                let wanted = recorded
+                    .or(self.settings.default_thinking_level())
+                    .unwrap_or(ThinkingLevel::Medium);
+                self.thinking = match &self.model {
+                    Some(m) if m.reasoning => crate::llm::clamp_thinking(&self.registry.thinking_levels(m), wanted),
+                    _ => ThinkingLevel::Off,
+                };
+                if recorded.is_none() {
+                    self.session.append_thinking_level_change(self.thinking);
+                }
+                self.reset_context();
+                Ok(Some(json!({ "cancelled": false })))
+            }
+            Command::Fork { entry_id } => {
+                let (forked, text) = self.session.fork_at(&entry_id)?;
+                self.session = forked;
+                self.session_id = self.session.id().to_string();
+                self.messages = self.session.build_context();
+                self.flush_session_warnings();
+                Ok(Some(json!({ "text": text, "cancelled": false })))
+            }
+            Command::GetForkMessages => {
+                Ok(Some(json!({ "messages": self.session.user_messages_for_fork() })))
+            }
+            Command::ExportHtml { output_path } => {
+                let path = crate::session::export_html(&self.session, output_path.as_deref())?;
+                Ok(Some(json!({ "path": path })))
+            }
             Command::GetAvailableModels => {
                 let models: Vec<&Model> = self.registry.available(&self.auth);
                 Ok(Some(json!({ "models": models })))
@@ -469,6 +523,33 @@ impl Machine {
             StreamingBehavior::FollowUp => self.follow_up.push(q),
         }
         self.emit_queue_update();
+    }
+
+    /// Stop the current run without emitting its closing events (`new_session`,
+    /// `switch_session`: the reference disconnects from the agent before aborting).
+    fn discard_run(&mut self) {
+        if let Some(mut run) = self.run.take() {
+            match &mut run.phase {
+                crate::core::agent::Phase::Streaming { handle, .. } => handle.cancel(),
+                crate::core::agent::Phase::Tools(b) => b.cancel.cancel(),
+            }
+            self.generation += 1;
+            self.batch += 1;
+            for id in &run.abort_waiters {
+                let line = response::success(id.as_ref(), "abort", None);
+                self.send(line);
+            }
+        }
+        self.pending_prompt = None;
+    }
+
+    /// After the session object changed: context from it, queues emptied.
+    fn reset_context(&mut self) {
+        self.session_id = self.session.id().to_string();
+        self.messages = self.session.build_context();
+        self.steering.clear();
+        self.follow_up.clear();
+        self.flush_session_warnings();
     }
 
     /// The API key for a provider (runtime override, auth.json, env, models.json), per call.

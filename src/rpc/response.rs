@@ -48,12 +48,18 @@ pub fn error(id: Option<&Value>, command: Option<&str>, message: &str) -> Vec<u8
 /// panicking.
 pub fn line<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
-    if serde_json::to_writer(&mut out, value).is_err() {
+    if write_js(&mut out, value).is_err() {
         out.clear();
         out.extend_from_slice(br#"{"type":"response","success":false,"error":"internal error: unserialisable frame"}"#);
     }
     out.push(b'\n');
     out
+}
+
+/// Serialise as JavaScript's `JSON.stringify` would (numbers in JS form: `0.00003`, `3`).
+pub fn write_js<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(out, crate::session::store::JsFormatter);
+    value.serialize(&mut ser)
 }
 
 #[cfg(test)]
