@@ -12,6 +12,7 @@ pub mod core;
 pub mod io;
 pub mod llm;
 pub mod message;
+pub mod retry;
 pub mod rpc;
 pub mod session;
 pub mod tools;

@@ -1,0 +1,159 @@
+//! Auto-retry: which failures are transient (the reference's pattern list, 0.73.1), the back-off
+//! schedule, and the timer thread that wakes the state machine when a delay is over.
+
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+
+use crate::cancel::{CancelSource, cancel_pair};
+use crate::core::event::Worker;
+
+/// `abort` / `abort_retry` during the delay.
+pub const RETRY_CANCELLED: &str = "Retry cancelled";
+
+/// The reference's transient-error pattern, as alternatives of a tiny regex subset (see
+/// [`matches`]): `.` any char, `?` makes the previous item optional.
+const TRANSIENT: &[&str] = &[
+    "overloaded",
+    "provider.?returned.?error",
+    "rate.?limit",
+    "too many requests",
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
+    "service.?unavailable",
+    "server.?error",
+    "internal.?error",
+    "network.?error",
+    "connection.?error",
+    "connection.?refused",
+    "connection.?lost",
+    "websocket.?closed",
+    "websocket.?error",
+    "other side closed",
+    "fetch failed",
+    "upstream.?connect",
+    "reset before headers",
+    "socket hang up",
+    "ended without",
+    "http2 request did not get a response",
+    "timed? out",
+    "timeout",
+    "terminated",
+    "retry delay",
+    // pith's own stall timeout wording ("... stalled: no data for N s").
+    "stalled",
+];
+
+/// One item of a pattern: a char (or `.` = any) that may be optional.
+fn items(pat: &str) -> Vec<(Option<char>, bool)> {
+    let mut out: Vec<(Option<char>, bool)> = Vec::new();
+    for c in pat.chars() {
+        match c {
+            '?' => {
+                if let Some(last) = out.last_mut() {
+                    last.1 = true;
+                }
+            }
+            '.' => out.push((None, false)),
+            c => out.push((Some(c), false)),
+        }
+    }
+    out
+}
+
+fn match_here(items: &[(Option<char>, bool)], text: &[char]) -> bool {
+    let Some(((want, optional), rest)) = items.split_first() else { return true };
+    let first_ok = text.first().is_some_and(|c| want.is_none_or(|w| w == *c));
+    (first_ok && match_here(rest, &text[1..])) || (*optional && match_here(rest, text))
+}
+
+/// Does the (case-insensitive) pattern occur anywhere in `text`?
+pub fn matches(pattern: &str, text: &str) -> bool {
+    let its = items(&pattern.to_lowercase());
+    let chars: Vec<char> = text.to_lowercase().chars().collect();
+    (0..=chars.len()).any(|i| match_here(&its, &chars[i..]))
+}
+
+/// A transient failure worth retrying (context overflow is excluded by the caller).
+pub fn is_transient(error_message: &str) -> bool {
+    TRANSIENT.iter().any(|p| matches(p, error_message))
+}
+
+/// `baseDelayMs * 2^(attempt-1)`, capped at `max_ms`; a provider's `retry-after` wins when given
+/// (also capped).
+pub fn delay_ms(base_ms: u64, attempt: u32, retry_after_ms: Option<u64>, max_ms: u64) -> u64 {
+    match retry_after_ms {
+        Some(ms) => ms.min(max_ms),
+        None => base_ms.saturating_mul(1u64 << (attempt.saturating_sub(1)).min(30)),
+    }
+}
+
+/// Start a timer thread: after `delay` it sends [`Worker::RetryDue`] unless cancelled first.
+pub fn start_timer(id: u64, delay: Duration, tx: Sender<Worker>) -> CancelSource {
+    let (source, token) = cancel_pair();
+    let spawned = std::thread::Builder::new().name("retry-timer".into()).spawn(move || {
+        crossbeam_channel::select! {
+            recv(token.receiver()) -> _ => {}
+            default(delay) => {
+                let _ = tx.send(Worker::RetryDue { id });
+            }
+        }
+    });
+    if spawned.is_err() {
+        eprintln!("pith: cannot start the retry timer thread");
+    }
+    source
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_errors() {
+        for e in [
+            "529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+            "429 Rate limited",
+            "500 upstream exploded",
+            "terminated",
+            "Connection error.",
+            "Request timed out.",
+            "request timeout",
+            "Service Unavailable",
+        ] {
+            assert!(is_transient(e), "{e}");
+        }
+        for e in ["400 bad request", "401 invalid x-api-key", "prompt is too long"] {
+            assert!(!is_transient(e), "{e}");
+        }
+    }
+
+    #[test]
+    fn pattern_subset() {
+        assert!(matches("rate.?limit", "RATE_LIMIT"));
+        assert!(matches("rate.?limit", "ratelimit"));
+        assert!(matches("timed? out", "time out"));
+        assert!(!matches("timed? out", "timedout"));
+    }
+
+    #[test]
+    fn delays() {
+        assert_eq!(delay_ms(2000, 1, None, 60000), 2000);
+        assert_eq!(delay_ms(2000, 3, None, 60000), 8000);
+        assert_eq!(delay_ms(2000, 1, Some(5000), 60000), 5000);
+        assert_eq!(delay_ms(2000, 1, Some(500_000), 60000), 60000);
+    }
+
+    #[test]
+    fn timer_fires_and_cancels() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let _keep = start_timer(1, Duration::from_millis(10), tx.clone());
+        assert!(matches!(rx.recv_timeout(Duration::from_secs(2)), Ok(Worker::RetryDue { id: 1 })));
+        let mut c = start_timer(2, Duration::from_millis(50), tx);
+        c.cancel();
+        assert!(rx.recv_timeout(Duration::from_millis(150)).is_err());
+    }
+}
