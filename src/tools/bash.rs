@@ -39,7 +39,12 @@ impl Tool for BashTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         let command = arg_str(args, "command").ok_or("Invalid bash arguments.")?;
         let timeout = arg_f64(args, "timeout").filter(|t| *t > 0.0 && t.is_finite());
         if !ctx.cwd.is_dir() {
@@ -51,7 +56,10 @@ impl Tool for BashTool {
         if ctx.cancel.is_cancelled() {
             return Err("Command aborted".to_string());
         }
-        on_update(ToolOutput { content: vec![], details: None });
+        on_update(ToolOutput {
+            content: vec![],
+            details: None,
+        });
         let spec = CommandSpec {
             command,
             cwd: &ctx.cwd,
@@ -82,12 +90,22 @@ impl Tool for BashTool {
 fn finish(outcome: &CommandOutcome, ctx: &ToolContext, timeout: Option<f64>) -> ToolResult {
     let (text, details) = format_output(outcome);
     let with_status = |status: String| {
-        let body = if outcome.output.is_empty() { String::new() } else { text.clone() };
-        if body.is_empty() { status } else { format!("{body}\n\n{status}") }
+        let body = if outcome.output.is_empty() {
+            String::new()
+        } else {
+            text.clone()
+        };
+        if body.is_empty() {
+            status
+        } else {
+            format!("{body}\n\n{status}")
+        }
     };
     if outcome.timed_out {
         let secs = js_num(timeout.unwrap_or(0.0));
-        return Err(with_status(format!("Command timed out after {secs} seconds")));
+        return Err(with_status(format!(
+            "Command timed out after {secs} seconds"
+        )));
     }
     if ctx.cancel.is_cancelled() {
         return Err(with_status("Command aborted".to_string()));
@@ -103,7 +121,11 @@ fn finish(outcome: &CommandOutcome, ctx: &ToolContext, timeout: Option<f64>) -> 
 /// `(text, details)`: the output tail (or `(no output)`) plus the truncation notice.
 pub fn format_output(outcome: &CommandOutcome) -> (String, Option<Value>) {
     let t = &outcome.truncation;
-    let mut text = if outcome.output.is_empty() { "(no output)".to_string() } else { outcome.output.clone() };
+    let mut text = if outcome.output.is_empty() {
+        "(no output)".to_string()
+    } else {
+        outcome.output.clone()
+    };
     if !t.truncated {
         return (text, None);
     }
@@ -121,7 +143,10 @@ pub fn format_output(outcome: &CommandOutcome) -> (String, Option<Value>) {
             format_size(outcome.last_line_bytes)
         ));
     } else if t.truncated_by == Some(super::truncate::TruncatedBy::Lines) {
-        text.push_str(&format!("\n\n[Showing lines {start}-{end} of {}. Full output: {path}]", t.total_lines));
+        text.push_str(&format!(
+            "\n\n[Showing lines {start}-{end} of {}. Full output: {path}]",
+            t.total_lines
+        ));
     } else {
         text.push_str(&format!(
             "\n\n[Showing lines {start}-{end} of {} ({} limit). Full output: {path}]",

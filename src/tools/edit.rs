@@ -51,12 +51,20 @@ impl Tool for EditTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, _on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        _on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         let path = arg_str(args, "path").ok_or("Invalid edit arguments.")?;
         let edits = parse_edits(args)?;
         check_cancel(ctx)?;
         let abs = resolve_to_cwd(path, &ctx.cwd);
-        let writable = std::fs::OpenOptions::new().read(true).write(true).open(&abs);
+        let writable = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&abs);
         if writable.is_err() || !abs.is_file() {
             return Err(format!("File not found: {path}"));
         }
@@ -71,11 +79,19 @@ impl Tool for EditTool {
         let normalized = normalize_to_lf(content);
         let (base, new_content) = apply_edits(&normalized, &edits, path)?;
         check_cancel(ctx)?;
-        let restored = if crlf { new_content.replace('\n', "\r\n") } else { new_content.clone() };
-        std::fs::write(&abs, format!("{bom}{restored}")).map_err(|e| super::paths::node_error(&e, "open", &abs))?;
+        let restored = if crlf {
+            new_content.replace('\n', "\r\n")
+        } else {
+            new_content.clone()
+        };
+        std::fs::write(&abs, format!("{bom}{restored}"))
+            .map_err(|e| super::paths::node_error(&e, "open", &abs))?;
         check_cancel(ctx)?;
         let (diff, first_changed) = diff_string(&base, &new_content, 4);
-        let mut out = text_output(format!("Successfully replaced {} block(s) in {path}.", edits.len()));
+        let mut out = text_output(format!(
+            "Successfully replaced {} block(s) in {path}.",
+            edits.len()
+        ));
         let mut details = json!({"diff": diff});
         if let Some(line) = first_changed {
             details["firstChangedLine"] = json!(line);
@@ -95,7 +111,9 @@ pub struct Edit {
 /// The reference's `prepareArguments`: `edits` given as a JSON string is parsed; a single edit
 /// object becomes a one-element array; top-level `oldText`/`newText` become one more edit.
 pub fn prepare_edit_arguments(args: &Value) -> Value {
-    let Some(obj) = args.as_object() else { return args.clone() };
+    let Some(obj) = args.as_object() else {
+        return args.clone();
+    };
     let mut obj = obj.clone();
     if let Some(Value::String(s)) = obj.get("edits") {
         match serde_json::from_str::<Value>(s) {
@@ -112,7 +130,9 @@ pub fn prepare_edit_arguments(args: &Value) -> Value {
             obj.insert("edits".into(), Value::Array(vec![v]));
         }
     }
-    let (Some(Value::String(old)), Some(Value::String(new))) = (obj.get("oldText"), obj.get("newText")) else {
+    let (Some(Value::String(old)), Some(Value::String(new))) =
+        (obj.get("oldText"), obj.get("newText"))
+    else {
         return Value::Object(obj);
     };
     let extra = json!({"oldText": old, "newText": new});
@@ -134,12 +154,25 @@ fn is_single_edit(v: &Value) -> bool {
 fn parse_edits(args: &Value) -> Result<Vec<Edit>, String> {
     let list = match args.get("edits") {
         Some(Value::Array(a)) if !a.is_empty() => a,
-        _ => return Err("Edit tool input is invalid. edits must contain at least one replacement.".to_string()),
+        _ => {
+            return Err(
+                "Edit tool input is invalid. edits must contain at least one replacement."
+                    .to_string(),
+            );
+        }
     };
     list.iter()
-        .map(|e| match (e.get("oldText").and_then(Value::as_str), e.get("newText").and_then(Value::as_str)) {
-            (Some(o), Some(n)) => Ok(Edit { old_text: o.to_string(), new_text: n.to_string() }),
-            _ => Err("Invalid edit arguments.".to_string()),
+        .map(|e| {
+            match (
+                e.get("oldText").and_then(Value::as_str),
+                e.get("newText").and_then(Value::as_str),
+            ) {
+                (Some(o), Some(n)) => Ok(Edit {
+                    old_text: o.to_string(),
+                    new_text: n.to_string(),
+                }),
+                _ => Err("Invalid edit arguments.".to_string()),
+            }
         })
         .collect()
 }
@@ -179,7 +212,10 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String,
     let n = edits.len();
     let edits: Vec<Edit> = edits
         .iter()
-        .map(|e| Edit { old_text: normalize_to_lf(&e.old_text), new_text: normalize_to_lf(&e.new_text) })
+        .map(|e| Edit {
+            old_text: normalize_to_lf(&e.old_text),
+            new_text: normalize_to_lf(&e.new_text),
+        })
         .collect();
     for (i, e) in edits.iter().enumerate() {
         if e.old_text.is_empty() {
@@ -192,13 +228,19 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String,
     }
     let fuzzy_content = normalize_fuzzy(content);
     let needs_fuzzy = edits.iter().any(|e| !content.contains(&e.old_text));
-    let base = if needs_fuzzy { fuzzy_content.clone() } else { content.to_string() };
+    let base = if needs_fuzzy {
+        fuzzy_content.clone()
+    } else {
+        content.to_string()
+    };
     let mut matched: Vec<(usize, usize, usize)> = Vec::new(); // (start, len, edit index)
     for (i, e) in edits.iter().enumerate() {
         let fuzzy_old = normalize_fuzzy(&e.old_text);
         let found = match base.find(&e.old_text) {
             Some(idx) => Some((idx, e.old_text.len())),
-            None => normalize_fuzzy(&base).find(&fuzzy_old).map(|idx| (idx, fuzzy_old.len())),
+            None => normalize_fuzzy(&base)
+                .find(&fuzzy_old)
+                .map(|idx| (idx, fuzzy_old.len())),
         };
         let Some((start, len)) = found else {
             return Err(if n == 1 {
@@ -211,7 +253,11 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String,
                 )
             });
         };
-        let occurrences = if fuzzy_old.is_empty() { 0 } else { normalize_fuzzy(&base).matches(&fuzzy_old).count() };
+        let occurrences = if fuzzy_old.is_empty() {
+            0
+        } else {
+            normalize_fuzzy(&base).matches(&fuzzy_old).count()
+        };
         if occurrences > 1 {
             return Err(if n == 1 {
                 format!(
@@ -274,7 +320,12 @@ fn line_tokens(s: &str) -> Vec<&str> {
 /// A line diff as runs of `(kind, lines)`; within a change, removals come before additions.
 fn diff_parts<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(Kind, Vec<&'a str>)> {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suffix = a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..]
+        .iter()
+        .rev()
+        .zip(b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
     let am = &a[prefix..a.len() - suffix];
     let bm = &b[prefix..b.len() - suffix];
     let mut ops: Vec<(Kind, &str)> = a[..prefix].iter().map(|l| (Kind::Same, *l)).collect();
@@ -324,7 +375,11 @@ fn diff_parts<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(Kind, Vec<&'a str>)> {
         } else {
             let (mut rem, mut add) = (Vec::new(), Vec::new());
             while k < ops.len() && ops[k].0 != Kind::Same {
-                if ops[k].0 == Kind::Removed { rem.push(ops[k].1) } else { add.push(ops[k].1) }
+                if ops[k].0 == Kind::Removed {
+                    rem.push(ops[k].1)
+                } else {
+                    add.push(ops[k].1)
+                }
                 k += 1;
             }
             if !rem.is_empty() {
@@ -344,7 +399,12 @@ pub fn diff_string(old: &str, new: &str, context: usize) -> (String, Option<usiz
     let a = line_tokens(old);
     let b = line_tokens(new);
     let parts = diff_parts(&a, &b);
-    let width = old.split('\n').count().max(new.split('\n').count()).to_string().len();
+    let width = old
+        .split('\n')
+        .count()
+        .max(new.split('\n').count())
+        .to_string()
+        .len();
     let mut out: Vec<String> = Vec::new();
     let (mut old_n, mut new_n) = (1usize, 1usize);
     let mut last_was_change = false;
@@ -368,13 +428,14 @@ pub fn diff_string(old: &str, new: &str, context: usize) -> (String, Option<usiz
             }
             Kind::Same => {
                 let next_is_change = parts.get(idx + 1).is_some_and(|p| p.0 != Kind::Same);
-                let show = |ls: &[&str], out: &mut Vec<String>, old_n: &mut usize, new_n: &mut usize| {
-                    for l in ls {
-                        out.push(format!(" {:>width$} {}", *old_n, strip(l)));
-                        *old_n += 1;
-                        *new_n += 1;
-                    }
-                };
+                let show =
+                    |ls: &[&str], out: &mut Vec<String>, old_n: &mut usize, new_n: &mut usize| {
+                        for l in ls {
+                            out.push(format!(" {:>width$} {}", *old_n, strip(l)));
+                            *old_n += 1;
+                            *new_n += 1;
+                        }
+                    };
                 let len = lines.len();
                 if last_was_change && next_is_change {
                     if len <= context * 2 {
@@ -435,14 +496,25 @@ mod tests {
     #[test]
     fn legacy_arguments_become_edits() {
         let v = prepare_edit_arguments(&json!({"path":"a","oldText":"x","newText":"y"}));
-        assert_eq!(v, json!({"path":"a","edits":[{"oldText":"x","newText":"y"}]}));
-        let v = prepare_edit_arguments(&json!({"path":"a","edits":"[{\"oldText\":\"x\",\"newText\":\"y\"}]"}));
-        assert_eq!(v, json!({"path":"a","edits":[{"oldText":"x","newText":"y"}]}));
+        assert_eq!(
+            v,
+            json!({"path":"a","edits":[{"oldText":"x","newText":"y"}]})
+        );
+        let v = prepare_edit_arguments(
+            &json!({"path":"a","edits":"[{\"oldText\":\"x\",\"newText\":\"y\"}]"}),
+        );
+        assert_eq!(
+            v,
+            json!({"path":"a","edits":[{"oldText":"x","newText":"y"}]})
+        );
     }
 
     #[test]
     fn apply_errors() {
-        let e = |o: &str, n: &str| Edit { old_text: o.into(), new_text: n.into() };
+        let e = |o: &str, n: &str| Edit {
+            old_text: o.into(),
+            new_text: n.into(),
+        };
         assert_eq!(
             apply_edits("a a", &[e("a", "b")], "f").unwrap_err(),
             "Found 2 occurrences of the text in f. The text must be unique. Please provide more context to make it unique."
@@ -451,8 +523,16 @@ mod tests {
             apply_edits("abc", &[e("ab", "x"), e("bc", "y")], "f").unwrap_err(),
             "edits[0] and edits[1] overlap in f. Merge them into one edit or target disjoint regions."
         );
-        assert_eq!(apply_edits("abc", &[e("", "y")], "f").unwrap_err(), "oldText must not be empty in f.");
-        let (_, new) = apply_edits("x = \u{201c}q\u{201d};  \ny\n", &[e("x = \"q\";", "x = 1;")], "f").unwrap();
+        assert_eq!(
+            apply_edits("abc", &[e("", "y")], "f").unwrap_err(),
+            "oldText must not be empty in f."
+        );
+        let (_, new) = apply_edits(
+            "x = \u{201c}q\u{201d};  \ny\n",
+            &[e("x = \"q\";", "x = 1;")],
+            "f",
+        )
+        .unwrap();
         assert_eq!(new, "x = 1;\ny\n");
         let (_, new) = apply_edits("a\nb\nc\n", &[e("a", "A"), e("c", "C")], "f").unwrap();
         assert_eq!(new, "A\nb\nC\n");

@@ -7,7 +7,9 @@ use serde_json::{Map, Value, json};
 use super::ignore::{Glob, walk};
 use super::ls::{effective_limit, finish_listing};
 use super::paths::resolve_to_cwd;
-use super::{ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output};
+use super::{
+    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+};
 
 pub const DEFAULT_LIMIT: usize = 1000;
 
@@ -38,10 +40,20 @@ impl Tool for FindTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, _on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        _on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         let pattern = arg_str(args, "pattern").ok_or("Invalid find arguments.")?;
         check_cancel(ctx)?;
-        let root = resolve_to_cwd(arg_str(args, "path").filter(|p| !p.is_empty()).unwrap_or("."), &ctx.cwd);
+        let root = resolve_to_cwd(
+            arg_str(args, "path")
+                .filter(|p| !p.is_empty())
+                .unwrap_or("."),
+            &ctx.cwd,
+        );
         if !root.exists() {
             return Err(format!("Path not found: {}", root.display()));
         }
@@ -51,7 +63,11 @@ impl Tool for FindTool {
         let stop = || ctx.cancel.is_cancelled();
         walk(&root, &stop, &mut |e| {
             if matcher.is_match(e.rel) {
-                results.push(if e.is_dir { format!("{}/", e.rel) } else { e.rel.to_string() });
+                results.push(if e.is_dir {
+                    format!("{}/", e.rel)
+                } else {
+                    e.rel.to_string()
+                });
             }
             results.len() < limit
         });
@@ -64,10 +80,18 @@ impl Tool for FindTool {
         let mut notices = Vec::new();
         let mut details = Map::new();
         if results.len() >= limit {
-            notices.push(format!("{limit} results limit reached. Use limit={} for more, or refine pattern", limit * 2));
+            notices.push(format!(
+                "{limit} results limit reached. Use limit={} for more, or refine pattern",
+                limit * 2
+            ));
             details.insert("resultLimitReached".into(), json!(limit));
         }
-        Ok(finish_listing(&results.join("\n"), notices, Vec::new(), details))
+        Ok(finish_listing(
+            &results.join("\n"),
+            notices,
+            Vec::new(),
+            details,
+        ))
     }
 }
 
@@ -85,7 +109,10 @@ impl PathGlob {
         } else {
             pattern.trim_start_matches('/').to_string()
         };
-        PathGlob { glob: Glob::new(&p), whole_path }
+        PathGlob {
+            glob: Glob::new(&p),
+            whole_path,
+        }
     }
 
     pub fn is_match(&self, rel: &str) -> bool {

@@ -14,7 +14,9 @@ use super::ls::{effective_limit, finish_listing};
 use super::paths::resolve_to_cwd;
 use super::regex::Regex;
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
-use super::{ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output};
+use super::{
+    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+};
 
 pub const DEFAULT_LIMIT: usize = 100;
 /// Files larger than this are not searched (bounded memory).
@@ -51,30 +53,55 @@ impl Tool for GrepTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, _on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        _on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         let pattern = arg_str(args, "pattern").ok_or("Invalid grep arguments.")?;
         check_cancel(ctx)?;
-        let root = resolve_to_cwd(arg_str(args, "path").filter(|p| !p.is_empty()).unwrap_or("."), &ctx.cwd);
-        let meta = std::fs::metadata(&root).map_err(|_| format!("Path not found: {}", root.display()))?;
-        let ignore_case = args.get("ignoreCase").and_then(Value::as_bool).unwrap_or(false);
-        let literal = args.get("literal").and_then(Value::as_bool).unwrap_or(false);
-        let context = arg_f64(args, "context").filter(|c| *c > 0.0).map(|c| c.min(1e6) as usize).unwrap_or(0);
+        let root = resolve_to_cwd(
+            arg_str(args, "path")
+                .filter(|p| !p.is_empty())
+                .unwrap_or("."),
+            &ctx.cwd,
+        );
+        let meta =
+            std::fs::metadata(&root).map_err(|_| format!("Path not found: {}", root.display()))?;
+        let ignore_case = args
+            .get("ignoreCase")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let literal = args
+            .get("literal")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let context = arg_f64(args, "context")
+            .filter(|c| *c > 0.0)
+            .map(|c| c.min(1e6) as usize)
+            .unwrap_or(0);
         let limit = effective_limit(arg_f64(args, "limit"), DEFAULT_LIMIT);
         let matcher = Matcher::new(pattern, literal, ignore_case)?;
-        let glob = arg_str(args, "glob").filter(|g| !g.is_empty()).map(GlobFilter::new);
+        let glob = arg_str(args, "glob")
+            .filter(|g| !g.is_empty())
+            .map(GlobFilter::new);
 
         let mut count = 0usize;
         let mut lines_truncated = false;
         let mut out_lines: Vec<String> = Vec::new();
         let mut search_file = |path: &Path, display: &str| -> bool {
-            let Some(lines) = read_lines(path) else { return true };
+            let Some(lines) = read_lines(path) else {
+                return true;
+            };
             for (i, line) in lines.iter().enumerate() {
                 if count >= limit {
                     break;
                 }
                 if matcher.is_match(line) {
                     count += 1;
-                    lines_truncated |= format_block(&lines, i + 1, context, display, &mut out_lines);
+                    lines_truncated |=
+                        format_block(&lines, i + 1, context, display, &mut out_lines);
                 }
             }
             count < limit
@@ -91,7 +118,10 @@ impl Tool for GrepTool {
                 search_file(e.path, e.rel)
             });
         } else {
-            let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             search_file(&root, &name);
         }
         if ctx.cancel.is_cancelled() {
@@ -103,7 +133,10 @@ impl Tool for GrepTool {
         let mut notices = Vec::new();
         let mut details = Map::new();
         if count >= limit {
-            notices.push(format!("{limit} matches limit reached. Use limit={} for more, or refine pattern", limit * 2));
+            notices.push(format!(
+                "{limit} matches limit reached. Use limit={} for more, or refine pattern",
+                limit * 2
+            ));
             details.insert("matchLimitReached".into(), json!(limit));
         }
         let mut after = Vec::new();
@@ -112,7 +145,11 @@ impl Tool for GrepTool {
         }
         let mut out = finish_listing(&out_lines.join("\n"), notices, after, details);
         if lines_truncated {
-            let mut d = out.details.take().and_then(|v| v.as_object().cloned()).unwrap_or_default();
+            let mut d = out
+                .details
+                .take()
+                .and_then(|v| v.as_object().cloned())
+                .unwrap_or_default();
             d.insert("linesTruncated".into(), json!(true));
             out.details = Some(Value::Object(d));
         }
@@ -122,12 +159,29 @@ impl Tool for GrepTool {
 
 /// Append the block for a match at line `n` (1-based) with `context` lines around it; returns
 /// whether a line had to be cut.
-fn format_block(lines: &[String], n: usize, context: usize, display: &str, out: &mut Vec<String>) -> bool {
-    let start = if context > 0 { n.saturating_sub(context).max(1) } else { n };
-    let end = if context > 0 { (n + context).min(lines.len()) } else { n };
+fn format_block(
+    lines: &[String],
+    n: usize,
+    context: usize,
+    display: &str,
+    out: &mut Vec<String>,
+) -> bool {
+    let start = if context > 0 {
+        n.saturating_sub(context).max(1)
+    } else {
+        n
+    };
+    let end = if context > 0 {
+        (n + context).min(lines.len())
+    } else {
+        n
+    };
     let mut any_cut = false;
     for cur in start..=end {
-        let text = lines.get(cur - 1).map(|l| l.replace('\r', "")).unwrap_or_default();
+        let text = lines
+            .get(cur - 1)
+            .map(|l| l.replace('\r', ""))
+            .unwrap_or_default();
         let (text, cut) = truncate_line(&text, GREP_MAX_LINE_LENGTH);
         any_cut |= cut;
         let sep = if cur == n { ':' } else { '-' };
@@ -147,7 +201,9 @@ fn read_lines(path: &Path) -> Option<Vec<String>> {
     if bytes.contains(&0) {
         return None;
     }
-    let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n").replace('\r', "\n");
+    let text = String::from_utf8_lossy(&bytes)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
     let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
     if text.ends_with('\n') {
         lines.pop(); // ripgrep does not report the empty piece after the final newline
@@ -163,7 +219,11 @@ enum Matcher {
 impl Matcher {
     fn new(pattern: &str, literal: bool, ignore_case: bool) -> Result<Matcher, String> {
         if literal {
-            let p = if ignore_case { pattern.to_lowercase() } else { pattern.to_string() };
+            let p = if ignore_case {
+                pattern.to_lowercase()
+            } else {
+                pattern.to_string()
+            };
             return Ok(Matcher::Literal(p, ignore_case));
         }
         Regex::new(pattern, ignore_case)
@@ -194,11 +254,19 @@ impl GlobFilter {
             None => (false, g),
         };
         let whole_path = g.contains('/');
-        GlobFilter { glob: Glob::new(g.strip_prefix('/').unwrap_or(g)), negated, whole_path }
+        GlobFilter {
+            glob: Glob::new(g.strip_prefix('/').unwrap_or(g)),
+            negated,
+            whole_path,
+        }
     }
 
     fn accepts(&self, rel: &str) -> bool {
-        let subject = if self.whole_path { rel } else { rel.rsplit('/').next().unwrap_or(rel) };
+        let subject = if self.whole_path {
+            rel
+        } else {
+            rel.rsplit('/').next().unwrap_or(rel)
+        };
         self.glob.is_match(subject) != self.negated
     }
 }

@@ -22,7 +22,10 @@ enum Tok {
     Any,
     /// `**/` as a whole segment: nothing, or any run ending in `/`.
     Dirs,
-    Class { negated: bool, items: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
 }
 
 /// A compiled glob (`*`, `?`, `[...]`, `**`, `\` escapes).
@@ -188,7 +191,11 @@ impl GitIgnore {
             if r.dir_only && !is_dir {
                 continue;
             }
-            let hit = if r.anchored { r.glob.is_match(rel) } else { r.glob.is_match(base) };
+            let hit = if r.anchored {
+                r.glob.is_match(rel)
+            } else {
+                r.glob.is_match(base)
+            };
             if hit {
                 verdict = Some(!r.negated);
             }
@@ -220,7 +227,12 @@ fn parse_rule(line: &str) -> Option<Rule> {
     }
     let anchored = s.contains('/');
     let s = s.strip_prefix('/').unwrap_or(&s).to_string();
-    Some(Rule { glob: Glob::new(&s), negated, dir_only, anchored })
+    Some(Rule {
+        glob: Glob::new(&s),
+        negated,
+        dir_only,
+        anchored,
+    })
 }
 
 /// The `.gitignore` files in effect while walking: `(dir relative to the root, rules)`.
@@ -237,7 +249,10 @@ impl IgnoreStack {
             let sub = if base.is_empty() {
                 rel
             } else {
-                match rel.strip_prefix(base.as_str()).and_then(|r| r.strip_prefix('/')) {
+                match rel
+                    .strip_prefix(base.as_str())
+                    .and_then(|r| r.strip_prefix('/'))
+                {
                     Some(r) => r,
                     None => continue,
                 }
@@ -277,15 +292,25 @@ fn walk_dir(
     if depth > MAX_DEPTH || stop() {
         return false;
     }
-    let Ok(reader) = std::fs::read_dir(dir) else { return true };
+    let Ok(reader) = std::fs::read_dir(dir) else {
+        return true;
+    };
     let mut entries: Vec<(String, PathBuf, std::fs::FileType)> = reader
         .filter_map(Result::ok)
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path(), e.file_type().ok()?)))
+        .filter_map(|e| {
+            Some((
+                e.file_name().into_string().ok()?,
+                e.path(),
+                e.file_type().ok()?,
+            ))
+        })
         .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let pushed = match std::fs::read_to_string(dir.join(".gitignore")) {
         Ok(text) => {
-            stack.levels.push((rel.to_string(), GitIgnore::parse(&text)));
+            stack
+                .levels
+                .push((rel.to_string(), GitIgnore::parse(&text)));
             true
         }
         Err(_) => false,
@@ -295,12 +320,21 @@ fn walk_dir(
         if name == ".git" {
             continue;
         }
-        let child_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        let child_rel = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
         let is_dir = ft.is_dir();
         if stack.is_ignored(&child_rel, is_dir) {
             continue;
         }
-        let entry = Entry { rel: &child_rel, path: &path, is_dir, is_symlink: ft.is_symlink() };
+        let entry = Entry {
+            rel: &child_rel,
+            path: &path,
+            is_dir,
+            is_symlink: ft.is_symlink(),
+        };
         if !visit(&entry) {
             keep_going = false;
             break;
@@ -351,7 +385,8 @@ mod tests {
     fn nested_files_apply_to_their_dir() {
         let mut s = IgnoreStack::default();
         s.levels.push((String::new(), GitIgnore::parse("*.tmp\n")));
-        s.levels.push(("sub".to_string(), GitIgnore::parse("!b.tmp\n/only-here\n")));
+        s.levels
+            .push(("sub".to_string(), GitIgnore::parse("!b.tmp\n/only-here\n")));
         assert!(s.is_ignored("a.tmp", false));
         assert!(s.is_ignored("sub/a.tmp", false));
         assert!(!s.is_ignored("sub/b.tmp", false));

@@ -5,7 +5,9 @@ use serde_json::{Map, Value, json};
 
 use super::paths::resolve_to_cwd;
 use super::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
-use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output};
+use super::{
+    Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+};
 
 /// `Number.MAX_SAFE_INTEGER`: the line limit of the byte-only truncations.
 pub const NO_LINE_LIMIT: usize = 9_007_199_254_740_991;
@@ -38,11 +40,17 @@ impl Tool for LsTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, _on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        _on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         check_cancel(ctx)?;
         let dir = resolve_to_cwd(arg_str(args, "path").unwrap_or("."), &ctx.cwd);
         let limit = effective_limit(arg_f64(args, "limit"), DEFAULT_LIMIT);
-        let meta = std::fs::metadata(&dir).map_err(|_| format!("Path not found: {}", dir.display()))?;
+        let meta =
+            std::fs::metadata(&dir).map_err(|_| format!("Path not found: {}", dir.display()))?;
         if !meta.is_dir() {
             return Err(format!("Not a directory: {}", dir.display()));
         }
@@ -64,7 +72,9 @@ impl Tool for LsTool {
                 break;
             }
             // Entries that cannot be stat'ed are skipped; symlinks are followed.
-            let Ok(m) = std::fs::metadata(dir.join(&name)) else { continue };
+            let Ok(m) = std::fs::metadata(dir.join(&name)) else {
+                continue;
+            };
             results.push(if m.is_dir() { format!("{name}/") } else { name });
         }
         if results.is_empty() {
@@ -73,17 +83,25 @@ impl Tool for LsTool {
         let mut notices = Vec::new();
         let mut details = Map::new();
         if limit_reached {
-            notices.push(format!("{limit} entries limit reached. Use limit={} for more", limit * 2));
+            notices.push(format!(
+                "{limit} entries limit reached. Use limit={} for more",
+                limit * 2
+            ));
             details.insert("entryLimitReached".into(), json!(limit));
         }
-        Ok(finish_listing(&results.join("\n"), notices, Vec::new(), details))
+        Ok(finish_listing(
+            &results.join("\n"),
+            notices,
+            Vec::new(),
+            details,
+        ))
     }
 }
 
 /// `limit` argument → effective limit (at least 1), `default` when absent.
 pub(crate) fn effective_limit(limit: Option<f64>, default: usize) -> usize {
     match limit {
-        Some(l) if l.is_finite() => (l.floor().max(1.0)).min(1e9) as usize,
+        Some(l) if l.is_finite() => l.floor().clamp(1.0, 1e9) as usize,
         _ => default,
     }
 }

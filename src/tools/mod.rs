@@ -41,7 +41,12 @@ pub trait Tool: Send + Sync {
     /// JSON schema of the arguments.
     fn parameters(&self) -> Value;
     /// Run the tool. `args` have passed validation (with the reference's coercions).
-    fn execute(&self, args: &Value, ctx: &ToolContext, on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult;
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult;
 }
 
 pub mod bash;
@@ -99,7 +104,10 @@ pub fn prepare_and_validate(tool: &dyn Tool, args: &Value) -> Result<Value, Stri
 
 /// A result with one text block and no details.
 pub(crate) fn text_output(text: impl Into<String>) -> ToolOutput {
-    ToolOutput { content: vec![Content::text(text)], details: None }
+    ToolOutput {
+        content: vec![Content::text(text)],
+        details: None,
+    }
 }
 
 /// The error every file tool gives when the run was aborted.
@@ -107,7 +115,11 @@ pub(crate) const ABORTED: &str = "Operation aborted";
 
 /// `Err(Operation aborted)` if the run was cancelled.
 pub(crate) fn check_cancel(ctx: &ToolContext) -> Result<(), String> {
-    if ctx.cancel.is_cancelled() { Err(ABORTED.to_string()) } else { Ok(()) }
+    if ctx.cancel.is_cancelled() {
+        Err(ABORTED.to_string())
+    } else {
+        Ok(())
+    }
 }
 
 /// Optional string argument.
@@ -122,5 +134,9 @@ pub(crate) fn arg_f64(args: &Value, key: &str) -> Option<f64> {
 
 /// A JS-style number text: `5`, not `5.0`.
 pub(crate) fn js_num(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e21 { format!("{}", n as i64) } else { format!("{n}") }
+    if n.fract() == 0.0 && n.abs() < 1e21 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
 }

@@ -4,17 +4,25 @@
 use std::path::{Path, PathBuf};
 
 fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 fn is_unicode_space(c: char) -> bool {
-    matches!(c, '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}')
+    matches!(
+        c,
+        '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}'
+    )
 }
 
 /// `expandPath`: `@` prefix, Unicode spaces, `~`.
 pub fn expand_path(path: &str) -> String {
     let stripped = path.strip_prefix('@').unwrap_or(path);
-    let normalized: String = stripped.chars().map(|c| if is_unicode_space(c) { ' ' } else { c }).collect();
+    let normalized: String = stripped
+        .chars()
+        .map(|c| if is_unicode_space(c) { ' ' } else { c })
+        .collect();
     if normalized == "~" {
         if let Some(h) = home() {
             return h.to_string_lossy().into_owned();
@@ -33,7 +41,11 @@ pub fn expand_path(path: &str) -> String {
 pub fn resolve_to_cwd(path: &str, cwd: &Path) -> PathBuf {
     let expanded = expand_path(path);
     let p = Path::new(&expanded);
-    let joined = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    };
     normalize(&joined)
 }
 
@@ -45,7 +57,9 @@ pub fn resolve_read_path(path: &str, cwd: &Path) -> PathBuf {
         return resolved;
     }
     let s = resolved.to_string_lossy().into_owned();
-    let am_pm = s.replace(" AM.", "\u{202f}AM.").replace(" PM.", "\u{202f}PM.");
+    let am_pm = s
+        .replace(" AM.", "\u{202f}AM.")
+        .replace(" PM.", "\u{202f}PM.");
     let curly = s.replace('\'', "\u{2019}");
     for candidate in [am_pm, curly] {
         let c = PathBuf::from(candidate);
@@ -77,21 +91,6 @@ pub fn display(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resolves_relative_at_and_dots() {
-        let cwd = Path::new("/work/x");
-        assert_eq!(resolve_to_cwd("a/b.txt", cwd), PathBuf::from("/work/x/a/b.txt"));
-        assert_eq!(resolve_to_cwd("@a.txt", cwd), PathBuf::from("/work/x/a.txt"));
-        assert_eq!(resolve_to_cwd("../y/./z", cwd), PathBuf::from("/work/y/z"));
-        assert_eq!(resolve_to_cwd("/abs", cwd), PathBuf::from("/abs"));
-        assert_eq!(expand_path("a\u{a0}b"), "a b");
-    }
-}
-
 /// An I/O error in Node's words: `ENOENT: no such file or directory, open '/x'`.
 pub fn node_error(err: &std::io::Error, syscall: &str, path: &Path) -> String {
     let (code, text) = match err.raw_os_error() {
@@ -108,4 +107,25 @@ pub fn node_error(err: &std::io::Error, syscall: &str, path: &Path) -> String {
         _ => return format!("{err}, {syscall} '{}'", path.display()),
     };
     format!("{code}: {text}, {syscall} '{}'", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_relative_at_and_dots() {
+        let cwd = Path::new("/work/x");
+        assert_eq!(
+            resolve_to_cwd("a/b.txt", cwd),
+            PathBuf::from("/work/x/a/b.txt")
+        );
+        assert_eq!(
+            resolve_to_cwd("@a.txt", cwd),
+            PathBuf::from("/work/x/a.txt")
+        );
+        assert_eq!(resolve_to_cwd("../y/./z", cwd), PathBuf::from("/work/y/z"));
+        assert_eq!(resolve_to_cwd("/abs", cwd), PathBuf::from("/abs"));
+        assert_eq!(expand_path("a\u{a0}b"), "a b");
+    }
 }

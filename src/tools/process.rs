@@ -178,7 +178,10 @@ pub fn run_command(
             dirty = false;
             last_update = Some(Instant::now());
             let snap = out.snapshot();
-            on_chunk(&OutputSnapshot { truncation: &snap, full_output_path: out.file_path() });
+            on_chunk(&OutputSnapshot {
+                truncation: &snap,
+                full_output_path: out.file_path(),
+            });
         }
     }
     // Anything left in the group (background children) dies with the command.
@@ -196,6 +199,7 @@ pub fn run_command(
     Ok(out.into_outcome(exit_code, cancelled, timed_out))
 }
 
+#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
 fn spawn_reader(mut reader: std::io::PipeReader) -> Receiver<Vec<u8>> {
     let (tx, rx) = bounded::<Vec<u8>>(64);
     std::thread::spawn(move || {
@@ -218,7 +222,9 @@ fn spawn_reader(mut reader: std::io::PipeReader) -> Receiver<Vec<u8>> {
 
 /// SIGKILL the child's process group (its pid is the group id), falling back to the child alone.
 fn kill_group(child: &Child) {
-    let Ok(pid) = i32::try_from(child.id()) else { return };
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return;
+    };
     // SAFETY: kill(2) takes plain integers; a stale group id fails with ESRCH and does nothing.
     unsafe {
         if kill(-pid, SIGKILL) != 0 {
@@ -320,7 +326,12 @@ impl OutputBuffer {
         truncate_tail(&self.joined(), DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
     }
 
-    fn into_outcome(mut self, exit_code: Option<i32>, cancelled: bool, timed_out: bool) -> CommandOutcome {
+    fn into_outcome(
+        mut self,
+        exit_code: Option<i32>,
+        cancelled: bool,
+        timed_out: bool,
+    ) -> CommandOutcome {
         let raw_output = self.joined();
         let truncation = truncate_tail(&raw_output, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
         // A truncated result always points at a file holding the whole output.
@@ -376,7 +387,11 @@ fn create_temp_log() -> Option<(PathBuf, File)> {
     let dir = std::env::temp_dir();
     for attempt in 0..8u64 {
         let path = dir.join(format!("pi-bash-{}.log", random_hex(attempt)));
-        if let Ok(f) = std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        if let Ok(f) = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
             return Some((path, f));
         }
     }
@@ -386,13 +401,16 @@ fn create_temp_log() -> Option<(PathBuf, File)> {
 /// 16 hex characters from /dev/urandom (time and pid as a fallback).
 pub(crate) fn random_hex(salt: u64) -> String {
     let mut bytes = [0u8; 8];
-    let ok = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_ok();
+    let ok = File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
     if !ok {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        let mixed = t ^ (u64::from(std::process::id()) << 32) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mixed =
+            t ^ (u64::from(std::process::id()) << 32) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         bytes = mixed.to_le_bytes();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()

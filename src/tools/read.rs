@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::paths::{node_error, resolve_read_path};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head};
-use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output};
+use super::{
+    Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+};
 use crate::message::{Content, ImageContent};
 
 pub struct ReadTool;
@@ -38,19 +40,28 @@ impl Tool for ReadTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, _on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        _on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         let path = arg_str(args, "path").ok_or("Invalid read arguments.")?;
         check_cancel(ctx)?;
         let abs = resolve_read_path(path, &ctx.cwd);
         let mut file = std::fs::File::open(&abs).map_err(|e| node_error(&e, "access", &abs))?;
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| node_error(&e, "read", &abs))?;
+        file.read_to_end(&mut bytes)
+            .map_err(|e| node_error(&e, "read", &abs))?;
         check_cancel(ctx)?;
         if let Some(mime) = image_mime(&bytes) {
             return Ok(ToolOutput {
                 content: vec![
                     Content::text(format!("Read image file [{mime}]")),
-                    Content::Image(ImageContent { data: base64(&bytes), mime_type: mime.to_string() }),
+                    Content::Image(ImageContent {
+                        data: base64(&bytes),
+                        mime_type: mime.to_string(),
+                    }),
                 ],
                 details: None,
             });
@@ -70,11 +81,17 @@ pub fn read_text(text: &str, path: &str, offset: Option<f64>, limit: Option<f64>
     };
     if start >= total {
         let shown = super::js_num(offset.unwrap_or(0.0));
-        return Err(format!("Offset {shown} is beyond end of file ({total} lines total)"));
+        return Err(format!(
+            "Offset {shown} is beyond end of file ({total} lines total)"
+        ));
     }
     let (selected, user_end) = match limit {
         Some(l) => {
-            let l = if l.is_finite() && l > 0.0 { l.floor() as usize } else { 0 };
+            let l = if l.is_finite() && l > 0.0 {
+                l.floor() as usize
+            } else {
+                0
+            };
             let end = start.saturating_add(l).min(total);
             (lines[start..end].join("\n"), Some(end))
         }
@@ -88,7 +105,10 @@ pub fn read_text(text: &str, path: &str, offset: Option<f64>, limit: Option<f64>
             "[Line {first} is {size}, exceeds {} limit. Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]",
             format_size(DEFAULT_MAX_BYTES)
         );
-        return Ok(ToolOutput { content: vec![Content::text(text)], details: Some(json!({"truncation": t.to_json()})) });
+        return Ok(ToolOutput {
+            content: vec![Content::text(text)],
+            details: Some(json!({"truncation": t.to_json()})),
+        });
     }
     if t.truncated {
         let last = first + t.output_lines - 1;
@@ -102,7 +122,10 @@ pub fn read_text(text: &str, path: &str, offset: Option<f64>, limit: Option<f64>
             t.content,
             last + 1
         );
-        return Ok(ToolOutput { content: vec![Content::text(text)], details: Some(json!({"truncation": t.to_json()})) });
+        return Ok(ToolOutput {
+            content: vec![Content::text(text)],
+            details: Some(json!({"truncation": t.to_json()})),
+        });
     }
     if let Some(end) = user_end.filter(|e| *e < total) {
         let remaining = total - end;
@@ -135,12 +158,24 @@ pub fn base64(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if chunk.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if chunk.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if chunk.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
     out
 }

@@ -98,7 +98,11 @@ impl Regex {
     }
 
     fn eq(&self, pat: char, c: char) -> bool {
-        if self.ignore_case { fold(pat) == c } else { pat == c }
+        if self.ignore_case {
+            fold(pat) == c
+        } else {
+            pat == c
+        }
     }
 
     fn in_class(&self, items: &[(char, char)], c: char) -> bool {
@@ -165,7 +169,12 @@ struct Threads {
 
 impl Threads {
     fn new(n: usize) -> Threads {
-        Threads { seen: vec![0; n], generation: 1, dense: Vec::new(), has_match: false }
+        Threads {
+            seen: vec![0; n],
+            generation: 1,
+            dense: Vec::new(),
+            has_match: false,
+        }
     }
     fn clear(&mut self) {
         self.generation += 1;
@@ -197,7 +206,11 @@ impl Parser<'_> {
             self.i += 1;
             branches.push(self.concat()?);
         }
-        Ok(if branches.len() == 1 { branches.pop().unwrap_or(Node::Empty) } else { Node::Alt(branches) })
+        Ok(if branches.len() == 1 {
+            branches.pop().unwrap_or(Node::Empty)
+        } else {
+            Node::Alt(branches)
+        })
     }
 
     fn concat(&mut self) -> Result<Node, String> {
@@ -238,7 +251,9 @@ impl Parser<'_> {
     /// `{n}`, `{n,}`, `{n,m}`; leaves `i` on the closing brace. `None`: a literal `{`.
     fn counted(&mut self) -> Result<Option<(u32, Option<u32>)>, String> {
         let rest: String = self.c[self.i..].iter().collect();
-        let Some(close) = rest.find('}') else { return Ok(None) };
+        let Some(close) = rest.find('}') else {
+            return Ok(None);
+        };
         let body = &rest[1..close];
         let parse = |s: &str| s.trim().parse::<u32>().ok();
         let range = match body.split_once(',') {
@@ -250,7 +265,9 @@ impl Parser<'_> {
                 _ => None,
             },
         };
-        let Some((min, max)) = range else { return Ok(None) };
+        let Some((min, max)) = range else {
+            return Ok(None);
+        };
         if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
             return Err("repetition count too large".to_string());
         }
@@ -319,7 +336,10 @@ impl Parser<'_> {
             'v' => Node::Char('\u{b}'),
             'x' => {
                 let hex: String = if self.peek() == Some('{') {
-                    let s: String = self.c[self.i + 1..].iter().take_while(|c| **c != '}').collect();
+                    let s: String = self.c[self.i + 1..]
+                        .iter()
+                        .take_while(|c| **c != '}')
+                        .collect();
                     self.i += s.chars().count() + 2;
                     s
                 } else {
@@ -330,7 +350,9 @@ impl Parser<'_> {
                 let v = u32::from_str_radix(&hex, 16).map_err(|_| "invalid hex escape")?;
                 Node::Char(char::from_u32(v).ok_or("invalid hex escape")?)
             }
-            c if c.is_ascii_alphanumeric() => return Err(format!("unrecognized escape sequence \\{c}")),
+            c if c.is_ascii_alphanumeric() => {
+                return Err(format!("unrecognized escape sequence \\{c}"));
+            }
             c => Node::Char(c),
         })
     }
@@ -365,7 +387,10 @@ impl Parser<'_> {
                     _ => continue,
                 }
             } else if c == '[' && self.peek() == Some(':') {
-                let name: String = self.c[self.i + 1..].iter().take_while(|c| **c != ':').collect();
+                let name: String = self.c[self.i + 1..]
+                    .iter()
+                    .take_while(|c| **c != ':')
+                    .collect();
                 self.i += name.chars().count() + 3; // ":name:]"
                 items.extend(posix_class(&name).ok_or("invalid POSIX class")?);
                 continue;

@@ -261,6 +261,9 @@ mod tests {
     #[test]
     fn line_cut() {
         assert_eq!(truncate_line("abc", 3), ("abc".to_string(), false));
-        assert_eq!(truncate_line("abcd", 3), ("abc... [truncated]".to_string(), true));
+        assert_eq!(
+            truncate_line("abcd", 3),
+            ("abc... [truncated]".to_string(), true)
+        );
     }
 }

@@ -15,7 +15,10 @@ pub fn validate_args(tool_name: &str, schema: &Value, args: &Value) -> Result<Va
     if errors.is_empty() {
         return Ok(value);
     }
-    let lines: Vec<String> = errors.iter().map(|(path, msg)| format!("  - {path}: {msg}")).collect();
+    let lines: Vec<String> = errors
+        .iter()
+        .map(|(path, msg)| format!("  - {path}: {msg}"))
+        .collect();
     let received = serde_json::to_string_pretty(args).unwrap_or_else(|_| "null".to_string());
     Err(format!(
         "Validation failed for tool \"{tool_name}\":\n{}\n\nReceived arguments:\n{received}",
@@ -48,7 +51,10 @@ fn check(schema: &Value, value: &mut Value, path: &str, errors: &mut Errors) {
             match names.iter().find_map(|t| coerce(value, t)) {
                 Some(coerced) => *value = coerced,
                 None => {
-                    errors.push((report_path(path, None), format!("must be {}", names.join(","))));
+                    errors.push((
+                        report_path(path, None),
+                        format!("must be {}", names.join(",")),
+                    ));
                     return;
                 }
             }
@@ -64,7 +70,10 @@ fn check(schema: &Value, value: &mut Value, path: &str, errors: &mut Errors) {
     }
     if let Some(expected) = schema.get("const") {
         if expected != value {
-            errors.push((report_path(path, None), "must be equal to constant".to_string()));
+            errors.push((
+                report_path(path, None),
+                "must be equal to constant".to_string(),
+            ));
         }
     }
     match value {
@@ -82,7 +91,12 @@ fn check(schema: &Value, value: &mut Value, path: &str, errors: &mut Errors) {
     }
 }
 
-fn check_object(schema: &Map<String, Value>, obj: &mut Map<String, Value>, path: &str, errors: &mut Errors) {
+fn check_object(
+    schema: &Map<String, Value>,
+    obj: &mut Map<String, Value>,
+    path: &str,
+    errors: &mut Errors,
+) {
     if let Some(Value::Array(required)) = schema.get("required") {
         for name in required.iter().filter_map(Value::as_str) {
             if !obj.contains_key(name) {
@@ -107,7 +121,12 @@ fn check_object(schema: &Map<String, Value>, obj: &mut Map<String, Value>, path:
     if let Some(props) = props {
         for (name, prop_schema) in props {
             if let Some(v) = obj.get_mut(name) {
-                check(prop_schema, v, &format!("{path}/{}", escape_pointer(name)), errors);
+                check(
+                    prop_schema,
+                    v,
+                    &format!("{path}/{}", escape_pointer(name)),
+                    errors,
+                );
             }
         }
     }
@@ -117,12 +136,18 @@ fn check_string(schema: &Map<String, Value>, s: &str, path: &str, errors: &mut E
     let len = s.encode_utf16().count() as u64;
     if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
         if len > max {
-            errors.push((report_path(path, None), format!("must NOT have more than {max} characters")));
+            errors.push((
+                report_path(path, None),
+                format!("must NOT have more than {max} characters"),
+            ));
         }
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
         if len < min {
-            errors.push((report_path(path, None), format!("must NOT have fewer than {min} characters")));
+            errors.push((
+                report_path(path, None),
+                format!("must NOT have fewer than {min} characters"),
+            ));
         }
     }
 }
@@ -193,7 +218,10 @@ fn parse_js_number(s: &str) -> Option<f64> {
     }
     let n = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).ok()? as f64
-    } else if t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')) {
+    } else if t
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
+    {
         t.parse::<f64>().ok()?
     } else {
         return None;
@@ -228,9 +256,11 @@ mod tests {
 
     #[test]
     fn coerces_scalars() {
-        let out = validate_args("read", &read_schema(), &json!({"path": 5, "offset": "10"})).unwrap();
+        let out =
+            validate_args("read", &read_schema(), &json!({"path": 5, "offset": "10"})).unwrap();
         assert_eq!(out, json!({"path": "5", "offset": 10}));
-        let schema = json!({"type":"object","properties":{"b":{"type":"boolean"},"i":{"type":"integer"}}});
+        let schema =
+            json!({"type":"object","properties":{"b":{"type":"boolean"},"i":{"type":"integer"}}});
         let out = validate_args("t", &schema, &json!({"b": "true", "i": "7"})).unwrap();
         assert_eq!(out, json!({"b": true, "i": 7}));
         assert!(validate_args("t", &schema, &json!({"i": "7.5"})).is_err());
@@ -255,7 +285,8 @@ mod tests {
         assert!(err.starts_with(
             "Validation failed for tool \"edit\":\n  - edits/0: must have required property 'newText'\n  - edits/0: must NOT have additional properties\n  - edits/0/oldText: must be string\n\nReceived arguments:\n{\n  \"edits\": ["
         ), "{err}");
-        let err = validate_args("read", &read_schema(), &json!({"path":"a","limit":"x"})).unwrap_err();
+        let err =
+            validate_args("read", &read_schema(), &json!({"path":"a","limit":"x"})).unwrap_err();
         assert!(err.contains("  - limit: must be number\n"));
         let err = validate_args("read", &read_schema(), &json!(null)).unwrap_err();
         assert!(err.contains("  - root: must be object\n\nReceived arguments:\nnull"));

@@ -31,7 +31,12 @@ impl Tool for WriteTool {
         })
     }
 
-    fn execute(&self, args: &Value, ctx: &ToolContext, _on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult {
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        _on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult {
         let path = arg_str(args, "path").ok_or("Invalid write arguments.")?;
         let content = arg_str(args, "content").ok_or("Invalid write arguments.")?;
         check_cancel(ctx)?;
@@ -44,6 +49,8 @@ impl Tool for WriteTool {
         check_cancel(ctx)?;
         // The reference reports the JavaScript string length (UTF-16 units).
         let units = content.encode_utf16().count();
-        Ok(text_output(format!("Successfully wrote {units} bytes to {path}")))
+        Ok(text_output(format!(
+            "Successfully wrote {units} bytes to {path}"
+        )))
     }
 }
