@@ -589,3 +589,55 @@ fn rpc_runner_sanitises_and_reports_totals() {
     );
     assert_eq!(o.full_output_path, None);
 }
+
+#[test]
+fn rpc_runner_cancel_result() {
+    use pith::tools::process::{CommandSpec, run_command};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut src, token) = cancel_pair();
+    let cwd = dir.path().to_path_buf();
+    let handle = std::thread::spawn(move || {
+        let spec = CommandSpec {
+            command: "sleep 20",
+            cwd: &cwd,
+            shell_path: None,
+            prefix: None,
+            cancel: &token,
+            timeout: None,
+            sanitize: true,
+        };
+        run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    src.cancel();
+    let o = handle.join().unwrap();
+    assert_eq!(
+        o.rpc_result(),
+        json!({"output": "", "cancelled": true, "truncated": false})
+    );
+    let cancel = CancelToken::never();
+    let spec = CommandSpec {
+        command: "echo from-rpc-bash; echo to-stderr >&2",
+        cwd: dir.path(),
+        shell_path: None,
+        prefix: None,
+        cancel: &cancel,
+        timeout: None,
+        sanitize: true,
+    };
+    let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
+    assert_eq!(
+        serde_json::to_string(&o.rpc_result()).unwrap(),
+        r#"{"output":"from-rpc-bash\nto-stderr\n","exitCode":0,"cancelled":false,"truncated":false}"#
+    );
+}
+
+#[test]
+fn read_directory_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    assert_eq!(
+        run("read", json!({"path": "d"}), &ctx(dir.path())).unwrap_err(),
+        "EISDIR: illegal operation on a directory, read"
+    );
+}

@@ -106,6 +106,10 @@ pub fn node_error(err: &std::io::Error, syscall: &str, path: &Path) -> String {
         Some(40) => ("ELOOP", "too many symbolic links encountered"),
         _ => return format!("{err}, {syscall} '{}'", path.display()),
     };
+    if syscall == "read" {
+        // Node names no path for errors on an open descriptor.
+        return format!("{code}: {text}, read");
+    }
     format!("{code}: {text}, {syscall} '{}'", path.display())
 }
 

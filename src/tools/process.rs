@@ -71,6 +71,31 @@ pub struct CommandOutcome {
     pub last_line_bytes: usize,
 }
 
+impl CommandOutcome {
+    /// The RPC `bash` response `data` (BashResult): `output` (the tail when truncated),
+    /// `exitCode` (omitted when killed by a signal), `cancelled`, `truncated`, `fullOutputPath`
+    /// (whenever a temp file exists).
+    pub fn rpc_result(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("output".into(), self.output.clone().into());
+        if let Some(code) = self.exit_code {
+            m.insert("exitCode".into(), code.into());
+        }
+        m.insert(
+            "cancelled".into(),
+            (self.cancelled || self.timed_out).into(),
+        );
+        m.insert("truncated".into(), self.truncated.into());
+        if let Some(p) = &self.full_output_path {
+            m.insert(
+                "fullOutputPath".into(),
+                p.to_string_lossy().into_owned().into(),
+            );
+        }
+        serde_json::Value::Object(m)
+    }
+}
+
 /// A view of the output so far, given to `on_chunk` after new output arrived.
 pub struct OutputSnapshot<'a> {
     pub truncation: &'a Truncation,
@@ -190,6 +215,14 @@ pub fn run_command(
     // Pick up what was already read before the kill.
     while let Ok(data) = chunks.try_recv() {
         out.push(&data);
+        dirty = true;
+    }
+    if dirty {
+        let snap = out.snapshot();
+        on_chunk(&OutputSnapshot {
+            truncation: &snap,
+            full_output_path: out.file_path(),
+        });
     }
     out.finish();
     let exit_code = status.code();
