@@ -349,6 +349,8 @@ fn grep_formats_matches() {
         out,
         "a.rs:1: fn main() {}\nsrc/lib.rs:1: pub fn lib() {}\nsrc/lib.rs:2: // fn comment"
     );
+    let out = ok_text(run("grep", json!({"pattern": "fn", "glob": "!src"}), &c));
+    assert_eq!(out, "a.rs:1: fn main() {}\nkeep.log:1: fn kept");
     let out = run("grep", json!({"pattern": "fn", "limit": 1}), &c).unwrap();
     assert_eq!(
         text(&out),

@@ -262,11 +262,26 @@ impl GlobFilter {
     }
 
     fn accepts(&self, rel: &str) -> bool {
+        if self.negated {
+            // An excluding glob also excludes everything below a matching directory.
+            return !ancestors_and_self(rel).any(|p| self.matches(p));
+        }
+        self.matches(rel)
+    }
+
+    fn matches(&self, rel: &str) -> bool {
         let subject = if self.whole_path {
             rel
         } else {
             rel.rsplit('/').next().unwrap_or(rel)
         };
-        self.glob.is_match(subject) != self.negated
+        self.glob.is_match(subject)
     }
+}
+
+/// `a`, `a/b`, `a/b/c.rs` for `a/b/c.rs`.
+fn ancestors_and_self(rel: &str) -> impl Iterator<Item = &str> {
+    rel.match_indices('/')
+        .map(move |(i, _)| &rel[..i])
+        .chain(std::iter::once(rel))
 }
