@@ -578,6 +578,7 @@ fn rpc_runner_sanitises_and_reports_totals() {
         cancel: &cancel,
         timeout: None,
         sanitize: true,
+        path_prepend: None,
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(o.output, "red\nerr\n");
@@ -607,6 +608,7 @@ fn rpc_runner_cancel_result() {
             cancel: &token,
             timeout: None,
             sanitize: true,
+            path_prepend: None,
         };
         run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap()
     });
@@ -626,6 +628,7 @@ fn rpc_runner_cancel_result() {
         cancel: &cancel,
         timeout: None,
         sanitize: true,
+        path_prepend: None,
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(
@@ -642,4 +645,24 @@ fn read_directory_error() {
         run("read", json!({"path": "d"}), &ctx(dir.path())).unwrap_err(),
         "EISDIR: illegal operation on a directory, read"
     );
+}
+
+#[test]
+fn rpc_runner_prepends_path() {
+    use pith::tools::process::{CommandSpec, run_command};
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = CancelToken::never();
+    let bin = Path::new("/opt/pith-test-bin");
+    let spec = CommandSpec {
+        command: "echo \"$PATH\"",
+        cwd: dir.path(),
+        shell_path: None,
+        prefix: None,
+        cancel: &cancel,
+        timeout: None,
+        sanitize: true,
+        path_prepend: Some(bin),
+    };
+    let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
+    assert!(o.output.starts_with("/opt/pith-test-bin:"), "{}", o.output);
 }

@@ -68,6 +68,7 @@ impl Tool for BashTool {
             cancel: &ctx.cancel,
             timeout: timeout.map(Duration::from_secs_f64),
             sanitize: false,
+            path_prepend: None,
         };
         let outcome = run_command(&spec, UPDATE_THROTTLE, &mut |snap| {
             let mut details = Map::new();

@@ -46,6 +46,9 @@ pub struct CommandSpec<'a> {
     pub timeout: Option<Duration>,
     /// RPC `bash`: strip ANSI escapes and control characters (spec 13). The tool keeps raw text.
     pub sanitize: bool,
+    /// A directory put in front of `PATH` unless already there (the reference's
+    /// `<agentDir>/bin`).
+    pub path_prepend: Option<&'a Path>,
 }
 
 /// How a command ended, with its (tail-truncated) output.
@@ -149,6 +152,9 @@ pub fn run_command(
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
+    if let Some(dir) = spec.path_prepend {
+        cmd.env("PATH", prepend_path(dir));
+    }
     let spawned = cmd.spawn();
     drop(cmd); // closes our copies of the write end, so EOF means "all writers gone"
     let mut child = spawned.map_err(|e| e.to_string())?;
@@ -233,6 +239,17 @@ pub fn run_command(
 }
 
 #[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
+/// `PATH` with `dir` in front (unchanged if it is already listed).
+fn prepend_path(dir: &Path) -> std::ffi::OsString {
+    let current = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&current).any(|p| p == dir) {
+        return current;
+    }
+    let mut all = vec![dir.to_path_buf()];
+    all.extend(std::env::split_paths(&current));
+    std::env::join_paths(all).unwrap_or(current)
+}
+
 fn spawn_reader(mut reader: std::io::PipeReader) -> Receiver<Vec<u8>> {
     let (tx, rx) = bounded::<Vec<u8>>(64);
     std::thread::spawn(move || {
