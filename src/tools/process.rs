@@ -238,7 +238,6 @@ pub fn run_command(
     Ok(out.into_outcome(exit_code, cancelled, timed_out))
 }
 
-#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
 /// `PATH` with `dir` in front (unchanged if it is already listed).
 fn prepend_path(dir: &Path) -> std::ffi::OsString {
     let current = std::env::var_os("PATH").unwrap_or_default();
@@ -250,6 +249,7 @@ fn prepend_path(dir: &Path) -> std::ffi::OsString {
     std::env::join_paths(all).unwrap_or(current)
 }
 
+#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
 fn spawn_reader(mut reader: std::io::PipeReader) -> Receiver<Vec<u8>> {
     let (tx, rx) = bounded::<Vec<u8>>(64);
     std::thread::spawn(move || {
