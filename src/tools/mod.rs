@@ -63,3 +63,95 @@ pub fn builtin_tool(_name: &str) -> Option<Box<dyn Tool>> {
 pub fn prepare_and_validate(_tool: &dyn Tool, args: &Value) -> Result<Value, String> {
     Ok(args.clone())
 }
+
+pub mod bash;
+pub mod edit;
+pub mod find;
+pub mod grep;
+pub mod ignore;
+pub mod ls;
+pub mod paths;
+pub mod process;
+pub mod read;
+pub mod regex;
+pub mod truncate;
+pub mod validate;
+pub mod write;
+
+/// Tools the reference enables when `--tools` is not given, in its order.
+pub const DEFAULT_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
+/// Every built-in tool, in the reference's order.
+pub const ALL_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/// The built-in tools with these names, in the order given (unknown names are skipped).
+pub fn builtin_tools(names: &[&str]) -> Vec<Box<dyn Tool>> {
+    names.iter().filter_map(|n| builtin_tool(n)).collect()
+}
+
+/// One built-in tool by name.
+pub fn builtin_tool(name: &str) -> Option<Box<dyn Tool>> {
+    Some(match name {
+        "read" => Box::new(read::ReadTool),
+        "bash" => Box::new(bash::BashTool),
+        "edit" => Box::new(edit::EditTool),
+        "write" => Box::new(write::WriteTool),
+        "grep" => Box::new(grep::GrepTool),
+        "find" => Box::new(find::FindTool),
+        "ls" => Box::new(ls::LsTool),
+        _ => return None,
+    })
+}
+
+/// The reference's argument preparation before validation: `edit` accepts the legacy
+/// `{oldText,newText}` form and `edits` sent as a JSON string. Other tools pass through.
+pub fn prepare_arguments(tool_name: &str, args: &Value) -> Value {
+    match tool_name {
+        "edit" => edit::prepare_edit_arguments(args),
+        _ => args.clone(),
+    }
+}
+
+/// Prepare, then validate `args` against `tool`'s schema (the machine's one call per tool call).
+pub fn prepare_and_validate(tool: &dyn Tool, args: &Value) -> Result<Value, String> {
+    let prepared = prepare_arguments(tool.name(), args);
+    validate::validate_args(tool.name(), &tool.parameters(), &prepared)
+}
+
+/// A result with one text block and no details.
+pub(crate) fn text_output(text: impl Into<String>) -> ToolOutput {
+    ToolOutput {
+        content: vec![Content::text(text)],
+        details: None,
+    }
+}
+
+/// The error every file tool gives when the run was aborted.
+pub(crate) const ABORTED: &str = "Operation aborted";
+
+/// `Err(Operation aborted)` if the run was cancelled.
+pub(crate) fn check_cancel(ctx: &ToolContext) -> Result<(), String> {
+    if ctx.cancel.is_cancelled() {
+        Err(ABORTED.to_string())
+    } else {
+        Ok(())
+    }
+}
+
+/// Optional string argument.
+pub(crate) fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// Optional numeric argument (validation already coerced numeric strings).
+pub(crate) fn arg_f64(args: &Value, key: &str) -> Option<f64> {
+    args.get(key).and_then(Value::as_f64)
+}
+
+/// A JS-style number text: `5`, not `5.0`.
+pub(crate) fn js_num(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e21 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
