@@ -16,14 +16,22 @@ pub fn now_ms() -> u64 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TextContent {
     pub text: String,
-    #[serde(rename = "textSignature", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "textSignature",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub text_signature: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ThinkingContent {
     pub thinking: String,
-    #[serde(rename = "thinkingSignature", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "thinkingSignature",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub thinking_signature: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redacted: Option<bool>,
@@ -42,7 +50,11 @@ pub struct ToolCall {
     pub name: String,
     /// Raw arguments as the model produced them (an object; `{}` when unparsable).
     pub arguments: Value,
-    #[serde(rename = "thoughtSignature", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "thoughtSignature",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub thought_signature: Option<String>,
 }
 
@@ -62,7 +74,10 @@ pub enum Content {
 
 impl Content {
     pub fn text(s: impl Into<String>) -> Content {
-        Content::Text(TextContent { text: s.into(), text_signature: None })
+        Content::Text(TextContent {
+            text: s.into(),
+            text_signature: None,
+        })
     }
 }
 
@@ -161,9 +176,17 @@ pub struct AssistantMessage {
     #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
     pub timestamp: u64,
-    #[serde(rename = "responseId", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "responseId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub response_id: Option<String>,
-    #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "errorMessage",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub error_message: Option<String>,
 }
 
@@ -220,10 +243,18 @@ pub struct BashExecutionMessage {
     pub exit_code: Option<i32>,
     pub cancelled: bool,
     pub truncated: bool,
-    #[serde(rename = "fullOutputPath", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "fullOutputPath",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub full_output_path: Option<String>,
     pub timestamp: u64,
-    #[serde(rename = "excludeFromContext", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "excludeFromContext",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub exclude_from_context: Option<bool>,
 }
 
@@ -287,7 +318,9 @@ pub enum LlmMessage {
 }
 
 /// Thinking (reasoning) effort. `Off` means no reasoning parameters are sent.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     #[default]
@@ -343,11 +376,16 @@ mod tests {
 
     #[test]
     fn user_content_accepts_string_and_blocks() {
-        let a: AgentMessage = serde_json::from_str(r#"{"role":"user","content":"x","timestamp":5}"#).unwrap();
-        let b: AgentMessage =
-            serde_json::from_str(r#"{"role":"user","content":[{"type":"text","text":"x"}],"timestamp":5}"#).unwrap();
+        let a: AgentMessage =
+            serde_json::from_str(r#"{"role":"user","content":"x","timestamp":5}"#).unwrap();
+        let b: AgentMessage = serde_json::from_str(
+            r#"{"role":"user","content":[{"type":"text","text":"x"}],"timestamp":5}"#,
+        )
+        .unwrap();
         match (a, b) {
-            (AgentMessage::User(a), AgentMessage::User(b)) => assert_eq!(a.content.joined_text(), b.content.joined_text()),
+            (AgentMessage::User(a), AgentMessage::User(b)) => {
+                assert_eq!(a.content.joined_text(), b.content.joined_text())
+            }
             _ => panic!("wrong role"),
         }
     }

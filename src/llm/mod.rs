@@ -7,7 +7,17 @@
 //! calling [`stream::StreamHandle::cancel`]; events that arrive after that are ignored by the
 //! machine (generation counter).
 
+pub mod anthropic;
+pub mod cost;
+pub mod faux;
+pub mod google;
+pub mod http;
 pub mod models;
+pub mod openai_completions;
+pub mod openai_responses;
+pub mod sse;
+pub mod stream;
+pub mod transform;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -112,6 +122,8 @@ pub struct LlmRequest {
     /// Overrides `model.max_tokens` (e.g. the compaction summary request).
     pub max_tokens: Option<u64>,
     pub timeouts: Timeouts,
+    /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
+    pub faux_script: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -136,22 +148,60 @@ impl Default for Timeouts {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StreamEvent {
     /// The stream started; `partial` is the empty message (model info, timestamp).
-    Start { partial: AssistantMessage },
-    TextStart { index: usize },
-    TextDelta { index: usize, delta: String },
-    TextEnd { index: usize, content: String, signature: Option<String> },
-    ThinkingStart { index: usize },
-    ThinkingDelta { index: usize, delta: String },
-    ThinkingEnd { index: usize, content: String, signature: Option<String> },
-    ToolCallStart { index: usize, id: String, name: String },
+    Start {
+        partial: AssistantMessage,
+    },
+    TextStart {
+        index: usize,
+    },
+    TextDelta {
+        index: usize,
+        delta: String,
+    },
+    TextEnd {
+        index: usize,
+        content: String,
+        signature: Option<String>,
+    },
+    ThinkingStart {
+        index: usize,
+    },
+    ThinkingDelta {
+        index: usize,
+        delta: String,
+    },
+    ThinkingEnd {
+        index: usize,
+        content: String,
+        signature: Option<String>,
+    },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
     /// A raw fragment of the arguments JSON.
-    ToolCallDelta { index: usize, delta: String },
-    ToolCallEnd { index: usize, tool_call: ToolCall },
+    ToolCallDelta {
+        index: usize,
+        delta: String,
+    },
+    ToolCallEnd {
+        index: usize,
+        tool_call: ToolCall,
+    },
     /// Usage / response id known so far (no `message_update` is emitted for this).
-    Meta { usage: Usage, response_id: Option<String> },
+    Meta {
+        usage: Usage,
+        response_id: Option<String>,
+    },
     /// Final message, `stopReason` stop | length | toolUse.
-    Done { message: AssistantMessage },
+    Done {
+        message: AssistantMessage,
+    },
     /// Final message, `stopReason` error | aborted, with `errorMessage`. `retry_after_ms` carries a
     /// provider's `retry-after` hint when the failure was an HTTP error that gave one.
-    Error { message: AssistantMessage, retry_after_ms: Option<u64> },
+    Error {
+        message: AssistantMessage,
+        retry_after_ms: Option<u64>,
+    },
 }

@@ -41,5 +41,10 @@ pub trait Tool: Send + Sync {
     /// JSON schema of the arguments.
     fn parameters(&self) -> Value;
     /// Run the tool. `args` have passed validation (with the reference's coercions).
-    fn execute(&self, args: &Value, ctx: &ToolContext, on_update: &mut dyn FnMut(ToolOutput)) -> ToolResult;
+    fn execute(
+        &self,
+        args: &Value,
+        ctx: &ToolContext,
+        on_update: &mut dyn FnMut(ToolOutput),
+    ) -> ToolResult;
 }
