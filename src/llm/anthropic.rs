@@ -191,7 +191,12 @@ pub fn build_body(req: &LlmRequest) -> Value {
                     "input_schema": {"type": "object", "properties": props, "required": required},
                 })
             })
-            .collect();
+            .collect::<Vec<Value>>();
+        let mut tools = tools;
+        // The reference also marks the end of the tool list as a cache breakpoint.
+        if let Some(Value::Object(last)) = tools.last_mut() {
+            last.insert("cache_control".into(), cc.clone());
+        }
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(t) = thinking {

@@ -286,7 +286,7 @@ fn start_io(
     extra: Option<(String, String)>,
 ) -> Receiver<Io> {
     let (tx, rx) = bounded::<Io>(8);
-    let agent = http::agent(&req.timeouts);
+    let timeouts = req.timeouts;
     let url = prepared.url.clone();
     let mut headers = prepared.headers.clone();
     if let Some(h) = extra {
@@ -295,6 +295,8 @@ fn start_io(
     let spawned = std::thread::Builder::new()
         .name("llm-io".into())
         .spawn(move || {
+            // Built here: creating the TLS config takes a moment the stream thread should not wait.
+            let agent = http::agent(&timeouts);
             io_thread(&agent, &url, &headers, body, &tx);
         });
     if let Err(e) = spawned {
