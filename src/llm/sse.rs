@@ -192,15 +192,9 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => self.event = Some(value.into_owned()),
-            b"id" => {
-                if !value.contains('\0') {
-                    self.id = Some(value.into_owned());
-                }
-            }
-            b"retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    self.retry = value.parse().ok();
-                }
+            b"id" if !value.contains('\0') => self.id = Some(value.into_owned()),
+            b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
             }
             _ => {}
         }

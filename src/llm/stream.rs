@@ -372,10 +372,7 @@ fn wait_io(rx: &Receiver<Io>, token: &CancelToken, timeout: Duration) -> Wait<Io
 
 /// Sleep `d` unless cancelled first; returns false when cancelled.
 fn sleep_cancellable(token: &CancelToken, d: Duration) -> bool {
-    match token.receiver().recv_timeout(d) {
-        Err(RecvTimeoutError::Timeout) => true,
-        _ => false,
-    }
+    matches!(token.receiver().recv_timeout(d), Err(RecvTimeoutError::Timeout))
 }
 
 fn run_http(
@@ -518,16 +515,11 @@ fn stream_body(
 
 fn read_error_body(rx: &Receiver<Io>, token: &CancelToken, stall: Duration) -> String {
     let mut body = Vec::new();
-    loop {
-        match wait_io(rx, token, stall) {
-            Wait::Got(Io::Chunk(c)) => {
-                let room = MAX_ERROR_BODY.saturating_sub(body.len());
-                body.extend_from_slice(&c[..c.len().min(room)]);
-                if room == 0 {
-                    break;
-                }
-            }
-            _ => break,
+    while let Wait::Got(Io::Chunk(c)) = wait_io(rx, token, stall) {
+        let room = MAX_ERROR_BODY.saturating_sub(body.len());
+        body.extend_from_slice(&c[..c.len().min(room)]);
+        if room == 0 {
+            break;
         }
     }
     String::from_utf8_lossy(&body).into_owned()
@@ -548,7 +540,7 @@ pub fn retry_after_ms(headers: &[(String, String)]) -> Option<u64> {
         }
     }
     let secs = header(headers, "retry-after")?.trim().parse::<f64>().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0) as u64)
+    (secs.is_finite() && secs >= 0.0).then_some((secs * 1000.0) as u64)
 }
 
 /// The Stainless SDK backoff: the server's hint when within 0..60 s, else 0.5 s · 2ⁿ capped at
