@@ -832,3 +832,160 @@ fn faux_script_turns() {
     let ev = collect(req);
     assert_eq!(error_of(&ev).0, "boom");
 }
+
+// ------------------------------------------------------------------------------------------------
+// OpenAI Responses and Google
+
+#[test]
+fn openai_responses_stream() {
+    let srv = FakeLlm::start(vec![
+        Reply::sse(fixture("openai/responses_tool.sse")).chunked(9, Duration::ZERO),
+    ]);
+    let mut m = openai_model(&srv.base_url());
+    m.api = "openai-responses".into();
+    m.reasoning = true;
+    let ev = collect(request(m, vec![user("list")]));
+    let msg = final_message(&ev);
+    assert_eq!(msg.stop_reason, StopReason::ToolUse);
+    assert!(
+        matches!(&msg.content[0], Content::Thinking(t) if t.thinking == "Think\n\n"
+        && t.thinking_signature.as_deref().is_some_and(|s| s.contains("\"encrypted_content\":\"enc\"")))
+    );
+    assert_eq!(
+        msg.content[1],
+        Content::Text(TextContent {
+            text: "Hi 😀".into(),
+            text_signature: Some(r#"{"v":1,"id":"msg_1"}"#.into())
+        })
+    );
+    let call = msg.tool_calls().next().expect("tool call");
+    assert_eq!(
+        (call.id.as_str(), &call.arguments),
+        ("call_1|fc_1", &json!({"command":"ls"}))
+    );
+    assert_eq!(
+        (
+            msg.usage.input,
+            msg.usage.output,
+            msg.usage.cache_read,
+            msg.usage.total_tokens
+        ),
+        (70, 20, 30, 120)
+    );
+    assert_eq!(msg.response_id.as_deref(), Some("resp_1"));
+    let reqs = srv.requests();
+    assert_eq!(reqs[0].path, "/v1/responses");
+    let body: Value = serde_json::from_str(&reqs[0].body).expect("json");
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort":"medium","summary":"auto"})
+    );
+    assert_eq!(
+        body["input"][0],
+        json!({"role":"developer","content":"You are a test."})
+    );
+    assert_eq!(
+        body["input"][1],
+        json!({"role":"user","content":[{"type":"input_text","text":"list"}]})
+    );
+}
+
+#[test]
+fn google_stream() {
+    let srv = FakeLlm::start(vec![
+        Reply::sse(fixture("openai/google_tool.sse")).chunked(4, Duration::ZERO),
+    ]);
+    let mut m = openai_model(&srv.base_url());
+    m.api = "google-generative-ai".into();
+    m.base_url = format!("{}/v1beta", srv.base_url());
+    let ev = collect(request(m, vec![user("list")]));
+    let msg = final_message(&ev);
+    assert_eq!(msg.stop_reason, StopReason::ToolUse);
+    assert!(matches!(&msg.content[0], Content::Thinking(t) if t.thinking == "Hmm"));
+    assert_eq!(msg.content[1], Content::text("Hello world"));
+    let call = msg.tool_calls().next().expect("tool call");
+    assert_eq!(
+        (call.name.as_str(), &call.arguments),
+        ("bash", &json!({"command":"ls"}))
+    );
+    assert!(call.id.starts_with("bash_"));
+    assert_eq!(
+        (msg.usage.input, msg.usage.output, msg.usage.total_tokens),
+        (10, 7, 17)
+    );
+    let reqs = srv.requests();
+    assert_eq!(
+        reqs[0].path,
+        "/v1beta/models/fake-oai-model:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(reqs[0].header("x-goog-api-key"), Some("sk-test-key"));
+    let body: Value = serde_json::from_str(&reqs[0].body).expect("json");
+    assert_eq!(
+        body["contents"],
+        json!([{"role":"user","parts":[{"text":"list"}]}])
+    );
+    assert_eq!(
+        body["systemInstruction"],
+        json!({"parts":[{"text":"You are a test."}]})
+    );
+}
+
+#[test]
+fn faux_cancel_is_prompt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("script.jsonl");
+    std::fs::write(
+        &path,
+        "{\"text\":\"a long answer that takes a while\",\"delayMs\":200}\n",
+    )
+    .expect("write");
+    let mut req = request(faux_model(), vec![user("go")]);
+    req.faux_script = Some(path);
+    let (mut h, rx) = start(req);
+    loop {
+        if let StreamEvent::TextDelta { .. } =
+            rx.recv_timeout(Duration::from_secs(5)).expect("event")
+        {
+            break;
+        }
+    }
+    let t = Instant::now();
+    h.cancel();
+    let last = loop {
+        let ev = rx.recv_timeout(Duration::from_secs(2)).expect("event");
+        if matches!(ev, StreamEvent::Done { .. } | StreamEvent::Error { .. }) {
+            break ev;
+        }
+    };
+    assert!(t.elapsed() < Duration::from_millis(100));
+    let StreamEvent::Error { message, .. } = last else {
+        panic!("expected Error")
+    };
+    assert_eq!(
+        (message.stop_reason, message.text().as_str()),
+        (StopReason::Aborted, "a long a")
+    );
+}
+
+#[test]
+fn receiver_gone_stops_the_thread() {
+    let srv = FakeLlm::start(vec![
+        Reply::sse(fixture("anthropic/text.sse")).chunked(40, Duration::from_millis(20)),
+    ]);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let h = stream::spawn(
+        request(anthropic_model(&srv.base_url()), vec![user("u")]),
+        Box::new(move |ev| {
+            let _ = tx.send(ev);
+            false
+        }),
+    );
+    let t = Instant::now();
+    h.join();
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        rx.try_iter().count(),
+        1,
+        "nothing is emitted after the sink refuses"
+    );
+}

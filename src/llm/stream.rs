@@ -372,7 +372,10 @@ fn wait_io(rx: &Receiver<Io>, token: &CancelToken, timeout: Duration) -> Wait<Io
 
 /// Sleep `d` unless cancelled first; returns false when cancelled.
 fn sleep_cancellable(token: &CancelToken, d: Duration) -> bool {
-    matches!(token.receiver().recv_timeout(d), Err(RecvTimeoutError::Timeout))
+    matches!(
+        token.receiver().recv_timeout(d),
+        Err(RecvTimeoutError::Timeout)
+    )
 }
 
 fn run_http(
