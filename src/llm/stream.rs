@@ -766,6 +766,14 @@ impl Builder {
             return;
         }
         self.finished = true;
+        // Tool calls still streaming keep what their arguments parse to so far.
+        for (i, raw) in self.args.iter().enumerate() {
+            if !raw.is_empty() {
+                if let Some(Content::ToolCall(tc)) = self.msg.content.get_mut(i) {
+                    tc.arguments = parse_partial_json(raw);
+                }
+            }
+        }
         self.msg.stop_reason = if aborted {
             StopReason::Aborted
         } else {
@@ -785,6 +793,86 @@ pub fn parse_args(raw: &str) -> Value {
         return Value::Object(Default::default());
     }
     serde_json::from_str(raw).unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+/// Best-effort parse of possibly incomplete JSON (a tool call's arguments mid-stream): closes
+/// open strings and containers, dropping a trailing incomplete key or token; `{}` when nothing
+/// usable remains. One pass over the input plus at most three parse attempts.
+pub fn parse_partial_json(s: &str) -> Value {
+    let empty = || Value::Object(Default::default());
+    if s.trim().is_empty() {
+        return empty();
+    }
+    if let Ok(v) = serde_json::from_str(s) {
+        return v;
+    }
+    let bytes = s.as_bytes();
+    let mut stack: Vec<u8> = Vec::new();
+    let mut in_string = false;
+    let mut escape = false;
+    let mut string_is_key = false;
+    let mut expect_key = false;
+    let mut last_safe: Option<(usize, Vec<u8>)> = None;
+    for (i, &c) in bytes.iter().enumerate() {
+        if in_string {
+            if escape {
+                escape = false;
+            } else if c == b'\\' {
+                escape = true;
+            } else if c == b'"' {
+                in_string = false;
+                if !string_is_key {
+                    last_safe = Some((i + 1, stack.clone()));
+                }
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_string = true;
+                string_is_key = stack.last() == Some(&b'{') && expect_key;
+            }
+            b'{' | b'[' => {
+                stack.push(c);
+                expect_key = c == b'{';
+                last_safe = Some((i + 1, stack.clone()));
+            }
+            b'}' | b']' => {
+                stack.pop();
+                expect_key = false;
+                last_safe = Some((i + 1, stack.clone()));
+            }
+            b',' => {
+                last_safe = Some((i, stack.clone()));
+                expect_key = stack.last() == Some(&b'{');
+            }
+            b':' => expect_key = false,
+            _ => {}
+        }
+    }
+    let closers = |stack: &[u8]| -> String {
+        stack
+            .iter()
+            .rev()
+            .map(|&c| if c == b'{' { '}' } else { ']' })
+            .collect()
+    };
+    let mut candidates = Vec::with_capacity(3);
+    if in_string && !string_is_key {
+        let cut = if escape { &s[..s.len() - 1] } else { s };
+        candidates.push(format!("{cut}\"{}", closers(&stack)));
+    }
+    if !in_string {
+        candidates.push(format!("{s}{}", closers(&stack)));
+    }
+    if let Some((pos, st)) = last_safe {
+        candidates.push(format!("{}{}", &s[..pos], closers(&st)));
+    }
+    candidates
+        .iter()
+        .find_map(|c| serde_json::from_str::<Value>(c).ok())
+        .filter(|v| v.is_object() || v.is_array())
+        .unwrap_or_else(empty)
 }
 
 /// Default `max_tokens` of an agent request (spec 8).
@@ -827,6 +915,29 @@ mod tests {
             stainless_message(502, or, true),
             "502 Provider returned error\nboom"
         );
+    }
+
+    #[test]
+    fn partial_json() {
+        use serde_json::json;
+        assert_eq!(parse_partial_json(""), json!({}));
+        assert_eq!(
+            parse_partial_json(r#"{"command":"ec"#),
+            json!({"command": "ec"})
+        );
+        assert_eq!(parse_partial_json(r#"{"comm"#), json!({}));
+        assert_eq!(parse_partial_json(r#"{"a":1,"b"#), json!({"a": 1}));
+        assert_eq!(parse_partial_json(r#"{"a":[1,2"#), json!({"a": [1, 2]}));
+        assert_eq!(parse_partial_json(r#"{"a":"x\"#), json!({"a": "x"}));
+        assert_eq!(
+            parse_partial_json(r#"{"a":{"b":"c"},"d":"#),
+            json!({"a": {"b": "c"}})
+        );
+        assert_eq!(
+            parse_partial_json(r#"{"a":"q\"uote"#),
+            json!({"a": "q\"uote"})
+        );
+        assert_eq!(parse_partial_json("not json"), json!({}));
     }
 
     #[test]
