@@ -75,7 +75,6 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         ),
         ("x-stainless-lang".into(), "js".into()),
         ("x-stainless-timeout".into(), "600".into()),
-        ("x-stainless-helper-method".into(), "stream".into()),
     ];
     if !betas.is_empty() {
         h.push(("anthropic-beta".into(), betas.join(",")));
