@@ -989,3 +989,30 @@ fn receiver_gone_stops_the_thread() {
         "nothing is emitted after the sink refuses"
     );
 }
+
+#[test]
+fn non_sse_success_body_is_an_error() {
+    let srv = FakeLlm::start(vec![Reply::sse(r#"{"error":{"message":"quota"}}"#)]);
+    let ev = collect(request(openai_model(&srv.base_url()), vec![user("u")]));
+    assert_eq!(
+        error_of(&ev).0,
+        r#"Unexpected response from provider: {"error":{"message":"quota"}}"#
+    );
+}
+
+#[test]
+fn disconnect_inside_tool_call_keeps_partial_arguments() {
+    let body = fixture("anthropic/tool.sse");
+    let cut = body.find("and\\\":\\\"ec").expect("second fragment") + 40;
+    let srv = FakeLlm::start(vec![
+        Reply::sse(body).chunked(1, Duration::ZERO).cut_after(cut),
+    ]);
+    let ev = collect(request(anthropic_model(&srv.base_url()), vec![user("u")]));
+    assert_eq!(error_of(&ev).0, "terminated");
+    let call = final_message(&ev)
+        .tool_calls()
+        .next()
+        .cloned()
+        .expect("tool call");
+    assert_eq!(call.arguments, json!({"command": "ec"}));
+}

@@ -40,6 +40,8 @@ pub const TIMED_OUT: &str = "Request timed out.";
 
 /// Largest error body we keep for an `errorMessage`.
 const MAX_ERROR_BODY: usize = 1024 * 1024;
+/// How much of a non-SSE success body is quoted in the error.
+const PREVIEW_BYTES: usize = 4096;
 /// Read size of the I/O thread.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -479,11 +481,20 @@ fn stream_body(
     let mut events: Vec<SseEvent> = Vec::new();
     let mut out: Vec<StreamEvent> = Vec::new();
     let stall = req.timeouts.stall;
+    // The start of a body that turns out not to be SSE (a JSON error sent with status 200).
+    let mut preview: Vec<u8> = Vec::new();
+    let mut saw_event = false;
     loop {
         match wait_io(rx, token, stall) {
             Wait::Got(Io::Chunk(bytes)) => {
                 if let Err(e) = parser.feed(&bytes, &mut events) {
                     b.fail(e.to_string(), false, None, &mut out);
+                }
+                saw_event |= !events.is_empty();
+                if !saw_event && preview.len() < PREVIEW_BYTES {
+                    preview.extend_from_slice(
+                        &bytes[..bytes.len().min(PREVIEW_BYTES - preview.len())],
+                    );
                 }
                 for ev in events.drain(..) {
                     if b.finished {
@@ -494,7 +505,17 @@ fn stream_body(
             }
             Wait::Got(Io::End) => {
                 parser.finish();
-                decoder.end(b, &mut out);
+                let text = String::from_utf8_lossy(&preview);
+                if !saw_event && !text.trim().is_empty() {
+                    b.fail(
+                        format!("Unexpected response from provider: {}", text.trim()),
+                        false,
+                        None,
+                        &mut out,
+                    );
+                } else {
+                    decoder.end(b, &mut out);
+                }
             }
             Wait::Got(Io::Failed(_)) | Wait::Got(Io::Response { .. }) | Wait::Closed => {
                 b.fail(TERMINATED.into(), false, None, &mut out);
