@@ -417,6 +417,11 @@ fn run_http(
             }
             Wait::Got(Io::Response { status, headers }) => {
                 let text = read_error_body(&rx, token, req.timeouts.stall);
+                if token.is_cancelled() {
+                    b.fail(ABORTED_BEFORE_RESPONSE.into(), true, None, &mut out);
+                    em.emit_all(&mut out);
+                    return;
+                }
                 let retry_after = retry_after_ms(&headers);
                 let should = header(&headers, "x-should-retry");
                 let retryable = match should {
