@@ -325,7 +325,12 @@ impl Machine {
                 let m = AgentMessage::Assistant(p);
                 self.emit(&Frame::MessageStart { message: &m });
             }
-            StreamEvent::Done { message } | StreamEvent::Error { message, .. } => {
+            StreamEvent::Done { message } | StreamEvent::Error { message, retry_after_ms: None } => {
+                let started = partial.is_some();
+                self.finish_assistant(message, !started);
+            }
+            StreamEvent::Error { message, retry_after_ms } => {
+                self.last_retry_after = retry_after_ms;
                 let started = partial.is_some();
                 self.finish_assistant(message, !started);
             }
@@ -373,6 +378,7 @@ impl Machine {
         let AgentMessage::Assistant(a) = &m else {
             return;
         };
+        self.retry_message_end(a);
         if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
             self.emit(&Frame::TurnEnd {
                 message: &m,
@@ -653,7 +659,11 @@ impl Machine {
             let line = crate::rpc::response::success(id.as_ref(), "abort", None);
             self.send(line);
         }
-        self.after_run();
+        let last = run.new_messages.iter().rev().find_map(|m| match m {
+            AgentMessage::Assistant(a) => Some(a.clone()),
+            _ => None,
+        });
+        self.after_run(last, run.aborting);
     }
 
     /// Abort the current run; the response is sent once the run has ended.

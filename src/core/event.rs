@@ -27,6 +27,8 @@ pub enum Worker {
         index: usize,
         event: ToolEvent,
     },
+    /// The auto-retry delay number `id` is over.
+    RetryDue { id: u64 },
 }
 
 #[derive(Debug)]

@@ -16,7 +16,7 @@ use crate::core::queues::{Queue, Queued};
 use crate::io::stdin::Input;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
-use crate::message::{AgentMessage, ThinkingLevel, UserContent, UserMessage, now_ms};
+use crate::message::{AgentMessage, AssistantMessage, StopReason, ThinkingLevel, UserContent, UserMessage, now_ms};
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };
@@ -109,6 +109,13 @@ pub struct Machine {
 
     /// The agent run in progress, if any.
     pub(crate) run: Option<Run>,
+    /// Consecutive failed attempts of the current auto-retry sequence.
+    pub(crate) retry_attempt: u32,
+    /// A scheduled retry: timer id and its cancel handle.
+    pub(crate) retry_wait: Option<(u64, crate::cancel::CancelSource)>,
+    pub(crate) retry_seq: u64,
+    /// `retry-after` of the last provider error.
+    pub(crate) last_retry_after: Option<u64>,
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>)>,
     /// Generation of the latest LLM stream (late events of older ones are ignored).
@@ -142,6 +149,10 @@ impl Machine {
             session: s.session,
             messages,
             run: None,
+            retry_attempt: 0,
+            retry_wait: None,
+            retry_seq: 0,
+            last_retry_after: None,
             pending_prompt: None,
             generation: 0,
             batch: 0,
@@ -225,13 +236,14 @@ impl Machine {
             Event::Control(Control::Signal(sig)) => return Some(self.shutdown_on_signal(sig)),
             Event::Worker(Worker::Llm { generation, event }) => self.on_llm_event(generation, event),
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
+            Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
         }
         None
     }
 
     /// No run, retry, compaction or bash command in flight.
-    fn is_idle(&self) -> bool {
-        self.run.is_none()
+    pub(crate) fn is_idle(&self) -> bool {
+        self.run.is_none() && self.retry_wait.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
@@ -336,7 +348,7 @@ impl Machine {
             Command::Prompt {
                 input,
                 streaming_behavior,
-            } => self.cmd_prompt(input, streaming_behavior, id),
+            } => self.cmd_prompt(input, streaming_behavior, id, "prompt"),
             Command::Steer(input) => {
                 self.enqueue(input, StreamingBehavior::Steer);
                 Ok(None)
@@ -346,7 +358,20 @@ impl Machine {
                 Ok(None)
             }
             Command::Abort => {
+                if self.cancel_retry() {
+                    self.send(response::success(id, "abort", None));
+                    self.settle();
+                    return Err(DEFERRED.to_string());
+                }
                 if self.abort_run(id.cloned()) {
+                    return Err(DEFERRED.to_string());
+                }
+                Ok(None)
+            }
+            Command::AbortRetry => {
+                if self.cancel_retry() {
+                    self.send(response::success(id, "abort_retry", None));
+                    self.settle();
                     return Err(DEFERRED.to_string());
                 }
                 Ok(None)
@@ -360,7 +385,7 @@ impl Machine {
                     self.pending_prompt = Some((input, id.cloned()));
                     return Err(DEFERRED.to_string());
                 }
-                self.cmd_prompt(input, None, id)
+                self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
             Command::GetState => Ok(Some(self.state_json())),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
@@ -483,8 +508,9 @@ impl Machine {
         input: UserInput,
         behavior: Option<StreamingBehavior>,
         id: Option<&Value>,
+        command: &str,
     ) -> Reply {
-        if self.run.is_some() {
+        if self.run.is_some() || self.retry_wait.is_some() {
             let Some(b) = behavior else {
                 return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
@@ -501,7 +527,7 @@ impl Machine {
             ));
         }
         // Answer first (the reference's order), then the run's events.
-        self.send(response::success(id, "prompt", None));
+        self.send(response::success(id, command, None));
         let message = AgentMessage::User(UserMessage {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
@@ -583,9 +609,9 @@ impl Machine {
 
     /// What follows the end of a run: auto-retry and compaction hooks (issue 6), a deferred
     /// `abort_and_prompt`, then `agent_settled`.
-    pub(crate) fn after_run(&mut self) {
+    pub(crate) fn after_run(&mut self, last: Option<AssistantMessage>, aborted: bool) {
         if let Some((input, id)) = self.pending_prompt.take() {
-            let reply = self.cmd_prompt(input, None, id.as_ref());
+            let reply = self.cmd_prompt(input, None, id.as_ref(), "abort_and_prompt");
             match reply {
                 Err(e) if e == DEFERRED => {}
                 Err(e) => self.send(response::error(id.as_ref(), Some("abort_and_prompt"), &e)),
@@ -595,7 +621,91 @@ impl Machine {
                 return;
             }
         }
-        self.emit(&Frame::AgentSettled);
+        if let Some(a) = &last {
+            if !aborted && self.maybe_schedule_retry(a) {
+                return;
+            }
+        }
+        self.settle();
+    }
+
+    /// `agent_settled` when nothing is running or scheduled.
+    pub(crate) fn settle(&mut self) {
+        if self.is_idle() {
+            self.emit(&Frame::AgentSettled);
+        }
+    }
+
+    // ---- auto-retry ---------------------------------------------------------------------------
+
+    /// After a run that ended with an error: schedule a retry (true) or give up.
+    fn maybe_schedule_retry(&mut self, a: &AssistantMessage) -> bool {
+        let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else { return false };
+        if a.stop_reason != StopReason::Error || !self.auto_retry || !crate::retry::is_transient(err) {
+            return false;
+        }
+        let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
+        if crate::compaction::is_context_overflow(a, window) {
+            return false;
+        }
+        self.retry_attempt += 1;
+        let max = self.settings.retry_max_retries();
+        if self.retry_attempt > max {
+            let attempt = self.retry_attempt - 1;
+            self.retry_attempt = 0;
+            self.emit(&Frame::AutoRetryEnd { success: false, attempt, final_error: Some(err) });
+            return false;
+        }
+        let delay = crate::retry::delay_ms(
+            self.settings.retry_base_delay_ms(),
+            self.retry_attempt,
+            self.last_retry_after.take(),
+            self.settings.retry_max_delay_ms(),
+        );
+        self.emit(&Frame::AutoRetryStart {
+            attempt: self.retry_attempt,
+            max_attempts: max,
+            delay_ms: delay,
+            error_message: err,
+        });
+        // The failed message leaves the context (it stays in the session file).
+        if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
+            self.messages.pop();
+        }
+        self.retry_seq += 1;
+        let cancel = crate::retry::start_timer(
+            self.retry_seq,
+            std::time::Duration::from_millis(delay),
+            self.worker_tx.clone(),
+        );
+        self.retry_wait = Some((self.retry_seq, cancel));
+        true
+    }
+
+    /// The first non-error assistant message after retries ends them successfully.
+    pub(crate) fn retry_message_end(&mut self, a: &AssistantMessage) {
+        if a.stop_reason != StopReason::Error && self.retry_attempt > 0 {
+            let attempt = self.retry_attempt;
+            self.retry_attempt = 0;
+            self.emit(&Frame::AutoRetryEnd { success: true, attempt, final_error: None });
+        }
+    }
+
+    fn on_retry_due(&mut self, id: u64) {
+        if self.retry_wait.as_ref().is_some_and(|(i, _)| *i == id) {
+            self.retry_wait = None;
+            self.start_run(Vec::new());
+        }
+    }
+
+    /// `abort` / `abort_retry` while waiting: cancel the timer. True if a retry was pending.
+    fn cancel_retry(&mut self) -> bool {
+        let Some((_, mut cancel)) = self.retry_wait.take() else { return false };
+        cancel.cancel();
+        let attempt = self.retry_attempt;
+        self.retry_attempt = 0;
+        self.emit(&Frame::AutoRetryEnd { success: false, attempt, final_error: Some(crate::retry::RETRY_CANCELLED) });
+        true
     }
 
     // ---- models and thinking ------------------------------------------------------------------

@@ -7,8 +7,17 @@
 //! calling [`stream::StreamHandle::cancel`]; events that arrive after that are ignored by the
 //! machine (generation counter).
 
+pub mod anthropic;
+pub mod cost;
+pub mod faux;
+pub mod google;
+pub mod http;
 pub mod models;
+pub mod openai_completions;
+pub mod openai_responses;
+pub mod sse;
 pub mod stream;
+pub mod transform;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -113,7 +122,7 @@ pub struct LlmRequest {
     /// Overrides `model.max_tokens` (e.g. the compaction summary request).
     pub max_tokens: Option<u64>,
     pub timeouts: Timeouts,
-    /// Script of the offline `faux` provider (`--faux-script`).
+    /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
 }
 

@@ -49,21 +49,6 @@ pub trait Tool: Send + Sync {
     ) -> ToolResult;
 }
 
-/// Tools the reference enables when `--tools` is not given, in its order.
-pub const DEFAULT_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
-/// Every built-in tool, in the reference's order.
-pub const ALL_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
-
-/// One built-in tool by name. (Placeholder until the tools land.)
-pub fn builtin_tool(_name: &str) -> Option<Box<dyn Tool>> {
-    None
-}
-
-/// Prepare, then validate `args` against `tool`'s schema. (Placeholder until the tools land.)
-pub fn prepare_and_validate(_tool: &dyn Tool, args: &Value) -> Result<Value, String> {
-    Ok(args.clone())
-}
-
 pub mod bash;
 pub mod edit;
 pub mod find;

@@ -1,0 +1,150 @@
+//! The blocking HTTP client used by the streaming threads: one ureq 3 agent over rustls.
+//!
+//! Non-2xx responses are returned like any other (their bodies carry the provider's error text,
+//! which ends up verbatim in `errorMessage`). Proxies come from `HTTPS_PROXY`/`HTTP_PROXY`/
+//! `ALL_PROXY` with `NO_PROXY` (ureq reads them). `SSL_CERT_FILE` / `SSL_CERT_DIR` replace the
+//! bundled Mozilla roots with the PEM certificates found there (corporate MITM proxies).
+//! Every transport read is bounded (`timeout_per_read`), so a thread blocked on a dead
+//! connection always wakes up eventually; the streaming layer applies the exact stall timeout.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::llm::Timeouts;
+
+/// A response whose body has not been read yet.
+pub struct HttpResponse {
+    pub status: u16,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: Box<dyn Read + Send>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why no response was obtained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpError {
+    /// DNS, TCP connect, TLS or proxy failure: the reference reports `Connection error.`.
+    Connect(String),
+    /// No response within the allowed time.
+    Timeout(String),
+    /// Anything else (bad URL, invalid header, protocol error).
+    Other(String),
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HttpError::Connect(m) | HttpError::Timeout(m) | HttpError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Build an agent for one request's timeouts. Building is cheap next to a TLS handshake, and a
+/// fresh agent per request keeps streams independent (no shared pool to poison).
+pub fn agent(timeouts: &Timeouts) -> ureq::Agent {
+    let mut builder = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(timeouts.connect))
+        // Bounds each socket read of headers and body. The stream layer enforces the stall
+        // timeout itself; this only guarantees the reading thread cannot block forever.
+        .timeout_per_read(Some(timeouts.stall + Duration::from_secs(1)))
+        .max_redirects(0)
+        .user_agent(ureq::config::AutoHeaderValue::None);
+    if let Some(roots) = custom_roots() {
+        builder = builder.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+    }
+    ureq::Agent::new_with_config(builder.build())
+}
+
+/// POST `body` (already serialised JSON) with `headers`.
+pub fn post_json(
+    agent: &ureq::Agent,
+    url: &str,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Result<HttpResponse, HttpError> {
+    let mut req = agent.post(url);
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let resp = req.send(body).map_err(classify)?;
+    let status = resp.status().as_u16();
+    let headers = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = resp.into_body().into_reader();
+    Ok(HttpResponse {
+        status,
+        headers,
+        body: Box::new(body),
+    })
+}
+
+fn classify(e: ureq::Error) -> HttpError {
+    match &e {
+        ureq::Error::Timeout(_) => HttpError::Timeout(e.to_string()),
+        ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Io(_)
+        | ureq::Error::Tls(_) => HttpError::Connect(e.to_string()),
+        _ => HttpError::Other(e.to_string()),
+    }
+}
+
+/// Root certificates from `SSL_CERT_FILE` / `SSL_CERT_DIR`, if either is set and yields any.
+fn custom_roots() -> Option<ureq::tls::RootCerts> {
+    let mut certs = Vec::new();
+    if let Some(file) = std::env::var_os("SSL_CERT_FILE") {
+        load_pem_file(Path::new(&file), &mut certs);
+    }
+    if let Some(dir) = std::env::var_os("SSL_CERT_DIR") {
+        for d in std::env::split_paths(&dir) {
+            if let Ok(entries) = std::fs::read_dir(&d) {
+                for entry in entries.flatten() {
+                    load_pem_file(&entry.path(), &mut certs);
+                }
+            }
+        }
+    }
+    if certs.is_empty() {
+        None
+    } else {
+        Some(ureq::tls::RootCerts::new_with_certs(&certs))
+    }
+}
+
+fn load_pem_file(path: &Path, out: &mut Vec<ureq::tls::Certificate<'static>>) {
+    // Certificate bundles are small; refuse anything absurd.
+    const MAX: u64 = 16 * 1024 * 1024;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if !meta.is_file() || meta.len() > MAX {
+        return;
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return;
+    };
+    for item in ureq::tls::parse_pem(&bytes).flatten() {
+        if let ureq::tls::PemItem::Certificate(c) = item {
+            out.push(c);
+        }
+    }
+}

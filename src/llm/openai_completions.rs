@@ -1,0 +1,545 @@
+//! OpenAI Chat Completions (`openai-completions`, spec 8.2; also most OpenAI-compatible servers):
+//! request body with the compat flags of models.json (auto-detected when unset), and the decoder
+//! of the `data: {chunk}` / `data: [DONE]` stream.
+
+use serde_json::{Map, Value, json};
+
+use crate::llm::sse::SseEvent;
+use crate::llm::stream::{self, Builder, Prepared};
+use crate::llm::transform::{sanitize_id, transform_messages};
+use crate::llm::{LlmRequest, Model, StreamEvent};
+use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+
+/// Effective compatibility flags (models.json `compat`, else auto-detected).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compat {
+    pub supports_store: bool,
+    pub supports_developer_role: bool,
+    pub supports_reasoning_effort: bool,
+    pub supports_usage_in_streaming: bool,
+    pub supports_strict_mode: bool,
+    pub max_tokens_field: String,
+    pub requires_tool_result_name: bool,
+    pub requires_assistant_after_tool_result: bool,
+    pub requires_thinking_as_text: bool,
+    pub thinking_format: String,
+    pub reasoning_effort_map: Map<String, Value>,
+    pub supports_xhigh: bool,
+}
+
+pub fn compat(model: &Model) -> Compat {
+    let url = model.base_url.as_str();
+    let p = model.provider.as_str();
+    let non_standard = ["cerebras", "xai", "opencode", "zai"].contains(&p)
+        || [
+            "cerebras.ai",
+            "api.x.ai",
+            "chutes.ai",
+            "deepseek.com",
+            "api.z.ai",
+            "opencode.ai",
+        ]
+        .iter()
+        .any(|h| url.contains(h));
+    let is_zai = p == "zai" || url.contains("api.z.ai");
+    let is_xai = p == "xai" || url.contains("api.x.ai");
+    let mut effort_map = Map::new();
+    if p == "groq" && model.id == "qwen/qwen3-32b" {
+        for l in ["minimal", "low", "medium", "high", "xhigh"] {
+            effort_map.insert(l.into(), json!("default"));
+        }
+    }
+    let mut c = Compat {
+        supports_store: !non_standard,
+        supports_developer_role: !non_standard,
+        supports_reasoning_effort: !(is_xai || is_zai),
+        supports_usage_in_streaming: true,
+        supports_strict_mode: true,
+        max_tokens_field: if url.contains("chutes.ai") {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        }
+        .into(),
+        requires_tool_result_name: false,
+        requires_assistant_after_tool_result: false,
+        requires_thinking_as_text: false,
+        thinking_format: if is_zai { "zai" } else { "openai" }.into(),
+        reasoning_effort_map: effort_map,
+        supports_xhigh: model.supports_xhigh(),
+    };
+    if let Some(m) = &model.compat {
+        let flag = |k: &str, d: bool| m.get(k).and_then(Value::as_bool).unwrap_or(d);
+        c.supports_store = flag("supportsStore", c.supports_store);
+        c.supports_developer_role = flag("supportsDeveloperRole", c.supports_developer_role);
+        c.supports_reasoning_effort = flag("supportsReasoningEffort", c.supports_reasoning_effort);
+        c.supports_usage_in_streaming =
+            flag("supportsUsageInStreaming", c.supports_usage_in_streaming);
+        c.supports_strict_mode = flag("supportsStrictMode", c.supports_strict_mode);
+        c.requires_tool_result_name = flag("requiresToolResultName", c.requires_tool_result_name);
+        c.requires_assistant_after_tool_result = flag(
+            "requiresAssistantAfterToolResult",
+            c.requires_assistant_after_tool_result,
+        );
+        c.requires_thinking_as_text = flag("requiresThinkingAsText", c.requires_thinking_as_text);
+        if let Some(s) = m.get("maxTokensField").and_then(Value::as_str) {
+            c.max_tokens_field = s.into();
+        }
+        if let Some(s) = m.get("thinkingFormat").and_then(Value::as_str) {
+            c.thinking_format = s.into();
+        }
+        if let Some(Value::Object(map)) = m.get("reasoningEffortMap") {
+            c.reasoning_effort_map = map.clone();
+        }
+    }
+    c
+}
+
+pub fn prepare(req: &LlmRequest) -> Prepared {
+    let base = req.model.base_url.trim_end_matches('/');
+    let mut h: Vec<(String, String)> = vec![
+        ("accept".into(), "application/json".into()),
+        ("content-type".into(), "application/json".into()),
+        ("user-agent".into(), "OpenAI/JS 6.26.0".into()),
+        ("x-stainless-lang".into(), "js".into()),
+    ];
+    if let Some(k) = &req.api_key {
+        h.push(("authorization".into(), format!("Bearer {k}")));
+    }
+    crate::llm::anthropic::merge_model_headers(&mut h, &req.model);
+    Prepared {
+        url: format!("{base}/chat/completions"),
+        headers: h,
+        body: build_body(req),
+    }
+}
+
+pub fn normalize_id(id: &str) -> String {
+    let head = id.split('|').next().unwrap_or(id);
+    sanitize_id(head, 40)
+}
+
+pub fn build_body(req: &LlmRequest) -> Value {
+    let model = &req.model;
+    let c = compat(model);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    let messages = convert_messages(req, &c);
+    let history_has_tools = req.messages.iter().any(|m| match m {
+        LlmMessage::ToolResult(_) => true,
+        LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
+        LlmMessage::User(_) => false,
+    });
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), json!(true));
+    if c.supports_usage_in_streaming {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if c.supports_store {
+        body.insert("store".into(), json!(false));
+    }
+    body.insert(
+        c.max_tokens_field.clone(),
+        json!(stream::default_max_tokens(req)),
+    );
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| {
+                let mut f = Map::new();
+                f.insert("name".into(), json!(t.name));
+                f.insert("description".into(), json!(t.description));
+                f.insert("parameters".into(), t.parameters.clone());
+                if c.supports_strict_mode {
+                    f.insert("strict".into(), json!(false));
+                }
+                json!({"type": "function", "function": f})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    } else if history_has_tools {
+        body.insert("tools".into(), json!([]));
+    }
+    let on = req.thinking != ThinkingLevel::Off;
+    match c.thinking_format.as_str() {
+        "zai" | "qwen" => {
+            body.insert("enable_thinking".into(), json!(on));
+        }
+        "qwen-chat-template" => {
+            body.insert(
+                "chat_template_kwargs".into(),
+                json!({"enable_thinking": on}),
+            );
+        }
+        _ => {
+            if on && model.reasoning && c.supports_reasoning_effort {
+                let level = if req.thinking == ThinkingLevel::Xhigh && !c.supports_xhigh {
+                    ThinkingLevel::High
+                } else {
+                    req.thinking
+                };
+                let effort = c
+                    .reasoning_effort_map
+                    .get(level.as_str())
+                    .cloned()
+                    .unwrap_or_else(|| json!(level.as_str()));
+                body.insert("reasoning_effort".into(), effort);
+            }
+        }
+    }
+    Value::Object(body)
+}
+
+fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
+    let model = &req.model;
+    let images_ok = model.input.iter().any(|i| i == "image");
+    let mut out = Vec::new();
+    if !req.system_prompt.is_empty() {
+        let role = if model.reasoning && c.supports_developer_role {
+            "developer"
+        } else {
+            "system"
+        };
+        out.push(json!({"role": role, "content": req.system_prompt}));
+    }
+    let msgs = transform_messages(&req.messages, model, Some(&normalize_id));
+    let mut last_was_tool = false;
+    let mut i = 0;
+    while i < msgs.len() {
+        match &msgs[i] {
+            LlmMessage::User(u) => {
+                if last_was_tool && c.requires_assistant_after_tool_result {
+                    out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
+                }
+                match &u.content {
+                    UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
+                    UserContent::Blocks(blocks) => {
+                        let parts: Vec<Value> = blocks
+                            .iter()
+                            .filter_map(|b| match b {
+                                Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                                Content::Image(img) if images_ok => Some(json!({
+                                    "type": "image_url",
+                                    "image_url": {"url": format!("data:{};base64,{}", img.mime_type, img.data)},
+                                })),
+                                _ => None,
+                            })
+                            .collect();
+                        if !parts.is_empty() {
+                            out.push(json!({"role": "user", "content": parts}));
+                        }
+                    }
+                }
+                last_was_tool = false;
+            }
+            LlmMessage::Assistant(a) => {
+                let mut m = Map::new();
+                m.insert("role".into(), json!("assistant"));
+                let mut text: String = a
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Content::Text(t) if !t.text.trim().is_empty() => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let thinking: Vec<(&str, Option<&str>)> = a
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Content::Thinking(t) if !t.thinking.trim().is_empty() => {
+                            Some((t.thinking.as_str(), t.thinking_signature.as_deref()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let mut reasoning_field = None;
+                if !thinking.is_empty() {
+                    let joined = thinking
+                        .iter()
+                        .map(|(t, _)| *t)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if c.requires_thinking_as_text {
+                        text = format!("{joined}{text}");
+                    } else if let Some(field) = thinking[0].1.filter(|f| {
+                        ["reasoning_content", "reasoning", "reasoning_text"].contains(f)
+                    }) {
+                        reasoning_field = Some((field.to_string(), joined));
+                    }
+                }
+                let tool_calls: Vec<Value> = a
+                    .tool_calls()
+                    .map(|tc| {
+                        json!({"id": tc.id, "type": "function",
+                               "function": {"name": tc.name, "arguments": tc.arguments.to_string()}})
+                    })
+                    .collect();
+                if text.is_empty() && tool_calls.is_empty() && reasoning_field.is_none() {
+                    i += 1;
+                    continue;
+                }
+                if text.is_empty() {
+                    m.insert(
+                        "content".into(),
+                        if c.requires_assistant_after_tool_result {
+                            json!("")
+                        } else {
+                            Value::Null
+                        },
+                    );
+                } else {
+                    m.insert("content".into(), json!(text));
+                }
+                if let Some((field, joined)) = reasoning_field {
+                    m.insert(field, json!(joined));
+                }
+                if !tool_calls.is_empty() {
+                    m.insert("tool_calls".into(), Value::Array(tool_calls));
+                }
+                out.push(Value::Object(m));
+                last_was_tool = false;
+            }
+            LlmMessage::ToolResult(r) => {
+                let text: Vec<&str> = r
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Content::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let text = if text.is_empty() {
+                    "(see attached image)".to_string()
+                } else {
+                    text.join("\n")
+                };
+                let mut m = Map::new();
+                m.insert("role".into(), json!("tool"));
+                m.insert("content".into(), json!(text));
+                m.insert("tool_call_id".into(), json!(r.tool_call_id));
+                if c.requires_tool_result_name {
+                    m.insert("name".into(), json!(r.tool_name));
+                }
+                out.push(Value::Object(m));
+                let images: Vec<Value> = r
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Content::Image(img) if images_ok => Some(json!({
+                            "type": "image_url",
+                            "image_url": {"url": format!("data:{};base64,{}", img.mime_type, img.data)},
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                if !images.is_empty() {
+                    let mut parts = vec![
+                        json!({"type": "text", "text": "Attached image(s) from tool result:"}),
+                    ];
+                    parts.extend(images);
+                    out.push(json!({"role": "user", "content": parts}));
+                }
+                last_was_tool = true;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Thinking,
+    Tool,
+}
+
+#[derive(Default)]
+pub struct Decoder {
+    current: Option<(Kind, usize)>,
+    current_tool_id: Option<String>,
+    finish: Option<StopReason>,
+}
+
+impl Decoder {
+    pub fn new(_req: &LlmRequest) -> Decoder {
+        Decoder::default()
+    }
+
+    fn switch(&mut self, kind: Kind, b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
+        if let Some((k, i)) = self.current {
+            if k == kind {
+                return i;
+            }
+            b.end_block(i, out);
+        }
+        let i = match kind {
+            Kind::Text => b.start_text(out),
+            Kind::Thinking => b.start_thinking(out),
+            Kind::Tool => unreachable_tool(b, out),
+        };
+        self.current = Some((kind, i));
+        i
+    }
+
+    fn close(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if let Some((_, i)) = self.current.take() {
+            b.end_block(i, out);
+        }
+    }
+
+    fn complete(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        self.close(b, out);
+        b.start(out);
+        b.finish(self.finish.unwrap_or(StopReason::Stop), out);
+    }
+}
+
+/// Tool blocks are opened by `tool_delta` with their id and name; never through `switch`.
+fn unreachable_tool(b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
+    b.start_tool("", "", out)
+}
+
+fn map_finish(r: &str) -> Result<StopReason, String> {
+    match r {
+        "stop" | "end" => Ok(StopReason::Stop),
+        "length" => Ok(StopReason::Length),
+        "tool_calls" | "function_call" => Ok(StopReason::ToolUse),
+        "content_filter" => Ok(StopReason::Error),
+        other => Err(format!("Unhandled stop reason: {other}")),
+    }
+}
+
+impl stream::Decoder for Decoder {
+    fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if ev.data == "[DONE]" {
+            self.complete(b, out);
+            return;
+        }
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                b.fail(
+                    format!("Could not parse SSE event data: {e}"),
+                    false,
+                    None,
+                    out,
+                );
+                return;
+            }
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            let msg = match err.get("message") {
+                Some(Value::String(m)) => m.clone(),
+                _ => err.to_string(),
+            };
+            b.fail(msg, false, None, out);
+            return;
+        }
+        if b.msg.response_id.is_none() {
+            b.msg.response_id = v.get("id").and_then(Value::as_str).map(str::to_string);
+        }
+        b.start(out);
+        let choice = v.get("choices").and_then(|c| c.get(0));
+        let usage = v
+            .get("usage")
+            .filter(|u| u.is_object())
+            .or_else(|| choice.and_then(|c| c.get("usage")));
+        if let Some(u) = usage.filter(|u| u.is_object()) {
+            let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            let cached = n("/prompt_tokens_details/cached_tokens");
+            let input = n("/prompt_tokens").saturating_sub(cached);
+            let output = n("/completion_tokens") + n("/completion_tokens_details/reasoning_tokens");
+            let usage = Usage {
+                input,
+                output,
+                cache_read: cached,
+                cache_write: 0,
+                total_tokens: input + output + cached,
+                ..Default::default()
+            };
+            b.set_usage(usage, out);
+        }
+        let Some(choice) = choice else { return };
+        if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+            match map_finish(r) {
+                Ok(s) => self.finish = Some(s),
+                Err(e) => {
+                    b.fail(e, false, None, out);
+                    return;
+                }
+            }
+        }
+        let Some(delta) = choice.get("delta") else {
+            return;
+        };
+        if let Some(t) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            let i = self.switch(Kind::Text, b, out);
+            b.delta(i, t, out);
+        }
+        for field in ["reasoning_content", "reasoning", "reasoning_text"] {
+            if let Some(t) = delta
+                .get(field)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                let i = self.switch(Kind::Thinking, b, out);
+                if let Some(Content::Thinking(th)) = b.block_mut(i) {
+                    th.thinking_signature
+                        .get_or_insert_with(|| field.to_string());
+                }
+                b.delta(i, t, out);
+                break;
+            }
+        }
+        if let Some(Value::Array(calls)) = delta.get("tool_calls") {
+            for call in calls {
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty());
+                let is_new = match (self.current, id) {
+                    (Some((Kind::Tool, _)), Some(id)) => {
+                        self.current_tool_id.as_deref() != Some(id)
+                    }
+                    (Some((Kind::Tool, _)), None) => false,
+                    _ => true,
+                };
+                if is_new {
+                    self.close(b, out);
+                    let name = call
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    let i = b.start_tool(id.unwrap_or(""), name, out);
+                    self.current = Some((Kind::Tool, i));
+                    self.current_tool_id = id.map(str::to_string);
+                }
+                if let Some((Kind::Tool, i)) = self.current {
+                    if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
+                    {
+                        if !args.is_empty() {
+                            b.delta(i, args, out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if self.finish.is_some() {
+            self.complete(b, out);
+        } else {
+            b.fail(stream::TERMINATED.into(), false, None, out);
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! OpenAI Responses API (`openai-responses`, spec 8.3): request body (`input` items) and the
+//! decoder of the typed `response.*` event stream.
+
+use serde_json::{Map, Value, json};
+
+use crate::llm::sse::SseEvent;
+use crate::llm::stream::{self, Builder, Prepared};
+use crate::llm::transform::{is_same_model, transform_messages};
+use crate::llm::{LlmRequest, StreamEvent};
+use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+
+pub fn prepare(req: &LlmRequest) -> Prepared {
+    let base = req.model.base_url.trim_end_matches('/');
+    let mut h: Vec<(String, String)> = vec![
+        ("accept".into(), "application/json".into()),
+        ("content-type".into(), "application/json".into()),
+        ("user-agent".into(), "OpenAI/JS 6.26.0".into()),
+        ("x-stainless-lang".into(), "js".into()),
+    ];
+    if let Some(k) = &req.api_key {
+        h.push(("authorization".into(), format!("Bearer {k}")));
+    }
+    crate::llm::anthropic::merge_model_headers(&mut h, &req.model);
+    Prepared {
+        url: format!("{base}/responses"),
+        headers: h,
+        body: build_body(req),
+    }
+}
+
+pub fn build_body(req: &LlmRequest) -> Value {
+    let model = &req.model;
+    let mut input = Vec::new();
+    if !req.system_prompt.is_empty() {
+        let role = if model.reasoning {
+            "developer"
+        } else {
+            "system"
+        };
+        input.push(json!({"role": role, "content": req.system_prompt}));
+    }
+    let msgs = transform_messages(&req.messages, model, None);
+    for (mi, m) in msgs.iter().enumerate() {
+        match m {
+            LlmMessage::User(u) => {
+                let parts: Vec<Value> = match &u.content {
+                    UserContent::Text(s) => vec![json!({"type": "input_text", "text": s})],
+                    UserContent::Blocks(b) => b
+                        .iter()
+                        .filter_map(|c| match c {
+                            Content::Text(t) => Some(json!({"type": "input_text", "text": t.text})),
+                            Content::Image(i) => {
+                                Some(json!({"type": "input_image", "detail": "auto",
+                                "image_url": format!("data:{};base64,{}", i.mime_type, i.data)}))
+                            }
+                            _ => None,
+                        })
+                        .collect(),
+                };
+                if !parts.is_empty() {
+                    input.push(json!({"role": "user", "content": parts}));
+                }
+            }
+            LlmMessage::Assistant(a) => {
+                let same = is_same_model(a, model);
+                for (bi, c) in a.content.iter().enumerate() {
+                    match c {
+                        Content::Thinking(t) => {
+                            if let Some(item) = t
+                                .thinking_signature
+                                .as_deref()
+                                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                            {
+                                input.push(item);
+                            }
+                        }
+                        Content::Text(t) => {
+                            let id = t
+                                .text_signature
+                                .as_deref()
+                                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                                .and_then(|v| {
+                                    v.get("id").and_then(Value::as_str).map(str::to_string)
+                                })
+                                .unwrap_or_else(|| format!("msg_{mi}_{bi}"));
+                            input.push(json!({"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": t.text, "annotations": []}],
+                                "status": "completed", "id": id}));
+                        }
+                        Content::ToolCall(tc) => {
+                            let mut parts = tc.id.splitn(2, '|');
+                            let call_id = parts.next().unwrap_or("");
+                            let item_id = parts.next();
+                            let mut item = Map::new();
+                            item.insert("type".into(), json!("function_call"));
+                            if let (Some(id), true) = (item_id, same) {
+                                item.insert("id".into(), json!(id));
+                            }
+                            item.insert("call_id".into(), json!(call_id));
+                            item.insert("name".into(), json!(tc.name));
+                            item.insert("arguments".into(), json!(tc.arguments.to_string()));
+                            input.push(Value::Object(item));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            LlmMessage::ToolResult(r) => {
+                let text: Vec<&str> = r
+                    .content
+                    .iter()
+                    .filter_map(|c| match c {
+                        Content::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let call_id = r.tool_call_id.split('|').next().unwrap_or("");
+                input.push(json!({"type": "function_call_output", "call_id": call_id, "output": text.join("\n")}));
+            }
+        }
+    }
+    let reasoning_on = model.reasoning && req.thinking != ThinkingLevel::Off;
+    if model.reasoning && !reasoning_on && model.name.starts_with("gpt-5") {
+        input.push(json!({"role": "developer", "content": [{"type": "input_text", "text": "# Juice: 0 !important"}]}));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert("input".into(), Value::Array(input));
+    body.insert("stream".into(), json!(true));
+    if let Some(s) = &req.session_id {
+        body.insert("prompt_cache_key".into(), json!(s));
+    }
+    body.insert("store".into(), json!(false));
+    body.insert(
+        "max_output_tokens".into(),
+        json!(stream::default_max_tokens(req)),
+    );
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "name": t.name, "description": t.description,
+                            "parameters": t.parameters, "strict": false})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if reasoning_on {
+        let level = if req.thinking == ThinkingLevel::Xhigh && !model.supports_xhigh() {
+            ThinkingLevel::High
+        } else {
+            req.thinking
+        };
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": level.as_str(), "summary": "auto"}),
+        );
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
+    Value::Object(body)
+}
+
+#[derive(Default)]
+pub struct Decoder {
+    /// Output item id → our content index.
+    items: Vec<(String, usize)>,
+    current: Option<usize>,
+}
+
+impl Decoder {
+    pub fn new(_req: &LlmRequest) -> Decoder {
+        Decoder::default()
+    }
+    fn find(&self, id: &str) -> Option<usize> {
+        self.items
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, o)| *o)
+            .or(self.current)
+    }
+}
+
+impl stream::Decoder for Decoder {
+    fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                b.fail(
+                    format!("Could not parse SSE event data: {e}"),
+                    false,
+                    None,
+                    out,
+                );
+                return;
+            }
+        };
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        let s = |p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match kind {
+            "response.created" => {
+                b.msg.response_id = v
+                    .pointer("/response/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                b.start(out);
+            }
+            "response.output_item.added" => {
+                let item = &v["item"];
+                let id = s("/item/id");
+                let i = match item.get("type").and_then(Value::as_str) {
+                    Some("reasoning") => b.start_thinking(out),
+                    Some("message") => b.start_text(out),
+                    Some("function_call") => {
+                        let call = format!("{}|{}", s("/item/call_id"), id);
+                        b.start_tool(&call, &s("/item/name"), out)
+                    }
+                    _ => return,
+                };
+                self.items.push((id, i));
+                self.current = Some(i);
+            }
+            "response.reasoning_summary_text.delta"
+            | "response.output_text.delta"
+            | "response.refusal.delta"
+            | "response.function_call_arguments.delta" => {
+                if let Some(i) = self.find(&s("/item_id")) {
+                    b.delta(i, &s("/delta"), out);
+                }
+            }
+            "response.reasoning_summary_part.done" => {
+                if let Some(i) = self.find(&s("/item_id")) {
+                    b.delta(i, "\n\n", out);
+                }
+            }
+            "response.output_item.done" => {
+                let item = &v["item"];
+                let Some(i) = self.find(&s("/item/id")) else {
+                    return;
+                };
+                let no_args = b.raw_args(i).is_empty();
+                match b.block_mut(i) {
+                    Some(Content::Thinking(t)) => t.thinking_signature = Some(item.to_string()),
+                    Some(Content::Text(t)) => {
+                        t.text_signature = Some(json!({"v": 1, "id": item["id"]}).to_string())
+                    }
+                    Some(Content::ToolCall(_)) if no_args => {
+                        let args = s("/item/arguments");
+                        b.delta(i, &args, out);
+                    }
+                    _ => {}
+                }
+                b.end_block(i, out);
+            }
+            "response.completed" | "response.incomplete" => {
+                let r = &v["response"];
+                let n = |p: &str| r.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+                let cached = n("/usage/input_tokens_details/cached_tokens");
+                let usage = Usage {
+                    input: n("/usage/input_tokens").saturating_sub(cached),
+                    output: n("/usage/output_tokens"),
+                    cache_read: cached,
+                    cache_write: 0,
+                    total_tokens: n("/usage/total_tokens"),
+                    ..Default::default()
+                };
+                b.set_usage(usage, out);
+                let stop = match r.get("status").and_then(Value::as_str) {
+                    Some("incomplete") => StopReason::Length,
+                    Some("failed") | Some("cancelled") => StopReason::Error,
+                    _ if b.msg.tool_calls().next().is_some() => StopReason::ToolUse,
+                    _ => StopReason::Stop,
+                };
+                b.start(out);
+                b.finish(stop, out);
+            }
+            "error" => {
+                let msg = format!("Error Code {}: {}", s("/code"), s("/message"));
+                b.fail(msg, false, None, out);
+            }
+            "response.failed" => {
+                let msg = match v.pointer("/response/error") {
+                    Some(e) if !e.is_null() => format!(
+                        "{}: {}",
+                        s("/response/error/code"),
+                        s("/response/error/message")
+                    ),
+                    _ => format!("incomplete: {}", s("/response/incomplete_details/reason")),
+                };
+                b.fail(msg, false, None, out);
+            }
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        b.fail(stream::TERMINATED.into(), false, None, out);
+    }
+}

@@ -1,0 +1,259 @@
+//! Provider-independent message hygiene applied before every request (the reference's
+//! `transformMessages`, spec 7.2): failed/aborted assistant turns are dropped, thinking from a
+//! different model becomes plain text, tool-call ids are normalised for the target API (and the
+//! matching tool results follow), and tool calls left without a result get a synthetic
+//! `No result provided` error result so the provider accepts the history.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::llm::Model;
+use crate::message::{
+    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ToolCall, ToolResultMessage,
+    now_ms,
+};
+
+/// Normalise `messages` for `model`. `normalize_id` maps a foreign tool-call id to one the target
+/// API accepts (only applied to assistant messages from another model).
+pub fn transform_messages(
+    messages: &[LlmMessage],
+    model: &Model,
+    normalize_id: Option<&dyn Fn(&str) -> String>,
+) -> Vec<LlmMessage> {
+    let mut id_map: HashMap<String, String> = HashMap::new();
+    let mut first: Vec<LlmMessage> = Vec::with_capacity(messages.len());
+    for msg in messages {
+        match msg {
+            LlmMessage::User(_) => first.push(msg.clone()),
+            LlmMessage::ToolResult(r) => {
+                let mut r = r.clone();
+                if let Some(id) = id_map.get(&r.tool_call_id) {
+                    r.tool_call_id = id.clone();
+                }
+                first.push(LlmMessage::ToolResult(r));
+            }
+            LlmMessage::Assistant(a) => first.push(LlmMessage::Assistant(transform_assistant(
+                a,
+                model,
+                normalize_id,
+                &mut id_map,
+            ))),
+        }
+    }
+
+    let mut out = Vec::with_capacity(first.len());
+    let mut pending: Vec<ToolCall> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for msg in first {
+        match msg {
+            LlmMessage::Assistant(a) => {
+                flush_orphans(&mut pending, &mut answered, &mut out);
+                if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+                    continue;
+                }
+                pending = a.tool_calls().cloned().collect();
+                out.push(LlmMessage::Assistant(a));
+            }
+            LlmMessage::ToolResult(r) => {
+                answered.insert(r.tool_call_id.clone());
+                out.push(LlmMessage::ToolResult(r));
+            }
+            LlmMessage::User(u) => {
+                flush_orphans(&mut pending, &mut answered, &mut out);
+                out.push(LlmMessage::User(u));
+            }
+        }
+    }
+    out
+}
+
+fn flush_orphans(
+    pending: &mut Vec<ToolCall>,
+    answered: &mut HashSet<String>,
+    out: &mut Vec<LlmMessage>,
+) {
+    for tc in pending.drain(..) {
+        if !answered.contains(&tc.id) {
+            out.push(LlmMessage::ToolResult(ToolResultMessage {
+                tool_call_id: tc.id,
+                tool_name: tc.name,
+                content: vec![Content::text("No result provided")],
+                details: None,
+                is_error: true,
+                timestamp: now_ms(),
+            }));
+        }
+    }
+    answered.clear();
+}
+
+fn transform_assistant(
+    a: &AssistantMessage,
+    model: &Model,
+    normalize_id: Option<&dyn Fn(&str) -> String>,
+    id_map: &mut HashMap<String, String>,
+) -> AssistantMessage {
+    let same = is_same_model(a, model);
+    let mut content = Vec::with_capacity(a.content.len());
+    for block in &a.content {
+        match block {
+            Content::Thinking(t) => {
+                if t.redacted == Some(true) {
+                    if same {
+                        content.push(block.clone());
+                    }
+                } else if same && t.thinking_signature.is_some() {
+                    content.push(block.clone());
+                } else if t.thinking.trim().is_empty() {
+                } else if same {
+                    content.push(block.clone());
+                } else {
+                    content.push(Content::text(t.thinking.clone()));
+                }
+            }
+            Content::Text(t) if !same => content.push(Content::Text(TextContent {
+                text: t.text.clone(),
+                text_signature: None,
+            })),
+            Content::ToolCall(tc) if !same => {
+                let mut tc = tc.clone();
+                tc.thought_signature = None;
+                if let Some(f) = normalize_id {
+                    let id = f(&tc.id);
+                    if id != tc.id {
+                        id_map.insert(tc.id.clone(), id.clone());
+                        tc.id = id;
+                    }
+                }
+                content.push(Content::ToolCall(tc));
+            }
+            _ => content.push(block.clone()),
+        }
+    }
+    AssistantMessage {
+        content,
+        ..a.clone()
+    }
+}
+
+pub fn is_same_model(a: &AssistantMessage, model: &Model) -> bool {
+    a.provider == model.provider && a.api == model.api && a.model == model.id
+}
+
+/// Replace every character outside `[a-zA-Z0-9_-]` with `_` and cut to `max` characters.
+pub fn sanitize_id(id: &str, max: usize) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(max)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ModelCost;
+    use crate::message::{ThinkingContent, UserContent, UserMessage};
+
+    fn model() -> Model {
+        Model {
+            id: "m".into(),
+            name: "m".into(),
+            api: "anthropic-messages".into(),
+            provider: "p".into(),
+            base_url: "http://x".into(),
+            reasoning: true,
+            input: vec!["text".into()],
+            cost: ModelCost::default(),
+            context_window: 1000,
+            max_tokens: 100,
+            headers: None,
+            compat: None,
+        }
+    }
+
+    fn user(t: &str) -> LlmMessage {
+        LlmMessage::User(UserMessage {
+            content: UserContent::Text(t.into()),
+            timestamp: 1,
+        })
+    }
+
+    fn assistant(model: &str, content: Vec<Content>, stop: StopReason) -> LlmMessage {
+        let mut a = AssistantMessage::empty("anthropic-messages", "p", model);
+        a.content = content;
+        a.stop_reason = stop;
+        LlmMessage::Assistant(a)
+    }
+
+    fn call(id: &str) -> Content {
+        Content::ToolCall(ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({}),
+            thought_signature: Some("s".into()),
+        })
+    }
+
+    #[test]
+    fn drops_failed_turns_and_fills_orphans() {
+        let msgs = vec![
+            user("a"),
+            assistant("m", vec![call("t1")], StopReason::ToolUse),
+            user("b"),
+            assistant("m", vec![Content::text("x")], StopReason::Error),
+        ];
+        let out = transform_messages(&msgs, &model(), None);
+        assert_eq!(out.len(), 4);
+        match &out[2] {
+            LlmMessage::ToolResult(r) => {
+                assert_eq!((r.tool_call_id.as_str(), r.is_error), ("t1", true));
+                assert_eq!(r.content, vec![Content::text("No result provided")]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(out[3], LlmMessage::User(_)));
+    }
+
+    #[test]
+    fn foreign_thinking_becomes_text_and_ids_are_normalised() {
+        let thinking = Content::Thinking(ThinkingContent {
+            thinking: "hmm".into(),
+            thinking_signature: Some("sig".into()),
+            redacted: None,
+        });
+        let msgs = vec![
+            user("a"),
+            assistant("other", vec![thinking, call("a|b")], StopReason::ToolUse),
+            LlmMessage::ToolResult(ToolResultMessage {
+                tool_call_id: "a|b".into(),
+                tool_name: "bash".into(),
+                content: vec![Content::text("ok")],
+                details: None,
+                is_error: false,
+                timestamp: 1,
+            }),
+        ];
+        let f = |id: &str| sanitize_id(id, 64);
+        let out = transform_messages(&msgs, &model(), Some(&f));
+        let LlmMessage::Assistant(a) = &out[1] else {
+            panic!()
+        };
+        assert_eq!(a.content[0], Content::text("hmm"));
+        let LlmMessage::ToolResult(r) = &out[2] else {
+            panic!()
+        };
+        assert_eq!(r.tool_call_id, "a_b");
+        let Content::ToolCall(tc) = &a.content[1] else {
+            panic!()
+        };
+        assert_eq!(
+            (tc.id.as_str(), tc.thought_signature.is_none()),
+            ("a_b", true)
+        );
+    }
+}
