@@ -89,7 +89,12 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     let mut cli_level = opts.thinking;
     let mut model = None;
     if let Some(pattern) = &opts.model {
-        let (m, level, warning) = resolve_cli_model(&registry, opts.provider.as_deref(), pattern)?;
+        let (m, level, warning) =
+            if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
+                (crate::llm::faux::model(), None, None)
+            } else {
+                resolve_cli_model(&registry, opts.provider.as_deref(), pattern)?
+            };
         if let Some(w) = warning {
             eprintln!("Warning: {w}");
         }

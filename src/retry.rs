@@ -65,7 +65,9 @@ fn items(pat: &str) -> Vec<(Option<char>, bool)> {
 }
 
 fn match_here(items: &[(Option<char>, bool)], text: &[char]) -> bool {
-    let Some(((want, optional), rest)) = items.split_first() else { return true };
+    let Some(((want, optional), rest)) = items.split_first() else {
+        return true;
+    };
     let first_ok = text.first().is_some_and(|c| want.is_none_or(|w| w == *c));
     (first_ok && match_here(rest, &text[1..])) || (*optional && match_here(rest, text))
 }
@@ -94,14 +96,16 @@ pub fn delay_ms(base_ms: u64, attempt: u32, retry_after_ms: Option<u64>, max_ms:
 /// Start a timer thread: after `delay` it sends [`Worker::RetryDue`] unless cancelled first.
 pub fn start_timer(id: u64, delay: Duration, tx: Sender<Worker>) -> CancelSource {
     let (source, token) = cancel_pair();
-    let spawned = std::thread::Builder::new().name("retry-timer".into()).spawn(move || {
-        crossbeam_channel::select! {
-            recv(token.receiver()) -> _ => {}
-            default(delay) => {
-                let _ = tx.send(Worker::RetryDue { id });
+    let spawned = std::thread::Builder::new()
+        .name("retry-timer".into())
+        .spawn(move || {
+            crossbeam_channel::select! {
+                recv(token.receiver()) -> _ => {}
+                default(delay) => {
+                    let _ = tx.send(Worker::RetryDue { id });
+                }
             }
-        }
-    });
+        });
     if spawned.is_err() {
         eprintln!("pith: cannot start the retry timer thread");
     }
@@ -126,7 +130,11 @@ mod tests {
         ] {
             assert!(is_transient(e), "{e}");
         }
-        for e in ["400 bad request", "401 invalid x-api-key", "prompt is too long"] {
+        for e in [
+            "400 bad request",
+            "401 invalid x-api-key",
+            "prompt is too long",
+        ] {
             assert!(!is_transient(e), "{e}");
         }
     }
@@ -151,7 +159,10 @@ mod tests {
     fn timer_fires_and_cancels() {
         let (tx, rx) = crossbeam_channel::unbounded();
         let _keep = start_timer(1, Duration::from_millis(10), tx.clone());
-        assert!(matches!(rx.recv_timeout(Duration::from_secs(2)), Ok(Worker::RetryDue { id: 1 })));
+        assert!(matches!(
+            rx.recv_timeout(Duration::from_secs(2)),
+            Ok(Worker::RetryDue { id: 1 })
+        ));
         let mut c = start_timer(2, Duration::from_millis(50), tx);
         c.cancel();
         assert!(rx.recv_timeout(Duration::from_millis(150)).is_err());

@@ -489,15 +489,28 @@ fn anthropic_http_errors() {
 }
 
 #[test]
-fn sdk_retries_retryable_statuses() {
+fn no_silent_sdk_retries_the_error_and_its_hint_reach_the_caller() {
+    // The reference's SDK would retry a 529 twice without telling anyone; pith reports it at
+    // once (with the server's retry hint) so auto-retry can show every attempt as events.
     let overloaded = anthropic_error_body("overloaded_error", "Overloaded");
     let srv = FakeLlm::start(vec![
-        Reply::error(529, &overloaded).header("retry-after-ms", "10"),
         Reply::error(529, &overloaded).header("retry-after-ms", "10"),
         Reply::sse(fixture("anthropic/text.sse")),
     ]);
     let ev = collect(request(anthropic_model(&srv.base_url()), vec![user("u")]));
-    assert!(matches!(ev.last(), Some(StreamEvent::Done { .. })));
+    match ev.last() {
+        Some(StreamEvent::Error {
+            message,
+            retry_after_ms,
+        }) => {
+            assert_eq!(
+                message.error_message.as_deref(),
+                Some(format!("529 {overloaded}").as_str())
+            );
+            assert_eq!(*retry_after_ms, Some(10));
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
     let counts: Vec<String> = srv
         .requests()
         .iter()
@@ -507,7 +520,7 @@ fn sdk_retries_retryable_statuses() {
                 .to_string()
         })
         .collect();
-    assert_eq!(counts, vec!["0", "1", "2"]);
+    assert_eq!(counts, vec!["0"]);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -325,11 +325,18 @@ impl Machine {
                 let m = AgentMessage::Assistant(p);
                 self.emit(&Frame::MessageStart { message: &m });
             }
-            StreamEvent::Done { message } | StreamEvent::Error { message, retry_after_ms: None } => {
+            StreamEvent::Done { message }
+            | StreamEvent::Error {
+                message,
+                retry_after_ms: None,
+            } => {
                 let started = partial.is_some();
                 self.finish_assistant(message, !started);
             }
-            StreamEvent::Error { message, retry_after_ms } => {
+            StreamEvent::Error {
+                message,
+                retry_after_ms,
+            } => {
                 self.last_retry_after = retry_after_ms;
                 let started = partial.is_some();
                 self.finish_assistant(message, !started);

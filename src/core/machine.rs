@@ -16,7 +16,9 @@ use crate::core::queues::{Queue, Queued};
 use crate::io::stdin::Input;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
-use crate::message::{AgentMessage, AssistantMessage, StopReason, ThinkingLevel, UserContent, UserMessage, now_ms};
+use crate::message::{
+    AgentMessage, AssistantMessage, StopReason, ThinkingLevel, UserContent, UserMessage, now_ms,
+};
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };
@@ -435,7 +437,11 @@ impl Machine {
             Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
             Command::NewSession { parent_session } => {
                 self.discard_run();
-                let dir = self.session.session_dir().map(PathBuf::from).filter(|_| self.session.is_persisted());
+                let dir = self
+                    .session
+                    .session_dir()
+                    .map(PathBuf::from)
+                    .filter(|_| self.session.is_persisted());
                 let cwd = self.cwd.to_string_lossy().to_string();
                 self.session = Session::new(&cwd, dir, parent_session);
                 self.session.append_thinking_level_change(self.thinking);
@@ -446,7 +452,11 @@ impl Machine {
                 let path = self.cwd.join(&session_path);
                 let mut loaded = Session::open(&path)?;
                 self.discard_run();
-                if let Some(dir) = self.session.session_dir().filter(|_| self.session.is_persisted()) {
+                if let Some(dir) = self
+                    .session
+                    .session_dir()
+                    .filter(|_| self.session.is_persisted())
+                {
                     loaded.set_session_dir(dir.to_path_buf());
                 }
                 for w in loaded.take_warnings() {
@@ -454,7 +464,11 @@ impl Machine {
                 }
                 self.session = loaded;
                 if let Some((p, i)) = self.session.model() {
-                    if let Some(m) = self.registry.find(&p, &i).filter(|m| self.auth.has_auth(&m.provider)) {
+                    if let Some(m) = self
+                        .registry
+                        .find(&p, &i)
+                        .filter(|m| self.auth.has_auth(&m.provider))
+                    {
                         self.model = Some(m.clone());
                     }
                 }
@@ -463,7 +477,9 @@ impl Machine {
                     .or(self.settings.default_thinking_level())
                     .unwrap_or(ThinkingLevel::Medium);
                 self.thinking = match &self.model {
-                    Some(m) if m.reasoning => crate::llm::clamp_thinking(&self.registry.thinking_levels(m), wanted),
+                    Some(m) if m.reasoning => {
+                        crate::llm::clamp_thinking(&self.registry.thinking_levels(m), wanted)
+                    }
                     _ => ThinkingLevel::Off,
                 };
                 if recorded.is_none() {
@@ -480,9 +496,16 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(Some(json!({ "text": text, "cancelled": false })))
             }
-            Command::GetForkMessages => {
-                Ok(Some(json!({ "messages": self.session.user_messages_for_fork() })))
+            Command::Clone => {
+                self.session = self.session.clone_branch();
+                self.session_id = self.session.id().to_string();
+                self.messages = self.session.build_context();
+                self.flush_session_warnings();
+                Ok(Some(json!({ "cancelled": false })))
             }
+            Command::GetForkMessages => Ok(Some(
+                json!({ "messages": self.session.user_messages_for_fork() }),
+            )),
             Command::ExportHtml { output_path } => {
                 let path = crate::session::export_html(&self.session, output_path.as_deref())?;
                 Ok(Some(json!({ "path": path })))
@@ -640,8 +663,13 @@ impl Machine {
 
     /// After a run that ended with an error: schedule a retry (true) or give up.
     fn maybe_schedule_retry(&mut self, a: &AssistantMessage) -> bool {
-        let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else { return false };
-        if a.stop_reason != StopReason::Error || !self.auto_retry || !crate::retry::is_transient(err) {
+        let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
+            return false;
+        };
+        if a.stop_reason != StopReason::Error
+            || !self.auto_retry
+            || !crate::retry::is_transient(err)
+        {
             return false;
         }
         let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
@@ -653,7 +681,11 @@ impl Machine {
         if self.retry_attempt > max {
             let attempt = self.retry_attempt - 1;
             self.retry_attempt = 0;
-            self.emit(&Frame::AutoRetryEnd { success: false, attempt, final_error: Some(err) });
+            self.emit(&Frame::AutoRetryEnd {
+                success: false,
+                attempt,
+                final_error: Some(err),
+            });
             return false;
         }
         let delay = crate::retry::delay_ms(
@@ -687,7 +719,11 @@ impl Machine {
         if a.stop_reason != StopReason::Error && self.retry_attempt > 0 {
             let attempt = self.retry_attempt;
             self.retry_attempt = 0;
-            self.emit(&Frame::AutoRetryEnd { success: true, attempt, final_error: None });
+            self.emit(&Frame::AutoRetryEnd {
+                success: true,
+                attempt,
+                final_error: None,
+            });
         }
     }
 
@@ -700,11 +736,17 @@ impl Machine {
 
     /// `abort` / `abort_retry` while waiting: cancel the timer. True if a retry was pending.
     fn cancel_retry(&mut self) -> bool {
-        let Some((_, mut cancel)) = self.retry_wait.take() else { return false };
+        let Some((_, mut cancel)) = self.retry_wait.take() else {
+            return false;
+        };
         cancel.cancel();
         let attempt = self.retry_attempt;
         self.retry_attempt = 0;
-        self.emit(&Frame::AutoRetryEnd { success: false, attempt, final_error: Some(crate::retry::RETRY_CANCELLED) });
+        self.emit(&Frame::AutoRetryEnd {
+            success: false,
+            attempt,
+            final_error: Some(crate::retry::RETRY_CANCELLED),
+        });
         true
     }
 

@@ -12,6 +12,34 @@ use crate::llm::stream::{ABORTED_MID_STREAM, Builder};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{LlmMessage, StopReason, Usage};
 
+/// The offline model: provider `faux`, id `faux`, api `faux`. It is not in the registry (it has
+/// no credential and never shows in `get_available_models`); `--provider faux` / `--model faux`
+/// select it.
+pub fn model() -> crate::llm::Model {
+    crate::llm::Model {
+        id: "faux".into(),
+        name: "Faux (offline)".into(),
+        api: "faux".into(),
+        provider: "faux".into(),
+        base_url: String::new(),
+        reasoning: false,
+        input: vec!["text".into(), "image".into()],
+        cost: crate::llm::ModelCost::default(),
+        context_window: 200_000,
+        max_tokens: 16_384,
+        headers: None,
+        compat: None,
+    }
+}
+
+/// Does this `--provider` / `--model` pair name the faux model?
+pub fn is_selected(provider: Option<&str>, pattern: &str) -> bool {
+    match provider {
+        Some(p) => p.eq_ignore_ascii_case("faux") && matches!(pattern, "faux" | "faux/faux"),
+        None => matches!(pattern, "faux" | "faux/faux"),
+    }
+}
+
 /// Largest accepted script file.
 const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
 

@@ -524,11 +524,10 @@ impl stream::Decoder for Decoder {
                     self.current_tool_id = id.map(str::to_string);
                 }
                 if let Some((Kind::Tool, i)) = self.current {
+                    // An empty fragment is still an event (the reference emits `delta: ""`).
                     if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
                     {
-                        if !args.is_empty() {
-                            b.delta(i, args, out);
-                        }
+                        b.delta(i, args, out);
                     }
                 }
             }

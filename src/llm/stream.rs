@@ -206,10 +206,13 @@ impl Api {
         }
     }
 
-    /// How many times the provider SDK retries by itself (Stainless SDKs: 2, Google: none).
+    /// How many times a request is retried silently inside the stream. The reference's Stainless
+    /// SDKs retry twice, invisibly to RPC clients; pith never does: every retry goes through
+    /// auto-retry and shows as `auto_retry_start`/`auto_retry_end` (docs/rpc.md). The header
+    /// `x-stainless-retry-count: 0` is still sent, as the SDKs do on a first attempt.
     fn sdk_max_retries(self) -> u32 {
         match self {
-            Api::Anthropic | Api::OpenAiCompletions | Api::OpenAiResponses => 2,
+            Api::Anthropic | Api::OpenAiCompletions | Api::OpenAiResponses => 0,
             Api::Google => 0,
         }
     }
@@ -397,7 +400,10 @@ fn run_http(
             return;
         }
     };
-    let stainless = api.sdk_max_retries() > 0;
+    let stainless = matches!(
+        api,
+        Api::Anthropic | Api::OpenAiCompletions | Api::OpenAiResponses
+    );
     // Headers can be slow on a busy provider; the response wait is bounded by connect + stall.
     let header_wait = req.timeouts.connect + req.timeouts.stall + Duration::from_secs(1);
     let mut attempt = 0u32;

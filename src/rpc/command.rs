@@ -114,6 +114,8 @@ pub enum Command {
     Fork {
         entry_id: String,
     },
+    /// Copy the current branch into a new session file and continue there.
+    Clone,
     /// `get_fork_messages` and its alias `get_branch_messages`.
     GetForkMessages,
     GetLastAssistantText,
@@ -152,6 +154,7 @@ pub const COMMAND_NAMES: &[&str] = &[
     "switch_session",
     "fork",
     "branch",
+    "clone",
     "get_fork_messages",
     "get_branch_messages",
     "get_last_assistant_text",
@@ -375,6 +378,7 @@ pub fn decode(command: &str, obj: &Map<String, Value>) -> Result<Command, Decode
         "fork" | "branch" => Command::Fork {
             entry_id: f.string("entryId")?,
         },
+        "clone" => Command::Clone,
         "get_fork_messages" | "get_branch_messages" => Command::GetForkMessages,
         "get_last_assistant_text" => Command::GetLastAssistantText,
         "set_session_name" => Command::SetSessionName(f.string("name")?),

@@ -16,16 +16,8 @@ const TLM_6: &[(ThinkingLevel, Option<&str>)] = &[(Off, None), (Xhigh, Some("xhi
 const TLM_7: &[(ThinkingLevel, Option<&str>)] = &[(Minimal, None), (Low, None), (Medium, None), (High, Some("high")), (Xhigh, Some("max"))];
 
 /// Providers in the reference's registry order.
-pub(super) const PROVIDERS: &[BuiltinProvider] = &[ANTHROPIC, CEREBRAS, GOOGLE, GROQ, MISTRAL, OPENAI, OPENROUTER, XAI, FAUX];
+pub(super) const PROVIDERS: &[BuiltinProvider] = &[ANTHROPIC, CEREBRAS, GOOGLE, GROQ, MISTRAL, OPENAI, OPENROUTER, XAI];
 
-/// pith's offline provider (`docs/faux.md`): no network, no key. It has no credential, so it never
-/// appears in `get_available_models` or start-up selection; select it with `--provider faux --model faux`.
-pub(super) const FAUX: BuiltinProvider = BuiltinProvider {
-    name: "faux",
-    api: "faux",
-    base_url: "",
-    models: &[m("faux", "Faux (offline)", false, true, [0.0, 0.0, 0.0, 0.0], 200000, 16384)],
-};
 
 pub(super) const ANTHROPIC: BuiltinProvider = BuiltinProvider {
     name: "anthropic",
