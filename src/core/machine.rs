@@ -111,6 +111,10 @@ pub struct Machine {
 
     /// The agent run in progress, if any.
     pub(crate) run: Option<Run>,
+    /// The RPC `bash` command in flight.
+    pub(crate) bash: Option<crate::core::bash::BashJob>,
+    /// Bash executions that finished during a run: recorded before the next prompt.
+    pub(crate) deferred_bash: Vec<AgentMessage>,
     /// Consecutive failed attempts of the current auto-retry sequence.
     pub(crate) retry_attempt: u32,
     /// A scheduled retry: timer id and its cancel handle.
@@ -152,6 +156,8 @@ impl Machine {
             messages,
             run: None,
             retry_attempt: 0,
+            bash: None,
+            deferred_bash: Vec::new(),
             retry_wait: None,
             retry_seq: 0,
             last_retry_after: None,
@@ -239,13 +245,14 @@ impl Machine {
             Event::Worker(Worker::Llm { generation, event }) => self.on_llm_event(generation, event),
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
+            Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
         }
         None
     }
 
     /// No run, retry, compaction or bash command in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.retry_wait.is_none()
+        self.run.is_none() && self.retry_wait.is_none() && self.bash.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
@@ -388,6 +395,14 @@ impl Machine {
                     return Err(DEFERRED.to_string());
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
+            }
+            Command::Bash { command } => {
+                self.start_bash(command, id.cloned())?;
+                Err(DEFERRED.to_string())
+            }
+            Command::AbortBash => {
+                self.abort_bash();
+                Ok(None)
             }
             Command::GetState => Ok(Some(self.state_json())),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
@@ -549,6 +564,7 @@ impl Machine {
                 model.provider
             ));
         }
+        self.flush_deferred_bash();
         // Answer first (the reference's order), then the run's events.
         self.send(response::success(id, command, None));
         let message = AgentMessage::User(UserMessage {

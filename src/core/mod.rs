@@ -2,6 +2,7 @@
 //! state and handles them one at a time.
 
 pub mod agent;
+pub mod bash;
 pub mod context;
 pub mod event;
 pub mod machine;

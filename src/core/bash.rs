@@ -1,0 +1,121 @@
+//! The RPC `bash` command: the command runs on its own thread (in its own process group, via
+//! [`crate::tools::process`]) while the state machine keeps answering other commands; `abort_bash`
+//! kills the group at once. The result is recorded as a `bashExecution` message (no event), which
+//! reaches the model on the next prompt.
+
+use serde_json::Value;
+
+use crate::cancel::{CancelSource, cancel_pair};
+use crate::core::event::Worker;
+use crate::core::machine::Machine;
+use crate::message::{AgentMessage, BashExecutionMessage, now_ms};
+use crate::rpc::response;
+use crate::tools::process::{CommandOutcome, CommandSpec, run_command};
+
+/// Error of a second `bash` while one runs (the reference silently orphaned the first).
+pub const ALREADY_RUNNING: &str =
+    "A bash command is already running. Send abort_bash first or wait for its response.";
+
+/// The RPC bash command in flight.
+pub struct BashJob {
+    pub id: Option<Value>,
+    pub command: String,
+    pub cancel: CancelSource,
+}
+
+impl Machine {
+    /// Start `command` on the bash thread; the response is sent when it finishes.
+    pub(crate) fn start_bash(&mut self, command: String, id: Option<Value>) -> Result<(), String> {
+        if self.bash.is_some() {
+            return Err(ALREADY_RUNNING.to_string());
+        }
+        let (cancel, token) = cancel_pair();
+        let tx = self.worker_tx.clone();
+        let cwd = self.cwd.clone();
+        let shell = self.settings.shell_path().map(str::to_string);
+        let prefix = self.settings.shell_command_prefix().map(str::to_string);
+        let bin = self.agent_dir.join("bin");
+        let cmd = command.clone();
+        std::thread::Builder::new()
+            .name("bash".into())
+            .spawn(move || {
+                let spec = CommandSpec {
+                    command: &cmd,
+                    cwd: &cwd,
+                    shell_path: shell.as_deref(),
+                    prefix: prefix.as_deref(),
+                    cancel: &token,
+                    timeout: None,
+                    sanitize: true,
+                    path_prepend: Some(&bin),
+                };
+                let outcome = run_command(&spec, std::time::Duration::from_secs(3600), &mut |_| {});
+                let _ = tx.send(Worker::BashDone(Box::new(outcome)));
+            })
+            .map_err(|e| format!("Cannot start the bash thread: {e}"))?;
+        self.bash = Some(BashJob { id, command, cancel });
+        Ok(())
+    }
+
+    /// `abort_bash`: kill the running command's process group (its response follows).
+    pub(crate) fn abort_bash(&mut self) {
+        if let Some(job) = self.bash.as_mut() {
+            job.cancel.cancel();
+        }
+    }
+
+    /// The bash thread finished: answer, and record the execution.
+    pub(crate) fn on_bash_done(&mut self, outcome: Result<CommandOutcome, String>) {
+        let Some(job) = self.bash.take() else { return };
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                self.send(response::error(job.id.as_ref(), Some("bash"), &e));
+                self.settle_if_input_closed();
+                return;
+            }
+        };
+        let mut data = outcome.rpc_result();
+        if let Value::Object(m) = &mut data {
+            m.insert("totalLines".into(), outcome.total_lines.into());
+            m.insert("totalBytes".into(), outcome.total_bytes.into());
+            m.insert("outputLines".into(), outcome.output_lines.into());
+            m.insert("outputBytes".into(), outcome.output_bytes.into());
+        }
+        let message = AgentMessage::BashExecution(BashExecutionMessage {
+            command: job.command,
+            output: outcome.output.clone(),
+            exit_code: outcome.exit_code,
+            cancelled: outcome.cancelled || outcome.timed_out,
+            truncated: outcome.truncated,
+            full_output_path: outcome.full_output_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            timestamp: now_ms(),
+            exclude_from_context: None,
+        });
+        if self.run.is_some() {
+            // The reference defers it to the next prompt so the running turn's context is stable.
+            self.deferred_bash.push(message);
+        } else {
+            self.record_outside_run(message);
+        }
+        self.send(response::success(job.id.as_ref(), "bash", Some(&data)));
+        self.settle_if_input_closed();
+    }
+
+    /// Messages recorded while no run is active (bash executions): context and session.
+    pub(crate) fn record_outside_run(&mut self, m: AgentMessage) {
+        self.persist_message(&m);
+        self.messages.push(m);
+    }
+
+    /// Deferred bash executions enter the context before the next prompt.
+    pub(crate) fn flush_deferred_bash(&mut self) {
+        for m in std::mem::take(&mut self.deferred_bash) {
+            self.record_outside_run(m);
+        }
+    }
+
+    fn settle_if_input_closed(&mut self) {
+        // Nothing to do: the main loop exits by itself once idle after stdin closed.
+    }
+}
