@@ -1,6 +1,926 @@
-//! Placeholder until the compaction module lands.
-use crate::message::AssistantMessage;
+//! Context compaction, the pure part (spec 10; pi 0.73.1 `core/compaction`, `ai/utils/overflow`).
+//!
+//! The state machine owns the flow: it decides when to compact ([`should_compact`],
+//! [`is_context_overflow`]), calls [`prepare`] on the session, sends the [`SummaryRequest`]s from
+//! [`summary_requests`] to the model, turns each reply into text with [`response_text`], builds the
+//! stored summary with [`final_summary`] and [`details`], and appends the `compaction` entry. This
+//! module only computes: no I/O, no threads, no clock.
+//!
+//! The prompt texts below go to the LLM and are protocol facts: they are byte-exact copies of
+//! what pi 0.73.1 sends (checked against the oracle's `k_compact` request).
 
-pub fn is_context_overflow(_m: &AssistantMessage, _window: u64) -> bool {
-    false
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::core::context::to_llm;
+use crate::message::{
+    AgentMessage, AssistantMessage, BranchSummaryMessage, Content, LlmMessage, StopReason,
+    ThinkingLevel, UserContent,
+};
+use crate::session::{Entry, EntryKind, Session, tree};
+
+// ---------------------------------------------------------------------------------------------
+// Prompt texts (byte-exact)
+// ---------------------------------------------------------------------------------------------
+
+/// System prompt of every summarization request.
+pub const SUMMARIZATION_SYSTEM_PROMPT: &str = "You are a context summarization assistant. Your task is to read a conversation between a user and an AI coding assistant, then produce a structured summary following the exact format specified.
+
+Do NOT continue the conversation. Do NOT respond to any questions in the conversation. ONLY output the structured summary.";
+
+/// Instruction after the conversation on a first compaction.
+pub const SUMMARIZATION_PROMPT: &str = "The messages above are a conversation to summarize. Create a structured context checkpoint summary that another LLM will use to continue the work.
+
+Use this EXACT format:
+
+## Goal
+[What is the user trying to accomplish? Can be multiple items if the session covers different tasks.]
+
+## Constraints & Preferences
+- [Any constraints, preferences, or requirements mentioned by user]
+- [Or \"(none)\" if none were mentioned]
+
+## Progress
+### Done
+- [x] [Completed tasks/changes]
+
+### In Progress
+- [ ] [Current work]
+
+### Blocked
+- [Issues preventing progress, if any]
+
+## Key Decisions
+- **[Decision]**: [Brief rationale]
+
+## Next Steps
+1. [Ordered list of what should happen next]
+
+## Critical Context
+- [Any data, examples, or references needed to continue]
+- [Or \"(none)\" if not applicable]
+
+Keep each section concise. Preserve exact file paths, function names, and error messages.";
+
+/// Instruction when a previous summary exists (iterative compaction).
+pub const UPDATE_SUMMARIZATION_PROMPT: &str = "The messages above are NEW conversation messages to incorporate into the existing summary provided in <previous-summary> tags.
+
+Update the existing structured summary with new information. RULES:
+- PRESERVE all existing information from the previous summary
+- ADD new progress, decisions, and context from the new messages
+- UPDATE the Progress section: move items from \"In Progress\" to \"Done\" when completed
+- UPDATE \"Next Steps\" based on what was accomplished
+- PRESERVE exact file paths, function names, and error messages
+- If something is no longer relevant, you may remove it
+
+Use this EXACT format:
+
+## Goal
+[Preserve existing goals, add new ones if the task expanded]
+
+## Constraints & Preferences
+- [Preserve existing, add new ones discovered]
+
+## Progress
+### Done
+- [x] [Include previously done items AND newly completed items]
+
+### In Progress
+- [ ] [Current work - update based on progress]
+
+### Blocked
+- [Current blockers - remove if resolved]
+
+## Key Decisions
+- **[Decision]**: [Brief rationale] (preserve all previous, add new)
+
+## Next Steps
+1. [Update based on current state]
+
+## Critical Context
+- [Preserve important context, add new if needed]
+
+Keep each section concise. Preserve exact file paths, function names, and error messages.";
+
+/// Instruction of the second request when a turn is split.
+pub const TURN_PREFIX_SUMMARIZATION_PROMPT: &str =
+    "This is the PREFIX of a turn that was too large to keep. The SUFFIX (recent work) is retained.
+
+Summarize the prefix to provide context for the retained suffix:
+
+## Original Request
+[What did the user ask for in this turn?]
+
+## Early Progress
+- [Key decisions and work done in the prefix]
+
+## Context for Suffix
+- [Information needed to understand the retained recent work]
+
+Be concise. Focus on what's needed to understand the kept suffix.";
+
+/// History text of a split turn when nothing precedes the turn.
+pub const NO_PRIOR_HISTORY: &str = "No prior history.";
+
+/// Tool results are cut to this many UTF-16 units in the serialized conversation.
+pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
+
+// ---------------------------------------------------------------------------------------------
+// Event and error texts (spec 10.6, as 0.73.1 emits them)
+// ---------------------------------------------------------------------------------------------
+
+/// Manual compaction when the branch already ends with a compaction.
+pub const ALREADY_COMPACTED: &str = "Already compacted";
+/// Manual compaction when there is nothing to keep a cut at (empty branch).
+pub const NOTHING_TO_COMPACT: &str = "Nothing to compact (session too small)";
+/// Error of an aborted compaction (`compaction_end{aborted:true}` carries no message).
+pub const COMPACTION_CANCELLED: &str = "Compaction cancelled";
+/// `compaction_end.errorMessage` prefix of a failed manual compaction.
+pub const COMPACTION_FAILED_PREFIX: &str = "Compaction failed: ";
+/// `compaction_end.errorMessage` prefix of a failed threshold compaction.
+pub const AUTO_COMPACTION_FAILED_PREFIX: &str = "Auto-compaction failed: ";
+/// `compaction_end.errorMessage` prefix of a failed overflow compaction.
+pub const OVERFLOW_RECOVERY_FAILED_PREFIX: &str = "Context overflow recovery failed: ";
+/// `compaction_end.errorMessage` when an overflow repeats after one compact-and-retry.
+pub const OVERFLOW_RETRY_EXHAUSTED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+/// Error prefix when the history summary request fails.
+pub const SUMMARIZATION_FAILED_PREFIX: &str = "Summarization failed: ";
+/// Error prefix when the turn-prefix summary request fails.
+pub const TURN_PREFIX_SUMMARIZATION_FAILED_PREFIX: &str = "Turn prefix summarization failed: ";
+/// Stand-in for an error response without `errorMessage`.
+pub const UNKNOWN_ERROR: &str = "Unknown error";
+/// Delay before `continue()` after an overflow compaction (or with queued messages).
+pub const CONTINUE_DELAY_MS: u64 = 100;
+
+// ---------------------------------------------------------------------------------------------
+// Settings and triggers
+// ---------------------------------------------------------------------------------------------
+
+/// `compaction` settings (`enabled`, `reserveTokens`, `keepRecentTokens`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub enabled: bool,
+    pub reserve_tokens: u64,
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            enabled: true,
+            reserve_tokens: 16384,
+            keep_recent_tokens: 20000,
+        }
+    }
+}
+
+/// `shouldCompact`: enabled and `contextTokens > contextWindow - reserveTokens` (signed, so a
+/// window smaller than the reserve always triggers).
+pub fn should_compact(context_tokens: u64, context_window: u64, settings: &Settings) -> bool {
+    settings.enabled
+        && i128::from(context_tokens)
+            > i128::from(context_window) - i128::from(settings.reserve_tokens)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preparation (cut point, messages to summarize, file operations)
+// ---------------------------------------------------------------------------------------------
+
+/// Files touched by `read` / `write` / `edit` tool calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileOps {
+    pub read: BTreeSet<String>,
+    pub written: BTreeSet<String>,
+    pub edited: BTreeSet<String>,
+}
+
+impl FileOps {
+    /// Record the `path` argument of every read/write/edit call of an assistant message.
+    fn add_message(&mut self, message: &AgentMessage) {
+        let AgentMessage::Assistant(a) = message else {
+            return;
+        };
+        for call in a.tool_calls() {
+            let Some(path) = call.arguments.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            if path.is_empty() {
+                continue;
+            }
+            let set = match call.name.as_str() {
+                "read" => &mut self.read,
+                "write" => &mut self.written,
+                "edit" => &mut self.edited,
+                _ => continue,
+            };
+            set.insert(path.to_string());
+        }
+    }
+
+    /// `(readFiles, modifiedFiles)`: files only read, and files written or edited; each sorted
+    /// as JavaScript sorts strings (by UTF-16 code units).
+    pub fn lists(&self) -> (Vec<String>, Vec<String>) {
+        let modified: BTreeSet<&String> = self.edited.iter().chain(&self.written).collect();
+        let mut read: Vec<String> = self
+            .read
+            .iter()
+            .filter(|f| !modified.contains(f))
+            .cloned()
+            .collect();
+        let mut modified: Vec<String> = modified.into_iter().cloned().collect();
+        read.sort_by(|a, b| js_cmp(a, b));
+        modified.sort_by(|a, b| js_cmp(a, b));
+        (read, modified)
+    }
+}
+
+fn js_cmp(a: &str, b: &str) -> Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// Everything needed to summarize and record one compaction (`CompactionPreparation`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Preparation {
+    pub first_kept_entry_id: String,
+    /// Messages before the cut (before the turn start when the turn is split).
+    pub messages_to_summarize: Vec<AgentMessage>,
+    /// Turn start → cut, when the cut splits a turn.
+    pub turn_prefix_messages: Vec<AgentMessage>,
+    pub is_split_turn: bool,
+    pub tokens_before: u64,
+    /// Summary of the previous compaction on the branch.
+    pub previous_summary: Option<String>,
+    pub file_ops: FileOps,
+}
+
+impl Preparation {
+    /// Whether a separate turn-prefix summary is requested and merged in.
+    pub fn has_turn_prefix(&self) -> bool {
+        self.is_split_turn && !self.turn_prefix_messages.is_empty()
+    }
+}
+
+/// `prepareCompaction` on the session's current branch. Errors carry the reference's manual
+/// compaction texts ([`ALREADY_COMPACTED`], [`NOTHING_TO_COMPACT`]); auto-compaction treats
+/// either as "nothing to do".
+pub fn prepare(session: &Session, settings: &Settings) -> Result<Preparation, String> {
+    prepare_path(&session.branch_path(), &session.build_context(), settings)
+}
+
+/// [`prepare`] on an explicit branch (root → leaf) and its context messages.
+pub fn prepare_path(
+    path: &[&Entry],
+    context: &[AgentMessage],
+    settings: &Settings,
+) -> Result<Preparation, String> {
+    if path.last().is_some_and(|e| is_compaction(e)) {
+        return Err(ALREADY_COMPACTED.to_string());
+    }
+    let prev_compaction = path.iter().rposition(|e| is_compaction(e));
+    let mut previous_summary = None;
+    let mut start = 0;
+    if let Some(pc) = prev_compaction {
+        if let EntryKind::Compaction {
+            summary,
+            first_kept_entry_id,
+            ..
+        } = path[pc].kind()
+        {
+            previous_summary = Some(summary.clone());
+            start = path
+                .iter()
+                .position(|e| e.id() == first_kept_entry_id)
+                .unwrap_or(pc + 1);
+        }
+    }
+    let tokens_before = tree::estimate_context_tokens(context);
+    let cut = find_cut_point(path, start, settings.keep_recent_tokens);
+    let first_kept_entry_id = match path.get(cut.first_kept) {
+        Some(e) if !e.id().is_empty() => e.id().to_string(),
+        _ => return Err(NOTHING_TO_COMPACT.to_string()),
+    };
+    let history_end = cut.turn_start.unwrap_or(cut.first_kept);
+    let messages_to_summarize: Vec<AgentMessage> = path[start..history_end]
+        .iter()
+        .filter_map(|e| compaction_message(e))
+        .collect();
+    let turn_prefix_messages: Vec<AgentMessage> = match cut.turn_start {
+        Some(ts) => path[ts..cut.first_kept]
+            .iter()
+            .filter_map(|e| compaction_message(e))
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut file_ops = FileOps::default();
+    if let Some(pc) = prev_compaction {
+        add_previous_details(path[pc], &mut file_ops);
+    }
+    for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
+        file_ops.add_message(m);
+    }
+    Ok(Preparation {
+        first_kept_entry_id,
+        messages_to_summarize,
+        turn_prefix_messages,
+        is_split_turn: cut.turn_start.is_some(),
+        tokens_before,
+        previous_summary,
+        file_ops,
+    })
+}
+
+fn is_compaction(e: &Entry) -> bool {
+    matches!(e.kind(), EntryKind::Compaction { .. })
+}
+
+/// The message an entry contributes to a summary (`getMessageFromEntryForCompaction`):
+/// compactions contribute nothing, branch summaries contribute even when empty.
+fn compaction_message(e: &Entry) -> Option<AgentMessage> {
+    match e.kind() {
+        EntryKind::Compaction { .. } => None,
+        EntryKind::BranchSummary { from_id, summary } => {
+            Some(AgentMessage::BranchSummary(BranchSummaryMessage {
+                summary: summary.clone(),
+                from_id: from_id.clone(),
+                timestamp: e.timestamp_ms(),
+            }))
+        }
+        _ => e.context_message(),
+    }
+}
+
+/// File lists recorded by a previous pi-generated compaction (not one supplied by a hook).
+fn add_previous_details(entry: &Entry, ops: &mut FileOps) {
+    let raw = entry.raw();
+    if raw.get("fromHook").is_some_and(js_truthy) {
+        return;
+    }
+    let Some(details) = raw.get("details").filter(|d| js_truthy(d)) else {
+        return;
+    };
+    let strings = |key: &str| -> Vec<String> {
+        details
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ops.read.extend(strings("readFiles"));
+    ops.edited.extend(strings("modifiedFiles"));
+}
+
+fn js_truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// Result of `findCutPoint`: indices into the branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CutPoint {
+    first_kept: usize,
+    /// Start of the turn the cut splits (`None`: the cut is at a turn boundary).
+    turn_start: Option<usize>,
+}
+
+fn message_role(e: &Entry) -> Option<&str> {
+    match e.kind() {
+        EntryKind::Message { role, .. } => Some(role.as_str()),
+        _ => None,
+    }
+}
+
+/// Where a cut may fall: any message but a tool result, and the user-like
+/// `branch_summary` / `custom_message` entries.
+fn is_valid_cut_point(e: &Entry) -> bool {
+    match e.kind() {
+        EntryKind::Message { role, .. } => matches!(
+            role.as_str(),
+            "user"
+                | "assistant"
+                | "bashExecution"
+                | "custom"
+                | "branchSummary"
+                | "compactionSummary"
+        ),
+        EntryKind::BranchSummary { .. } | EntryKind::CustomMessage(_) => true,
+        _ => false,
+    }
+}
+
+/// `findCutPoint`: keep roughly `keep_recent_tokens` of the newest messages in
+/// `path[start..]`.
+fn find_cut_point(path: &[&Entry], start: usize, keep_recent_tokens: u64) -> CutPoint {
+    let cut_points: Vec<usize> = (start..path.len())
+        .filter(|&i| is_valid_cut_point(path[i]))
+        .collect();
+    let Some(&first_cut) = cut_points.first() else {
+        return CutPoint {
+            first_kept: start,
+            turn_start: None,
+        };
+    };
+    let mut cut = first_cut;
+    let mut accumulated = 0u64;
+    for i in (start..path.len()).rev() {
+        if message_role(path[i]).is_none() {
+            continue;
+        }
+        accumulated += path[i].message().map_or(0, tree::estimate_tokens);
+        if accumulated >= keep_recent_tokens {
+            if let Some(&c) = cut_points.iter().find(|&&c| c >= i) {
+                cut = c;
+            }
+            break;
+        }
+    }
+    // Keep the settings/label/... entries right before the cut with it.
+    while cut > start {
+        let prev = path[cut - 1];
+        if is_compaction(prev) || message_role(prev).is_some() {
+            break;
+        }
+        cut -= 1;
+    }
+    let is_user = message_role(path[cut]) == Some("user");
+    let turn_start = if is_user {
+        None
+    } else {
+        find_turn_start(path, cut, start)
+    };
+    CutPoint {
+        first_kept: cut,
+        turn_start,
+    }
+}
+
+/// `findTurnStartIndex`: the nearest user/bashExecution message or branch_summary /
+/// custom_message entry at or before `index`.
+fn find_turn_start(path: &[&Entry], index: usize, start: usize) -> Option<usize> {
+    (start..=index).rev().find(|&i| match path[i].kind() {
+        EntryKind::BranchSummary { .. } | EntryKind::CustomMessage(_) => true,
+        EntryKind::Message { role, .. } => role == "user" || role == "bashExecution",
+        _ => false,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summarization requests
+// ---------------------------------------------------------------------------------------------
+
+/// Which summary a request produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryKind {
+    /// The history before the cut (or before the split turn).
+    History,
+    /// The prefix of a split turn.
+    TurnPrefix,
+}
+
+/// One `completeSimple` call: no tools, one user message with `user_text`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryRequest {
+    pub kind: SummaryKind,
+    pub system_prompt: String,
+    pub user_text: String,
+    pub max_tokens: u64,
+    /// Reasoning level to request (`None`: no reasoning options).
+    pub reasoning: Option<ThinkingLevel>,
+}
+
+/// The summarization requests of a compaction, to run in parallel: one history request, or for
+/// a split turn a history request (omitted when nothing precedes the turn) and a turn-prefix
+/// request. `thinking` is the session's thinking level when the model is a reasoning model
+/// (`None` otherwise); 0.73.1 passes it to both requests unless it is `off`.
+pub fn summary_requests(
+    prep: &Preparation,
+    custom_instructions: Option<&str>,
+    settings: &Settings,
+    thinking: Option<ThinkingLevel>,
+) -> Vec<SummaryRequest> {
+    let reasoning = thinking.filter(|t| *t != ThinkingLevel::Off);
+    let history = || SummaryRequest {
+        kind: SummaryKind::History,
+        system_prompt: SUMMARIZATION_SYSTEM_PROMPT.to_string(),
+        user_text: history_prompt(
+            &prep.messages_to_summarize,
+            prep.previous_summary.as_deref(),
+            custom_instructions,
+        ),
+        max_tokens: (0.8 * settings.reserve_tokens as f64).floor() as u64,
+        reasoning,
+    };
+    if !prep.has_turn_prefix() {
+        return vec![history()];
+    }
+    let mut requests = Vec::with_capacity(2);
+    if !prep.messages_to_summarize.is_empty() {
+        requests.push(history());
+    }
+    requests.push(SummaryRequest {
+        kind: SummaryKind::TurnPrefix,
+        system_prompt: SUMMARIZATION_SYSTEM_PROMPT.to_string(),
+        user_text: format!(
+            "<conversation>\n{}\n</conversation>\n\n{TURN_PREFIX_SUMMARIZATION_PROMPT}",
+            serialize_agent_messages(&prep.turn_prefix_messages)
+        ),
+        max_tokens: (0.5 * settings.reserve_tokens as f64).floor() as u64,
+        reasoning,
+    });
+    requests
+}
+
+/// The user text of a history request (`generateSummary`). Empty previous summary and empty
+/// instructions count as absent, as in JavaScript.
+fn history_prompt(
+    messages: &[AgentMessage],
+    previous_summary: Option<&str>,
+    custom_instructions: Option<&str>,
+) -> String {
+    let previous = previous_summary.filter(|s| !s.is_empty());
+    let mut text = format!(
+        "<conversation>\n{}\n</conversation>\n\n",
+        serialize_agent_messages(messages)
+    );
+    if let Some(prev) = previous {
+        text.push_str(&format!(
+            "<previous-summary>\n{prev}\n</previous-summary>\n\n"
+        ));
+    }
+    text.push_str(if previous.is_some() {
+        UPDATE_SUMMARIZATION_PROMPT
+    } else {
+        SUMMARIZATION_PROMPT
+    });
+    if let Some(focus) = custom_instructions.filter(|s| !s.is_empty()) {
+        text.push_str("\n\nAdditional focus: ");
+        text.push_str(focus);
+    }
+    text
+}
+
+fn serialize_agent_messages(messages: &[AgentMessage]) -> String {
+    serialize_conversation(&to_llm(messages, false))
+}
+
+/// `serializeConversation`: the LLM messages as labelled text blocks joined by a blank line, so
+/// the summarizer does not continue the conversation.
+pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for m in messages {
+        match m {
+            LlmMessage::User(u) => {
+                let text = u.content.joined_text();
+                if !text.is_empty() {
+                    parts.push(format!("[User]: {text}"));
+                }
+            }
+            LlmMessage::Assistant(a) => serialize_assistant(a, &mut parts),
+            LlmMessage::ToolResult(r) => {
+                let text = UserContent::Blocks(r.content.clone()).joined_text();
+                if !text.is_empty() {
+                    parts.push(format!(
+                        "[Tool result]: {}",
+                        truncate_for_summary(&text, TOOL_RESULT_MAX_CHARS)
+                    ));
+                }
+            }
+        }
+    }
+    parts.join("\n\n")
+}
+
+fn serialize_assistant(a: &AssistantMessage, parts: &mut Vec<String>) {
+    let mut texts = Vec::new();
+    let mut thinking = Vec::new();
+    let mut calls = Vec::new();
+    for block in &a.content {
+        match block {
+            Content::Text(t) => texts.push(t.text.as_str()),
+            Content::Thinking(t) => thinking.push(t.thinking.as_str()),
+            Content::ToolCall(tc) => {
+                let args: Vec<String> = match &tc.arguments {
+                    Value::Object(map) => map
+                        .iter()
+                        .map(|(k, v)| {
+                            format!("{k}={}", serde_json::to_string(v).unwrap_or_default())
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                calls.push(format!("{}({})", tc.name, args.join(", ")));
+            }
+            Content::Image(_) => {}
+        }
+    }
+    if !thinking.is_empty() {
+        parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
+    }
+    if !texts.is_empty() {
+        parts.push(format!("[Assistant]: {}", texts.join("\n")));
+    }
+    if !calls.is_empty() {
+        parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+    }
+}
+
+/// `truncateForSummary`, counting UTF-16 units like JavaScript. A surrogate pair straddling the
+/// limit is dropped whole (JavaScript would keep a lone high surrogate).
+fn truncate_for_summary(text: &str, max_chars: usize) -> String {
+    let total = text.encode_utf16().count();
+    if total <= max_chars {
+        return text.to_string();
+    }
+    let mut units = 0;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        if units + c.len_utf16() > max_chars {
+            break;
+        }
+        units += c.len_utf16();
+        end = i + c.len_utf8();
+    }
+    format!(
+        "{}\n\n[... {} more characters truncated]",
+        &text[..end],
+        total - max_chars
+    )
+}
+
+/// The text of a summarizer reply (text blocks joined by `\n`), or the reference's error when
+/// the reply has `stopReason: "error"`.
+pub fn response_text(kind: SummaryKind, reply: &AssistantMessage) -> Result<String, String> {
+    if reply.stop_reason == StopReason::Error {
+        let prefix = match kind {
+            SummaryKind::History => SUMMARIZATION_FAILED_PREFIX,
+            SummaryKind::TurnPrefix => TURN_PREFIX_SUMMARIZATION_FAILED_PREFIX,
+        };
+        let msg = reply
+            .error_message
+            .as_deref()
+            .filter(|m| !m.is_empty())
+            .unwrap_or(UNKNOWN_ERROR);
+        return Err(format!("{prefix}{msg}"));
+    }
+    let texts: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    Ok(texts.join("\n"))
+}
+
+/// The summary stored in the compaction entry: the history text (merged with the turn-prefix
+/// text for a split turn; `history: None` there means [`NO_PRIOR_HISTORY`]) followed by the
+/// `<read-files>` / `<modified-files>` lists.
+pub fn final_summary(prep: &Preparation, history: Option<&str>, prefix: Option<&str>) -> String {
+    let mut summary = if prep.has_turn_prefix() {
+        format!(
+            "{}\n\n---\n\n**Turn Context (split turn):**\n\n{}",
+            history.unwrap_or(NO_PRIOR_HISTORY),
+            prefix.unwrap_or("")
+        )
+    } else {
+        history.unwrap_or("").to_string()
+    };
+    let (read, modified) = prep.file_ops.lists();
+    let mut sections = Vec::new();
+    if !read.is_empty() {
+        sections.push(format!("<read-files>\n{}\n</read-files>", read.join("\n")));
+    }
+    if !modified.is_empty() {
+        sections.push(format!(
+            "<modified-files>\n{}\n</modified-files>",
+            modified.join("\n")
+        ));
+    }
+    if !sections.is_empty() {
+        summary.push_str("\n\n");
+        summary.push_str(&sections.join("\n\n"));
+    }
+    summary
+}
+
+/// The compaction's `details`: `{"readFiles":[…],"modifiedFiles":[…]}`.
+pub fn details(prep: &Preparation) -> Value {
+    let (read, modified) = prep.file_ops.lists();
+    json!({ "readFiles": read, "modifiedFiles": modified })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Overflow detection
+// ---------------------------------------------------------------------------------------------
+
+/// `isContextOverflow`: an error whose message names a context overflow (and not a rate
+/// limit), a successful reply whose input exceeds the window (silent overflow), or a `length`
+/// stop with no output and a full window. `context_window` 0 disables the usage checks.
+pub fn is_context_overflow(message: &AssistantMessage, context_window: u64) -> bool {
+    if message.stop_reason == StopReason::Error {
+        if let Some(err) = message.error_message.as_deref().filter(|e| !e.is_empty()) {
+            if overflow::is_overflow_error(err) {
+                return true;
+            }
+        }
+    }
+    if context_window == 0 {
+        return false;
+    }
+    let input = message.usage.input + message.usage.cache_read;
+    match message.stop_reason {
+        StopReason::Stop => input > context_window,
+        StopReason::Length => {
+            message.usage.output == 0 && input as f64 >= context_window as f64 * 0.99
+        }
+        _ => false,
+    }
+}
+
+/// The 0.73.1 error-message patterns, matched by hand (no regex crate). Every pattern is
+/// case-insensitive; the patterns are ASCII, and JavaScript's `/i` never folds a non-ASCII
+/// character to ASCII, so comparing an ASCII-lowercased message is exact.
+mod overflow {
+    /// One step of a pattern. Matching is greedy without backtracking, which is exact for the
+    /// patterns below: what follows `Digits` never starts with a digit, what follows `Spaces`
+    /// never starts with a space.
+    #[derive(Clone, Copy)]
+    enum Tok {
+        Lit(&'static str),
+        /// `\d+`
+        Digits,
+        /// `(?:lit)?`
+        Opt(&'static str),
+        /// `(?:a|b)`: exactly one of the alternatives (none a prefix of another).
+        Alt(&'static [&'static str]),
+        /// `\s*`
+        Spaces,
+    }
+
+    use Tok::*;
+
+    struct Pattern {
+        anchored: bool,
+        toks: &'static [Tok],
+    }
+
+    const fn anywhere(toks: &'static [Tok]) -> Pattern {
+        Pattern {
+            anchored: false,
+            toks,
+        }
+    }
+
+    const OVERFLOW: &[Pattern] = &[
+        anywhere(&[Lit("prompt is too long")]),
+        anywhere(&[Lit("request_too_large")]),
+        anywhere(&[Lit("input is too long for requested model")]),
+        anywhere(&[Lit("exceeds the context window")]),
+        // `input token count.*exceeds the maximum`: see `token_count_exceeds`.
+        anywhere(&[Lit("maximum prompt length is "), Digits]),
+        anywhere(&[Lit("reduce the length of the messages")]),
+        anywhere(&[Lit("maximum context length is "), Digits, Lit(" tokens")]),
+        anywhere(&[Lit("exceeds the limit of "), Digits]),
+        anywhere(&[Lit("exceeds the available context size")]),
+        anywhere(&[Lit("greater than the context length")]),
+        anywhere(&[Lit("context window exceeds limit")]),
+        anywhere(&[Lit("exceeded model token limit")]),
+        anywhere(&[
+            Lit("too large for model with "),
+            Digits,
+            Lit(" maximum context length"),
+        ]),
+        anywhere(&[Lit("model_context_window_exceeded")]),
+        anywhere(&[
+            Lit("prompt too long; exceeded "),
+            Opt("max "),
+            Lit("context length"),
+        ]),
+        anywhere(&[
+            Lit("context"),
+            Alt(&["_", " "]),
+            Lit("length"),
+            Alt(&["_", " "]),
+            Lit("exceeded"),
+        ]),
+        anywhere(&[Lit("too many tokens")]),
+        anywhere(&[Lit("token limit exceeded")]),
+        Pattern {
+            anchored: true,
+            toks: &[
+                Lit("4"),
+                Alt(&["00", "13"]),
+                Spaces,
+                Opt("status code"),
+                Spaces,
+                Lit("(no body)"),
+            ],
+        },
+    ];
+
+    const NON_OVERFLOW: &[Pattern] = &[
+        Pattern {
+            anchored: true,
+            toks: &[Lit("throttling error:")],
+        },
+        Pattern {
+            anchored: true,
+            toks: &[Lit("service unavailable:")],
+        },
+        anywhere(&[Lit("rate limit")]),
+        anywhere(&[Lit("too many requests")]),
+    ];
+
+    pub(super) fn is_overflow_error(message: &str) -> bool {
+        let h = message.to_ascii_lowercase();
+        if NON_OVERFLOW.iter().any(|p| search(&h, p)) {
+            return false;
+        }
+        token_count_exceeds(&h) || OVERFLOW.iter().any(|p| search(&h, p))
+    }
+
+    /// `/input token count.*exceeds the maximum/`: `.` stops at line terminators, so both
+    /// parts must be on one line, the second after the first occurrence of the first.
+    fn token_count_exceeds(h: &str) -> bool {
+        h.split(['\n', '\r', '\u{2028}', '\u{2029}']).any(|line| {
+            const A: &str = "input token count";
+            line.find(A)
+                .is_some_and(|i| line[i + A.len()..].contains("exceeds the maximum"))
+        })
+    }
+
+    fn search(h: &str, p: &Pattern) -> bool {
+        if p.anchored {
+            return matches_at(h, 0, p.toks);
+        }
+        let Some(Lit(first)) = p.toks.first() else {
+            return false;
+        };
+        let mut from = 0;
+        while let Some(off) = h[from..].find(first) {
+            let at = from + off;
+            if matches_at(h, at, p.toks) {
+                return true;
+            }
+            // Every literal starts with an ASCII character, so `at + 1` is a char boundary.
+            from = at + 1;
+        }
+        false
+    }
+
+    fn matches_at(h: &str, pos: usize, toks: &[Tok]) -> bool {
+        let Some((tok, rest)) = toks.split_first() else {
+            return true;
+        };
+        let tail = &h[pos..];
+        match *tok {
+            Lit(l) => tail.starts_with(l) && matches_at(h, pos + l.len(), rest),
+            Digits => {
+                let n = tail.bytes().take_while(u8::is_ascii_digit).count();
+                n > 0 && matches_at(h, pos + n, rest)
+            }
+            Opt(l) => {
+                (tail.starts_with(l) && matches_at(h, pos + l.len(), rest))
+                    || matches_at(h, pos, rest)
+            }
+            Alt(alts) => alts
+                .iter()
+                .any(|a| tail.starts_with(a) && matches_at(h, pos + a.len(), rest)),
+            Spaces => {
+                let n: usize = tail
+                    .chars()
+                    .take_while(|&c| is_js_space(c))
+                    .map(char::len_utf8)
+                    .sum();
+                matches_at(h, pos + n, rest)
+            }
+        }
+    }
+
+    /// JavaScript's `\s`.
+    fn is_js_space(c: char) -> bool {
+        matches!(
+            c,
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
+        )
+    }
 }
