@@ -1,7 +1,7 @@
 //! Context compaction, the pure part (spec 10; pi 0.73.1 `core/compaction`, `ai/utils/overflow`).
 //!
-//! The state machine owns the flow: it decides when to compact ([`should_compact`],
-//! [`is_context_overflow`]), calls [`prepare`] on the session, sends the [`SummaryRequest`]s from
+//! The state machine owns the flow: it asks [`check`] whether to compact after a run or before a
+//! prompt (built on [`should_compact`] and [`is_context_overflow`]), calls [`prepare`] on the session, sends the [`SummaryRequest`]s from
 //! [`summary_requests`] to the model, turns each reply into text with [`response_text`], builds the
 //! stored summary with [`final_summary`] and [`details`], and appends the `compaction` entry. This
 //! module only computes: no I/O, no threads, no clock.
@@ -182,6 +182,86 @@ pub fn should_compact(context_tokens: u64, context_window: u64, settings: &Setti
     settings.enabled
         && i128::from(context_tokens)
             > i128::from(context_window) - i128::from(settings.reserve_tokens)
+}
+
+/// What `_checkCompaction` decides for an assistant message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// Context overflow: drop the trailing assistant message from the agent context, mark the
+    /// recovery as attempted, compact with reason `overflow` and `willRetry: true`.
+    Overflow,
+    /// Overflow again after one recovery: emit only `compaction_end{reason:"overflow",
+    /// aborted:false, willRetry:false, errorMessage:`[`OVERFLOW_RETRY_EXHAUSTED`]`}`.
+    OverflowRetryExhausted,
+    /// Over the threshold: compact with reason `threshold`, `willRetry: false`.
+    Threshold,
+}
+
+/// The state `_checkCompaction` looks at besides the assistant message.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckInput<'a> {
+    pub settings: &'a Settings,
+    /// The current model as `(provider, id, contextWindow)`; `None` when no model is set.
+    pub model: Option<(&'a str, &'a str, u64)>,
+    /// Timestamp (Unix ms) of the latest compaction entry on the branch
+    /// ([`latest_compaction_ms`]).
+    pub latest_compaction_ms: Option<u64>,
+    /// An overflow recovery already ran since the last user message / successful reply.
+    pub overflow_recovery_attempted: bool,
+    /// `false` after a run (aborted replies are skipped), `true` before a prompt.
+    pub include_aborted: bool,
+    /// The agent's current context messages.
+    pub context: &'a [AgentMessage],
+}
+
+/// `_checkCompaction` (spec 10.1 / 10.5) as a pure decision.
+pub fn check(assistant: &AssistantMessage, input: &CheckInput) -> Option<Trigger> {
+    if !input.settings.enabled {
+        return None;
+    }
+    if !input.include_aborted && assistant.stop_reason == StopReason::Aborted {
+        return None;
+    }
+    let context_window = input.model.map_or(0, |(_, _, w)| w);
+    let same_model = input
+        .model
+        .is_some_and(|(provider, id, _)| assistant.provider == provider && assistant.model == id);
+    let before_compaction = |ts: u64| input.latest_compaction_ms.is_some_and(|c| ts <= c);
+    if before_compaction(assistant.timestamp) {
+        return None;
+    }
+    if same_model && is_context_overflow(assistant, context_window) {
+        return Some(if input.overflow_recovery_attempted {
+            Trigger::OverflowRetryExhausted
+        } else {
+            Trigger::Overflow
+        });
+    }
+    let context_tokens = if assistant.stop_reason == StopReason::Error {
+        let last_usage = input.context.iter().rposition(|m| {
+            matches!(m, AgentMessage::Assistant(a)
+                if !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error))
+        })?;
+        if let AgentMessage::Assistant(a) = &input.context[last_usage] {
+            if before_compaction(a.timestamp) {
+                return None;
+            }
+        }
+        tree::estimate_context_tokens(input.context)
+    } else {
+        tree::usage_tokens(assistant)
+    };
+    should_compact(context_tokens, context_window, input.settings).then_some(Trigger::Threshold)
+}
+
+/// Timestamp (Unix ms) of the latest compaction entry on the session's branch.
+pub fn latest_compaction_ms(session: &Session) -> Option<u64> {
+    session
+        .branch_path()
+        .iter()
+        .rev()
+        .find(|e| is_compaction(e))
+        .map(|e| e.timestamp_ms())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1483,5 +1563,110 @@ mod tests {
         m.usage.input = 1000;
         m.usage.output = 1;
         assert!(!is_context_overflow(&m, 1000));
+    }
+
+    fn check_input<'a>(
+        settings: &'a Settings,
+        context: &'a [AgentMessage],
+        attempted: bool,
+    ) -> CheckInput<'a> {
+        CheckInput {
+            settings,
+            model: Some(("fake", "fake-model", 1000)),
+            latest_compaction_ms: Some(100),
+            overflow_recovery_attempted: attempted,
+            include_aborted: false,
+            context,
+        }
+    }
+
+    #[test]
+    fn check_decides_like_check_compaction() {
+        let set = Settings {
+            reserve_tokens: 200,
+            ..Settings::default()
+        };
+        let mut ok = AssistantMessage::empty("anthropic-messages", "fake", "fake-model");
+        ok.timestamp = 200;
+        ok.usage.total_tokens = 801;
+        assert_eq!(
+            check(&ok, &check_input(&set, &[], false)),
+            Some(Trigger::Threshold)
+        );
+        ok.usage.total_tokens = 800;
+        assert_eq!(check(&ok, &check_input(&set, &[], false)), None);
+        // Older than the latest compaction: ignored.
+        ok.usage.total_tokens = 900;
+        ok.timestamp = 100;
+        assert_eq!(check(&ok, &check_input(&set, &[], false)), None);
+        ok.timestamp = 200;
+        // Disabled.
+        let off = Settings {
+            enabled: false,
+            ..set
+        };
+        assert_eq!(check(&ok, &check_input(&off, &[], false)), None);
+        // Aborted replies only count before a prompt.
+        let mut aborted = ok.clone();
+        aborted.stop_reason = StopReason::Aborted;
+        assert_eq!(check(&aborted, &check_input(&set, &[], false)), None);
+        let before_prompt = CheckInput {
+            include_aborted: true,
+            ..check_input(&set, &[], false)
+        };
+        assert_eq!(check(&aborted, &before_prompt), Some(Trigger::Threshold));
+
+        // Overflow from the current model; a second one is exhausted.
+        let mut over = error_msg("prompt is too long");
+        over.provider = "fake".into();
+        over.model = "fake-model".into();
+        over.timestamp = 200;
+        assert_eq!(
+            check(&over, &check_input(&set, &[], false)),
+            Some(Trigger::Overflow)
+        );
+        assert_eq!(
+            check(&over, &check_input(&set, &[], true)),
+            Some(Trigger::OverflowRetryExhausted)
+        );
+        // From another model: only the threshold rule, which needs a usable usage.
+        over.model = "other".into();
+        assert_eq!(check(&over, &check_input(&set, &[], false)), None);
+        let mut prior = ok.clone();
+        prior.usage.total_tokens = 790;
+        let context = vec![
+            AgentMessage::Assistant(prior.clone()),
+            user(&forty('x')),
+            AgentMessage::Assistant(over.clone()),
+        ];
+        // 790 + 10 (user) + 0 (the error reply's estimate) = 800: not over.
+        assert_eq!(check(&over, &check_input(&set, &context, false)), None);
+        let context = vec![
+            AgentMessage::Assistant(prior.clone()),
+            user(&forty('x')),
+            user("y"),
+            AgentMessage::Assistant(over.clone()),
+        ];
+        assert_eq!(
+            check(&over, &check_input(&set, &context, false)),
+            Some(Trigger::Threshold)
+        );
+        // The usage predates the latest compaction: skipped.
+        let mut stale = prior;
+        stale.timestamp = 50;
+        let context = vec![AgentMessage::Assistant(stale), user(&forty('x')), user("y")];
+        assert_eq!(check(&over, &check_input(&set, &context, false)), None);
+    }
+
+    #[test]
+    fn latest_compaction_timestamp() {
+        let mut s = session();
+        assert_eq!(latest_compaction_ms(&s), None);
+        let u = s.append_message(&user("a"));
+        s.append_compaction("S", &u, 1, None, Some(false));
+        let ts = s.branch_path().last().unwrap().timestamp_ms();
+        assert!(ts > 0);
+        s.append_message(&user("b"));
+        assert_eq!(latest_compaction_ms(&s), Some(ts));
     }
 }
