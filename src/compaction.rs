@@ -1,10 +1,11 @@
 //! Context compaction, the pure part (spec 10; pi 0.73.1 `core/compaction`, `ai/utils/overflow`).
 //!
 //! The state machine owns the flow: it asks [`check`] whether to compact after a run or before a
-//! prompt (built on [`should_compact`] and [`is_context_overflow`]), calls [`prepare`] on the session, sends the [`SummaryRequest`]s from
-//! [`summary_requests`] to the model, turns each reply into text with [`response_text`], builds the
-//! stored summary with [`final_summary`] and [`details`], and appends the `compaction` entry. This
-//! module only computes: no I/O, no threads, no clock.
+//! prompt (built on [`should_compact`] and [`is_context_overflow`]), calls [`prepare`] on the
+//! session, sends the [`SummaryRequest`]s from [`summary_requests`] to the model, turns each
+//! reply into text with [`response_text`], builds the stored summary with [`final_summary`] and
+//! [`details`], and appends the `compaction` entry. This module only computes: no I/O, no
+//! threads, no clock.
 //!
 //! The prompt texts below go to the LLM and are protocol facts: they are byte-exact copies of
 //! what pi 0.73.1 sends (checked against the oracle's `k_compact` request).
