@@ -216,6 +216,9 @@ impl Machine {
 
     /// Emit and record one message that enters the context during this run.
     fn deliver(&mut self, m: AgentMessage) {
+        if matches!(m, AgentMessage::User(_)) {
+            self.overflow_recovery_attempted = false;
+        }
         self.emit(&Frame::MessageStart { message: &m });
         self.emit(&Frame::MessageEnd { message: &m });
         self.record(m);

@@ -53,7 +53,11 @@ impl Machine {
                 let _ = tx.send(Worker::BashDone(Box::new(outcome)));
             })
             .map_err(|e| format!("Cannot start the bash thread: {e}"))?;
-        self.bash = Some(BashJob { id, command, cancel });
+        self.bash = Some(BashJob {
+            id,
+            command,
+            cancel,
+        });
         Ok(())
     }
 
@@ -88,7 +92,10 @@ impl Machine {
             exit_code: outcome.exit_code,
             cancelled: outcome.cancelled || outcome.timed_out,
             truncated: outcome.truncated,
-            full_output_path: outcome.full_output_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            full_output_path: outcome
+                .full_output_path
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
             timestamp: now_ms(),
             exclude_from_context: None,
         });

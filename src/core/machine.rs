@@ -123,7 +123,11 @@ pub struct Machine {
     /// `retry-after` of the last provider error.
     pub(crate) last_retry_after: Option<u64>,
     /// `abort_and_prompt` waiting for the aborted run to end.
-    pub(crate) pending_prompt: Option<(UserInput, Option<Value>)>,
+    pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
+    /// The compaction in flight.
+    pub(crate) compaction: Option<crate::core::compact::Compaction>,
+    /// An overflow recovery ran since the last user message / successful reply.
+    pub(crate) overflow_recovery_attempted: bool,
     /// Generation of the latest LLM stream (late events of older ones are ignored).
     pub(crate) generation: u64,
     /// Number of the latest tool batch.
@@ -162,6 +166,8 @@ impl Machine {
             retry_seq: 0,
             last_retry_after: None,
             pending_prompt: None,
+            compaction: None,
+            overflow_recovery_attempted: false,
             generation: 0,
             batch: 0,
             steering: Queue::new(s.settings.steering_mode()),
@@ -242,7 +248,11 @@ impl Machine {
                 return Some(Exit::ClientGone);
             }
             Event::Control(Control::Signal(sig)) => return Some(self.shutdown_on_signal(sig)),
-            Event::Worker(Worker::Llm { generation, event }) => self.on_llm_event(generation, event),
+            Event::Worker(Worker::Llm { generation, event }) => {
+                if !self.on_compaction_stream(generation, &event) {
+                    self.on_llm_event(generation, event);
+                }
+            }
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
@@ -252,7 +262,10 @@ impl Machine {
 
     /// No run, retry, compaction or bash command in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        self.run.is_none() && self.retry_wait.is_none() && self.bash.is_none()
+        self.run.is_none()
+            && self.retry_wait.is_none()
+            && self.bash.is_none()
+            && self.compaction.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
@@ -367,6 +380,11 @@ impl Machine {
                 Ok(None)
             }
             Command::Abort => {
+                if self.abort_compaction() {
+                    self.send(response::success(id, "abort", None));
+                    self.settle();
+                    return Err(DEFERRED.to_string());
+                }
                 if self.cancel_retry() {
                     self.send(response::success(id, "abort", None));
                     self.settle();
@@ -391,7 +409,7 @@ impl Machine {
                     self.steering.clear();
                     self.follow_up.clear();
                     self.abort_run(None);
-                    self.pending_prompt = Some((input, id.cloned()));
+                    self.pending_prompt = Some((input, id.cloned(), "abort_and_prompt"));
                     return Err(DEFERRED.to_string());
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
@@ -403,6 +421,12 @@ impl Machine {
             Command::AbortBash => {
                 self.abort_bash();
                 Ok(None)
+            }
+            Command::Compact {
+                custom_instructions,
+            } => {
+                self.cmd_compact(custom_instructions, id.cloned())?;
+                Err(DEFERRED.to_string())
             }
             Command::GetState => Ok(Some(self.state_json())),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
@@ -564,7 +588,17 @@ impl Machine {
                 model.provider
             ));
         }
+        if self.compaction.is_some() {
+            self.pending_prompt = Some((input, id.cloned(), command_name(command)));
+            return Err(DEFERRED.to_string());
+        }
         self.flush_deferred_bash();
+        if let Some(last) = self.last_assistant_in_context() {
+            if self.maybe_auto_compact(&last, true) {
+                self.pending_prompt = Some((input, id.cloned(), command_name(command)));
+                return Err(DEFERRED.to_string());
+            }
+        }
         // Answer first (the reference's order), then the run's events.
         self.send(response::success(id, command, None));
         let message = AgentMessage::User(UserMessage {
@@ -592,7 +626,7 @@ impl Machine {
 
     /// Stop the current run without emitting its closing events (`new_session`,
     /// `switch_session`: the reference disconnects from the agent before aborting).
-    fn discard_run(&mut self) {
+    pub(crate) fn discard_run(&mut self) {
         if let Some(mut run) = self.run.take() {
             match &mut run.phase {
                 crate::core::agent::Phase::Streaming { handle, .. } => handle.cancel(),
@@ -640,7 +674,7 @@ impl Machine {
         self.flush_session_warnings();
     }
 
-    fn flush_session_warnings(&mut self) {
+    pub(crate) fn flush_session_warnings(&mut self) {
         for w in self.session.take_warnings() {
             eprintln!("pith: session: {w}");
         }
@@ -649,23 +683,32 @@ impl Machine {
     /// What follows the end of a run: auto-retry and compaction hooks (issue 6), a deferred
     /// `abort_and_prompt`, then `agent_settled`.
     pub(crate) fn after_run(&mut self, last: Option<AssistantMessage>, aborted: bool) {
-        if let Some((input, id)) = self.pending_prompt.take() {
-            let reply = self.cmd_prompt(input, None, id.as_ref(), "abort_and_prompt");
-            match reply {
-                Err(e) if e == DEFERRED => {}
-                Err(e) => self.send(response::error(id.as_ref(), Some("abort_and_prompt"), &e)),
-                Ok(_) => self.send(response::success(id.as_ref(), "abort_and_prompt", None)),
-            }
-            if self.run.is_some() {
-                return;
-            }
+        if self.run_pending_prompt() {
+            return;
         }
         if let Some(a) = &last {
             if !aborted && self.maybe_schedule_retry(a) {
                 return;
             }
+            if self.maybe_auto_compact(a, false) {
+                return;
+            }
         }
         self.settle();
+    }
+
+    /// Run a prompt that waited for a run or a compaction to end. True if it did anything.
+    pub(crate) fn run_pending_prompt(&mut self) -> bool {
+        let Some((input, id, command)) = self.pending_prompt.take() else {
+            return false;
+        };
+        let reply = self.cmd_prompt(input, None, id.as_ref(), command);
+        match reply {
+            Err(e) if e == DEFERRED => {}
+            Err(e) => self.send(response::error(id.as_ref(), Some(command), &e)),
+            Ok(_) => self.send(response::success(id.as_ref(), command, None)),
+        }
+        true
     }
 
     /// `agent_settled` when nothing is running or scheduled.
@@ -877,7 +920,7 @@ impl Machine {
         }
         m.insert("thinkingLevel".into(), json!(self.thinking.as_str()));
         m.insert("isStreaming".into(), json!(self.run.is_some()));
-        m.insert("isCompacting".into(), json!(false));
+        m.insert("isCompacting".into(), json!(self.compaction.is_some()));
         m.insert("steeringMode".into(), json!(self.steering.mode.as_str()));
         m.insert("followUpMode".into(), json!(self.follow_up.mode.as_str()));
         m.insert("interruptMode".into(), json!(self.interrupt_mode.as_str()));
@@ -894,6 +937,15 @@ impl Machine {
         m.insert("pendingMessageCount".into(), json!(pending));
         m.insert("queuedMessageCount".into(), json!(pending));
         Value::Object(m)
+    }
+}
+
+/// The `'static` name of a prompting command.
+fn command_name(c: &str) -> &'static str {
+    if c == "abort_and_prompt" {
+        "abort_and_prompt"
+    } else {
+        "prompt"
     }
 }
 

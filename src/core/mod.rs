@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod bash;
+pub mod compact;
 pub mod context;
 pub mod event;
 pub mod machine;

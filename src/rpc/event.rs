@@ -59,6 +59,20 @@ pub enum Event<'a> {
         #[serde(rename = "followUp")]
         follow_up: &'a [String],
     },
+    /// Manual compaction (reference 0.73.1).
+    CompactionStart {
+        reason: &'a str,
+    },
+    CompactionEnd {
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a Value>,
+        aborted: bool,
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+        #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
+        error_message: Option<&'a str>,
+    },
     AutoCompactionStart {
         reason: &'a str,
     },
