@@ -23,15 +23,31 @@ pub fn run(opts: Options) -> i32 {
         eprintln!("Error: @file arguments are not supported in RPC mode");
         return cli::EXIT_USAGE;
     }
-    if opts.mode != Mode::Rpc {
-        eprintln!("Error: --mode {:?} is not implemented yet", opts.mode);
-        return cli::EXIT_FAILURE;
-    }
-    match startup(&opts) {
-        Ok(s) => run_rpc(s),
+    let startup = match startup(&opts) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
-            cli::EXIT_FAILURE
+            return cli::EXIT_FAILURE;
+        }
+    };
+    match opts.mode {
+        Mode::Rpc => run_rpc(startup),
+        Mode::Print | Mode::Json => {
+            let mut parts: Vec<String> = opts.messages.clone();
+            for f in &opts.file_args {
+                match std::fs::read_to_string(f) {
+                    Ok(t) => parts.push(t),
+                    Err(e) => {
+                        eprintln!("Error: cannot read @{f}: {e}");
+                        return cli::EXIT_USAGE;
+                    }
+                }
+            }
+            if parts.is_empty() {
+                eprintln!("Error: no prompt given (pith -p \"prompt\")");
+                return cli::EXIT_USAGE;
+            }
+            run_oneshot(startup, opts.mode, parts.join("\n\n"))
         }
     }
 }
@@ -215,6 +231,104 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
     })
+}
+
+/// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of
+/// going to stdout as they are. Print mode writes the final assistant text; json mode writes
+/// every event line. Exit 1 (message on stderr) when the prompt or the run fails.
+fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
+    let (input_tx, input_rx) = crossbeam_channel::bounded(4);
+    let (_control_tx, control_rx) = crossbeam_channel::unbounded();
+    let (worker_tx, worker_rx) = crossbeam_channel::bounded(1024);
+    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
+    let signals = io::signals::spawn(_control_tx.clone());
+    if signals.is_err() {
+        eprintln!("pith: cannot listen for signals");
+    }
+    let cmd = serde_json::json!({"type": "prompt", "message": prompt});
+    let _ = input_tx.send(io::stdin::Input::Json(cmd));
+    let _ = input_tx.send(io::stdin::Input::Eof);
+    let collector = std::thread::spawn(move || {
+        use std::io::Write;
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        let mut failure: Option<String> = None;
+        let mut final_text: Option<String> = None;
+        for line in stdout_rx.iter() {
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
+                continue;
+            };
+            let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("");
+            if ty == "response" {
+                if v.get("success") == Some(&serde_json::Value::Bool(false)) {
+                    failure = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
+                }
+                continue;
+            }
+            if mode == Mode::Json && out.write_all(&line).and_then(|_| out.flush()).is_err() {
+                break;
+            }
+            if ty == "agent_end" {
+                let last = v["messages"]
+                    .as_array()
+                    .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
+                if let Some(a) = last {
+                    match a["stopReason"].as_str() {
+                        Some("error") | Some("aborted") => {
+                            failure = Some(
+                                a["errorMessage"]
+                                    .as_str()
+                                    .unwrap_or("the run failed")
+                                    .to_string(),
+                            );
+                        }
+                        _ => {
+                            failure = None;
+                            let text: String = a["content"]
+                                .as_array()
+                                .map(|c| {
+                                    c.iter()
+                                        .filter_map(|b| b["text"].as_str())
+                                        .collect::<Vec<_>>()
+                                        .join("")
+                                })
+                                .unwrap_or_default();
+                            final_text = Some(text);
+                        }
+                    }
+                }
+            }
+        }
+        if mode == Mode::Print {
+            if let Some(t) = &final_text {
+                let _ = writeln!(out, "{t}");
+            }
+        }
+        failure
+    });
+    let machine = Machine::new(
+        startup,
+        Channels {
+            input: input_rx,
+            control: control_rx,
+            worker: worker_rx,
+            worker_tx,
+            stdout: stdout_tx,
+        },
+    );
+    let exit = machine.run();
+    match collector.join() {
+        Ok(Some(err)) => {
+            eprintln!("Error: {err}");
+            if exit.code() != 0 {
+                exit.code()
+            } else {
+                cli::EXIT_FAILURE
+            }
+        }
+        Ok(None) => exit.code(),
+        Err(_) => cli::EXIT_FAILURE,
+    }
 }
 
 fn run_rpc(startup: Startup) -> i32 {
