@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use std::cell::RefCell;
 use serde_json::Value;
 
 /// Environment lookup. Injected so tests never touch the process environment.
@@ -32,7 +32,8 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bound on what a `!command` may print (a key is short; this only stops a runaway command).
 const COMMAND_OUTPUT_LIMIT: u64 = 1 << 20;
 
-/// Credentials for all providers. Cheap to clone (the command cache is shared).
+/// Credentials for all providers. Owned by the state machine (one thread), so the `!command`
+/// cache is a plain `RefCell`: no lock, nothing shared.
 #[derive(Clone)]
 pub struct Auth {
     runtime: HashMap<String, String>,
@@ -41,7 +42,7 @@ pub struct Auth {
     /// `models.json` provider `apiKey`s, unresolved.
     fallback: HashMap<String, String>,
     env: Env,
-    cache: Arc<Mutex<HashMap<String, Option<String>>>>,
+    cache: RefCell<HashMap<String, Option<String>>>,
 }
 
 impl fmt::Debug for Auth {
@@ -103,7 +104,7 @@ impl Auth {
             stored,
             fallback: models_json_keys,
             env,
-            cache: Arc::new(Mutex::new(HashMap::new())),
+            cache: RefCell::new(HashMap::new()),
         };
         (auth, warnings)
     }
@@ -115,7 +116,7 @@ impl Auth {
             stored: serde_json::Map::new(),
             fallback: HashMap::new(),
             env,
-            cache: Arc::new(Mutex::new(HashMap::new())),
+            cache: RefCell::new(HashMap::new()),
         }
     }
 
@@ -164,11 +165,11 @@ impl Auth {
     /// [`resolve_config_value`] with this `Auth`'s environment and command cache.
     pub fn resolve_cached(&self, config: &str) -> Option<String> {
         if let Some(cmd) = config.strip_prefix('!') {
-            if let Some(hit) = self.cache.lock().get(config) {
+            if let Some(hit) = self.cache.borrow().get(config) {
                 return hit.clone();
             }
             let value = run_command(cmd);
-            self.cache.lock().insert(config.to_string(), value.clone());
+            self.cache.borrow_mut().insert(config.to_string(), value.clone());
             return value;
         }
         resolve_config_value_uncached(config, &self.env)
