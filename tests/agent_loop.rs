@@ -838,7 +838,7 @@ fn unknown_tool_and_invalid_arguments_fail_immediately() {
 
 #[test]
 fn steer_during_streaming_is_a_new_turn_after_turn_end() {
-    let mut s = setup(vec![slow_text(10, 15), reply(&[text(&["OK, stopping."])])]);
+    let mut s = setup(vec![slow_text(16, 15), reply(&[text(&["OK, stopping."])])]);
     prompt(&mut s.p, "p1", "Count slowly");
     let head =
         s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
@@ -878,7 +878,7 @@ fn steer_during_streaming_is_a_new_turn_after_turn_end() {
     let first = find(&f, |v| {
         v["type"] == "message_end" && v["message"]["role"] == "assistant"
     });
-    let want: String = (0..10).map(|i| format!("w{i} ")).collect();
+    let want: String = (0..16).map(|i| format!("w{i} ")).collect();
     assert_eq!(first["message"]["content"][0]["text"], want);
     let agent_end = find(&f, |v| v["type"] == "agent_end");
     assert_eq!(agent_end["messages"].as_array().map(Vec::len), Some(4));
@@ -993,7 +993,7 @@ fn steer_during_tools_immediate_mode_skips_the_running_tool() {
 
 #[test]
 fn follow_up_runs_an_extra_turn_in_the_same_run() {
-    let mut s = setup(vec![slow_text(6, 10), reply(&[text(&["Follow answer."])])]);
+    let mut s = setup(vec![slow_text(16, 10), reply(&[text(&["Follow answer."])])]);
     prompt(&mut s.p, "p1", "First");
     s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
     s.p.send(json!({"type":"follow_up","id":"f1","message":"And then?"}));
@@ -1036,7 +1036,7 @@ fn follow_up_runs_an_extra_turn_in_the_same_run() {
         .iter()
         .map(|m| m["content"][0]["text"].as_str().unwrap_or("?"))
         .collect();
-    let first: String = (0..6).map(|i| format!("w{i} ")).collect();
+    let first: String = (0..16).map(|i| format!("w{i} ")).collect();
     assert_eq!(
         texts,
         ["First", first.as_str(), "And then?", "Follow answer."]
@@ -1045,7 +1045,7 @@ fn follow_up_runs_an_extra_turn_in_the_same_run() {
 
 #[test]
 fn prompt_while_streaming_without_behaviour_is_an_error() {
-    let mut s = setup(vec![slow_text(6, 10)]);
+    let mut s = setup(vec![slow_text(24, 10)]);
     prompt(&mut s.p, "p1", "Answer slowly");
     s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
     prompt(
@@ -1312,7 +1312,7 @@ fn images_in_both_shapes_reach_the_request() {
 
 #[test]
 fn get_state_while_streaming_and_get_messages_after() {
-    let mut s = setup(vec![slow_text(8, 10)]);
+    let mut s = setup(vec![slow_text(16, 10)]);
     let st = s.p.call(json!({"type":"get_state"}), "gs0");
     assert_eq!(st["data"]["isStreaming"], false);
     assert_eq!(st["data"]["messageCount"], 0);
@@ -1329,9 +1329,205 @@ fn get_state_while_streaming_and_get_messages_after() {
     let m = s.p.call(json!({"type":"get_messages"}), "gm");
     assert_eq!(m["success"], true);
     assert_eq!(m["data"]["messages"], agent_end["messages"]);
-    let text: String = (0..8).map(|i| format!("w{i} ")).collect();
+    let text: String = (0..16).map(|i| format!("w{i} ")).collect();
     assert_eq!(
         m["data"]["messages"][1]["content"],
         json!([{"type":"text","text":text}])
     );
+}
+
+// ------------------------------------------------------------------------------------------------
+// More queue and abort cases
+
+/// Two steers while the first answer streams; the steering mode decides how they are delivered.
+fn two_steers(mode: &str, replies: Vec<Reply>) -> (Setup, Vec<String>) {
+    let mut s = setup(replies);
+    let r =
+        s.p.call(json!({"type":"set_steering_mode","mode":mode}), "sm");
+    assert_eq!(r["success"], true, "{r}");
+    prompt(&mut s.p, "p1", "Go");
+    s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
+    s.p.send(json!({"type":"steer","id":"s1","message":"A"}));
+    s.p.send(json!({"type":"steer","id":"s2","message":"B"}));
+    let f = settled(&mut s.p);
+    let k: Vec<String> = kinds_collapsed(&f)
+        .into_iter()
+        .filter(|k| !k.starts_with("update"))
+        .collect();
+    (s, k)
+}
+
+#[test]
+fn steering_mode_all_delivers_both_in_one_turn() {
+    let (s, k) = two_steers("all", vec![slow_text(16, 10), reply(&[text(&["Both."])])]);
+    assert_eq!(
+        k,
+        [
+            "queue_update [\"A\"] []",
+            "response steer ok",
+            "queue_update [\"A\",\"B\"] []",
+            "response steer ok",
+            "message_end assistant",
+            "turn_end",
+            "turn_start",
+            "queue_update [\"B\"] []",
+            "message_start user",
+            "message_end user",
+            "queue_update [] []",
+            "message_start user",
+            "message_end user",
+            "message_start assistant",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    assert_eq!(s.llm.requests().len(), 2);
+}
+
+#[test]
+fn steering_one_at_a_time_delivers_one_per_turn() {
+    let (s, k) = two_steers(
+        "one-at-a-time",
+        vec![
+            slow_text(16, 10),
+            reply(&[text(&["For A."])]),
+            reply(&[text(&["For B."])]),
+        ],
+    );
+    assert_eq!(
+        k,
+        [
+            "queue_update [\"A\"] []",
+            "response steer ok",
+            "queue_update [\"A\",\"B\"] []",
+            "response steer ok",
+            "message_end assistant",
+            "turn_end",
+            "turn_start",
+            "queue_update [\"B\"] []",
+            "message_start user",
+            "message_end user",
+            "message_start assistant",
+            "message_end assistant",
+            "turn_end",
+            "turn_start",
+            "queue_update [] []",
+            "message_start user",
+            "message_end user",
+            "message_start assistant",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    let body = request_body(&s.llm, 2);
+    let msgs = strip_cache_control(body["messages"].clone());
+    let roles: Vec<&str> = msgs
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+}
+
+#[test]
+fn abort_while_idle_answers_at_once() {
+    let mut s = setup(vec![]);
+    let r = s.p.call(json!({"type":"abort"}), "a0");
+    assert_eq!(
+        r,
+        json!({"id":"a0","type":"response","command":"abort","success":true})
+    );
+    assert_eq!(kinds(&s.p.seen), ["response abort ok"]);
+    s.p.assert_quiet(Duration::from_millis(100));
+}
+
+#[test]
+fn bash_exit_code_is_a_tool_error() {
+    let mut s = setup(vec![
+        reply(&[bash("t1", "echo oops; exit 3")]),
+        reply(&[text(&["It failed."])]),
+    ]);
+    prompt(&mut s.p, "p1", "fail");
+    let f = settled(&mut s.p);
+    assert_eq!(
+        end_text(&f, "t1"),
+        ("oops\n\n\nCommand exited with code 3".into(), true)
+    );
+    assert_eq!(tool_end(&f, "t1")["result"]["details"], json!({}));
+    let body = request_body(&s.llm, 1);
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("messages");
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][0]["is_error"], true);
+    assert_eq!(
+        last["content"][0]["content"],
+        "oops\n\n\nCommand exited with code 3"
+    );
+}
+
+#[test]
+fn abort_and_prompt_while_a_tool_runs() {
+    let marker = unique_marker("ap_tool");
+    let mut s = setup(vec![
+        reply(&[bash("t1", &format!("sleep 20; : {marker}"))]),
+        reply(&[text(&["Fresh."])]),
+    ]);
+    prompt(&mut s.p, "p1", "slow tool");
+    s.p.recv_until(|v| v["type"] == "tool_execution_start");
+    let t0 = Instant::now();
+    s.p.send(json!({"type":"abort_and_prompt","id":"ap","message":"Instead"}));
+    let f = no_updates(&settled(&mut s.p));
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(
+        kinds_collapsed(&f),
+        [
+            "tool_execution_end t1",
+            "message_start toolResult",
+            "message_end toolResult",
+            "turn_end",
+            "turn_start",
+            "message_start assistant",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "response abort_and_prompt ok",
+            "agent_start",
+            "turn_start",
+            "message_start user",
+            "message_end user",
+            "message_start assistant",
+            "update text_start",
+            "update text_delta",
+            "update text_end",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    assert_eq!(end_text(&f, "t1"), ("Command aborted".into(), true));
+    let response = find(&f, |v| v["type"] == "response");
+    assert_eq!(
+        *response,
+        json!({"id":"ap","type":"response","command":"abort_and_prompt","success":true})
+    );
+    assert_no_process(&marker);
+    // The new run's request: the old prompt, the tool call and its result, then the new prompt
+    // (the aborted empty assistant message is left out).
+    let body = request_body(&s.llm, 1);
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "user"]);
 }
