@@ -22,7 +22,7 @@ static:
 	$(CARGO) build --release --target x86_64-unknown-linux-musl
 
 bench: build
-	$(CARGO) run --release --example bench
+	$(CARGO) run --release --features bench --bin pith-bench
 
 fmt:
 	$(CARGO) fmt --all

@@ -949,15 +949,37 @@ fn steer_during_tools_wait_mode_lets_tools_finish() {
 
 #[test]
 fn steer_during_tools_immediate_mode_skips_the_running_tool() {
+    // Immediate mode checks steering each time a tool finishes: t_mid finishes after the steer
+    // arrived, so t_slow, still running, is stopped and reported as skipped.
     let marker = unique_marker("immediate");
     let t0 = Instant::now();
-    let (_s, f) = steer_during_tools("immediate", &marker);
+    let mut s = setup(vec![
+        reply(&[
+            bash("t_slow", &format!("sleep 3; echo {marker}")),
+            bash("t_mid", "sleep 0.4; echo mid"),
+            bash("t_fast", "echo fast"),
+        ]),
+        reply(&[text(&["Acknowledged the steer."])]),
+    ]);
+    let r = s.p.call(
+        json!({"type":"set_interrupt_mode","mode":"immediate"}),
+        "im",
+    );
+    assert_eq!(r["success"], true, "{r}");
+    prompt(&mut s.p, "p1", "Run the three commands");
+    s.p.recv_until(|v| v["type"] == "tool_execution_end" && v["toolCallId"] == "t_fast");
+    s.p.send(json!({"type":"prompt","id":"p2","message":"Change of plan",
+                    "streamingBehavior":"steer"}));
+    let f = settled(&mut s.p);
     assert_eq!(
         kinds_collapsed(&f),
         [
             "queue_update [\"Change of plan\"] []",
             "response prompt ok",
+            "tool_execution_end t_mid",
             "tool_execution_end t_slow",
+            "message_start toolResult",
+            "message_end toolResult",
             "message_start toolResult",
             "message_end toolResult",
             "message_start toolResult",
@@ -982,12 +1004,13 @@ fn steer_during_tools_immediate_mode_skips_the_running_tool() {
         ("Skipped due to queued user message.".into(), true)
     );
     assert_eq!(tool_end(&f, "t_slow")["result"]["details"], json!({}));
-    assert_eq!(end_text(&f, "t_fast"), ("fast\n".into(), false));
+    assert_eq!(end_text(&f, "t_mid"), ("mid\n".into(), false));
     assert!(
-        t0.elapsed() < Duration::from_millis(1400),
+        t0.elapsed() < Duration::from_millis(2500),
         "the slow tool was waited for: {:?}",
         t0.elapsed()
     );
+    std::thread::sleep(Duration::from_millis(200));
     assert_no_process(&marker);
 }
 

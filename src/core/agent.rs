@@ -25,6 +25,13 @@ pub const ABORTED_REQUEST: &str = "Request was aborted.";
 /// What a tool call gets when a queued steering message skips it.
 pub const SKIPPED: &str = "Skipped due to queued user message.";
 
+/// Which queue delivered messages came from (for their `queue_update`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Steering,
+    FollowUp,
+}
+
 /// One agent run (`agent_start` … `agent_end`). It snapshots model, thinking level, system
 /// prompt and tools when it starts.
 pub struct Run {
@@ -210,8 +217,8 @@ impl Machine {
         for p in prompts {
             self.deliver(p);
         }
-        let steering = self.take_steering();
-        self.continue_turn(steering);
+        let steering = self.steering.take();
+        self.continue_turn(steering, Source::Steering);
     }
 
     /// Emit and record one message that enters the context during this run.
@@ -233,14 +240,6 @@ impl Machine {
         self.messages.push(m);
     }
 
-    fn take_steering(&mut self) -> Vec<Queued> {
-        let taken = self.steering.take();
-        if !taken.is_empty() {
-            self.emit_queue_update();
-        }
-        taken
-    }
-
     pub(crate) fn emit_queue_update(&mut self) {
         let s = self.steering.texts();
         let f = self.follow_up.texts();
@@ -250,9 +249,24 @@ impl Machine {
         });
     }
 
-    /// Deliver pending messages, then ask the model.
-    fn continue_turn(&mut self, pending: Vec<Queued>) {
-        for q in pending {
+    /// Deliver pending messages, then ask the model. Each queued message is preceded by a
+    /// `queue_update` showing what is still waiting (the reference removes a message from its
+    /// queue display right before its `message_start`).
+    fn continue_turn(&mut self, pending: Vec<Queued>, source: Source) {
+        let texts: Vec<String> = pending.iter().map(|q| q.text.clone()).collect();
+        for (i, q) in pending.into_iter().enumerate() {
+            let rest = &texts[i + 1..];
+            let (mut steering, mut follow_up) = (self.steering.texts(), self.follow_up.texts());
+            let list = if source == Source::Steering {
+                &mut steering
+            } else {
+                &mut follow_up
+            };
+            list.splice(0..0, rest.iter().cloned());
+            self.emit(&Frame::QueueUpdate {
+                steering: &steering,
+                follow_up: &follow_up,
+            });
             self.deliver(AgentMessage::User(q.message));
         }
         self.start_llm_call();
@@ -451,7 +465,7 @@ impl Machine {
                 self.emit_tool_end(r);
             }
             slots.push(slot);
-            steering = self.take_steering();
+            steering = self.steering.take();
             if !steering.is_empty() {
                 for (j, _, _) in runnable.drain(..) {
                     let r = result_message(&slots[j].call, Err(SKIPPED.to_string()));
@@ -627,36 +641,22 @@ impl Machine {
     /// After `turn_end`: another turn (tool results, steering, follow-ups) or the end of the run.
     fn after_turn(&mut self, had_tool_calls: bool, steering: Vec<Queued>) {
         let pending = if steering.is_empty() {
-            self.take_steering_quiet_first()
+            self.steering.take()
         } else {
             steering
         };
         if had_tool_calls || !pending.is_empty() {
             self.emit(&Frame::TurnStart);
-            self.redeliver_queue_update(&pending);
-            self.continue_turn(pending);
+            self.continue_turn(pending, Source::Steering);
             return;
         }
         let follow = self.follow_up.take();
         if !follow.is_empty() {
             self.emit(&Frame::TurnStart);
-            self.emit_queue_update();
-            self.continue_turn(follow);
+            self.continue_turn(follow, Source::FollowUp);
             return;
         }
         self.end_run();
-    }
-
-    /// Steering is taken at turn end but its `queue_update` is emitted after the next
-    /// `turn_start` (as the reference orders them).
-    fn take_steering_quiet_first(&mut self) -> Vec<Queued> {
-        self.steering.take()
-    }
-
-    fn redeliver_queue_update(&mut self, pending: &[Queued]) {
-        if !pending.is_empty() {
-            self.emit_queue_update();
-        }
     }
 
     /// `agent_end`, answer waiting aborts, then what follows a run.
@@ -676,12 +676,16 @@ impl Machine {
         self.after_run(last, run.aborting);
     }
 
-    /// Abort the current run; the response is sent once the run has ended.
-    pub(crate) fn abort_run(&mut self, id: Option<Value>) -> bool {
+    /// Abort the current run; the response is sent once the run has ended. `waiter`:
+    /// `Some(id)` of an `abort` command to answer after `agent_end` (`Some(None)` when it had no
+    /// id); `None` when nobody waits for an `abort` response (`abort_and_prompt`, shutdown).
+    pub(crate) fn abort_run(&mut self, waiter: Option<Option<Value>>) -> bool {
         let Some(run) = self.run.as_mut() else {
             return false;
         };
-        run.abort_waiters.push(id);
+        if let Some(id) = waiter {
+            run.abort_waiters.push(id);
+        }
         if run.aborting {
             return true;
         }

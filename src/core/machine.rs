@@ -390,7 +390,7 @@ impl Machine {
                     self.settle();
                     return Err(DEFERRED.to_string());
                 }
-                if self.abort_run(id.cloned()) {
+                if self.abort_run(Some(id.cloned())) {
                     return Err(DEFERRED.to_string());
                 }
                 Ok(None)
@@ -408,8 +408,10 @@ impl Machine {
                     // Discard queued messages, abort, then prompt once the run has ended.
                     self.steering.clear();
                     self.follow_up.clear();
-                    self.abort_run(None);
+                    // Set first: aborting a stream ends the run synchronously, and the end of the
+                    // run is what starts the waiting prompt.
                     self.pending_prompt = Some((input, id.cloned(), "abort_and_prompt"));
+                    self.abort_run(None);
                     return Err(DEFERRED.to_string());
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")

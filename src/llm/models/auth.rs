@@ -16,8 +16,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::cell::RefCell;
 use serde_json::Value;
+use std::cell::RefCell;
 
 /// Environment lookup. Injected so tests never touch the process environment.
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -169,7 +169,9 @@ impl Auth {
                 return hit.clone();
             }
             let value = run_command(cmd);
-            self.cache.borrow_mut().insert(config.to_string(), value.clone());
+            self.cache
+                .borrow_mut()
+                .insert(config.to_string(), value.clone());
             return value;
         }
         resolve_config_value_uncached(config, &self.env)

@@ -1,0 +1,319 @@
+//! `make bench`: start-up latency, memory and streaming throughput of the real `pith` binary,
+//! measured over pipes against a local fake provider (no network). A benchmark, not a test: it
+//! prints figures and asserts nothing. Built only with `--features bench`.
+//!
+//! Figures:
+//! - cold start: spawn → first response to `get_state` (median of 30 runs);
+//! - short conversation: peak RSS of a faux run with three tool calls;
+//! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots and with
+//!   `--rpc-partials none`: wall time, output bytes, peak RSS;
+//! - session load: a 10,000-entry session file opened with `--session`, time to `get_state`.
+
+#[path = "../../tests/support/fake_llm.rs"]
+mod fake_llm;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_llm::{FakeLlm, Reply};
+
+fn pith_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.with_file_name("pith")
+}
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("pith-bench-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("agent")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("cwd")).expect("mkdir");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn spawn(s: &Scratch, args: &[&str]) -> Child {
+    Command::new(pith_bin())
+        .args(args)
+        .current_dir(s.0.join("cwd"))
+        .env("PI_CODING_AGENT_DIR", s.0.join("agent"))
+        .env("HOME", &s.0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn pith")
+}
+
+/// Peak resident set size (VmHWM) of a live process, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn cold_start() {
+    let s = Scratch::new("cold");
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        let start = Instant::now();
+        let mut child = spawn(
+            &s,
+            &[
+                "--mode",
+                "rpc",
+                "--no-session",
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+            ],
+        );
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"{\"id\":1,\"type\":\"get_state\"}\n")
+            .expect("write");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read");
+        times.push(start.elapsed());
+        drop(stdin);
+        let _ = child.wait();
+    }
+    let min = times.iter().min().copied().unwrap_or_default();
+    println!(
+        "cold start to first response: median {:.2} ms, min {:.2} ms (30 runs)",
+        ms(median(times)),
+        ms(min)
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Send `lines`, read stdout until a line contains `until`; returns (elapsed, bytes read, peak RSS).
+fn drive(child: &mut Child, lines: &[&str], until: &str) -> (Duration, u64, u64) {
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let start = Instant::now();
+    for l in lines {
+        stdin.write_all(l.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+    }
+    let mut out = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
+    let mut bytes = 0u64;
+    let mut line = Vec::new();
+    let mut peak = 0;
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        let got = out.read_until(b'\n', &mut line).expect("read");
+        if got == 0 {
+            break;
+        }
+        bytes += got as u64;
+        n += 1;
+        if n % 512 == 0 {
+            peak = peak.max(peak_rss_kib(pid));
+        }
+        if line.windows(until.len()).any(|w| w == until.as_bytes()) {
+            break;
+        }
+    }
+    let elapsed = start.elapsed();
+    peak = peak.max(peak_rss_kib(pid));
+    drop(stdin);
+    let mut rest = Vec::new();
+    let _ = out.read_to_end(&mut rest);
+    let _ = child.wait();
+    (elapsed, bytes, peak)
+}
+
+fn short_conversation() {
+    let s = Scratch::new("short");
+    let script = s.0.join("faux.jsonl");
+    std::fs::write(
+        &script,
+        concat!(
+            "{\"text\":\"Writing.\",\"toolCalls\":[{\"name\":\"write\",\"arguments\":{\"path\":\"a.txt\",\"content\":\"hi\\n\"}}]}\n",
+            "{\"text\":\"Checking.\",\"toolCalls\":[{\"name\":\"bash\",\"arguments\":{\"command\":\"cat a.txt\"}},{\"name\":\"read\",\"arguments\":{\"path\":\"a.txt\"}}]}\n",
+            "{\"text\":\"Done.\"}\n"
+        ),
+    )
+    .expect("script");
+    let script = script.to_string_lossy().to_string();
+    let mut child = spawn(
+        &s,
+        &[
+            "--mode",
+            "rpc",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "--faux-script",
+            &script,
+        ],
+    );
+    let (t, bytes, rss) = drive(
+        &mut child,
+        &["{\"id\":1,\"type\":\"prompt\",\"message\":\"go\"}"],
+        "agent_settled",
+    );
+    println!(
+        "short conversation (3 turns, 3 tool calls, session on disk): {:.1} ms, {} bytes out, peak RSS {:.1} MiB",
+        ms(t),
+        bytes,
+        rss as f64 / 1024.0
+    );
+}
+
+fn long_stream_body(chunks: usize) -> Vec<u8> {
+    let mut b = String::with_capacity(chunks * 120);
+    b.push_str("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_bench\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake-model\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n");
+    b.push_str("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+    for _ in 0..chunks {
+        b.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"abcd\"}}\n\n");
+    }
+    b.push_str(
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    );
+    b.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":20000}}\n\n");
+    b.push_str("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    b.into_bytes()
+}
+
+fn models_json(agent: &Path, base_url: &str) {
+    let text = format!(
+        "{{\"providers\":{{\"fake\":{{\"baseUrl\":\"{base_url}\",\"api\":\"anthropic-messages\",\"apiKey\":\"sk-bench\",\"models\":[{{\"id\":\"fake-model\",\"name\":\"Fake\",\"reasoning\":false,\"input\":[\"text\"],\"contextWindow\":200000,\"maxTokens\":16384,\"cost\":{{\"input\":3,\"output\":15,\"cacheRead\":0.3,\"cacheWrite\":3.75}}}}]}}}}}}"
+    );
+    std::fs::write(agent.join("models.json"), text).expect("models.json");
+}
+
+fn long_stream(partials: &str) {
+    let chunks = 20_000;
+    let srv = FakeLlm::start(vec![
+        Reply::sse(long_stream_body(chunks)).chunked(4096, Duration::ZERO),
+    ]);
+    let s = Scratch::new(&format!("stream-{partials}"));
+    models_json(&s.0.join("agent"), &srv.base_url());
+    let mut child = spawn(
+        &s,
+        &[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--rpc-partials",
+            partials,
+        ],
+    );
+    let (t, bytes, rss) = drive(
+        &mut child,
+        &["{\"id\":1,\"type\":\"prompt\",\"message\":\"go\"}"],
+        "agent_settled",
+    );
+    println!(
+        "{chunks}-chunk stream, --rpc-partials {partials}: {:.0} ms, {:.1} MiB out, peak RSS {:.1} MiB",
+        ms(t),
+        bytes as f64 / (1024.0 * 1024.0),
+        rss as f64 / 1024.0
+    );
+}
+
+fn session_load() {
+    let s = Scratch::new("session");
+    let path = s.0.join("big.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
+    writeln!(f, "{{\"type\":\"session\",\"version\":3,\"id\":\"01a20036-0000-7000-8000-000000000000\",\"timestamp\":\"2026-11-21T00:00:00.000Z\",\"cwd\":\"/tmp\"}}").expect("write");
+    let mut parent = "null".to_string();
+    for i in 0..10_000u32 {
+        let id = format!("{i:08x}");
+        let (role, body) = if i % 2 == 0 {
+            (
+                "user",
+                format!(
+                    "{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"question {i} with some words in it\"}}],\"timestamp\":1795299884867}}"
+                ),
+            )
+        } else {
+            (
+                "assistant",
+                format!(
+                    "{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"answer {i} with a few more words in it\"}}],\"api\":\"faux\",\"provider\":\"faux\",\"model\":\"faux\",\"usage\":{{\"input\":100,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":102,\"cost\":{{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0}}}},\"stopReason\":\"stop\",\"timestamp\":1795299884931}}"
+                ),
+            )
+        };
+        let _ = role;
+        writeln!(f, "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"2026-11-21T00:00:00.000Z\",\"message\":{body}}}").expect("write");
+        parent = format!("\"{id}\"");
+    }
+    drop(f);
+    let p = path.to_string_lossy().to_string();
+    let mut times = Vec::new();
+    let mut rss = 0;
+    for _ in 0..5 {
+        let mut child = spawn(
+            &s,
+            &[
+                "--mode",
+                "rpc",
+                "--session",
+                &p,
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+            ],
+        );
+        let (t, _, r) = drive(
+            &mut child,
+            &["{\"id\":1,\"type\":\"get_state\"}"],
+            "\"get_state\"",
+        );
+        times.push(t);
+        rss = rss.max(r);
+    }
+    println!(
+        "10,000-entry session: open to get_state {:.1} ms (median of 5), peak RSS {:.1} MiB",
+        ms(median(times)),
+        rss as f64 / 1024.0
+    );
+}
+
+fn main() {
+    if !pith_bin().exists() {
+        eprintln!("build pith first (cargo build --release)");
+        std::process::exit(1);
+    }
+    println!("pith bench ({})", pith_bin().display());
+    cold_start();
+    short_conversation();
+    long_stream("none");
+    long_stream("full");
+    session_load();
+}
