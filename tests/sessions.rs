@@ -1,0 +1,982 @@
+//! Sessions on disk, driven through the real `pith` binary over pipes with a fake Anthropic
+//! server: what a prompt writes (and when), resuming (`--session`, `--continue`), fork / branch /
+//! clone / new_session / switch_session, crash-truncated and garbage files, the reference's own
+//! session file, and `export_html`.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use fake_llm::{FakeLlm, Reply};
+use serde_json::{Value, json};
+use support::{Pith, World, fixture};
+
+// ---------------------------------------------------------------------------------------------
+// Scripted replies
+
+/// An Anthropic SSE stream answering with `parts` as text deltas (usage: 100 in, 2 out).
+fn text_sse(n: usize, parts: &[&str]) -> String {
+    let mut s = message_start(n);
+    s.push_str(&block_start(0, &json!({"type":"text","text":""})));
+    for p in parts {
+        s.push_str(&event(
+            "content_block_delta",
+            &json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
+        ));
+    }
+    s.push_str(&block_stop(0));
+    s.push_str(&message_end("end_turn"));
+    s
+}
+
+/// An Anthropic SSE stream with a text block then one tool call (`args` is the JSON text).
+fn tool_sse(n: usize, text: &str, tool_id: &str, name: &str, args: &str) -> String {
+    let mut s = message_start(n);
+    s.push_str(&block_start(0, &json!({"type":"text","text":""})));
+    s.push_str(&event(
+        "content_block_delta",
+        &json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}),
+    ));
+    s.push_str(&block_stop(0));
+    s.push_str(&block_start(
+        1,
+        &json!({"type":"tool_use","id":tool_id,"name":name,"input":{}}),
+    ));
+    s.push_str(&event(
+        "content_block_delta",
+        &json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":args}}),
+    ));
+    s.push_str(&block_stop(1));
+    s.push_str(&message_end("tool_use"));
+    s
+}
+
+fn event(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn message_start(n: usize) -> String {
+    event(
+        "message_start",
+        &json!({"type":"message_start","message":{"id":format!("msg_fake_{n}"),"type":"message",
+            "role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
+            "usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}),
+    )
+}
+
+fn block_start(index: usize, block: &Value) -> String {
+    event(
+        "content_block_start",
+        &json!({"type":"content_block_start","index":index,"content_block":block}),
+    )
+}
+
+fn block_stop(index: usize) -> String {
+    event(
+        "content_block_stop",
+        &json!({"type":"content_block_stop","index":index}),
+    )
+}
+
+fn message_end(stop: &str) -> String {
+    let mut s = event(
+        "message_delta",
+        &json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":2}}),
+    );
+    s.push_str(&event("message_stop", &json!({"type":"message_stop"})));
+    s
+}
+
+fn replies(texts: &[&str]) -> Vec<Reply> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Reply::sse(text_sse(i + 1, &[t])))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driving pith
+
+/// A world with the fake provider, a fake server and a session dir (`<tmp>/sessions`).
+struct Env {
+    w: World,
+    srv: FakeLlm,
+}
+
+impl Env {
+    fn new(replies: Vec<Reply>) -> Env {
+        let srv = FakeLlm::start(replies);
+        let w = World::new();
+        w.fake_models(srv.port);
+        Env { w, srv }
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.w.dir.path().join("sessions")
+    }
+
+    fn sessions_str(&self) -> String {
+        self.sessions().to_string_lossy().into_owned()
+    }
+
+    /// `pith --mode rpc --provider fake --model fake-model --session-dir <sessions> <extra>`.
+    fn spawn(&self, extra: &[&str]) -> Pith {
+        let dir = self.sessions_str();
+        let mut args = vec![
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--session-dir",
+            &dir,
+        ];
+        args.extend_from_slice(extra);
+        self.w.spawn(&args)
+    }
+
+    /// `pith --mode rpc <args>` (no model flags).
+    fn spawn_bare(&self, args: &[&str]) -> Pith {
+        let mut all = vec!["--mode", "rpc"];
+        all.extend_from_slice(args);
+        self.w.spawn(&all)
+    }
+}
+
+/// Send a prompt and read every frame until `agent_settled`.
+fn prompt(p: &mut Pith, id: &str, text: &str) -> Vec<Value> {
+    p.send(json!({"id":id,"type":"prompt","message":text}));
+    let frames = p.recv_until(|v| v["type"] == "agent_settled");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["id"] == id && f["type"] == "response" && f["success"] == true),
+        "prompt {id} not accepted: {frames:#?}"
+    );
+    frames
+}
+
+fn ok(p: &mut Pith, cmd: Value, id: &str) -> Value {
+    let r = p.call(cmd, id);
+    assert_eq!(r["success"], true, "{r}");
+    r.get("data").cloned().unwrap_or(Value::Null)
+}
+
+fn state(p: &mut Pith, id: &str) -> Value {
+    ok(p, json!({"type":"get_state"}), id)
+}
+
+fn messages(p: &mut Pith, id: &str) -> Vec<Value> {
+    ok(p, json!({"type":"get_messages"}), id)["messages"]
+        .as_array()
+        .expect("messages array")
+        .clone()
+}
+
+fn session_file(p: &mut Pith, id: &str) -> PathBuf {
+    PathBuf::from(
+        state(p, id)["sessionFile"]
+            .as_str()
+            .expect("sessionFile in get_state"),
+    )
+}
+
+/// The `.jsonl` files directly in `dir`, sorted (a missing dir counts as empty).
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn entries(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line ({e}): {l}")))
+        .collect()
+}
+
+fn types(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| {
+            let t = e["type"].as_str().unwrap_or("?");
+            match e["message"]["role"].as_str() {
+                Some(r) => format!("{t}:{r}"),
+                None => t.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn is_entry_id(s: &str) -> bool {
+    s.len() == 8
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `2026-11-21T22:24:44.839Z`
+fn is_iso_ms(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 24
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && b[23] == b'Z'
+}
+
+fn user_texts(msgs: &[Value]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap_or("?");
+            let text: String = m["content"]
+                .as_array()
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|b| b["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("")
+                })
+                .unwrap_or_default();
+            format!("{role}:{text}")
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a prompt writes
+
+#[test]
+fn a_prompt_writes_one_file_with_the_reference_line_shapes() {
+    let env = Env::new(replies(&["Reply one."]));
+    let mut p = env.spawn(&[]);
+    let st = state(&mut p, "s0");
+    let file = PathBuf::from(st["sessionFile"].as_str().expect("sessionFile"));
+    let sid = st["sessionId"].as_str().expect("sessionId").to_string();
+    assert_eq!(file.parent(), Some(env.sessions().as_path()));
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.ends_with(&format!("_{sid}.jsonl")),
+        "file name {name} should end with _<sessionId>.jsonl"
+    );
+    // Nothing on disk before the first assistant message.
+    assert_eq!(jsonl_files(&env.sessions()), Vec::<PathBuf>::new());
+
+    prompt(&mut p, "p1", "First prompt");
+    assert_eq!(jsonl_files(&env.sessions()), vec![file.clone()]);
+    let e = entries(&file);
+    assert_eq!(
+        types(&e),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message:user",
+            "message:assistant"
+        ]
+    );
+    // Header.
+    assert_eq!(keys(&e[0]), ["type", "version", "id", "timestamp", "cwd"]);
+    assert_eq!(e[0]["version"], 3);
+    assert_eq!(e[0]["id"], sid.as_str());
+    assert_eq!(e[0]["cwd"], env.w.cwd().to_string_lossy().as_ref());
+    let ts = e[0]["timestamp"].as_str().unwrap();
+    assert!(is_iso_ms(ts), "{ts}");
+    assert_eq!(
+        name,
+        format!("{}_{sid}.jsonl", ts.replace([':', '.'], "-")),
+        "file name = header timestamp with : and . replaced, then _<id>"
+    );
+    // Entries: a chain of 8-hex ids with ISO timestamps.
+    let mut parent = Value::Null;
+    for entry in &e[1..] {
+        let id = entry["id"].as_str().expect("entry id");
+        assert!(is_entry_id(id), "{id}");
+        assert_eq!(entry["parentId"], parent, "{entry}");
+        assert!(is_iso_ms(entry["timestamp"].as_str().unwrap()), "{entry}");
+        parent = entry["id"].clone();
+    }
+    assert_eq!(
+        keys(&e[1]),
+        ["type", "id", "parentId", "timestamp", "provider", "modelId"]
+    );
+    assert_eq!(e[1]["provider"], "fake");
+    assert_eq!(e[1]["modelId"], "fake-model");
+    assert_eq!(
+        keys(&e[2]),
+        ["type", "id", "parentId", "timestamp", "thinkingLevel"]
+    );
+    assert_eq!(e[2]["thinkingLevel"], "medium");
+    assert_eq!(
+        keys(&e[3]),
+        ["type", "id", "parentId", "timestamp", "message"]
+    );
+    assert_eq!(
+        e[3]["message"]["content"],
+        json!([{"type":"text","text":"First prompt"}])
+    );
+    assert_eq!(
+        e[4]["message"]["content"],
+        json!([{"type":"text","text":"Reply one."}])
+    );
+    assert_eq!(e[4]["message"]["stopReason"], "stop");
+    assert_eq!(e[4]["message"]["responseId"], "msg_fake_1");
+    // The file holds exactly the messages the host sees.
+    let msgs = messages(&mut p, "gm");
+    assert_eq!(msgs, vec![e[3]["message"].clone(), e[4]["message"].clone()]);
+    // The only file anywhere under the agent dir's default session area: none.
+    assert!(!env.w.agent_dir().join("sessions").exists());
+}
+
+#[test]
+fn nothing_is_written_before_the_first_assistant_message() {
+    let env = Env::new(vec![]);
+    let mut p = env.spawn(&[]);
+    state(&mut p, "s0");
+    assert_eq!(jsonl_files(&env.sessions()), Vec::<PathBuf>::new());
+    ok(&mut p, json!({"type":"new_session"}), "n1");
+    state(&mut p, "s1");
+    assert_eq!(jsonl_files(&env.sessions()), Vec::<PathBuf>::new());
+    p.send(json!({"id":"sn","type":"set_session_name","name":"named"}));
+    p.response("sn");
+    assert_eq!(jsonl_files(&env.sessions()), Vec::<PathBuf>::new());
+    // export_html has nothing to export yet.
+    let r = p.call(json!({"type":"export_html"}), "e");
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(
+        r["error"],
+        "Nothing to export yet - start a conversation first"
+    );
+}
+
+#[test]
+fn set_session_name_appends_session_info_and_shows_in_get_state() {
+    let env = Env::new(replies(&["Reply one."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    let file = session_file(&mut p, "s0");
+    p.send(json!({"id":"sn","type":"set_session_name","name":"  oracle session "}));
+    let r = p.response("sn");
+    assert_eq!(r["success"], true);
+    assert_eq!(state(&mut p, "s1")["sessionName"], "oracle session");
+    let e = entries(&file);
+    assert_eq!(e.len(), 6);
+    assert_eq!(keys(&e[5]), ["type", "id", "parentId", "timestamp", "name"]);
+    assert_eq!(e[5]["type"], "session_info");
+    assert_eq!(e[5]["name"], "oracle session");
+    assert_eq!(e[5]["parentId"], e[4]["id"]);
+    drop(p);
+    // The name survives a restart.
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    assert_eq!(state(&mut p, "s2")["sessionName"], "oracle session");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resuming
+
+#[test]
+fn resume_with_session_path_restores_messages_model_and_thinking_and_appends() {
+    let env = Env::new(replies(&["Reply one.", "Reply two."]));
+    let mut p = env.spawn(&[]);
+    ok(
+        &mut p,
+        json!({"type":"set_thinking_level","level":"high"}),
+        "t",
+    );
+    prompt(&mut p, "p1", "First prompt");
+    let file = session_file(&mut p, "s0");
+    let before_msgs = messages(&mut p, "gm0");
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert_eq!(status.code(), Some(0));
+    let before = fs::read_to_string(&file).unwrap();
+
+    // No model flags: the recorded model and level come back.
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let st = state(&mut p, "s1");
+    assert_eq!(st["sessionFile"], file.to_str().unwrap());
+    assert_eq!(st["model"]["provider"], "fake");
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert_eq!(st["thinkingLevel"], "high");
+    assert_eq!(st["messageCount"], 2);
+    assert_eq!(messages(&mut p, "gm1"), before_msgs);
+
+    prompt(&mut p, "p2", "Second prompt");
+    let after = fs::read_to_string(&file).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "old lines must be unchanged:\n{before}\n---\n{after}"
+    );
+    let e = entries(&file);
+    let old_len = before.lines().count();
+    assert_eq!(types(&e[old_len..]), ["message:user", "message:assistant"]);
+    assert_eq!(e[old_len]["parentId"], e[old_len - 1]["id"]);
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm2")),
+        [
+            "user:First prompt",
+            "assistant:Reply one.",
+            "user:Second prompt",
+            "assistant:Reply two."
+        ]
+    );
+    // The second request carried the whole conversation.
+    let reqs = env.srv.requests();
+    assert_eq!(reqs.len(), 2);
+    let body: Value = serde_json::from_str(&reqs[1].body).unwrap();
+    assert_eq!(body["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(jsonl_files(&env.sessions()), vec![file]);
+}
+
+#[test]
+fn resume_restores_a_model_set_during_the_session() {
+    let env = Env::new(replies(&["Reply one."]));
+    let mut p = env.spawn(&[]);
+    ok(
+        &mut p,
+        json!({"type":"set_model","provider":"fake","modelId":"fake-model-2"}),
+        "m",
+    );
+    prompt(&mut p, "p1", "First prompt");
+    let file = session_file(&mut p, "s0");
+    drop(p);
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let st = state(&mut p, "s1");
+    assert_eq!(st["model"]["id"], "fake-model-2");
+    assert_eq!(st["thinkingLevel"], "off");
+}
+
+#[test]
+fn continue_opens_the_most_recently_modified_session_in_the_default_dir() {
+    let env = Env::new(replies(&[
+        "Reply one.",
+        "Reply two.",
+        "Reply three.",
+        "Reply four.",
+    ]));
+    let model = ["--provider", "fake", "--model", "fake-model"];
+    // Default dir: <agentDir>/sessions/--<cwd without leading / and / replaced by ->--/
+    let cwd = env.w.cwd().to_string_lossy().into_owned();
+    let default_dir = env.w.agent_dir().join("sessions").join(format!(
+        "--{}--",
+        cwd.trim_start_matches('/').replace('/', "-")
+    ));
+
+    let mut p = env.spawn_bare(&model);
+    prompt(&mut p, "p1", "Old session");
+    let old = session_file(&mut p, "s0");
+    drop(p);
+    let mut p = env.spawn_bare(&model);
+    prompt(&mut p, "p2", "Newer session");
+    let newer = session_file(&mut p, "s1");
+    drop(p);
+    assert_ne!(old, newer);
+    assert_eq!(newer.parent(), Some(default_dir.as_path()));
+    assert_eq!(jsonl_files(&default_dir).len(), 2);
+    // The older file becomes the most recently *modified* one.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut p = env.spawn_bare(&["--session", old.to_str().unwrap()]);
+    prompt(&mut p, "p3", "Old again");
+    let old_msgs = messages(&mut p, "gm1");
+    drop(p);
+
+    let mut p = env.spawn_bare(&["--continue"]);
+    let st = state(&mut p, "s2");
+    assert_eq!(st["sessionFile"], old.to_str().unwrap());
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert_eq!(st["thinkingLevel"], "medium");
+    assert_eq!(messages(&mut p, "gm2"), old_msgs);
+    assert_eq!(old_msgs.len(), 4);
+    let before = fs::read_to_string(&old).unwrap();
+    prompt(&mut p, "p4", "Continued");
+    let after = fs::read_to_string(&old).unwrap();
+    assert!(after.starts_with(&before));
+    assert_eq!(after.lines().count(), before.lines().count() + 2);
+    assert_eq!(jsonl_files(&default_dir).len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fork, branch, clone, new_session, switch_session
+
+#[test]
+fn fork_creates_a_new_file_without_the_selected_prompt() {
+    let env = Env::new(replies(&["Reply one.", "Reply two.", "Reply on the fork."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    p.send(json!({"id":"sn","type":"set_session_name","name":"oracle session"}));
+    p.response("sn");
+    prompt(&mut p, "p2", "Second prompt");
+    let first = session_file(&mut p, "s0");
+    let first_msgs = messages(&mut p, "gm0");
+    let first_text = fs::read_to_string(&first).unwrap();
+    let fe = entries(&first);
+
+    let fm = ok(&mut p, json!({"type":"get_fork_messages"}), "fm");
+    assert_eq!(
+        fm,
+        json!({"messages":[{"entryId":fe[3]["id"],"text":"First prompt"},
+                           {"entryId":fe[6]["id"],"text":"Second prompt"}]})
+    );
+    assert_eq!(
+        ok(&mut p, json!({"type":"get_branch_messages"}), "bm"),
+        fm,
+        "get_branch_messages is an alias"
+    );
+
+    let r = ok(
+        &mut p,
+        json!({"type":"fork","entryId":fe[6]["id"].clone()}),
+        "fk",
+    );
+    assert_eq!(r, json!({"text":"Second prompt","cancelled":false}));
+    let st = state(&mut p, "s1");
+    let forked = PathBuf::from(st["sessionFile"].as_str().unwrap());
+    assert_ne!(forked, first);
+    assert_eq!(forked.parent(), Some(env.sessions().as_path()));
+    assert_eq!(st["messageCount"], 2);
+    assert_eq!(st["sessionName"], "oracle session");
+    assert_ne!(st["sessionId"], fe[0]["id"]);
+    assert_eq!(messages(&mut p, "gm1"), first_msgs[..2].to_vec());
+    // The forked path holds an assistant message: written at once, with parentSession.
+    let e = entries(&forked);
+    assert_eq!(
+        types(&e),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message:user",
+            "message:assistant",
+            "session_info"
+        ]
+    );
+    assert_eq!(e[0]["id"], st["sessionId"]);
+    assert_eq!(e[0]["parentSession"], first.to_str().unwrap());
+    assert_eq!(&e[1..], &fe[1..6], "kept entries are copied as they were");
+
+    prompt(&mut p, "p3", "Prompt on the fork");
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm2")),
+        [
+            "user:First prompt",
+            "assistant:Reply one.",
+            "user:Prompt on the fork",
+            "assistant:Reply on the fork."
+        ]
+    );
+    // The original is untouched.
+    assert_eq!(fs::read_to_string(&first).unwrap(), first_text);
+    assert_eq!(jsonl_files(&env.sessions()).len(), 2);
+}
+
+#[test]
+fn branch_alias_at_the_first_prompt_defers_the_new_file() {
+    let env = Env::new(replies(&["Reply one.", "Reply two."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    let first = session_file(&mut p, "s0");
+    let fe = entries(&first);
+    let r = ok(
+        &mut p,
+        json!({"type":"branch","entryId":fe[3]["id"].clone()}),
+        "b",
+    );
+    assert_eq!(r, json!({"text":"First prompt","cancelled":false}));
+    let st = state(&mut p, "s1");
+    assert_eq!(st["messageCount"], 0);
+    let branched = PathBuf::from(st["sessionFile"].as_str().unwrap());
+    assert_ne!(branched, first);
+    // No assistant message on the kept path: nothing written yet.
+    assert!(!branched.exists());
+    prompt(&mut p, "p2", "Other first prompt");
+    let e = entries(&branched);
+    assert_eq!(e[0]["parentSession"], first.to_str().unwrap());
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm")),
+        ["user:Other first prompt", "assistant:Reply two."]
+    );
+}
+
+#[test]
+fn fork_with_an_unknown_or_non_user_entry_fails() {
+    let env = Env::new(replies(&["Reply one."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    let file = session_file(&mut p, "s0");
+    let fe = entries(&file);
+    for (i, id) in ["nope1234", fe[4]["id"].as_str().unwrap()]
+        .into_iter()
+        .enumerate()
+    {
+        let rid = format!("f{i}");
+        let r = p.call(json!({"type":"fork","entryId":id}), &rid);
+        assert_eq!(r["success"], false, "{r}");
+        assert_eq!(r["error"], "Invalid entry ID for forking", "{r}");
+    }
+    assert_eq!(session_file(&mut p, "s1"), file);
+    assert_eq!(jsonl_files(&env.sessions()), vec![file]);
+}
+
+#[test]
+fn new_session_clone_and_switch_session_back_and_forth() {
+    let env = Env::new(replies(&["Reply A.", "Reply B."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "Prompt A");
+    let a = session_file(&mut p, "s0");
+    let a_msgs = messages(&mut p, "gm0");
+
+    let r = ok(
+        &mut p,
+        json!({"type":"new_session","parentSession":a.to_str().unwrap()}),
+        "ns",
+    );
+    assert_eq!(r, json!({"cancelled":false}));
+    let st = state(&mut p, "s1");
+    let b = PathBuf::from(st["sessionFile"].as_str().unwrap());
+    assert_ne!(b, a);
+    assert_eq!(st["messageCount"], 0);
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert!(!b.exists());
+    prompt(&mut p, "p2", "Prompt B");
+    let b_msgs = messages(&mut p, "gm1");
+    let be = entries(&b);
+    assert_eq!(be[0]["parentSession"], a.to_str().unwrap());
+    // new_session records the thinking level but not the model.
+    assert_eq!(
+        types(&be),
+        [
+            "session",
+            "thinking_level_change",
+            "message:user",
+            "message:assistant"
+        ]
+    );
+
+    for (i, (path, msgs)) in [(&a, &a_msgs), (&b, &b_msgs), (&a, &a_msgs)]
+        .into_iter()
+        .enumerate()
+    {
+        let r = ok(
+            &mut p,
+            json!({"type":"switch_session","sessionPath":path.to_str().unwrap()}),
+            &format!("sw{i}"),
+        );
+        assert_eq!(r, json!({"cancelled":false}));
+        let st = state(&mut p, &format!("sws{i}"));
+        assert_eq!(st["sessionFile"], path.to_str().unwrap());
+        assert_eq!(&messages(&mut p, &format!("swm{i}")), msgs);
+    }
+
+    // clone: a new file with the current branch, parentSession = the current file.
+    let a_text = fs::read_to_string(&a).unwrap();
+    let r = ok(&mut p, json!({"type":"clone"}), "cl");
+    assert_eq!(r, json!({"cancelled":false}));
+    let st = state(&mut p, "s2");
+    let c = PathBuf::from(st["sessionFile"].as_str().unwrap());
+    assert_ne!(c, a);
+    assert_ne!(c, b);
+    assert_eq!(st["messageCount"], 2);
+    assert_eq!(messages(&mut p, "gm2"), a_msgs);
+    let ce = entries(&c);
+    assert_eq!(ce[0]["parentSession"], a.to_str().unwrap());
+    assert_eq!(ce[0]["id"], st["sessionId"]);
+    assert_eq!(&ce[1..], &entries(&a)[1..]);
+    assert_eq!(fs::read_to_string(&a).unwrap(), a_text);
+    assert_eq!(jsonl_files(&env.sessions()).len(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Damaged files
+
+#[test]
+fn a_file_whose_last_line_is_cut_still_loads() {
+    let env = Env::new(replies(&["Reply one.", "Reply two.", "Reply three."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    prompt(&mut p, "p2", "Second prompt");
+    let file = session_file(&mut p, "s0");
+    drop(p);
+    // Crash in the middle of writing the last line (the second assistant message).
+    let text = fs::read_to_string(&file).unwrap();
+    let last_start = text.trim_end().rfind('\n').unwrap() + 1;
+    let cut = last_start + (text.len() - last_start) / 2;
+    fs::write(&file, &text[..cut]).unwrap();
+
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let st = state(&mut p, "s1");
+    assert_eq!(st["sessionFile"], file.to_str().unwrap());
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm1")),
+        [
+            "user:First prompt",
+            "assistant:Reply one.",
+            "user:Second prompt"
+        ]
+    );
+}
+
+#[test]
+fn appending_after_a_cut_line_starts_on_a_fresh_line() {
+    // pith requirement (crash safety): entries appended after a torn last line must not be
+    // glued onto it, so a reload sees them.
+    let env = Env::new(replies(&["Reply one.", "Reply two.", "Reply three."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    prompt(&mut p, "p2", "Second prompt");
+    let file = session_file(&mut p, "s0");
+    drop(p);
+    let text = fs::read_to_string(&file).unwrap();
+    let last_start = text.trim_end().rfind('\n').unwrap() + 1;
+    fs::write(&file, &text[..last_start + 20]).unwrap();
+
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    prompt(&mut p, "p3", "Third prompt");
+    let live = messages(&mut p, "gm");
+    drop(p);
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    assert_eq!(messages(&mut p, "gm2"), live);
+    assert_eq!(
+        user_texts(&live),
+        [
+            "user:First prompt",
+            "assistant:Reply one.",
+            "user:Second prompt",
+            "user:Third prompt",
+            "assistant:Reply three."
+        ]
+    );
+}
+
+#[test]
+fn switch_session_to_garbage_or_missing_file_fails_and_keeps_the_session() {
+    let env = Env::new(replies(&["Reply one."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    let file = session_file(&mut p, "s0");
+    let msgs = messages(&mut p, "gm0");
+    let garbage = env.w.tmp().join("garbage.jsonl");
+    fs::write(
+        &garbage,
+        "this is not json\n\u{0}\u{1}binary\n{\"type\":\"x\"}\n",
+    )
+    .unwrap();
+    let missing = env.w.tmp().join("missing.jsonl");
+    for (i, path) in [&garbage, &missing].into_iter().enumerate() {
+        let r = p.call(
+            json!({"type":"switch_session","sessionPath":path.to_str().unwrap()}),
+            &format!("sw{i}"),
+        );
+        assert_eq!(r["success"], false, "{r}");
+        assert_eq!(r["command"], "switch_session", "{r}");
+        let err = r["error"].as_str().expect("error text");
+        assert!(
+            err.contains(path.to_str().unwrap()),
+            "the error should name the file: {err}"
+        );
+        let st = state(&mut p, &format!("s{}", i + 1));
+        assert_eq!(st["sessionFile"], file.to_str().unwrap());
+        assert_eq!(messages(&mut p, &format!("gm{}", i + 1)), msgs);
+    }
+    // The garbage file is left alone; the missing one is not created.
+    assert_eq!(
+        fs::read_to_string(&garbage).unwrap(),
+        "this is not json\n\u{0}\u{1}binary\n{\"type\":\"x\"}\n"
+    );
+    assert!(!missing.exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Interop with the reference's own file
+
+#[test]
+fn the_reference_session_file_opens_and_continues() {
+    let env = Env::new(replies(&["Reply three."]));
+    let file = env.w.tmp().join("m_session.session.jsonl");
+    fs::copy(fixture("sessions/m_session.session.jsonl"), &file).unwrap();
+    let original = fs::read_to_string(&file).unwrap();
+    let fe = entries(&file);
+
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let st = state(&mut p, "s0");
+    assert_eq!(st["sessionId"], "01a20036-3f26-7328-8f9b-b9da36d18b5f");
+    assert_eq!(st["sessionFile"], file.to_str().unwrap());
+    assert_eq!(st["sessionName"], "oracle session");
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert_eq!(st["thinkingLevel"], "medium");
+    assert_eq!(st["messageCount"], 4);
+    let expected: Vec<Value> = fe
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| e["message"].clone())
+        .collect();
+    assert_eq!(messages(&mut p, "gm0"), expected);
+    assert_eq!(
+        ok(&mut p, json!({"type":"get_fork_messages"}), "fm"),
+        json!({"messages":[{"entryId":"a073d6d7","text":"First prompt"},
+                           {"entryId":"2f03ccc8","text":"Second prompt"}]})
+    );
+
+    prompt(&mut p, "p1", "Third prompt");
+    let after = fs::read_to_string(&file).unwrap();
+    assert!(after.starts_with(&original), "old lines unchanged");
+    let e = entries(&file);
+    assert_eq!(e.len(), fe.len() + 2);
+    assert_eq!(e[fe.len()]["parentId"], "7c16e254");
+    assert_eq!(e[fe.len() + 1]["parentId"], e[fe.len()]["id"]);
+    // The request carried the reference's history.
+    let body: Value = serde_json::from_str(&env.srv.requests()[0].body).unwrap();
+    let sent: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    assert_eq!(sent.len(), 5);
+    assert_eq!(sent[1]["content"][0]["text"], "Reply one.");
+}
+
+// ---------------------------------------------------------------------------------------------
+// export_html
+
+const XSS: &str = "<script>alert(1)</script>";
+
+/// The resources an HTML page would fetch from the network.
+fn remote_resources(html: &str) -> Vec<String> {
+    let lower = html.to_ascii_lowercase();
+    let mut out = Vec::new();
+    for pat in [
+        "src=\"http",
+        "src='http",
+        "href=\"http",
+        "href='http",
+        "url(http",
+        "url(\"http",
+        "url('http",
+        "@import \"http",
+        "@import url",
+    ] {
+        for (at, _) in lower.match_indices(pat) {
+            out.push(html[at..(at + 80).min(html.len())].to_string());
+        }
+    }
+    out
+}
+
+fn exportable_session(env: &Env) -> Pith {
+    let mut p = env.spawn(&[]);
+    p.send(json!({"id":"p1","type":"prompt","message":format!("Run this {XSS} please")}));
+    let frames = p.recv_until(|v| v["type"] == "agent_settled");
+    let results: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_execution_end")
+        .collect();
+    assert_eq!(results.len(), 1, "{frames:#?}");
+    assert_eq!(
+        results[0]["result"]["content"][0]["text"],
+        format!("{XSS}\n")
+    );
+    p
+}
+
+fn export_env() -> Env {
+    let args = json!({"command": format!("echo '{XSS}'")}).to_string();
+    Env::new(vec![
+        Reply::sse(tool_sse(
+            1,
+            &format!("Running {XSS}"),
+            "toolu_x",
+            "bash",
+            &args,
+        )),
+        Reply::sse(text_sse(2, &["Done ", XSS])),
+    ])
+}
+
+#[test]
+fn export_html_to_a_given_path_is_self_contained_and_escaped() {
+    let env = export_env();
+    let mut p = exportable_session(&env);
+    let out = env.w.tmp().join("export.html");
+    let r = ok(
+        &mut p,
+        json!({"type":"export_html","outputPath":out.to_str().unwrap()}),
+        "e1",
+    );
+    assert_eq!(r, json!({"path": out.to_str().unwrap()}));
+    let html = fs::read_to_string(&out).unwrap();
+    assert!(html.len() > 200, "{html}");
+    assert!(html.to_ascii_lowercase().contains("<html"), "not a page");
+    assert!(!html.contains(XSS), "raw {XSS} in the export");
+    assert_eq!(remote_resources(&html), Vec::<String>::new());
+    // Every place the text went is there, escaped: prompt, reply, tool argument, tool result.
+    let esc = "&lt;script&gt;alert(1)&lt;/script&gt;";
+    for want in [
+        format!("Run this {esc} please"),
+        format!("Running {esc}"),
+        format!("echo &#39;{esc}&#39;"),
+        format!(">{esc}\n"),
+        format!("Done {esc}"),
+    ] {
+        assert!(html.contains(&want), "missing {want:?} in the export");
+    }
+}
+
+#[test]
+fn export_html_default_path_is_relative_to_the_cwd() {
+    let env = export_env();
+    let mut p = exportable_session(&env);
+    let file = session_file(&mut p, "s");
+    let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let r = ok(&mut p, json!({"type":"export_html"}), "e2");
+    let rel = format!("pi-session-{stem}.html");
+    assert_eq!(r, json!({"path": rel}));
+    let html = fs::read_to_string(env.w.cwd().join(&rel)).unwrap();
+    assert!(!html.contains(XSS));
+    assert_eq!(remote_resources(&html), Vec::<String>::new());
+}
+
+#[test]
+fn export_html_errors() {
+    let env = export_env();
+    let mut p = exportable_session(&env);
+    // Parent is a regular file: cannot be written.
+    let blocker = env.w.tmp().join("afile");
+    fs::write(&blocker, "x").unwrap();
+    let bad = blocker.join("out.html");
+    let r = p.call(
+        json!({"type":"export_html","outputPath":bad.to_str().unwrap()}),
+        "bad",
+    );
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["command"], "export_html");
+    assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+    drop(p);
+
+    let mut p = env.spawn_bare(&[
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--no-session",
+    ]);
+    let r = p.call(json!({"type":"export_html"}), "mem");
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["error"], "Cannot export in-memory session to HTML");
+}
