@@ -980,3 +980,243 @@ fn export_html_errors() {
     assert_eq!(r["success"], false, "{r}");
     assert_eq!(r["error"], "Cannot export in-memory session to HTML");
 }
+
+#[test]
+fn the_reference_tool_session_round_trips_exactly_and_exports() {
+    let env = Env::new(vec![]);
+    let file = env.w.tmp().join("n_export_html.session.jsonl");
+    fs::copy(fixture("sessions/n_export_html.session.jsonl"), &file).unwrap();
+    let original = fs::read_to_string(&file).unwrap();
+    let expected: Vec<Value> = entries(&file)
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| e["message"].clone())
+        .collect();
+    assert_eq!(expected.len(), 4);
+
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    // Byte-exact: compare the raw JSON text of each message, not only the values.
+    let r = p.call(json!({"type":"get_messages"}), "gm");
+    assert_eq!(
+        serde_json::to_string(&r["data"]["messages"]).unwrap(),
+        serde_json::to_string(&expected).unwrap()
+    );
+    let stats = ok(&mut p, json!({"type":"get_session_stats"}), "st");
+    assert_eq!(stats["sessionFile"], file.to_str().unwrap());
+    assert_eq!(stats["userMessages"], 1);
+    assert_eq!(stats["assistantMessages"], 2);
+    assert_eq!(stats["toolCalls"], 1);
+    assert_eq!(stats["toolResults"], 1);
+    assert_eq!(stats["totalMessages"], 4);
+    assert_eq!(
+        ok(&mut p, json!({"type":"get_last_assistant_text"}), "l"),
+        json!({"text":"Done <b>bold?</b>"})
+    );
+    let out = env.w.tmp().join("ref.html");
+    ok(
+        &mut p,
+        json!({"type":"export_html","outputPath":out.to_str().unwrap()}),
+        "e",
+    );
+    let html = fs::read_to_string(&out).unwrap();
+    assert!(!html.contains("<b>bold?</b>"));
+    assert!(html.contains("Done &lt;b&gt;bold?&lt;/b&gt;"));
+    assert!(html.contains("echo exported"));
+    // Opening and reading never rewrites the reference's file.
+    drop(p);
+    assert_eq!(fs::read_to_string(&file).unwrap(), original);
+}
+
+#[test]
+fn session_flag_with_a_new_path_creates_exactly_that_file() {
+    let env = Env::new(replies(&["Reply one."]));
+    let file = env.w.tmp().join("chosen-name.jsonl");
+    let mut p = env.spawn_bare(&[
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--session",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(session_file(&mut p, "s0"), file);
+    assert!(!file.exists());
+    prompt(&mut p, "p1", "First prompt");
+    assert_eq!(
+        types(&entries(&file)),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message:user",
+            "message:assistant"
+        ]
+    );
+}
+
+#[test]
+fn switch_session_resolves_a_relative_path_against_the_cwd() {
+    let env = Env::new(replies(&["Reply A.", "Reply B."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "Prompt A");
+    let a = session_file(&mut p, "s0");
+    let a_msgs = messages(&mut p, "gm0");
+    fs::create_dir_all(env.w.cwd().join("saved")).unwrap();
+    fs::copy(&a, env.w.cwd().join("saved/a.jsonl")).unwrap();
+    ok(&mut p, json!({"type":"new_session"}), "n");
+    prompt(&mut p, "p2", "Prompt B");
+    ok(
+        &mut p,
+        json!({"type":"switch_session","sessionPath":"saved/a.jsonl"}),
+        "sw",
+    );
+    let st = state(&mut p, "s1");
+    assert_eq!(
+        PathBuf::from(st["sessionFile"].as_str().unwrap()),
+        env.w.cwd().join("saved/a.jsonl")
+    );
+    assert_eq!(messages(&mut p, "gm1"), a_msgs);
+}
+
+#[test]
+fn switch_session_restores_the_recorded_model_and_thinking_level() {
+    let env = Env::new(replies(&["Reply A.", "Reply B."]));
+    let mut p = env.spawn(&[]);
+    ok(
+        &mut p,
+        json!({"type":"set_thinking_level","level":"low"}),
+        "t",
+    );
+    prompt(&mut p, "p1", "Prompt A");
+    let a = session_file(&mut p, "s0");
+    ok(&mut p, json!({"type":"new_session"}), "n");
+    ok(
+        &mut p,
+        json!({"type":"set_model","provider":"fake","modelId":"fake-model-2"}),
+        "m",
+    );
+    prompt(&mut p, "p2", "Prompt B");
+    let st = state(&mut p, "s1");
+    assert_eq!(st["model"]["id"], "fake-model-2");
+    assert_eq!(st["thinkingLevel"], "off");
+    ok(
+        &mut p,
+        json!({"type":"switch_session","sessionPath":a.to_str().unwrap()}),
+        "sw",
+    );
+    let st = state(&mut p, "s2");
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert_eq!(st["thinkingLevel"], "low");
+}
+
+#[test]
+fn continue_skips_files_without_a_valid_header() {
+    let env = Env::new(replies(&["Reply one."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    let good = session_file(&mut p, "s0");
+    drop(p);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let bad = env
+        .sessions()
+        .join("2099-01-01T00-00-00-000Z_garbage.jsonl");
+    fs::write(&bad, "not a header\n{\"type\":\"message\"}\n").unwrap();
+    let dir = env.sessions_str();
+    let mut p = env.spawn_bare(&["--session-dir", &dir, "--continue"]);
+    assert_eq!(session_file(&mut p, "s1"), good);
+    assert_eq!(messages(&mut p, "gm").len(), 2);
+}
+
+#[test]
+fn switch_session_during_a_run_aborts_it_silently() {
+    let env = Env::new(vec![
+        Reply::sse(text_sse(1, &["Reply A."])),
+        Reply::sse(text_sse(2, &["Never", " finished"]))
+            .chunked(40, std::time::Duration::ZERO)
+            .stall_after(400, std::time::Duration::from_secs(5)),
+        Reply::sse(text_sse(3, &["Reply C."])),
+    ]);
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "Prompt A");
+    let a = session_file(&mut p, "s0");
+    let a_text = fs::read_to_string(&a).unwrap();
+    ok(&mut p, json!({"type":"new_session"}), "n");
+    let b = session_file(&mut p, "s1");
+    p.send(json!({"id":"p2","type":"prompt","message":"Prompt B"}));
+    p.recv_until(|v| v["type"] == "message_start" && v["message"]["role"] == "assistant");
+    p.send(json!({"id":"sw","type":"switch_session","sessionPath":a.to_str().unwrap()}));
+    let frames = p.recv_until(|v| v["id"] == "sw");
+    assert_eq!(frames.last().unwrap()["success"], true, "{frames:#?}");
+    // No closing events of the aborted run reach the host (spec 4.9: "No events").
+    let leaked: Vec<&Value> = frames
+        .iter()
+        .filter(|f| {
+            ["message_end", "turn_end", "agent_end"].contains(&f["type"].as_str().unwrap_or(""))
+        })
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:#?}");
+    let st = state(&mut p, "s2");
+    assert_eq!(st["isStreaming"], false);
+    assert_eq!(st["sessionFile"], a.to_str().unwrap());
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm")),
+        ["user:Prompt A", "assistant:Reply A."]
+    );
+    // B never had an assistant message: never written. A is untouched.
+    assert!(!b.exists());
+    assert_eq!(fs::read_to_string(&a).unwrap(), a_text);
+    // The session keeps working.
+    prompt(&mut p, "p3", "Prompt C");
+    assert_eq!(messages(&mut p, "gm2").len(), 4);
+}
+
+/// Start a run that fails with 529 and a 300 ms back-off, send the command `cmd(session A)`
+/// during the back-off, and check the retry never fires: no second request, no new run.
+fn a_session_change_cancels_the_pending_retry(cmd: impl FnOnce(&Path) -> Value) {
+    let env = Env::new(vec![
+        Reply::sse(text_sse(1, &["Reply A."])),
+        Reply::error(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+        Reply::sse(text_sse(3, &["must not be requested"])),
+    ]);
+    env.w
+        .write_agent_file("settings.json", r#"{"retry":{"baseDelayMs":300}}"#);
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p0", "Prompt A");
+    let a = session_file(&mut p, "s0");
+    ok(&mut p, json!({"type":"new_session"}), "n0");
+    p.send(json!({"id":"p1","type":"prompt","message":"Hello?"}));
+    p.recv_until(|v| v["type"] == "auto_retry_start");
+    ok(&mut p, cmd(&a), "c");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    p.send(json!({"id":"s","type":"get_state"}));
+    let frames = p.recv_until(|v| v["id"] == "s");
+    let started: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "agent_start" || f["type"] == "message_start")
+        .collect();
+    assert!(
+        started.is_empty(),
+        "a run started after the switch: {frames:#?}"
+    );
+    assert_eq!(frames.last().unwrap()["data"]["isStreaming"], false);
+    assert_eq!(
+        env.srv.requests().len(),
+        2,
+        "the retry fired after the switch"
+    );
+}
+
+#[test]
+fn new_session_during_a_retry_back_off_cancels_the_retry() {
+    a_session_change_cancels_the_pending_retry(|_| json!({"type":"new_session"}));
+}
+
+#[test]
+fn switch_session_during_a_retry_back_off_cancels_the_retry() {
+    a_session_change_cancels_the_pending_retry(
+        |a| json!({"type":"switch_session","sessionPath":a.to_str().unwrap()}),
+    );
+}
