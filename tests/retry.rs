@@ -615,3 +615,145 @@ fn error_messages_stay_in_the_session_file_after_a_retry() {
     );
     assert_eq!(st["data"]["messageCount"], 2);
 }
+
+#[test]
+fn a_connection_cut_mid_stream_is_retried() {
+    let (w, srv) = setup(
+        vec![
+            Reply::sse(text_sse(1, &["Partial", " text that never ends"]))
+                .chunked(60, Duration::ZERO)
+                .cut_after(300),
+            Reply::sse(text_sse(2, &["Whole."])),
+        ],
+        json!({"retry":{"baseDelayMs":20}}),
+    );
+    let mut p = spawn(&w);
+    let frames = run(&mut p, "Hello?");
+    let starts = of_type(&frames, "auto_retry_start");
+    assert_eq!(starts.len(), 1, "{frames:#?}");
+    assert_eq!(starts[0]["attempt"], 1);
+    let err = &of_type(&frames, "message_end")[1]["message"];
+    assert_eq!(err["stopReason"], "error");
+    assert_eq!(starts[0]["errorMessage"], err["errorMessage"]);
+    assert_eq!(
+        *of_type(&frames, "auto_retry_end")[0],
+        json!({"type":"auto_retry_end","success":true,"attempt":1})
+    );
+    assert_eq!(srv.requests().len(), 2);
+}
+
+#[test]
+fn a_retry_after_a_tool_turn_resends_the_tool_exchange_once() {
+    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut tool = text_sse(1, &["Running."]);
+    let cut = tool.find("event: message_delta").unwrap();
+    tool.truncate(cut);
+    tool += &ev(
+        "content_block_start",
+        json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"bash","input":{}}}),
+    );
+    tool += &ev(
+        "content_block_delta",
+        json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"command\":\"echo ran\"}"}}),
+    );
+    tool += &ev(
+        "content_block_stop",
+        json!({"type":"content_block_stop","index":1}),
+    );
+    tool += &ev(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":2}}),
+    );
+    tool += &ev("message_stop", json!({"type":"message_stop"}));
+    let (w, srv) = setup(
+        vec![
+            Reply::sse(tool),
+            error_reply(529, OVERLOADED),
+            Reply::sse(text_sse(3, &["Done."])),
+        ],
+        json!({"retry":{"baseDelayMs":20}}),
+    );
+    let mut p = spawn(&w);
+    let frames = run(&mut p, "Hello?");
+    // The tool ran once; the retry continues after it.
+    assert_eq!(of_type(&frames, "tool_execution_start").len(), 1);
+    assert_eq!(of_type(&frames, "auto_retry_start").len(), 1);
+    assert_eq!(srv.requests().len(), 3);
+    let sent = request_messages(&srv, 2);
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(sent, request_messages(&srv, 1));
+    assert_eq!(sent[2]["content"][0]["type"], "tool_result");
+    let msgs = messages(&mut p);
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
+}
+
+#[test]
+fn abort_during_the_retried_run_ends_the_retry_as_the_reference() {
+    // Spec 9 step 4: the first non-error assistant message_end after a retry, even an aborted
+    // one, ends the retry with success:true.
+    let (w, _srv) = setup(
+        vec![
+            error_reply(529, OVERLOADED),
+            Reply::sse(text_sse(2, &["Slow", " reply"]))
+                .chunked(40, Duration::ZERO)
+                .stall_after(300, Duration::from_secs(5)),
+        ],
+        json!({"retry":{"baseDelayMs":20}}),
+    );
+    let mut p = spawn(&w);
+    p.send(json!({"id":"p1","type":"prompt","message":"Hello?"}));
+    p.recv_until(|v| v["type"] == "auto_retry_start");
+    p.recv_until(|v| v["type"] == "message_start" && v["message"]["role"] == "assistant");
+    p.send(json!({"id":"ab","type":"abort"}));
+    let mut frames = p.recv_until(|v| v["type"] == "agent_settled");
+    if !frames.iter().any(|f| f["id"] == "ab") {
+        frames.push(p.response("ab"));
+    }
+    let k = kinds(&frames);
+    let pos = |s: &str| k.iter().position(|x| x == s).unwrap_or(usize::MAX);
+    assert!(
+        pos("message_end:assistant") < pos("auto_retry_end"),
+        "{k:?}"
+    );
+    assert!(pos("auto_retry_end") < pos("agent_end"), "{k:?}");
+    assert_eq!(
+        of_type(&frames, "message_end")[0]["message"]["stopReason"],
+        "aborted"
+    );
+    assert_eq!(
+        *of_type(&frames, "auto_retry_end")[0],
+        json!({"type":"auto_retry_end","success":true,"attempt":1})
+    );
+}
+
+#[test]
+fn the_attempt_counter_restarts_after_exhaustion() {
+    let (w, _srv) = setup(
+        vec![
+            error_reply(529, OVERLOADED),
+            error_reply(529, OVERLOADED),
+            error_reply(529, OVERLOADED),
+            Reply::sse(text_sse(4, &["ok"])),
+        ],
+        json!({"retry":{"baseDelayMs":20,"maxRetries":1}}),
+    );
+    let mut p = spawn(&w);
+    let frames = run(&mut p, "one");
+    assert_eq!(
+        *of_type(&frames, "auto_retry_end")[0],
+        json!({"type":"auto_retry_end","success":false,"attempt":1,"finalError":format!("529 {OVERLOADED}")})
+    );
+    let frames = run(&mut p, "two");
+    assert_eq!(of_type(&frames, "auto_retry_start")[0]["attempt"], 1);
+    assert_eq!(
+        *of_type(&frames, "auto_retry_end")[0],
+        json!({"type":"auto_retry_end","success":true,"attempt":1})
+    );
+}
