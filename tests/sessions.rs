@@ -1220,3 +1220,143 @@ fn switch_session_during_a_retry_back_off_cancels_the_retry() {
         |a| json!({"type":"switch_session","sessionPath":a.to_str().unwrap()}),
     );
 }
+
+#[test]
+fn a_version_1_file_is_migrated_and_loads() {
+    let env = Env::new(vec![]);
+    let file = env.w.tmp().join("v1.jsonl");
+    let user = json!({"role":"user","content":[{"type":"text","text":"Old prompt"}],"timestamp":1700000000000_u64});
+    let asst = json!({"role":"assistant","content":[{"type":"text","text":"Old reply"}],
+        "api":"anthropic-messages","provider":"fake","model":"fake-model",
+        "usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
+                 "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+        "stopReason":"stop","timestamp":1700000000001_u64});
+    let lines = [
+        json!({"type":"session","id":"11111111-2222-4333-8444-555555555555",
+               "timestamp":"2023-11-14T22:13:20.000Z","cwd":"/somewhere/else"}),
+        json!({"type":"model_change","timestamp":"2023-11-14T22:13:20.000Z","provider":"fake","modelId":"fake-model"}),
+        json!({"type":"message","timestamp":"2023-11-14T22:13:20.000Z","message":user}),
+        json!({"type":"message","timestamp":"2023-11-14T22:13:20.001Z","message":asst}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&file, text).unwrap();
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let st = state(&mut p, "s");
+    assert_eq!(st["sessionId"], "11111111-2222-4333-8444-555555555555");
+    assert_eq!(messages(&mut p, "gm"), vec![user, asst]);
+    drop(p);
+    let e = entries(&file);
+    assert_eq!(e[0]["version"], 3, "migrated files are rewritten as v3");
+    // v1 -> v2 gives the entries a linear chain of ids; the resumed session had no thinking
+    // level, so one `thinking_level_change` is appended (spec 1.3).
+    assert_eq!(
+        types(&e),
+        [
+            "session",
+            "model_change",
+            "message:user",
+            "message:assistant",
+            "thinking_level_change"
+        ]
+    );
+    assert_eq!(e[4]["thinkingLevel"], "medium");
+    let mut parent = Value::Null;
+    for entry in &e[1..] {
+        assert!(is_entry_id(entry["id"].as_str().unwrap_or("")), "{entry}");
+        assert_eq!(entry["parentId"], parent, "{entry}");
+        parent = entry["id"].clone();
+    }
+}
+
+#[test]
+fn an_unknown_recorded_model_keeps_the_current_one() {
+    let env = Env::new(vec![]);
+    let text = fs::read_to_string(fixture("sessions/m_session.session.jsonl"))
+        .unwrap()
+        .replace("\"fake-model\"", "\"retired-model\"");
+    let file = env.w.tmp().join("retired.jsonl");
+    fs::write(&file, &text).unwrap();
+    let mut p = env.spawn(&[]);
+    ok(
+        &mut p,
+        json!({"type":"set_model","provider":"fake","modelId":"fake-model-2"}),
+        "m",
+    );
+    ok(
+        &mut p,
+        json!({"type":"switch_session","sessionPath":file.to_str().unwrap()}),
+        "sw",
+    );
+    let st = state(&mut p, "s");
+    assert_eq!(st["model"]["id"], "fake-model-2");
+    assert_eq!(st["messageCount"], 4);
+}
+
+#[test]
+fn unicode_names_and_prompts_round_trip_through_the_file() {
+    let env = Env::new(replies(&["Réponse ✓ \u{1F600}"]));
+    let mut p = env.spawn(&[]);
+    let text = "Grüße \u{2028} 日本語 \u{1F680} \"quoted\" \\ back";
+    prompt(&mut p, "p1", text);
+    p.send(json!({"id":"sn","type":"set_session_name","name":"名前 \u{2029} x"}));
+    p.response("sn");
+    let file = session_file(&mut p, "s0");
+    let live = messages(&mut p, "gm0");
+    drop(p);
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    assert_eq!(messages(&mut p, "gm1"), live);
+    assert_eq!(
+        user_texts(&live),
+        [
+            format!("user:{text}"),
+            "assistant:Réponse ✓ \u{1F600}".into()
+        ]
+    );
+    assert_eq!(state(&mut p, "s1")["sessionName"], "名前 \u{2029} x");
+}
+
+#[test]
+fn a_long_session_loads_quickly() {
+    let env = Env::new(vec![]);
+    let file = env.w.tmp().join("long.jsonl");
+    let mut out = String::new();
+    out.push_str(
+        &json!({"type":"session","version":3,"id":"aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee",
+                "timestamp":"2026-01-01T00:00:00.000Z","cwd":"/x"})
+        .to_string(),
+    );
+    out.push('\n');
+    let mut parent = Value::Null;
+    let n = 10_000;
+    for i in 0..n {
+        let id = format!("{i:08x}");
+        let msg = if i % 2 == 0 {
+            json!({"role":"user","content":[{"type":"text","text":format!("prompt {i}")}],"timestamp":i})
+        } else {
+            json!({"role":"assistant","content":[{"type":"text","text":format!("reply {i}")}],
+                "api":"anthropic-messages","provider":"fake","model":"fake-model",
+                "usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
+                         "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+                "stopReason":"stop","timestamp":i})
+        };
+        out.push_str(
+            &json!({"type":"message","id":id,"parentId":parent,
+                    "timestamp":"2026-01-01T00:00:00.000Z","message":msg})
+            .to_string(),
+        );
+        out.push('\n');
+        parent = json!(id);
+    }
+    fs::write(&file, out).unwrap();
+    let t = std::time::Instant::now();
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let st = state(&mut p, "s");
+    assert_eq!(st["messageCount"], n);
+    let fm = ok(&mut p, json!({"type":"get_fork_messages"}), "fm");
+    assert_eq!(fm["messages"].as_array().unwrap().len(), n / 2);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+}
