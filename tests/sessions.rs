@@ -1360,3 +1360,33 @@ fn a_long_session_loads_quickly() {
         t.elapsed()
     );
 }
+
+#[test]
+fn export_html_escapes_the_session_name_and_image_fields() {
+    let env = Env::new(replies(&["Seen."]));
+    let mut p = env.spawn(&[]);
+    let evil_name = "<img src=x onerror=alert(2)>";
+    let img = json!({"type":"image","data":"AAAA\"><script>alert(3)</script>",
+                     "mimeType":"image/png\" onerror=\"alert(4)"});
+    p.send(json!({"id":"p1","type":"prompt","message":"look","images":[img]}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    p.send(json!({"id":"sn","type":"set_session_name","name":evil_name}));
+    p.response("sn");
+    let out = env.w.tmp().join("x.html");
+    ok(
+        &mut p,
+        json!({"type":"export_html","outputPath":out.to_str().unwrap()}),
+        "e",
+    );
+    let html = fs::read_to_string(&out).unwrap();
+    for bad in [
+        "<img src=x",
+        "<script>alert(3)",
+        "onerror=\"alert(4)",
+        "\" onerror=",
+    ] {
+        assert!(!html.contains(bad), "unescaped {bad:?} in the export");
+    }
+    assert!(html.contains("&lt;img src=x onerror=alert(2)&gt;"));
+    assert_eq!(remote_resources(&html), Vec::<String>::new());
+}
