@@ -615,6 +615,22 @@ fn error_messages_stay_in_the_session_file_after_a_retry() {
         ]
     );
     assert_eq!(st["data"]["messageCount"], 2);
+    // The entries stay one chain (the error entry is the parent of the retried reply), so a
+    // resumed session sees the error message too, as the reference's buildSessionContext does.
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[5]["parentId"], lines[4]["id"]);
+    drop(p);
+    let mut p = w.spawn(&["--mode", "rpc", "--session", &file]);
+    let msgs = messages(&mut p);
+    let stops: Vec<&str> = msgs
+        .iter()
+        .map(|m| m["stopReason"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(stops, ["-", "error", "stop"]);
 }
 
 #[test]
@@ -757,4 +773,31 @@ fn the_attempt_counter_restarts_after_exhaustion() {
         *of_type(&frames, "auto_retry_end")[0],
         json!({"type":"auto_retry_end","success":true,"attempt":1})
     );
+}
+
+#[test]
+fn an_error_the_sdk_would_retry_silently_shows_as_an_auto_retry() {
+    // The reference's SDK retried this one inside the HTTP layer (i6_sdk_retry); pith never
+    // retries silently, so the host sees the retry events.
+    let (w, srv) = setup(
+        vec![
+            error_reply(529, OVERLOADED)
+                .header("x-should-retry", "true")
+                .header("retry-after-ms", "10"),
+            Reply::sse(text_sse(2, &["Recovered", " silently."])),
+        ],
+        json!({"retry":{"baseDelayMs":5000}}),
+    );
+    let mut p = spawn(&w);
+    let frames = run(&mut p, "Hello?");
+    assert_eq!(
+        *of_type(&frames, "auto_retry_start")[0],
+        json!({"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":10,
+               "errorMessage":format!("529 {OVERLOADED}")})
+    );
+    assert_eq!(
+        *of_type(&frames, "auto_retry_end")[0],
+        json!({"type":"auto_retry_end","success":true,"attempt":1})
+    );
+    assert_eq!(srv.requests().len(), 2);
 }

@@ -1390,3 +1390,78 @@ fn export_html_escapes_the_session_name_and_image_fields() {
     assert!(html.contains("&lt;img src=x onerror=alert(2)&gt;"));
     assert_eq!(remote_resources(&html), Vec::<String>::new());
 }
+
+#[test]
+fn session_flag_with_an_id_prefix_finds_the_file() {
+    let env = Env::new(vec![]);
+    let dir = env.sessions();
+    fs::create_dir_all(&dir).unwrap();
+    let name = "2026-11-21T22-24-44-839Z_01a20036-3f26-7328-8f9b-b9da36d18b5f.jsonl";
+    fs::copy(fixture("sessions/m_session.session.jsonl"), dir.join(name)).unwrap();
+    let d = env.sessions_str();
+    let mut p = env.spawn_bare(&["--session-dir", &d, "--session", "01a20036-3f26"]);
+    let st = state(&mut p, "s");
+    assert_eq!(st["sessionFile"], dir.join(name).to_str().unwrap());
+    assert_eq!(st["messageCount"], 4);
+    drop(p);
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["--mode", "rpc", "--session-dir", &d, "--session", "zzzz"])
+        .current_dir(env.w.cwd())
+        .env("PI_CODING_AGENT_DIR", env.w.agent_dir())
+        .env("HOME", env.w.dir.path().join("home"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("No session found matching 'zzzz'"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn new_session_during_a_run_aborts_it_silently() {
+    let env = Env::new(vec![
+        Reply::sse(text_sse(1, &["Reply A."])),
+        Reply::sse(text_sse(2, &["Never", " finished"]))
+            .chunked(40, std::time::Duration::ZERO)
+            .stall_after(400, std::time::Duration::from_secs(5)),
+        Reply::sse(text_sse(3, &["Reply C."])),
+    ]);
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "Prompt A");
+    let a = session_file(&mut p, "s0");
+    let a_text = fs::read_to_string(&a).unwrap();
+    p.send(json!({"id":"p2","type":"prompt","message":"Prompt B"}));
+    p.recv_until(|v| v["type"] == "message_start" && v["message"]["role"] == "assistant");
+    p.send(json!({"id":"n","type":"new_session"}));
+    let frames = p.recv_until(|v| v["id"] == "n");
+    assert_eq!(frames.last().unwrap()["success"], true, "{frames:#?}");
+    let leaked: Vec<&Value> = frames
+        .iter()
+        .filter(|f| {
+            ["message_end", "turn_end", "agent_end"].contains(&f["type"].as_str().unwrap_or(""))
+        })
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:#?}");
+    let st = state(&mut p, "s1");
+    assert_eq!(st["isStreaming"], false);
+    assert_eq!(st["messageCount"], 0);
+    // The user message of the aborted run was persisted at its message_end; the aborted
+    // assistant message was not.
+    let e = entries(&a);
+    assert!(fs::read_to_string(&a).unwrap().starts_with(&a_text));
+    assert_eq!(
+        types(&e[5..]),
+        ["message:user"],
+        "only the user message of the aborted run is in A"
+    );
+    prompt(&mut p, "p3", "Prompt C");
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm")),
+        ["user:Prompt C", "assistant:Reply C."]
+    );
+}
