@@ -801,3 +801,52 @@ fn an_error_the_sdk_would_retry_silently_shows_as_an_auto_retry() {
     );
     assert_eq!(srv.requests().len(), 2);
 }
+
+#[test]
+fn max_retries_zero_ends_at_once_with_attempt_zero() {
+    // Spec 9 step 1: attempt 1 > maxRetries 0 → auto_retry_end{success:false, attempt:0}
+    // right after agent_end, with no auto_retry_start.
+    let (w, srv) = setup(
+        vec![error_reply(529, OVERLOADED)],
+        json!({"retry":{"baseDelayMs":20,"maxRetries":0}}),
+    );
+    let mut p = spawn(&w);
+    let frames = run(&mut p, "Hello?");
+    let k = kinds(&frames);
+    assert_eq!(
+        &k[k.len() - 3..],
+        ["agent_end", "auto_retry_end", "agent_settled"]
+    );
+    assert_eq!(
+        *of_type(&frames, "auto_retry_end")[0],
+        json!({"type":"auto_retry_end","success":false,"attempt":0,"finalError":format!("529 {OVERLOADED}")})
+    );
+    assert!(of_type(&frames, "auto_retry_start").is_empty());
+    assert_eq!(srv.requests().len(), 1);
+}
+
+#[test]
+fn a_prompt_after_a_cancelled_retry_sends_both_prompts() {
+    let (w, srv) = setup(
+        vec![
+            error_reply(529, OVERLOADED),
+            Reply::sse(text_sse(2, &["Answer."])),
+        ],
+        json!({"retry":{"baseDelayMs":5000}}),
+    );
+    let mut p = spawn(&w);
+    in_back_off(&mut p);
+    p.send(json!({"id":"c","type":"abort_retry"}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let frames = run(&mut p, "Again");
+    assert!(of_type(&frames, "auto_retry_start").is_empty());
+    assert_eq!(srv.requests().len(), 2);
+    let sent = request_messages(&srv, 1);
+    let texts: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(texts, ["Hello?", "Again"]);
+}
