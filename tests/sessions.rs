@@ -1465,3 +1465,58 @@ fn new_session_during_a_run_aborts_it_silently() {
         ["user:Prompt C", "assistant:Reply C."]
     );
 }
+
+#[test]
+fn sessions_opened_by_path_put_new_files_next_to_them() {
+    // Spec 1.4: without --session-dir, new_session / fork write into the opened file's directory.
+    let env = Env::new(replies(&["Reply three.", "Reply four."]));
+    let dir = env.w.tmp().join("elsewhere");
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("m.jsonl");
+    fs::copy(fixture("sessions/m_session.session.jsonl"), &file).unwrap();
+    let mut p = env.spawn_bare(&["--session", file.to_str().unwrap()]);
+    let r = ok(&mut p, json!({"type":"fork","entryId":"2f03ccc8"}), "f");
+    assert_eq!(r["text"], "Second prompt");
+    let forked = session_file(&mut p, "s0");
+    assert_eq!(forked.parent(), Some(dir.as_path()));
+    assert!(forked.exists());
+    ok(&mut p, json!({"type":"new_session"}), "n");
+    let fresh = session_file(&mut p, "s1");
+    assert_eq!(fresh.parent(), Some(dir.as_path()));
+    prompt(&mut p, "p", "Fresh");
+    assert!(fresh.exists());
+    assert_eq!(jsonl_files(&dir).len(), 3);
+    assert!(!env.w.agent_dir().join("sessions").exists());
+}
+
+#[test]
+fn in_memory_sessions_fork_and_clone_without_files() {
+    let env = Env::new(replies(&["Reply one.", "Reply two."]));
+    let mut p = env.spawn_bare(&[
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--no-session",
+    ]);
+    prompt(&mut p, "p1", "First prompt");
+    prompt(&mut p, "p2", "Second prompt");
+    let st = state(&mut p, "s0");
+    assert!(st.get("sessionFile").is_none(), "{st}");
+    let fm = ok(&mut p, json!({"type":"get_fork_messages"}), "fm");
+    let second = fm["messages"][1]["entryId"].clone();
+    assert_eq!(fm["messages"][1]["text"], "Second prompt");
+    let r = ok(&mut p, json!({"type":"fork","entryId":second}), "f");
+    assert_eq!(r, json!({"text":"Second prompt","cancelled":false}));
+    let st = state(&mut p, "s1");
+    assert!(st.get("sessionFile").is_none(), "{st}");
+    assert_eq!(st["messageCount"], 2);
+    ok(&mut p, json!({"type":"clone"}), "c");
+    assert_eq!(state(&mut p, "s2")["messageCount"], 2);
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm")),
+        ["user:First prompt", "assistant:Reply one."]
+    );
+    assert!(!env.w.agent_dir().join("sessions").exists());
+    assert!(!env.sessions().exists());
+}
