@@ -642,6 +642,19 @@ impl Machine {
             }
         }
         self.pending_prompt = None;
+        if let Some((_, mut cancel)) = self.retry_wait.take() {
+            cancel.cancel();
+        }
+        self.retry_attempt = 0;
+        if let Some(mut c) = self.compaction.take() {
+            for p in &mut c.parts {
+                p.handle.cancel();
+            }
+            if c.id.is_some() || c.reason == crate::core::compact::Reason::Manual {
+                let msg = crate::compaction::COMPACTION_CANCELLED;
+                self.send(response::error(c.id.as_ref(), Some("compact"), msg));
+            }
+        }
     }
 
     /// After the session object changed: context from it, queues emptied.
