@@ -207,6 +207,37 @@ mod tests {
     }
 
     #[test]
+    fn context_files_global_first_then_root_down_to_cwd() {
+        let d = tempfile::tempdir().unwrap();
+        let agent = d.path().join("agent");
+        let proj = d.path().join("proj");
+        let sub = proj.join("sub");
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(agent.join("AGENTS.md"), "global").unwrap();
+        std::fs::write(proj.join("CLAUDE.md"), "project").unwrap();
+        std::fs::write(sub.join("AGENTS.md"), "sub").unwrap();
+        std::fs::write(sub.join("CLAUDE.md"), "ignored: AGENTS.md wins").unwrap();
+        let files = context_files(&sub, &agent);
+        let texts: Vec<&str> = files.iter().map(|(_, c)| c.as_str()).collect();
+        assert_eq!(texts, ["global", "project", "sub"]);
+        let p = build(&PromptInputs {
+            cwd: &sub,
+            agent_dir: &agent,
+            tools: &[],
+            custom: Some("Custom."),
+            append: Some("Appended."),
+            date: "2026-01-02",
+        });
+        assert!(p.starts_with("Custom.\n\nAppended.\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n## "));
+        assert!(p.contains("/sub/AGENTS.md\n\nsub\n\n"));
+        assert!(p.ends_with(&format!(
+            "\nCurrent date: 2026-01-02\nCurrent working directory: {}",
+            sub.display()
+        )));
+    }
+
+    #[test]
     fn dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_413), (2025, 11, 21));

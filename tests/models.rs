@@ -1,0 +1,203 @@
+//! Model and thinking-level commands over pipes, with the oracle's custom providers
+//! (`fake`: fake-model (reasoning) and fake-model-2; `fake-openai`: fake-oai-model).
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Pith, World};
+
+fn pith(w: &World) -> Pith {
+    w.fake_models(9); // no request is made in these tests
+    w.spawn(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+    ])
+}
+
+fn model_ids(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap(),
+                m["id"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn available_models_are_the_ones_with_a_key_in_registry_order() {
+    let w = World::new();
+    let mut p = pith(&w);
+    let r = p.call(json!({"type":"get_available_models"}), "m");
+    assert_eq!(
+        model_ids(&r["data"]["models"]),
+        [
+            "fake/fake-model",
+            "fake/fake-model-2",
+            "fake-openai/fake-oai-model"
+        ]
+    );
+    assert_eq!(
+        r["data"]["models"][0],
+        json!({"id":"fake-model","name":"Fake Model","api":"anthropic-messages","provider":"fake",
+               "baseUrl":"http://127.0.0.1:9","reasoning":true,"input":["text","image"],
+               "cost":{"input":3,"output":15,"cacheRead":0.3,"cacheWrite":3.75},
+               "contextWindow":200000,"maxTokens":16384})
+    );
+    let s = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(s["data"]["model"]["id"], "fake-model");
+    assert_eq!(s["data"]["thinkingLevel"], "medium");
+}
+
+#[test]
+fn thinking_levels_are_clamped_and_cycled_like_the_reference() {
+    let w = World::new();
+    let mut p = pith(&w);
+    let ev = |p: &mut Pith, cmd: Value, id: &str| -> Vec<Value> {
+        let mut c = cmd;
+        c["id"] = json!(id);
+        p.send(c);
+        p.recv_until(|v| v["id"] == id)
+    };
+    // medium -> high -> off -> minimal, each announced before the response.
+    for (id, level) in [("c1", "high"), ("c2", "off"), ("c3", "minimal")] {
+        let f = ev(&mut p, json!({"type":"cycle_thinking_level"}), id);
+        assert_eq!(f[0], json!({"type":"thinking_level_changed","level":level}));
+        assert_eq!(
+            f[1],
+            json!({"id":id,"type":"response","command":"cycle_thinking_level","success":true,"data":{"level":level}})
+        );
+    }
+    // xhigh is not available on this model: clamped to high.
+    let f = ev(
+        &mut p,
+        json!({"type":"set_thinking_level","level":"xhigh"}),
+        "t1",
+    );
+    assert_eq!(
+        f[0],
+        json!({"type":"thinking_level_changed","level":"high"})
+    );
+    // Setting the same level again changes nothing and says nothing.
+    let f = ev(
+        &mut p,
+        json!({"type":"set_thinking_level","level":"high"}),
+        "t2",
+    );
+    assert_eq!(
+        f,
+        [json!({"id":"t2","type":"response","command":"set_thinking_level","success":true})]
+    );
+}
+
+#[test]
+fn set_model_and_cycle_model() {
+    let w = World::new();
+    let mut p = pith(&w);
+    let r = p.call(
+        json!({"type":"set_model","provider":"nope","modelId":"nothing"}),
+        "bad",
+    );
+    assert_eq!(
+        r,
+        json!({"id":"bad","type":"response","command":"set_model","success":false,"error":"Model not found: nope/nothing"})
+    );
+    // To a non-reasoning model: thinking drops to off (announced), the model comes back as data.
+    p.send(json!({"id":"sm","type":"set_model","provider":"fake","modelId":"fake-model-2"}));
+    assert_eq!(
+        p.recv(),
+        json!({"type":"thinking_level_changed","level":"off"})
+    );
+    let r = p.recv();
+    assert_eq!(r["data"]["id"], "fake-model-2");
+    assert_eq!(
+        p.call(json!({"type":"cycle_thinking_level"}), "ct"),
+        json!({"id":"ct","type":"response","command":"cycle_thinking_level","success":true,"data":null})
+    );
+    let r = p.call(json!({"type":"cycle_model"}), "cm");
+    assert_eq!(r["data"]["model"]["id"], "fake-oai-model");
+    assert_eq!(r["data"]["thinkingLevel"], "off");
+    assert_eq!(r["data"]["isScoped"], false);
+    // Back to the reasoning model: the settings default (medium) applies again.
+    p.send(json!({"id":"cm2","type":"cycle_model"}));
+    assert_eq!(
+        p.recv(),
+        json!({"type":"thinking_level_changed","level":"medium"})
+    );
+    assert_eq!(p.recv()["data"]["model"]["id"], "fake-model");
+    assert!(
+        !w.agent_dir().join("settings.json").exists(),
+        "RPC setters must not write settings.json"
+    );
+}
+
+#[test]
+fn scoped_models_limit_cycling() {
+    let w = World::new();
+    w.fake_models(9);
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--models",
+        "fake-model-2,fake-oai-model",
+    ]);
+    let s = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(s["data"]["model"]["id"], "fake-model-2");
+    let r = p.call(json!({"type":"cycle_model"}), "c");
+    assert_eq!(r["data"]["model"]["id"], "fake-oai-model");
+    assert_eq!(r["data"]["isScoped"], true);
+}
+
+#[test]
+fn a_prompt_without_a_key_is_a_clear_error_and_start_up_does_not_need_one() {
+    let w = World::new();
+    // A built-in model; the test environment has no ANTHROPIC_API_KEY.
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-sonnet-4-5",
+    ]);
+    assert_eq!(
+        p.call(json!({"type":"get_state"}), "s")["data"]["model"]["provider"],
+        "anthropic"
+    );
+    let r = p.call(json!({"type":"prompt","message":"hi"}), "p");
+    assert_eq!(r["success"], false);
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("No API key found for anthropic."),
+        "{r}"
+    );
+}
+
+#[test]
+fn unknown_model_on_the_command_line_exits_1() {
+    let w = World::new();
+    w.fake_models(9);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["--mode", "rpc", "--model", "no-such-model-anywhere"])
+        .current_dir(w.cwd())
+        .env("PI_CODING_AGENT_DIR", w.agent_dir())
+        .env("HOME", w.dir.path().join("home"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-model-anywhere"));
+}
