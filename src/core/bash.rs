@@ -75,7 +75,6 @@ impl Machine {
             Ok(o) => o,
             Err(e) => {
                 self.send(response::error(job.id.as_ref(), Some("bash"), &e));
-                self.settle_if_input_closed();
                 return;
             }
         };
@@ -106,7 +105,6 @@ impl Machine {
             self.record_outside_run(message);
         }
         self.send(response::success(job.id.as_ref(), "bash", Some(&data)));
-        self.settle_if_input_closed();
     }
 
     /// Messages recorded while no run is active (bash executions): context and session.
@@ -120,9 +118,5 @@ impl Machine {
         for m in std::mem::take(&mut self.deferred_bash) {
             self.record_outside_run(m);
         }
-    }
-
-    fn settle_if_input_closed(&mut self) {
-        // Nothing to do: the main loop exits by itself once idle after stdin closed.
     }
 }

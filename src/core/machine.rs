@@ -276,17 +276,25 @@ impl Machine {
 
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
-        if self.run.is_some() {
-            self.abort_run(None);
-            // Give tool threads a moment to kill their process groups and report.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-            while self.run.is_some() && std::time::Instant::now() < deadline {
-                match self.worker_rx_timeout(deadline) {
-                    Some(w) => {
-                        let _ = self.handle_event(Event::Worker(w));
-                    }
-                    None => break,
+        self.pending_prompt = None;
+        if let Some((_, mut cancel)) = self.retry_wait.take() {
+            cancel.cancel();
+        }
+        if let Some(mut c) = self.compaction.take() {
+            for p in &mut c.parts {
+                p.handle.cancel();
+            }
+        }
+        self.abort_run(None);
+        self.abort_bash();
+        // Give tool and bash threads a moment to kill their process groups and report.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        while (self.run.is_some() || self.bash.is_some()) && std::time::Instant::now() < deadline {
+            match self.worker_rx_timeout(deadline) {
+                Some(w) => {
+                    let _ = self.handle_event(Event::Worker(w));
                 }
+                None => break,
             }
         }
     }
