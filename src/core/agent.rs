@@ -495,6 +495,7 @@ impl Machine {
             shell_command_prefix: self.settings.shell_command_prefix().map(str::to_string),
         };
         for (index, tool, args) in runnable {
+            let initial = tool.initial_update();
             let tx = self.worker_tx.clone();
             let ctx = ctx.clone();
             let spawned = std::thread::Builder::new()
@@ -514,6 +515,18 @@ impl Machine {
                         event: ToolEvent::Done(result),
                     });
                 });
+            if spawned.is_ok() {
+                if let Some(first) = initial {
+                    let (id, name, a) = (&slots[index].call.id, &slots[index].call.name, &slots[index].call.arguments);
+                    let partial = output_json(&first);
+                    self.emit(&Frame::ToolExecutionUpdate {
+                        tool_call_id: id,
+                        tool_name: name,
+                        args: a,
+                        partial_result: &partial,
+                    });
+                }
+            }
             if let Err(e) = spawned {
                 let r = result_message(
                     &slots[index].call,

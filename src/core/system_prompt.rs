@@ -97,36 +97,38 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Per-tool guidelines (the tools' `promptGuidelines` in pi 0.73.1).
+fn tool_guidelines(name: &str) -> &'static [&'static str] {
+    match name {
+        "read" => &["Use read to examine files instead of cat or sed."],
+        "edit" => &[
+            "Use edit for precise changes (edits[].oldText must match exactly)",
+            "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
+            "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
+            "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
+        ],
+        "write" => &["Use write only for new files or complete rewrites."],
+        _ => &[],
+    }
+}
+
+/// The guideline bullets: file exploration, each tool's own (in tool order), then the two that
+/// are always there; duplicates dropped.
 fn guidelines(tools: &[(&str, &str)]) -> Vec<&'static str> {
     let has = |n: &str| tools.iter().any(|(t, _)| *t == n);
-    let mut g = Vec::new();
+    let mut g: Vec<&'static str> = Vec::new();
     let explore = has("grep") || has("find") || has("ls");
     if has("bash") && !explore {
         g.push("Use bash for file operations like ls, rg, find");
-    }
-    if has("bash") && explore {
+    } else if has("bash") {
         g.push("Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)");
     }
-    if has("read") {
-        g.push("Use read to examine files instead of cat or sed.");
+    let always = ["Be concise in your responses", "Show file paths clearly when working with files"];
+    for line in tools.iter().flat_map(|(t, _)| tool_guidelines(t)).copied().chain(always) {
+        if !g.contains(&line) {
+            g.push(line);
+        }
     }
-    if has("edit") {
-        g.push("Use edit for precise changes (edits[].oldText must match exactly)");
-        g.push(
-            "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
-        );
-        g.push(
-            "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
-        );
-        g.push(
-            "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
-        );
-    }
-    if has("write") {
-        g.push("Use write only for new files or complete rewrites.");
-    }
-    g.push("Be concise in your responses");
-    g.push("Show file paths clearly when working with files");
     g
 }
 

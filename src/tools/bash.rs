@@ -28,6 +28,13 @@ impl Tool for BashTool {
         "Execute bash commands (ls, grep, find, etc.)"
     }
 
+    fn initial_update(&self) -> Option<ToolOutput> {
+        Some(ToolOutput {
+            content: vec![],
+            details: None,
+        })
+    }
+
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
@@ -56,10 +63,6 @@ impl Tool for BashTool {
         if ctx.cancel.is_cancelled() {
             return Err("Command aborted".to_string());
         }
-        on_update(ToolOutput {
-            content: vec![],
-            details: None,
-        });
         let spec = CommandSpec {
             command,
             cwd: &ctx.cwd,

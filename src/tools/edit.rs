@@ -24,7 +24,7 @@ impl Tool for EditTool {
     }
 
     fn snippet(&self) -> &'static str {
-        "Make surgical edits to files (find exact text and replace)"
+        "Make precise file edits with exact text replacement, including multiple disjoint edits in one call"
     }
 
     fn parameters(&self) -> Value {

@@ -38,6 +38,12 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> String;
     /// One-liner for the system prompt's tool list.
     fn snippet(&self) -> &'static str;
+    /// A partial result the tool reports the moment it starts (bash: `{"content":[]}`). The
+    /// state machine emits it when it starts the tool, so these updates keep the calls' order
+    /// instead of racing between worker threads.
+    fn initial_update(&self) -> Option<ToolOutput> {
+        None
+    }
     /// JSON schema of the arguments.
     fn parameters(&self) -> Value;
     /// Run the tool. `args` have passed validation (with the reference's coercions).
