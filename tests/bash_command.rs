@@ -237,7 +237,7 @@ fn long_output_keeps_the_last_2000_lines_and_writes_the_full_output_file() {
     let out = d["output"].as_str().expect("output");
     assert!(out.starts_with("28002\n"), "{:?}", &out[..20]);
     assert!(out.ends_with("\n29999\n30000\n"));
-    assert_eq!(out, want);
+    assert!(out == want, "output is not lines 28002..=30000");
     assert_eq!(d["outputLines"], 2000);
     assert_eq!(d["outputBytes"], want.len());
     let total_lines = d["totalLines"].as_u64().expect("totalLines");
@@ -258,6 +258,39 @@ fn long_output_keeps_the_last_2000_lines_and_writes_the_full_output_file() {
     assert_eq!(name.len(), "pi-bash-".len() + 16 + ".log".len(), "{name}");
     let full: String = (1..=30000).map(|i| format!("{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(path).expect("full output"), full);
+}
+
+#[test]
+fn output_cut_by_lines_under_50kb_has_no_full_output_file() {
+    // Spec 13 [verified]: `seq 1 3000` is truncated but under 50 KB, so no temp file.
+    let (w, _srv, mut p) = setup(vec![]);
+    let r = bash(&mut p, "b1", "seq 1 3000");
+    let mut data = r["data"].clone();
+    let out = data["output"].take();
+    let want: String = (1002..=3000).map(|i| format!("{i}\n")).collect();
+    let total: String = (1..=3000).map(|i| format!("{i}\n")).collect();
+    assert!(out == want.as_str(), "output is not lines 1002..=3000");
+    assert_eq!(
+        data,
+        json!({"output":null,"exitCode":0,"cancelled":false,"truncated":true,
+            "totalLines":3001,"totalBytes":total.len(),"outputLines":2000,"outputBytes":want.len()})
+    );
+    let left: Vec<_> = std::fs::read_dir(w.tmp())
+        .expect("tmp")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "files in TMPDIR: {left:?}");
+}
+
+#[test]
+fn commands_run_in_the_process_cwd_without_stdin() {
+    let (w, _srv, mut p) = setup(vec![]);
+    let r = bash(&mut p, "b1", "pwd; cat; echo rc=$?");
+    let cwd = w.cwd().canonicalize().expect("cwd");
+    assert_eq!(
+        r["data"],
+        plain_result(&format!("{}\nrc=0\n", cwd.display()), 0)
+    );
 }
 
 // ------------------------------------------------------------------------------------------------

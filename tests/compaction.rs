@@ -606,6 +606,54 @@ fn a_reply_over_the_threshold_compacts_after_agent_end() {
 }
 
 #[test]
+fn abort_cancels_a_slow_threshold_compaction() {
+    let srv = FakeLlm::start(vec![
+        Reply::sse(text_sse(1, &["Big."], 19500)),
+        stalled_summary(),
+    ]);
+    let world = World::new();
+    tiny_model(&world, srv.port);
+    let mut p = world.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "fake",
+        "--model",
+        "tiny-model",
+        "--rpc-partials",
+        "none",
+        "--no-session",
+    ]);
+    p.send(json!({"id":"p1","type":"prompt","message":"Hello"}));
+    let f = p.recv_until(|v| v["type"] == "auto_compaction_start");
+    assert_eq!(
+        *f.last().unwrap(),
+        json!({"type":"auto_compaction_start","reason":"threshold"})
+    );
+    let until = Instant::now() + Duration::from_secs(3);
+    while srv.requests().len() < 2 {
+        assert!(Instant::now() < until, "no summary request");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let st = p.call(json!({"type":"get_state"}), "gs1");
+    assert_eq!(st["data"]["isCompacting"], true, "{st}");
+    let t0 = Instant::now();
+    p.send(json!({"id":"a1","type":"abort"}));
+    let f = p.recv_until(|v| v["type"] == "agent_settled");
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    assert_eq!(
+        *find(&f, "auto_compaction_end"),
+        json!({"type":"auto_compaction_end","aborted":true,"willRetry":false})
+    );
+    let abort = f.iter().find(|v| v["id"] == "a1").expect("abort response");
+    assert_eq!(abort["success"], true);
+    let st = p.call(json!({"type":"get_state"}), "gs2");
+    assert_eq!(st["data"]["isCompacting"], false, "{st}");
+    assert_eq!(roles(&messages(&mut p)), ["user", "assistant"]);
+    assert_eq!(srv.requests().len(), 2);
+}
+
+#[test]
 fn a_context_overflow_is_compacted_and_retried_once() {
     let mut e = start(
         vec![overflow(), summary_reply(), text(2, &["Fits", " now."])],
