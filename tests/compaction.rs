@@ -1,0 +1,773 @@
+//! Compaction (spec 4.6 and 10, oracle k_compact) driven through the real `pith` binary over pipes
+//! with a fake Anthropic server: the manual `compact` command (events, response, the summary
+//! request, the rebuilt context, the session entry), its errors, cancelling a slow summary with
+//! `abort`, and automatic compaction on the threshold and on a context overflow.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use fake_llm::{FakeLlm, Reply};
+use serde_json::{Value, json};
+use support::{Pith, World};
+
+const SUMMARY: &str = "## Goal\nFake summary of the conversation.";
+const SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+const OVERFLOW: &str = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 250000 tokens > 200000 maximum"}}"#;
+const OVERFLOW_FAILED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+// ------------------------------------------------------------------------------------------------
+// Scripted replies
+
+fn ev(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// An Anthropic SSE text reply with `input_tokens` in its usage (output tokens: 2).
+fn text_sse(n: usize, parts: &[&str], input_tokens: u64) -> String {
+    let mut s = ev(
+        "message_start",
+        json!({"type":"message_start","message":{"id":format!("msg_fake_{n}"),"type":"message",
+            "role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
+            "usage":{"input_tokens":input_tokens,"output_tokens":1,"cache_read_input_tokens":0,
+                "cache_creation_input_tokens":0}}}),
+    );
+    s += &ev(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+    );
+    for p in parts {
+        s += &ev(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
+        );
+    }
+    s += &ev(
+        "content_block_stop",
+        json!({"type":"content_block_stop","index":0}),
+    );
+    s += &ev(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}),
+    );
+    s += &ev("message_stop", json!({"type":"message_stop"}));
+    s
+}
+
+fn text(n: usize, parts: &[&str]) -> Reply {
+    Reply::sse(text_sse(n, parts, 100))
+}
+
+fn summary_reply() -> Reply {
+    Reply::sse(text_sse(
+        90,
+        &["## Goal\n", "Fake summary of the conversation."],
+        500,
+    ))
+}
+
+/// A summary reply that sends nothing for 5 s.
+fn stalled_summary() -> Reply {
+    summary_reply().stall_after(0, Duration::from_secs(5))
+}
+
+fn overflow() -> Reply {
+    Reply::error(400, OVERFLOW)
+}
+
+// ------------------------------------------------------------------------------------------------
+// Driving pith
+
+struct Env {
+    world: World,
+    srv: FakeLlm,
+    p: Pith,
+}
+
+/// pith on `fake/<model>`, partial snapshots off; `prepare` writes config files first.
+fn start(replies: Vec<Reply>, model: &str, session: bool, prepare: impl FnOnce(&World)) -> Env {
+    let srv = FakeLlm::start(replies);
+    let world = World::new();
+    world.fake_models(srv.port);
+    prepare(&world);
+    let sessions = world.dir.path().join("sessions");
+    let sessions = sessions.to_str().expect("utf-8 path").to_string();
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "fake",
+        "--model",
+        model,
+        "--rpc-partials",
+        "none",
+    ];
+    if session {
+        args.extend(["--session-dir", sessions.as_str()]);
+    } else {
+        args.push("--no-session");
+    }
+    let p = world.spawn(&args);
+    Env { world, srv, p }
+}
+
+fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
+    p.send(json!({"id":id,"type":"prompt","message":message}));
+    p.recv_until(|v| v["type"] == "agent_settled")
+}
+
+/// Frame kinds without `message_update`s; messages tagged with role (and `!` for errors).
+fn kinds(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f["type"] != "message_update")
+        .map(|f| {
+            let t = f["type"].as_str().unwrap_or("?");
+            if t == "response" {
+                return format!("response:{}", f["command"].as_str().unwrap_or("?"));
+            }
+            if !t.starts_with("message_") {
+                return t.to_string();
+            }
+            match f["message"]["role"].as_str() {
+                Some(r) if f["message"]["stopReason"] == "error" => format!("{t}:{r}!"),
+                Some(r) => format!("{t}:{r}"),
+                None => t.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn find<'a>(frames: &'a [Value], ty: &str) -> &'a Value {
+    frames
+        .iter()
+        .find(|f| f["type"] == ty)
+        .unwrap_or_else(|| panic!("no {ty} in {frames:#?}"))
+}
+
+fn request_body(srv: &FakeLlm, i: usize) -> Value {
+    let reqs = srv.requests();
+    let r = reqs
+        .get(i)
+        .unwrap_or_else(|| panic!("request {i} not made ({} made)", reqs.len()));
+    assert_eq!(r.path, "/v1/messages");
+    serde_json::from_str(&r.body).expect("request body")
+}
+
+fn strip_cache_control(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(m) => {
+            m.remove("cache_control");
+            for x in m.values_mut() {
+                *x = strip_cache_control(x.take());
+            }
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = strip_cache_control(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+fn request_messages(srv: &FakeLlm, i: usize) -> Value {
+    strip_cache_control(request_body(srv, i)["messages"].clone())
+}
+
+fn user(text: &str) -> Value {
+    json!({"role":"user","content":[{"type":"text","text":text}]})
+}
+
+fn assistant(text: &str) -> Value {
+    json!({"role":"assistant","content":[{"type":"text","text":text}]})
+}
+
+fn summary_user(summary: &str) -> Value {
+    user(&format!("{SUMMARY_PREFIX}{summary}\n</summary>"))
+}
+
+fn messages(p: &mut Pith) -> Vec<Value> {
+    let r = p.call(json!({"type":"get_messages"}), "gm");
+    r["data"]["messages"].as_array().expect("messages").clone()
+}
+
+fn roles(msgs: &[Value]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| m["role"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+fn session_entries(p: &mut Pith) -> Vec<Value> {
+    let st = p.call(json!({"type":"get_state"}), "gs-file");
+    let path = PathBuf::from(st["data"]["sessionFile"].as_str().expect("sessionFile"));
+    std::fs::read_to_string(&path)
+        .expect("session file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("session line is JSON"))
+        .collect()
+}
+
+fn is_entry_id(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.len() == 8 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+// ------------------------------------------------------------------------------------------------
+// Manual compaction
+
+#[test]
+fn manual_compact_follows_the_reference() {
+    let mut e = start(
+        vec![
+            text(1, &["First", " reply."]),
+            text(2, &["Second", " reply."]),
+            summary_reply(),
+            text(3, &["Reply", " after compaction."]),
+        ],
+        "fake-model",
+        true,
+        |_| {},
+    );
+    run(&mut e.p, "p1", "First message");
+    run(&mut e.p, "p2", "Second message");
+    e.p.send(json!({"id":"c1","type":"compact","customInstructions":"Focus on testing"}));
+    let frames = e.p.recv_until(|v| v["type"] == "response");
+    assert_eq!(
+        kinds(&frames),
+        ["compaction_start", "compaction_end", "response:compact"]
+    );
+    assert_eq!(
+        frames[0],
+        json!({"type":"compaction_start","reason":"manual"})
+    );
+    let result = frames[2]["data"].clone();
+    assert!(is_entry_id(&result["firstKeptEntryId"]), "{result}");
+    assert_eq!(
+        result,
+        json!({"summary":SUMMARY,"firstKeptEntryId":result["firstKeptEntryId"],"tokensBefore":102,
+            "details":{"readFiles":[],"modifiedFiles":[]}})
+    );
+    assert_eq!(
+        frames[1],
+        json!({"type":"compaction_end","reason":"manual","result":result,"aborted":false,
+            "willRetry":false})
+    );
+    assert_eq!(
+        frames[2],
+        json!({"id":"c1","type":"response","command":"compact","success":true,"data":result})
+    );
+
+    // The summary request is the reference's, byte for byte in meaning (k_compact #3): the
+    // summarizer's system prompt, one user message with an empty conversation (everything is
+    // kept) and the custom instructions, no tools, the thinking budget of the session's level.
+    let want: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::fixture(
+            "compaction/k_compact_summary_request.json",
+        ))
+        .expect("fixture"),
+    )
+    .expect("fixture JSON");
+    let body = request_body(&e.srv, 2);
+    assert!(body.get("tools").is_none(), "{body:#}");
+    let text = body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.starts_with("<conversation>\n"), "{text}");
+    assert!(
+        text.ends_with("\n\nAdditional focus: Focus on testing"),
+        "{text}"
+    );
+    assert_eq!(body, want["body"]);
+
+    // The context now starts with the summary; all four messages are kept.
+    let st = e.p.call(json!({"type":"get_state"}), "gs1");
+    assert_eq!(st["data"]["isCompacting"], false);
+    assert_eq!(st["data"]["messageCount"], 5);
+    let m = messages(&mut e.p);
+    assert_eq!(
+        roles(&m),
+        [
+            "compactionSummary",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    let keys: Vec<&str> = m[0]
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["role", "summary", "tokensBefore", "timestamp"]);
+    assert_eq!(m[0]["summary"], SUMMARY);
+    assert_eq!(m[0]["tokensBefore"], 102);
+
+    // The session file records the compaction; the first kept entry is the first entry.
+    let entries = session_entries(&mut e.p);
+    assert_eq!(entries[0]["type"], "session");
+    assert_eq!(entries[1]["id"], result["firstKeptEntryId"], "{entries:#?}");
+    let c = entries
+        .iter()
+        .find(|x| x["type"] == "compaction")
+        .unwrap_or_else(|| panic!("no compaction entry in {entries:#?}"));
+    let last = &entries[entries.len() - 1];
+    assert_eq!(c, last, "the compaction is the last entry");
+    assert_eq!(c["parentId"], entries[entries.len() - 2]["id"]);
+    assert!(is_entry_id(&c["id"]), "{c}");
+    assert!(c["timestamp"].is_string(), "{c}");
+    assert_eq!(
+        *c,
+        json!({"type":"compaction","id":c["id"],"parentId":c["parentId"],"timestamp":c["timestamp"],
+            "summary":SUMMARY,"firstKeptEntryId":result["firstKeptEntryId"],"tokensBefore":102,
+            "details":{"readFiles":[],"modifiedFiles":[]},"fromHook":false})
+    );
+
+    // The next prompt sends the summary, then the kept messages (k_compact #4).
+    let f = run(&mut e.p, "p3", "Third message");
+    assert_eq!(
+        find(&f, "agent_end")["messages"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(
+        request_messages(&e.srv, 3),
+        json!([
+            summary_user(SUMMARY),
+            user("First message"),
+            assistant("First reply."),
+            user("Second message"),
+            assistant("Second reply."),
+            user("Third message"),
+        ])
+    );
+    drop(e.world);
+}
+
+/// A fresh session is not empty: it starts with the model and thinking-level entries, so (like
+/// pi 0.73.1, whose `Nothing to compact` needs an entry-less branch) `compact` summarizes an
+/// empty conversation. A second `compact` right after is `Already compacted`.
+#[test]
+fn compact_on_a_fresh_session_then_again_is_already_compacted() {
+    let mut e = start(
+        vec![summary_reply(), text(1, &["Hi."])],
+        "fake-model",
+        true,
+        |_| {},
+    );
+    let r = e.p.call(json!({"type":"compact"}), "c0");
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["summary"], SUMMARY);
+    assert_eq!(r["data"]["tokensBefore"], 0);
+    let body = request_body(&e.srv, 0);
+    let text = body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(
+        text.starts_with("<conversation>\n\n</conversation>\n\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Additional focus"), "{text}");
+
+    let before = e.p.seen.len();
+    let r = e.p.call(json!({"type":"compact"}), "c1");
+    assert_eq!(
+        r,
+        json!({"id":"c1","type":"response","command":"compact","success":false,
+            "error":"Already compacted"})
+    );
+    // No compaction events for a refused compaction (an `agent_settled` left over from the
+    // first compaction may come first).
+    let after: Vec<&Value> = e.p.seen[before..]
+        .iter()
+        .filter(|v| v["type"] != "agent_settled")
+        .collect();
+    assert_eq!(after.len(), 1, "only the response: {after:#?}");
+    assert_eq!(e.srv.requests().len(), 1);
+
+    // After a new exchange there is something to compact again.
+    let f = run(&mut e.p, "p1", "Hello");
+    assert_eq!(
+        request_messages(&e.srv, 1),
+        json!([summary_user(SUMMARY), user("Hello")])
+    );
+    assert_eq!(kinds(&f).last().map(String::as_str), Some("agent_settled"));
+    let entries = session_entries(&mut e.p);
+    let compactions = entries.iter().filter(|x| x["type"] == "compaction").count();
+    assert_eq!(compactions, 1, "{entries:#?}");
+}
+
+#[test]
+fn abort_cancels_a_slow_summary_and_prompting_still_works() {
+    let mut e = start(
+        vec![
+            text(1, &["First reply."]),
+            stalled_summary(),
+            text(2, &["Still here."]),
+        ],
+        "fake-model",
+        false,
+        |_| {},
+    );
+    run(&mut e.p, "p1", "First message");
+    e.p.send(json!({"id":"c1","type":"compact"}));
+    let f = e.p.recv_until(|v| v["type"] == "compaction_start");
+    assert_eq!(kinds(&f), ["compaction_start"]);
+    // Wait for the summary request to reach the server.
+    let until = Instant::now() + Duration::from_secs(3);
+    while e.srv.requests().len() < 2 {
+        assert!(Instant::now() < until, "no summary request");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let st = e.p.call(json!({"type":"get_state"}), "gs1");
+    assert_eq!(st["data"]["isCompacting"], true, "{st}");
+    assert_eq!(st["data"]["isStreaming"], false, "{st}");
+
+    let t0 = Instant::now();
+    e.p.send(json!({"id":"a1","type":"abort"}));
+    let mut frames = Vec::new();
+    let mut responses = 0;
+    while responses < 2 {
+        let v = e.p.recv();
+        if v["type"] == "response" {
+            responses += 1;
+        }
+        frames.push(v);
+    }
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    let end = find(&frames, "compaction_end");
+    assert_eq!(
+        *end,
+        json!({"type":"compaction_end","reason":"manual","aborted":true,"willRetry":false})
+    );
+    let compact = frames
+        .iter()
+        .find(|v| v["id"] == "c1")
+        .expect("compact response");
+    assert_eq!(
+        *compact,
+        json!({"id":"c1","type":"response","command":"compact","success":false,
+            "error":"Compaction cancelled"})
+    );
+    let abort = frames
+        .iter()
+        .find(|v| v["id"] == "a1")
+        .expect("abort response");
+    assert_eq!(
+        *abort,
+        json!({"id":"a1","type":"response","command":"abort","success":true})
+    );
+    let st = e.p.call(json!({"type":"get_state"}), "gs2");
+    assert_eq!(st["data"]["isCompacting"], false, "{st}");
+    assert_eq!(roles(&messages(&mut e.p)), ["user", "assistant"]);
+
+    // The session is unchanged and usable.
+    let f = run(&mut e.p, "p2", "Second message");
+    assert_eq!(
+        find(&f, "agent_end")["messages"][1]["content"],
+        json!([{"type":"text","text":"Still here."}])
+    );
+    assert_eq!(
+        request_messages(&e.srv, 2),
+        json!([
+            user("First message"),
+            assistant("First reply."),
+            user("Second message")
+        ])
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Automatic compaction
+
+/// `fake/tiny-model`: a 20000-token window, not a reasoning model.
+fn tiny_model(w: &World, port: u16) {
+    let models = json!({"providers":{"fake":{
+        "baseUrl": format!("http://127.0.0.1:{port}"),
+        "api": "anthropic-messages",
+        "apiKey": "sk-fake-anthropic-key",
+        "models": [{"id":"tiny-model","name":"Tiny Model","reasoning":false,"input":["text"],
+            "contextWindow":20000,"maxTokens":4096,
+            "cost":{"input":3,"output":15,"cacheRead":0.3,"cacheWrite":3.75}}]}}});
+    w.write_agent_file("models.json", &models.to_string());
+    w.write_agent_file(
+        "settings.json",
+        &json!({"compaction":{"reserveTokens":1000,"keepRecentTokens":100}}).to_string(),
+    );
+}
+
+#[test]
+fn a_reply_over_the_threshold_compacts_after_agent_end() {
+    // 19500 + 2 tokens > 20000 - 1000. The long second prompt (800 chars = 200 tokens) alone
+    // reaches keepRecentTokens, so the cut is at it and the first exchange is summarized.
+    let long = "x".repeat(800);
+    let srv = FakeLlm::start(vec![
+        text(1, &["First reply."]),
+        Reply::sse(text_sse(2, &["Big."], 19500)),
+        summary_reply(),
+    ]);
+    let world = World::new();
+    tiny_model(&world, srv.port);
+    let sessions = world.dir.path().join("sessions");
+    let mut p = world.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "fake",
+        "--model",
+        "tiny-model",
+        "--rpc-partials",
+        "none",
+        "--session-dir",
+        sessions.to_str().expect("utf-8"),
+    ]);
+    let f = run(&mut p, "p1", "Hello");
+    assert_eq!(
+        kinds(&f).last().map(String::as_str),
+        Some("agent_settled"),
+        "{f:#?}"
+    );
+    assert!(!kinds(&f).iter().any(|k| k.contains("compaction")));
+
+    let f = run(&mut p, "p2", &long);
+    assert_eq!(
+        kinds(&f),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "auto_compaction_start",
+            "auto_compaction_end",
+            "agent_settled"
+        ]
+    );
+    assert_eq!(
+        *find(&f, "auto_compaction_start"),
+        json!({"type":"auto_compaction_start","reason":"threshold"})
+    );
+    let end = find(&f, "auto_compaction_end");
+    let result = &end["result"];
+    assert!(is_entry_id(&result["firstKeptEntryId"]), "{end}");
+    assert_eq!(
+        *end,
+        json!({"type":"auto_compaction_end","result":{"summary":SUMMARY,
+            "firstKeptEntryId":result["firstKeptEntryId"],"tokensBefore":19502,
+            "details":{"readFiles":[],"modifiedFiles":[]}},"aborted":false,"willRetry":false})
+    );
+
+    // The summary request: the first exchange serialized, 0.8 × reserveTokens, no tools.
+    let body = request_body(&srv, 2);
+    assert_eq!(body["max_tokens"], 800);
+    assert!(body.get("tools").is_none(), "{body:#}");
+    assert!(body.get("thinking").is_none(), "{body:#}");
+    assert!(
+        body["system"][0]["text"]
+            .as_str()
+            .expect("system")
+            .starts_with("You are a context summarization assistant"),
+        "{body:#}"
+    );
+    let msgs = body["messages"].as_array().expect("messages");
+    assert_eq!(msgs.len(), 1);
+    let text = msgs[0]["content"][0]["text"].as_str().expect("text");
+    assert!(
+        text.starts_with(
+            "<conversation>\n[User]: Hello\n\n[Assistant]: First reply.\n</conversation>\n\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("Additional focus"), "{text}");
+
+    // The context: summary, then the kept exchange; the first kept entry is the long prompt.
+    let m = messages(&mut p);
+    assert_eq!(roles(&m), ["compactionSummary", "user", "assistant"]);
+    assert_eq!(m[1]["content"][0]["text"], long.as_str());
+    let entries = session_entries(&mut p);
+    let kept = entries
+        .iter()
+        .find(|x| x["id"] == result["firstKeptEntryId"])
+        .unwrap_or_else(|| panic!("no entry {} in {entries:#?}", result["firstKeptEntryId"]));
+    assert_eq!(kept["type"], "message");
+    assert_eq!(kept["message"]["content"][0]["text"], long.as_str());
+    let st = p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["isCompacting"], false);
+    assert_eq!(srv.requests().len(), 3);
+}
+
+#[test]
+fn abort_cancels_a_slow_threshold_compaction() {
+    let srv = FakeLlm::start(vec![
+        Reply::sse(text_sse(1, &["Big."], 19500)),
+        stalled_summary(),
+    ]);
+    let world = World::new();
+    tiny_model(&world, srv.port);
+    let mut p = world.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "fake",
+        "--model",
+        "tiny-model",
+        "--rpc-partials",
+        "none",
+        "--no-session",
+    ]);
+    p.send(json!({"id":"p1","type":"prompt","message":"Hello"}));
+    let f = p.recv_until(|v| v["type"] == "auto_compaction_start");
+    assert_eq!(
+        *f.last().unwrap(),
+        json!({"type":"auto_compaction_start","reason":"threshold"})
+    );
+    let until = Instant::now() + Duration::from_secs(3);
+    while srv.requests().len() < 2 {
+        assert!(Instant::now() < until, "no summary request");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let st = p.call(json!({"type":"get_state"}), "gs1");
+    assert_eq!(st["data"]["isCompacting"], true, "{st}");
+    let t0 = Instant::now();
+    p.send(json!({"id":"a1","type":"abort"}));
+    let f = p.recv_until(|v| v["type"] == "agent_settled");
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    assert_eq!(
+        *find(&f, "auto_compaction_end"),
+        json!({"type":"auto_compaction_end","aborted":true,"willRetry":false})
+    );
+    let abort = f.iter().find(|v| v["id"] == "a1").expect("abort response");
+    assert_eq!(abort["success"], true);
+    let st = p.call(json!({"type":"get_state"}), "gs2");
+    assert_eq!(st["data"]["isCompacting"], false, "{st}");
+    assert_eq!(roles(&messages(&mut p)), ["user", "assistant"]);
+    assert_eq!(srv.requests().len(), 2);
+}
+
+#[test]
+fn a_context_overflow_is_compacted_and_retried_once() {
+    let mut e = start(
+        vec![overflow(), summary_reply(), text(2, &["Fits", " now."])],
+        "fake-model",
+        false,
+        |_| {},
+    );
+    let f = run(&mut e.p, "p1", "Hello");
+    assert_eq!(
+        kinds(&f),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant!",
+            "message_end:assistant!",
+            "turn_end",
+            "agent_end",
+            "auto_compaction_start",
+            "auto_compaction_end",
+            "agent_start",
+            "turn_start",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled"
+        ]
+    );
+    let ends: Vec<&Value> = f.iter().filter(|v| v["type"] == "message_end").collect();
+    assert_eq!(
+        ends[1]["message"]["errorMessage"],
+        format!("400 {OVERFLOW}")
+    );
+    assert_eq!(
+        *find(&f, "auto_compaction_start"),
+        json!({"type":"auto_compaction_start","reason":"overflow"})
+    );
+    let end = find(&f, "auto_compaction_end");
+    let result = &end["result"];
+    assert!(is_entry_id(&result["firstKeptEntryId"]), "{end}");
+    assert_eq!(
+        *end,
+        json!({"type":"auto_compaction_end","result":{"summary":SUMMARY,
+            "firstKeptEntryId":result["firstKeptEntryId"],"tokensBefore":2,
+            "details":{"readFiles":[],"modifiedFiles":[]}},"aborted":false,"willRetry":true})
+    );
+    assert_eq!(
+        ends[2]["message"]["content"],
+        json!([{"type":"text","text":"Fits now."}])
+    );
+
+    // The retry sends the summary and the prompt once; the failed reply is gone.
+    assert_eq!(e.srv.requests().len(), 3);
+    assert_eq!(request_messages(&e.srv, 0), json!([user("Hello")]));
+    let summary = request_body(&e.srv, 1);
+    assert!(summary.get("tools").is_none(), "{summary:#}");
+    assert_eq!(
+        request_messages(&e.srv, 2),
+        json!([summary_user(SUMMARY), user("Hello")])
+    );
+    let m = messages(&mut e.p);
+    assert_eq!(roles(&m), ["compactionSummary", "user", "assistant"]);
+    assert_eq!(m[2]["stopReason"], "stop");
+}
+
+#[test]
+fn a_second_overflow_in_a_row_gives_up() {
+    let mut e = start(
+        vec![overflow(), summary_reply(), overflow()],
+        "fake-model",
+        false,
+        |_| {},
+    );
+    let f = run(&mut e.p, "p1", "Hello");
+    assert_eq!(
+        kinds(&f),
+        [
+            "response:prompt",
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant!",
+            "message_end:assistant!",
+            "turn_end",
+            "agent_end",
+            "auto_compaction_start",
+            "auto_compaction_end",
+            "agent_start",
+            "turn_start",
+            "message_start:assistant!",
+            "message_end:assistant!",
+            "turn_end",
+            "agent_end",
+            "auto_compaction_end",
+            "agent_settled"
+        ]
+    );
+    let ends: Vec<&Value> = f
+        .iter()
+        .filter(|v| v["type"] == "auto_compaction_end")
+        .collect();
+    assert_eq!(ends[0]["willRetry"], true);
+    assert_eq!(
+        *ends[1],
+        json!({"type":"auto_compaction_end","aborted":false,"willRetry":false,
+            "errorMessage":OVERFLOW_FAILED})
+    );
+    assert_eq!(e.srv.requests().len(), 3);
+    // pith is idle and still answers.
+    let st = e.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["isStreaming"], false);
+    assert_eq!(st["data"]["isCompacting"], false);
+}

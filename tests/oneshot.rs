@@ -1,0 +1,343 @@
+//! The one-shot modes (`pith -p "…"` and `pith --mode json "…"`) run as real processes: the
+//! printed answer, the JSON event stream, exit codes, and errors on stderr with nothing on stdout.
+//! Most tests use the offline `faux` provider; provider errors come from a fake Anthropic server.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_llm::{FakeLlm, Reply};
+use serde_json::{Value, json};
+use support::World;
+
+const FAUX: [&str; 5] = ["--provider", "faux", "--model", "faux", "--no-session"];
+const BAD_REQUEST: &str =
+    r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad request here"}}"#;
+
+/// Runs pith in `w` with stdin closed; panics if it takes more than 10 s.
+fn pith(w: &World, args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(args)
+        .current_dir(w.cwd())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", w.dir.path().join("home"))
+        .env("TMPDIR", w.tmp())
+        .env("PI_CODING_AGENT_DIR", w.agent_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pith");
+    let pid = child.id();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(out) => out.expect("wait for pith"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("pith {args:?} did not exit within 10 s");
+        }
+    }
+}
+
+fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    let mut v = base.to_vec();
+    v.extend_from_slice(more);
+    v
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// stdout as JSON lines (panics on a line that is not JSON).
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// Event kinds without `message_update` / `tool_execution_update`; messages tagged with their role.
+fn kinds(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f["type"] != "message_update" && f["type"] != "tool_execution_update")
+        .map(|f| {
+            let t = f["type"].as_str().unwrap_or("?");
+            match f["message"]["role"].as_str() {
+                Some(r) if t.starts_with("message_") => format!("{t}:{r}"),
+                _ => t.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn write_script(w: &World, lines: &[Value]) -> String {
+    let path = w.dir.path().join("script.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).expect("write script");
+    path.to_str().expect("utf-8 path").to_string()
+}
+
+// ------------------------------------------------------------------------------------------------
+// Print mode
+
+#[test]
+fn print_mode_prints_the_answer_and_exits_0() {
+    let w = World::new();
+    let t0 = Instant::now();
+    let o = pith(&w, &with(&["-p", "hi"], &FAUX));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "This is the faux provider. You said: hi\n");
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn print_mode_is_the_default_with_a_prompt_argument() {
+    let w = World::new();
+    let o = pith(&w, &with(&["hello there"], &FAUX));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "This is the faux provider. You said: hello there\n"
+    );
+}
+
+#[test]
+fn print_mode_prints_every_text_block_of_the_last_answer() {
+    let w = World::new();
+    let script = write_script(
+        &w,
+        &[json!({"thinking":"Hmm.","text":"Line one.\nLine two."})],
+    );
+    let o = pith(&w, &with(&["-p", "go", "--faux-script", &script], &FAUX));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    // Thinking is not printed.
+    assert_eq!(stdout(&o), "Line one.\nLine two.\n");
+}
+
+#[test]
+fn a_tool_call_runs_before_the_final_answer() {
+    let w = World::new();
+    let script = write_script(
+        &w,
+        &[
+            json!({"text":"Writing.","toolCalls":[{"name":"write","arguments":{"path":"out.txt","content":"hello\n"}}]}),
+            json!({"toolCalls":[{"name":"bash","arguments":{"command":"cat out.txt"}}]}),
+            json!({"text":"Wrote it."}),
+        ],
+    );
+    let o = pith(
+        &w,
+        &with(&["-p", "write a file", "--faux-script", &script], &FAUX),
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o), "Wrote it.\n");
+    assert_eq!(
+        std::fs::read_to_string(w.cwd().join("out.txt")).expect("out.txt written"),
+        "hello\n"
+    );
+
+    // The same run in json mode: the tools end before the final answer starts.
+    std::fs::remove_file(w.cwd().join("out.txt")).expect("rm");
+    let o = pith(
+        &w,
+        &with(
+            &["--mode", "json", "write a file", "--faux-script", &script],
+            &FAUX,
+        ),
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let frames = json_lines(&o);
+    assert_eq!(
+        kinds(&frames),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start:toolResult",
+            "message_end:toolResult",
+            "turn_end",
+            "turn_start",
+            "message_start:assistant",
+            "message_end:assistant",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start:toolResult",
+            "message_end:toolResult",
+            "turn_end",
+            "turn_start",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled"
+        ]
+    );
+    let ends: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_execution_end")
+        .collect();
+    assert_eq!(ends[0]["toolName"], "write");
+    assert_eq!(ends[0]["isError"], false, "{}", ends[0]);
+    assert_eq!(ends[1]["toolName"], "bash");
+    assert_eq!(
+        ends[1]["result"]["content"],
+        json!([{"type":"text","text":"hello\n"}])
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// JSON mode
+
+#[test]
+fn json_mode_prints_every_event_and_ends_settled() {
+    let w = World::new();
+    let o = pith(&w, &with(&["--mode", "json", "hi"], &FAUX));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).ends_with('\n'));
+    let frames = json_lines(&o);
+    assert_eq!(
+        kinds(&frames),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled"
+        ]
+    );
+    // The deltas spell out the answer; no RPC responses are written.
+    let text: String = frames
+        .iter()
+        .filter(|f| f["assistantMessageEvent"]["type"] == "text_delta")
+        .map(|f| f["assistantMessageEvent"]["delta"].as_str().expect("delta"))
+        .collect();
+    assert_eq!(text, "This is the faux provider. You said: hi");
+    assert!(!frames.iter().any(|f| f["type"] == "response"));
+    let end = &frames[frames.len() - 2];
+    assert_eq!(
+        end["messages"][0]["content"],
+        json!([{"type":"text","text":"hi"}])
+    );
+    assert_eq!(
+        end["messages"][1]["content"],
+        json!([{"type":"text","text":"This is the faux provider. You said: hi"}])
+    );
+    assert_eq!(end["messages"][1]["stopReason"], "stop");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Failures
+
+fn fake_server_world(replies: Vec<Reply>) -> (World, FakeLlm) {
+    let srv = FakeLlm::start(replies);
+    let w = World::new();
+    w.fake_models(srv.port);
+    (w, srv)
+}
+
+const FAKE: [&str; 5] = [
+    "--provider",
+    "fake",
+    "--model",
+    "fake-model",
+    "--no-session",
+];
+
+#[test]
+fn a_provider_error_in_print_mode_exits_1_with_the_error_on_stderr() {
+    let (w, srv) = fake_server_world(vec![Reply::error(400, BAD_REQUEST)]);
+    let o = pith(&w, &with(&["-p", "hi"], &FAKE));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    let last = err.lines().last().unwrap_or_default();
+    // pi writes the bare errorMessage; pith prefixes it with "Error: ".
+    assert_eq!(last, format!("Error: 400 {BAD_REQUEST}"), "stderr: {err}");
+    // A 400 is not retried.
+    assert_eq!(srv.requests().len(), 1);
+}
+
+#[test]
+fn a_provider_error_in_json_mode_exits_1_after_the_events() {
+    let (w, srv) = fake_server_world(vec![Reply::error(400, BAD_REQUEST)]);
+    let o = pith(&w, &with(&["--mode", "json", "hi"], &FAKE));
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
+    let frames = json_lines(&o);
+    assert_eq!(
+        kinds(&frames),
+        [
+            "agent_start",
+            "turn_start",
+            "message_start:user",
+            "message_end:user",
+            "message_start:assistant",
+            "message_end:assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled"
+        ]
+    );
+    let end = &frames[5]["message"];
+    assert_eq!(end["stopReason"], "error");
+    assert_eq!(end["errorMessage"], format!("400 {BAD_REQUEST}"));
+    assert!(
+        stderr(&o).contains(&format!("400 {BAD_REQUEST}")),
+        "stderr: {}",
+        stderr(&o)
+    );
+    assert_eq!(srv.requests().len(), 1);
+}
+
+#[test]
+fn no_model_exits_1_with_a_message_on_stderr() {
+    let w = World::new();
+    for mode in [["-p", "hi"], ["--mode", "json"]] {
+        let mut args = mode.to_vec();
+        if mode[0] == "--mode" {
+            args.push("hi");
+        }
+        args.push("--no-session");
+        let o = pith(&w, &args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(stdout(&o), "", "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains("No model selected."), "{args:?} stderr: {err}");
+    }
+}
+
+#[test]
+fn a_scripted_error_turn_fails_the_run() {
+    let w = World::new();
+    let script = write_script(&w, &[json!({"error":"scripted failure"})]);
+    let o = pith(&w, &with(&["-p", "hi", "--faux-script", &script], &FAUX));
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "");
+    assert!(
+        stderr(&o).contains("scripted failure"),
+        "stderr: {}",
+        stderr(&o)
+    );
+}
