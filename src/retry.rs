@@ -95,6 +95,11 @@ pub fn delay_ms(base_ms: u64, attempt: u32, retry_after_ms: Option<u64>, max_ms:
 
 /// Start a timer thread: after `delay` it sends [`Worker::RetryDue`] unless cancelled first.
 pub fn start_timer(id: u64, delay: Duration, tx: Sender<Worker>) -> CancelSource {
+    start_timer_with(Worker::RetryDue { id }, delay, tx)
+}
+
+/// Start a timer thread that sends `event` after `delay` unless cancelled first.
+pub fn start_timer_with(event: Worker, delay: Duration, tx: Sender<Worker>) -> CancelSource {
     let (source, token) = cancel_pair();
     let spawned = std::thread::Builder::new()
         .name("retry-timer".into())
@@ -102,7 +107,7 @@ pub fn start_timer(id: u64, delay: Duration, tx: Sender<Worker>) -> CancelSource
             crossbeam_channel::select! {
                 recv(token.receiver()) -> _ => {}
                 default(delay) => {
-                    let _ = tx.send(Worker::RetryDue { id });
+                    let _ = tx.send(event);
                 }
             }
         });

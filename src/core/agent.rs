@@ -517,7 +517,11 @@ impl Machine {
                 });
             if spawned.is_ok() {
                 if let Some(first) = initial {
-                    let (id, name, a) = (&slots[index].call.id, &slots[index].call.name, &slots[index].call.arguments);
+                    let (id, name, a) = (
+                        &slots[index].call.id,
+                        &slots[index].call.name,
+                        &slots[index].call.arguments,
+                    );
                     let partial = output_json(&first);
                     self.emit(&Frame::ToolExecutionUpdate {
                         tool_call_id: id,

@@ -354,9 +354,27 @@ impl Machine {
 
     /// What follows a compaction: the overflow retry, a prompt that waited for it, or settling.
     fn after_compaction(&mut self, will_retry: bool) {
-        if will_retry && !matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
-            self.start_run(Vec::new());
-            return;
+        if will_retry {
+            // The context rebuilt from the session ends with the failed reply again: drop it and
+            // continue. A *silent* overflow (a successful reply over the window) is not retried,
+            // as in the reference: its reply stays and nothing is resent.
+            if let Some(AgentMessage::Assistant(a)) = self.messages.last() {
+                if a.stop_reason == crate::message::StopReason::Error {
+                    self.messages.pop();
+                }
+            }
+            if !matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
+                // Continue after a short pause, as the reference does (its 100 ms also keeps the
+                // retried reply's timestamp after the compaction entry's).
+                self.retry_seq += 1;
+                let cancel = crate::retry::start_timer_with(
+                    Worker::ContinueDue { id: self.retry_seq },
+                    std::time::Duration::from_millis(compaction::CONTINUE_DELAY_MS),
+                    self.worker_tx.clone(),
+                );
+                self.continue_wait = Some((self.retry_seq, cancel));
+                return;
+            }
         }
         if self.run_pending_prompt() {
             return;
@@ -379,6 +397,14 @@ impl Machine {
             return;
         }
         self.settle();
+    }
+
+    /// The pause after an overflow compaction is over: re-run from the compacted context.
+    pub(crate) fn on_continue_due(&mut self, id: u64) {
+        if self.continue_wait.as_ref().is_some_and(|(i, _)| *i == id) {
+            self.continue_wait = None;
+            self.start_run(Vec::new());
+        }
     }
 
     /// The last assistant message in context (for the pre-prompt compaction check).

@@ -29,6 +29,8 @@ pub enum Worker {
     },
     /// The auto-retry delay number `id` is over.
     RetryDue { id: u64 },
+    /// The pause before continuing after an overflow compaction (number `id`) is over.
+    ContinueDue { id: u64 },
     /// The RPC `bash` command finished (or could not start).
     BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
 }

@@ -120,6 +120,8 @@ pub struct Machine {
     /// A scheduled retry: timer id and its cancel handle.
     pub(crate) retry_wait: Option<(u64, crate::cancel::CancelSource)>,
     pub(crate) retry_seq: u64,
+    /// The pause before the continuation after an overflow compaction.
+    pub(crate) continue_wait: Option<(u64, crate::cancel::CancelSource)>,
     /// `retry-after` of the last provider error.
     pub(crate) last_retry_after: Option<u64>,
     /// `abort_and_prompt` waiting for the aborted run to end.
@@ -164,6 +166,7 @@ impl Machine {
             deferred_bash: Vec::new(),
             retry_wait: None,
             retry_seq: 0,
+            continue_wait: None,
             last_retry_after: None,
             pending_prompt: None,
             compaction: None,
@@ -255,6 +258,7 @@ impl Machine {
             }
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
+            Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
             Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
         }
         None
@@ -266,6 +270,7 @@ impl Machine {
             && self.retry_wait.is_none()
             && self.bash.is_none()
             && self.compaction.is_none()
+            && self.continue_wait.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
@@ -277,6 +282,7 @@ impl Machine {
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.pending_prompt = None;
+        self.continue_wait = None;
         if let Some((_, mut cancel)) = self.retry_wait.take() {
             cancel.cancel();
         }
@@ -388,6 +394,11 @@ impl Machine {
                 Ok(None)
             }
             Command::Abort => {
+                if self.continue_wait.take().is_some() {
+                    self.send(response::success(id, "abort", None));
+                    self.settle();
+                    return Err(DEFERRED.to_string());
+                }
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
                     self.settle();
@@ -654,6 +665,7 @@ impl Machine {
             cancel.cancel();
         }
         self.retry_attempt = 0;
+        self.continue_wait = None;
         if let Some(mut c) = self.compaction.take() {
             for p in &mut c.parts {
                 p.handle.cancel();

@@ -123,8 +123,16 @@ fn guidelines(tools: &[(&str, &str)]) -> Vec<&'static str> {
     } else if has("bash") {
         g.push("Prefer grep/find/ls tools over bash for file exploration (faster, respects .gitignore)");
     }
-    let always = ["Be concise in your responses", "Show file paths clearly when working with files"];
-    for line in tools.iter().flat_map(|(t, _)| tool_guidelines(t)).copied().chain(always) {
+    let always = [
+        "Be concise in your responses",
+        "Show file paths clearly when working with files",
+    ];
+    for line in tools
+        .iter()
+        .flat_map(|(t, _)| tool_guidelines(t))
+        .copied()
+        .chain(always)
+    {
         if !g.contains(&line) {
             g.push(line);
         }
