@@ -388,13 +388,16 @@ fn bash_success_exit_codes_and_updates() {
     let c = ctx(dir.path());
     let (r, updates) = bash("echo hi", &c);
     assert_eq!(ok_text(r), "hi\n");
+    // The empty first update is announced by the tool and emitted by the state machine when it
+    // starts the call (so parallel calls keep their order); execute() itself only reports output.
     assert_eq!(
-        updates[0],
-        ToolOutput {
+        builtin_tool("bash").unwrap().initial_update(),
+        Some(ToolOutput {
             content: vec![],
             details: None
-        }
+        })
     );
+    assert!(updates.iter().all(|u| !u.content.is_empty()), "{updates:?}");
     assert_eq!(updates.last().unwrap().details, Some(json!({})));
     assert_eq!(text(updates.last().unwrap()), "hi\n");
     assert_eq!(
