@@ -1,27 +1,40 @@
-//! One line of a session file, kept losslessly.
+//! One line of a session file, kept losslessly and compactly.
 //!
-//! Every entry keeps the JSON object it was read from (or built as), in key order, so unknown
-//! entry types and unknown fields survive a load/fork/rewrite untouched. Next to it sits a small
-//! parsed view ([`EntryKind`]) of only the fields pith needs. New entries are built with the
-//! reference's key order (`type`, `id`, `parentId`, `timestamp`, then the type's fields; the
+//! Every entry keeps its JSON line exactly as pith writes it (`JSON.stringify` form, key order
+//! kept), so unknown entry types and unknown fields survive a load/fork/rewrite untouched and
+//! copies are byte-identical. Next to it sits a small parsed view ([`EntryKind`]) of only the
+//! fields pith needs. The line is the only full copy: the JSON object ([`Entry::raw`]) and the
+//! agent message of a `message` entry ([`Entry::message`]) are parsed from it on demand, so a
+//! session of many entries costs little more memory than its file. New entries are built with
+//! the reference's key order (`type`, `id`, `parentId`, `timestamp`, then the type's fields; the
 //! extension entry types `custom`/`custom_message` put their own fields first, as the reference
 //! does).
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::message::{AgentMessage, CustomMessage, UserContent};
 
-use super::ids;
+use super::{ids, store};
+
+/// The agent message of a `message` entry, parsed from the entry's line on first use of
+/// [`Entry::message`] and then kept. `None` inside: the message did not parse.
+#[derive(Clone, Debug, Default)]
+pub struct MessageCell(OnceLock<Option<Box<AgentMessage>>>);
 
 /// The interpreted part of an entry. Anything pith does not understand is `Unknown` (still kept
 /// and written back verbatim).
 #[derive(Clone, Debug)]
 pub enum EntryKind {
-    /// A `message` entry. `message` is `None` when the message object did not parse as an
-    /// [`AgentMessage`] (an unknown role, say): it then takes no part in the context.
+    /// A `message` entry. Its message ([`Entry::message`]) is `None` when the message object did
+    /// not parse as an [`AgentMessage`] (an unknown role, say): it then takes no part in the
+    /// context.
     Message {
         role: String,
-        message: Option<Box<AgentMessage>>,
+        message: MessageCell,
     },
     ModelChange {
         provider: String,
@@ -52,27 +65,54 @@ pub enum EntryKind {
 /// One entry (every line of a session file except the header).
 #[derive(Clone, Debug)]
 pub struct Entry {
-    raw: Map<String, Value>,
-    id: String,
-    parent_id: Option<String>,
+    /// The entry's line as written to the file (without the newline).
+    line: Box<str>,
+    id: Box<str>,
+    parent_id: Option<Box<str>>,
+    entry_type: Box<str>,
+    /// The ISO `timestamp` in Unix ms (0 when absent or unparsable).
+    timestamp_ms: u64,
     kind: EntryKind,
+    /// The JSON object, parsed from `line` on first use of [`Entry::raw`].
+    raw: OnceLock<Box<Map<String, Value>>>,
 }
 
 fn str_field(raw: &Map<String, Value>, key: &str) -> Option<String> {
     raw.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// Only the `message` field of an entry line (the others are skipped, not built).
+#[derive(Deserialize)]
+struct MessageField {
+    #[serde(default)]
+    message: Option<AgentMessage>,
+}
+
+/// The agent message of a `message` entry line, `None` when it does not parse.
+fn parse_message(line: &str) -> Option<AgentMessage> {
+    serde_json::from_str::<MessageField>(line).ok()?.message
+}
+
 impl Entry {
     /// Interpret a JSON object read from a file. Fails only when it has no string `id`.
     pub fn from_raw(raw: Map<String, Value>) -> Result<Entry, String> {
         let id = str_field(&raw, "id").ok_or("entry has no string id")?;
-        let parent_id = str_field(&raw, "parentId");
+        let parent_id = str_field(&raw, "parentId").map(String::into_boxed_str);
+        let entry_type = raw.get("type").and_then(Value::as_str).unwrap_or("").into();
+        let timestamp_ms = raw
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(ids::parse_iso_ms)
+            .unwrap_or(0);
         let kind = parse_kind(&raw);
         Ok(Entry {
-            raw,
-            id,
+            line: store::to_line(&raw).into_boxed_str(),
+            id: id.into_boxed_str(),
             parent_id,
+            entry_type,
+            timestamp_ms,
             kind,
+            raw: OnceLock::new(),
         })
     }
 
@@ -86,32 +126,54 @@ impl Entry {
 
     /// The entry's `type` string (`""` if absent).
     pub fn entry_type(&self) -> &str {
-        self.raw.get("type").and_then(Value::as_str).unwrap_or("")
+        &self.entry_type
     }
 
     pub fn kind(&self) -> &EntryKind {
         &self.kind
     }
 
-    /// The raw JSON object, exactly as loaded or built.
+    /// The entry as one line of the session file (`JSON.stringify` form, no newline).
+    pub fn line(&self) -> &str {
+        &self.line
+    }
+
+    /// The raw JSON object, as loaded or built (parsed from [`Entry::line`] on first use).
     pub fn raw(&self) -> &Map<String, Value> {
-        &self.raw
+        self.raw.get_or_init(|| {
+            // The line is always the serialisation of an object.
+            match serde_json::from_str::<Value>(&self.line) {
+                Ok(Value::Object(map)) => Box::new(map),
+                _ => Box::default(),
+            }
+        })
     }
 
     /// The entry's ISO `timestamp` in Unix ms (0 when absent or unparsable).
     pub fn timestamp_ms(&self) -> u64 {
-        self.raw
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(ids::parse_iso_ms)
-            .unwrap_or(0)
+        self.timestamp_ms
     }
 
-    /// The agent message when this is a `message` entry that parsed.
+    /// The agent message when this is a `message` entry that parsed (parsed once, then kept).
     pub fn message(&self) -> Option<&AgentMessage> {
         match &self.kind {
-            EntryKind::Message { message, .. } => message.as_deref(),
+            EntryKind::Message { message, .. } => message
+                .0
+                .get_or_init(|| parse_message(&self.line).map(Box::new))
+                .as_deref(),
             _ => None,
+        }
+    }
+
+    /// Like [`Entry::message`], but a message not parsed yet is parsed into a fresh value and
+    /// not kept: for walks over many entries (the context, the fork list).
+    fn message_uncached(&self) -> Option<Cow<'_, AgentMessage>> {
+        let EntryKind::Message { message, .. } = &self.kind else {
+            return None;
+        };
+        match message.0.get() {
+            Some(parsed) => parsed.as_deref().map(Cow::Borrowed),
+            None => parse_message(&self.line).map(Cow::Owned),
         }
     }
 
@@ -121,7 +183,10 @@ impl Entry {
 
     /// Text of a user `message` entry (text blocks joined), `None` for anything else.
     pub fn user_text(&self) -> Option<String> {
-        match self.message() {
+        if !matches!(&self.kind, EntryKind::Message { role, .. } if role == "user") {
+            return None;
+        }
+        match self.message_uncached().as_deref() {
             Some(AgentMessage::User(u)) => Some(u.content.joined_text()),
             _ => None,
         }
@@ -130,7 +195,7 @@ impl Entry {
     /// The message this entry contributes to the LLM context, if any (spec 11.4).
     pub fn context_message(&self) -> Option<AgentMessage> {
         match &self.kind {
-            EntryKind::Message { message, .. } => message.as_deref().cloned(),
+            EntryKind::Message { .. } => self.message_uncached().map(Cow::into_owned),
             EntryKind::CustomMessage(Some(m)) => {
                 let mut m = (**m).clone();
                 m.timestamp = self.timestamp_ms();
@@ -151,18 +216,15 @@ impl Entry {
 fn parse_kind(raw: &Map<String, Value>) -> EntryKind {
     let s = |k: &str| str_field(raw, k).unwrap_or_default();
     match raw.get("type").and_then(Value::as_str).unwrap_or("") {
-        "message" => {
-            let value = raw.get("message");
-            let role = value
+        "message" => EntryKind::Message {
+            role: raw
+                .get("message")
                 .and_then(|m| m.get("role"))
                 .and_then(Value::as_str)
                 .unwrap_or("")
-                .to_string();
-            let message = value
-                .and_then(|m| serde_json::from_value::<AgentMessage>(m.clone()).ok())
-                .map(Box::new);
-            EntryKind::Message { role, message }
-        }
+                .to_string(),
+            message: MessageCell::default(),
+        },
         "model_change" => EntryKind::ModelChange {
             provider: s("provider"),
             model_id: s("modelId"),
@@ -288,5 +350,40 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn messages_are_parsed_from_the_line_on_demand() {
+        let line = r#"{"type":"message","id":"m","parentId":"p","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":5},"extra":{"b":1.5,"a":0.00003}}"#;
+        let e = parse(line);
+        assert_eq!(e.line(), line);
+        assert_eq!(
+            (e.id(), e.parent_id(), e.entry_type()),
+            ("m", Some("p"), "message")
+        );
+        assert_eq!(e.timestamp_ms(), 1_767_225_600_000);
+        assert_eq!(e.user_text().as_deref(), Some("hi"));
+        assert!(matches!(e.context_message(), Some(AgentMessage::User(u)) if u.timestamp == 5));
+        assert!(matches!(e.message(), Some(AgentMessage::User(_))));
+        assert_eq!(serde_json::to_string(e.raw()).unwrap(), line);
+        let copy = e.clone();
+        assert_eq!(copy.line(), line);
+        assert!(matches!(copy.message(), Some(AgentMessage::User(_))));
+
+        let odd = parse(
+            r#"{"type":"message","id":"o","parentId":null,"timestamp":"x","message":{"role":"alien","content":"?"}}"#,
+        );
+        assert!(odd.message().is_none());
+        assert!(odd.context_message().is_none());
+        assert!(odd.user_text().is_none());
+        assert_eq!(odd.timestamp_ms(), 0);
+        assert!(matches!(odd.kind(), EntryKind::Message { role, .. } if role == "alien"));
+    }
+
+    #[test]
+    fn lines_are_written_the_reference_way() {
+        // Whitespace and number forms are normalised like `JSON.stringify`.
+        let e = parse(r#"{ "type": "x", "id": "i", "n": 1.0, "f": 1e-7 }"#);
+        assert_eq!(e.line(), r#"{"type":"x","id":"i","n":1,"f":1e-7}"#);
     }
 }

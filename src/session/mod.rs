@@ -112,27 +112,18 @@ impl Session {
     /// rewritten. A missing file or one without a valid header is an error. Later `fork`/new
     /// files go to the file's directory.
     pub fn open(path: &Path) -> Result<Session, String> {
-        let raw = store::read_file(path)?;
-        let mut objects = raw.objects;
-        let migrated = store::migrate(&mut objects, |taken| ids::short_id(taken));
-        let mut warnings = raw.warnings;
-        let mut iter = objects.into_iter();
-        let header = iter.next().ok_or("Session file has no header")?;
-        let mut session = Session::from_header(header, path);
-        session.needs_newline = raw.needs_newline;
-        for (n, obj) in iter.enumerate() {
-            match Entry::from_raw(obj) {
-                Ok(e) => {
-                    session.push(e);
-                }
-                Err(e) => warnings.push(format!(
-                    "Warning: session file {}: skipped entry {}: {e}",
-                    path.display(),
-                    n + 1
-                )),
-            }
-        }
-        session.warnings = warnings;
+        // Current files are turned into entries line by line; older ones are collected whole
+        // first, since migrating them renumbers every entry.
+        let mut loader: Option<Loader> = None;
+        let report = store::read_objects(path, |obj| match &mut loader {
+            Some(l) => l.add(obj),
+            None => loader = Some(Loader::new(obj, path)),
+        })?;
+        let loader = loader.ok_or("Session file has no header")?;
+        let (mut session, migrated, entry_warnings) = loader.finish();
+        session.needs_newline = report.needs_newline;
+        session.warnings = report.warnings;
+        session.warnings.extend(entry_warnings);
         if migrated {
             let text = session.all_lines();
             match store::rewrite(path, &text) {
@@ -153,8 +144,8 @@ impl Session {
             s.file = Some(path.to_path_buf());
             return Ok(s);
         }
-        match store::read_file(path) {
-            Ok(_) => Session::open(path),
+        match Session::open(path) {
+            Ok(s) => Ok(s),
             Err(e) if store::read_header(path).is_none() && std::fs::read(path).is_ok() => {
                 let mut s = Session::new(cwd, Some(dir), None);
                 s.file = Some(path.to_path_buf());
@@ -292,6 +283,12 @@ impl Session {
         index
     }
 
+    /// Add an entry read from a file (fails when it has no string id).
+    fn push_object(&mut self, obj: Map<String, Value>) -> Result<(), String> {
+        self.push(Entry::from_raw(obj)?);
+        Ok(())
+    }
+
     fn append_raw(&mut self, raw: Map<String, Value>) -> String {
         let entry = match Entry::from_raw(raw) {
             Ok(e) => e,
@@ -321,7 +318,7 @@ impl Session {
             text.push('\n');
         }
         if self.flushed {
-            text.push_str(&store::to_line(self.entries[index].raw()));
+            text.push_str(self.entries[index].line());
             text.push('\n');
         } else {
             if !self.header_written {
@@ -343,7 +340,7 @@ impl Session {
     fn entry_lines(&self, range: std::ops::Range<usize>) -> String {
         let mut text = String::new();
         for e in &self.entries[range] {
-            text.push_str(&store::to_line(e.raw()));
+            text.push_str(e.line());
             text.push('\n');
         }
         text
@@ -631,6 +628,76 @@ impl Session {
             context_usage: tree::context_usage(&self.entries, &path, messages, context_window),
         }
     }
+}
+
+/// Builds a [`Session`] from the objects of a file as they are read (header first).
+struct Loader {
+    path: PathBuf,
+    /// The session so far: entries are added as they are read. `None` for an older file, whose
+    /// objects are collected in `legacy` (header first) because migrating renumbers them all.
+    session: Option<Session>,
+    legacy: Vec<Map<String, Value>>,
+    /// Objects seen after the header (numbers the "skipped entry" warnings).
+    count: usize,
+    warnings: Vec<String>,
+}
+
+impl Loader {
+    fn new(header: Map<String, Value>, path: &Path) -> Loader {
+        let version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
+        let (session, legacy) = if version < store::CURRENT_VERSION {
+            (None, vec![header])
+        } else {
+            (Some(Session::from_header(header, path)), Vec::new())
+        };
+        Loader {
+            path: path.to_path_buf(),
+            session,
+            legacy,
+            count: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, obj: Map<String, Value>) {
+        match &mut self.session {
+            Some(session) => {
+                self.count += 1;
+                if let Err(e) = session.push_object(obj) {
+                    self.warnings
+                        .push(skipped_entry(&self.path, self.count, &e));
+                }
+            }
+            None => self.legacy.push(obj),
+        }
+    }
+
+    /// The session, whether it was migrated (its file must then be rewritten), and warnings
+    /// about skipped entries.
+    fn finish(self) -> (Session, bool, Vec<String>) {
+        let mut warnings = self.warnings;
+        if let Some(session) = self.session {
+            return (session, false, warnings);
+        }
+        let mut objects = self.legacy;
+        let migrated = store::migrate(&mut objects, |taken| ids::short_id(taken));
+        let mut objects = objects.into_iter();
+        let header = objects.next().unwrap_or_default();
+        let mut session = Session::from_header(header, &self.path);
+        for (n, obj) in objects.enumerate() {
+            if let Err(e) = session.push_object(obj) {
+                warnings.push(skipped_entry(&self.path, n + 1, &e));
+            }
+        }
+        (session, migrated, warnings)
+    }
+}
+
+fn skipped_entry(path: &Path, number: usize, error: &str) -> String {
+    format!(
+        "Warning: session file {}: skipped entry {number}: {error}",
+        path.display()
+    )
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

@@ -88,9 +88,34 @@ pub struct RawFile {
     pub needs_newline: bool,
 }
 
+/// What [`read_objects`] reports besides the objects it handed out.
+pub struct ReadReport {
+    /// Problems worth a line on stderr (skipped lines, a cut last line).
+    pub warnings: Vec<String>,
+    /// The file does not end with `\n`: the next append must start a new line first.
+    pub needs_newline: bool,
+}
+
 /// Read a session file: one JSON object per line, unparsable lines skipped with a warning.
 /// Errors when the file cannot be read or holds no valid header line.
 pub fn read_file(path: &Path) -> Result<RawFile, String> {
+    let mut objects = Vec::new();
+    let report = read_objects(path, |obj| objects.push(obj))?;
+    Ok(RawFile {
+        objects,
+        warnings: report.warnings,
+        needs_newline: report.needs_newline,
+    })
+}
+
+/// Stream a session file line by line, handing each parsed object to `each` in file order (the
+/// first one is the header), so only one line is in memory at a time. Unparsable lines are
+/// skipped with a warning (an unparsable last line cut by a crash gets its own wording). Errors
+/// when the file cannot be read or its first object is not a valid header.
+pub fn read_objects(
+    path: &Path,
+    mut each: impl FnMut(Map<String, Value>),
+) -> Result<ReadReport, String> {
     let shown = path.display();
     let file =
         fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
@@ -98,38 +123,57 @@ pub fn read_file(path: &Path) -> Result<RawFile, String> {
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
     }
-    let mut bytes = Vec::with_capacity(len as usize);
-    BufReader::new(file)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
-    let needs_newline = !bytes.is_empty() && !bytes.ends_with(b"\n");
-    let mut objects = Vec::new();
+    let no_header = || {
+        format!(
+            "Cannot load session file {shown}: no valid session header (first line must be a JSON object with \"type\":\"session\" and a string \"id\")"
+        )
+    };
+    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
+    let mut line = Vec::new();
     let mut warnings = Vec::new();
-    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-    let last_nonempty = lines.iter().rposition(|l| !l.trim_ascii().is_empty());
-    for (i, line) in lines.iter().enumerate() {
+    let mut needs_newline = false;
+    let mut seen_object = false;
+    // The latest non-empty line, when it did not parse: its warning depends on what follows.
+    let mut failed_line: Option<usize> = None;
+    for number in 1.. {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
+        if read == 0 {
+            break;
+        }
+        needs_newline = !line.ends_with(b"\n");
         if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Object(obj)) => objects.push(obj),
-            _ if Some(i) == last_nonempty && needs_newline => warnings.push(format!(
-                "Warning: session file {shown}: dropped an incomplete last line (line {})",
-                i + 1
-            )),
-            _ => warnings.push(format!(
-                "Warning: session file {shown}: skipped unparsable line {}",
-                i + 1
-            )),
+        if let Some(n) = failed_line.take() {
+            warnings.push(format!(
+                "Warning: session file {shown}: skipped unparsable line {n}"
+            ));
+        }
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(Value::Object(obj)) => {
+                if !seen_object && !is_header(&obj) {
+                    return Err(no_header());
+                }
+                seen_object = true;
+                each(obj);
+            }
+            _ => failed_line = Some(number),
         }
     }
-    if !objects.first().is_some_and(is_header) {
-        return Err(format!(
-            "Cannot load session file {shown}: no valid session header (first line must be a JSON object with \"type\":\"session\" and a string \"id\")"
-        ));
+    if let Some(n) = failed_line {
+        warnings.push(if needs_newline {
+            format!("Warning: session file {shown}: dropped an incomplete last line (line {n})")
+        } else {
+            format!("Warning: session file {shown}: skipped unparsable line {n}")
+        });
     }
-    Ok(RawFile {
-        objects,
+    if !seen_object {
+        return Err(no_header());
+    }
+    Ok(ReadReport {
         warnings,
         needs_newline,
     })
@@ -298,36 +342,44 @@ pub fn modified_ms(path: &Path) -> u64 {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64)
     };
-    let Ok(raw) = read_file(path) else {
-        return mtime();
-    };
+    let mut header_ms = None;
+    let mut first = true;
     let mut latest = 0u64;
-    for obj in raw.objects.iter().skip(1) {
-        if obj.get("type").and_then(Value::as_str) != Some("message") {
-            continue;
-        }
-        let Some(msg) = obj.get("message") else {
-            continue;
-        };
-        let role = msg.get("role").and_then(Value::as_str);
-        if !matches!(role, Some("user" | "assistant")) || msg.get("content").is_none() {
-            continue;
-        }
-        let t = msg.get("timestamp").and_then(Value::as_u64).or_else(|| {
-            obj.get("timestamp")
+    let read = read_objects(path, |obj| {
+        if std::mem::take(&mut first) {
+            header_ms = obj
+                .get("timestamp")
                 .and_then(Value::as_str)
-                .and_then(super::ids::parse_iso_ms)
-        });
-        latest = latest.max(t.unwrap_or(0));
+                .and_then(super::ids::parse_iso_ms);
+        } else {
+            latest = latest.max(message_ms(&obj).unwrap_or(0));
+        }
+    });
+    if read.is_err() {
+        return mtime();
     }
     if latest > 0 {
         return latest;
     }
-    raw.objects[0]
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .and_then(super::ids::parse_iso_ms)
-        .unwrap_or_else(mtime)
+    header_ms.unwrap_or_else(mtime)
+}
+
+/// The time of a user/assistant `message` entry: its message's `timestamp`, else the entry's.
+/// `None` for other entries (and when neither timestamp is usable).
+fn message_ms(obj: &Map<String, Value>) -> Option<u64> {
+    if obj.get("type").and_then(Value::as_str) != Some("message") {
+        return None;
+    }
+    let msg = obj.get("message")?;
+    let role = msg.get("role").and_then(Value::as_str);
+    if !matches!(role, Some("user" | "assistant")) || msg.get("content").is_none() {
+        return None;
+    }
+    msg.get("timestamp").and_then(Value::as_u64).or_else(|| {
+        obj.get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(super::ids::parse_iso_ms)
+    })
 }
 
 /// `--session <arg>`: a path when `arg` contains `/` or `\` or ends with `.jsonl` (returned as
@@ -432,5 +484,44 @@ mod tests {
         assert_eq!(objs[3]["firstKeptEntryId"], "id2");
         assert!(objs[3].get("firstKeptEntryIndex").is_none());
         assert!(!migrate(&mut objs, |_| unreachable!()));
+    }
+
+    #[test]
+    fn streaming_read_reports_bad_lines_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let text = concat!(
+            "not json\n",
+            r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#,
+            "\n\n[1]\n",
+            r#"{"type":"message","id":"a","parentId":null}"#,
+            "\n",
+            r#"{"type":"mess"#,
+            "\n  ",
+        );
+        fs::write(&path, text).unwrap();
+        let mut ids = Vec::new();
+        let report = read_objects(&path, |o| ids.push(o["id"].as_str().unwrap().to_string()));
+        let report = report.unwrap();
+        assert_eq!(ids, ["s", "a"]);
+        assert!(report.needs_newline);
+        let shown = path.display();
+        assert_eq!(
+            report.warnings,
+            [
+                format!("Warning: session file {shown}: skipped unparsable line 1"),
+                format!("Warning: session file {shown}: skipped unparsable line 4"),
+                format!("Warning: session file {shown}: dropped an incomplete last line (line 6)"),
+            ]
+        );
+        fs::write(&path, &text[..text.len() - 2]).unwrap();
+        let report = read_objects(&path, |_| {}).unwrap();
+        assert!(!report.needs_newline);
+        assert_eq!(
+            report.warnings[2],
+            format!("Warning: session file {shown}: skipped unparsable line 6")
+        );
+        fs::write(&path, "{\"type\":\"message\",\"id\":\"a\"}\n").unwrap();
+        assert!(read_objects(&path, |_| {}).is_err());
     }
 }
