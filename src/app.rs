@@ -99,7 +99,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in session.take_warnings() {
         eprintln!("Warning: {w}");
     }
-    let resumed = !session.build_context().is_empty();
+    let resumed = session.entries().iter().any(|e| e.entry_type() == "message");
 
     // Model: --model, else scoped models, else the session's, else settings / first with a key.
     let mut cli_level = opts.thinking;
