@@ -17,9 +17,11 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-# Fully static binary (musl). Needs the target: rustup target add x86_64-unknown-linux-musl
+# Fully static binary (musl), target/x86_64-unknown-linux-musl/release/pith.
+# Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
+# for the C parts of the TLS crypto (ring).
 static:
-	$(CARGO) build --release --target x86_64-unknown-linux-musl
+	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl
 
 bench: build
 	$(CARGO) run --release --features bench --bin pith-bench
