@@ -99,7 +99,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in session.take_warnings() {
         eprintln!("Warning: {w}");
     }
-    let resumed = session.entries().iter().any(|e| e.entry_type() == "message");
+    let resumed = session
+        .entries()
+        .iter()
+        .any(|e| e.entry_type() == "message");
 
     // Model: --model, else scoped models, else the session's, else settings / first with a key.
     let mut cli_level = opts.thinking;

@@ -348,7 +348,7 @@ impl Machine {
                 error_message: None,
             }),
         }
-        self.pending_prompt = None;
+        self.drop_pending_prompt("Prompt cancelled by abort");
         true
     }
 

@@ -281,7 +281,7 @@ impl Machine {
 
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
-        self.pending_prompt = None;
+        self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
         self.continue_wait = None;
         if let Some((_, mut cancel)) = self.retry_wait.take() {
             cancel.cancel();
@@ -429,7 +429,7 @@ impl Machine {
                     self.follow_up.clear();
                     // Set first: aborting a stream ends the run synchronously, and the end of the
                     // run is what starts the waiting prompt.
-                    self.pending_prompt = Some((input, id.cloned(), "abort_and_prompt"));
+                    self.set_pending_prompt(input, id.cloned(), "abort_and_prompt");
                     self.abort_run(None);
                     return Err(DEFERRED.to_string());
                 }
@@ -593,7 +593,12 @@ impl Machine {
         id: Option<&Value>,
         command: &str,
     ) -> Reply {
-        if self.run.is_some() || self.retry_wait.is_some() {
+        let busy = self.run.is_some()
+            || self.retry_wait.is_some()
+            || self.continue_wait.is_some()
+            || self.pending_prompt.is_some()
+            || (self.compaction.is_some() && behavior.is_some());
+        if busy {
             let Some(b) = behavior else {
                 return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
@@ -610,13 +615,13 @@ impl Machine {
             ));
         }
         if self.compaction.is_some() {
-            self.pending_prompt = Some((input, id.cloned(), command_name(command)));
+            self.set_pending_prompt(input, id.cloned(), command_name(command));
             return Err(DEFERRED.to_string());
         }
         self.flush_deferred_bash();
         if let Some(last) = self.last_assistant_in_context() {
             if self.maybe_auto_compact(&last, true) {
-                self.pending_prompt = Some((input, id.cloned(), command_name(command)));
+                self.set_pending_prompt(input, id.cloned(), command_name(command));
                 return Err(DEFERRED.to_string());
             }
         }
@@ -660,7 +665,7 @@ impl Machine {
                 self.send(line);
             }
         }
-        self.pending_prompt = None;
+        self.drop_pending_prompt("Prompt cancelled: the session was replaced");
         if let Some((_, mut cancel)) = self.retry_wait.take() {
             cancel.cancel();
         }
@@ -730,6 +735,25 @@ impl Machine {
             }
         }
         self.settle();
+    }
+
+    /// A prompt that waits for a run or a compaction to end. A prompt already waiting is
+    /// answered with an error (it never goes unanswered).
+    pub(crate) fn set_pending_prompt(
+        &mut self,
+        input: UserInput,
+        id: Option<Value>,
+        command: &'static str,
+    ) {
+        self.drop_pending_prompt("Prompt superseded by a newer abort_and_prompt");
+        self.pending_prompt = Some((input, id, command));
+    }
+
+    /// Answer a waiting prompt with an error and forget it.
+    pub(crate) fn drop_pending_prompt(&mut self, reason: &str) {
+        if let Some((_, id, command)) = self.pending_prompt.take() {
+            self.send(response::error(id.as_ref(), Some(command), reason));
+        }
     }
 
     /// Run a prompt that waited for a run or a compaction to end. True if it did anything.

@@ -117,6 +117,11 @@ impl Pith {
         stdin.flush().expect("flush stdin");
     }
 
+    /// Take stdin to write from another thread (dropping it closes pith's input).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin open")
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin.take();
     }

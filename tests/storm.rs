@@ -1,0 +1,165 @@
+//! A storm of random, often malformed commands (deterministic pseudo-random, faux provider):
+//! pith must stay up, write only JSON lines, and answer every command exactly once.
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::World;
+
+/// A tiny deterministic generator (xorshift), so the storm is the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+const COMMANDS: &[&str] = &[
+    "prompt",
+    "steer",
+    "follow_up",
+    "abort",
+    "abort_and_prompt",
+    "new_session",
+    "get_state",
+    "get_messages",
+    "set_model",
+    "cycle_model",
+    "get_available_models",
+    "set_thinking_level",
+    "cycle_thinking_level",
+    "set_steering_mode",
+    "set_follow_up_mode",
+    "set_interrupt_mode",
+    "compact",
+    "set_auto_compaction",
+    "set_auto_retry",
+    "abort_retry",
+    "bash",
+    "abort_bash",
+    "get_session_stats",
+    "export_html",
+    "switch_session",
+    "fork",
+    "branch",
+    "clone",
+    "get_fork_messages",
+    "get_last_assistant_text",
+    "set_session_name",
+    "get_commands",
+];
+const FIELDS: &[&str] = &[
+    "message",
+    "images",
+    "streamingBehavior",
+    "provider",
+    "modelId",
+    "level",
+    "mode",
+    "enabled",
+    "outputPath",
+    "sessionPath",
+    "entryId",
+    "name",
+    "customInstructions",
+    "parentSession",
+];
+
+fn storm(seed: u64, n: usize) -> (Vec<u8>, Vec<Value>) {
+    let mut rng = Rng(seed);
+    let values = [
+        json!(null),
+        json!(true),
+        json!(1),
+        json!(-1),
+        json!(1.5),
+        json!(""),
+        json!("x"),
+        json!("all"),
+        json!("off"),
+        json!("steer"),
+        json!([]),
+        json!({}),
+        json!([1]),
+        json!({"a":1}),
+        json!("\u{2028}"),
+        json!("a".repeat(300)),
+    ];
+    let mut bytes = Vec::new();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        if rng.next() % 10 == 0 {
+            // Garbage that is not a command object at all.
+            let junk = [
+                "{",
+                "[1,2]",
+                "null",
+                "\"s\"",
+                "{\"type\":5}",
+                "\u{1}\u{7f}",
+                "",
+            ];
+            bytes.extend_from_slice(rng.pick(&junk).as_bytes());
+            bytes.push(b'\n');
+            continue;
+        }
+        let id = json!(format!("c{i}"));
+        let mut cmd = json!({"type": rng.pick(COMMANDS), "id": id});
+        for _ in 0..(rng.next() % 4) {
+            cmd[*rng.pick(FIELDS)] = rng.pick(&values).clone();
+        }
+        if cmd["type"] == "bash" {
+            cmd["command"] = json!(rng.pick(&["echo hi", "true", "exit 2"]));
+        }
+        bytes.extend_from_slice(cmd.to_string().as_bytes());
+        bytes.push(b'\n');
+        ids.push(id);
+    }
+    (bytes, ids)
+}
+
+#[test]
+fn every_command_of_a_random_storm_gets_exactly_one_response() {
+    for seed in [7u64, 0x9e37_79b9_7f4a_7c15] {
+        let w = World::new();
+        let mut p = w.spawn(&["--mode", "rpc", "--provider", "faux", "--model", "faux"]);
+        let (bytes, ids) = storm(seed, 1500);
+        let writer = {
+            let mut stdin = p.take_stdin();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stdin.write_all(&bytes);
+            })
+        };
+        let mut answered: HashMap<String, usize> = HashMap::new();
+        while let Some(line) = p.next_line(Duration::from_secs(60)) {
+            let v: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if v["type"] == "response" {
+                if let Some(id) = v.get("id") {
+                    *answered.entry(id.to_string()).or_default() += 1;
+                }
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(p.wait(Duration::from_secs(30)).code(), Some(0));
+        for id in &ids {
+            assert_eq!(
+                answered.get(&id.to_string()),
+                Some(&1),
+                "command {id} answered {:?} times",
+                answered.get(&id.to_string())
+            );
+        }
+    }
+}
