@@ -14,7 +14,7 @@ use support::anthropic::{Block, Sse, text, thinking, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::{request_body, strip_cache_control};
 use support::procs::{assert_no_process_within, pgrep, unique_marker};
-use support::{FAKE_RPC, Pith, World, fake_world};
+use support::{Pith, World, fake_rpc, fake_world};
 
 // ------------------------------------------------------------------------------------------------
 // Scripted Anthropic SSE bodies (the shape of /work/shared/oracle/fakellm.py)
@@ -67,7 +67,7 @@ struct Setup {
 fn setup_with(replies: Vec<Reply>, extra: &[&str], prepare: impl FnOnce(&World)) -> Setup {
     let (world, llm) = fake_world(replies);
     prepare(&world);
-    let mut args: Vec<&str> = FAKE_RPC.to_vec();
+    let mut args = fake_rpc(&["--no-session"]);
     args.extend_from_slice(extra);
     let p = world.spawn(&args);
     Setup { llm, world, p }

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
-use support::frames::{assistant, messages, request_json, strip_cache_control, user};
+use support::frames::{assistant, keys, messages, request_json, strip_cache_control, user};
 use support::procs::{assert_no_process_within, pgrep};
-use support::{FAKE_RPC, Pith, World, fake_world};
+use support::{Pith, World, fake_rpc, fake_world};
 
 // ------------------------------------------------------------------------------------------------
 // Helpers
@@ -33,9 +33,7 @@ fn text_reply(n: usize, parts: &[&str]) -> Reply {
 
 fn setup(replies: Vec<Reply>) -> (World, FakeLlm, Pith) {
     let (w, srv) = fake_world(replies);
-    let mut args = FAKE_RPC.to_vec();
-    args.extend(["--rpc-partials", "none"]);
-    let p = w.spawn(&args);
+    let p = w.spawn(&fake_rpc(&["--no-session", "--rpc-partials", "none"]));
     (w, srv, p)
 }
 
@@ -265,14 +263,8 @@ fn bash_executions_are_recorded_and_sent_before_the_next_prompt() {
     bash(&mut p, "b2", "exit 3");
     let m = messages(&mut p);
     assert_eq!(m.len(), 2, "{m:#?}");
-    let keys: Vec<&str> = m[0]
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
     assert_eq!(
-        keys,
+        keys(&m[0]),
         [
             "role",
             "command",

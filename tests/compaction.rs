@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text as text_block};
 use support::fake_llm::{FakeLlm, Reply};
-use support::frames::{assistant, kinds, messages, request_body, request_messages, run, user};
+use support::frames::{
+    assistant, keys, kinds, messages, request_body, request_messages, run, user,
+};
 use support::{Pith, World, fake_world};
 
 const SUMMARY: &str = "## Goal\nFake summary of the conversation.";
@@ -200,13 +202,10 @@ fn manual_compact_follows_the_reference() {
             "assistant"
         ]
     );
-    let keys: Vec<&str> = m[0]
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["role", "summary", "tokensBefore", "timestamp"]);
+    assert_eq!(
+        keys(&m[0]),
+        ["role", "summary", "tokensBefore", "timestamp"]
+    );
     assert_eq!(m[0]["summary"], SUMMARY);
     assert_eq!(m[0]["tokensBefore"], 102);
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::{kinds, messages, request_json};
-use support::{FAKE_RPC, Pith, World, fake_world};
+use support::{Pith, World, fake_rpc, fake_world};
 
 const OVERLOADED: &str =
     r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
@@ -26,7 +26,7 @@ fn setup(replies: Vec<Reply>, settings: Value) -> (World, FakeLlm) {
 }
 
 fn spawn(w: &World) -> Pith {
-    w.spawn(&FAKE_RPC)
+    w.spawn(&fake_rpc(&["--no-session"]))
 }
 
 /// Send a prompt (id `p1`); return every frame up to and including `agent_settled`.
@@ -506,16 +506,7 @@ fn error_messages_stay_in_the_session_file_after_a_retry() {
         json!({"retry":{"baseDelayMs":20}}),
     );
     let dir = w.dir.path().join("sessions");
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        "fake-model",
-        "--session-dir",
-        dir.to_str().unwrap(),
-    ]);
+    let mut p = w.spawn(&fake_rpc(&["--session-dir", dir.to_str().unwrap()]));
     run(&mut p, "Hello?");
     let st = p.call(json!({"type":"get_state"}), "s");
     let file = st["data"]["sessionFile"].as_str().unwrap().to_string();

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_sse, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
-use support::{Pith, World, fake_world, fixture};
+use support::frames::keys;
+use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
 // Scripted replies
@@ -55,16 +56,7 @@ impl Env {
     /// `pith --mode rpc --provider fake --model fake-model --session-dir <sessions> <extra>`.
     fn spawn(&self, extra: &[&str]) -> Pith {
         let dir = self.sessions_str();
-        let mut args = vec![
-            "--mode",
-            "rpc",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--session-dir",
-            &dir,
-        ];
+        let mut args = fake_rpc(&["--session-dir", &dir]);
         args.extend_from_slice(extra);
         self.w.spawn(&args)
     }
@@ -146,14 +138,6 @@ fn types(entries: &[Value]) -> Vec<String> {
                 None => t.to_string(),
             }
         })
-        .collect()
-}
-
-fn keys(v: &Value) -> Vec<&str> {
-    v.as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
         .collect()
 }
 

@@ -35,6 +35,15 @@ pub fn kinds(frames: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The keys of a JSON object, in order (panics on anything else).
+pub fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
 /// The `messages` of a `get_messages` call (id `gm`).
 pub fn messages(p: &mut Pith) -> Vec<Value> {
     let r = p.call(json!({"type":"get_messages"}), "gm");

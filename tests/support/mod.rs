@@ -21,16 +21,19 @@ use fake_llm::{FakeLlm, Reply};
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `--mode rpc` on the fake Anthropic provider's `fake-model`, without a session.
-pub const FAKE_RPC: [&str; 7] = [
-    "--mode",
-    "rpc",
-    "--provider",
-    "fake",
-    "--model",
-    "fake-model",
-    "--no-session",
-];
+/// `--mode rpc` on the fake Anthropic provider's `fake-model`, then `extra`.
+pub fn fake_rpc<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
 
 /// A started fake LLM serving `replies` and a world whose models.json points at it.
 pub fn fake_world(replies: Vec<Reply>) -> (World, FakeLlm) {
