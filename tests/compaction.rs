@@ -14,7 +14,7 @@ use support::fake_llm::{FakeLlm, Reply};
 use support::frames::{
     assistant, keys, kinds, messages, request_body, request_messages, run, user,
 };
-use support::{Pith, World, fake_world};
+use support::{Pith, World, fake_rpc_on, fake_world};
 
 const SUMMARY: &str = "## Goal\nFake summary of the conversation.";
 const SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
@@ -69,16 +69,7 @@ fn start(replies: Vec<Reply>, model: &str, session: bool, prepare: impl FnOnce(&
     prepare(&world);
     let sessions = world.dir.path().join("sessions");
     let sessions = sessions.to_str().expect("utf-8 path").to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        model,
-        "--rpc-partials",
-        "none",
-    ];
+    let mut args = fake_rpc_on(model, &["--rpc-partials", "none"]);
     if session {
         args.extend(["--session-dir", sessions.as_str()]);
     } else {

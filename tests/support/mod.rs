@@ -23,14 +23,12 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `--mode rpc` on the fake Anthropic provider's `fake-model`, then `extra`.
 pub fn fake_rpc<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        "fake-model",
-    ];
+    fake_rpc_on("fake-model", extra)
+}
+
+/// `--mode rpc` on the fake Anthropic provider's `model`, then `extra`.
+pub fn fake_rpc_on<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--mode", "rpc", "--provider", "fake", "--model", model];
     args.extend_from_slice(extra);
     args
 }
