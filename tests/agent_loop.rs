@@ -7,121 +7,41 @@
 
 mod support;
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
-
 use std::time::{Duration, Instant};
 
-use fake_llm::{FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::{Pith, World};
+use support::anthropic::{Block, Sse, text, thinking, tool_call};
+use support::fake_llm::{FakeLlm, Reply};
+use support::frames::{request_body, strip_cache_control};
+use support::procs::{assert_no_process_within, pgrep, unique_marker};
+use support::{Pith, World, fake_rpc, fake_world};
 
 // ------------------------------------------------------------------------------------------------
 // Scripted Anthropic SSE bodies (the shape of /work/shared/oracle/fakellm.py)
-
-#[derive(Clone)]
-enum Block {
-    Thinking(Vec<String>, String),
-    Text(Vec<String>),
-    Tool {
-        id: String,
-        name: String,
-        json: Vec<String>,
-    },
-}
-
-fn text(chunks: &[&str]) -> Block {
-    Block::Text(chunks.iter().map(|s| s.to_string()).collect())
-}
-
-fn thinking(chunks: &[&str], sig: &str) -> Block {
-    Block::Thinking(chunks.iter().map(|s| s.to_string()).collect(), sig.into())
-}
 
 /// A tool call whose compact JSON arguments arrive in three pieces.
 fn tool(id: &str, name: &str, args: Value) -> Block {
     let s = args.to_string();
     let chars: Vec<char> = s.chars().collect();
     let size = chars.len().div_ceil(3).max(1);
-    Block::Tool {
-        id: id.into(),
-        name: name.into(),
-        json: chars.chunks(size).map(|c| c.iter().collect()).collect(),
-    }
+    let pieces: Vec<String> = chars.chunks(size).map(|c| c.iter().collect()).collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    tool_call(id, name, &pieces)
 }
 
 fn bash(id: &str, command: &str) -> Block {
     tool(id, "bash", json!({ "command": command }))
 }
 
-fn ev(name: &str, data: Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
-}
-
-fn sse(blocks: &[Block]) -> String {
-    let mut out = ev(
-        "message_start",
-        json!({"type":"message_start","message":{"id":"msg_fake","type":"message","role":"assistant",
-            "model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
-            "usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":0,
-                     "cache_creation_input_tokens":0}}}),
-    );
-    out += &ev("ping", json!({"type":"ping"}));
-    let mut has_tool = false;
-    let delta = |i: usize, d: Value| {
-        ev(
-            "content_block_delta",
-            json!({"type":"content_block_delta","index":i,"delta":d}),
-        )
-    };
-    for (i, b) in blocks.iter().enumerate() {
-        let start = match b {
-            Block::Thinking(..) => json!({"type":"thinking","thinking":""}),
-            Block::Text(_) => json!({"type":"text","text":""}),
-            Block::Tool { id, name, .. } => {
-                has_tool = true;
-                json!({"type":"tool_use","id":id,"name":name,"input":{}})
-            }
-        };
-        out += &ev(
-            "content_block_start",
-            json!({"type":"content_block_start","index":i,"content_block":start}),
-        );
-        match b {
-            Block::Thinking(chunks, sig) => {
-                for c in chunks {
-                    out += &delta(i, json!({"type":"thinking_delta","thinking":c}));
-                }
-                out += &delta(i, json!({"type":"signature_delta","signature":sig}));
-            }
-            Block::Text(chunks) => {
-                for c in chunks {
-                    out += &delta(i, json!({"type":"text_delta","text":c}));
-                }
-            }
-            Block::Tool { json, .. } => {
-                for c in json {
-                    out += &delta(i, json!({"type":"input_json_delta","partial_json":c}));
-                }
-            }
-        }
-        out += &ev(
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":i}),
-        );
-    }
-    let stop = if has_tool { "tool_use" } else { "end_turn" };
-    out += &ev(
-        "message_delta",
-        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},
-               "usage":{"output_tokens":5}}),
-    );
-    out += &ev("message_stop", json!({"type":"message_stop"}));
-    out
-}
-
+/// Id `msg_fake`, usage 100 in / 5 out, a `ping` after `message_start`.
 fn reply(blocks: &[Block]) -> Reply {
-    Reply::sse(sse(blocks))
+    Sse {
+        id: "msg_fake".into(),
+        input_tokens: 100,
+        output_tokens: 5,
+        ping: true,
+    }
+    .reply(blocks)
 }
 
 /// A text reply streamed slowly: `n` deltas `w0 `, `w1 ` … written in small delayed pieces.
@@ -138,16 +58,6 @@ fn fixture_reply(name: &str) -> Reply {
 // ------------------------------------------------------------------------------------------------
 // Driving pith
 
-const BASE: [&str; 7] = [
-    "--mode",
-    "rpc",
-    "--provider",
-    "fake",
-    "--model",
-    "fake-model",
-    "--no-session",
-];
-
 struct Setup {
     llm: FakeLlm,
     world: World,
@@ -155,11 +65,9 @@ struct Setup {
 }
 
 fn setup_with(replies: Vec<Reply>, extra: &[&str], prepare: impl FnOnce(&World)) -> Setup {
-    let llm = FakeLlm::start(replies);
-    let world = World::new();
-    world.fake_models(llm.port);
+    let (world, llm) = fake_world(replies);
     prepare(&world);
-    let mut args: Vec<&str> = BASE.to_vec();
+    let mut args = fake_rpc(&["--no-session"]);
     args.extend_from_slice(extra);
     let p = world.spawn(&args);
     Setup { llm, world, p }
@@ -269,65 +177,9 @@ fn user_text(m: &Value) -> &str {
     m["content"][0]["text"].as_str().unwrap_or("?")
 }
 
-fn request_body(llm: &FakeLlm, i: usize) -> Value {
-    let reqs = llm.requests();
-    let r = reqs
-        .get(i)
-        .unwrap_or_else(|| panic!("request {i} not made ({} made)", reqs.len()));
-    assert_eq!(r.path, "/v1/messages");
-    serde_json::from_str(&r.body).expect("request body is JSON")
-}
-
-fn strip_cache_control(mut v: Value) -> Value {
-    match &mut v {
-        Value::Object(m) => {
-            m.remove("cache_control");
-            for x in m.values_mut() {
-                *x = strip_cache_control(x.take());
-            }
-        }
-        Value::Array(a) => {
-            for x in a.iter_mut() {
-                *x = strip_cache_control(x.take());
-            }
-        }
-        _ => {}
-    }
-    v
-}
-
-fn pgrep(marker: &str) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .expect("pgrep");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 /// Waits up to 2 s for no process whose command line contains `marker`.
 fn assert_no_process(marker: &str) {
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
-        let left = pgrep(marker);
-        if left.is_empty() {
-            return;
-        }
-        if Instant::now() > until {
-            panic!("processes with {marker:?} left: {left:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn unique_marker(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("pith_{tag}_{}_{nanos}", std::process::id())
+    assert_no_process_within(marker, Duration::from_secs(2));
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -3,72 +3,28 @@
 //! the process group, concurrency with other commands, the `bashExecution` messages and how the
 //! model sees them on the next prompt (deferred while a run streams), and stdin EOF.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use fake_llm::{FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::{Pith, World};
+use support::anthropic::{Sse, text, tool_call};
+use support::fake_llm::{FakeLlm, Reply};
+use support::frames::{assistant, keys, messages, request_json, strip_cache_control, user};
+use support::procs::{assert_no_process_within, pgrep};
+use support::{Pith, World, fake_rpc, fake_world};
 
 // ------------------------------------------------------------------------------------------------
 // Helpers
 
-fn ev(name: &str, data: Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
-}
-
-/// An Anthropic SSE stream: optional text deltas, then an optional `bash` tool call.
+/// An Anthropic SSE stream: text deltas (maybe none), then an optional `bash` tool call.
 fn sse(n: usize, parts: &[&str], bash_call: Option<&str>) -> String {
-    let mut s = ev(
-        "message_start",
-        json!({"type":"message_start","message":{"id":format!("msg_fake_{n}"),"type":"message",
-            "role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
-            "usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}),
-    );
-    s += &ev(
-        "content_block_start",
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
-    );
-    for p in parts {
-        s += &ev(
-            "content_block_delta",
-            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
-        );
-    }
-    s += &ev(
-        "content_block_stop",
-        json!({"type":"content_block_stop","index":0}),
-    );
+    let mut blocks = vec![text(parts)];
     if let Some(cmd) = bash_call {
-        s += &ev(
-            "content_block_start",
-            json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use",
-                "id":"toolu_1","name":"bash","input":{}}}),
-        );
-        s += &ev(
-            "content_block_delta",
-            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta",
-                "partial_json":json!({"command":cmd}).to_string()}}),
-        );
-        s += &ev(
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":1}),
-        );
+        let args = json!({ "command": cmd }).to_string();
+        blocks.push(tool_call("toolu_1", "bash", &[&args]));
     }
-    let stop = if bash_call.is_some() {
-        "tool_use"
-    } else {
-        "end_turn"
-    };
-    s += &ev(
-        "message_delta",
-        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":2}}),
-    );
-    s += &ev("message_stop", json!({"type":"message_stop"}));
-    s
+    Sse::numbered(n).body(&blocks)
 }
 
 fn text_reply(n: usize, parts: &[&str]) -> Reply {
@@ -76,20 +32,8 @@ fn text_reply(n: usize, parts: &[&str]) -> Reply {
 }
 
 fn setup(replies: Vec<Reply>) -> (World, FakeLlm, Pith) {
-    let srv = FakeLlm::start(replies);
-    let w = World::new();
-    w.fake_models(srv.port);
-    let p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        "fake-model",
-        "--no-session",
-        "--rpc-partials",
-        "none",
-    ]);
+    let (w, srv) = fake_world(replies);
+    let p = w.spawn(&fake_rpc(&["--no-session", "--rpc-partials", "none"]));
     (w, srv, p)
 }
 
@@ -97,45 +41,9 @@ fn bash(p: &mut Pith, id: &str, command: &str) -> Value {
     p.call(json!({"type":"bash","command":command}), id)
 }
 
-fn messages(p: &mut Pith) -> Vec<Value> {
-    let r = p.call(json!({"type":"get_messages"}), "gm");
-    r["data"]["messages"].as_array().expect("messages").clone()
-}
-
 /// The request's `messages` without `cache_control` markers.
 fn request_messages(srv: &FakeLlm, i: usize) -> Value {
-    let reqs = srv.requests();
-    let r = reqs
-        .get(i)
-        .unwrap_or_else(|| panic!("request {i} not made ({} made)", reqs.len()));
-    let body: Value = serde_json::from_str(&r.body).expect("request body");
-    strip_cache_control(body["messages"].clone())
-}
-
-fn strip_cache_control(mut v: Value) -> Value {
-    match &mut v {
-        Value::Object(m) => {
-            m.remove("cache_control");
-            for x in m.values_mut() {
-                *x = strip_cache_control(x.take());
-            }
-        }
-        Value::Array(a) => {
-            for x in a.iter_mut() {
-                *x = strip_cache_control(x.take());
-            }
-        }
-        _ => {}
-    }
-    v
-}
-
-fn user(text: &str) -> Value {
-    json!({"role":"user","content":[{"type":"text","text":text}]})
-}
-
-fn assistant(text: &str) -> Value {
-    json!({"role":"assistant","content":[{"type":"text","text":text}]})
+    strip_cache_control(request_json(srv, i)["messages"].clone())
 }
 
 /// `data` of a bash result with the output and no truncation: the counts follow from the text.
@@ -143,17 +51,6 @@ fn plain_result(output: &str, exit_code: i64) -> Value {
     let lines = output.split('\n').count();
     json!({"output":output,"exitCode":exit_code,"cancelled":false,"truncated":false,
         "totalLines":lines,"totalBytes":output.len(),"outputLines":lines,"outputBytes":output.len()})
-}
-
-fn pgrep(marker: &str) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .expect("pgrep");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 fn wait_for_processes(marker: &str, n: usize) {
@@ -169,26 +66,11 @@ fn wait_for_processes(marker: &str, n: usize) {
 
 /// Waits up to 1 s for no process whose command line contains `marker`.
 fn assert_no_process(marker: &str) {
-    let until = Instant::now() + Duration::from_secs(1);
-    loop {
-        let left = pgrep(marker);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < until,
-            "processes with {marker:?} left: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_no_process_within(marker, Duration::from_secs(1));
 }
 
 fn unique_marker(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("pith_bashcmd_{tag}_{}_{nanos}", std::process::id())
+    support::procs::unique_marker(&format!("bashcmd_{tag}"))
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -381,14 +263,8 @@ fn bash_executions_are_recorded_and_sent_before_the_next_prompt() {
     bash(&mut p, "b2", "exit 3");
     let m = messages(&mut p);
     assert_eq!(m.len(), 2, "{m:#?}");
-    let keys: Vec<&str> = m[0]
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
     assert_eq!(
-        keys,
+        keys(&m[0]),
         [
             "role",
             "command",

@@ -3,16 +3,18 @@
 //! request, the rebuilt context, the session entry), its errors, cancelling a slow summary with
 //! `abort`, and automatic compaction on the threshold and on a context overflow.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
 mod support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fake_llm::{FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::{Pith, World};
+use support::anthropic::{Sse, text as text_block};
+use support::fake_llm::{FakeLlm, Reply};
+use support::frames::{
+    assistant, keys, kinds, messages, request_body, request_messages, run, user,
+};
+use support::{Pith, World, fake_rpc_on, fake_world};
 
 const SUMMARY: &str = "## Goal\nFake summary of the conversation.";
 const SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
@@ -22,39 +24,13 @@ const OVERFLOW_FAILED: &str = "Context overflow recovery failed after one compac
 // ------------------------------------------------------------------------------------------------
 // Scripted replies
 
-fn ev(name: &str, data: Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
-}
-
 /// An Anthropic SSE text reply with `input_tokens` in its usage (output tokens: 2).
 fn text_sse(n: usize, parts: &[&str], input_tokens: u64) -> String {
-    let mut s = ev(
-        "message_start",
-        json!({"type":"message_start","message":{"id":format!("msg_fake_{n}"),"type":"message",
-            "role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
-            "usage":{"input_tokens":input_tokens,"output_tokens":1,"cache_read_input_tokens":0,
-                "cache_creation_input_tokens":0}}}),
-    );
-    s += &ev(
-        "content_block_start",
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
-    );
-    for p in parts {
-        s += &ev(
-            "content_block_delta",
-            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
-        );
+    Sse {
+        input_tokens,
+        ..Sse::numbered(n)
     }
-    s += &ev(
-        "content_block_stop",
-        json!({"type":"content_block_stop","index":0}),
-    );
-    s += &ev(
-        "message_delta",
-        json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}),
-    );
-    s += &ev("message_stop", json!({"type":"message_stop"}));
-    s
+    .body(&[text_block(parts)])
 }
 
 fn text(n: usize, parts: &[&str]) -> Reply {
@@ -89,22 +65,11 @@ struct Env {
 
 /// pith on `fake/<model>`, partial snapshots off; `prepare` writes config files first.
 fn start(replies: Vec<Reply>, model: &str, session: bool, prepare: impl FnOnce(&World)) -> Env {
-    let srv = FakeLlm::start(replies);
-    let world = World::new();
-    world.fake_models(srv.port);
+    let (world, srv) = fake_world(replies);
     prepare(&world);
     let sessions = world.dir.path().join("sessions");
     let sessions = sessions.to_str().expect("utf-8 path").to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        model,
-        "--rpc-partials",
-        "none",
-    ];
+    let mut args = fake_rpc_on(model, &["--rpc-partials", "none"]);
     if session {
         args.extend(["--session-dir", sessions.as_str()]);
     } else {
@@ -114,33 +79,6 @@ fn start(replies: Vec<Reply>, model: &str, session: bool, prepare: impl FnOnce(&
     Env { world, srv, p }
 }
 
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id":id,"type":"prompt","message":message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-}
-
-/// Frame kinds without `message_update`s; messages tagged with role (and `!` for errors).
-fn kinds(frames: &[Value]) -> Vec<String> {
-    frames
-        .iter()
-        .filter(|f| f["type"] != "message_update")
-        .map(|f| {
-            let t = f["type"].as_str().unwrap_or("?");
-            if t == "response" {
-                return format!("response:{}", f["command"].as_str().unwrap_or("?"));
-            }
-            if !t.starts_with("message_") {
-                return t.to_string();
-            }
-            match f["message"]["role"].as_str() {
-                Some(r) if f["message"]["stopReason"] == "error" => format!("{t}:{r}!"),
-                Some(r) => format!("{t}:{r}"),
-                None => t.to_string(),
-            }
-        })
-        .collect()
-}
-
 fn find<'a>(frames: &'a [Value], ty: &str) -> &'a Value {
     frames
         .iter()
@@ -148,52 +86,8 @@ fn find<'a>(frames: &'a [Value], ty: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {ty} in {frames:#?}"))
 }
 
-fn request_body(srv: &FakeLlm, i: usize) -> Value {
-    let reqs = srv.requests();
-    let r = reqs
-        .get(i)
-        .unwrap_or_else(|| panic!("request {i} not made ({} made)", reqs.len()));
-    assert_eq!(r.path, "/v1/messages");
-    serde_json::from_str(&r.body).expect("request body")
-}
-
-fn strip_cache_control(mut v: Value) -> Value {
-    match &mut v {
-        Value::Object(m) => {
-            m.remove("cache_control");
-            for x in m.values_mut() {
-                *x = strip_cache_control(x.take());
-            }
-        }
-        Value::Array(a) => {
-            for x in a.iter_mut() {
-                *x = strip_cache_control(x.take());
-            }
-        }
-        _ => {}
-    }
-    v
-}
-
-fn request_messages(srv: &FakeLlm, i: usize) -> Value {
-    strip_cache_control(request_body(srv, i)["messages"].clone())
-}
-
-fn user(text: &str) -> Value {
-    json!({"role":"user","content":[{"type":"text","text":text}]})
-}
-
-fn assistant(text: &str) -> Value {
-    json!({"role":"assistant","content":[{"type":"text","text":text}]})
-}
-
 fn summary_user(summary: &str) -> Value {
     user(&format!("{SUMMARY_PREFIX}{summary}\n</summary>"))
-}
-
-fn messages(p: &mut Pith) -> Vec<Value> {
-    let r = p.call(json!({"type":"get_messages"}), "gm");
-    r["data"]["messages"].as_array().expect("messages").clone()
 }
 
 fn roles(msgs: &[Value]) -> Vec<String> {
@@ -299,13 +193,10 @@ fn manual_compact_follows_the_reference() {
             "assistant"
         ]
     );
-    let keys: Vec<&str> = m[0]
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["role", "summary", "tokensBefore", "timestamp"]);
+    assert_eq!(
+        keys(&m[0]),
+        ["role", "summary", "tokensBefore", "timestamp"]
+    );
     assert_eq!(m[0]["summary"], SUMMARY);
     assert_eq!(m[0]["tokensBefore"], 102);
 

@@ -2,16 +2,14 @@
 //! printed answer, the JSON event stream, exit codes, and errors on stderr with nothing on stdout.
 //! Most tests use the offline `faux` provider; provider errors come from a fake Anthropic server.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
 mod support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_llm::{FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::World;
+use support::fake_llm::Reply;
+use support::{World, fake_world};
 
 const FAUX: [&str; 5] = ["--provider", "faux", "--model", "faux", "--no-session"];
 const BAD_REQUEST: &str =
@@ -19,14 +17,8 @@ const BAD_REQUEST: &str =
 
 /// Runs pith in `w` with stdin closed; panics if it takes more than 10 s.
 fn pith(w: &World, args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_pith"))
-        .args(args)
-        .current_dir(w.cwd())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", w.dir.path().join("home"))
-        .env("TMPDIR", w.tmp())
-        .env("PI_CODING_AGENT_DIR", w.agent_dir())
+    let child = w
+        .command(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -251,13 +243,6 @@ fn json_mode_prints_every_event_and_ends_settled() {
 // ------------------------------------------------------------------------------------------------
 // Failures
 
-fn fake_server_world(replies: Vec<Reply>) -> (World, FakeLlm) {
-    let srv = FakeLlm::start(replies);
-    let w = World::new();
-    w.fake_models(srv.port);
-    (w, srv)
-}
-
 const FAKE: [&str; 5] = [
     "--provider",
     "fake",
@@ -268,7 +253,7 @@ const FAKE: [&str; 5] = [
 
 #[test]
 fn a_provider_error_in_print_mode_exits_1_with_the_error_on_stderr() {
-    let (w, srv) = fake_server_world(vec![Reply::error(400, BAD_REQUEST)]);
+    let (w, srv) = fake_world(vec![Reply::error(400, BAD_REQUEST)]);
     let o = pith(&w, &with(&["-p", "hi"], &FAKE));
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o), "");
@@ -282,7 +267,7 @@ fn a_provider_error_in_print_mode_exits_1_with_the_error_on_stderr() {
 
 #[test]
 fn a_provider_error_in_json_mode_exits_1_after_the_events() {
-    let (w, srv) = fake_server_world(vec![Reply::error(400, BAD_REQUEST)]);
+    let (w, srv) = fake_world(vec![Reply::error(400, BAD_REQUEST)]);
     let o = pith(&w, &with(&["--mode", "json", "hi"], &FAKE));
     assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));
     let frames = json_lines(&o);

@@ -2,12 +2,10 @@
 //! bodies equal to what the reference sent, event sequences, usage and cost, error texts,
 //! refused connections, disconnects, stalls and cancellation.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use fake_llm::{FakeLlm, Reply};
 use pith::llm::stream::{self, StreamHandle};
 use pith::llm::{LlmRequest, Model, ModelCost, StreamEvent, Timeouts, ToolSchema};
 use pith::message::{
@@ -15,6 +13,7 @@ use pith::message::{
     ToolCall, ToolResultMessage, UserContent, UserMessage,
 };
 use serde_json::{Value, json};
+use support::fake_llm::{FakeLlm, Reply};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 

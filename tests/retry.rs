@@ -3,113 +3,44 @@
 //! exhaustion, errors that are not retried, cancelling the back-off with `abort_retry` / `abort`,
 //! `retry-after` hints and `set_auto_retry false`. Back-off delays come from `settings.json`.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
 mod support;
 
 use std::time::{Duration, Instant};
 
-use fake_llm::{FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::{Pith, World};
+use support::anthropic::text_sse;
+use support::fake_llm::{FakeLlm, Reply};
+use support::frames::{kinds, messages, request_json};
+use support::{Pith, World, fake_rpc, fake_world};
 
 const OVERLOADED: &str =
     r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
 const RATE_LIMITED: &str =
     r#"{"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}"#;
 
-/// An Anthropic SSE stream answering with `parts` as text deltas.
-fn text_sse(n: usize, parts: &[&str]) -> String {
-    let ev = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
-    let mut s = ev(
-        "message_start",
-        json!({"type":"message_start","message":{"id":format!("msg_fake_{n}"),"type":"message",
-            "role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
-            "usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}),
-    );
-    s += &ev(
-        "content_block_start",
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
-    );
-    for p in parts {
-        s += &ev(
-            "content_block_delta",
-            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
-        );
-    }
-    s += &ev(
-        "content_block_stop",
-        json!({"type":"content_block_stop","index":0}),
-    );
-    s += &ev(
-        "message_delta",
-        json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}),
-    );
-    s += &ev("message_stop", json!({"type":"message_stop"}));
-    s
-}
-
 /// A started fake server and a world whose settings.json is `settings`.
 fn setup(replies: Vec<Reply>, settings: Value) -> (World, FakeLlm) {
-    let srv = FakeLlm::start(replies);
-    let w = World::new();
-    w.fake_models(srv.port);
+    let (w, srv) = fake_world(replies);
     w.write_agent_file("settings.json", &settings.to_string());
     (w, srv)
 }
 
 fn spawn(w: &World) -> Pith {
-    w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        "fake-model",
-        "--no-session",
-    ])
+    w.spawn(&fake_rpc(&["--no-session"]))
 }
 
-/// Send a prompt; return every frame up to and including `agent_settled`.
+/// Send a prompt (id `p1`); return every frame up to and including `agent_settled`.
 fn run(p: &mut Pith, text: &str) -> Vec<Value> {
-    p.send(json!({"id":"p1","type":"prompt","message":text}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-}
-
-/// Frame kinds, `message_update`s dropped, messages tagged with role (and `!` for errors).
-fn kinds(frames: &[Value]) -> Vec<String> {
-    frames
-        .iter()
-        .filter(|f| f["type"] != "message_update")
-        .map(|f| {
-            let t = f["type"].as_str().unwrap_or("?");
-            if t == "response" {
-                return format!("response:{}", f["command"].as_str().unwrap_or("?"));
-            }
-            if !t.starts_with("message_") {
-                return t.to_string();
-            }
-            match f["message"]["role"].as_str() {
-                Some(r) if f["message"]["stopReason"] == "error" => format!("{t}:{r}!"),
-                Some(r) => format!("{t}:{r}"),
-                None => t.to_string(),
-            }
-        })
-        .collect()
+    support::frames::run(p, "p1", text)
 }
 
 fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
     frames.iter().filter(|f| f["type"] == ty).collect()
 }
 
+/// The request's `messages`, `cache_control` markers included.
 fn request_messages(srv: &FakeLlm, i: usize) -> Value {
-    let body: Value = serde_json::from_str(&srv.requests()[i].body).expect("request body");
-    body["messages"].clone()
-}
-
-fn messages(p: &mut Pith) -> Vec<Value> {
-    let r = p.call(json!({"type":"get_messages"}), "gm");
-    r["data"]["messages"].as_array().expect("messages").clone()
+    request_json(srv, i)["messages"].clone()
 }
 
 fn error_reply(status: u16, body: &str) -> Reply {
@@ -575,16 +506,7 @@ fn error_messages_stay_in_the_session_file_after_a_retry() {
         json!({"retry":{"baseDelayMs":20}}),
     );
     let dir = w.dir.path().join("sessions");
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "fake",
-        "--model",
-        "fake-model",
-        "--session-dir",
-        dir.to_str().unwrap(),
-    ]);
+    let mut p = w.spawn(&fake_rpc(&["--session-dir", dir.to_str().unwrap()]));
     run(&mut p, "Hello?");
     let st = p.call(json!({"type":"get_state"}), "s");
     let file = st["data"]["sessionFile"].as_str().unwrap().to_string();

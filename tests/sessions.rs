@@ -3,91 +3,23 @@
 //! clone / new_session / switch_session, crash-truncated and garbage files, the reference's own
 //! session file, and `export_html`.
 
-#[path = "support/fake_llm.rs"]
-mod fake_llm;
 mod support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use fake_llm::{FakeLlm, Reply};
 use serde_json::{Value, json};
-use support::{Pith, World, fixture};
+use support::anthropic::{Sse, text, text_sse, tool_call};
+use support::fake_llm::{FakeLlm, Reply};
+use support::frames::keys;
+use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
 // Scripted replies
 
-/// An Anthropic SSE stream answering with `parts` as text deltas (usage: 100 in, 2 out).
-fn text_sse(n: usize, parts: &[&str]) -> String {
-    let mut s = message_start(n);
-    s.push_str(&block_start(0, &json!({"type":"text","text":""})));
-    for p in parts {
-        s.push_str(&event(
-            "content_block_delta",
-            &json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":p}}),
-        ));
-    }
-    s.push_str(&block_stop(0));
-    s.push_str(&message_end("end_turn"));
-    s
-}
-
 /// An Anthropic SSE stream with a text block then one tool call (`args` is the JSON text).
-fn tool_sse(n: usize, text: &str, tool_id: &str, name: &str, args: &str) -> String {
-    let mut s = message_start(n);
-    s.push_str(&block_start(0, &json!({"type":"text","text":""})));
-    s.push_str(&event(
-        "content_block_delta",
-        &json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}}),
-    ));
-    s.push_str(&block_stop(0));
-    s.push_str(&block_start(
-        1,
-        &json!({"type":"tool_use","id":tool_id,"name":name,"input":{}}),
-    ));
-    s.push_str(&event(
-        "content_block_delta",
-        &json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":args}}),
-    ));
-    s.push_str(&block_stop(1));
-    s.push_str(&message_end("tool_use"));
-    s
-}
-
-fn event(name: &str, data: &Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
-}
-
-fn message_start(n: usize) -> String {
-    event(
-        "message_start",
-        &json!({"type":"message_start","message":{"id":format!("msg_fake_{n}"),"type":"message",
-            "role":"assistant","model":"fake-model","content":[],"stop_reason":null,"stop_sequence":null,
-            "usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}),
-    )
-}
-
-fn block_start(index: usize, block: &Value) -> String {
-    event(
-        "content_block_start",
-        &json!({"type":"content_block_start","index":index,"content_block":block}),
-    )
-}
-
-fn block_stop(index: usize) -> String {
-    event(
-        "content_block_stop",
-        &json!({"type":"content_block_stop","index":index}),
-    )
-}
-
-fn message_end(stop: &str) -> String {
-    let mut s = event(
-        "message_delta",
-        &json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":2}}),
-    );
-    s.push_str(&event("message_stop", &json!({"type":"message_stop"})));
-    s
+fn tool_sse(n: usize, said: &str, tool_id: &str, name: &str, args: &str) -> String {
+    Sse::numbered(n).body(&[text(&[said]), tool_call(tool_id, name, &[args])])
 }
 
 fn replies(texts: &[&str]) -> Vec<Reply> {
@@ -109,9 +41,7 @@ struct Env {
 
 impl Env {
     fn new(replies: Vec<Reply>) -> Env {
-        let srv = FakeLlm::start(replies);
-        let w = World::new();
-        w.fake_models(srv.port);
+        let (w, srv) = fake_world(replies);
         Env { w, srv }
     }
 
@@ -126,16 +56,7 @@ impl Env {
     /// `pith --mode rpc --provider fake --model fake-model --session-dir <sessions> <extra>`.
     fn spawn(&self, extra: &[&str]) -> Pith {
         let dir = self.sessions_str();
-        let mut args = vec![
-            "--mode",
-            "rpc",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--session-dir",
-            &dir,
-        ];
+        let mut args = fake_rpc(&["--session-dir", &dir]);
         args.extend_from_slice(extra);
         self.w.spawn(&args)
     }
@@ -217,14 +138,6 @@ fn types(entries: &[Value]) -> Vec<String> {
                 None => t.to_string(),
             }
         })
-        .collect()
-}
-
-fn keys(v: &Value) -> Vec<&str> {
-    v.as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
         .collect()
 }
 

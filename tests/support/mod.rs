@@ -1,5 +1,13 @@
-//! Test support: spawn the real `pith` binary over pipes, send lines, read frames.
+//! Test support: spawn the real `pith` binary over pipes, send lines, read frames. The
+//! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
+//! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`), frame and
+//! request helpers (`frames`) and process markers (`procs`).
 #![allow(dead_code)]
+
+pub mod anthropic;
+pub mod fake_llm;
+pub mod frames;
+pub mod procs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -9,7 +17,29 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::Value;
 
+use fake_llm::{FakeLlm, Reply};
+
 pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `--mode rpc` on the fake Anthropic provider's `fake-model`, then `extra`.
+pub fn fake_rpc<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    fake_rpc_on("fake-model", extra)
+}
+
+/// `--mode rpc` on the fake Anthropic provider's `model`, then `extra`.
+pub fn fake_rpc_on<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--mode", "rpc", "--provider", "fake", "--model", model];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// A started fake LLM serving `replies` and a world whose models.json points at it.
+pub fn fake_world(replies: Vec<Reply>) -> (World, FakeLlm) {
+    let llm = FakeLlm::start(replies);
+    let world = World::new();
+    world.fake_models(llm.port);
+    (world, llm)
+}
 
 /// A scratch world for one pith process: config dir, home, cwd and tmp.
 pub struct World {
@@ -45,6 +75,19 @@ impl World {
     pub fn spawn(&self, args: &[&str]) -> Pith {
         Pith::spawn_in(self, args)
     }
+    /// The `pith` binary with `args`, run in this world: its cwd, and only PATH, HOME, TMPDIR
+    /// and PI_CODING_AGENT_DIR in the environment. Stdio is left to the caller.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pith"));
+        c.args(args)
+            .current_dir(self.cwd())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path().join("home"))
+            .env("TMPDIR", self.tmp())
+            .env("PI_CODING_AGENT_DIR", self.agent_dir());
+        c
+    }
 }
 
 pub fn fixture(rel: &str) -> PathBuf {
@@ -63,14 +106,8 @@ pub struct Pith {
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
-            .args(args)
-            .current_dir(world.cwd())
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", world.dir.path().join("home"))
-            .env("TMPDIR", world.tmp())
-            .env("PI_CODING_AGENT_DIR", world.agent_dir())
+        let mut child = world
+            .command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -1,0 +1,106 @@
+//! Reading what pith wrote and what it sent: frame summaries, `get_messages`, and the request
+//! bodies the fake LLM recorded (optionally without the `cache_control` markers).
+
+use serde_json::{Value, json};
+
+use super::Pith;
+use super::fake_llm::{FakeLlm, Recorded};
+
+/// Send a prompt; return every frame up to and including `agent_settled`.
+pub fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
+    p.send(json!({"id":id,"type":"prompt","message":message}));
+    p.recv_until(|v| v["type"] == "agent_settled")
+}
+
+/// Frame kinds, `message_update`s dropped, responses tagged with their command, messages with
+/// their role (and `!` for errors): `response:prompt`, `message_end:assistant!`.
+pub fn kinds(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f["type"] != "message_update")
+        .map(|f| {
+            let t = f["type"].as_str().unwrap_or("?");
+            if t == "response" {
+                return format!("response:{}", f["command"].as_str().unwrap_or("?"));
+            }
+            if !t.starts_with("message_") {
+                return t.to_string();
+            }
+            match f["message"]["role"].as_str() {
+                Some(r) if f["message"]["stopReason"] == "error" => format!("{t}:{r}!"),
+                Some(r) => format!("{t}:{r}"),
+                None => t.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The keys of a JSON object, in order (panics on anything else).
+pub fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// The `messages` of a `get_messages` call (id `gm`).
+pub fn messages(p: &mut Pith) -> Vec<Value> {
+    let r = p.call(json!({"type":"get_messages"}), "gm");
+    r["data"]["messages"].as_array().expect("messages").clone()
+}
+
+/// A user message with one text block, as pith sends it to Anthropic.
+pub fn user(text: &str) -> Value {
+    json!({"role":"user","content":[{"type":"text","text":text}]})
+}
+
+/// An assistant message with one text block, as pith sends it to Anthropic.
+pub fn assistant(text: &str) -> Value {
+    json!({"role":"assistant","content":[{"type":"text","text":text}]})
+}
+
+/// Request `i` as recorded (panics if it was not made).
+fn recorded(llm: &FakeLlm, i: usize) -> Recorded {
+    let reqs = llm.requests();
+    let made = reqs.len();
+    reqs.into_iter()
+        .nth(i)
+        .unwrap_or_else(|| panic!("request {i} not made ({made} made)"))
+}
+
+/// The JSON body of request `i` (panics if it was not made).
+pub fn request_json(llm: &FakeLlm, i: usize) -> Value {
+    serde_json::from_str(&recorded(llm, i).body).expect("request body is JSON")
+}
+
+/// The JSON body of request `i`, which must have gone to `/v1/messages`.
+pub fn request_body(llm: &FakeLlm, i: usize) -> Value {
+    let r = recorded(llm, i);
+    assert_eq!(r.path, "/v1/messages");
+    serde_json::from_str(&r.body).expect("request body is JSON")
+}
+
+/// The `messages` of request `i` (to `/v1/messages`) without `cache_control` markers.
+pub fn request_messages(llm: &FakeLlm, i: usize) -> Value {
+    strip_cache_control(request_body(llm, i)["messages"].clone())
+}
+
+/// `v` with every `cache_control` key removed, at any depth.
+pub fn strip_cache_control(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(m) => {
+            m.remove("cache_control");
+            for x in m.values_mut() {
+                *x = strip_cache_control(x.take());
+            }
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = strip_cache_control(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
