@@ -11,6 +11,7 @@ pub mod compaction;
 pub mod config;
 pub mod core;
 pub mod io;
+pub mod json;
 pub mod llm;
 pub mod message;
 pub mod retry;

@@ -119,9 +119,10 @@ pub struct Cost {
     pub total: f64,
 }
 
-/// Serialise an `f64` the way JavaScript's `JSON.stringify` does for integral values: `3`, not
-/// `3.0` (clients and the reference compare numbers after parsing, but integral costs and prices
-/// must not grow a `.0`). Non-finite values become `null`, as in JavaScript.
+/// Serialise an `f64` as an integer when it is integral (`3`, not `3.0`), so that also
+/// `serde_json::Value`s built from our types compare equal to parsed reference JSON; text output
+/// gets JavaScript's number format from [`crate::json::JsFormatter`] either way. Non-finite
+/// values become `null`, as in JavaScript.
 pub fn js_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     if !v.is_finite() {
         s.serialize_none()

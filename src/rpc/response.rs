@@ -58,7 +58,7 @@ pub fn line<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 
 /// Serialise as JavaScript's `JSON.stringify` would (numbers in JS form: `0.00003`, `3`).
 pub fn write_js<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(out, crate::session::store::JsFormatter);
+    let mut ser = serde_json::Serializer::with_formatter(out, crate::json::JsFormatter);
     value.serialize(&mut ser)
 }
 
