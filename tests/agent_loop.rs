@@ -1406,3 +1406,24 @@ fn abort_and_prompt_while_a_tool_runs() {
         .collect();
     assert_eq!(roles, ["user", "assistant", "user", "user"]);
 }
+
+#[test]
+fn sigterm_during_a_bash_tool_kills_its_process_group_and_exits_143() {
+    let marker = unique_marker("sigterm");
+    let cmd = format!("sh -c 'sleep 30; : {marker}' & sh -c 'sleep 30; : {marker}'");
+    let mut s = setup(vec![reply(&[bash("t_term", &cmd)])]);
+    prompt(&mut s.p, "p1", "background");
+    s.p.recv_until(|v| v["type"] == "tool_execution_start");
+    let until = Instant::now() + Duration::from_secs(3);
+    while pgrep(&marker).len() < 2 {
+        assert!(Instant::now() < until, "children did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &s.p.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    assert_eq!(s.p.wait(Duration::from_secs(5)).code(), Some(143));
+    assert_no_process(&marker);
+}
