@@ -24,40 +24,17 @@ impl Rng {
     }
 }
 
-const COMMANDS: &[&str] = &[
-    "prompt",
-    "steer",
-    "follow_up",
-    "abort",
-    "abort_and_prompt",
-    "new_session",
-    "get_state",
-    "get_messages",
-    "set_model",
-    "cycle_model",
-    "get_available_models",
-    "set_thinking_level",
-    "cycle_thinking_level",
-    "set_steering_mode",
-    "set_follow_up_mode",
-    "set_interrupt_mode",
-    "compact",
-    "set_auto_compaction",
-    "set_auto_retry",
-    "abort_retry",
-    "bash",
-    "abort_bash",
-    "get_session_stats",
-    "export_html",
-    "switch_session",
-    "fork",
-    "branch",
-    "clone",
-    "get_fork_messages",
-    "get_last_assistant_text",
-    "set_session_name",
-    "get_commands",
-];
+/// Every command pith knows, plus a name it does not. (`extension_ui_response` is left out: it
+/// answers a UI request and gets no response of its own.)
+fn commands() -> Vec<&'static str> {
+    let mut c: Vec<&'static str> = pith::rpc::command::COMMAND_NAMES
+        .iter()
+        .copied()
+        .filter(|c| *c != "extension_ui_response")
+        .collect();
+    c.push("no_such_command");
+    c
+}
 const FIELDS: &[&str] = &[
     "message",
     "images",
@@ -95,6 +72,7 @@ fn storm(seed: u64, n: usize) -> (Vec<u8>, Vec<Value>) {
         json!("\u{2028}"),
         json!("a".repeat(300)),
     ];
+    let names = commands();
     let mut bytes = Vec::new();
     let mut ids = Vec::new();
     for i in 0..n {
@@ -114,7 +92,7 @@ fn storm(seed: u64, n: usize) -> (Vec<u8>, Vec<Value>) {
             continue;
         }
         let id = json!(format!("c{i}"));
-        let mut cmd = json!({"type": rng.pick(COMMANDS), "id": id});
+        let mut cmd = json!({"type": rng.pick(&names), "id": id});
         for _ in 0..(rng.next() % 4) {
             cmd[*rng.pick(FIELDS)] = rng.pick(&values).clone();
         }
