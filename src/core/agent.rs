@@ -48,6 +48,9 @@ pub struct Run {
 }
 
 pub enum Phase {
+    /// Between the start of a turn and its LLM request (messages are being delivered); never
+    /// observed by an event handler, since the request starts in the same step.
+    Starting,
     /// Waiting for the LLM stream of generation `generation`.
     Streaming {
         generation: u64,
@@ -201,13 +204,7 @@ impl Machine {
             thinking: self.thinking,
             tools,
             new_messages: Vec::new(),
-            phase: Phase::Tools(ToolBatch {
-                batch: 0,
-                assistant: AgentMessage::Assistant(AssistantMessage::default()),
-                slots: Vec::new(),
-                cancel: cancel_pair().0,
-                steering: Vec::new(),
-            }),
+            phase: Phase::Starting,
             abort_waiters: Vec::new(),
             aborting: false,
         };
@@ -734,6 +731,7 @@ impl Machine {
                 self.finish_assistant(message, !started);
             }
             Phase::Tools(b) => b.cancel.cancel(),
+            Phase::Starting => {}
         }
         true
     }

@@ -657,6 +657,7 @@ impl Machine {
             match &mut run.phase {
                 crate::core::agent::Phase::Streaming { handle, .. } => handle.cancel(),
                 crate::core::agent::Phase::Tools(b) => b.cancel.cancel(),
+                crate::core::agent::Phase::Starting => {}
             }
             self.generation += 1;
             self.batch += 1;
