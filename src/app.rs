@@ -322,7 +322,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
     let exit = machine.run();
     match collector.join() {
         Ok(Some(err)) => {
-            eprintln!("Error: {err}");
+            eprintln!("{err}");
             if exit.code() != 0 {
                 exit.code()
             } else {

@@ -259,8 +259,8 @@ fn a_provider_error_in_print_mode_exits_1_with_the_error_on_stderr() {
     assert_eq!(stdout(&o), "");
     let err = stderr(&o);
     let last = err.lines().last().unwrap_or_default();
-    // pi writes the bare errorMessage; pith prefixes it with "Error: ".
-    assert_eq!(last, format!("Error: 400 {BAD_REQUEST}"), "stderr: {err}");
+    // As pi: the bare errorMessage.
+    assert_eq!(last, format!("400 {BAD_REQUEST}"), "stderr: {err}");
     // A 400 is not retried.
     assert_eq!(srv.requests().len(), 1);
 }
