@@ -201,3 +201,42 @@ fn unknown_model_on_the_command_line_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-model-anywhere"));
 }
+
+#[test]
+fn models_json_headers_and_key_commands_reach_the_request() {
+    use support::anthropic::text_sse;
+    use support::fake_llm::{FakeLlm, Reply};
+    let llm = FakeLlm::start(vec![Reply::sse(text_sse(1, &["ok"]))]);
+    let w = World::new();
+    w.write_agent_file(
+        "models.json",
+        &format!(
+            r#"{{"providers":{{"hdr":{{"baseUrl":"http://127.0.0.1:{}","api":"anthropic-messages",
+                "apiKey":"!printf sk-from-command","headers":{{"x-team":"!printf blue","x-lit":"plain"}},
+                "models":[{{"id":"m1","contextWindow":100000,"maxTokens":1000}}]}}}}}}"#,
+            llm.port
+        ),
+    );
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "hdr",
+        "--model",
+        "m1",
+    ]);
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].header("x-api-key"), Some("sk-from-command"));
+    assert_eq!(reqs[0].header("x-team"), Some("blue"));
+    assert_eq!(reqs[0].header("x-lit"), Some("plain"));
+    // The key never shows in events or state.
+    assert!(
+        !p.seen
+            .iter()
+            .any(|v| v.to_string().contains("sk-from-command"))
+    );
+}

@@ -280,8 +280,20 @@ impl Machine {
             self.finish_assistant(m, true);
             return;
         }
+        let (api_key, model) = match self.request_credentials(&run.model) {
+            Ok(c) => c,
+            Err(e) => {
+                let mut m =
+                    AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
+                m.stop_reason = StopReason::Error;
+                m.error_message = Some(e);
+                self.finish_assistant(m, true);
+                return;
+            }
+        };
+        let Some(run) = self.run.as_ref() else { return };
         let req = LlmRequest {
-            api_key: self.api_key(&run.model.provider),
+            api_key,
             system_prompt: run.system_prompt.clone(),
             messages: crate::core::context::to_llm(&self.messages, self.settings.block_images()),
             tools: run
@@ -301,7 +313,7 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            model: run.model.clone(),
+            model,
         };
         self.generation += 1;
         let generation = self.generation;

@@ -159,11 +159,25 @@ impl Machine {
             return;
         };
         let thinking = model.reasoning.then_some(self.thinking);
+        let (api_key, request_model) = match self.request_credentials(&model) {
+            Ok(c) => c,
+            Err(e) => {
+                let c = Compaction {
+                    reason,
+                    id,
+                    prep,
+                    parts: Vec::new(),
+                    will_retry: false,
+                };
+                self.compaction_failed(&c, &e);
+                return;
+            }
+        };
         let requests = compaction::summary_requests(&prep, custom, &settings_of(self), thinking);
         let mut parts = Vec::new();
         for r in requests {
             let req = LlmRequest {
-                api_key: self.api_key(&model.provider),
+                api_key: api_key.clone(),
                 system_prompt: r.system_prompt,
                 messages: vec![LlmMessage::User(UserMessage {
                     content: UserContent::Blocks(vec![Content::text(r.user_text)]),
@@ -180,7 +194,7 @@ impl Machine {
                     ),
                 },
                 faux_script: self.faux_script.clone(),
-                model: model.clone(),
+                model: request_model.clone(),
             };
             self.generation += 1;
             let generation = self.generation;

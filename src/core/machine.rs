@@ -692,6 +692,23 @@ impl Machine {
         self.flush_session_warnings();
     }
 
+    /// Key and headers for one request to `model` (resolved per call, as the reference does, so
+    /// `!command` keys and header values can change): the model comes back with the resolved
+    /// headers, which the request builders send.
+    pub(crate) fn request_credentials(
+        &self,
+        model: &Model,
+    ) -> Result<(Option<String>, Model), String> {
+        let ra = self.registry.request_auth(model, &self.auth)?;
+        let mut m = model.clone();
+        if let Some(h) = ra.headers {
+            let map: Map<String, Value> =
+                h.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            m.headers = Some(map);
+        }
+        Ok((ra.api_key.or_else(|| self.api_key(&model.provider)), m))
+    }
+
     /// The API key for a provider (runtime override, auth.json, env, models.json), per call.
     pub(crate) fn api_key(&self, provider: &str) -> Option<String> {
         self.auth.api_key(provider)
