@@ -203,6 +203,21 @@ impl AssistantMessage {
         }
     }
 
+    /// A copy without the content blocks (the large part), e.g. to serialise the rest.
+    pub fn clone_without_content(&self) -> AssistantMessage {
+        AssistantMessage {
+            content: Vec::new(),
+            api: self.api.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            usage: self.usage,
+            stop_reason: self.stop_reason,
+            timestamp: self.timestamp,
+            response_id: self.response_id.clone(),
+            error_message: self.error_message.clone(),
+        }
+    }
+
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.iter().filter_map(|c| match c {
             Content::ToolCall(t) => Some(t),

@@ -66,6 +66,16 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU time (user + system) a live process has used so far, in seconds (clock ticks of 10 ms).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the `(comm)`: state is field 3; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -112,8 +122,9 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Send `lines`, read stdout until a line contains `until`; returns (elapsed, bytes read, peak RSS).
-fn drive(child: &mut Child, lines: &[&str], until: &str) -> (Duration, u64, u64) {
+/// Send `lines`, read stdout until a line contains `until`; returns (elapsed, bytes read, peak
+/// RSS, pith's CPU seconds).
+fn drive(child: &mut Child, lines: &[&str], until: &str) -> (Duration, u64, u64, f64) {
     let pid = child.id();
     let mut stdin = child.stdin.take().expect("stdin");
     let start = Instant::now();
@@ -143,11 +154,12 @@ fn drive(child: &mut Child, lines: &[&str], until: &str) -> (Duration, u64, u64)
     }
     let elapsed = start.elapsed();
     peak = peak.max(peak_rss_kib(pid));
+    let cpu = cpu_secs(pid);
     drop(stdin);
     let mut rest = Vec::new();
     let _ = out.read_to_end(&mut rest);
     let _ = child.wait();
-    (elapsed, bytes, peak)
+    (elapsed, bytes, peak, cpu)
 }
 
 fn short_conversation() {
@@ -176,7 +188,7 @@ fn short_conversation() {
             &script,
         ],
     );
-    let (t, bytes, rss) = drive(
+    let (t, bytes, rss, _) = drive(
         &mut child,
         &["{\"id\":1,\"type\":\"prompt\",\"message\":\"go\"}"],
         "agent_settled",
@@ -232,14 +244,15 @@ fn long_stream(partials: &str) {
             partials,
         ],
     );
-    let (t, bytes, rss) = drive(
+    let (t, bytes, rss, cpu) = drive(
         &mut child,
         &["{\"id\":1,\"type\":\"prompt\",\"message\":\"go\"}"],
         "agent_settled",
     );
     println!(
-        "{chunks}-chunk stream, --rpc-partials {partials}: {:.0} ms, {:.1} MiB out, peak RSS {:.1} MiB",
+        "{chunks}-chunk stream, --rpc-partials {partials}: {:.0} ms, pith CPU {:.2} s, {:.1} MiB out, peak RSS {:.1} MiB",
         ms(t),
+        cpu,
         bytes as f64 / (1024.0 * 1024.0),
         rss as f64 / 1024.0
     );
@@ -290,7 +303,7 @@ fn session_load() {
                 "faux",
             ],
         );
-        let (t, _, r) = drive(
+        let (t, _, r, _) = drive(
             &mut child,
             &["{\"id\":1,\"type\":\"get_state\"}"],
             "\"get_state\"",

@@ -17,7 +17,8 @@ use crate::message::{
     AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
-use crate::rpc::event::{Event as Frame, UpdateKind};
+use crate::rpc::event::{Event as Frame, Partials, UpdateKind};
+use crate::rpc::partial::PartialEncoder;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
 
 /// Error text of the assistant message that ends a run aborted between turns (spec 5.4 F).
@@ -57,6 +58,8 @@ pub enum Phase {
         handle: StreamHandle,
         /// The partial assistant message (after `Start`).
         partial: Option<AssistantMessage>,
+        /// Its JSON, kept up to date block by block for `message_update` snapshots.
+        encoder: PartialEncoder,
     },
     /// Tool calls of `assistant` are running.
     Tools(ToolBatch),
@@ -117,7 +120,7 @@ fn output_json(o: &ToolOutput) -> Value {
 }
 
 /// Apply one stream event to the machine's copy of the partial message.
-fn apply(partial: &mut AssistantMessage, ev: &StreamEvent) {
+pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
     fn slot(p: &mut AssistantMessage, index: usize, make: impl FnOnce() -> Content) {
         if index < p.content.len() {
             p.content[index] = make();
@@ -327,6 +330,7 @@ impl Machine {
                 generation,
                 handle,
                 partial: None,
+                encoder: PartialEncoder::new(),
             };
         }
     }
@@ -337,6 +341,7 @@ impl Machine {
         let Phase::Streaming {
             generation: g,
             partial,
+            encoder,
             ..
         } = &mut run.phase
         else {
@@ -347,6 +352,7 @@ impl Machine {
         }
         match ev {
             StreamEvent::Start { partial: p } => {
+                encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
                 *partial = Some(p.clone());
                 let m = AgentMessage::Assistant(p);
                 self.emit(&Frame::MessageStart { message: &m });
@@ -369,7 +375,11 @@ impl Machine {
             }
             other => {
                 let Some(p) = partial.as_mut() else { return };
-                apply(p, &other);
+                apply_event(p, &other);
+                let full = self.partials == Partials::Full;
+                if full {
+                    encoder.update(&other, p);
+                }
                 let (kind, index) = match &other {
                     StreamEvent::TextStart { index } => (UpdateKind::TextStart, *index),
                     StreamEvent::TextDelta { index, delta } => {
@@ -394,7 +404,8 @@ impl Machine {
                     }
                     _ => return,
                 };
-                let line = crate::rpc::event::message_update(&kind, index, p, self.partials);
+                let snapshot = full.then_some((encoder, &*p));
+                let line = crate::rpc::event::message_update(&kind, index, snapshot);
                 self.send(line);
             }
         }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::message::{AgentMessage, AssistantMessage, ToolCall};
+use crate::rpc::partial::PartialEncoder;
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -132,14 +133,13 @@ pub enum UpdateKind<'a> {
     ToolCallEnd(&'a ToolCall),
 }
 
-/// Serialise one `message_update` line.
+/// Serialise one `message_update` line. `snapshot`: the partial message (and its incremental
+/// encoder) to write as `partial` and `message`; `None` with `--rpc-partials none`.
 pub fn message_update(
     kind: &UpdateKind<'_>,
     index: usize,
-    partial: &AssistantMessage,
-    mode: Partials,
+    snapshot: Option<(&mut PartialEncoder, &AssistantMessage)>,
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
     let (name, extra): (&str, Option<(&str, String)>) = match kind {
         UpdateKind::TextStart => ("text_start", None),
         UpdateKind::TextDelta(d) => ("text_delta", Some(("delta", json_str(d)))),
@@ -151,6 +151,13 @@ pub fn message_update(
         UpdateKind::ToolCallDelta(d) => ("toolcall_delta", Some(("delta", json_str(d)))),
         UpdateKind::ToolCallEnd(t) => ("toolcall_end", Some(("toolCall", tool_call_json(t)))),
     };
+    let snap: &[u8] = match snapshot {
+        Some((encoder, partial)) => encoder.snapshot(partial),
+        None => &[],
+    };
+    let extra_len = extra.as_ref().map_or(0, |(k, v)| k.len() + v.len() + 4);
+    // Exact size: frames wait in a bounded queue, and slack would multiply by its length.
+    let mut out = Vec::with_capacity(96 + name.len() + extra_len + 2 * snap.len());
     out.extend_from_slice(b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\",\"contentIndex\":");
@@ -161,16 +168,14 @@ pub fn message_update(
         out.extend_from_slice(b"\":");
         out.extend_from_slice(value.as_bytes());
     }
-    match mode {
-        Partials::Full => {
-            let snapshot = partial_json(partial);
-            out.extend_from_slice(b",\"partial\":");
-            out.extend_from_slice(&snapshot);
-            out.extend_from_slice(b"},\"message\":");
-            out.extend_from_slice(&snapshot);
-            out.extend_from_slice(b"}\n");
-        }
-        Partials::None => out.extend_from_slice(b"}}\n"),
+    if snap.is_empty() {
+        out.extend_from_slice(b"}}\n");
+    } else {
+        out.extend_from_slice(b",\"partial\":");
+        out.extend_from_slice(snap);
+        out.extend_from_slice(b"},\"message\":");
+        out.extend_from_slice(snap);
+        out.extend_from_slice(b"}\n");
     }
     out
 }
@@ -194,20 +199,6 @@ fn tool_call_json(t: &ToolCall) -> String {
     .unwrap_or_else(|_| "{}".to_string())
 }
 
-fn partial_json(m: &AssistantMessage) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct WithRole<'a> {
-        role: &'static str,
-        #[serde(flatten)]
-        m: &'a AssistantMessage,
-    }
-    serde_json::to_vec(&WithRole {
-        role: "assistant",
-        m,
-    })
-    .unwrap_or_else(|_| b"{}".to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,11 +209,12 @@ mod tests {
         let mut m = AssistantMessage::empty("faux", "faux", "m");
         m.timestamp = 7;
         m.content.push(Content::text("Hi"));
+        let mut enc = PartialEncoder::new();
+        enc.update(&crate::llm::StreamEvent::Start { partial: m.clone() }, &m);
         let full = String::from_utf8(message_update(
             &UpdateKind::TextDelta("Hi"),
             0,
-            &m,
-            Partials::Full,
+            Some((&enc, &m)),
         ))
         .unwrap();
         let v: Value = serde_json::from_str(&full).unwrap();
@@ -230,13 +222,8 @@ mod tests {
         assert_eq!(v["assistantMessageEvent"]["partial"], v["message"]);
         assert_eq!(v["message"]["role"], "assistant");
         assert_eq!(v["message"]["content"][0]["text"], "Hi");
-        let lean = String::from_utf8(message_update(
-            &UpdateKind::TextDelta("Hi"),
-            0,
-            &m,
-            Partials::None,
-        ))
-        .unwrap();
+        let lean =
+            String::from_utf8(message_update(&UpdateKind::TextDelta("Hi"), 0, None)).unwrap();
         assert_eq!(
             lean,
             "{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"text_delta\",\"contentIndex\":0,\"delta\":\"Hi\"}}\n"

@@ -3,4 +3,5 @@
 pub mod command;
 pub mod event;
 pub mod frame;
+pub mod partial;
 pub mod response;
