@@ -136,7 +136,7 @@ fn collect(req: LlmRequest) -> Vec<StreamEvent> {
     out
 }
 
-/// One final event per stream on `srv` (same reply script, one request each).
+/// `collect` for the default request (one user message) to `model`.
 fn collect_on(model: Model) -> Vec<StreamEvent> {
     collect(request(model))
 }
@@ -975,5 +975,28 @@ fn anthropic_and_completions_403() {
             openai_error_body("Project does not have access to model fake-resp-model"),
             "403 Project does not have access to model fake-resp-model".to_string(),
         )],
+    );
+}
+
+#[test]
+fn responses_disconnect_inside_tool_call_keeps_partial_arguments() {
+    let body = fixture("openai/responses_tools.sse");
+    let at = body.find("th\\\":\\\"src/ma").expect("second fragment");
+    let cut = body[at..].find("event:").expect("next event") + at;
+    let srv = FakeLlm::start(vec![
+        Reply::sse(body).chunked(1, Duration::ZERO).cut_after(cut),
+    ]);
+    let ev = collect_on(responses_model(&srv.base_url()));
+    assert_eq!(
+        error_text(&ev),
+        ("terminated".to_string(), StopReason::Error)
+    );
+    let calls: Vec<Value> = final_message(&ev)
+        .tool_calls()
+        .map(|t| t.arguments.clone())
+        .collect();
+    assert_eq!(
+        calls,
+        vec![json!({"command": "echo hi"}), json!({"path": "src/ma"})]
     );
 }
