@@ -860,7 +860,7 @@ fn openai_responses_stream() {
     let msg = final_message(&ev);
     assert_eq!(msg.stop_reason, StopReason::ToolUse);
     assert!(
-        matches!(&msg.content[0], Content::Thinking(t) if t.thinking == "Think\n\n"
+        matches!(&msg.content[0], Content::Thinking(t) if t.thinking == "Think"
         && t.thinking_signature.as_deref().is_some_and(|s| s.contains("\"encrypted_content\":\"enc\"")))
     );
     assert_eq!(

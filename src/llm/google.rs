@@ -293,10 +293,12 @@ impl stream::Decoder for Decoder {
         }
         if let Some(u) = v.get("usageMetadata") {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            // promptTokenCount includes the cached tokens, which are priced apart.
+            let cached = n("cachedContentTokenCount");
             let usage = Usage {
-                input: n("promptTokenCount"),
-                output: n("candidatesTokenCount") + n("thoughtsTokenCount"),
-                cache_read: n("cachedContentTokenCount"),
+                input: n("promptTokenCount").saturating_sub(cached),
+                output: n("candidatesTokenCount").saturating_add(n("thoughtsTokenCount")),
+                cache_read: cached,
                 cache_write: 0,
                 total_tokens: n("totalTokenCount"),
                 ..Default::default()
@@ -309,14 +311,9 @@ impl stream::Decoder for Decoder {
         self.close(b, out);
         match self.finish {
             None => b.fail(stream::TERMINATED.into(), false, None, out),
-            Some(s) => {
-                let s = if s != StopReason::Error && b.msg.tool_calls().next().is_some() {
-                    StopReason::ToolUse
-                } else {
-                    s
-                };
-                b.finish(s, out);
-            }
+            // As in the reference, any tool call makes it toolUse, whatever the finish reason.
+            Some(_) if b.msg.tool_calls().next().is_some() => b.finish(StopReason::ToolUse, out),
+            Some(s) => b.finish(s, out),
         }
     }
 }

@@ -166,11 +166,16 @@ pub struct Decoder {
     /// Output item id → our content index.
     items: Vec<(String, usize)>,
     current: Option<usize>,
+    /// For the service-tier price multiplier.
+    model_id: String,
 }
 
 impl Decoder {
-    pub fn new(_req: &LlmRequest) -> Decoder {
-        Decoder::default()
+    pub fn new(req: &LlmRequest) -> Decoder {
+        Decoder {
+            model_id: req.model.id.clone(),
+            ..Decoder::default()
+        }
     }
     fn find(&self, id: &str) -> Option<usize> {
         self.items
@@ -233,6 +238,16 @@ impl stream::Decoder for Decoder {
                     b.delta(i, &s("/delta"), out);
                 }
             }
+            "response.function_call_arguments.done" => {
+                // The whole argument text: emit what the deltas did not deliver.
+                if let Some(i) = self.find(&s("/item_id")) {
+                    let full = s("/arguments");
+                    let tail = full.strip_prefix(b.raw_args(i)).map(str::to_string);
+                    if let Some(tail) = tail.filter(|t| !t.is_empty()) {
+                        b.delta(i, &tail, out);
+                    }
+                }
+            }
             "response.reasoning_summary_part.done" => {
                 if let Some(i) = self.find(&s("/item_id")) {
                     b.delta(i, "\n\n", out);
@@ -245,9 +260,17 @@ impl stream::Decoder for Decoder {
                 };
                 let no_args = b.raw_args(i).is_empty();
                 match b.block_mut(i) {
-                    Some(Content::Thinking(t)) => t.thinking_signature = Some(item.to_string()),
+                    Some(Content::Thinking(t)) => {
+                        if let Some(text) = finished_reasoning_text(item) {
+                            t.thinking = text;
+                        }
+                        t.thinking_signature = Some(item.to_string());
+                    }
                     Some(Content::Text(t)) => {
-                        t.text_signature = Some(json!({"v": 1, "id": item["id"]}).to_string())
+                        if let Some(text) = finished_message_text(item) {
+                            t.text = text;
+                        }
+                        t.text_signature = Some(text_signature(item));
                     }
                     Some(Content::ToolCall(_)) if no_args => {
                         let args = s("/item/arguments");
@@ -269,7 +292,19 @@ impl stream::Decoder for Decoder {
                     total_tokens: n("/usage/total_tokens"),
                     ..Default::default()
                 };
-                b.set_usage(usage, out);
+                let mut events = Vec::new();
+                b.set_usage(usage, &mut events);
+                let tier = r.get("service_tier").and_then(Value::as_str);
+                let factor = service_tier_factor(&self.model_id, tier);
+                if factor != 1.0 {
+                    scale_cost(&mut b.msg.usage.cost, factor);
+                    for ev in &mut events {
+                        if let StreamEvent::Meta { usage, .. } = ev {
+                            *usage = b.msg.usage;
+                        }
+                    }
+                }
+                out.append(&mut events);
                 let stop = match r.get("status").and_then(Value::as_str) {
                     Some("incomplete") => StopReason::Length,
                     Some("failed") | Some("cancelled") => StopReason::Error,
@@ -301,4 +336,66 @@ impl stream::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         b.fail(stream::TERMINATED.into(), false, None, out);
     }
+}
+
+/// The final thinking text of a finished reasoning item, as the reference takes it: its summary
+/// parts joined by a blank line, else its content parts; `None` keeps the streamed text.
+fn finished_reasoning_text(item: &Value) -> Option<String> {
+    let joined = |key: &str| {
+        let parts = item.get(key)?.as_array()?;
+        let texts: Vec<&str> = parts
+            .iter()
+            .map(|p| p.get("text").and_then(Value::as_str).unwrap_or(""))
+            .collect();
+        Some(texts.join("\n\n")).filter(|t| !t.is_empty())
+    };
+    joined("summary").or_else(|| joined("content"))
+}
+
+/// The final text of a finished message item: its `output_text` and `refusal` parts
+/// concatenated. `None` (keep the streamed text) when the item carries no content array.
+fn finished_message_text(item: &Value) -> Option<String> {
+    let parts = item.get("content")?.as_array()?;
+    Some(
+        parts
+            .iter()
+            .filter_map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("output_text") => p.get("text").and_then(Value::as_str),
+                _ => p.get("refusal").and_then(Value::as_str),
+            })
+            .collect(),
+    )
+}
+
+/// `{"v":1,"id":…,"phase"?}`, the reference's text signature for a message item.
+fn text_signature(item: &Value) -> String {
+    let mut sig = Map::new();
+    sig.insert("v".into(), json!(1));
+    sig.insert("id".into(), item.get("id").cloned().unwrap_or(Value::Null));
+    if let Some(phase) = item
+        .get("phase")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    {
+        sig.insert("phase".into(), json!(phase));
+    }
+    Value::Object(sig).to_string()
+}
+
+/// The reference's price multiplier for the response's service tier.
+fn service_tier_factor(model_id: &str, tier: Option<&str>) -> f64 {
+    match tier {
+        Some("flex") => 0.5,
+        Some("priority") if model_id == "gpt-5.5" => 2.5,
+        Some("priority") => 2.0,
+        _ => 1.0,
+    }
+}
+
+fn scale_cost(cost: &mut crate::message::Cost, factor: f64) {
+    cost.input *= factor;
+    cost.output *= factor;
+    cost.cache_read *= factor;
+    cost.cache_write *= factor;
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write;
 }
