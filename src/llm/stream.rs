@@ -35,6 +35,8 @@ pub const ABORTED_MID_STREAM: &str = "This operation was aborted";
 pub const TERMINATED: &str = "terminated";
 /// No connection could be made (the SDKs' wording; matched by auto-retry).
 pub const CONNECTION_ERROR: &str = "Connection error.";
+/// No connection could be made, for the Google API (Node's fetch wording; matched by auto-retry).
+pub const FETCH_FAILED: &str = "fetch failed";
 /// The request timed out before the response headers arrived.
 pub const TIMED_OUT: &str = "Request timed out.";
 
@@ -206,6 +208,14 @@ impl Api {
         }
     }
 
+    /// The error text of a connection that could not be made: the SDKs' wording.
+    fn connection_error(self) -> &'static str {
+        match self {
+            Api::Google => FETCH_FAILED,
+            _ => CONNECTION_ERROR,
+        }
+    }
+
     /// How many times a request is retried silently inside the stream. The reference's Stainless
     /// SDKs retry twice, invisibly to RPC clients; pith never does: every retry goes through
     /// auto-retry and shows as `auto_retry_start`/`auto_retry_end` (docs/rpc.md). The header
@@ -256,16 +266,34 @@ pub fn stainless_message(status: u16, body: &str, openai: bool) -> String {
     text
 }
 
+/// The Google SDK's error text: the JSON error body re-serialised compactly; a body that is not
+/// JSON is wrapped as `{"error":{"message":…,"code":…,"status":<reason phrase>}}`.
 fn google_error_message(status: u16, body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    match parsed
-        .as_ref()
-        .and_then(|v| v.pointer("/error/message"))
-        .and_then(Value::as_str)
-    {
-        Some(m) => format!("{status} {m}"),
-        None if body.is_empty() => format!("{status} status code (no body)"),
-        None => format!("{status} {body}"),
+    match serde_json::from_str::<Value>(body) {
+        Ok(v) => v.to_string(),
+        Err(_) => serde_json::json!({
+            "error": {"message": body, "code": status, "status": reason_phrase(status)}
+        })
+        .to_string(),
+    }
+}
+
+/// HTTP reason phrases (what Node's fetch reports as `statusText`).
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
     }
 }
 
@@ -443,17 +471,17 @@ fn run_http(
             }
             Wait::Got(Io::Failed(e)) => {
                 let msg = match e {
-                    http::HttpError::Connect(_) => CONNECTION_ERROR.to_string(),
+                    http::HttpError::Connect(_) => api.connection_error().to_string(),
                     http::HttpError::Timeout(_) => TIMED_OUT.to_string(),
                     http::HttpError::Other(m) => m,
                 };
-                if can_retry && msg == CONNECTION_ERROR {
+                if can_retry && msg == api.connection_error() {
                     Err(retry_delay(attempt, None))
                 } else {
                     Ok((msg, None))
                 }
             }
-            Wait::Got(_) | Wait::Closed => Ok((CONNECTION_ERROR.to_string(), None)),
+            Wait::Got(_) | Wait::Closed => Ok((api.connection_error().to_string(), None)),
             Wait::TimedOut => Ok((TIMED_OUT.to_string(), None)),
             Wait::Cancelled => {
                 b.fail(ABORTED_BEFORE_RESPONSE.into(), true, None, &mut out);

@@ -214,7 +214,7 @@ mod tests {
         let full = String::from_utf8(message_update(
             &UpdateKind::TextDelta("Hi"),
             0,
-            Some((&enc, &m)),
+            Some((&mut enc, &m)),
         ))
         .unwrap();
         let v: Value = serde_json::from_str(&full).unwrap();
