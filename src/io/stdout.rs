@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use crate::core::event::Control;
 
 /// Frames queued for stdout at most (each is one line).
-pub const QUEUE_FRAMES: usize = 32;
+pub const QUEUE_FRAMES: usize = 16;
 const BATCH_BYTES: usize = 256 * 1024;
 
 pub fn spawn(
