@@ -370,7 +370,7 @@ impl Machine {
         if matches!(cmd, Command::ExtensionUiResponse) {
             return; // no extensions: nothing is waiting for it (the reference ignores stale ids too)
         }
-        let reply = self.handle_command(cmd, &ty, id.as_ref());
+        let reply = self.handle_command(cmd, id.as_ref());
         let line = match reply {
             Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
             Err(msg) if msg == DEFERRED => return,
@@ -379,7 +379,7 @@ impl Machine {
         self.send(line);
     }
 
-    fn handle_command(&mut self, cmd: Command, ty: &str, id: Option<&Value>) -> Reply {
+    fn handle_command(&mut self, cmd: Command, id: Option<&Value>) -> Reply {
         match cmd {
             Command::Prompt {
                 input,
@@ -581,7 +581,8 @@ impl Machine {
                 Ok(None)
             }
             Command::CycleThinkingLevel => self.cmd_cycle_thinking(),
-            _ => Err(format!("{ty} is not implemented yet")),
+            // Answered nowhere: handled (ignored) before dispatch.
+            Command::ExtensionUiResponse => Ok(None),
         }
     }
 
@@ -738,8 +739,8 @@ impl Machine {
         }
     }
 
-    /// What follows the end of a run: auto-retry and compaction hooks (issue 6), a deferred
-    /// `abort_and_prompt`, then `agent_settled`.
+    /// What follows the end of a run: a prompt that waited for it (`abort_and_prompt`), else
+    /// auto-retry, else auto-compaction, else `agent_settled`.
     pub(crate) fn after_run(&mut self, last: Option<AssistantMessage>, aborted: bool) {
         if self.run_pending_prompt() {
             return;
