@@ -17,7 +17,7 @@ use crate::io::stdin::Input;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
 use crate::message::{
-    AgentMessage, AssistantMessage, StopReason, ThinkingLevel, UserContent, UserMessage, now_ms,
+    AgentMessage, AssistantMessage, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
@@ -495,74 +495,10 @@ impl Machine {
                 Ok(None)
             }
             Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
-            Command::NewSession { parent_session } => {
-                self.discard_run();
-                let dir = self
-                    .session
-                    .session_dir()
-                    .map(PathBuf::from)
-                    .filter(|_| self.session.is_persisted());
-                let cwd = self.cwd.to_string_lossy().to_string();
-                self.session = Session::new(&cwd, dir, parent_session);
-                self.session.append_thinking_level_change(self.thinking);
-                self.reset_context();
-                Ok(Some(json!({ "cancelled": false })))
-            }
-            Command::SwitchSession { session_path } => {
-                let path = self.cwd.join(&session_path);
-                let mut loaded = Session::open(&path)?;
-                self.discard_run();
-                if let Some(dir) = self
-                    .session
-                    .session_dir()
-                    .filter(|_| self.session.is_persisted())
-                {
-                    loaded.set_session_dir(dir.to_path_buf());
-                }
-                for w in loaded.take_warnings() {
-                    eprintln!("pith: session: {w}");
-                }
-                self.session = loaded;
-                if let Some((p, i)) = self.session.model() {
-                    if let Some(m) = self
-                        .registry
-                        .find(&p, &i)
-                        .filter(|m| self.auth.has_auth(&m.provider))
-                    {
-                        self.model = Some(m.clone());
-                    }
-                }
-                let recorded = self.session.thinking_level();
-                let wanted = recorded
-                    .or(self.settings.default_thinking_level())
-                    .unwrap_or(ThinkingLevel::Medium);
-                self.thinking = match &self.model {
-                    Some(m) if m.reasoning => {
-                        crate::llm::clamp_thinking(&self.registry.thinking_levels(m), wanted)
-                    }
-                    _ => ThinkingLevel::Off,
-                };
-                if recorded.is_none() {
-                    self.session.append_thinking_level_change(self.thinking);
-                }
-                self.reset_context();
-                Ok(Some(json!({ "cancelled": false })))
-            }
-            Command::Fork { entry_id } => {
-                let (forked, text) = self.session.fork_at(&entry_id)?;
-                self.session = forked;
-                self.session_id = self.session.id().to_string();
-                self.messages = self.session.build_context();
-                self.flush_session_warnings();
-                Ok(Some(json!({ "text": text, "cancelled": false })))
-            }
-            Command::Clone => {
-                self.session = self.session.clone_branch();
-                self.session_id = self.session.id().to_string();
-                self.messages = self.session.build_context();
-                self.flush_session_warnings();
-                Ok(Some(json!({ "cancelled": false })))
-            }
+            Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
+            Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
+            Command::Fork { entry_id } => self.cmd_fork(&entry_id),
+            Command::Clone => self.cmd_clone(),
             Command::GetForkMessages => Ok(Some(
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
@@ -685,7 +621,7 @@ impl Machine {
     }
 
     /// After the session object changed: context from it, queues emptied.
-    fn reset_context(&mut self) {
+    pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
         self.messages = self.session.build_context();
         self.steering.clear();
@@ -794,97 +730,6 @@ impl Machine {
         if self.is_idle() {
             self.emit(&Frame::AgentSettled);
         }
-    }
-
-    // ---- auto-retry ---------------------------------------------------------------------------
-
-    /// After a run that ended with an error: schedule a retry (true) or give up.
-    fn maybe_schedule_retry(&mut self, a: &AssistantMessage) -> bool {
-        let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
-            return false;
-        };
-        if a.stop_reason != StopReason::Error
-            || !self.auto_retry
-            || !crate::retry::is_transient(err)
-        {
-            return false;
-        }
-        let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
-        if crate::compaction::is_context_overflow(a, window) {
-            return false;
-        }
-        self.retry_attempt += 1;
-        let max = self.settings.retry_max_retries();
-        if self.retry_attempt > max {
-            let attempt = self.retry_attempt - 1;
-            self.retry_attempt = 0;
-            self.emit(&Frame::AutoRetryEnd {
-                success: false,
-                attempt,
-                final_error: Some(err),
-            });
-            return false;
-        }
-        let delay = crate::retry::delay_ms(
-            self.settings.retry_base_delay_ms(),
-            self.retry_attempt,
-            self.last_retry_after.take(),
-            self.settings.retry_max_delay_ms(),
-        );
-        self.emit(&Frame::AutoRetryStart {
-            attempt: self.retry_attempt,
-            max_attempts: max,
-            delay_ms: delay,
-            error_message: err,
-        });
-        // The failed message leaves the context (it stays in the session file).
-        if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
-            self.messages.pop();
-        }
-        self.retry_seq += 1;
-        let cancel = crate::retry::start_timer(
-            self.retry_seq,
-            std::time::Duration::from_millis(delay),
-            self.worker_tx.clone(),
-        );
-        self.retry_wait = Some((self.retry_seq, cancel));
-        true
-    }
-
-    /// The first non-error assistant message after retries ends them successfully.
-    pub(crate) fn retry_message_end(&mut self, a: &AssistantMessage) {
-        if a.stop_reason != StopReason::Error && self.retry_attempt > 0 {
-            let attempt = self.retry_attempt;
-            self.retry_attempt = 0;
-            self.emit(&Frame::AutoRetryEnd {
-                success: true,
-                attempt,
-                final_error: None,
-            });
-        }
-    }
-
-    fn on_retry_due(&mut self, id: u64) {
-        if self.retry_wait.as_ref().is_some_and(|(i, _)| *i == id) {
-            self.retry_wait = None;
-            self.start_run(Vec::new());
-        }
-    }
-
-    /// `abort` / `abort_retry` while waiting: cancel the timer. True if a retry was pending.
-    fn cancel_retry(&mut self) -> bool {
-        let Some((_, mut cancel)) = self.retry_wait.take() else {
-            return false;
-        };
-        cancel.cancel();
-        let attempt = self.retry_attempt;
-        self.retry_attempt = 0;
-        self.emit(&Frame::AutoRetryEnd {
-            success: false,
-            attempt,
-            final_error: Some(crate::retry::RETRY_CANCELLED),
-        });
-        true
     }
 
     // ---- models and thinking ------------------------------------------------------------------

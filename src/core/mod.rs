@@ -2,10 +2,12 @@
 //! state and handles them one at a time.
 
 pub mod agent;
+pub mod auto_retry;
 pub mod bash;
 pub mod compact;
 pub mod context;
 pub mod event;
 pub mod machine;
 pub mod queues;
+pub mod sessions;
 pub mod system_prompt;

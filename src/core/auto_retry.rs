@@ -1,0 +1,99 @@
+//! Auto-retry as the state machine runs it: after a run that ended with a transient error, wait
+//! (on a timer thread, [`crate::retry::start_timer`]) and re-run without the failed reply;
+//! `auto_retry_start` / `auto_retry_end` as the reference emits them (spec 9). Which errors are
+//! transient and the delays are in [`crate::retry`].
+
+use crate::core::machine::Machine;
+use crate::message::{AgentMessage, AssistantMessage, StopReason};
+use crate::rpc::event::Event as Frame;
+
+impl Machine {
+    /// After a run that ended with an error: schedule a retry (true) or give up.
+    pub(crate) fn maybe_schedule_retry(&mut self, a: &AssistantMessage) -> bool {
+        let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
+            return false;
+        };
+        if a.stop_reason != StopReason::Error
+            || !self.auto_retry
+            || !crate::retry::is_transient(err)
+        {
+            return false;
+        }
+        let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
+        if crate::compaction::is_context_overflow(a, window) {
+            return false;
+        }
+        self.retry_attempt += 1;
+        let max = self.settings.retry_max_retries();
+        if self.retry_attempt > max {
+            let attempt = self.retry_attempt - 1;
+            self.retry_attempt = 0;
+            self.emit(&Frame::AutoRetryEnd {
+                success: false,
+                attempt,
+                final_error: Some(err),
+            });
+            return false;
+        }
+        let delay = crate::retry::delay_ms(
+            self.settings.retry_base_delay_ms(),
+            self.retry_attempt,
+            self.last_retry_after.take(),
+            self.settings.retry_max_delay_ms(),
+        );
+        self.emit(&Frame::AutoRetryStart {
+            attempt: self.retry_attempt,
+            max_attempts: max,
+            delay_ms: delay,
+            error_message: err,
+        });
+        // The failed message leaves the context (it stays in the session file).
+        if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
+            self.messages.pop();
+        }
+        self.retry_seq += 1;
+        let cancel = crate::retry::start_timer(
+            self.retry_seq,
+            std::time::Duration::from_millis(delay),
+            self.worker_tx.clone(),
+        );
+        self.retry_wait = Some((self.retry_seq, cancel));
+        true
+    }
+
+    /// The first non-error assistant message after retries ends them successfully.
+    pub(crate) fn retry_message_end(&mut self, a: &AssistantMessage) {
+        if a.stop_reason != StopReason::Error && self.retry_attempt > 0 {
+            let attempt = self.retry_attempt;
+            self.retry_attempt = 0;
+            self.emit(&Frame::AutoRetryEnd {
+                success: true,
+                attempt,
+                final_error: None,
+            });
+        }
+    }
+
+    pub(crate) fn on_retry_due(&mut self, id: u64) {
+        if self.retry_wait.as_ref().is_some_and(|(i, _)| *i == id) {
+            self.retry_wait = None;
+            self.start_run(Vec::new());
+        }
+    }
+
+    /// `abort` / `abort_retry` while waiting: cancel the timer. True if a retry was pending.
+    pub(crate) fn cancel_retry(&mut self) -> bool {
+        let Some((_, mut cancel)) = self.retry_wait.take() else {
+            return false;
+        };
+        cancel.cancel();
+        let attempt = self.retry_attempt;
+        self.retry_attempt = 0;
+        self.emit(&Frame::AutoRetryEnd {
+            success: false,
+            attempt,
+            final_error: Some(crate::retry::RETRY_CANCELLED),
+        });
+        true
+    }
+}

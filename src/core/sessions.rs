@@ -1,0 +1,87 @@
+//! Session commands: `new_session`, `switch_session`, `fork` / `branch`, `clone`. Each replaces
+//! the session object the machine owns and rebuilds the agent's context from it; a running turn
+//! is stopped silently first where the reference does so (new, switch).
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::core::machine::Machine;
+use crate::message::ThinkingLevel;
+use crate::session::Session;
+
+type Reply = Result<Option<Value>, String>;
+
+impl Machine {
+    pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Reply {
+        self.discard_run();
+        let dir = self
+            .session
+            .session_dir()
+            .map(PathBuf::from)
+            .filter(|_| self.session.is_persisted());
+        let cwd = self.cwd.to_string_lossy().to_string();
+        self.session = Session::new(&cwd, dir, parent_session);
+        self.session.append_thinking_level_change(self.thinking);
+        self.reset_context();
+        Ok(Some(json!({ "cancelled": false })))
+    }
+
+    pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Reply {
+        let path = self.cwd.join(session_path);
+        let mut loaded = Session::open(&path)?;
+        self.discard_run();
+        if let Some(dir) = self
+            .session
+            .session_dir()
+            .filter(|_| self.session.is_persisted())
+        {
+            loaded.set_session_dir(dir.to_path_buf());
+        }
+        for w in loaded.take_warnings() {
+            eprintln!("pith: session: {w}");
+        }
+        self.session = loaded;
+        if let Some((p, i)) = self.session.model() {
+            if let Some(m) = self
+                .registry
+                .find(&p, &i)
+                .filter(|m| self.auth.has_auth(&m.provider))
+            {
+                self.model = Some(m.clone());
+            }
+        }
+        let recorded = self.session.thinking_level();
+        let wanted = recorded
+            .or(self.settings.default_thinking_level())
+            .unwrap_or(ThinkingLevel::Medium);
+        self.thinking = match &self.model {
+            Some(m) if m.reasoning => {
+                crate::llm::clamp_thinking(&self.registry.thinking_levels(m), wanted)
+            }
+            _ => ThinkingLevel::Off,
+        };
+        if recorded.is_none() {
+            self.session.append_thinking_level_change(self.thinking);
+        }
+        self.reset_context();
+        Ok(Some(json!({ "cancelled": false })))
+    }
+
+    pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Reply {
+        let (forked, text) = self.session.fork_at(entry_id)?;
+        self.session = forked;
+        self.session_id = self.session.id().to_string();
+        self.messages = self.session.build_context();
+        self.flush_session_warnings();
+        Ok(Some(json!({ "text": text, "cancelled": false })))
+    }
+
+    pub(crate) fn cmd_clone(&mut self) -> Reply {
+        self.session = self.session.clone_branch();
+        self.session_id = self.session.id().to_string();
+        self.messages = self.session.build_context();
+        self.flush_session_warnings();
+        Ok(Some(json!({ "cancelled": false })))
+    }
+}
