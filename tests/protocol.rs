@@ -423,3 +423,38 @@ fn oversized_line_is_skipped_with_an_error() {
     assert_eq!(ev["name"].as_str().unwrap().len(), 3 * 1024 * 1024);
     assert_eq!(p.recv()["id"], "big");
 }
+
+#[test]
+fn stdin_eof_during_a_run_lets_it_finish_then_exits_zero() {
+    let w = World::new();
+    let script = w.cwd().join("faux.jsonl");
+    std::fs::write(
+        &script,
+        "{\"text\":\"a slow answer in several pieces\",\"delayMs\":20}\n",
+    )
+    .unwrap();
+    let script = script.to_string_lossy().to_string();
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        &script,
+    ]);
+    p.send(json!({"id":"p","type":"prompt","message":"go"}));
+    p.close_stdin();
+    let frames = p.recv_until(|v| v["type"] == "agent_settled");
+    let end = frames
+        .iter()
+        .find(|v| v["type"] == "agent_end")
+        .expect("agent_end");
+    assert_eq!(
+        end["messages"][1]["content"][0]["text"],
+        "a slow answer in several pieces"
+    );
+    assert_eq!(p.wait(Duration::from_secs(5)).code(), Some(0));
+}
