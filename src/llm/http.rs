@@ -61,7 +61,11 @@ pub fn agent(timeouts: &Timeouts) -> ureq::Agent {
         .max_redirects(0)
         .user_agent(ureq::config::AutoHeaderValue::None);
     if let Some(roots) = custom_roots() {
-        builder = builder.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+        builder = builder.tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(roots.clone())
+                .build(),
+        );
     }
     ureq::Agent::new_with_config(builder.build())
 }
@@ -108,13 +112,27 @@ fn classify(e: ureq::Error) -> HttpError {
     }
 }
 
-/// Root certificates from `SSL_CERT_FILE` / `SSL_CERT_DIR`, if either is set and yields any.
-fn custom_roots() -> Option<ureq::tls::RootCerts> {
+/// Root certificates from `SSL_CERT_FILE` / `SSL_CERT_DIR`, read once per process (the files do
+/// not change under a running agent; a `OnceLock` holds the immutable result, nothing mutates it).
+fn custom_roots() -> Option<&'static ureq::tls::RootCerts> {
+    static ROOTS: std::sync::OnceLock<Option<ureq::tls::RootCerts>> = std::sync::OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let file = std::env::var_os("SSL_CERT_FILE");
+            let dir = std::env::var_os("SSL_CERT_DIR");
+            roots_from(file.as_deref().map(Path::new), dir.as_deref())
+        })
+        .as_ref()
+}
+
+/// The certificates of a PEM bundle file and of every file in the directories of `dir` (a
+/// `PATH`-style list); `None` when there are none.
+fn roots_from(file: Option<&Path>, dir: Option<&std::ffi::OsStr>) -> Option<ureq::tls::RootCerts> {
     let mut certs = Vec::new();
-    if let Some(file) = std::env::var_os("SSL_CERT_FILE") {
-        load_pem_file(Path::new(&file), &mut certs);
+    if let Some(file) = file {
+        load_pem_file(file, &mut certs);
     }
-    if let Some(dir) = std::env::var_os("SSL_CERT_DIR") {
+    if let Some(dir) = dir {
         for d in std::env::split_paths(&dir) {
             if let Ok(entries) = std::fs::read_dir(&d) {
                 for entry in entries.flatten() {
@@ -146,5 +164,22 @@ fn load_pem_file(path: &Path, out: &mut Vec<ureq::tls::Certificate<'static>>) {
         if let ureq::tls::PemItem::Certificate(c) = item {
             out.push(c);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_roots_from_a_file_and_a_directory() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tls/test-ca.pem");
+        assert!(roots_from(Some(&fixture), None).is_some());
+        let dir = fixture.parent().unwrap().as_os_str().to_owned();
+        assert!(roots_from(None, Some(&dir)).is_some());
+        assert!(roots_from(Some(Path::new("/nonexistent/ca.pem")), None).is_none());
+        let not_pem = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        assert!(roots_from(Some(&not_pem), None).is_none());
+        let _ = agent(&Timeouts::default()); // builds with or without custom roots
     }
 }
