@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::cli::{self, Mode, Options};
 use crate::config::{self, Settings};
-use crate::core::machine::{Channels, Machine, Startup};
+use crate::core::machine::{Channels, Exit, Machine, Startup};
 use crate::core::system_prompt;
 use crate::io;
 use crate::llm::models::{
@@ -366,7 +366,15 @@ fn run_rpc(startup: Startup) -> i32 {
     );
     let exit = machine.run();
     // The machine and its senders are gone: the writer drains what is queued and stops. (The
-    // stdin thread may still be blocked in read(2); exiting the process ends it.)
-    let _ = writer.join();
+    // stdin thread may still be blocked in read(2); exiting the process ends it.) After a signal
+    // the host may not be reading at all, so the drain gets a short grace period only.
+    if matches!(exit, Exit::Signal(_)) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        while !writer.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    } else {
+        let _ = writer.join();
+    }
     exit.code()
 }

@@ -458,3 +458,42 @@ fn stdin_eof_during_a_run_lets_it_finish_then_exits_zero() {
     );
     assert_eq!(p.wait(Duration::from_secs(5)).code(), Some(0));
 }
+
+#[test]
+fn sigterm_gets_through_while_the_host_does_not_read_stdout() {
+    // The host never reads: pith fills the pipe and its bounded queue, then blocks on output.
+    // A SIGTERM must still end it promptly with 143.
+    let w = World::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["--mode", "rpc", "--no-session"])
+        .current_dir(w.cwd())
+        .env("PI_CODING_AGENT_DIR", w.agent_dir())
+        .env("HOME", w.dir.path().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap(); // kept open, never read
+    let mut stdin = child.stdin.take().unwrap();
+    let name = "n".repeat(4096);
+    let burst: String = (0..400)
+        .map(|i| format!("{{\"id\":{i},\"type\":\"set_session_name\",\"name\":\"{name}\"}}\n"))
+        .collect();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(burst.as_bytes());
+        stdin
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = support::wait_timeout(&mut child, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(143));
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    drop(stdout);
+    let _ = writer.join();
+}

@@ -111,6 +111,8 @@ pub struct Machine {
 
     /// The agent run in progress, if any.
     pub(crate) run: Option<Run>,
+    /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
+    exit_signal: Option<i32>,
     /// The RPC `bash` command in flight.
     pub(crate) bash: Option<crate::core::bash::BashJob>,
     /// Bash executions that finished during a run: recorded before the next prompt.
@@ -162,6 +164,7 @@ impl Machine {
             messages,
             run: None,
             retry_attempt: 0,
+            exit_signal: None,
             bash: None,
             deferred_bash: Vec::new(),
             retry_wait: None,
@@ -190,6 +193,9 @@ impl Machine {
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
     pub fn run(mut self) -> Exit {
         loop {
+            if let Some(sig) = self.exit_signal {
+                return self.shutdown_on_signal(sig);
+            }
             if self.client_gone {
                 self.cancel_all_work();
                 return Exit::ClientGone;
@@ -275,6 +281,7 @@ impl Machine {
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
         eprintln!("pith: received signal {sig}; exiting");
+        self.exit_signal = Some(sig);
         self.cancel_all_work();
         Exit::Signal(sig)
     }
@@ -307,12 +314,35 @@ impl Machine {
 
     // ---- output ------------------------------------------------------------------------------
 
+    /// Hand a frame to the stdout writer. The queue is bounded, so a host that does not read
+    /// stops pith here; a signal must still get through, so while the queue is full the machine
+    /// also listens to the control channel. After a signal (or when the host is gone) frames are
+    /// dropped and the main loop exits.
     pub(crate) fn send(&mut self, line: Vec<u8>) {
         if self.client_gone {
             return;
         }
-        if self.stdout.send(line).is_err() {
-            self.client_gone = true;
+        let line = match self.stdout.try_send(line) {
+            Ok(()) => return,
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                self.client_gone = true;
+                return;
+            }
+            // Shutting down: what does not fit is dropped, nothing may block now.
+            Err(crossbeam_channel::TrySendError::Full(_)) if self.exit_signal.is_some() => return,
+            Err(crossbeam_channel::TrySendError::Full(line)) => line,
+        };
+        select! {
+            send(self.stdout, line) -> r => {
+                if r.is_err() {
+                    self.client_gone = true;
+                }
+            }
+            recv(self.control_rx) -> c => match c {
+                Ok(Control::Signal(sig)) => self.exit_signal = Some(sig),
+                Ok(Control::ClientGone) => self.client_gone = true,
+                Err(_) => {}
+            },
         }
     }
 
