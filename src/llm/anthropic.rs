@@ -91,22 +91,8 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (None, _) => h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into())),
     }
-    merge_model_headers(&mut h, &req.model);
+    crate::llm::http::merge_model_headers(&mut h, &req.model);
     h
-}
-
-/// `model.headers` override defaults with the same name.
-pub fn merge_model_headers(h: &mut Vec<(String, String)>, model: &Model) {
-    if let Some(extra) = &model.headers {
-        for (k, v) in extra {
-            let v = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
-            h.push((k.to_ascii_lowercase(), v));
-        }
-    }
 }
 
 pub fn build_body(req: &LlmRequest) -> Value {

@@ -15,7 +15,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     if let Some(k) = &req.api_key {
         h.push(("x-goog-api-key".into(), k.clone()));
     }
-    crate::llm::anthropic::merge_model_headers(&mut h, &req.model);
+    crate::llm::http::merge_model_headers(&mut h, &req.model);
     Prepared {
         url: format!(
             "{base}/models/{}:streamGenerateContent?alt=sse",

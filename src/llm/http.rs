@@ -112,6 +112,20 @@ fn classify(e: ureq::Error) -> HttpError {
     }
 }
 
+/// `model.headers` override defaults with the same name.
+pub fn merge_model_headers(h: &mut Vec<(String, String)>, model: &crate::llm::Model) {
+    if let Some(extra) = &model.headers {
+        for (k, v) in extra {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+            h.push((k.to_ascii_lowercase(), v));
+        }
+    }
+}
+
 /// Root certificates from `SSL_CERT_FILE` / `SSL_CERT_DIR`, read once per process (the files do
 /// not change under a running agent; a `OnceLock` holds the immutable result, nothing mutates it).
 fn custom_roots() -> Option<&'static ureq::tls::RootCerts> {

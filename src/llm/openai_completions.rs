@@ -96,7 +96,18 @@ pub fn compat(model: &Model) -> Compat {
 }
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
-    let base = req.model.base_url.trim_end_matches('/');
+    Prepared {
+        url: format!(
+            "{}/chat/completions",
+            req.model.base_url.trim_end_matches('/')
+        ),
+        headers: sdk_headers(req),
+        body: build_body(req),
+    }
+}
+
+/// The headers the OpenAI SDK sends (both OpenAI APIs), the bearer key, then the model's headers.
+pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     let mut h: Vec<(String, String)> = vec![
         ("accept".into(), "application/json".into()),
         ("content-type".into(), "application/json".into()),
@@ -106,12 +117,8 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     if let Some(k) = &req.api_key {
         h.push(("authorization".into(), format!("Bearer {k}")));
     }
-    crate::llm::anthropic::merge_model_headers(&mut h, &req.model);
-    Prepared {
-        url: format!("{base}/chat/completions"),
-        headers: h,
-        body: build_body(req),
-    }
+    crate::llm::http::merge_model_headers(&mut h, &req.model);
+    h
 }
 
 pub fn normalize_id(id: &str) -> String {

@@ -10,20 +10,9 @@ use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
-    let base = req.model.base_url.trim_end_matches('/');
-    let mut h: Vec<(String, String)> = vec![
-        ("accept".into(), "application/json".into()),
-        ("content-type".into(), "application/json".into()),
-        ("user-agent".into(), "OpenAI/JS 6.26.0".into()),
-        ("x-stainless-lang".into(), "js".into()),
-    ];
-    if let Some(k) = &req.api_key {
-        h.push(("authorization".into(), format!("Bearer {k}")));
-    }
-    crate::llm::anthropic::merge_model_headers(&mut h, &req.model);
     Prepared {
-        url: format!("{base}/responses"),
-        headers: h,
+        url: format!("{}/responses", req.model.base_url.trim_end_matches('/')),
+        headers: crate::llm::openai_completions::sdk_headers(req),
         body: build_body(req),
     }
 }
