@@ -6,20 +6,17 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use pith::llm::stream::{self, StreamHandle};
-use pith::llm::{LlmRequest, Model, ModelCost, StreamEvent, Timeouts, ToolSchema};
+use pith::llm::stream::{self};
+use pith::llm::{LlmRequest, Model, ModelCost, StreamEvent, ToolSchema};
 use pith::message::{
-    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ThinkingContent, ThinkingLevel,
-    ToolCall, ToolResultMessage, UserContent, UserMessage,
+    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ThinkingContent, ToolCall,
+    ToolResultMessage,
 };
 use serde_json::{Value, json};
 use support::fake_llm::{FakeLlm, Reply};
-
-const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{FIX}/{name}")).expect("fixture")
-}
+use support::streams::{
+    assert_cancel_is_prompt, collect, final_message, fixture_text as fixture, request, start, user,
+};
 
 fn anthropic_model(base: &str) -> Model {
     Model {
@@ -62,63 +59,6 @@ fn openai_model(base: &str) -> Model {
         max_tokens: 16384,
         headers: None,
         compat: None,
-    }
-}
-
-fn user(text: &str) -> LlmMessage {
-    LlmMessage::User(UserMessage {
-        content: UserContent::Blocks(vec![Content::text(text)]),
-        timestamp: 1,
-    })
-}
-
-fn request(model: Model, messages: Vec<LlmMessage>) -> LlmRequest {
-    LlmRequest {
-        model,
-        api_key: Some("sk-test-key".into()),
-        system_prompt: "You are a test.".into(),
-        messages,
-        tools: Vec::new(),
-        thinking: ThinkingLevel::Medium,
-        session_id: None,
-        max_tokens: None,
-        timeouts: Timeouts {
-            connect: Duration::from_secs(5),
-            stall: Duration::from_secs(10),
-        },
-        faux_script: None,
-    }
-}
-
-fn start(req: LlmRequest) -> (StreamHandle, crossbeam_channel::Receiver<StreamEvent>) {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let h = stream::spawn(req, Box::new(move |ev| tx.send(ev).is_ok()));
-    (h, rx)
-}
-
-/// Run to completion; every event, the last being Done or Error (asserted).
-fn collect(req: LlmRequest) -> Vec<StreamEvent> {
-    let (_h, rx) = start(req);
-    let mut out = Vec::new();
-    loop {
-        let ev = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("stream ended without a final event");
-        let last = matches!(ev, StreamEvent::Done { .. } | StreamEvent::Error { .. });
-        out.push(ev);
-        if last {
-            break;
-        }
-    }
-    // Exactly one final event: nothing follows it.
-    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
-    out
-}
-
-fn final_message(events: &[StreamEvent]) -> &AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Done { message }) | Some(StreamEvent::Error { message, .. }) => message,
-        other => panic!("no final event: {other:?}"),
     }
 }
 
@@ -710,50 +650,10 @@ fn cancel_mid_stream_is_prompt_even_while_stalled() {
             .chunked(50, Duration::ZERO)
             .stall_after(at, Duration::from_secs(5)),
     ]);
-    let (mut h, rx) = start(request(anthropic_model(&srv.base_url()), vec![user("u")]));
-    let mut seen = String::new();
-    loop {
-        match rx.recv_timeout(Duration::from_secs(5)).expect("event") {
-            StreamEvent::TextDelta { delta, .. } => {
-                seen.push_str(&delta);
-                // Let the rest of what was sent before the stall arrive.
-                std::thread::sleep(Duration::from_millis(100));
-                break;
-            }
-            StreamEvent::Done { .. } | StreamEvent::Error { .. } => panic!("ended early"),
-            _ => {}
-        }
-    }
-    let t = Instant::now();
-    h.cancel();
-    let last = loop {
-        let ev = rx
-            .recv_timeout(Duration::from_secs(2))
-            .expect("final event after cancel");
-        match ev {
-            StreamEvent::TextDelta { delta, .. } => seen.push_str(&delta),
-            StreamEvent::Done { .. } | StreamEvent::Error { .. } => break ev,
-            _ => {}
-        }
-    };
-    assert!(
-        t.elapsed() < Duration::from_millis(100),
-        "cancel took {:?}",
-        t.elapsed()
+    assert_cancel_is_prompt(
+        request(anthropic_model(&srv.base_url()), vec![user("u")]),
+        "Hello",
     );
-    let StreamEvent::Error { message, .. } = last else {
-        panic!("expected Error")
-    };
-    assert_eq!(message.stop_reason, StopReason::Aborted);
-    assert_eq!(
-        message.error_message.as_deref(),
-        Some("This operation was aborted")
-    );
-    assert!(seen.starts_with("Hello"));
-    assert_eq!(message.text(), seen);
-    let t = Instant::now();
-    h.join();
-    assert!(t.elapsed() < Duration::from_millis(100));
 }
 
 #[test]

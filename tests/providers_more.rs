@@ -9,21 +9,15 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use pith::llm::stream::{self, StreamHandle};
-use pith::llm::{LlmRequest, Model, ModelCost, StreamEvent, Timeouts};
+use pith::llm::{LlmRequest, Model, ModelCost, StreamEvent};
 use pith::message::{
-    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ThinkingContent, ThinkingLevel,
-    ToolCall, UserContent, UserMessage,
+    AssistantMessage, Content, StopReason, TextContent, ThinkingContent, ToolCall,
 };
 use serde_json::{Value, json};
 use support::fake_llm::{FakeLlm, Reply};
+use support::streams::{self, collect, final_message, fixture_text as fixture, user};
 
-const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
 const UNICODE: &str = "héllo 😀 中文\u{2028}x";
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{FIX}/{name}")).expect("fixture")
-}
 
 fn responses_model(base: &str) -> Model {
     Model {
@@ -87,65 +81,13 @@ fn completions_model(base: &str) -> Model {
     }
 }
 
-fn user(text: &str) -> LlmMessage {
-    LlmMessage::User(UserMessage {
-        content: UserContent::Blocks(vec![Content::text(text)]),
-        timestamp: 1,
-    })
-}
-
 fn request(model: Model) -> LlmRequest {
-    LlmRequest {
-        model,
-        api_key: Some("sk-test-key".into()),
-        system_prompt: "You are a test.".into(),
-        messages: vec![user("q")],
-        tools: Vec::new(),
-        thinking: ThinkingLevel::Medium,
-        session_id: None,
-        max_tokens: None,
-        timeouts: Timeouts {
-            connect: Duration::from_secs(5),
-            stall: Duration::from_secs(10),
-        },
-        faux_script: None,
-    }
-}
-
-fn start(req: LlmRequest) -> (StreamHandle, crossbeam_channel::Receiver<StreamEvent>) {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let h = stream::spawn(req, Box::new(move |ev| tx.send(ev).is_ok()));
-    (h, rx)
-}
-
-/// Run to completion; every event, the last being Done or Error, nothing after it.
-fn collect(req: LlmRequest) -> Vec<StreamEvent> {
-    let (_h, rx) = start(req);
-    let mut out = Vec::new();
-    loop {
-        let ev = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("stream ended without a final event");
-        let last = matches!(ev, StreamEvent::Done { .. } | StreamEvent::Error { .. });
-        out.push(ev);
-        if last {
-            break;
-        }
-    }
-    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
-    out
+    streams::request(model, vec![user("q")])
 }
 
 /// `collect` for the default request (one user message) to `model`.
 fn collect_on(model: Model) -> Vec<StreamEvent> {
     collect(request(model))
-}
-
-fn final_message(events: &[StreamEvent]) -> &AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Done { message }) | Some(StreamEvent::Error { message, .. }) => message,
-        other => panic!("no final event: {other:?}"),
-    }
 }
 
 fn done_message(events: &[StreamEvent]) -> &AssistantMessage {
@@ -281,49 +223,7 @@ fn assert_cancel_is_prompt(model: fn(&str) -> Model, body: String, at: usize, pr
             .chunked(32, Duration::ZERO)
             .stall_after(at, Duration::from_secs(5)),
     ]);
-    let (mut h, rx) = start(request(model(&srv.base_url())));
-    let mut seen = String::new();
-    loop {
-        match rx.recv_timeout(Duration::from_secs(5)).expect("event") {
-            StreamEvent::TextDelta { delta, .. } => {
-                seen.push_str(&delta);
-                std::thread::sleep(Duration::from_millis(100));
-                break;
-            }
-            StreamEvent::Done { .. } | StreamEvent::Error { .. } => panic!("ended early"),
-            _ => {}
-        }
-    }
-    let t = Instant::now();
-    h.cancel();
-    let last = loop {
-        let ev = rx
-            .recv_timeout(Duration::from_secs(2))
-            .expect("final event after cancel");
-        match ev {
-            StreamEvent::TextDelta { delta, .. } => seen.push_str(&delta),
-            StreamEvent::Done { .. } | StreamEvent::Error { .. } => break ev,
-            _ => {}
-        }
-    };
-    assert!(
-        t.elapsed() < Duration::from_millis(100),
-        "cancel took {:?}",
-        t.elapsed()
-    );
-    let StreamEvent::Error { message, .. } = last else {
-        panic!("expected Error")
-    };
-    assert_eq!(message.stop_reason, StopReason::Aborted);
-    assert_eq!(
-        message.error_message.as_deref(),
-        Some("This operation was aborted")
-    );
-    assert!(seen.starts_with(prefix), "{seen:?}");
-    assert_eq!(message.text(), seen);
-    let t = Instant::now();
-    h.join();
-    assert!(t.elapsed() < Duration::from_millis(100));
+    streams::assert_cancel_is_prompt(request(model(&srv.base_url())), prefix);
 }
 
 /// Each reply is an HTTP error; each stream ends in one lone Error event with `want`.
