@@ -60,6 +60,8 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in warnings {
         eprintln!("{w}");
     }
+    // The flag wins over settings `pith.compat`; default 0.73.
+    let compat = opts.compat.or(settings.compat()).unwrap_or_default();
     let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
@@ -233,6 +235,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         tools: active,
         faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
+        compat,
     })
 }
 

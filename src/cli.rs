@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 
+use crate::compat::Compat;
 use crate::message::ThinkingLevel;
 use crate::rpc::event::Partials;
 
@@ -36,6 +37,8 @@ pub struct Options {
     pub tools: Option<Vec<String>>,
     pub faux_script: Option<String>,
     pub partials: Partials,
+    /// `--compat`: which pi protocol version to emit (None = settings, else 0.73).
+    pub compat: Option<Compat>,
     /// Positional arguments: the prompt in print/json mode.
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
@@ -75,6 +78,7 @@ OPTIONS:
     -c, --continue                 Continue the most recent session of this directory
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
+    --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -121,6 +125,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         tools: None,
         faux_script: None,
         partials: Partials::Full,
+        compat: None,
         messages: Vec::new(),
         file_args: Vec::new(),
     };
@@ -173,6 +178,12 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                         ));
                     }
                 }
+            }
+            Long("compat") => {
+                let v = value(&mut p, "--compat")?;
+                o.compat = Some(Compat::parse(&v).ok_or_else(|| {
+                    format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
+                })?);
             }
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
@@ -234,6 +245,11 @@ mod tests {
         assert_eq!(run(&["-p", "hi"]).unwrap().mode, Mode::Print);
         assert_eq!(run(&["hi"]).unwrap().mode, Mode::Print);
         assert_eq!(run(&["--no-tools"]).unwrap().tools, Some(vec![]));
+        assert_eq!(
+            run(&["--compat", "0.87"]).unwrap().compat,
+            Some(Compat::V087)
+        );
+        assert_eq!(run(&[]).unwrap().compat, None);
     }
 
     #[test]
@@ -242,5 +258,6 @@ mod tests {
         assert!(run(&["--mode", "tui"]).is_err());
         assert!(run(&["--thinking", "max"]).is_err());
         assert!(run(&["--model"]).is_err());
+        assert!(run(&["--compat", "1.0"]).is_err());
     }
 }

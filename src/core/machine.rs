@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, select};
 use serde_json::{Map, Value, json};
 
+use crate::compat::Compat;
 use crate::config::Settings;
 use crate::core::agent::Run;
 use crate::core::event::{Control, Event, Worker};
@@ -44,6 +45,8 @@ pub struct Startup {
     pub append_system_prompt: Option<String>,
     pub faux_script: Option<PathBuf>,
     pub partials: Partials,
+    /// The pi protocol version pith emits.
+    pub compat: Compat,
 }
 
 /// Channels the machine listens on and writes to.
@@ -88,6 +91,8 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
+    #[allow(dead_code)] // read by the 0.87 emitters as they land (issue 9)
+    pub(crate) compat: Compat,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -185,6 +190,7 @@ impl Machine {
             agent_dir: s.agent_dir,
             settings: s.settings,
             partials: s.partials,
+            compat: s.compat,
             model: s.model,
             thinking: s.thinking,
         }
