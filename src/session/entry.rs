@@ -116,6 +116,64 @@ impl Entry {
         })
     }
 
+    /// The fast path of loading: an entry straight from a file line, kept verbatim, when the
+    /// line is in `JSON.stringify` form and its interpreted fields read cleanly
+    /// ([`super::line`]). `None`: the caller must use [`Entry::from_raw`] on the parsed object
+    /// (which then decides, with the same result as always).
+    pub fn from_line(line: &str) -> Option<Entry> {
+        if !super::line::is_canonical(line) {
+            return None;
+        }
+        let h = super::line::head(line)?;
+        let id = h.id.owned()?;
+        let entry_type = h.ty.as_str().unwrap_or("");
+        let s = |f: &super::line::LStr| f.owned().unwrap_or_default();
+        let kind = match entry_type {
+            "message" => EntryKind::Message {
+                role: s(&h.message.0),
+                message: MessageCell::default(),
+            },
+            "model_change" => EntryKind::ModelChange {
+                provider: s(&h.provider),
+                model_id: s(&h.model_id),
+            },
+            "thinking_level_change" => EntryKind::ThinkingLevelChange(s(&h.thinking_level)),
+            "compaction" => EntryKind::Compaction {
+                summary: s(&h.summary),
+                first_kept_entry_id: s(&h.first_kept_entry_id),
+                tokens_before: h.tokens_before.0.unwrap_or(0),
+            },
+            "branch_summary" => EntryKind::BranchSummary {
+                from_id: s(&h.from_id),
+                summary: s(&h.summary),
+            },
+            "custom" => EntryKind::Custom,
+            // Rare, and its content needs the full parse.
+            "custom_message" => return None,
+            "label" => EntryKind::Label {
+                target_id: s(&h.target_id),
+                label: h.label.owned(),
+            },
+            "session_info" => EntryKind::SessionInfo {
+                name: h.name.owned(),
+            },
+            _ => EntryKind::Unknown,
+        };
+        Some(Entry {
+            line: line.into(),
+            id: id.into_boxed_str(),
+            parent_id: h.parent_id.owned().map(String::into_boxed_str),
+            entry_type: entry_type.into(),
+            timestamp_ms: h
+                .timestamp
+                .as_str()
+                .and_then(ids::parse_iso_ms)
+                .unwrap_or(0),
+            kind,
+            raw: OnceLock::new(),
+        })
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -378,6 +436,50 @@ mod tests {
         assert!(odd.user_text().is_none());
         assert_eq!(odd.timestamp_ms(), 0);
         assert!(matches!(odd.kind(), EntryKind::Message { role, .. } if role == "alien"));
+    }
+
+    #[test]
+    fn the_fast_path_reads_what_the_full_path_reads() {
+        for line in [
+            r#"{"type":"message","id":"m","parentId":"p","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":5}}"#,
+            r#"{"type":"model_change","id":"a","parentId":null,"timestamp":"x","provider":"p","modelId":"m"}"#,
+            r#"{"type":"thinking_level_change","id":"a","parentId":null,"timestamp":"x","thinkingLevel":"high"}"#,
+            r#"{"type":"compaction","id":"c","parentId":"a","timestamp":"x","summary":"S","firstKeptEntryId":"k","tokensBefore":12.7}"#,
+            r#"{"type":"branch_summary","id":"b","parentId":"a","timestamp":"x","fromId":"f","summary":"S"}"#,
+            r#"{"type":"label","id":"l","parentId":"a","timestamp":"x","targetId":"t","label":"L"}"#,
+            r#"{"type":"label","id":"l","parentId":"a","timestamp":"x","targetId":"t"}"#,
+            r#"{"type":"session_info","id":"s","parentId":"a","timestamp":"x","name":"N"}"#,
+            r#"{"type":"future","id":"f","parentId":"a","z":[1,{"q":null}]}"#,
+            r#"{"type":"custom","id":"u","parentId":"a","customType":"x","data":{}}"#,
+        ] {
+            let fast = Entry::from_line(line).expect(line);
+            let full = parse(line);
+            assert_eq!(fast.line(), full.line());
+            assert_eq!(
+                (
+                    fast.id(),
+                    fast.parent_id(),
+                    fast.entry_type(),
+                    fast.timestamp_ms()
+                ),
+                (
+                    full.id(),
+                    full.parent_id(),
+                    full.entry_type(),
+                    full.timestamp_ms()
+                )
+            );
+            assert_eq!(format!("{:?}", fast.kind()), format!("{:?}", full.kind()));
+        }
+        // Left to the full path: non-canonical text, custom messages, missing ids.
+        assert!(Entry::from_line(r#"{ "type":"x","id":"i"}"#).is_none());
+        assert!(
+            Entry::from_line(
+                r#"{"type":"custom_message","customType":"c","content":"x","id":"i"}"#
+            )
+            .is_none()
+        );
+        assert!(Entry::from_line(r#"{"type":"x","id":5}"#).is_none());
     }
 
     #[test]

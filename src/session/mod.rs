@@ -17,6 +17,7 @@
 pub mod entry;
 pub mod export_html;
 pub mod ids;
+pub mod line;
 pub mod store;
 pub mod tree;
 
@@ -115,9 +116,26 @@ impl Session {
         // Current files are turned into entries line by line; older ones are collected whole
         // first, since migrating them renumbers every entry.
         let mut loader: Option<Loader> = None;
-        let report = store::read_objects(path, |obj| match &mut loader {
-            Some(l) => l.add(obj),
-            None => loader = Some(Loader::new(obj, path)),
+        let report = store::read_lines(path, |line, first| {
+            if let Some(l) = &mut loader {
+                if l.add_line(line) {
+                    return store::LineRead::Object;
+                }
+            }
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(obj)) => match &mut loader {
+                    Some(l) => {
+                        l.add(obj);
+                        store::LineRead::Object
+                    }
+                    None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
+                    None => {
+                        loader = Some(Loader::new(obj, path));
+                        store::LineRead::Object
+                    }
+                },
+                _ => store::LineRead::Unparsable,
+            }
         })?;
         let loader = loader.ok_or("Session file has no header")?;
         let (mut session, migrated, entry_warnings) = loader.finish();
@@ -657,6 +675,21 @@ impl Loader {
             count: 0,
             warnings: Vec::new(),
         }
+    }
+
+    /// The fast path for a current-version file: a canonical line becomes an entry without a
+    /// `Value` ([`Entry::from_line`]). `false`: not taken, parse it fully and call [`Loader::add`].
+    fn add_line(&mut self, line: &[u8]) -> bool {
+        let Some(session) = &mut self.session else {
+            return false;
+        };
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let Some(entry) = std::str::from_utf8(line).ok().and_then(Entry::from_line) else {
+            return false;
+        };
+        self.count += 1;
+        session.push(entry);
+        true
     }
 
     fn add(&mut self, obj: Map<String, Value>) {

@@ -69,6 +69,38 @@ pub fn read_objects(
     path: &Path,
     mut each: impl FnMut(Map<String, Value>),
 ) -> Result<ReadReport, String> {
+    read_lines(path, |line, first| {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(obj)) => {
+                if first && !is_header(&obj) {
+                    return LineRead::NotHeader;
+                }
+                each(obj);
+                LineRead::Object
+            }
+            _ => LineRead::Unparsable,
+        }
+    })
+}
+
+/// What the reader of [`read_lines`] made of one line.
+pub enum LineRead {
+    /// A JSON object, taken.
+    Object,
+    /// The first object is not a session header: the file is refused.
+    NotHeader,
+    /// Not a JSON object: skipped with a warning.
+    Unparsable,
+}
+
+/// The loop under [`read_objects`]: hands each non-blank line (with its `\n`, if any) and
+/// whether no object was taken yet to `each`, which parses it as it likes (the session loader's
+/// fast path keeps canonical lines without building a `Value`). Warnings and errors as
+/// [`read_objects`].
+pub fn read_lines(
+    path: &Path,
+    mut each: impl FnMut(&[u8], bool) -> LineRead,
+) -> Result<ReadReport, String> {
     let shown = path.display();
     let file =
         fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
@@ -105,15 +137,10 @@ pub fn read_objects(
                 "Warning: session file {shown}: skipped unparsable line {n}"
             ));
         }
-        match serde_json::from_slice::<Value>(&line) {
-            Ok(Value::Object(obj)) => {
-                if !seen_object && !is_header(&obj) {
-                    return Err(no_header());
-                }
-                seen_object = true;
-                each(obj);
-            }
-            _ => failed_line = Some(number),
+        match each(&line, !seen_object) {
+            LineRead::Object => seen_object = true,
+            LineRead::NotHeader => return Err(no_header()),
+            LineRead::Unparsable => failed_line = Some(number),
         }
     }
     if let Some(n) = failed_line {

@@ -1,0 +1,365 @@
+//! Fast decoding of one session line (pure core, no I/O).
+//!
+//! Loading a long session used to parse every line into a `serde_json::Value` tree and serialise
+//! it back to get the `JSON.stringify` form of the line: two full passes and a tree of small
+//! allocations per entry, most of the resume time of a 20,000-entry session. Here a line is read
+//! once into a borrowed [`Head`] holding only the fields the loader needs (everything else is
+//! skipped, still validated by serde_json), and it is kept verbatim when it already is in
+//! `JSON.stringify` form ([`is_canonical`]) — which every line written by pi or pith is. Anything
+//! unusual (duplicate keys, odd whitespace or number forms, non-string ids) makes the caller fall
+//! back to the full `Value` path, so the result is always the same as before, only faster.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::json::js_number;
+
+/// A string field read leniently: any other JSON type reads as `None` (as `Value::as_str`).
+#[derive(Default, Debug)]
+pub struct LStr<'a>(pub Option<Cow<'a, str>>);
+
+impl LStr<'_> {
+    pub fn as_str(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+    pub fn owned(&self) -> Option<String> {
+        self.0.as_deref().map(str::to_string)
+    }
+}
+
+struct LStrVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for LStrVisitor<'a> {
+    type Value = LStr<'a>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(LStr(Some(Cow::Borrowed(v))))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(LStr(Some(Cow::Owned(v.to_string()))))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(LStr(Some(Cow::Owned(v))))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(LStr(None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(LStr(None))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LStrVisitor(std::marker::PhantomData))
+    }
+}
+
+/// A number field read leniently (`tokensBefore`): non-negative integers as they are, floats
+/// clamped at 0 and truncated, anything else `None`.
+#[derive(Default, Debug)]
+pub struct LU64(pub Option<u64>);
+
+struct LU64Visitor;
+
+impl<'de> Visitor<'de> for LU64Visitor {
+    type Value = LU64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(LU64(Some(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(LU64(Some(if v < 0 { 0 } else { v as u64 })))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(LU64(Some(v.max(0.0) as u64)))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+        Ok(LU64(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(LU64(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(LU64(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(LU64(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(LU64(None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(LU64(None))
+    }
+}
+
+impl<'de> Deserialize<'de> for LU64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LU64Visitor)
+    }
+}
+
+/// The `role` of a `message` field (any other shape reads as no role).
+#[derive(Default, Debug)]
+pub struct Role<'a>(pub LStr<'a>);
+
+struct RoleVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for RoleVisitor<'a> {
+    type Value = Role<'a>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut role = LStr(None);
+        let mut seen = false;
+        while let Some(key) = map.next_key::<LStr<'de>>()? {
+            if key.as_str() == Some("role") {
+                if seen {
+                    // A duplicate key: let the full parser decide which one counts.
+                    return Err(de::Error::custom("duplicate role"));
+                }
+                seen = true;
+                role = map.next_value()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(Role(role))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Role::default())
+    }
+    fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Role::default())
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Role<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RoleVisitor(std::marker::PhantomData))
+    }
+}
+
+/// The fields of an entry line the loader interprets; all others are skipped. A duplicate key
+/// is an error here (serde's derive), which sends the line down the full path.
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+pub struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    pub ty: LStr<'a>,
+    #[serde(borrow)]
+    pub id: LStr<'a>,
+    #[serde(rename = "parentId", borrow)]
+    pub parent_id: LStr<'a>,
+    #[serde(borrow)]
+    pub timestamp: LStr<'a>,
+    #[serde(borrow)]
+    pub message: Role<'a>,
+    #[serde(borrow)]
+    pub provider: LStr<'a>,
+    #[serde(rename = "modelId", borrow)]
+    pub model_id: LStr<'a>,
+    #[serde(rename = "thinkingLevel", borrow)]
+    pub thinking_level: LStr<'a>,
+    #[serde(borrow)]
+    pub summary: LStr<'a>,
+    #[serde(rename = "firstKeptEntryId", borrow)]
+    pub first_kept_entry_id: LStr<'a>,
+    #[serde(rename = "tokensBefore")]
+    pub tokens_before: LU64,
+    #[serde(rename = "fromId", borrow)]
+    pub from_id: LStr<'a>,
+    #[serde(rename = "targetId", borrow)]
+    pub target_id: LStr<'a>,
+    #[serde(borrow)]
+    pub label: LStr<'a>,
+    #[serde(borrow)]
+    pub name: LStr<'a>,
+}
+
+/// Parse the interpreted fields of a line; `None` when the line is not a JSON object this fast
+/// path can vouch for (the caller then uses the full parser).
+pub fn head(line: &str) -> Option<Head<'_>> {
+    // serde's derived structs also accept arrays: only objects are entries.
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Head>(line).ok()
+}
+
+/// Whether `line` (one JSON object) is exactly what `JSON.stringify` would write for it: no
+/// whitespace between tokens, numbers in JavaScript's shortest form, strings with only the
+/// escapes JavaScript produces. Such a line can be kept as it is instead of re-serialised.
+/// Conservative: `false` only costs the slow path.
+pub fn is_canonical(line: &str) -> bool {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    let Some(&c) = b.get(i) else { return false };
+                    match c {
+                        b'"' => break,
+                        b'\\' => {
+                            match b.get(i + 1) {
+                                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                                Some(b'u') => {
+                                    // JSON.stringify writes \u00XX (lowercase) for control
+                                    // characters without a short form; anything else would
+                                    // be written raw.
+                                    let hex = b.get(i + 2..i + 6);
+                                    let ok = matches!(hex, Some([b'0', b'0', h, l])
+                                        if (*h == b'0' || *h == b'1')
+                                            && (l.is_ascii_digit() || (b'a'..=b'f').contains(l))
+                                            && !matches!((h, l), (b'0', b'8' | b'9' | b'c' | b'd') | (b'0', b'a')));
+                                    if !ok {
+                                        return false;
+                                    }
+                                    i += 6;
+                                }
+                                _ => return false,
+                            }
+                        }
+                        _ => i += 1,
+                    }
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let tok = &line[start..i];
+                let plain_int = tok.bytes().all(|c| c.is_ascii_digit())
+                    || (tok.starts_with('-')
+                        && tok.len() > 1
+                        && tok[1..].bytes().all(|c| c.is_ascii_digit()));
+                if plain_int {
+                    // Integers print as written unless beyond exact doubles or `-0`.
+                    let digits = tok.trim_start_matches('-');
+                    if digits.len() > 15 || tok == "-0" {
+                        return false;
+                    }
+                } else {
+                    match tok.parse::<f64>() {
+                        Ok(v) if js_number(v) == tok => {}
+                        _ => return false,
+                    }
+                }
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => return false,
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_lines() {
+        for ok in [
+            r#"{"type":"message","id":"a","parentId":null,"n":1,"f":0.00030000000000000003,"e":1e-7,"g":1e+21,"neg":-3}"#,
+            "{\"s\":\"a\\\"b\\\\c\\n\\t\\u0001\\u001f\",\"u\":\"é ☃ \u{2028}\"}",
+            r#"{"a":[true,false,null,{}],"b":[]}"#,
+        ] {
+            assert!(is_canonical(ok), "{ok}");
+        }
+        for bad in [
+            r#"{ "type":"x"}"#,
+            r#"{"type": "x"}"#,
+            r#"{"n":1.0}"#,
+            r#"{"n":1E5}"#,
+            r#"{"n":-0}"#,
+            r#"{"n":12345678901234567890}"#,
+            r#"{"s":"\/"}"#,
+            r#"{"s":"\u0041"}"#,
+            r#"{"s":"\u001B"}"#,
+            r#"{"s":"\u000a"}"#,
+            r#"{"s":"\u2028"}"#,
+            "{\"s\":\"unterminated",
+        ] {
+            assert!(!is_canonical(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn head_is_lenient_about_types() {
+        let h = head(r#"{"type":"model_change","id":"x","parentId":7,"provider":{"a":[1]},"modelId":"m","message":"str","tokensBefore":-2.5,"extra":[1,{"b":2}]}"#).unwrap();
+        assert_eq!(h.ty.as_str(), Some("model_change"));
+        assert_eq!(h.id.as_str(), Some("x"));
+        assert_eq!(h.parent_id.as_str(), None);
+        assert_eq!(h.provider.as_str(), None);
+        assert_eq!(h.model_id.as_str(), Some("m"));
+        assert_eq!(h.message.0.as_str(), None);
+        assert_eq!(h.tokens_before.0, Some(0));
+        let h = head(r#"{"message":{"content":"a","role":"user"},"id":"e\u0001"}"#).unwrap();
+        assert_eq!(h.message.0.as_str(), Some("user"));
+        assert_eq!(h.id.as_str(), Some("e\u{1}"));
+    }
+
+    #[test]
+    fn head_refuses_what_the_full_parser_must_decide() {
+        assert!(head(r#"{"id":"a","id":"b"}"#).is_none());
+        assert!(head(r#"{"message":{"role":"a","role":"b"}}"#).is_none());
+        assert!(head("[1]").is_none());
+        assert!(head(r#"{"id":"a""#).is_none());
+        assert!(head("").is_none());
+    }
+}
