@@ -55,6 +55,9 @@ pub struct Session {
     cwd: String,
     entries: Vec<Entry>,
     by_id: HashMap<String, usize>,
+    /// Each entry's parent, resolved when the entry was added (walking a long branch then costs
+    /// no hashing): see [`Parent`].
+    parents: Vec<Parent>,
     /// Current label per target entry id, in first-set order (like the reference's `Map`).
     labels: Map<String, Value>,
     leaf: Option<usize>,
@@ -96,6 +99,7 @@ impl Session {
             cwd: cwd.into(),
             entries: Vec::new(),
             by_id: HashMap::new(),
+            parents: Vec::new(),
             labels: Map::new(),
             leaf: None,
             file,
@@ -193,6 +197,7 @@ impl Session {
             header,
             entries: Vec::new(),
             by_id: HashMap::new(),
+            parents: Vec::new(),
             labels: Map::new(),
             leaf: None,
             file: Some(path.to_path_buf()),
@@ -295,10 +300,34 @@ impl Session {
                 }
             }
         }
-        self.by_id.insert(entry.id().to_string(), index);
+        let parent = match entry.parent_id() {
+            None => Parent::Root,
+            Some(p) => self.by_id.get(p).map_or(Parent::Lookup, |&i| Parent::At(i)),
+        };
+        if self.by_id.insert(entry.id().to_string(), index).is_some() {
+            // A repeated id changes what earlier links resolve to: look every link up by id from
+            // now on, as the walk always did.
+            self.parents.iter_mut().for_each(|p| {
+                if matches!(p, Parent::At(_)) {
+                    *p = Parent::Lookup;
+                }
+            });
+        }
+        self.parents.push(parent);
         self.entries.push(entry);
         self.leaf = Some(index);
         index
+    }
+
+    /// The index of entry `i`'s parent.
+    fn parent_of(&self, i: usize) -> Option<usize> {
+        match self.parents.get(i)? {
+            Parent::Root => None,
+            Parent::At(p) => Some(*p),
+            Parent::Lookup => self.entries[i]
+                .parent_id()
+                .and_then(|p| self.by_id.get(p).copied()),
+        }
     }
 
     /// Add an entry read from a file (fails when it has no string id).
@@ -523,7 +552,7 @@ impl Session {
     // ----- reading the tree -----
 
     fn path(&self) -> Vec<usize> {
-        tree::branch_indices(&self.entries, &self.by_id, self.leaf)
+        tree::branch_indices(self.entries.len(), |i| self.parent_of(i), self.leaf)
     }
 
     /// Entries from the root to the leaf.
@@ -596,7 +625,7 @@ impl Session {
     /// re-created; written at once if the branch holds an assistant message, else deferred.
     fn branched_session(&self, leaf: usize) -> Session {
         let mut s = Session::new(&self.cwd, self.session_dir.clone(), self.parent_link());
-        let path = tree::branch_indices(&self.entries, &self.by_id, Some(leaf));
+        let path = tree::branch_indices(self.entries.len(), |i| self.parent_of(i), Some(leaf));
         for i in path {
             if !matches!(self.entries[i].kind(), EntryKind::Label { .. }) {
                 s.push(self.entries[i].clone());
@@ -649,6 +678,18 @@ impl Session {
 }
 
 /// Builds a [`Session`] from the objects of a file as they are read (header first).
+/// Where an entry's parent is.
+#[derive(Clone, Copy, Debug)]
+enum Parent {
+    /// `parentId` is null or absent.
+    Root,
+    /// Resolved when the entry was added.
+    At(usize),
+    /// Not known when the entry was added (a forward reference, a dangling id, or ids repeated
+    /// in the file): looked up by id at each walk.
+    Lookup,
+}
+
 struct Loader {
     path: PathBuf,
     /// The session so far: entries are added as they are read. `None` for an older file, whose

@@ -4,29 +4,28 @@
 //!
 //! Everything here is linear in the number of entries; nothing mutates.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use crate::message::{AgentMessage, CompactionSummaryMessage, Content, UserContent, js_f64};
 
 use super::entry::{Entry, EntryKind};
 
-/// Indices into `entries` from the root to `leaf` (inclusive). A broken or cyclic parent chain
-/// stops the walk instead of looping.
+/// Indices into `entries` from the root to `leaf` (inclusive), following `parent_of` (the index
+/// of an entry's parent, `None` at a root or a broken link). A cyclic chain stops the walk
+/// instead of looping.
 pub fn branch_indices(
-    entries: &[Entry],
-    by_id: &HashMap<String, usize>,
+    len: usize,
+    parent_of: impl Fn(usize) -> Option<usize>,
     leaf: Option<usize>,
 ) -> Vec<usize> {
     let mut path = Vec::new();
     let mut current = leaf;
     while let Some(i) = current {
-        if path.len() > entries.len() {
+        if path.len() > len {
             break;
         }
         path.push(i);
-        current = entries[i].parent_id().and_then(|p| by_id.get(p).copied());
+        current = parent_of(i);
     }
     path.reverse();
     path
