@@ -52,7 +52,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     Prepared {
         url: format!("{base}/v1/messages"),
         headers: headers(req),
-        body: build_body(req),
+        body: body_bytes(req),
     }
 }
 
@@ -95,16 +95,38 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
     h
 }
 
+/// The request body as a JSON value (what [`body_bytes`] writes, parsed back: for tests and
+/// inspection).
 pub fn build_body(req: &LlmRequest) -> Value {
+    serde_json::from_slice(&body_bytes(req)).unwrap_or(Value::Null)
+}
+
+/// The request body, serialised. The history (`messages`, by far the largest part) is written
+/// straight from the messages; the small fields around it are built as values.
+pub fn body_bytes(req: &LlmRequest) -> Vec<u8> {
     let model = &req.model;
     let oauth = is_oauth(req);
     let cc = cache_control(model);
+    let rest = body_fields(req, &cc, oauth);
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(b"{\"model\":");
+    put(&mut out, &model.id);
+    out.extend_from_slice(b",\"messages\":");
+    write_messages(&mut out, req, &cc, oauth);
+    for (k, v) in &rest {
+        out.push(b',');
+        put(&mut out, k);
+        out.push(b':');
+        put(&mut out, v);
+    }
+    out.push(b'}');
+    out
+}
+
+/// Every body field after `messages`, in the reference's order.
+fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> {
+    let model = &req.model;
     let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert(
-        "messages".into(),
-        Value::Array(convert_messages(req, &cc, oauth)),
-    );
 
     let mut max_tokens = stream::default_max_tokens(req);
     if max_tokens == 0 {
@@ -190,114 +212,211 @@ pub fn build_body(req: &LlmRequest) -> Value {
     if let Some(o) = output_config {
         body.insert("output_config".into(), o);
     }
-    Value::Object(body)
+    body
 }
 
 fn image_block(data: &str, mime: &str) -> Value {
     json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
 }
 
-fn convert_messages(req: &LlmRequest, cc: &Value, oauth: bool) -> Vec<Value> {
-    let model = &req.model;
-    let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
-    let images_ok = model.input.iter().any(|i| i == "image");
-    let mut out: Vec<Value> = Vec::with_capacity(msgs.len());
+/// One message of the request as planned from the transformed history: references only, so the
+/// long history is written straight into the body without an intermediate `Value` tree.
+enum Planned<'a> {
+    UserText(&'a str),
+    UserBlocks(Vec<&'a Content>),
+    Assistant(Vec<&'a Content>),
+    ToolResults(&'a [LlmMessage]),
+}
+
+fn plan<'a>(msgs: &'a [LlmMessage], images_ok: bool) -> Vec<Planned<'a>> {
+    let mut out = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
         match &msgs[i] {
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => {
                     if !s.trim().is_empty() {
-                        out.push(json!({"role": "user", "content": s}));
+                        out.push(Planned::UserText(s));
                     }
                 }
                 UserContent::Blocks(blocks) => {
-                    let content: Vec<Value> = blocks
+                    let content: Vec<&Content> = blocks
                         .iter()
-                        .filter_map(|b| match b {
-                            Content::Text(t) if !t.text.trim().is_empty() => {
-                                Some(json!({"type": "text", "text": t.text}))
-                            }
-                            Content::Image(img) if images_ok => {
-                                Some(image_block(&img.data, &img.mime_type))
-                            }
-                            _ => None,
+                        .filter(|b| match b {
+                            Content::Text(t) => !t.text.trim().is_empty(),
+                            Content::Image(_) => images_ok,
+                            _ => false,
                         })
                         .collect();
                     if !content.is_empty() {
-                        out.push(json!({"role": "user", "content": content}));
+                        out.push(Planned::UserBlocks(content));
                     }
                 }
             },
             LlmMessage::Assistant(a) => {
-                let mut blocks = Vec::new();
-                for c in &a.content {
-                    match c {
-                        Content::Text(t) if !t.text.trim().is_empty() => {
-                            blocks.push(json!({"type": "text", "text": t.text}))
-                        }
+                let blocks: Vec<&Content> = a
+                    .content
+                    .iter()
+                    .filter(|c| match c {
+                        Content::Text(t) => !t.text.trim().is_empty(),
                         Content::Thinking(t) => {
-                            if t.redacted == Some(true) {
-                                let data = t.thinking_signature.clone().unwrap_or_default();
-                                blocks.push(json!({"type": "redacted_thinking", "data": data}));
-                            } else if t.thinking.trim().is_empty() {
-                            } else {
-                                match &t.thinking_signature {
-                                    Some(sig) if !sig.is_empty() => blocks.push(
-                                        json!({"type": "thinking", "thinking": t.thinking, "signature": sig}),
-                                    ),
-                                    _ => blocks.push(json!({"type": "text", "text": t.thinking})),
-                                }
-                            }
+                            t.redacted == Some(true) || !t.thinking.trim().is_empty()
                         }
-                        Content::ToolCall(tc) => blocks.push(json!({
-                            "type": "tool_use",
-                            "id": tc.id,
-                            "name": wire_tool_name(&tc.name, oauth),
-                            "input": tc.arguments,
-                        })),
-                        _ => {}
-                    }
-                }
+                        Content::ToolCall(_) => true,
+                        _ => false,
+                    })
+                    .collect();
                 if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
+                    out.push(Planned::Assistant(blocks));
                 }
             }
             LlmMessage::ToolResult(_) => {
-                let mut results = Vec::new();
-                while let Some(LlmMessage::ToolResult(r)) = msgs.get(i) {
-                    results.push(json!({
-                        "type": "tool_result",
-                        "tool_use_id": r.tool_call_id,
-                        "content": tool_result_content(&r.content, images_ok),
-                        "is_error": r.is_error,
-                    }));
+                let start = i;
+                while let Some(LlmMessage::ToolResult(_)) = msgs.get(i) {
                     i += 1;
                 }
-                out.push(json!({"role": "user", "content": results}));
+                out.push(Planned::ToolResults(&msgs[start..i]));
                 continue;
             }
         }
         i += 1;
     }
-    // Cache breakpoint on the last block of the last message, if it is a user message.
-    if let Some(last) = out.last_mut() {
-        if last.get("role").and_then(Value::as_str) == Some("user") {
-            if let Some(Value::String(s)) = last.get("content") {
-                let s = s.clone();
-                last["content"] = json!([{"type": "text", "text": s}]);
+    out
+}
+
+/// `value` as JSON into `out` (serialising borrowed data into memory cannot fail).
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// `,"cache_control":{...}` when this is the cache breakpoint.
+fn put_cc(out: &mut Vec<u8>, cc: Option<&Value>) {
+    if let Some(cc) = cc {
+        out.extend_from_slice(b",\"cache_control\":");
+        put(out, cc);
+    }
+}
+
+fn put_text_block(out: &mut Vec<u8>, text: &str, cc: Option<&Value>) {
+    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+    put(out, text);
+    put_cc(out, cc);
+    out.push(b'}');
+}
+
+fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>) {
+    out.extend_from_slice(b"{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
+    put(out, mime);
+    out.extend_from_slice(b",\"data\":");
+    put(out, data);
+    out.push(b'}');
+    put_cc(out, cc);
+    out.push(b'}');
+}
+
+/// The `messages` array, written into `out`. The last block of a final user message carries the
+/// cache breakpoint, as the reference's.
+fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) {
+    let model = &req.model;
+    let normalize = |id: &str| sanitize_id(id, 64);
+    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let images_ok = model.input.iter().any(|i| i == "image");
+    let planned = plan(&msgs, images_ok);
+    out.push(b'[');
+    for (n, m) in planned.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let last = n + 1 == planned.len();
+        // The cache breakpoint goes on the last block of the last message when it is the user's.
+        let cc_at = |k: usize, len: usize| (last && k + 1 == len).then_some(cc);
+        match m {
+            Planned::UserText(s) if last => {
+                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+                put_text_block(out, s, Some(cc));
+                out.extend_from_slice(b"]}");
             }
-            if let Some(Value::Object(block)) = last
-                .get_mut("content")
-                .and_then(|c| c.as_array_mut())
-                .and_then(|a| a.last_mut())
-            {
-                block.insert("cache_control".into(), cc.clone());
+            Planned::UserText(s) => {
+                out.extend_from_slice(b"{\"role\":\"user\",\"content\":");
+                put(out, *s);
+                out.push(b'}');
+            }
+            Planned::UserBlocks(blocks) => {
+                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+                for (k, b) in blocks.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    match b {
+                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, blocks.len())),
+                        Content::Image(img) => {
+                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, blocks.len()))
+                        }
+                        _ => {}
+                    }
+                }
+                out.extend_from_slice(b"]}");
+            }
+            Planned::Assistant(blocks) => {
+                out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
+                for (k, c) in blocks.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    match c {
+                        Content::Text(t) => put_text_block(out, &t.text, None),
+                        Content::Thinking(t) if t.redacted == Some(true) => {
+                            out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
+                            put(out, t.thinking_signature.as_deref().unwrap_or(""));
+                            out.push(b'}');
+                        }
+                        Content::Thinking(t) => match &t.thinking_signature {
+                            Some(sig) if !sig.is_empty() => {
+                                out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+                                put(out, &t.thinking);
+                                out.extend_from_slice(b",\"signature\":");
+                                put(out, sig);
+                                out.push(b'}');
+                            }
+                            _ => put_text_block(out, &t.thinking, None),
+                        },
+                        Content::ToolCall(tc) => {
+                            out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+                            put(out, &tc.id);
+                            out.extend_from_slice(b",\"name\":");
+                            put(out, &wire_tool_name(&tc.name, oauth));
+                            out.extend_from_slice(b",\"input\":");
+                            put(out, &tc.arguments);
+                            out.push(b'}');
+                        }
+                        _ => {}
+                    }
+                }
+                out.extend_from_slice(b"]}");
+            }
+            Planned::ToolResults(results) => {
+                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+                for (k, r) in results.iter().enumerate() {
+                    let LlmMessage::ToolResult(r) = r else {
+                        continue;
+                    };
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
+                    put(out, &r.tool_call_id);
+                    out.extend_from_slice(b",\"content\":");
+                    put(out, &tool_result_content(&r.content, images_ok));
+                    out.extend_from_slice(b",\"is_error\":");
+                    out.extend_from_slice(if r.is_error { b"true" } else { b"false" });
+                    put_cc(out, cc_at(k, results.len()));
+                    out.push(b'}');
+                }
+                out.extend_from_slice(b"]}");
             }
         }
     }
-    out
+    out.push(b']');
 }
 
 fn tool_result_content(content: &[Content], images_ok: bool) -> Value {

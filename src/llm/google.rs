@@ -22,7 +22,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             req.model.id
         ),
         headers: h,
-        body: build_body(req),
+        body: stream::json_body(&build_body(req)),
     }
 }
 

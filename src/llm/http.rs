@@ -75,7 +75,7 @@ pub fn post_json(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(String, String)],
-    body: Vec<u8>,
+    body: &[u8],
 ) -> Result<HttpResponse, HttpError> {
     let mut req = agent.post(url);
     for (k, v) in headers {

@@ -102,7 +102,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             req.model.base_url.trim_end_matches('/')
         ),
         headers: sdk_headers(req),
-        body: build_body(req),
+        body: stream::json_body(&build_body(req)),
     }
 }
 

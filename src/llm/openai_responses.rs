@@ -13,7 +13,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     Prepared {
         url: format!("{}/responses", req.model.base_url.trim_end_matches('/')),
         headers: crate::llm::openai_completions::sdk_headers(req),
-        body: build_body(req),
+        body: stream::json_body(&build_body(req)),
     }
 }
 

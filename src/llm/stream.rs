@@ -149,7 +149,13 @@ impl Emitter {
 pub struct Prepared {
     pub url: String,
     pub headers: Vec<(String, String)>,
-    pub body: Value,
+    /// The serialised JSON body.
+    pub body: Vec<u8>,
+}
+
+/// A body built as a value, serialised (`serde_json` cannot fail on a `Value`).
+pub fn json_body(body: &Value) -> Vec<u8> {
+    serde_json::to_vec(body).unwrap_or_default()
 }
 
 /// Decodes one API's SSE events into [`StreamEvent`]s, keeping the partial message in a
@@ -315,7 +321,7 @@ enum Io {
 fn start_io(
     req: &LlmRequest,
     prepared: &Prepared,
-    body: Vec<u8>,
+    body: std::sync::Arc<Vec<u8>>,
     extra: Option<(String, String)>,
 ) -> Receiver<Io> {
     let (tx, rx) = bounded::<Io>(8);
@@ -344,10 +350,10 @@ fn io_thread(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(String, String)],
-    body: Vec<u8>,
+    body: std::sync::Arc<Vec<u8>>,
     tx: &Sender<Io>,
 ) {
-    let resp = match http::post_json(agent, url, headers, body) {
+    let resp = match http::post_json(agent, url, headers, &body) {
         Ok(r) => r,
         Err(e) => {
             let _ = tx.send(Io::Failed(e));
@@ -414,20 +420,14 @@ fn sleep_cancellable(token: &CancelToken, d: Duration) -> bool {
 fn run_http(
     api: Api,
     req: &LlmRequest,
-    prepared: Prepared,
+    mut prepared: Prepared,
     token: &CancelToken,
     b: &mut Builder,
     em: &mut Emitter,
 ) {
     let mut out = Vec::new();
-    let body = match serde_json::to_vec(&prepared.body) {
-        Ok(v) => v,
-        Err(e) => {
-            b.fail(e.to_string(), false, None, &mut out);
-            em.emit_all(&mut out);
-            return;
-        }
-    };
+    // Shared by every SDK-level attempt without copying (a long history is megabytes).
+    let body = std::sync::Arc::new(std::mem::take(&mut prepared.body));
     let stainless = matches!(
         api,
         Api::Anthropic | Api::OpenAiCompletions | Api::OpenAiResponses

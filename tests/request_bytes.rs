@@ -1,0 +1,118 @@
+//! Exact request bytes of the provider body writers.
+
+mod support;
+use pith::llm::Model;
+use pith::message::*;
+use serde_json::json;
+use support::streams::{request, user};
+
+fn model() -> Model {
+    let mut m: Model = serde_json::from_value(json!({
+        "id":"m","name":"m","api":"anthropic-messages","provider":"p","baseUrl":"http://127.0.0.1:1",
+        "reasoning":true,"input":["text","image"],"cost":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0},
+        "contextWindow":1000,"maxTokens":100})).unwrap_or_else(|e| panic!("{e}"));
+    m.id = "m".into();
+    m
+}
+
+/// The Anthropic body is written straight from the messages (no `Value` tree): these are the exact
+/// bytes the earlier `Value`-based builder produced for the same histories (thinking kinds, redacted
+/// thinking, empty blocks, tool calls, grouped tool results with images, cache breakpoints).
+#[test]
+fn anthropic_body_bytes_are_exact() {
+    let want: [&str; 5] = [
+        r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi \"q\" \n é  ","cache_control":{"type":"ephemeral"}}]}],"max_tokens":100,"stream":true,"system":[{"type":"text","text":"You are a test.","cache_control":{"type":"ephemeral"}}],"thinking":{"type":"enabled","budget_tokens":0,"display":"summarized"}}"#,
+        r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":[{"type":"thinking","thinking":"think","signature":"s1"},{"type":"redacted_thinking","data":"rd"},{"type":"text","text":"plain"},{"type":"text","text":"t"},{"type":"tool_use","id":"t1","name":"bash","input":{"command":"ls","n":1.5}},{"type":"tool_use","id":"t2","name":"bash","input":{"command":"ls","n":1.5}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"out1\nmore","is_error":false},{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"(see attached image)"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"QUJD"}}],"is_error":true,"cache_control":{"type":"ephemeral"}}]}],"max_tokens":100,"stream":true,"system":[{"type":"text","text":"You are a test.","cache_control":{"type":"ephemeral"}}],"thinking":{"type":"enabled","budget_tokens":0,"display":"summarized"}}"#,
+        r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"QUJD"},"cache_control":{"type":"ephemeral"}}]}],"max_tokens":100,"stream":true,"system":[{"type":"text","text":"You are a test.","cache_control":{"type":"ephemeral"}}],"thinking":{"type":"enabled","budget_tokens":0,"display":"summarized"}}"#,
+        r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":[{"type":"text","text":"done"}]}],"max_tokens":100,"stream":true,"system":[{"type":"text","text":"You are a test.","cache_control":{"type":"ephemeral"}}],"thinking":{"type":"enabled","budget_tokens":0,"display":"summarized"}}"#,
+        r#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"b"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"zz","content":[{"type":"text","text":"r"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"QUJD"}}],"is_error":false,"cache_control":{"type":"ephemeral"}}]}],"max_tokens":100,"stream":true,"system":[{"type":"text","text":"You are a test.","cache_control":{"type":"ephemeral"}}],"thinking":{"type":"enabled","budget_tokens":0,"display":"summarized"}}"#,
+    ];
+    let mut got = Vec::new();
+    let m = model();
+    let a = |content: Vec<Content>, stop| {
+        LlmMessage::Assistant(AssistantMessage {
+            content,
+            api: "anthropic-messages".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+            stop_reason: stop,
+            error_message: None,
+            timestamp: 1,
+            response_id: None,
+        })
+    };
+    let img = Content::Image(ImageContent {
+        data: "QUJD".into(),
+        mime_type: "image/png".into(),
+    });
+    let tc = |id: &str| {
+        Content::ToolCall(ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: json!({"command":"ls","n":1.5}),
+            thought_signature: None,
+        })
+    };
+    let tr = |id: &str, content: Vec<Content>, err| {
+        LlmMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "bash".into(),
+            content,
+            details: None,
+            is_error: err,
+            timestamp: 1,
+        })
+    };
+    let th = |t: &str, sig: Option<&str>, red: Option<bool>| {
+        Content::Thinking(ThinkingContent {
+            thinking: t.into(),
+            thinking_signature: sig.map(Into::into),
+            redacted: red,
+        })
+    };
+    for msgs in [
+        vec![user("hi \"q\" \n é \u{2028}")],
+        vec![
+            user("a"),
+            a(
+                vec![
+                    th("think", Some("s1"), None),
+                    th("x", Some("rd"), Some(true)),
+                    th("  ", None, None),
+                    th("plain", None, None),
+                    Content::text(""),
+                    Content::text("t"),
+                    tc("t1"),
+                    tc("t2"),
+                ],
+                StopReason::ToolUse,
+            ),
+            tr(
+                "t1",
+                vec![Content::text("out1"), Content::text("more")],
+                false,
+            ),
+            tr("t2", vec![img.clone()], true),
+        ],
+        vec![LlmMessage::User(UserMessage {
+            content: UserContent::Blocks(vec![
+                Content::text("look"),
+                img.clone(),
+                Content::text(" "),
+            ]),
+            timestamp: 1,
+        })],
+        vec![user("a"), a(vec![Content::text("done")], StopReason::Stop)],
+        vec![
+            user("  "),
+            user("b"),
+            tr("zz", vec![Content::text("r"), img.clone()], false),
+        ],
+    ] {
+        let req = request(m.clone(), msgs);
+        let p = pith::llm::anthropic::prepare(&req);
+        got.push(String::from_utf8(p.body).expect("utf-8"));
+    }
+    assert_eq!(got, want);
+}
