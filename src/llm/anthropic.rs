@@ -2,11 +2,13 @@
 //! decoder of the SSE stream (`message_start`, `content_block_*`, `message_delta`,
 //! `message_stop`, `error`). Both are pure; `stream.rs` does the I/O.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use crate::llm::sse::SseEvent;
 use crate::llm::stream::{self, Builder, Prepared};
-use crate::llm::transform::{sanitize_id, transform_messages};
+use crate::llm::transform::{sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -225,14 +227,14 @@ enum Planned<'a> {
     UserText(&'a str),
     UserBlocks(Vec<&'a Content>),
     Assistant(Vec<&'a Content>),
-    ToolResults(&'a [LlmMessage]),
+    ToolResults(&'a [Cow<'a, LlmMessage>]),
 }
 
-fn plan<'a>(msgs: &'a [LlmMessage], images_ok: bool) -> Vec<Planned<'a>> {
+fn plan<'a>(msgs: &'a [Cow<'a, LlmMessage>], images_ok: bool) -> Vec<Planned<'a>> {
     let mut out = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
-        match &msgs[i] {
+        match &*msgs[i] {
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => {
                     if !s.trim().is_empty() {
@@ -272,7 +274,10 @@ fn plan<'a>(msgs: &'a [LlmMessage], images_ok: bool) -> Vec<Planned<'a>> {
             }
             LlmMessage::ToolResult(_) => {
                 let start = i;
-                while let Some(LlmMessage::ToolResult(_)) = msgs.get(i) {
+                while msgs
+                    .get(i)
+                    .is_some_and(|m| matches!(**m, LlmMessage::ToolResult(_)))
+                {
                     i += 1;
                 }
                 out.push(Planned::ToolResults(&msgs[start..i]));
@@ -319,7 +324,7 @@ fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>
 fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let images_ok = model.input.iter().any(|i| i == "image");
     let planned = plan(&msgs, images_ok);
     out.push(b'[');
@@ -397,7 +402,7 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) 
             Planned::ToolResults(results) => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
                 for (k, r) in results.iter().enumerate() {
-                    let LlmMessage::ToolResult(r) = r else {
+                    let LlmMessage::ToolResult(r) = &**r else {
                         continue;
                     };
                     if k > 0 {

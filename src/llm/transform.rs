@@ -4,12 +4,12 @@
 //! matching tool results follow), and tool calls left without a result get a synthetic
 //! `No result provided` error result so the provider accepts the history.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::llm::Model;
 use crate::message::{
-    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ToolCall, ToolResultMessage,
-    now_ms,
+    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ToolResultMessage, now_ms,
 };
 
 /// Normalise `messages` for `model`. `normalize_id` maps a foreign tool-call id to one the target
@@ -19,68 +19,96 @@ pub fn transform_messages(
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
 ) -> Vec<LlmMessage> {
+    transform_borrowed(messages, model, normalize_id)
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect()
+}
+
+/// [`transform_messages`] without copying what it leaves unchanged (nearly everything in a long
+/// history of one model): unchanged messages are borrowed.
+pub fn transform_borrowed<'a>(
+    messages: &'a [LlmMessage],
+    model: &Model,
+    normalize_id: Option<&dyn Fn(&str) -> String>,
+) -> Vec<Cow<'a, LlmMessage>> {
     let mut id_map: HashMap<String, String> = HashMap::new();
-    let mut first: Vec<LlmMessage> = Vec::with_capacity(messages.len());
+    let mut first: Vec<Cow<'a, LlmMessage>> = Vec::with_capacity(messages.len());
     for msg in messages {
         match msg {
-            LlmMessage::User(_) => first.push(msg.clone()),
-            LlmMessage::ToolResult(r) => {
-                let mut r = r.clone();
-                if let Some(id) = id_map.get(&r.tool_call_id) {
+            LlmMessage::User(_) => first.push(Cow::Borrowed(msg)),
+            LlmMessage::ToolResult(r) => match id_map.get(&r.tool_call_id) {
+                Some(id) => {
+                    let mut r = r.clone();
                     r.tool_call_id = id.clone();
+                    first.push(Cow::Owned(LlmMessage::ToolResult(r)));
                 }
-                first.push(LlmMessage::ToolResult(r));
-            }
-            LlmMessage::Assistant(a) => first.push(LlmMessage::Assistant(transform_assistant(
-                a,
-                model,
-                normalize_id,
-                &mut id_map,
+                None => first.push(Cow::Borrowed(msg)),
+            },
+            LlmMessage::Assistant(a) if unchanged(a, model) => first.push(Cow::Borrowed(msg)),
+            LlmMessage::Assistant(a) => first.push(Cow::Owned(LlmMessage::Assistant(
+                transform_assistant(a, model, normalize_id, &mut id_map),
             ))),
         }
     }
 
     let mut out = Vec::with_capacity(first.len());
-    let mut pending: Vec<ToolCall> = Vec::new();
+    // Tool calls (id, name) of the latest assistant message still waiting for a result.
+    let mut pending: Vec<(String, String)> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
     for msg in first {
-        match msg {
+        match &*msg {
             LlmMessage::Assistant(a) => {
                 flush_orphans(&mut pending, &mut answered, &mut out);
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
-                pending = a.tool_calls().cloned().collect();
-                out.push(LlmMessage::Assistant(a));
+                pending = a
+                    .tool_calls()
+                    .map(|tc| (tc.id.clone(), tc.name.clone()))
+                    .collect();
+                out.push(msg);
             }
             LlmMessage::ToolResult(r) => {
                 answered.insert(r.tool_call_id.clone());
-                out.push(LlmMessage::ToolResult(r));
+                out.push(msg);
             }
-            LlmMessage::User(u) => {
+            LlmMessage::User(_) => {
                 flush_orphans(&mut pending, &mut answered, &mut out);
-                out.push(LlmMessage::User(u));
+                out.push(msg);
             }
         }
     }
     out
 }
 
-fn flush_orphans(
-    pending: &mut Vec<ToolCall>,
+/// Whether [`transform_assistant`] would return `a` as it is: a message of this very model
+/// without empty unsigned thinking blocks.
+fn unchanged(a: &AssistantMessage, model: &Model) -> bool {
+    is_same_model(a, model)
+        && !a.content.iter().any(|b| {
+            matches!(b, Content::Thinking(t)
+                if t.redacted != Some(true)
+                    && t.thinking_signature.is_none()
+                    && t.thinking.trim().is_empty())
+        })
+}
+
+fn flush_orphans<'a>(
+    pending: &mut Vec<(String, String)>,
     answered: &mut HashSet<String>,
-    out: &mut Vec<LlmMessage>,
+    out: &mut Vec<Cow<'a, LlmMessage>>,
 ) {
-    for tc in pending.drain(..) {
-        if !answered.contains(&tc.id) {
-            out.push(LlmMessage::ToolResult(ToolResultMessage {
-                tool_call_id: tc.id,
-                tool_name: tc.name,
+    for (id, name) in pending.drain(..) {
+        if !answered.contains(&id) {
+            out.push(Cow::Owned(LlmMessage::ToolResult(ToolResultMessage {
+                tool_call_id: id,
+                tool_name: name,
                 content: vec![Content::text("No result provided")],
                 details: None,
                 is_error: true,
                 timestamp: now_ms(),
-            }));
+            })));
         }
     }
     answered.clear();
@@ -157,7 +185,7 @@ pub fn sanitize_id(id: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::llm::ModelCost;
-    use crate::message::{ThinkingContent, UserContent, UserMessage};
+    use crate::message::{ThinkingContent, ToolCall, UserContent, UserMessage};
 
     fn model() -> Model {
         Model {
@@ -197,6 +225,26 @@ mod tests {
             arguments: serde_json::json!({}),
             thought_signature: Some("s".into()),
         })
+    }
+
+    #[test]
+    fn unchanged_messages_are_borrowed() {
+        let msgs = vec![
+            user("a"),
+            assistant("m", vec![call("t1")], StopReason::ToolUse),
+            LlmMessage::ToolResult(ToolResultMessage {
+                tool_call_id: "t1".into(),
+                tool_name: "bash".into(),
+                content: vec![Content::text("ok")],
+                details: None,
+                is_error: false,
+                timestamp: 1,
+            }),
+            assistant("other", vec![Content::text("x")], StopReason::Stop),
+        ];
+        let out = transform_borrowed(&msgs, &model(), None);
+        let borrowed: Vec<bool> = out.iter().map(|m| matches!(m, Cow::Borrowed(_))).collect();
+        assert_eq!(borrowed, [true, true, true, false]);
     }
 
     #[test]
