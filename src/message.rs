@@ -59,7 +59,9 @@ pub struct ToolCall {
 }
 
 /// One block of message content. Serialised with `type` first: `{"type":"text","text":…}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Deserialised by hand (`ContentVisitor`): serde's derive for internally tagged enums buffers every
+/// block before reading it, which dominated loading long sessions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum Content {
     #[serde(rename = "text")]
@@ -82,11 +84,125 @@ impl Content {
 }
 
 /// A user message's content: the reference accepts a plain string or an array of blocks.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UserContent {
     Text(String),
     Blocks(Vec<Content>),
+}
+
+impl<'de> Deserialize<'de> for UserContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = UserContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<UserContent, E> {
+                Ok(UserContent::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<UserContent, E> {
+                Ok(UserContent::Text(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<UserContent, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(b) = seq.next_element::<Content>()? {
+                    blocks.push(b);
+                }
+                Ok(UserContent::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(V).map_err(|_: D::Error| {
+            serde::de::Error::custom("data did not match any variant of untagged enum UserContent")
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ContentVisitor)
+    }
+}
+
+/// A key read as "the tag" or any other key (kept for the buffered path).
+enum Key {
+    Tag,
+    Other(String),
+}
+
+struct FirstKey(&'static str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for FirstKey {
+    type Value = Key;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FirstKey {
+    type Value = Key;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key, E> {
+        Ok(if v == self.0 {
+            Key::Tag
+        } else {
+            Key::Other(v.to_string())
+        })
+    }
+}
+
+struct ContentVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ContentVisitor {
+    type Value = Content;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a content block object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+        use serde::de::Error;
+        match map.next_key_seed(FirstKey("type"))? {
+            None => Err(A::Error::missing_field("type")),
+            // The usual case (`JSON.stringify` of the reference's blocks): the variant's struct
+            // reads the rest of the object in place.
+            Some(Key::Tag) => {
+                let tag: String = map.next_value()?;
+                content_variant(&tag, serde::de::value::MapAccessDeserializer::new(map))
+            }
+            // The tag comes later: buffer the object, then read it.
+            Some(Key::Other(k)) => {
+                let mut obj = serde_json::Map::new();
+                obj.insert(k, map.next_value::<Value>()?);
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    obj.insert(k, v);
+                }
+                let tag = obj
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| A::Error::missing_field("type"))?
+                    .to_string();
+                content_variant(&tag, Value::Object(obj)).map_err(A::Error::custom)
+            }
+        }
+    }
+}
+
+fn content_variant<'de, D: serde::Deserializer<'de>>(tag: &str, d: D) -> Result<Content, D::Error> {
+    match tag {
+        "text" => TextContent::deserialize(d).map(Content::Text),
+        "thinking" => ThinkingContent::deserialize(d).map(Content::Thinking),
+        "image" => ImageContent::deserialize(d).map(Content::Image),
+        "toolCall" => ToolCall::deserialize(d).map(Content::ToolCall),
+        _ => Err(serde::de::Error::unknown_variant(
+            tag,
+            &["text", "thinking", "image", "toolCall"],
+        )),
+    }
 }
 
 impl UserContent {
@@ -403,6 +519,68 @@ mod tests {
                 assert_eq!(a.content.joined_text(), b.content.joined_text())
             }
             _ => panic!("wrong role"),
+        }
+    }
+
+    #[test]
+    fn content_blocks_read_by_hand_as_the_derive_did() {
+        let read = |j: &str| serde_json::from_str::<Content>(j).map_err(|e| e.to_string());
+        assert_eq!(
+            read(r#"{"type":"text","text":"a","x":1}"#),
+            Ok(Content::text("a"))
+        );
+        // The tag later in the object.
+        assert_eq!(
+            read(r#"{"text":"a","type":"text"}"#),
+            Ok(Content::text("a"))
+        );
+        assert_eq!(
+            read(r#"{"type":"toolCall","id":"i","name":"n","arguments":{"a":[1]}}"#),
+            Ok(Content::ToolCall(ToolCall {
+                id: "i".into(),
+                name: "n".into(),
+                arguments: serde_json::json!({"a":[1]}),
+                thought_signature: None,
+            }))
+        );
+        assert_eq!(
+            read(r#"{"data":"QQ==","mimeType":"image/png","type":"image"}"#),
+            Ok(Content::Image(ImageContent {
+                data: "QQ==".into(),
+                mime_type: "image/png".into()
+            }))
+        );
+        assert!(read(r#"{"type":"video","url":"x"}"#).is_err());
+        assert!(read(r#"{"text":"a"}"#).is_err());
+        assert!(read(r#"{"type":"text"}"#).is_err());
+        assert!(read(r#"{"type":5,"text":"a"}"#).is_err());
+        assert!(read(r#""text""#).is_err());
+        assert!(read("{}").is_err());
+        // Through a buffered value too (serde_json::from_value).
+        let v = serde_json::json!({"thinking":"t","type":"thinking","redacted":true});
+        assert!(matches!(
+            serde_json::from_value::<Content>(v),
+            Ok(Content::Thinking(ThinkingContent {
+                redacted: Some(true),
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn user_content_is_a_string_or_blocks() {
+        let read = |j: &str| serde_json::from_str::<UserContent>(j).map_err(|e| e.to_string());
+        assert_eq!(read(r#""hi""#), Ok(UserContent::Text("hi".into())));
+        assert_eq!(
+            read(r#"[{"type":"text","text":"a"}]"#),
+            Ok(UserContent::Blocks(vec![Content::text("a")]))
+        );
+        assert_eq!(read("[]"), Ok(UserContent::Blocks(vec![])));
+        for bad in ["5", "{}", r#"[{"type":"nope"}]"#, "null"] {
+            assert!(
+                read(bad).unwrap_err().contains("untagged enum UserContent"),
+                "{bad}"
+            );
         }
     }
 }

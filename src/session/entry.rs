@@ -88,9 +88,32 @@ struct MessageField {
     message: Option<AgentMessage>,
 }
 
+/// Only the `message` field of an entry line, read straight as the struct of a known role
+/// (serde's internally tagged [`AgentMessage`] would first buffer the whole message to find the
+/// `role`, which the loader already knows).
+#[derive(Deserialize)]
+struct RoleField<T> {
+    message: T,
+}
+
+fn parse_as<T: serde::de::DeserializeOwned>(line: &str) -> Option<T> {
+    serde_json::from_str::<RoleField<T>>(line)
+        .ok()
+        .map(|f| f.message)
+}
+
 /// The agent message of a `message` entry line, `None` when it does not parse.
-fn parse_message(line: &str) -> Option<AgentMessage> {
-    serde_json::from_str::<MessageField>(line).ok()?.message
+fn parse_message(line: &str, role: &str) -> Option<AgentMessage> {
+    use crate::message as m;
+    let direct = match role {
+        "user" => parse_as::<m::UserMessage>(line).map(AgentMessage::User),
+        "assistant" => parse_as::<m::AssistantMessage>(line).map(AgentMessage::Assistant),
+        "toolResult" => parse_as::<m::ToolResultMessage>(line).map(AgentMessage::ToolResult),
+        _ => None,
+    };
+    // Anything else (other roles, or a shape the direct read refused) the general way, which
+    // decides exactly as before.
+    direct.or_else(|| serde_json::from_str::<MessageField>(line).ok()?.message)
 }
 
 impl Entry {
@@ -215,9 +238,9 @@ impl Entry {
     /// The agent message when this is a `message` entry that parsed (parsed once, then kept).
     pub fn message(&self) -> Option<&AgentMessage> {
         match &self.kind {
-            EntryKind::Message { message, .. } => message
+            EntryKind::Message { message, role } => message
                 .0
-                .get_or_init(|| parse_message(&self.line).map(Box::new))
+                .get_or_init(|| parse_message(&self.line, role).map(Box::new))
                 .as_deref(),
             _ => None,
         }
@@ -226,12 +249,12 @@ impl Entry {
     /// Like [`Entry::message`], but a message not parsed yet is parsed into a fresh value and
     /// not kept: for walks over many entries (the context, the fork list).
     fn message_uncached(&self) -> Option<Cow<'_, AgentMessage>> {
-        let EntryKind::Message { message, .. } = &self.kind else {
+        let EntryKind::Message { message, role } = &self.kind else {
             return None;
         };
         match message.0.get() {
             Some(parsed) => parsed.as_deref().map(Cow::Borrowed),
-            None => parse_message(&self.line).map(Cow::Owned),
+            None => parse_message(&self.line, role).map(Cow::Owned),
         }
     }
 
