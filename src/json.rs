@@ -52,3 +52,97 @@ pub fn js_number(v: f64) -> String {
     };
     format!("{sign}{body}")
 }
+
+/// Append `s` as a JSON string literal exactly as `serde_json` (and `JSON.stringify`) write it:
+/// `"` `\` and control characters escaped (`\b \t \n \f \r`, else `\u00xx`), everything else raw.
+/// Runs without anything to escape are found eight bytes at a time and copied whole: request
+/// bodies of long sessions are mostly such runs.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const QUOTE: u64 = LO * b'"' as u64;
+    const BACKSLASH: u64 = LO * b'\\' as u64;
+    const SPACE: u64 = LO * 0x20;
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if let Some(chunk) = b.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let w = u64::from_le_bytes(word);
+            let q = w ^ QUOTE;
+            let bs = w ^ BACKSLASH;
+            let special =
+                (q.wrapping_sub(LO) & !q | bs.wrapping_sub(LO) & !bs | w.wrapping_sub(SPACE) & !w)
+                    & HI;
+            if special == 0 {
+                i += 8;
+                continue;
+            }
+            i += (special.trailing_zeros() / 8) as usize;
+        }
+        let c = b[i];
+        let short: Option<&[u8]> = match c {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x08 => Some(b"\\b"),
+            0x0c => Some(b"\\f"),
+            _ => None,
+        };
+        if c >= 0x20 && short.is_none() {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&b[start..i]);
+        match short {
+            Some(esc) => out.extend_from_slice(esc),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(c >> 4) as usize]);
+                out.push(HEX[(c & 0xf) as usize]);
+            }
+        }
+        i += 1;
+        start = i;
+    }
+    out.extend_from_slice(&b[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod write_str_tests {
+    use super::write_str;
+
+    #[test]
+    fn escapes_as_serde_json() {
+        let mut all = String::new();
+        for c in 0u8..=0x7f {
+            all.push(c as char);
+        }
+        let samples = [
+            "",
+            "plain text that is longer than eight bytes",
+            "q\"b\\n\nr\rt\tx\u{8}\u{c}\u{1}\u{1f}\u{7f}",
+            "é☃ \u{2028}\u{2029} 😀 ünïcödé and more words",
+            "\"\"\"\"\"\"\"\"\"\"",
+            "abcdefg\u{0}",
+            &all,
+        ];
+        for s in samples {
+            let mut out = Vec::new();
+            write_str(&mut out, s);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(s).unwrap(),
+                "{s:?}"
+            );
+        }
+    }
+}

@@ -294,6 +294,42 @@ fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
+/// A string as JSON into `out` (the fast path for the history's texts).
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    crate::json::write_str(out, s);
+}
+
+/// Roughly the size of the body's history: reserved up front so the buffer of a long session
+/// is not copied while it grows.
+fn estimate(msgs: &[Cow<'_, LlmMessage>]) -> usize {
+    let blocks = |c: &[Content]| -> usize {
+        c.iter()
+            .map(|b| {
+                64 + match b {
+                    Content::Text(t) => t.text.len(),
+                    Content::Thinking(t) => t.thinking.len(),
+                    Content::Image(i) => i.data.len(),
+                    Content::ToolCall(_) => 256,
+                }
+            })
+            .sum()
+    };
+    msgs.iter()
+        .map(|m| {
+            64 + match &**m {
+                LlmMessage::User(u) => match &u.content {
+                    UserContent::Text(s) => s.len(),
+                    UserContent::Blocks(b) => blocks(b),
+                },
+                LlmMessage::Assistant(a) => blocks(&a.content),
+                LlmMessage::ToolResult(r) => blocks(&r.content),
+            }
+        })
+        .sum::<usize>()
+        .saturating_mul(11)
+        / 10
+}
+
 /// `,"cache_control":{...}` when this is the cache breakpoint.
 fn put_cc(out: &mut Vec<u8>, cc: Option<&Value>) {
     if let Some(cc) = cc {
@@ -304,16 +340,16 @@ fn put_cc(out: &mut Vec<u8>, cc: Option<&Value>) {
 
 fn put_text_block(out: &mut Vec<u8>, text: &str, cc: Option<&Value>) {
     out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
-    put(out, text);
+    put_str(out, text);
     put_cc(out, cc);
     out.push(b'}');
 }
 
 fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>) {
     out.extend_from_slice(b"{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
-    put(out, mime);
+    put_str(out, mime);
     out.extend_from_slice(b",\"data\":");
-    put(out, data);
+    put_str(out, data);
     out.push(b'}');
     put_cc(out, cc);
     out.push(b'}');
@@ -327,6 +363,7 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) 
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let images_ok = model.input.iter().any(|i| i == "image");
     let planned = plan(&msgs, images_ok);
+    out.reserve(estimate(&msgs));
     out.push(b'[');
     for (n, m) in planned.iter().enumerate() {
         if n > 0 {
@@ -343,7 +380,7 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) 
             }
             Planned::UserText(s) => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":");
-                put(out, *s);
+                put_str(out, s);
                 out.push(b'}');
             }
             Planned::UserBlocks(blocks) => {
@@ -372,24 +409,24 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) 
                         Content::Text(t) => put_text_block(out, &t.text, None),
                         Content::Thinking(t) if t.redacted == Some(true) => {
                             out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
-                            put(out, t.thinking_signature.as_deref().unwrap_or(""));
+                            put_str(out, t.thinking_signature.as_deref().unwrap_or(""));
                             out.push(b'}');
                         }
                         Content::Thinking(t) => match &t.thinking_signature {
                             Some(sig) if !sig.is_empty() => {
                                 out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
-                                put(out, &t.thinking);
+                                put_str(out, &t.thinking);
                                 out.extend_from_slice(b",\"signature\":");
-                                put(out, sig);
+                                put_str(out, sig);
                                 out.push(b'}');
                             }
                             _ => put_text_block(out, &t.thinking, None),
                         },
                         Content::ToolCall(tc) => {
                             out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
-                            put(out, &tc.id);
+                            put_str(out, &tc.id);
                             out.extend_from_slice(b",\"name\":");
-                            put(out, &wire_tool_name(&tc.name, oauth));
+                            put_str(out, &wire_tool_name(&tc.name, oauth));
                             out.extend_from_slice(b",\"input\":");
                             put(out, &tc.arguments);
                             out.push(b'}');
@@ -409,9 +446,12 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) 
                         out.push(b',');
                     }
                     out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
-                    put(out, &r.tool_call_id);
+                    put_str(out, &r.tool_call_id);
                     out.extend_from_slice(b",\"content\":");
-                    put(out, &tool_result_content(&r.content, images_ok));
+                    match tool_result_content(&r.content, images_ok) {
+                        Value::String(text) => put_str(out, &text),
+                        blocks => put(out, &blocks),
+                    }
                     out.extend_from_slice(b",\"is_error\":");
                     out.extend_from_slice(if r.is_error { b"true" } else { b"false" });
                     put_cc(out, cc_at(k, results.len()));

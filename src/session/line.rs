@@ -249,6 +249,7 @@ pub fn is_canonical(line: &str) -> bool {
             b'"' => {
                 i += 1;
                 loop {
+                    i = skip_plain(b, i);
                     let Some(&c) = b.get(i) else { return false };
                     match c {
                         b'"' => break,
@@ -308,6 +309,32 @@ pub fn is_canonical(line: &str) -> bool {
     true
 }
 
+/// The index of the first `"` or `\\` at or after `i` (or `b.len()`), eight bytes at a time: most
+/// of a session line is string content, and this is the loop it spends its time in.
+fn skip_plain(b: &[u8], mut i: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const QUOTE: u64 = LO * b'"' as u64;
+    const BACKSLASH: u64 = LO * b'\\' as u64;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let q = w ^ QUOTE;
+        let s = w ^ BACKSLASH;
+        // A zero byte in `q` or `s` marks a quote or a backslash (the classic has-zero test).
+        let found = (q.wrapping_sub(LO) & !q | s.wrapping_sub(LO) & !s) & HI;
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < b.len() && b[i] != b'"' && b[i] != b'\\' {
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +364,22 @@ mod tests {
         ] {
             assert!(!is_canonical(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn skip_plain_finds_the_first_quote_or_backslash() {
+        for (text, want) in [
+            ("", 0),
+            ("abc", 3),
+            ("\"", 0),
+            ("abcdefgh\"", 8),
+            ("abcdefg\\h", 7),
+            ("é☃abcdefghijkl\"x", 17),
+            ("\u{80}\u{ff}\u{2022}\"", 7),
+        ] {
+            assert_eq!(skip_plain(text.as_bytes(), 0), want, "{text:?}");
+        }
+        assert_eq!(skip_plain(b"ab\"cdefghijk\"", 3), 12);
     }
 
     #[test]
