@@ -52,6 +52,11 @@ pub fn run(opts: Options) -> i32 {
     }
 }
 
+/// Worker events (LLM deltas, tool updates) queued for the machine at most. Enough to keep the
+/// workers busy while the machine writes a frame; the slots are allocated (and resident) up
+/// front, so not more: an agent among hundreds on a host pays for each one.
+const WORKER_QUEUE: usize = 128;
+
 /// Everything the machine starts with: settings, registry, auth, model, thinking, session, tools.
 pub fn startup(opts: &Options) -> Result<Startup, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -245,7 +250,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
 fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
     let (input_tx, input_rx) = crossbeam_channel::bounded(4);
     let (_control_tx, control_rx) = crossbeam_channel::unbounded();
-    let (worker_tx, worker_rx) = crossbeam_channel::bounded(1024);
+    let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
     let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
     let signals = io::signals::spawn(_control_tx.clone());
     if signals.is_err() {
@@ -340,7 +345,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
 fn run_rpc(startup: Startup) -> i32 {
     let (input_tx, input_rx) = crossbeam_channel::bounded(64);
     let (control_tx, control_rx) = crossbeam_channel::unbounded();
-    let (worker_tx, worker_rx) = crossbeam_channel::bounded(1024);
+    let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
     let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(io::stdout::QUEUE_FRAMES);
 
     let spawned = (|| {

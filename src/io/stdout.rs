@@ -32,10 +32,22 @@ pub fn spawn(
 
 /// Write frames until the channel closes. Generic over the sink so tests can drive it.
 pub fn run(mut sink: impl Write, rx: &Receiver<Vec<u8>>) -> std::io::Result<()> {
-    let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
+    // Only frames that are already queued together are copied into one batch; a lone frame (the
+    // common case) is written as it is. The batch grows only when used, so an idle agent keeps no
+    // buffer resident.
+    let mut batch: Vec<u8> = Vec::new();
     while let Ok(first) = rx.recv() {
+        let second = match rx.try_recv() {
+            Ok(frame) => frame,
+            Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {
+                sink.write_all(&first)?;
+                sink.flush()?;
+                continue;
+            }
+        };
         batch.clear();
         batch.extend_from_slice(&first);
+        batch.extend_from_slice(&second);
         loop {
             if batch.len() >= BATCH_BYTES {
                 break;
@@ -48,8 +60,44 @@ pub fn run(mut sink: impl Write, rx: &Receiver<Vec<u8>>) -> std::io::Result<()> 
         sink.write_all(&batch)?;
         sink.flush()?;
         if batch.capacity() > 4 * BATCH_BYTES {
-            batch = Vec::with_capacity(BATCH_BYTES);
+            batch = Vec::new();
         }
     }
     sink.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that records each `write_all` as one write.
+    struct Writes(Vec<Vec<u8>>);
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn queued_frames_go_out_together_and_a_lone_frame_alone() {
+        let (tx, rx) = crossbeam_channel::bounded(QUEUE_FRAMES);
+        for f in ["a\n", "b\n", "c\n"] {
+            tx.send(f.as_bytes().to_vec()).unwrap();
+        }
+        drop(tx);
+        let mut sink = Writes(Vec::new());
+        run(&mut sink, &rx).unwrap();
+        assert_eq!(sink.0, vec![b"a\nb\nc\n".to_vec()]);
+
+        let (tx, rx) = crossbeam_channel::bounded(QUEUE_FRAMES);
+        tx.send(b"only\n".to_vec()).unwrap();
+        drop(tx);
+        let mut sink = Writes(Vec::new());
+        run(&mut sink, &rx).unwrap();
+        assert_eq!(sink.0, vec![b"only\n".to_vec()]);
+    }
 }

@@ -59,6 +59,10 @@ pub fn agent(timeouts: &Timeouts) -> ureq::Agent {
         // timeout itself; this only guarantees the reading thread cannot block forever.
         .timeout_per_read(Some(timeouts.stall + Duration::from_secs(1)))
         .max_redirects(0)
+        // 128 KiB each by default; half is plenty for SSE and headers (which are capped at 64 KiB),
+        // and it is resident memory for every streaming agent on a host running hundreds.
+        .input_buffer_size(64 * 1024)
+        .output_buffer_size(32 * 1024)
         .user_agent(ureq::config::AutoHeaderValue::None);
     if let Some(roots) = custom_roots() {
         builder = builder.tls_config(
