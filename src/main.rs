@@ -1,6 +1,7 @@
 //! The `pith` binary: parse the command line, hand over to [`pith::app`].
 
 fn main() {
+    one_malloc_arena();
     let code = match pith::cli::parse(std::env::args_os().skip(1)) {
         Ok(pith::cli::Parsed::Help) => {
             print!("{}", pith::cli::HELP);
@@ -18,3 +19,22 @@ fn main() {
     };
     std::process::exit(code);
 }
+
+/// glibc gives every thread that allocates its own malloc arena (a few hundred KiB resident once
+/// used). pith's threads hand data to each other rather than allocate side by side, so one
+/// shared arena costs no measurable contention and saves that memory per agent — which is what
+/// many agents on one host pay for (docs/architecture.md, "Memory").
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn one_malloc_arena() {
+    unsafe extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_ARENA_MAX: i32 = -8;
+    // SAFETY: mallopt only adjusts allocator parameters; called before any thread exists.
+    unsafe {
+        mallopt(M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn one_malloc_arena() {}
