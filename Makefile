@@ -23,8 +23,13 @@ lint:
 static:
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl
 
+# pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
+# setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
 bench: build
 	$(CARGO) run --release --features bench --bin pith-bench
+	@if command -v python3 >/dev/null && [ -f ../shared/oracle/bench.py ]; then \
+		python3 tests/bench/compare.py $(BENCH_ARGS); \
+	else echo "bench: comparison with pi skipped (needs python3 and ../shared/oracle)"; fi
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""`make bench`'s comparison: pith beside pi 0.73.1 and pi 0.87.1, as ratios from one run.
+
+  tests/bench/compare.py [--quick] [--oracle DIR] [--out target/bench/results.json]
+
+Agents: target/release/pith, and each reference that is installed in the oracle directory
+(`../shared/oracle` by default: `setup.sh` installs pi 0.73.1 into ref/, `setup-latest.sh` pi
+0.87.1 into ref-latest/). A missing reference is reported and skipped. The measurements are the
+oracle's own harnesses, run the same way for every agent:
+
+- cold start: spawn -> first `get_state` response (bench.py `cold`);
+- idle and peak memory: VmHWM sampled from /proc (not wait4 rusage, which counts the Python
+  parent's pages in a forked child): idle after `get_state`, peak over a prompt with a reply;
+- first-token latency: first SSE text chunk written -> its `text_delta` line read (bench.py);
+- 20,000-chunk stream: wall time and CPU (bench.py `throughput`), pith also with
+  `--rpc-partials none`;
+- long session: resume a 20,000-entry session, one more turn (bench/longsession.py);
+- density: streaming agents per GiB of PSS (bench/density.py; fewer pi agents, each needs
+  ~200 MiB).
+
+Prints one table (ratio = pi / pith: how many times pith is faster or smaller) and writes the
+figures to target/bench/results.json. A benchmark, not a test: nothing is asserted.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def arg(name, default):
+    a = sys.argv[1:]
+    return a[a.index(name) + 1] if name in a else default
+
+
+QUICK = "--quick" in sys.argv
+ORACLE = os.path.abspath(arg("--oracle", os.path.join(ROOT, "..", "shared", "oracle")))
+OUT = arg("--out", os.path.join(ROOT, "target", "bench", "results.json"))
+
+
+def agents():
+    found = [("pith", [os.path.join(ROOT, "target", "release", "pith"), "--mode", "rpc"])]
+    for label, path in (("pi 0.73.1", os.path.join(ORACLE, "ref", "node_modules", ".bin", "pi")),
+                        ("pi 0.87.1", os.path.join(ORACLE, "ref-latest", "pi"))):
+        if os.access(path, os.X_OK):
+            found.append((label, [path, "--mode", "rpc"]))
+        else:
+            print(f"skip {label}: not installed ({path}; see the oracle's setup scripts)", file=sys.stderr)
+    return found
+
+
+def run(cmd, timeout=1800):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if p.returncode != 0:
+        print(f"  ! {' '.join(cmd[:3])}...: exit {p.returncode}: {p.stderr[-400:]}", file=sys.stderr)
+    return p.stdout
+
+
+def bench_py(label, cmd, only, runs, extra=()):
+    slug = "cmp-" + re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+    run([sys.executable, os.path.join(ORACLE, "bench.py"), "--label", slug, "--runs", str(runs),
+         "--only", only, *extra, "--", *cmd])
+    try:
+        with open(os.path.join(ORACLE, "bench", "out", slug, "results.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def memory(cmd):
+    """Idle VmHWM after get_state, then peak VmHWM over one prompt answered by the fake LLM."""
+    work = tempfile.mkdtemp(prefix="pith-bench-mem-")
+    for sub in ("home", "userhome", "cwd", "tmp"):
+        os.makedirs(os.path.join(work, sub), exist_ok=True)
+    script = os.path.join(work, "script.json")
+    with open(script, "w") as f:
+        json.dump({"turns": [], "fallback": {"repeat_text": {"chunk": "tok ", "count": 200}}}, f)
+    srv = subprocess.Popen([sys.executable, os.path.join(ORACLE, "fakellm.py"), "--script", script],
+                           stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline().split()[1])
+    with open(os.path.join(ORACLE, "config", "models.json.tmpl")) as f:
+        tmpl = f.read().replace("{PORT}", str(port))
+    with open(os.path.join(work, "home", "models.json"), "w") as f:
+        f.write(tmpl)
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "HOME": os.path.join(work, "userhome"),
+           "PI_CODING_AGENT_DIR": os.path.join(work, "home"), "TMPDIR": os.path.join(work, "tmp"),
+           "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+    p = subprocess.Popen(cmd + ["--provider", "fake", "--model", "fake-model", "--no-session"],
+                         cwd=os.path.join(work, "cwd"), env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    peak = [0]
+    done = [False]
+
+    def sample():
+        while not done[0]:
+            peak[0] = max(peak[0], hwm_kib(p.pid))
+            time.sleep(0.002)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    idle = None
+    p.stdin.write(b'{"id":"s","type":"get_state"}\n')
+    p.stdin.flush()
+    for line in p.stdout:
+        if idle is None and b'"get_state"' in line:
+            time.sleep(0.2)
+            idle = hwm_kib(p.pid)
+            p.stdin.write(b'{"id":"p","type":"prompt","message":"hello"}\n')
+            p.stdin.flush()
+        elif b'"type":"agent_end"' in line[:40]:
+            break
+    time.sleep(0.05)
+    peak[0] = max(peak[0], hwm_kib(p.pid))
+    done[0] = True
+    p.stdin.close()
+    try:
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+    srv.terminate()
+    return {"idle_mib": (idle or 0) / 1024, "peak_mib": peak[0] / 1024}
+
+
+def parse_kv(text, prefix):
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
+    return {}
+
+
+def main():
+    found = agents()
+    runs = 5 if QUICK else 15
+    res = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
+           "agents": {}}
+    for label, cmd in found:
+        print(f"== {label}", file=sys.stderr)
+        pith = label == "pith"
+        r = {}
+        b = bench_py(label, cmd, "cold,latency", runs)
+        r["cold_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
+        r["latency_ms"] = b.get("latency", {}).get("first_sse_text_chunk_to_text_delta_line_ms", {}).get("median")
+        r.update(memory(cmd))
+        t = bench_py(label, cmd, "throughput", 1, ("--throughput", "20000:tok"))
+        t = (t.get("throughput") or [{}])[0]
+        r["stream20k_s"] = t.get("prompt_to_agent_end_s") if t.get("completed") else None
+        r["stream20k_cpu_s"] = t.get("agent_cpu_s") if t.get("completed") else None
+        if pith:
+            t = bench_py(label + "-none", cmd + ["--rpc-partials", "none"], "throughput", 1,
+                         ("--throughput", "20000:tok"))
+            t = (t.get("throughput") or [{}])[0]
+            r["stream20k_none_s"] = t.get("prompt_to_agent_end_s")
+            # pi 0.87.1 streams delta-only updates: compare it with pith speaking 0.87.
+            t = bench_py(label + "-087", cmd + ["--compat", "0.87"], "throughput", 1,
+                         ("--throughput", "20000:tok"))
+            t = (t.get("throughput") or [{}])[0]
+            r["stream20k_087_s"] = t.get("prompt_to_agent_end_s")
+        turns = "1000" if QUICK else "5000"
+        ls = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "longsession.py"), "--turns", turns,
+                           "--runs", "1" if QUICK else "3", "--", *cmd]), "longsession:")
+        r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
+        r["longsession_rss_mib"] = ls.get("peak_rss_mib")
+        n = ("50" if QUICK else "200") if pith else "8"
+        d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
+        r["agents_per_gib"] = d.get("agents_per_gib")
+        res["agents"][label] = r
+        print(json.dumps(r), file=sys.stderr)
+
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    with open(OUT, "w") as f:
+        json.dump(res, f, indent=2)
+
+    rows = [("cold start (ms)", "cold_ms", False), ("idle memory (MiB)", "idle_mib", False),
+            ("peak memory, one turn (MiB)", "peak_mib", False), ("first token (ms)", "latency_ms", False),
+            ("20k-chunk stream (s)", "stream20k_s", False), ("20k-chunk stream CPU (s)", "stream20k_cpu_s", False),
+            ("20k-chunk stream, partials none (s)", "stream20k_none_s", False),
+            ("20k-chunk stream, --compat 0.87 (s)", "stream20k_087_s", False),
+            ("long session: resume (ms)", "resume_ms", False), ("long session: prompt -> request (ms)", "request_ms", False),
+            ("long session: peak RSS (MiB)", "longsession_rss_mib", False),
+            ("agents per GiB (PSS)", "agents_per_gib", True)]
+    labels = list(res["agents"])
+    head = "| | " + " | ".join(labels) + " | " + " | ".join(f"{l} / pith" for l in labels[1:]) + " |"
+    print(f"\n{res['date']}, {res['cpus']} CPUs ({res['machine']})\n")
+    print(head)
+    print("|" + " --- |" * (1 + 2 * len(labels) - 1))
+    p = res["agents"]["pith"]
+    for name, key, higher_better in rows:
+        vals = [res["agents"][l].get(key) for l in labels]
+        cells = ["" if v is None else f"{v:.3g}" for v in vals]
+        ratios = []
+        for l, v in zip(labels[1:], vals[1:]):
+            if key == "stream20k_s" and l == "pi 0.87.1":
+                # Same protocol on both sides: pi 0.87.1 against pith --compat 0.87.
+                key087 = p.get("stream20k_087_s")
+                ratios.append(f"{v / key087:.1f}x (vs 0.87)" if v and key087 else "")
+                continue
+            if v is None or not p.get(key):
+                ratios.append("")
+            elif higher_better:
+                ratios.append(f"{p[key] / v:.1f}x" if v else "")
+            else:
+                ratios.append(f"{v / p[key]:.1f}x")
+        print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    print(f"\nfigures: {OUT}")
+
+
+main()
