@@ -147,8 +147,8 @@ pub struct Machine {
 type Reply = Result<Option<Value>, String>;
 
 impl Machine {
-    pub fn new(s: Startup, ch: Channels) -> Machine {
-        let messages = s.session.build_context();
+    pub fn new(mut s: Startup, ch: Channels) -> Machine {
+        let messages = s.session.take_context();
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,

@@ -153,8 +153,11 @@ impl Entry {
         let s = |f: &super::line::LStr| f.owned().unwrap_or_default();
         let kind = match entry_type {
             "message" => EntryKind::Message {
-                role: s(&h.message.0),
-                message: MessageCell::default(),
+                role: s(&h.message.role),
+                message: match h.message.parsed {
+                    Some(m) => MessageCell(OnceLock::from(Some(Box::new(m)))),
+                    None => MessageCell::default(),
+                },
             },
             "model_change" => EntryKind::ModelChange {
                 provider: s(&h.provider),
@@ -270,6 +273,24 @@ impl Entry {
         match self.message_uncached().as_deref() {
             Some(AgentMessage::User(u)) => Some(u.content.joined_text()),
             _ => None,
+        }
+    }
+
+    /// [`Entry::context_message`], moving a message parsed at load out of its cache instead of
+    /// copying it.
+    pub fn take_context_message(&mut self) -> Option<AgentMessage> {
+        if let EntryKind::Message { message, .. } = &mut self.kind {
+            if let Some(Some(m)) = message.0.take() {
+                return Some(*m);
+            }
+        }
+        self.context_message()
+    }
+
+    /// Drop the parsed message kept with the line (it is parsed again on demand).
+    pub fn forget_parsed(&mut self) {
+        if let EntryKind::Message { message, .. } = &mut self.kind {
+            message.0 = OnceLock::new();
         }
     }
 
@@ -492,7 +513,13 @@ mod tests {
                     full.timestamp_ms()
                 )
             );
+            let mut fast = fast;
+            fast.forget_parsed();
             assert_eq!(format!("{:?}", fast.kind()), format!("{:?}", full.kind()));
+            assert_eq!(
+                format!("{:?}", fast.message()),
+                format!("{:?}", full.message())
+            );
         }
         // Left to the full path: non-canonical text, custom messages, missing ids.
         assert!(Entry::from_line(r#"{ "type":"x","id":"i"}"#).is_none());

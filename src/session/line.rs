@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::json::js_number;
+use crate::message::AgentMessage;
 
 /// A string field read leniently: any other JSON type reads as `None` (as `Value::as_str`).
 #[derive(Default, Debug)]
@@ -129,18 +130,51 @@ impl<'de> Deserialize<'de> for LU64 {
     }
 }
 
-/// The `role` of a `message` field (any other shape reads as no role).
+/// The `message` field: its `role` and, when the role is the object's first key (as
+/// `JSON.stringify` writes every message), the message itself, read in the same pass that
+/// validates the line (so a long session's messages are parsed once, not twice). Any other shape
+/// reads as no role and no message.
 #[derive(Default, Debug)]
-pub struct Role<'a>(pub LStr<'a>);
+pub struct Msg<'a> {
+    pub role: LStr<'a>,
+    pub parsed: Option<AgentMessage>,
+}
 
-struct RoleVisitor<'a>(std::marker::PhantomData<&'a ()>);
+struct MsgVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
-impl<'de: 'a, 'a> Visitor<'de> for RoleVisitor<'a> {
-    type Value = Role<'a>;
+impl<'de: 'a, 'a> Visitor<'de> for MsgVisitor<'a> {
+    type Value = Msg<'a>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::value::MapAccessDeserializer as Rest;
+        let Some(key) = map.next_key::<LStr<'de>>()? else {
+            return Ok(Msg::default());
+        };
+        if key.as_str() == Some("role") {
+            let role: LStr<'a> = map.next_value()?;
+            // The rest of the object is the role's struct (the derive for the tagged enum would
+            // buffer it first). An unknown role is skipped: the full path decides later.
+            let mut rest = NoRole(map);
+            let parsed = match role.as_str() {
+                Some("user") => Some(AgentMessage::User(Deserialize::deserialize(Rest::new(
+                    &mut rest,
+                ))?)),
+                Some("assistant") => Some(AgentMessage::Assistant(Deserialize::deserialize(
+                    Rest::new(&mut rest),
+                )?)),
+                Some("toolResult") => Some(AgentMessage::ToolResult(Deserialize::deserialize(
+                    Rest::new(&mut rest),
+                )?)),
+                _ => {
+                    while rest.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    None
+                }
+            };
+            return Ok(Msg { role, parsed });
+        }
+        map.next_value::<IgnoredAny>()?;
         let mut role = LStr(None);
         let mut seen = false;
         while let Some(key) = map.next_key::<LStr<'de>>()? {
@@ -155,38 +189,69 @@ impl<'de: 'a, 'a> Visitor<'de> for RoleVisitor<'a> {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        Ok(Role(role))
+        Ok(Msg { role, parsed: None })
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Role::default())
+        Ok(Msg::default())
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Role<'a> {
+/// The entries of a message after its `role`: a second `role` key is an error (the full parser
+/// decides such a line), every other key is handed on.
+struct NoRole<A>(A);
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for NoRole<A> {
+    type Error = A::Error;
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+        match self.0.next_key::<LStr<'de>>()? {
+            None => Ok(None),
+            Some(LStr(Some(key))) if key == "role" => Err(de::Error::custom("duplicate role")),
+            Some(LStr(Some(Cow::Borrowed(key)))) => seed
+                .deserialize(BorrowedStrDeserializer::new(key))
+                .map(Some),
+            Some(LStr(Some(Cow::Owned(key)))) => {
+                seed.deserialize(StringDeserializer::new(key)).map(Some)
+            }
+            Some(LStr(None)) => Err(de::Error::custom("key is not a string")),
+        }
+    }
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.0.next_value_seed(seed)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Msg<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(RoleVisitor(std::marker::PhantomData))
+        d.deserialize_any(MsgVisitor(std::marker::PhantomData))
     }
 }
 
@@ -204,7 +269,7 @@ pub struct Head<'a> {
     #[serde(borrow)]
     pub timestamp: LStr<'a>,
     #[serde(borrow)]
-    pub message: Role<'a>,
+    pub message: Msg<'a>,
     #[serde(borrow)]
     pub provider: LStr<'a>,
     #[serde(rename = "modelId", borrow)]
@@ -390,17 +455,28 @@ mod tests {
         assert_eq!(h.parent_id.as_str(), None);
         assert_eq!(h.provider.as_str(), None);
         assert_eq!(h.model_id.as_str(), Some("m"));
-        assert_eq!(h.message.0.as_str(), None);
+        assert_eq!(h.message.role.as_str(), None);
         assert_eq!(h.tokens_before.0, Some(0));
         let h = head(r#"{"message":{"content":"a","role":"user"},"id":"e\u0001"}"#).unwrap();
-        assert_eq!(h.message.0.as_str(), Some("user"));
+        assert_eq!(h.message.role.as_str(), Some("user"));
+        assert!(h.message.parsed.is_none());
         assert_eq!(h.id.as_str(), Some("e\u{1}"));
+        let h = head(r#"{"message":{"role":"user","content":"a","timestamp":3}}"#).unwrap();
+        assert_eq!(h.message.role.as_str(), Some("user"));
+        assert!(matches!(&h.message.parsed, Some(AgentMessage::User(u)) if u.timestamp == 3));
+        let h = head(r#"{"message":{"role":"future","x":[1]}}"#).unwrap();
+        assert_eq!(h.message.role.as_str(), Some("future"));
+        assert!(h.message.parsed.is_none());
+        // A message of a known role that does not parse: the line goes the full way.
+        assert!(head(r#"{"message":{"role":"user","content":5}}"#).is_none());
     }
 
     #[test]
     fn head_refuses_what_the_full_parser_must_decide() {
         assert!(head(r#"{"id":"a","id":"b"}"#).is_none());
         assert!(head(r#"{"message":{"role":"a","role":"b"}}"#).is_none());
+        assert!(head(r#"{"message":{"role":"user","content":"x","role":"b"}}"#).is_none());
+        assert!(head(r#"{"message":{"content":"x","role":"user","role":"b"}}"#).is_none());
         assert!(head("[1]").is_none());
         assert!(head(r#"{"id":"a""#).is_none());
         assert!(head("").is_none());

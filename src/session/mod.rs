@@ -565,6 +565,30 @@ impl Session {
         tree::build_context(&self.entries, &self.path())
     }
 
+    /// [`Session::build_context`] for a session just loaded: messages parsed while the file was
+    /// read are moved into the context instead of parsed again or copied (entries parse them
+    /// again on demand later).
+    pub fn take_context(&mut self) -> Vec<AgentMessage> {
+        let plan = tree::context_plan(&self.entries, &self.path());
+        let mut messages: Vec<AgentMessage> = plan
+            .compaction
+            .and_then(|c| tree::compaction_summary(&self.entries[c]))
+            .into_iter()
+            .collect();
+        messages.reserve(plan.entries.len());
+        for i in plan.entries {
+            if let Some(m) = self.entries[i].take_context_message() {
+                messages.push(m);
+            }
+        }
+        // Messages parsed at load but not in this context (other branches) are dropped: the
+        // line stays the only copy, as for every entry.
+        for e in &mut self.entries {
+            e.forget_parsed();
+        }
+        messages
+    }
+
     /// The latest non-empty `session_info` name in the whole file.
     pub fn session_name(&self) -> Option<String> {
         self.entries.iter().rev().find_map(|e| match e.kind() {

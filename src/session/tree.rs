@@ -31,43 +31,70 @@ pub fn branch_indices(
     path
 }
 
-/// The context messages of a branch (spec 11.4).
-pub fn build_context(entries: &[Entry], path: &[usize]) -> Vec<AgentMessage> {
+/// Which entries make up a branch's context (spec 11.4): the latest compaction (its summary
+/// comes first) and the entries whose messages follow, in order.
+pub struct ContextPlan {
+    pub compaction: Option<usize>,
+    pub entries: Vec<usize>,
+}
+
+pub fn context_plan(entries: &[Entry], path: &[usize]) -> ContextPlan {
     let compaction_pos = path
         .iter()
         .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
     let Some(cpos) = compaction_pos else {
-        return path
-            .iter()
-            .filter_map(|&i| entries[i].context_message())
-            .collect();
+        return ContextPlan {
+            compaction: None,
+            entries: path.to_vec(),
+        };
     };
-    let compaction = &entries[path[cpos]];
     let EntryKind::Compaction {
-        summary,
         first_kept_entry_id,
-        tokens_before,
-    } = compaction.kind()
+        ..
+    } = entries[path[cpos]].kind()
     else {
-        return Vec::new();
+        return ContextPlan {
+            compaction: None,
+            entries: Vec::new(),
+        };
     };
-    let mut messages = vec![AgentMessage::CompactionSummary(CompactionSummaryMessage {
-        summary: summary.clone(),
-        tokens_before: *tokens_before,
-        timestamp: compaction.timestamp_ms(),
-    })];
     let first_kept = path[..cpos]
         .iter()
         .position(|&i| entries[i].id() == first_kept_entry_id);
-    if let Some(start) = first_kept {
-        messages.extend(
-            path[start..cpos]
-                .iter()
-                .filter_map(|&i| entries[i].context_message()),
-        );
+    let mut kept: Vec<usize> = first_kept.map_or_else(Vec::new, |start| path[start..cpos].to_vec());
+    kept.extend_from_slice(&path[cpos + 1..]);
+    ContextPlan {
+        compaction: Some(path[cpos]),
+        entries: kept,
     }
+}
+
+/// The summary message a compaction entry puts at the start of the context.
+pub fn compaction_summary(entry: &Entry) -> Option<AgentMessage> {
+    match entry.kind() {
+        EntryKind::Compaction {
+            summary,
+            tokens_before,
+            ..
+        } => Some(AgentMessage::CompactionSummary(CompactionSummaryMessage {
+            summary: summary.clone(),
+            tokens_before: *tokens_before,
+            timestamp: entry.timestamp_ms(),
+        })),
+        _ => None,
+    }
+}
+
+/// The context messages of a branch (spec 11.4).
+pub fn build_context(entries: &[Entry], path: &[usize]) -> Vec<AgentMessage> {
+    let plan = context_plan(entries, path);
+    let mut messages: Vec<AgentMessage> = plan
+        .compaction
+        .and_then(|c| compaction_summary(&entries[c]))
+        .into_iter()
+        .collect();
     messages.extend(
-        path[cpos + 1..]
+        plan.entries
             .iter()
             .filter_map(|&i| entries[i].context_message()),
     );
