@@ -118,8 +118,10 @@ pub struct Machine {
     pub(crate) run: Option<Run>,
     /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
     exit_signal: Option<i32>,
-    /// The RPC `bash` command in flight.
-    pub(crate) bash: Option<crate::core::bash::BashJob>,
+    /// The RPC `bash` commands in flight (several may run at once).
+    pub(crate) bash: Vec<crate::core::bash::BashJob>,
+    /// Number of the latest RPC `bash` job.
+    pub(crate) bash_seq: u64,
     /// Bash executions that finished during a run: recorded before the next prompt.
     pub(crate) deferred_bash: Vec<AgentMessage>,
     /// Consecutive failed attempts of the current auto-retry sequence.
@@ -170,7 +172,8 @@ impl Machine {
             run: None,
             retry_attempt: 0,
             exit_signal: None,
-            bash: None,
+            bash: Vec::new(),
+            bash_seq: 0,
             deferred_bash: Vec::new(),
             retry_wait: None,
             retry_seq: 0,
@@ -271,7 +274,7 @@ impl Machine {
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
-            Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
+            Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
         }
         None
     }
@@ -280,7 +283,7 @@ impl Machine {
     pub(crate) fn is_idle(&self) -> bool {
         self.run.is_none()
             && self.retry_wait.is_none()
-            && self.bash.is_none()
+            && self.bash.is_empty()
             && self.compaction.is_none()
             && self.continue_wait.is_none()
     }
@@ -308,7 +311,7 @@ impl Machine {
         self.abort_bash();
         // Give tool and bash threads a moment to kill their process groups and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || self.bash.is_some()) && std::time::Instant::now() < deadline {
+        while (self.run.is_some() || !self.bash.is_empty()) && std::time::Instant::now() < deadline {
             match self.worker_rx_timeout(deadline) {
                 Some(w) => {
                     let _ = self.handle_event(Event::Worker(w));
