@@ -743,8 +743,9 @@ fn steer_during_streaming_is_a_new_turn_after_turn_end() {
     );
 }
 
-/// Two bash calls, the first slow; a steer arrives after the fast one ended.
-fn steer_during_tools(mode: &str, marker: &str) -> (Setup, Vec<Value>) {
+/// Two bash calls, the first slow; a steer arrives after the fast one ended. `mode`: the
+/// interrupt mode to set first (`None`: the default).
+fn steer_during_tools(mode: Option<&str>, marker: &str) -> (Setup, Vec<Value>) {
     let mut s = setup(vec![
         reply(&[
             bash("t_slow", &format!("sleep 1.5; echo {marker}")),
@@ -752,9 +753,11 @@ fn steer_during_tools(mode: &str, marker: &str) -> (Setup, Vec<Value>) {
         ]),
         reply(&[text(&["Acknowledged the steer."])]),
     ]);
-    let r =
-        s.p.call(json!({"type":"set_interrupt_mode","mode":mode}), "im");
-    assert_eq!(r["success"], true, "{r}");
+    if let Some(mode) = mode {
+        let r =
+            s.p.call(json!({"type":"set_interrupt_mode","mode":mode}), "im");
+        assert_eq!(r["success"], true, "{r}");
+    }
     prompt(&mut s.p, "p1", "Run the two commands");
     s.p.recv_until(|v| v["type"] == "tool_execution_end" && v["toolCallId"] == "t_fast");
     s.p.send(json!({"type":"prompt","id":"p2","message":"Change of plan",
@@ -765,8 +768,18 @@ fn steer_during_tools(mode: &str, marker: &str) -> (Setup, Vec<Value>) {
 
 #[test]
 fn steer_during_tools_wait_mode_lets_tools_finish() {
+    for mode in [Some("wait"), None] {
+        steer_during_tools_lets_tools_finish(mode);
+    }
+}
+
+/// Interrupt mode `wait` (the default, pi's behaviour): the running tools finish, nothing is
+/// skipped, and the steering message starts the next turn.
+fn steer_during_tools_lets_tools_finish(mode: Option<&str>) {
     let marker = unique_marker("wait");
-    let (_s, f) = steer_during_tools("wait", &marker);
+    let (mut s, f) = steer_during_tools(mode, &marker);
+    let st = s.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["interruptMode"], "wait", "{st}");
     assert_eq!(
         kinds_collapsed(&f),
         [
@@ -864,6 +877,59 @@ fn steer_during_tools_immediate_mode_skips_the_running_tool() {
     );
     std::thread::sleep(Duration::from_millis(200));
     assert_no_process(&marker);
+}
+
+/// A steer that arrives while the model is still streaming its tool calls: in the default `wait`
+/// mode (pi 0.73.1 and 0.87.1: the agent loop looks at steering only after the whole batch) every
+/// call runs; in `immediate` mode the calls are skipped before they start.
+fn steer_while_tool_calls_stream(mode: Option<&str>) -> Vec<Value> {
+    let marker = unique_marker("prep");
+    let mut s = setup(vec![
+        reply(&[
+            text(&["Running", " two", " commands", " now"]),
+            bash("t_a", &format!("echo {marker}")),
+            bash("t_b", "echo b"),
+        ])
+        .chunked(48, Duration::from_millis(60)),
+        reply(&[text(&["Acknowledged."])]),
+    ]);
+    if let Some(mode) = mode {
+        let r =
+            s.p.call(json!({"type":"set_interrupt_mode","mode":mode}), "im");
+        assert_eq!(r["success"], true, "{r}");
+    }
+    prompt(&mut s.p, "p1", "Run them");
+    s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
+    s.p.send(json!({"type":"steer","id":"s1","message":"Actually stop"}));
+    let f = settled(&mut s.p);
+    let ends: Vec<(String, bool)> = ["t_a", "t_b"].iter().map(|id| end_text(&f, id)).collect();
+    let user = f
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .map(|v| user_text(&v["message"]))
+        .collect::<Vec<_>>();
+    assert_eq!(user, ["Actually stop"], "the steer starts the next turn");
+    if mode == Some("immediate") {
+        let skipped = ("Skipped due to queued user message.".to_string(), true);
+        assert_eq!(ends, [skipped.clone(), skipped]);
+    } else {
+        assert_eq!(
+            ends,
+            [(format!("{marker}\n"), false), ("b\n".to_string(), false)]
+        );
+    }
+    f
+}
+
+#[test]
+fn steer_while_tool_calls_stream_skips_nothing_by_default() {
+    steer_while_tool_calls_stream(None);
+    steer_while_tool_calls_stream(Some("wait"));
+}
+
+#[test]
+fn steer_while_tool_calls_stream_skips_them_in_immediate_mode() {
+    steer_while_tool_calls_stream(Some("immediate"));
 }
 
 #[test]

@@ -186,7 +186,8 @@ impl Machine {
             batch: 0,
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
-            interrupt_mode: InterruptMode::Immediate,
+            // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
+            interrupt_mode: InterruptMode::Wait,
             auto_compaction: s.settings.compaction_enabled(),
             auto_retry: s.settings.retry_enabled(),
             cwd: s.cwd,
