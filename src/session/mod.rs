@@ -162,9 +162,7 @@ impl Session {
     pub fn open_or_create(path: &Path, cwd: &str) -> Result<Session, String> {
         let dir = parent_dir(path);
         if !path.exists() {
-            let mut s = Session::new(cwd, Some(dir), None);
-            s.file = Some(path.to_path_buf());
-            return Ok(s);
+            return Ok(Session::create_at(path, cwd));
         }
         match Session::open(path) {
             Ok(s) => Ok(s),
@@ -181,6 +179,15 @@ impl Session {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// A new empty session to be written at exactly `path` (from the first assistant message, as
+    /// always); later `new`/`fork` files go to its directory. The reference's `setSessionFile` for
+    /// a file that does not exist.
+    pub fn create_at(path: &Path, cwd: &str) -> Session {
+        let mut s = Session::new(cwd, Some(parent_dir(path)), None);
+        s.file = Some(path.to_path_buf());
+        s
     }
 
     fn from_header(header: Map<String, Value>, path: &Path) -> Session {
