@@ -1179,6 +1179,7 @@ fn abort_and_prompt_while_streaming() {
     assert_eq!(
         k,
         [
+            "queue_update [] []",
             "message_end assistant",
             "turn_end",
             "agent_end",
@@ -1415,6 +1416,74 @@ fn bash_exit_code_is_a_tool_error() {
 }
 
 #[test]
+fn abort_and_prompt_drops_the_queues_with_a_queue_update() {
+    let mut s = setup(vec![slow_text(200, 15), reply(&[text(&["New run."])])]);
+    prompt(&mut s.p, "p1", "Long");
+    s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
+    s.p.send(json!({"type":"steer","id":"s1","message":"Steer me"}));
+    s.p.send(json!({"type":"follow_up","id":"f1","message":"Then this"}));
+    s.p.recv_until(|v| v["id"] == "f1");
+    s.p.send(json!({"type":"abort_and_prompt","id":"ap","message":"Instead this"}));
+    let f = s.p.recv_until(|v| v["type"] == "agent_settled");
+    let k: Vec<String> = kinds_collapsed(&f)
+        .into_iter()
+        .filter(|k| !k.starts_with("update "))
+        .collect();
+    assert_eq!(
+        k,
+        [
+            "queue_update [] []",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "response abort_and_prompt ok",
+            "agent_start",
+            "turn_start",
+            "message_start user",
+            "message_end user",
+            "message_start assistant",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    // The dropped messages are never delivered.
+    let users: Vec<&str> = f
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .map(|v| user_text(&v["message"]))
+        .collect();
+    assert_eq!(users, ["Instead this"]);
+    let st = s.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["pendingMessageCount"], 0);
+}
+
+#[test]
+fn abort_and_prompt_while_idle_drops_idle_steering_too() {
+    let mut s = setup(vec![reply(&[text(&["Only this."])])]);
+    s.p.send(json!({"type":"steer","id":"s1","message":"Queued while idle"}));
+    s.p.recv_until(|v| v["id"] == "s1");
+    s.p.send(json!({"type":"abort_and_prompt","id":"ap","message":"Fresh start"}));
+    let f = settled(&mut s.p);
+    assert_eq!(
+        kinds_collapsed(&f)[..4],
+        [
+            "queue_update [] []",
+            "response abort_and_prompt ok",
+            "agent_start",
+            "turn_start"
+        ]
+    );
+    let users: Vec<&str> = f
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .map(|v| user_text(&v["message"]))
+        .collect();
+    assert_eq!(users, ["Fresh start"]);
+}
+
+#[test]
 fn abort_and_prompt_while_a_tool_runs() {
     let marker = unique_marker("ap_tool");
     let mut s = setup(vec![
@@ -1430,6 +1499,7 @@ fn abort_and_prompt_while_a_tool_runs() {
     assert_eq!(
         kinds_collapsed(&f),
         [
+            "queue_update [] []",
             "tool_execution_end t1",
             "message_start toolResult",
             "message_end toolResult",

@@ -463,11 +463,13 @@ impl Machine {
                 Ok(None)
             }
             Command::AbortAndPrompt(input) => {
+                // Queued messages are dropped, and hosts see it: one `queue_update` with both
+                // queues empty, as pi's clearQueue emits (always, even when they were empty).
+                self.steering.clear();
+                self.follow_up.clear();
+                self.emit_queue_update();
                 if self.run.is_some() {
-                    // Discard queued messages, abort, then prompt once the run has ended.
-                    self.steering.clear();
-                    self.follow_up.clear();
-                    // Set first: aborting a stream ends the run synchronously, and the end of the
+                    // Abort, then prompt once the run has ended. Set first: aborting a stream ends the run synchronously, and the end of the
                     // run is what starts the waiting prompt.
                     self.set_pending_prompt(input, id.cloned(), "abort_and_prompt");
                     self.abort_run(None);
