@@ -1253,6 +1253,71 @@ fn images_in_both_shapes_reach_the_request() {
 }
 
 #[test]
+fn seed_000_attachments_and_data_url_images_reach_the_request() {
+    let mut s = setup(vec![reply(&[text(&["Seen."])])]);
+    s.p.send(json!({"type":"prompt","id":"p1","message":"Look","images":[
+        {"type":"image","source":{"type":"url","url":"data:image/gif;base64,R0lGOD"}}
+    ],"attachments":[
+        {"id":"a1","type":"image","fileName":"shot.png","mimeType":"image/png","size":8,
+         "content":"iVBORw0KGgo="},
+        {"id":"a2","type":"document","fileName":"notes.pdf","mimeType":"application/pdf","size":5,
+         "content":"JVBERi0=","extractedText":"Quarterly numbers"}
+    ]}));
+    let f = settled(&mut s.p);
+    assert_eq!(kinds(&f)[0], "response prompt ok");
+    let user = find(&f, |v| {
+        v["type"] == "message_end" && v["message"]["role"] == "user"
+    });
+    assert_eq!(
+        user["message"]["content"],
+        json!([{"type":"text","text":"Look"},
+               {"type":"image","data":"R0lGOD","mimeType":"image/gif"},
+               {"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},
+               {"type":"text","text":"\n\n[Document: notes.pdf]\nQuarterly numbers"}])
+    );
+    let body = request_body(&s.llm, 0);
+    assert_eq!(
+        strip_cache_control(body["messages"].clone()),
+        json!([{"role":"user","content":[
+            {"type":"text","text":"Look"},
+            {"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGOD"}},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
+            {"type":"text","text":"\n\n[Document: notes.pdf]\nQuarterly numbers"}
+        ]}])
+    );
+}
+
+#[test]
+fn input_that_cannot_be_mapped_is_refused_not_dropped() {
+    let mut s = setup(vec![]);
+    let cases = [
+        (
+            json!({"type":"prompt","message":"m","images":[
+                {"type":"image","source":{"type":"url","url":"https://example.com/cat.png"}}]}),
+            "prompt: images[0]: image URL \"https://example.com/cat.png\" is not supported: pith does not fetch images; send the image as base64 (a data: URL or source type \"base64\")",
+        ),
+        (
+            json!({"type":"follow_up","message":"m","attachments":[
+                {"id":"a","type":"document","fileName":"scan.pdf","mimeType":"application/pdf","size":1,"content":"JVBE"}]}),
+            "follow_up: attachments[0]: document \"scan.pdf\" has no \"extractedText\": pith sends documents to the model as text only",
+        ),
+    ];
+    for (i, (cmd, err)) in cases.into_iter().enumerate() {
+        let ty = cmd["type"].clone();
+        let id = format!("x{i}");
+        assert_eq!(
+            s.p.call(cmd, &id),
+            json!({"id":id,"type":"response","command":ty,"success":false,"error":err})
+        );
+    }
+    // Nothing was queued or started.
+    let st = s.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["pendingMessageCount"], 0);
+    assert_eq!(st["data"]["messageCount"], 0);
+    assert!(s.llm.requests().is_empty());
+}
+
+#[test]
 fn get_state_while_streaming_and_get_messages_after() {
     let mut s = setup(vec![slow_text(16, 10)]);
     let st = s.p.call(json!({"type":"get_state"}), "gs0");
