@@ -239,7 +239,11 @@ fn commands_are_answered_while_a_bash_runs_and_a_second_bash_runs_alongside() {
         json!({"id":"b2","type":"response","command":"bash","success":true,
             "data":plain_result("second\n", 0)})
     );
-    assert_eq!(pgrep(&marker).len(), 1, "the first command is still running");
+    assert_eq!(
+        pgrep(&marker).len(),
+        1,
+        "the first command is still running"
+    );
     let r = p.response("b1");
     assert_eq!(r["data"], plain_result(&format!("{marker}\n"), 0));
     // Each is recorded on its own, in the order they finished.

@@ -91,7 +91,6 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    #[allow(dead_code)] // read by the 0.87 emitters as they land (issue 9)
     pub(crate) compat: Compat,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
@@ -312,7 +311,8 @@ impl Machine {
         self.abort_bash();
         // Give tool and bash threads a moment to kill their process groups and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || !self.bash.is_empty()) && std::time::Instant::now() < deadline {
+        while (self.run.is_some() || !self.bash.is_empty()) && std::time::Instant::now() < deadline
+        {
             match self.worker_rx_timeout(deadline) {
                 Some(w) => {
                     let _ = self.handle_event(Event::Worker(w));
@@ -435,6 +435,8 @@ impl Machine {
             }
             Command::Abort => {
                 if self.continue_wait.take().is_some() {
+                    // No continuation: the context is the session's (the failed reply is back).
+                    self.messages = self.session.build_context();
                     self.send(response::success(id, "abort", None));
                     self.settle();
                     return Err(DEFERRED.to_string());
@@ -500,9 +502,10 @@ impl Machine {
                 },
             )),
             Command::GetSessionStats => {
-                let stats = self.session.stats(
+                let stats = self.session.stats_for(
                     &self.messages,
                     self.model.as_ref().map(|m| m.context_window),
+                    self.compat,
                 );
                 Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
             }

@@ -371,9 +371,7 @@ fn data_url_image(url: &str) -> Result<ImageContent, String> {
             "image URL \"{shown}\" is not supported: pith does not fetch images; send the image as base64 (a data: URL or source type \"base64\")"
         ));
     };
-    let (meta, data) = rest
-        .split_once(',')
-        .ok_or("malformed data: URL (no ',')")?;
+    let (meta, data) = rest.split_once(',').ok_or("malformed data: URL (no ',')")?;
     let mime = meta
         .strip_suffix(";base64")
         .filter(|m| !m.is_empty())
@@ -561,7 +559,11 @@ mod tests {
                 {"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]})),
             Err(DecodeError::Invalid("steer: images[0]: image URL \"https://example.com/a.png\" is not supported: pith does not fetch images; send the image as base64 (a data: URL or source type \"base64\")".into()))
         );
-        for bad in ["data:image/png,QUJD", "data:;base64,QUJD", "data:image/png;base64"] {
+        for bad in [
+            "data:image/png,QUJD",
+            "data:;base64,QUJD",
+            "data:image/png;base64",
+        ] {
             let r = dec(json!({"type":"prompt","message":"m","images":[
                 {"type":"image","source":{"type":"url","url":bad}}]}));
             assert!(matches!(r, Err(DecodeError::Invalid(_))), "{bad}: {r:?}");

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::compat::Compat;
 use crate::message::{AgentMessage, ThinkingLevel, UserContent};
 
 pub use entry::{Entry, EntryKind};
@@ -688,21 +689,37 @@ impl Session {
         s
     }
 
-    /// `get_session_stats` over the agent's current context `messages`, with `contextUsage` for
-    /// the current model's context window.
+    /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] with 0.73).
     pub fn stats(&self, messages: &[AgentMessage], context_window: Option<u64>) -> SessionStats {
-        let (user, assistant, calls, results, tokens, cost) = tree::message_stats(messages);
+        self.stats_for(messages, context_window, Compat::V073)
+    }
+
+    /// `get_session_stats`, with `contextUsage` for the current model's context window over the
+    /// agent's current context `messages`. The counts and token sums: pi 0.73.1 takes them over
+    /// the context (after a compaction, the kept messages only); pi 0.87.1 over every entry of
+    /// the session file (all branches, compacted messages included, and the usage recorded on
+    /// compaction, branch summary and `usage` entries).
+    pub fn stats_for(
+        &self,
+        messages: &[AgentMessage],
+        context_window: Option<u64>,
+        compat: Compat,
+    ) -> SessionStats {
+        let counts = match compat {
+            Compat::V073 => tree::message_stats(messages),
+            Compat::V087 => tree::entry_stats(&self.entries),
+        };
         let path = self.path();
         SessionStats {
             session_file: self.parent_link(),
             session_id: self.id.clone(),
-            user_messages: user,
-            assistant_messages: assistant,
-            tool_calls: calls,
-            tool_results: results,
-            total_messages: messages.len() as u64,
-            tokens,
-            cost,
+            user_messages: counts.users,
+            assistant_messages: counts.assistants,
+            tool_calls: counts.tool_calls,
+            tool_results: counts.tool_results,
+            total_messages: counts.total,
+            tokens: counts.tokens,
+            cost: counts.cost,
             context_usage: tree::context_usage(&self.entries, &path, messages, context_window),
         }
     }

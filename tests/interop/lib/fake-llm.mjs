@@ -8,6 +8,8 @@
 //     [[bash:<command>]]  one bash tool call per directive (ids toolu_<n> in order)
 //     [[slow:<ms>]]       wait <ms> between chunks (abort / steer / queue tests)
 //     [[fail:<status>]]   answer with that HTTP error (retry tests)
+//     [[fail-once:<status>]]  that error the first time this text is seen, then the rule below
+//     [[overflow-once]]   a context overflow error ("prompt is too long") the first time
 // - otherwise "echo: <text>" in two chunks.
 //
 // Every request is kept in `requests` (the parsed body) for the tests to look at.
@@ -31,6 +33,8 @@ function systemText(body) {
 	return "";
 }
 
+const failedOnce = new Set();
+
 /** What to answer to one request body: { blocks, delayMs, error }. */
 export function plan(body) {
 	const messages = Array.isArray(body.messages) ? body.messages : [];
@@ -48,6 +52,15 @@ export function plan(body) {
 	const delay = /\[\[slow:(\d+)\]\]/.exec(text);
 	const fail = /\[\[fail:(\d+)\]\]/.exec(text);
 	if (fail) return { error: Number(fail[1]) };
+	if (text.includes("[[overflow-once]]") && !failedOnce.has(text)) {
+		failedOnce.add(text);
+		return { error: 400, overflow: true };
+	}
+	const once = /\[\[fail-once:(\d+)\]\]/.exec(text);
+	if (once && !failedOnce.has(text)) {
+		failedOnce.add(text);
+		return { error: Number(once[1]) };
+	}
 	const calls = [...text.matchAll(/\[\[bash:([^\]]*)\]\]/g)].map((m) => m[1]);
 	if (calls.length > 0) {
 		return {
@@ -143,7 +156,10 @@ export function startFakeLlm() {
 			const p = plan(body);
 			if (p.error) {
 				res.writeHead(p.error, { "content-type": "application/json", "x-should-retry": "false" });
-				res.end(JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }));
+				const error = p.overflow
+					? { type: "invalid_request_error", message: "prompt is too long: 250000 tokens > 200000 maximum" }
+					: { type: "overloaded_error", message: "Overloaded" };
+				res.end(JSON.stringify({ type: "error", error }));
 				return;
 			}
 			stream(res, body, p, seq).catch(() => res.destroy());
