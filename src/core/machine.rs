@@ -43,6 +43,8 @@ pub struct Startup {
     pub tools: Vec<Arc<dyn Tool>>,
     pub custom_system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
+    /// `--no-context-files`.
+    pub no_context_files: bool,
     pub faux_script: Option<PathBuf>,
     pub partials: Partials,
     /// The pi protocol version pith emits.
@@ -97,6 +99,7 @@ pub struct Machine {
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) custom_system_prompt: Option<String>,
     pub(crate) append_system_prompt: Option<String>,
+    pub(crate) no_context_files: bool,
     pub(crate) faux_script: Option<PathBuf>,
 
     pub(crate) model: Option<Model>,
@@ -163,6 +166,7 @@ impl Machine {
             tools: s.tools,
             custom_system_prompt: s.custom_system_prompt,
             append_system_prompt: s.append_system_prompt,
+            no_context_files: s.no_context_files,
             faux_script: s.faux_script,
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
@@ -588,11 +592,13 @@ impl Machine {
             return Ok(None);
         }
         let Some(model) = self.model.clone() else {
-            return Err("No model selected.\n\nUse /login or set an API key environment variable. See docs/providers.md\n\nThen use /model to select a model.".to_string());
+            return Err(format!(
+                "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
+            ));
         };
         if model.api != "faux" && self.api_key(&model.provider).is_none() {
             return Err(format!(
-                "No API key found for {}.\n\nUse /login or set an API key environment variable. See docs/providers.md",
+                "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
             ));
         }
@@ -704,6 +710,7 @@ impl Machine {
             tools: &names,
             custom: self.custom_system_prompt.as_deref(),
             append: self.append_system_prompt.as_deref(),
+            no_context_files: self.no_context_files,
             date: &crate::core::system_prompt::utc_date(),
         })
     }
@@ -916,6 +923,10 @@ fn command_name(c: &str) -> &'static str {
         "prompt"
     }
 }
+
+/// How to give pith a key (pi's text here points at its `/login` command and docs, which pith
+/// does not have).
+const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
 
 /// Internal marker: the handler answers later (or has answered itself); no response now.
 const DEFERRED: &str = "\u{0}deferred";

@@ -191,6 +191,29 @@ impl Session {
         s
     }
 
+    /// `--fork <path|id>` (pi's `forkFrom`): a new session file in `dir` — a new id, this `cwd`,
+    /// `parentSession` naming the source — holding every entry of `source` (all branches),
+    /// written at once. The source is read as [`Session::open`] reads it (an older version is
+    /// migrated first).
+    pub fn fork_from(source: &Path, cwd: &str, dir: PathBuf) -> Result<Session, String> {
+        let mut src = Session::open(source).map_err(|e| format!("Cannot fork: {e}"))?;
+        let parent = source.to_string_lossy().into_owned();
+        let fresh = Session::new(cwd, Some(dir), Some(parent));
+        let file = fresh
+            .file
+            .clone()
+            .ok_or("Cannot fork: no session directory")?;
+        let mut text = format!("{}\n", store::to_line(&fresh.header));
+        for e in &src.entries {
+            text.push_str(e.line());
+            text.push('\n');
+        }
+        store::append(&file, &text)?;
+        let mut forked = Session::open(&file)?;
+        forked.warnings.extend(src.take_warnings());
+        Ok(forked)
+    }
+
     fn from_header(header: Map<String, Value>, path: &Path) -> Session {
         let get = |k: &str| {
             header
