@@ -426,6 +426,26 @@ fn a_bash_finishing_during_a_run_is_deferred_to_the_next_prompt() {
     );
 }
 
+#[test]
+fn a_deferred_bash_stays_with_the_session_it_ran_in() {
+    // The bash finishes while a run streams (deferred), then the host starts a new session before
+    // any prompt: the result is recorded in the old session, never carried into the new one.
+    let first = Reply::sse(sse(1, &["a", "b", "c", "d", "e", "f"], None))
+        .chunked(120, Duration::from_millis(60));
+    let (_w, srv, mut p) = setup(vec![first, text_reply(2, &["Fresh."])]);
+    p.send(json!({"id":"p1","type":"prompt","message":"Go"}));
+    p.recv_until(|v| v["type"] == "agent_start");
+    let r = bash(&mut p, "b1", "echo during");
+    assert_eq!(r["data"], plain_result("during\n", 0));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let r = p.call(json!({"type":"new_session"}), "ns");
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(messages(&mut p), Vec::<Value>::new());
+    p.send(json!({"id":"p2","type":"prompt","message":"Next"}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    assert_eq!(request_messages(&srv, 1), json!([user("Next")]));
+}
+
 // ------------------------------------------------------------------------------------------------
 // End of input
 

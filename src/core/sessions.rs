@@ -16,6 +16,8 @@ type Reply = Result<Option<Value>, String>;
 impl Machine {
     pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Reply {
         self.discard_run();
+        // A bash result still waiting for the next prompt belongs to the session it ran in.
+        self.flush_deferred_bash();
         let dir = self
             .session
             .session_dir()
@@ -44,6 +46,7 @@ impl Machine {
         if !path.exists() {
             // The reference starts a new empty session that will be written at that path.
             self.discard_run();
+            self.flush_deferred_bash();
             let cwd = self.cwd.to_string_lossy().to_string();
             let mut fresh = Session::create_at(&path, &cwd);
             if let Some(dir) = self
@@ -59,6 +62,7 @@ impl Machine {
         }
         let mut loaded = Session::open(&path)?;
         self.discard_run();
+        self.flush_deferred_bash();
         if let Some(dir) = self
             .session
             .session_dir()
