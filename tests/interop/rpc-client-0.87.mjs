@@ -39,16 +39,22 @@ async function extra(c, checks) {
 	// Whatever clearQueue did, let a run it left behind end before the next step.
 	await c.abort().catch(() => {});
 
-	await checks.pending("getEntries / getTree", PENDING_087, async () => {
+	let leafId;
+	await checks.pending("getEntries", PENDING_087, async () => {
 		const all = await c.getEntries();
 		assert.ok(Array.isArray(all.entries) && all.entries.length > 0);
 		assert.equal(all.leafId, all.entries[all.entries.length - 1].id);
+		leafId = all.leafId;
 		const since = await c.getEntries(all.entries[0].id);
 		assert.deepEqual(since.entries, all.entries.slice(1));
 		await assert.rejects(c.getEntries("nope1234"), /Entry not found: nope1234/);
+	});
+
+	await checks.pending("getTree", PENDING_087, async () => {
 		const tree = await c.getTree();
 		assert.ok(Array.isArray(tree.tree) && tree.tree.length >= 1);
-		assert.equal(tree.leafId, all.leafId);
+		assert.equal(typeof tree.leafId, "string");
+		if (leafId) assert.equal(tree.leafId, leafId);
 	});
 }
 

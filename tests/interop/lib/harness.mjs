@@ -137,6 +137,28 @@ export async function makeWorld({ version, agent, pith, settings = {}, files = {
 	};
 }
 
+/** RpcClient's own plumbing, not part of what a host calls. */
+const INTERNAL = new Set(["constructor", "handleLine", "send", "getData", "createProcessExitError", "rejectPendingRequests"]);
+
+/**
+ * Record which of the client's public methods get called (wrapping its prototype), so a suite can
+ * prove it drove every method the client exposes — and fails when a new client version adds one.
+ */
+export function trackMethods(RpcClient) {
+	const called = new Set();
+	const all = Object.getOwnPropertyNames(RpcClient.prototype).filter(
+		(n) => !INTERNAL.has(n) && typeof RpcClient.prototype[n] === "function",
+	);
+	for (const name of all) {
+		const original = RpcClient.prototype[name];
+		RpcClient.prototype[name] = function (...args) {
+			called.add(name);
+			return original.apply(this, args);
+		};
+	}
+	return { all, called };
+}
+
 // ---- checks -----------------------------------------------------------------------------------
 
 export class Checks {

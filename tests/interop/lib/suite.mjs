@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { eventsUntil, nextEvent, readSessionFile, sleep, textOf } from "./harness.mjs";
+import { eventsUntil, nextEvent, readSessionFile, sleep, textOf, trackMethods } from "./harness.mjs";
 
 /** Files written into the world before the agent starts (templates, skills, extensions). */
 export const WORLD_FILES = {};
@@ -31,6 +31,7 @@ const lastAssistant = (messages) => [...messages].reverse().find((m) => m.role =
 export async function runSuite({ RpcClient, world, checks, extra }) {
 	const { version } = world;
 	const settledType = version === "0.87" ? "agent_settled" : "agent_end";
+	const methods = trackMethods(RpcClient);
 	const c = new RpcClient(world.clientOptions);
 	const events = [];
 	c.onEvent((e) => events.push(e));
@@ -188,13 +189,13 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 
 	await checks.check("steer and followUp while streaming", async () => {
 		const seen = eventsUntil(c, (e) => e.type === settledType);
-		await c.prompt("[[slow:150]] long one");
+		await c.prompt("[[slow:250]] long one");
 		await nextEvent(c, (e) => e.type === "message_update");
 		await c.steer("steer-1");
 		await c.followUp("follow-1");
 		const evs = await seen;
 		const users = evs.filter((e) => e.type === "message_end" && e.message.role === "user").map((e) => textOf(e.message));
-		assert.deepEqual(users, ["[[slow:150]] long one", "steer-1", "follow-1"]);
+		assert.deepEqual(users, ["[[slow:250]] long one", "steer-1", "follow-1"]);
 		const queues = evs.filter((e) => e.type === "queue_update").map((e) => [e.steering, e.followUp]);
 		assert.deepEqual(queues, [
 			[["steer-1"], []],
@@ -207,7 +208,7 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 
 	await checks.check("steer while tools run: the running tools finish (nothing skipped)", async () => {
 		const seen = eventsUntil(c, (e) => e.type === settledType);
-		await c.prompt("[[bash:sleep 0.6; echo slow-tool]] [[bash:echo quick]]");
+		await c.prompt("[[bash:sleep 1; echo slow-tool]] [[bash:echo quick]]");
 		await nextEvent(c, (e) => e.type === "tool_execution_start");
 		await sleep(150);
 		await c.steer("stop now");
@@ -222,7 +223,7 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 			],
 		);
 		const users = evs.filter((e) => e.type === "message_end" && e.message.role === "user").map((e) => textOf(e.message));
-		assert.deepEqual(users, ["[[bash:sleep 0.6; echo slow-tool]] [[bash:echo quick]]", "stop now"]);
+		assert.deepEqual(users, ["[[bash:sleep 1; echo slow-tool]] [[bash:echo quick]]", "stop now"]);
 		assert.equal(await c.getLastAssistantText(), "echo: stop now");
 	});
 
@@ -368,6 +369,11 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 
 	await checks.check("stop", async () => {
 		await c.stop();
+	});
+
+	await checks.check("every method of the client was driven", async () => {
+		const missed = methods.all.filter((m) => !methods.called.has(m));
+		assert.deepEqual(missed, [], `methods never called: ${missed.join(", ")}`);
 	});
 	return events;
 }
