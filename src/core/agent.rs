@@ -298,7 +298,10 @@ impl Machine {
         let req = LlmRequest {
             api_key,
             system_prompt: run.system_prompt.clone(),
-            messages: crate::core::context::to_llm(&self.messages, self.settings.block_images()),
+            messages: crate::core::context::to_request(
+                &self.messages,
+                self.settings.block_images(),
+            ),
             tools: run
                 .tools
                 .iter()

@@ -99,7 +99,7 @@ impl Machine {
             latest_compaction_ms: compaction::latest_compaction_ms(&self.session),
             overflow_recovery_attempted: self.overflow_recovery_attempted,
             include_aborted: before_prompt,
-            context: &self.messages,
+            context: self.messages.as_slice(),
         };
         let (reason, will_retry) = match compaction::check(last, &input) {
             None => return false,
@@ -182,7 +182,8 @@ impl Machine {
                 messages: vec![LlmMessage::User(UserMessage {
                     content: UserContent::Blocks(vec![Content::text(r.user_text)]),
                     timestamp: now_ms(),
-                })],
+                })]
+                .into(),
                 tools: Vec::new(),
                 thinking: r.reasoning.unwrap_or(crate::message::ThinkingLevel::Off),
                 session_id: None,
@@ -272,7 +273,7 @@ impl Machine {
             Some(details.clone()),
             Some(false),
         );
-        self.messages = self.session.build_context();
+        self.messages = self.session.build_context().into();
         self.flush_session_warnings();
         let result = json!({
             "summary": summary,

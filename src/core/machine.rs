@@ -18,7 +18,7 @@ use crate::io::stdin::Input;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
 use crate::message::{
-    AgentMessage, AssistantMessage, ThinkingLevel, UserContent, UserMessage, now_ms,
+    AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
@@ -114,7 +114,7 @@ pub struct Machine {
     pub(crate) session: Session,
     pub(crate) session_id: String,
     /// The agent's context: completed messages only.
-    pub(crate) messages: Vec<AgentMessage>,
+    pub(crate) messages: Context,
 
     /// The agent run in progress, if any.
     pub(crate) run: Option<Run>,
@@ -171,7 +171,7 @@ impl Machine {
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
             session: s.session,
-            messages,
+            messages: messages.into(),
             run: None,
             retry_attempt: 0,
             exit_signal: None,
@@ -440,7 +440,7 @@ impl Machine {
             Command::Abort => {
                 if self.continue_wait.take().is_some() {
                     // No continuation: the context is the session's (the failed reply is back).
-                    self.messages = self.session.build_context();
+                    self.messages = self.session.build_context().into();
                     self.send(response::success(id, "abort", None));
                     self.settle();
                     return Err(DEFERRED.to_string());
@@ -500,14 +500,14 @@ impl Machine {
             Command::GetState => Ok(Some(self.state_json())),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
             Command::GetLastAssistantText => Ok(Some(
-                match crate::session::tree::last_assistant_text(&self.messages) {
+                match crate::session::tree::last_assistant_text(self.messages.as_slice()) {
                     Some(t) => json!({ "text": t }),
                     None => json!({}),
                 },
             )),
             Command::GetSessionStats => {
                 let stats = self.session.stats_for(
-                    &self.messages,
+                    self.messages.as_slice(),
                     self.model.as_ref().map(|m| m.context_window),
                     self.compat,
                 );
@@ -674,7 +674,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.session.build_context().into();
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();

@@ -12,6 +12,7 @@ pub mod cost;
 pub mod faux;
 pub mod google;
 pub mod http;
+pub mod messages;
 pub mod models;
 pub mod openai_completions;
 pub mod openai_responses;
@@ -22,7 +23,8 @@ pub mod transform;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::{AssistantMessage, LlmMessage, ThinkingLevel, ToolCall, Usage};
+use crate::message::{AssistantMessage, ThinkingLevel, ToolCall, Usage};
+pub use messages::LlmMessages;
 
 /// Prices in USD per million tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -114,7 +116,8 @@ pub struct LlmRequest {
     /// Resolved API key (never logged, never serialised into events).
     pub api_key: Option<String>,
     pub system_prompt: String,
-    pub messages: Vec<LlmMessage>,
+    /// The history, shared with the agent's context (`messages.rs`).
+    pub messages: LlmMessages,
     pub tools: Vec<ToolSchema>,
     /// `Off` = no reasoning parameters.
     pub thinking: ThinkingLevel,

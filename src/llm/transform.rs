@@ -14,8 +14,8 @@ use crate::message::{
 
 /// Normalise `messages` for `model`. `normalize_id` maps a foreign tool-call id to one the target
 /// API accepts (only applied to assistant messages from another model).
-pub fn transform_messages(
-    messages: &[LlmMessage],
+pub fn transform_messages<'a>(
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
 ) -> Vec<LlmMessage> {
@@ -28,12 +28,13 @@ pub fn transform_messages(
 /// [`transform_messages`] without copying what it leaves unchanged (nearly everything in a long
 /// history of one model): unchanged messages are borrowed.
 pub fn transform_borrowed<'a>(
-    messages: &'a [LlmMessage],
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
 ) -> Vec<Cow<'a, LlmMessage>> {
     let mut id_map: HashMap<String, String> = HashMap::new();
-    let mut first: Vec<Cow<'a, LlmMessage>> = Vec::with_capacity(messages.len());
+    let messages = messages.into_iter();
+    let mut first: Vec<Cow<'a, LlmMessage>> = Vec::with_capacity(messages.size_hint().0);
     for msg in messages {
         match msg {
             LlmMessage::User(_) => first.push(Cow::Borrowed(msg)),

@@ -400,6 +400,31 @@ fn skip_plain(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The index of the first `\n` in `b`, eight bytes at a time (the loader splits a long session
+/// file into lines with it).
+pub fn find_newline(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const NL: u64 = LO * b'\n' as u64;
+    let mut chunks = b.chunks_exact(8);
+    let mut i = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ NL;
+        let found = x.wrapping_sub(LO) & !x & HI;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c == b'\n')
+        .map(|p| i + p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +453,21 @@ mod tests {
             "{\"s\":\"unterminated",
         ] {
             assert!(!is_canonical(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn find_newline_finds_the_first() {
+        for (text, want) in [
+            ("", None),
+            ("abc", None),
+            ("\n", Some(0)),
+            ("abcdefgh\n", Some(8)),
+            ("abcdefg\nh\n", Some(7)),
+            ("é☃abcdefghijkl\nx", Some(17)),
+            ("\u{8a}\u{10a}\u{2022}x\n", Some(8)),
+        ] {
+            assert_eq!(find_newline(text.as_bytes()), want, "{text:?}");
         }
     }
 

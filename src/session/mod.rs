@@ -19,10 +19,12 @@ pub mod export_html;
 pub mod ids;
 pub mod line;
 pub mod store;
+pub mod stored;
 pub mod tree;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -36,6 +38,7 @@ pub use store::{default_session_dir, find_most_recent, resolve_session_arg};
 pub use tree::{ContextUsage, SessionStats, TokenStats, last_assistant_text};
 
 use entry::NewEntry;
+use stored::{SessionFile, Stored};
 
 /// The error of `fork` on anything but a user message entry.
 pub const INVALID_FORK_ENTRY: &str = "Invalid entry ID for forking";
@@ -73,6 +76,10 @@ pub struct Session {
     has_assistant: bool,
     /// The file ends without `\n` (a cut last line): start the next write with one.
     needs_newline: bool,
+    /// The session file opened for reading lines back: entries whose lines are in it do not
+    /// keep them in memory (`stored.rs`). `None` until there is a file (or when it cannot be
+    /// opened: lines then stay in memory).
+    stored: Option<Arc<SessionFile>>,
     warnings: Vec<String>,
 }
 
@@ -109,6 +116,7 @@ impl Session {
             header_written: false,
             has_assistant: false,
             needs_newline: false,
+            stored: None,
             warnings: Vec::new(),
         }
     }
@@ -121,9 +129,17 @@ impl Session {
         // Current files are turned into entries line by line; older ones are collected whole
         // first, since migrating them renumbers every entry.
         let mut loader: Option<Loader> = None;
-        let report = store::read_lines(path, |line, first| {
+        let file = std::fs::File::open(path)
+            .map_err(|e| format!("Cannot open session file {}: {e}", path.display()))?;
+        // The open file the lines are read back from later (the same one read now, whatever
+        // happens to the path). Without it, lines stay in memory.
+        let stored = file
+            .try_clone()
+            .ok()
+            .and_then(|f| SessionFile::from_file(f, path).ok());
+        let report = store::read_lines_from(&file, path, |line, first, at| {
             if let Some(l) = &mut loader {
-                if l.add_line(line) {
+                if l.add_line(line, at, stored.as_ref()) {
                     return store::LineRead::Object;
                 }
             }
@@ -144,6 +160,9 @@ impl Session {
         })?;
         let loader = loader.ok_or("Session file has no header")?;
         let (mut session, migrated, entry_warnings) = loader.finish();
+        if !migrated {
+            session.stored = stored;
+        }
         session.needs_newline = report.needs_newline;
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
@@ -205,7 +224,7 @@ impl Session {
             .ok_or("Cannot fork: no session directory")?;
         let mut text = format!("{}\n", store::to_line(&fresh.header));
         for e in &src.entries {
-            text.push_str(e.line());
+            text.push_str(&e.try_line().map_err(|e| format!("Cannot fork: {e}"))?);
             text.push('\n');
         }
         store::append(&file, &text)?;
@@ -237,6 +256,7 @@ impl Session {
             header_written: true,
             has_assistant: false,
             needs_newline: false,
+            stored: None,
             warnings: Vec::new(),
         }
     }
@@ -395,30 +415,48 @@ impl Session {
         if self.needs_newline {
             text.push('\n');
         }
-        if self.flushed {
-            text.push_str(self.entries[index].line());
+        let first = if self.flushed { index } else { 0 };
+        if !self.flushed && !self.header_written {
+            text.push_str(&store::to_line(&self.header));
             text.push('\n');
-        } else {
-            if !self.header_written {
-                text.push_str(&store::to_line(&self.header));
-                text.push('\n');
-            }
-            text.push_str(&self.entry_lines(0..self.entries.len()));
         }
+        let lines_at = text.len();
+        text.push_str(&self.entry_lines(first..self.entries.len()));
         match store::append(&path, &text) {
-            Ok(()) => {
+            Ok(at) => {
                 self.flushed = true;
                 self.header_written = true;
                 self.needs_newline = false;
+                self.forget_written(&path, first, at + lines_at as u64, &text[lines_at..]);
             }
             Err(e) => self.warnings.push(e),
         }
     }
 
+    /// The lines `text` of entries `first..` are now in the file at `path` from offset `at`: read
+    /// them back from there instead of keeping them (the file is opened for that once; a path
+    /// that names another file than before gets the new one).
+    fn forget_written(&mut self, path: &Path, first: usize, mut at: u64, text: &str) {
+        let current = self.stored.as_ref().filter(|f| f.is_at(path)).cloned();
+        let Some(file) = current.or_else(|| SessionFile::open(path).ok()) else {
+            return;
+        };
+        for (entry, line) in self.entries[first..]
+            .iter_mut()
+            .zip(text.split_terminator('\n'))
+        {
+            if let Some(s) = Stored::new(&file, at, line.as_bytes()) {
+                entry.stored_at(s);
+            }
+            at += line.len() as u64 + 1;
+        }
+        self.stored = Some(file);
+    }
+
     fn entry_lines(&self, range: std::ops::Range<usize>) -> String {
         let mut text = String::new();
         for e in &self.entries[range] {
-            text.push_str(e.line());
+            text.push_str(&e.line());
             text.push('\n');
         }
         text
@@ -701,10 +739,13 @@ impl Session {
             }
         }
         if let (Some(path), true) = (s.file.clone(), s.has_assistant) {
-            match store::append(&path, &s.all_lines()) {
-                Ok(()) => {
+            let text = s.all_lines();
+            match store::append(&path, &text) {
+                Ok(at) => {
                     s.flushed = true;
                     s.header_written = true;
+                    let lines_at = text.find('\n').map_or(text.len(), |n| n + 1);
+                    s.forget_written(&path, 0, at + lines_at as u64, &text[lines_at..]);
                 }
                 Err(e) => s.warnings.push(e),
             }
@@ -722,9 +763,9 @@ impl Session {
     /// the context (after a compaction, the kept messages only); pi 0.87.1 over every entry of
     /// the session file (all branches, compacted messages included, and the usage recorded on
     /// compaction, branch summary and `usage` entries).
-    pub fn stats_for(
+    pub fn stats_for<M: std::borrow::Borrow<AgentMessage>>(
         &self,
-        messages: &[AgentMessage],
+        messages: &[M],
         context_window: Option<u64>,
         compat: Compat,
     ) -> SessionStats {
@@ -789,14 +830,20 @@ impl Loader {
         }
     }
 
-    /// The fast path for a current-version file: a canonical line becomes an entry without a
-    /// `Value` ([`Entry::from_line`]). `false`: not taken, parse it fully and call [`Loader::add`].
-    fn add_line(&mut self, line: &[u8]) -> bool {
+    /// The fast path for a current-version file: a line becomes an entry without a `Value`
+    /// ([`Entry::from_line`]), its text left in `file` at offset `at` (kept in memory when there
+    /// is no file to read it back from). `false`: not taken, parse it fully and call
+    /// [`Loader::add`].
+    fn add_line(&mut self, line: &[u8], at: u64, file: Option<&Arc<SessionFile>>) -> bool {
         let Some(session) = &mut self.session else {
             return false;
         };
         let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let Some(entry) = std::str::from_utf8(line).ok().and_then(Entry::from_line) else {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return false;
+        };
+        let stored = file.and_then(|f| Stored::new(f, at, line));
+        let Some(entry) = Entry::from_line(text, stored) else {
             return false;
         };
         self.count += 1;

@@ -69,7 +69,7 @@ pub fn read_objects(
     path: &Path,
     mut each: impl FnMut(Map<String, Value>),
 ) -> Result<ReadReport, String> {
-    read_lines(path, |line, first| {
+    read_lines(path, |line, first, _| {
         match serde_json::from_slice::<Value>(line) {
             Ok(Value::Object(obj)) => {
                 if first && !is_header(&obj) {
@@ -93,17 +93,30 @@ pub enum LineRead {
     Unparsable,
 }
 
-/// The loop under [`read_objects`]: hands each non-blank line (with its `\n`, if any) and
-/// whether no object was taken yet to `each`, which parses it as it likes (the session loader's
-/// fast path keeps canonical lines without building a `Value`). Warnings and errors as
-/// [`read_objects`].
+/// The loop under [`read_objects`]: hands each non-blank line (with its `\n`, if any), whether
+/// no object was taken yet, and the line's offset in the file to `each`, which parses it as it
+/// likes (the session loader's fast path reads only the fields it needs). Warnings and errors
+/// as [`read_objects`].
 pub fn read_lines(
     path: &Path,
-    mut each: impl FnMut(&[u8], bool) -> LineRead,
+    each: impl FnMut(&[u8], bool, u64) -> LineRead,
+) -> Result<ReadReport, String> {
+    let file = fs::File::open(path)
+        .map_err(|e| format!("Cannot open session file {}: {e}", path.display()))?;
+    read_lines_from(&file, path, each)
+}
+
+/// Bytes read from the file at a time: lines are handed out of this buffer without being
+/// copied (only a line longer than it, or cut by its end, is gathered first).
+const READ_CHUNK: usize = 256 * 1024;
+
+/// [`read_lines`] over a file already open (`path` names it in messages).
+pub fn read_lines_from(
+    file: &fs::File,
+    path: &Path,
+    mut each: impl FnMut(&[u8], bool, u64) -> LineRead,
 ) -> Result<ReadReport, String> {
     let shown = path.display();
-    let file =
-        fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
@@ -113,34 +126,61 @@ pub fn read_lines(
             "Cannot load session file {shown}: no valid session header (first line must be a JSON object with \"type\":\"session\" and a string \"id\")"
         )
     };
-    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
-    let mut line = Vec::new();
+    let mut reader = BufReader::with_capacity(READ_CHUNK, file.take(MAX_FILE_BYTES));
+    // A line cut by the end of the buffer, gathered here.
+    let mut partial: Vec<u8> = Vec::new();
+    let mut offset = 0u64;
     let mut warnings = Vec::new();
     let mut needs_newline = false;
     let mut seen_object = false;
     // The latest non-empty line, when it did not parse: its warning depends on what follows.
     let mut failed_line: Option<usize> = None;
-    for number in 1.. {
-        line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
+    let mut number = 0usize;
+    let mut at_end = false;
+    while !at_end {
+        let buf = reader
+            .fill_buf()
             .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
-        if read == 0 {
-            break;
-        }
-        needs_newline = !line.ends_with(b"\n");
-        if line.trim_ascii().is_empty() {
+        let (line, used): (&[u8], usize) = if buf.is_empty() {
+            at_end = true;
+            if partial.is_empty() {
+                break;
+            }
+            (&partial, 0)
+        } else if let Some(i) = super::line::find_newline(buf) {
+            if partial.is_empty() {
+                (&buf[..=i], i + 1)
+            } else {
+                partial.extend_from_slice(&buf[..=i]);
+                (&partial, i + 1)
+            }
+        } else {
+            let n = buf.len();
+            partial.extend_from_slice(buf);
+            reader.consume(n);
             continue;
-        }
-        if let Some(n) = failed_line.take() {
-            warnings.push(format!(
-                "Warning: session file {shown}: skipped unparsable line {n}"
-            ));
-        }
-        match each(&line, !seen_object) {
-            LineRead::Object => seen_object = true,
-            LineRead::NotHeader => return Err(no_header()),
-            LineRead::Unparsable => failed_line = Some(number),
+        };
+        number += 1;
+        let at = offset;
+        offset += line.len() as u64;
+        needs_newline = !line.ends_with(b"\n");
+        let read = if line.trim_ascii().is_empty() {
+            None
+        } else {
+            if let Some(n) = failed_line.take() {
+                warnings.push(format!(
+                    "Warning: session file {shown}: skipped unparsable line {n}"
+                ));
+            }
+            Some(each(line, !seen_object, at))
+        };
+        partial.clear();
+        reader.consume(used);
+        match read {
+            None => {}
+            Some(LineRead::Object) => seen_object = true,
+            Some(LineRead::NotHeader) => return Err(no_header()),
+            Some(LineRead::Unparsable) => failed_line = Some(number),
         }
     }
     if let Some(n) = failed_line {
@@ -222,7 +262,8 @@ pub fn migrate(
 }
 
 /// Append `text` (whole lines, `\n`-terminated) to `path`, creating the file and its directory.
-pub fn append(path: &Path, text: &str) -> Result<(), String> {
+/// Returns the offset of the text in the file.
+pub fn append(path: &Path, text: &str) -> Result<u64, String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(|e| format!("Cannot create {}: {e}", dir.display()))?;
     }
@@ -231,8 +272,13 @@ pub fn append(path: &Path, text: &str) -> Result<(), String> {
         .append(true)
         .open(path)
         .map_err(|e| format!("Cannot open {} for appending: {e}", path.display()))?;
+    // Where the text lands (entries remember it to read their lines back instead of keeping
+    // them). Another writer appending at the same moment would make it wrong; reading back
+    // notices that (`stored.rs`).
+    let at = f.metadata().map(|m| m.len()).unwrap_or(0);
     f.write_all(text.as_bytes())
-        .map_err(|e| format!("Cannot write {}: {e}", path.display()))
+        .map_err(|e| format!("Cannot write {}: {e}", path.display()))?;
+    Ok(at)
 }
 
 /// Replace `path` with `text` atomically (temporary file in the same directory, then rename).
