@@ -547,9 +547,20 @@ impl Context {
         self.0.iter().map(|m| &**m)
     }
 
+    /// Owned copies of the messages.
+    pub fn to_vec(&self) -> Vec<AgentMessage> {
+        self.iter().cloned().collect()
+    }
+
     /// The shared messages (for functions generic over `Borrow<AgentMessage>`).
     pub fn as_slice(&self) -> &[std::sync::Arc<AgentMessage>] {
         &self.0
+    }
+}
+
+impl From<Vec<std::sync::Arc<AgentMessage>>> for Context {
+    fn from(v: Vec<std::sync::Arc<AgentMessage>>) -> Context {
+        Context(v)
     }
 }
 

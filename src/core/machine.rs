@@ -171,7 +171,7 @@ impl Machine {
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
             session: s.session,
-            messages: messages.into(),
+            messages,
             run: None,
             retry_attempt: 0,
             exit_signal: None,

@@ -110,7 +110,7 @@ impl Machine {
     }
 
     pub(crate) fn cmd_clone(&mut self) -> Reply {
-        self.session = self.session.clone_branch();
+        self.session = self.session.clone_branch()?;
         self.session_id = self.session.id().to_string();
         self.messages = self.session.build_context().into();
         self.flush_session_warnings();

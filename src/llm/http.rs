@@ -85,7 +85,11 @@ pub fn post_json(
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    let resp = req.send(body).map_err(classify)?;
+    response(req.send(body))
+}
+
+fn response(sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<HttpResponse, HttpError> {
+    let resp = sent.map_err(classify)?;
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
@@ -103,6 +107,22 @@ pub fn post_json(
         headers,
         body: Box::new(body),
     })
+}
+
+/// POST a body of `len` bytes read from `body` while it is sent (a long session's history,
+/// written by its own thread: `body.rs`), with `headers` after `Content-Length`.
+pub fn post_streamed(
+    agent: &ureq::Agent,
+    url: &str,
+    headers: &[(String, String)],
+    len: u64,
+    body: impl Read + Send + 'static,
+) -> Result<HttpResponse, HttpError> {
+    let mut req = agent.post(url).header("content-length", len.to_string());
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    response(req.send(ureq::SendBody::from_owned_reader(body)))
 }
 
 fn classify(e: ureq::Error) -> HttpError {

@@ -8,6 +8,7 @@
 //! machine (generation counter).
 
 pub mod anthropic;
+pub mod body;
 pub mod cost;
 pub mod faux;
 pub mod google;

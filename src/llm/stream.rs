@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::cancel::{CancelSource, CancelToken, cancel_pair};
 use crate::llm::sse::{SseEvent, SseParser};
+use crate::llm::body::{self, Measured, WriteBody};
 use crate::llm::{LlmRequest, Model, ModelCost, StreamEvent, http};
 use crate::message::{
     AssistantMessage, Content, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
@@ -90,6 +91,8 @@ pub fn spawn(req: LlmRequest, sink: Sink) -> StreamHandle {
 }
 
 fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
+    // Shared with the thread that writes a large body onto the connection (`body.rs`).
+    let req = std::sync::Arc::new(req);
     let mut em = Emitter { sink, alive: true };
     if req.model.api == "faux" {
         crate::llm::faux::run(&req, &token, &mut |ev| em.emit(ev));
@@ -145,17 +148,45 @@ impl Emitter {
 // APIs
 
 /// A ready-to-send provider request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Prepared {
     pub url: String,
     pub headers: Vec<(String, String)>,
-    /// The serialised JSON body.
-    pub body: Vec<u8>,
+    pub body: Body,
+}
+
+/// The JSON body of a request.
+#[derive(Clone)]
+pub enum Body {
+    /// Serialised already.
+    Bytes(Vec<u8>),
+    /// Written by this function: measured first, then a large body is written again while it
+    /// is sent instead of being held whole (`body.rs`).
+    Write(WriteBody),
+}
+
+impl Body {
+    /// The body's bytes, whole (tests, inspection).
+    pub fn bytes(&self, req: &LlmRequest) -> Vec<u8> {
+        match self {
+            Body::Bytes(b) => b.clone(),
+            Body::Write(w) => body::to_bytes(*w, req),
+        }
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            Body::Write(_) => f.write_str("Write"),
+        }
+    }
 }
 
 /// A body built as a value, serialised (`serde_json` cannot fail on a `Value`).
-pub fn json_body(body: &Value) -> Vec<u8> {
-    serde_json::to_vec(body).unwrap_or_default()
+pub fn json_body(body: &Value) -> Body {
+    Body::Bytes(serde_json::to_vec(body).unwrap_or_default())
 }
 
 /// Decodes one API's SSE events into [`StreamEvent`]s, keeping the partial message in a
@@ -318,10 +349,22 @@ enum Io {
     Failed(http::HttpError),
 }
 
+/// A request body as the I/O thread sends it.
+#[derive(Clone)]
+enum IoBody {
+    Bytes(std::sync::Arc<Vec<u8>>),
+    /// `len` bytes written by `write` while they are sent.
+    Stream {
+        write: WriteBody,
+        len: u64,
+        req: std::sync::Arc<LlmRequest>,
+    },
+}
+
 fn start_io(
     req: &LlmRequest,
     prepared: &Prepared,
-    body: std::sync::Arc<Vec<u8>>,
+    body: IoBody,
     extra: Option<(String, String)>,
 ) -> Receiver<Io> {
     let (tx, rx) = bounded::<Io>(8);
@@ -350,10 +393,17 @@ fn io_thread(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(String, String)],
-    body: std::sync::Arc<Vec<u8>>,
+    body: IoBody,
     tx: &Sender<Io>,
 ) {
-    let resp = match http::post_json(agent, url, headers, &body) {
+    let sent = match body {
+        IoBody::Bytes(bytes) => http::post_json(agent, url, headers, &bytes),
+        IoBody::Stream { write, len, req } => match body::spawn(write, req) {
+            Ok(reader) => http::post_streamed(agent, url, headers, len, reader),
+            Err(e) => Err(http::HttpError::Other(e.to_string())),
+        },
+    };
+    let resp = match sent {
         Ok(r) => r,
         Err(e) => {
             let _ = tx.send(Io::Failed(e));
@@ -419,15 +469,26 @@ fn sleep_cancellable(token: &CancelToken, d: Duration) -> bool {
 
 fn run_http(
     api: Api,
-    req: &LlmRequest,
+    req: &std::sync::Arc<LlmRequest>,
     mut prepared: Prepared,
     token: &CancelToken,
     b: &mut Builder,
     em: &mut Emitter,
 ) {
     let mut out = Vec::new();
-    // Shared by every SDK-level attempt without copying (a long history is megabytes).
-    let body = std::sync::Arc::new(std::mem::take(&mut prepared.body));
+    // Shared by every SDK-level attempt without copying (a long history is megabytes), or, when
+    // large, written onto the connection again for each attempt.
+    let body = match std::mem::replace(&mut prepared.body, Body::Bytes(Vec::new())) {
+        Body::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
+        Body::Write(write) => match body::measure(write, req) {
+            Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
+            Measured::Stream(len) => IoBody::Stream {
+                write,
+                len,
+                req: std::sync::Arc::clone(req),
+            },
+        },
+    };
     let stainless = matches!(
         api,
         Api::Anthropic | Api::OpenAiCompletions | Api::OpenAiResponses

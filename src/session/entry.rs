@@ -12,7 +12,7 @@
 //! does).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -25,7 +25,7 @@ use super::{ids, store};
 /// The agent message of a `message` entry, parsed from the entry's line on first use of
 /// [`Entry::message`] and then kept. `None` inside: the message did not parse.
 #[derive(Clone, Debug, Default)]
-pub struct MessageCell(OnceLock<Option<Box<AgentMessage>>>);
+pub struct MessageCell(OnceLock<Option<Arc<AgentMessage>>>);
 
 /// The interpreted part of an entry. Anything pith does not understand is `Unknown` (still kept
 /// and written back verbatim).
@@ -159,7 +159,7 @@ impl Entry {
             "message" => EntryKind::Message {
                 role: s(&h.message.role),
                 message: match h.message.parsed {
-                    Some(m) => MessageCell(OnceLock::from(Some(Box::new(m)))),
+                    Some(m) => MessageCell(OnceLock::from(Some(Arc::new(m)))),
                     None => MessageCell::default(),
                 },
             },
@@ -285,7 +285,7 @@ impl Entry {
         match &self.kind {
             EntryKind::Message { message, role } => message
                 .0
-                .get_or_init(|| parse_message(&self.text()?, role).map(Box::new))
+                .get_or_init(|| parse_message(&self.text()?, role).map(Arc::new))
                 .as_deref(),
             _ => None,
         }
@@ -347,13 +347,13 @@ impl Entry {
 
     /// [`Entry::context_message`], moving a message parsed at load out of its cache instead of
     /// copying it.
-    pub fn take_context_message(&mut self) -> Option<AgentMessage> {
+    pub fn take_context_message(&mut self) -> Option<Arc<AgentMessage>> {
         if let EntryKind::Message { message, .. } = &mut self.kind {
             if let Some(Some(m)) = message.0.take() {
-                return Some(*m);
+                return Some(m);
             }
         }
-        self.context_message()
+        self.context_message().map(Arc::new)
     }
 
     /// Drop the parsed message kept with the line (it is parsed again on demand).

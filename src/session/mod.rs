@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::compat::Compat;
-use crate::message::{AgentMessage, ThinkingLevel, UserContent};
+use crate::message::{AgentMessage, Context, ThinkingLevel, UserContent};
 
 pub use entry::{Entry, EntryKind};
 pub use export_html::export_html;
@@ -637,11 +637,12 @@ impl Session {
     /// [`Session::build_context`] for a session just loaded: messages parsed while the file was
     /// read are moved into the context instead of parsed again or copied (entries parse them
     /// again on demand later).
-    pub fn take_context(&mut self) -> Vec<AgentMessage> {
+    pub fn take_context(&mut self) -> Context {
         let plan = tree::context_plan(&self.entries, &self.path());
-        let mut messages: Vec<AgentMessage> = plan
+        let mut messages: Vec<Arc<AgentMessage>> = plan
             .compaction
             .and_then(|c| tree::compaction_summary(&self.entries[c]))
+            .map(Arc::new)
             .into_iter()
             .collect();
         messages.reserve(plan.entries.len());
@@ -655,7 +656,7 @@ impl Session {
         for e in &mut self.entries {
             e.forget_parsed();
         }
-        messages
+        messages.into()
     }
 
     /// The latest non-empty `session_info` name in the whole file.
@@ -696,17 +697,21 @@ impl Session {
         let entry = self.entry(entry_id).ok_or(INVALID_FORK_ENTRY)?;
         let text = entry.user_text().ok_or(INVALID_FORK_ENTRY)?;
         let session = match entry.parent_id().and_then(|p| self.by_id.get(p)) {
-            Some(&parent) => self.branched_session(parent),
+            Some(&parent) => self.branched_session(parent)?,
             None => Session::new(&self.cwd, self.session_dir.clone(), self.parent_link()),
         };
         Ok((session, text))
     }
 
     /// `clone`: a new session holding the current branch.
-    pub fn clone_branch(&self) -> Session {
+    pub fn clone_branch(&self) -> Result<Session, String> {
         match self.leaf {
             Some(leaf) => self.branched_session(leaf),
-            None => Session::new(&self.cwd, self.session_dir.clone(), self.parent_link()),
+            None => Ok(Session::new(
+                &self.cwd,
+                self.session_dir.clone(),
+                self.parent_link(),
+            )),
         }
     }
 
@@ -716,7 +721,9 @@ impl Session {
 
     /// `createBranchedSession(leaf)`: root → leaf without labels, then the labels of kept entries
     /// re-created; written at once if the branch holds an assistant message, else deferred.
-    fn branched_session(&self, leaf: usize) -> Session {
+    /// Fails when a line to copy cannot be read back from this session's file (changed in
+    /// place by another program since it was loaded): nothing is written then.
+    fn branched_session(&self, leaf: usize) -> Result<Session, String> {
         let mut s = Session::new(&self.cwd, self.session_dir.clone(), self.parent_link());
         let path = tree::branch_indices(self.entries.len(), |i| self.parent_of(i), Some(leaf));
         for i in path {
@@ -739,7 +746,11 @@ impl Session {
             }
         }
         if let (Some(path), true) = (s.file.clone(), s.has_assistant) {
-            let text = s.all_lines();
+            let mut text = format!("{}\n", store::to_line(&s.header));
+            for e in &s.entries {
+                text.push_str(&e.try_line()?);
+                text.push('\n');
+            }
             match store::append(&path, &text) {
                 Ok(at) => {
                     s.flushed = true;
@@ -750,7 +761,7 @@ impl Session {
                 Err(e) => s.warnings.push(e),
             }
         }
-        s
+        Ok(s)
     }
 
     /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] with 0.73).
