@@ -66,7 +66,11 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
 
 /// The concatenation of `parts` with `sep` between them as one JSON string literal, as
 /// [`write_str`] writes the joined string (without building it).
-pub fn write_str_joined<'a>(out: &mut Vec<u8>, parts: impl IntoIterator<Item = &'a str>, sep: &str) {
+pub fn write_str_joined<'a>(
+    out: &mut Vec<u8>,
+    parts: impl IntoIterator<Item = &'a str>,
+    sep: &str,
+) {
     out.push(b'"');
     for (i, part) in parts.into_iter().enumerate() {
         if i > 0 {
@@ -157,7 +161,12 @@ mod write_str_tests {
 
     #[test]
     fn joined_parts_escape_as_the_joined_string() {
-        for parts in [vec![], vec!["a"], vec!["a\"b", "", "c\nd"], vec!["é", "\u{1}"]] {
+        for parts in [
+            vec![],
+            vec!["a"],
+            vec!["a\"b", "", "c\nd"],
+            vec!["é", "\u{1}"],
+        ] {
             let mut out = Vec::new();
             super::write_str_joined(&mut out, parts.iter().copied(), "\n");
             assert_eq!(
@@ -193,7 +202,11 @@ mod write_str_tests {
                 }
             }
         }
-        for s in samples.iter().copied().chain(shifted.iter().map(String::as_str)) {
+        for s in samples
+            .iter()
+            .copied()
+            .chain(shifted.iter().map(String::as_str))
+        {
             let mut out = Vec::new();
             write_str(&mut out, s);
             assert_eq!(

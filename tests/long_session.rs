@@ -217,9 +217,6 @@ fn a_large_request_body_is_streamed_whole_with_its_content_length() {
         msgs[2]["content"][0]["content"].as_str().unwrap().len(),
         5000
     );
-    assert_eq!(
-        msgs.last().unwrap()["content"][0]["text"],
-        "one more step"
-    );
+    assert_eq!(msgs.last().unwrap()["content"][0]["text"], "one more step");
     assert_eq!(body["stream"], true);
 }

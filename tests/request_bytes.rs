@@ -165,7 +165,10 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
         .unwrap()
         .read_to_end(&mut sent)
         .unwrap();
-    assert!(sent == whole, "the streamed body differs from the whole body");
+    assert!(
+        sent == whole,
+        "the streamed body differs from the whole body"
+    );
     let v: serde_json::Value = serde_json::from_slice(&sent).unwrap();
     assert_eq!(v["messages"].as_array().unwrap().len(), 1201);
 }

@@ -36,6 +36,7 @@ impl Machine {
         let cmd = command.clone();
         std::thread::Builder::new()
             .name("bash".into())
+            .stack_size(crate::THREAD_STACK)
             .spawn(move || {
                 let spec = CommandSpec {
                     command: &cmd,

@@ -205,6 +205,25 @@ impl Machine {
 
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
     pub fn run(mut self) -> Exit {
+        self.run_loop()
+    }
+
+    /// [`Machine::run`] in a process that ends right after it: the context, the session and
+    /// the model registry are left to the OS instead of freed an allocation at a time (a long
+    /// session's context alone is tens of thousands). The channels still close, so the stdout
+    /// writer drains what is queued and stops.
+    pub fn run_to_exit(mut self) -> Exit {
+        let exit = self.run_loop();
+        std::mem::forget(std::mem::take(&mut self.messages));
+        std::mem::forget(std::mem::replace(
+            &mut self.session,
+            Session::new("", None, None),
+        ));
+        std::mem::forget(std::mem::take(&mut self.registry));
+        exit
+    }
+
+    fn run_loop(&mut self) -> Exit {
         loop {
             if let Some(sig) = self.exit_signal {
                 return self.shutdown_on_signal(sig);

@@ -36,6 +36,7 @@ pub fn parse_line(line: &[u8]) -> Input {
 pub fn spawn(tx: Sender<Input>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("stdin".into())
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || run(std::io::stdin().lock(), MAX_LINE_BYTES, &tx))
 }
 

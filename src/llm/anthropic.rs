@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-use crate::llm::sse::SseEvent;
 use crate::llm::body::{self, BodySink};
+use crate::llm::sse::SseEvent;
 use crate::llm::stream::{self, Body, Builder, Prepared};
 use crate::llm::transform::{sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};

@@ -52,7 +52,8 @@ enum Out<'a> {
 impl<'a> BodySink<'a> {
     fn new(out: Out<'a>) -> BodySink<'a> {
         BodySink {
-            buf: Vec::with_capacity(CHUNK + CHUNK / 4),
+            // Grows to a chunk when the body is that large; most are a few KiB.
+            buf: Vec::new(),
             out,
             total: 0,
         }
@@ -80,6 +81,7 @@ impl<'a> BodySink<'a> {
             }
             Out::Send(send) => {
                 let full = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + CHUNK / 4));
+                // (The next chunk is as large: its buffer is allocated at once.)
                 self.total += full.len() as u64;
                 if !send(full) {
                     self.out = Out::Closed;

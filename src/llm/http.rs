@@ -13,6 +13,10 @@ use std::time::Duration;
 
 use crate::llm::Timeouts;
 
+/// Stack of the thread that runs the HTTP exchange: more than pith's other threads
+/// ([`crate::THREAD_STACK`]) for the TLS handshake and certificate checks.
+pub const IO_THREAD_STACK: usize = 512 * 1024;
+
 /// A response whose body has not been read yet.
 pub struct HttpResponse {
     pub status: u16,
@@ -88,7 +92,9 @@ pub fn post_json(
     response(req.send(body))
 }
 
-fn response(sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<HttpResponse, HttpError> {
+fn response(
+    sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> Result<HttpResponse, HttpError> {
     let resp = sent.map_err(classify)?;
     let status = resp.status().as_u16();
     let headers = resp

@@ -21,8 +21,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, select};
 use serde_json::Value;
 
 use crate::cancel::{CancelSource, CancelToken, cancel_pair};
-use crate::llm::sse::{SseEvent, SseParser};
 use crate::llm::body::{self, Measured, WriteBody};
+use crate::llm::sse::{SseEvent, SseParser};
 use crate::llm::{LlmRequest, Model, ModelCost, StreamEvent, http};
 use crate::message::{
     AssistantMessage, Content, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
@@ -82,6 +82,7 @@ pub fn spawn(req: LlmRequest, sink: Sink) -> StreamHandle {
     let (source, token) = cancel_pair();
     let thread = std::thread::Builder::new()
         .name(format!("llm-{}", req.model.id))
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || run(req, token, sink))
         .ok();
     StreamHandle {
@@ -376,6 +377,7 @@ fn start_io(
     }
     let spawned = std::thread::Builder::new()
         .name("llm-io".into())
+        .stack_size(crate::llm::http::IO_THREAD_STACK)
         .spawn(move || {
             // Built here: creating the TLS config takes a moment the stream thread should not wait.
             let agent = http::agent(&timeouts);
