@@ -2,14 +2,12 @@
 //! decoder of the SSE stream (`message_start`, `content_block_*`, `message_delta`,
 //! `message_stop`, `error`). Both are pure; `stream.rs` does the I/O.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value, json};
 
 use crate::llm::body::{self, BodySink};
 use crate::llm::sse::SseEvent;
 use crate::llm::stream::{self, Body, Builder, Prepared};
-use crate::llm::transform::{sanitize_id, transform_borrowed};
+use crate::llm::transform::{Transformed, sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -228,15 +226,34 @@ fn image_block(data: &str, mime: &str) -> Value {
 }
 
 /// One message of the request as planned from the transformed history: references only, so the
-/// long history is written straight into the body without an intermediate `Value` tree.
+/// long history is written straight into the body without an intermediate `Value` tree. Blocks
+/// are kept or left out when they are written ([`user_block_kept`], [`assistant_block_kept`]);
+/// the plan holds how many user blocks are kept (the last carries the cache breakpoint).
 enum Planned<'a> {
     UserText(&'a str),
-    UserBlocks(Vec<&'a Content>),
-    Assistant(Vec<&'a Content>),
-    ToolResults(&'a [Cow<'a, LlmMessage>]),
+    UserBlocks(&'a [Content], usize),
+    Assistant(&'a [Content]),
+    ToolResults(&'a [Transformed<'a>]),
 }
 
-fn plan<'a>(msgs: &'a [Cow<'a, LlmMessage>], images_ok: bool) -> Vec<Planned<'a>> {
+fn user_block_kept(b: &Content, images_ok: bool) -> bool {
+    match b {
+        Content::Text(t) => !t.text.trim().is_empty(),
+        Content::Image(_) => images_ok,
+        _ => false,
+    }
+}
+
+fn assistant_block_kept(c: &Content) -> bool {
+    match c {
+        Content::Text(t) => !t.text.trim().is_empty(),
+        Content::Thinking(t) => t.redacted == Some(true) || !t.thinking.trim().is_empty(),
+        Content::ToolCall(_) => true,
+        _ => false,
+    }
+}
+
+fn plan<'a>(msgs: &'a [Transformed<'a>], images_ok: bool) -> Vec<Planned<'a>> {
     let mut out = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
@@ -248,34 +265,18 @@ fn plan<'a>(msgs: &'a [Cow<'a, LlmMessage>], images_ok: bool) -> Vec<Planned<'a>
                     }
                 }
                 UserContent::Blocks(blocks) => {
-                    let content: Vec<&Content> = blocks
+                    let kept = blocks
                         .iter()
-                        .filter(|b| match b {
-                            Content::Text(t) => !t.text.trim().is_empty(),
-                            Content::Image(_) => images_ok,
-                            _ => false,
-                        })
-                        .collect();
-                    if !content.is_empty() {
-                        out.push(Planned::UserBlocks(content));
+                        .filter(|b| user_block_kept(b, images_ok))
+                        .count();
+                    if kept > 0 {
+                        out.push(Planned::UserBlocks(blocks, kept));
                     }
                 }
             },
             LlmMessage::Assistant(a) => {
-                let blocks: Vec<&Content> = a
-                    .content
-                    .iter()
-                    .filter(|c| match c {
-                        Content::Text(t) => !t.text.trim().is_empty(),
-                        Content::Thinking(t) => {
-                            t.redacted == Some(true) || !t.thinking.trim().is_empty()
-                        }
-                        Content::ToolCall(_) => true,
-                        _ => false,
-                    })
-                    .collect();
-                if !blocks.is_empty() {
-                    out.push(Planned::Assistant(blocks));
+                if a.content.iter().any(assistant_block_kept) {
+                    out.push(Planned::Assistant(&a.content));
                 }
             }
             LlmMessage::ToolResult(_) => {
@@ -359,16 +360,17 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: &Value, oauth: bool
                 put_str(out, s);
                 out.push(b'}');
             }
-            Planned::UserBlocks(blocks) => {
+            Planned::UserBlocks(blocks, kept) => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                for (k, b) in blocks.iter().enumerate() {
+                let blocks = blocks.iter().filter(|b| user_block_kept(b, images_ok));
+                for (k, b) in blocks.enumerate() {
                     if k > 0 {
                         out.push(b',');
                     }
                     match b {
-                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, blocks.len())),
+                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, *kept)),
                         Content::Image(img) => {
-                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, blocks.len()))
+                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, *kept))
                         }
                         _ => {}
                     }
@@ -377,7 +379,8 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: &Value, oauth: bool
             }
             Planned::Assistant(blocks) => {
                 out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
-                for (k, c) in blocks.iter().enumerate() {
+                let blocks = blocks.iter().filter(|c| assistant_block_kept(c));
+                for (k, c) in blocks.enumerate() {
                     if k > 0 {
                         out.push(b',');
                     }

@@ -19,8 +19,8 @@ pub struct LlmMessages(Vec<Item>);
 enum Item {
     /// A message of the agent's context that a provider sees as it is.
     Shared(Arc<AgentMessage>),
-    /// A message converted for the provider.
-    Owned(LlmMessage),
+    /// A message converted for the provider (boxed: most items are shared, two words each).
+    Owned(Box<LlmMessage>),
 }
 
 impl Item {
@@ -55,7 +55,7 @@ impl LlmMessages {
     }
 
     pub fn push(&mut self, m: LlmMessage) {
-        self.0.push(Item::Owned(m));
+        self.0.push(Item::Owned(Box::new(m)));
     }
 
     pub fn len(&self) -> usize {
@@ -126,13 +126,13 @@ impl std::ops::Index<usize> for LlmMessages {
 
 impl From<Vec<LlmMessage>> for LlmMessages {
     fn from(v: Vec<LlmMessage>) -> LlmMessages {
-        LlmMessages(v.into_iter().map(Item::Owned).collect())
+        LlmMessages(v.into_iter().map(|m| Item::Owned(Box::new(m))).collect())
     }
 }
 
 impl FromIterator<LlmMessage> for LlmMessages {
     fn from_iter<I: IntoIterator<Item = LlmMessage>>(iter: I) -> LlmMessages {
-        LlmMessages(iter.into_iter().map(Item::Owned).collect())
+        LlmMessages(iter.into_iter().map(|m| Item::Owned(Box::new(m))).collect())
     }
 }
 

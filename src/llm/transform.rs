@@ -4,7 +4,6 @@
 //! matching tool results follow), and tool calls left without a result get a synthetic
 //! `No result provided` error result so the provider accepts the history.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::llm::Model;
@@ -21,43 +20,67 @@ pub fn transform_messages<'a>(
 ) -> Vec<LlmMessage> {
     transform_borrowed(messages, model, normalize_id)
         .into_iter()
-        .map(Cow::into_owned)
+        .map(Transformed::into_owned)
         .collect()
 }
 
+/// A message after [`transform_borrowed`]: the request's own when unchanged, else a new one.
+/// (Two words: a long history's transformed list is small next to the history.)
+#[derive(Debug)]
+pub enum Transformed<'a> {
+    Same(&'a LlmMessage),
+    Changed(Box<LlmMessage>),
+}
+
+impl Transformed<'_> {
+    pub fn into_owned(self) -> LlmMessage {
+        match self {
+            Transformed::Same(m) => m.clone(),
+            Transformed::Changed(m) => *m,
+        }
+    }
+}
+
+impl std::ops::Deref for Transformed<'_> {
+    type Target = LlmMessage;
+    fn deref(&self) -> &LlmMessage {
+        match self {
+            Transformed::Same(m) => m,
+            Transformed::Changed(m) => m,
+        }
+    }
+}
+
 /// [`transform_messages`] without copying what it leaves unchanged (nearly everything in a long
-/// history of one model): unchanged messages are borrowed.
+/// history of one model): unchanged messages are borrowed. One pass: each message is
+/// transformed, then placed (orphaned tool calls answered, failed turns dropped).
 pub fn transform_borrowed<'a>(
     messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
-) -> Vec<Cow<'a, LlmMessage>> {
+) -> Vec<Transformed<'a>> {
     let mut id_map: HashMap<String, String> = HashMap::new();
     let messages = messages.into_iter();
-    let mut first: Vec<Cow<'a, LlmMessage>> = Vec::with_capacity(messages.size_hint().0);
+    let mut out: Vec<Transformed<'a>> = Vec::with_capacity(messages.size_hint().0);
+    // Tool calls (id, name) of the latest assistant message still waiting for a result.
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
     for msg in messages {
-        match msg {
-            LlmMessage::User(_) => first.push(Cow::Borrowed(msg)),
+        let msg = match msg {
+            LlmMessage::User(_) => Transformed::Same(msg),
             LlmMessage::ToolResult(r) => match id_map.get(&r.tool_call_id) {
                 Some(id) => {
                     let mut r = r.clone();
                     r.tool_call_id = id.clone();
-                    first.push(Cow::Owned(LlmMessage::ToolResult(r)));
+                    Transformed::Changed(Box::new(LlmMessage::ToolResult(r)))
                 }
-                None => first.push(Cow::Borrowed(msg)),
+                None => Transformed::Same(msg),
             },
-            LlmMessage::Assistant(a) if unchanged(a, model) => first.push(Cow::Borrowed(msg)),
-            LlmMessage::Assistant(a) => first.push(Cow::Owned(LlmMessage::Assistant(
+            LlmMessage::Assistant(a) if unchanged(a, model) => Transformed::Same(msg),
+            LlmMessage::Assistant(a) => Transformed::Changed(Box::new(LlmMessage::Assistant(
                 transform_assistant(a, model, normalize_id, &mut id_map),
             ))),
-        }
-    }
-
-    let mut out = Vec::with_capacity(first.len());
-    // Tool calls (id, name) of the latest assistant message still waiting for a result.
-    let mut pending: Vec<(String, String)> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    for msg in first {
+        };
         match &*msg {
             LlmMessage::Assistant(a) => {
                 flush_orphans(&mut pending, &mut answered, &mut out);
@@ -71,7 +94,9 @@ pub fn transform_borrowed<'a>(
                 out.push(msg);
             }
             LlmMessage::ToolResult(r) => {
-                answered.insert(r.tool_call_id.clone());
+                if !pending.is_empty() {
+                    answered.insert(r.tool_call_id.clone());
+                }
                 out.push(msg);
             }
             LlmMessage::User(_) => {
@@ -98,18 +123,20 @@ fn unchanged(a: &AssistantMessage, model: &Model) -> bool {
 fn flush_orphans<'a>(
     pending: &mut Vec<(String, String)>,
     answered: &mut HashSet<String>,
-    out: &mut Vec<Cow<'a, LlmMessage>>,
+    out: &mut Vec<Transformed<'a>>,
 ) {
     for (id, name) in pending.drain(..) {
         if !answered.contains(&id) {
-            out.push(Cow::Owned(LlmMessage::ToolResult(ToolResultMessage {
-                tool_call_id: id,
-                tool_name: name,
-                content: vec![Content::text("No result provided")],
-                details: None,
-                is_error: true,
-                timestamp: now_ms(),
-            })));
+            out.push(Transformed::Changed(Box::new(LlmMessage::ToolResult(
+                ToolResultMessage {
+                    tool_call_id: id,
+                    tool_name: name,
+                    content: vec![Content::text("No result provided")],
+                    details: None,
+                    is_error: true,
+                    timestamp: now_ms(),
+                },
+            ))));
         }
     }
     answered.clear();
@@ -244,7 +271,10 @@ mod tests {
             assistant("other", vec![Content::text("x")], StopReason::Stop),
         ];
         let out = transform_borrowed(&msgs, &model(), None);
-        let borrowed: Vec<bool> = out.iter().map(|m| matches!(m, Cow::Borrowed(_))).collect();
+        let borrowed: Vec<bool> = out
+            .iter()
+            .map(|m| matches!(m, Transformed::Same(_)))
+            .collect();
         assert_eq!(borrowed, [true, true, true, false]);
     }
 

@@ -163,6 +163,10 @@ impl Session {
         if !migrated {
             session.stored = stored;
         }
+        // Grown by doubling while the file was read: a long session would keep up to half its
+        // entry table empty.
+        session.entries.shrink_to_fit();
+        session.parents.shrink_to_fit();
         session.needs_newline = report.needs_newline;
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
