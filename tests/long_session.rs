@@ -190,8 +190,9 @@ fn a_large_request_body_is_streamed_whole_with_its_content_length() {
     let sessions = w.dir.path().join("sessions");
     fs::create_dir_all(&sessions).unwrap();
     let file = sessions.join("big.jsonl");
-    // About 1.5 MB of history: over the 1 MiB threshold for streaming.
-    write_session(&file, &w.cwd(), 300, 5000);
+    // About 2.6 MB of history: over the 1 MiB threshold for streaming, and a file over the
+    // 2 MiB threshold for loading on two threads.
+    write_session(&file, &w.cwd(), 450, 5000);
     let mut p = spawn(&w, &file, &sessions);
     p.send(json!({"id":"p","type":"prompt","message":"one more step"}));
     let frames = p.recv_until(|v| v["type"] == "agent_end");
@@ -211,7 +212,7 @@ fn a_large_request_body_is_streamed_whole_with_its_content_length() {
     let body: Value = serde_json::from_str(&r.body).expect("the whole body is valid JSON");
     let msgs = body["messages"].as_array().unwrap();
     // Each turn: user, assistant tool call, user tool result, assistant text; then the prompt.
-    assert_eq!(msgs.len(), 300 * 4 + 1);
+    assert_eq!(msgs.len(), 450 * 4 + 1);
     assert_eq!(msgs[2]["content"][0]["type"], "tool_result");
     assert_eq!(
         msgs[2]["content"][0]["content"].as_str().unwrap().len(),

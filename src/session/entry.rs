@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::message::{AgentMessage, CustomMessage, UserContent};
 
+use super::short::Short;
 use super::stored::{Line, Stored};
 use super::{ids, store};
 
@@ -70,9 +71,9 @@ pub struct Entry {
     /// The entry's line as written to the file (without the newline): in memory until it is in
     /// a file, then read back from there.
     line: Line,
-    id: Box<str>,
-    parent_id: Option<Box<str>>,
-    entry_type: Box<str>,
+    id: Short,
+    parent_id: Option<Short>,
+    entry_type: Short,
     /// The ISO `timestamp` in Unix ms (0 when absent or unparsable).
     timestamp_ms: u64,
     kind: EntryKind,
@@ -123,7 +124,7 @@ impl Entry {
     /// Interpret a JSON object read from a file. Fails only when it has no string `id`.
     pub fn from_raw(raw: Map<String, Value>) -> Result<Entry, String> {
         let id = str_field(&raw, "id").ok_or("entry has no string id")?;
-        let parent_id = str_field(&raw, "parentId").map(String::into_boxed_str);
+        let parent_id = raw.get("parentId").and_then(Value::as_str).map(Short::new);
         let entry_type = raw.get("type").and_then(Value::as_str).unwrap_or("").into();
         let timestamp_ms = raw
             .get("timestamp")
@@ -133,7 +134,7 @@ impl Entry {
         let kind = parse_kind(&raw);
         Ok(Entry {
             line: Line::Text(store::to_line(&raw).into_boxed_str()),
-            id: id.into_boxed_str(),
+            id: Short::new(&id),
             parent_id,
             entry_type,
             timestamp_ms,
@@ -152,7 +153,7 @@ impl Entry {
             return None;
         }
         let h = super::line::head(line)?;
-        let id = h.id.owned()?;
+        let id = Short::new(h.id.as_str()?);
         let entry_type = h.ty.as_str().unwrap_or("");
         let s = |f: &super::line::LStr| f.owned().unwrap_or_default();
         let kind = match entry_type {
@@ -194,8 +195,8 @@ impl Entry {
                 Some(s) => Line::Stored(s),
                 None => Line::Text(line.into()),
             },
-            id: id.into_boxed_str(),
-            parent_id: h.parent_id.owned().map(String::into_boxed_str),
+            id,
+            parent_id: h.parent_id.as_str().map(Short::new),
             entry_type: entry_type.into(),
             timestamp_ms: h
                 .timestamp

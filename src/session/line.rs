@@ -400,29 +400,37 @@ fn skip_plain(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The index of the first `\n` in `b`, eight bytes at a time (the loader splits a long session
-/// file into lines with it).
+/// The index of the first `\n` in `b` (the loader splits a long session file into lines with
+/// it), sixteen bytes at a time.
+#[cfg(target_arch = "x86_64")]
 pub fn find_newline(b: &[u8]) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const NL: u64 = LO * b'\n' as u64;
-    let mut chunks = b.chunks_exact(8);
+    // SAFETY: SSE2 is part of the x86_64 baseline, always available.
+    unsafe { find_newline_sse2(b) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn find_newline_sse2(b: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    let nl = _mm_set1_epi8(b'\n' as i8);
     let mut i = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ NL;
-        let found = x.wrapping_sub(LO) & !x & HI;
-        if found != 0 {
-            return Some(i + (found.trailing_zeros() / 8) as usize);
+    while i + 16 <= b.len() {
+        // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside `b` (unaligned load).
+        let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
+        let mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) as u32;
+        if mask != 0 {
+            return Some(i + mask.trailing_zeros() as usize);
         }
-        i += 8;
+        i += 16;
     }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&c| c == b'\n')
-        .map(|p| i + p)
+    b[i..].iter().position(|&c| c == b'\n').map(|p| i + p)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn find_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
 }
 
 #[cfg(test)]
@@ -466,6 +474,8 @@ mod tests {
             ("abcdefg\nh\n", Some(7)),
             ("é☃abcdefghijkl\nx", Some(17)),
             ("\u{8a}\u{10a}\u{2022}x\n", Some(8)),
+            ("0123456789abcdef0123456789abcde\n", Some(31)),
+            ("0123456789abcdef\n", Some(16)),
         ] {
             assert_eq!(find_newline(text.as_bytes()), want, "{text:?}");
         }

@@ -18,6 +18,7 @@ pub mod entry;
 pub mod export_html;
 pub mod ids;
 pub mod line;
+mod short;
 pub mod store;
 pub mod stored;
 pub mod tree;
@@ -58,7 +59,7 @@ pub struct Session {
     id: String,
     cwd: String,
     entries: Vec<Entry>,
-    by_id: HashMap<String, usize>,
+    by_id: HashMap<short::Short, usize>,
     /// Each entry's parent, resolved when the entry was added (walking a long branch then costs
     /// no hashing): see [`Parent`].
     parents: Vec<Parent>,
@@ -137,9 +138,12 @@ impl Session {
             .try_clone()
             .ok()
             .and_then(|f| SessionFile::from_file(f, path).ok());
-        let report = store::read_lines_from(&file, path, |line, first, at| {
-            if let Some(l) = &mut loader {
-                if l.add_line(line, at, stored.as_ref()) {
+        // Lines are parsed into entries on the fast path (possibly on a second thread), then
+        // added in file order; anything else takes the full path here.
+        let prepare = |line: &[u8], at: u64| Loader::prepare(line, at, stored.as_ref());
+        let report = store::read_lines_from(&file, path, &prepare, |line, first, _, entry| {
+            if let (Some(l), Some(entry)) = (&mut loader, entry) {
+                if l.add_prepared(entry) {
                     return store::LineRead::Object;
                 }
             }
@@ -359,7 +363,11 @@ impl Session {
             None => Parent::Root,
             Some(p) => self.by_id.get(p).map_or(Parent::Lookup, |&i| Parent::At(i)),
         };
-        if self.by_id.insert(entry.id().to_string(), index).is_some() {
+        if self
+            .by_id
+            .insert(short::Short::new(entry.id()), index)
+            .is_some()
+        {
             // A repeated id changes what earlier links resolve to: look every link up by id from
             // now on, as the walk always did.
             self.parents.iter_mut().for_each(|p| {
@@ -736,7 +744,7 @@ impl Session {
             }
         }
         for (target, label) in &self.labels {
-            if s.by_id.contains_key(target) {
+            if s.by_id.contains_key(target.as_str()) {
                 let raw = s.new_entry().standard(
                     "label",
                     vec![
@@ -847,18 +855,18 @@ impl Loader {
 
     /// The fast path for a current-version file: a line becomes an entry without a `Value`
     /// ([`Entry::from_line`]), its text left in `file` at offset `at` (kept in memory when there
-    /// is no file to read it back from). `false`: not taken, parse it fully and call
-    /// [`Loader::add`].
-    fn add_line(&mut self, line: &[u8], at: u64, file: Option<&Arc<SessionFile>>) -> bool {
-        let Some(session) = &mut self.session else {
-            return false;
-        };
+    /// is no file to read it back from). `None`: parse it fully. Pure: runs on any thread.
+    fn prepare(line: &[u8], at: u64, file: Option<&Arc<SessionFile>>) -> Option<Entry> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let Ok(text) = std::str::from_utf8(line) else {
-            return false;
-        };
+        let text = std::str::from_utf8(line).ok()?;
         let stored = file.and_then(|f| Stored::new(f, at, line));
-        let Some(entry) = Entry::from_line(text, stored) else {
+        Entry::from_line(text, stored)
+    }
+
+    /// Add an entry [`Loader::prepare`] made of a line. `false`: not taken (an older file,
+    /// whose objects are collected whole), parse the line fully and call [`Loader::add`].
+    fn add_prepared(&mut self, entry: Entry) -> bool {
+        let Some(session) = &mut self.session else {
             return false;
         };
         self.count += 1;

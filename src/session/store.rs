@@ -95,108 +95,248 @@ pub enum LineRead {
 
 /// The loop under [`read_objects`]: hands each non-blank line (with its `\n`, if any), whether
 /// no object was taken yet, and the line's offset in the file to `each`, which parses it as it
-/// likes (the session loader's fast path reads only the fields it needs). Warnings and errors
-/// as [`read_objects`].
+/// likes. Warnings and errors as [`read_objects`].
 pub fn read_lines(
     path: &Path,
-    each: impl FnMut(&[u8], bool, u64) -> LineRead,
+    mut each: impl FnMut(&[u8], bool, u64) -> LineRead,
 ) -> Result<ReadReport, String> {
     let file = fs::File::open(path)
         .map_err(|e| format!("Cannot open session file {}: {e}", path.display()))?;
-    read_lines_from(&file, path, each)
+    read_lines_from(&file, path, &|_, _| (), |line, first, at, ()| {
+        each(line, first, at)
+    })
 }
 
-/// Bytes read from the file at a time: lines are handed out of this buffer without being
-/// copied (only a line longer than it, or cut by its end, is gathered first).
+/// Bytes read from the file at a time (a batch of whole lines).
 const READ_CHUNK: usize = 256 * 1024;
 
-/// [`read_lines`] over a file already open (`path` names it in messages).
-pub fn read_lines_from(
+/// Files larger than this are prepared on two threads ([`read_lines_from`]).
+const PARALLEL_ABOVE: u64 = 2 * 1024 * 1024;
+
+/// [`read_lines`] over a file already open (`path` names it in messages), with a stage that
+/// runs first on every non-blank line, possibly on another thread and out of order:
+/// `prepare(line, offset)` (the session loader parses entries there). `each` then gets the lines
+/// in file order with what `prepare` made of them. A large file is read in batches of lines
+/// that two threads prepare in turn (the parse of a long session is most of resuming it); `each`
+/// runs on the calling thread only.
+pub fn read_lines_from<P: Send>(
     file: &fs::File,
     path: &Path,
-    mut each: impl FnMut(&[u8], bool, u64) -> LineRead,
+    prepare: &(dyn Fn(&[u8], u64) -> P + Sync),
+    mut each: impl FnMut(&[u8], bool, u64, P) -> LineRead,
 ) -> Result<ReadReport, String> {
     let shown = path.display();
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
     }
-    let no_header = || {
+    let mut lines = Lines {
+        warnings: Vec::new(),
+        needs_newline: false,
+        seen_object: false,
+        failed_line: None,
+        number: 0,
+    };
+    let mut batches = Batches {
+        file: file.take(MAX_FILE_BYTES),
+        carry: Vec::new(),
+        offset: 0,
+        done: false,
+    };
+    let read_error = |e: std::io::Error| format!("Cannot read session file {shown}: {e}");
+    let parallel =
+        len > PARALLEL_ABOVE && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let no_header = std::thread::scope(|scope| -> Result<bool, String> {
+        let (to_worker, batches_rx) = crossbeam_channel::bounded::<Batch>(1);
+        let (prepared_tx, from_worker) = crossbeam_channel::bounded::<(Batch, Vec<P>)>(1);
+        let worker = parallel.then(|| {
+            std::thread::Builder::new()
+                .name("session-load".into())
+                .stack_size(crate::THREAD_STACK)
+                .spawn_scoped(scope, move || {
+                    for b in batches_rx {
+                        let p = b.prepare(prepare);
+                        if prepared_tx.send((b, p)).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .is_ok()
+        });
+        let parallel = worker == Some(true);
+        loop {
+            // In file order: ours, then the worker's (prepared while we prepare ours).
+            let Some(ours) = batches.next().map_err(read_error)? else {
+                break;
+            };
+            let theirs = match parallel {
+                true => batches.next().map_err(read_error)?,
+                false => None,
+            };
+            let sent = match theirs {
+                Some(b) => to_worker.send(b).is_ok(),
+                None => false,
+            };
+            let p = ours.prepare(prepare);
+            if lines.take(&ours, p, &mut each) {
+                return Ok(true);
+            }
+            if sent {
+                let Ok((b, p)) = from_worker.recv() else {
+                    return Err(format!(
+                        "Cannot read session file {shown}: the reader stopped"
+                    ));
+                };
+                if lines.take(&b, p, &mut each) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    })?;
+    let no_header_text = || {
         format!(
             "Cannot load session file {shown}: no valid session header (first line must be a JSON object with \"type\":\"session\" and a string \"id\")"
         )
     };
-    let mut reader = BufReader::with_capacity(READ_CHUNK, file.take(MAX_FILE_BYTES));
-    // A line cut by the end of the buffer, gathered here.
-    let mut partial: Vec<u8> = Vec::new();
-    let mut offset = 0u64;
-    let mut warnings = Vec::new();
-    let mut needs_newline = false;
-    let mut seen_object = false;
-    // The latest non-empty line, when it did not parse: its warning depends on what follows.
-    let mut failed_line: Option<usize> = None;
-    let mut number = 0usize;
-    let mut at_end = false;
-    while !at_end {
-        let buf = reader
-            .fill_buf()
-            .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
-        let (line, used): (&[u8], usize) = if buf.is_empty() {
-            at_end = true;
-            if partial.is_empty() {
-                break;
-            }
-            (&partial, 0)
-        } else if let Some(i) = super::line::find_newline(buf) {
-            if partial.is_empty() {
-                (&buf[..=i], i + 1)
-            } else {
-                partial.extend_from_slice(&buf[..=i]);
-                (&partial, i + 1)
-            }
-        } else {
-            let n = buf.len();
-            partial.extend_from_slice(buf);
-            reader.consume(n);
-            continue;
-        };
-        number += 1;
-        let at = offset;
-        offset += line.len() as u64;
-        needs_newline = !line.ends_with(b"\n");
-        let read = if line.trim_ascii().is_empty() {
-            None
-        } else {
-            if let Some(n) = failed_line.take() {
-                warnings.push(format!(
-                    "Warning: session file {shown}: skipped unparsable line {n}"
-                ));
-            }
-            Some(each(line, !seen_object, at))
-        };
-        partial.clear();
-        reader.consume(used);
-        match read {
-            None => {}
-            Some(LineRead::Object) => seen_object = true,
-            Some(LineRead::NotHeader) => return Err(no_header()),
-            Some(LineRead::Unparsable) => failed_line = Some(number),
-        }
+    if no_header {
+        return Err(no_header_text());
     }
-    if let Some(n) = failed_line {
-        warnings.push(if needs_newline {
+    let mut warnings: Vec<String> = lines
+        .warnings
+        .iter()
+        .map(|n| format!("Warning: session file {shown}: skipped unparsable line {n}"))
+        .collect();
+    if let Some(n) = lines.failed_line {
+        warnings.push(if lines.needs_newline {
             format!("Warning: session file {shown}: dropped an incomplete last line (line {n})")
         } else {
             format!("Warning: session file {shown}: skipped unparsable line {n}")
         });
     }
-    if !seen_object {
-        return Err(no_header());
+    if !lines.seen_object {
+        return Err(no_header_text());
     }
     Ok(ReadReport {
         warnings,
-        needs_newline,
+        needs_newline: lines.needs_newline,
     })
+}
+
+/// Whole lines of a file (the last may lack its `\n`), starting at `start`.
+struct Batch {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    /// Each line with its `\n` (if any) and its offset in the file.
+    fn lines(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        let mut rest: &[u8] = &self.bytes;
+        let mut at = self.start;
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
+            let end = super::line::find_newline(rest).map_or(rest.len(), |i| i + 1);
+            let (line, tail) = rest.split_at(end);
+            rest = tail;
+            let here = at;
+            at += end as u64;
+            Some((line, here))
+        })
+    }
+
+    fn prepare<P>(&self, prepare: &(dyn Fn(&[u8], u64) -> P + Sync)) -> Vec<P> {
+        self.lines()
+            .filter(|(l, _)| !l.trim_ascii().is_empty())
+            .map(|(l, at)| prepare(l, at))
+            .collect()
+    }
+}
+
+/// Reads a file in batches of whole lines.
+struct Batches<R> {
+    file: R,
+    /// The start of a line cut by the end of the last read.
+    carry: Vec<u8>,
+    /// Offset of `carry` in the file.
+    offset: u64,
+    done: bool,
+}
+
+impl<R: Read> Batches<R> {
+    fn next(&mut self) -> std::io::Result<Option<Batch>> {
+        let mut bytes = std::mem::take(&mut self.carry);
+        loop {
+            if !self.done {
+                let want = READ_CHUNK.saturating_sub(bytes.len()).max(READ_CHUNK / 4);
+                let n = (&mut self.file).take(want as u64).read_to_end(&mut bytes)?;
+                self.done = n == 0;
+            }
+            match bytes.iter().rposition(|&c| c == b'\n') {
+                Some(last) if !self.done => {
+                    self.carry = bytes[last + 1..].to_vec();
+                    bytes.truncate(last + 1);
+                    break;
+                }
+                // A line longer than what was read so far: read on.
+                None if !self.done => continue,
+                _ => break,
+            }
+        }
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let batch = Batch {
+            start: self.offset,
+            bytes,
+        };
+        self.offset += batch.bytes.len() as u64;
+        Ok(Some(batch))
+    }
+}
+
+/// The line-by-line bookkeeping of [`read_lines_from`], in file order.
+struct Lines {
+    /// Line numbers of unparsable lines followed by more lines.
+    warnings: Vec<usize>,
+    needs_newline: bool,
+    seen_object: bool,
+    /// The latest non-empty line, when it did not parse: its warning depends on what follows.
+    failed_line: Option<usize>,
+    number: usize,
+}
+
+impl Lines {
+    /// Hand a batch's lines to `each`; `true` when the file has no header.
+    fn take<P>(
+        &mut self,
+        batch: &Batch,
+        prepared: Vec<P>,
+        each: &mut impl FnMut(&[u8], bool, u64, P) -> LineRead,
+    ) -> bool {
+        let mut prepared = prepared.into_iter();
+        for (line, at) in batch.lines() {
+            self.number += 1;
+            self.needs_newline = !line.ends_with(b"\n");
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            let Some(p) = prepared.next() else {
+                continue;
+            };
+            if let Some(n) = self.failed_line.take() {
+                self.warnings.push(n);
+            }
+            match each(line, !self.seen_object, at, p) {
+                LineRead::Object => self.seen_object = true,
+                LineRead::NotHeader => return true,
+                LineRead::Unparsable => self.failed_line = Some(self.number),
+            }
+        }
+        false
+    }
 }
 
 /// `{type: "session", id: <string>}`.
@@ -549,5 +689,70 @@ mod tests {
         );
         fs::write(&path, "{\"type\":\"message\",\"id\":\"a\"}\n").unwrap();
         assert!(read_objects(&path, |_| {}).is_err());
+    }
+
+    #[test]
+    fn large_files_are_prepared_on_two_threads_and_taken_in_order() {
+        // Over the parallel threshold, with blank lines, garbage, a line longer than a read,
+        // and a last line without its newline; every line must reach `each` in order, at its
+        // offset, with what `prepare` made of that very line.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        let long = "x".repeat(READ_CHUNK + 1000);
+        let mut i = 0;
+        while (text.len() as u64) < PARALLEL_ABOVE * 2 {
+            match i % 97 {
+                13 => text.push_str("\n"),
+                29 => text.push_str("garbage\n"),
+                71 if i == 71 => text.push_str(&format!("{{\"long\":\"{long}\"}}\n")),
+                _ => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"{i}\"}}\n")),
+            }
+            i += 1;
+        }
+        text.push_str("{\"type\":\"message\",\"id\":\"last\"");
+        fs::write(&path, &text).unwrap();
+        let file = fs::File::open(&path).unwrap();
+        let prepare = |line: &[u8], at: u64| (at, line.len());
+        let mut seen = Vec::new();
+        let report = read_lines_from(&file, &path, &prepare, |line, first, at, p| {
+            assert_eq!(p, (at, line.len()));
+            assert_eq!(
+                &text.as_bytes()[at as usize..at as usize + line.len()],
+                line
+            );
+            seen.push((at, first));
+            if line.starts_with(b"garbage") || !line.ends_with(b"\n") {
+                LineRead::Unparsable
+            } else {
+                LineRead::Object
+            }
+        })
+        .unwrap();
+        // The reference: split by hand.
+        let mut want = Vec::new();
+        let mut at = 0u64;
+        let mut garbage = Vec::new();
+        for (n, l) in text.split_inclusive('\n').enumerate() {
+            if !l.trim().is_empty() {
+                want.push((at, want.is_empty()));
+                if l.starts_with("garbage") {
+                    garbage.push(n + 1);
+                }
+            }
+            at += l.len() as u64;
+        }
+        assert_eq!(seen, want);
+        let shown = path.display();
+        let mut warnings: Vec<String> = garbage
+            .iter()
+            .map(|n| format!("Warning: session file {shown}: skipped unparsable line {n}"))
+            .collect();
+        let lines = text.split_inclusive('\n').count();
+        warnings.push(format!(
+            "Warning: session file {shown}: dropped an incomplete last line (line {lines})"
+        ));
+        assert_eq!(report.warnings, warnings);
+        assert!(report.needs_newline);
     }
 }
