@@ -144,11 +144,12 @@ pub fn read_lines_from<P: Send>(
         done: false,
     };
     let read_error = |e: std::io::Error| format!("Cannot read session file {shown}: {e}");
+    let stopped = || format!("Cannot read session file {shown}: the reading thread stopped");
     let parallel =
         len > PARALLEL_ABOVE && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     let no_header = std::thread::scope(|scope| -> Result<bool, String> {
-        let (to_worker, batches_rx) = crossbeam_channel::bounded::<Batch>(1);
-        let (prepared_tx, from_worker) = crossbeam_channel::bounded::<(Batch, Vec<P>)>(1);
+        let (to_worker, batches_rx) = crossbeam_channel::bounded::<Batch>(3);
+        let (prepared_tx, from_worker) = crossbeam_channel::bounded::<(Batch, Vec<P>)>(3);
         let worker = parallel.then(|| {
             std::thread::Builder::new()
                 .name("session-load".into())
@@ -164,28 +165,39 @@ pub fn read_lines_from<P: Send>(
                 .is_ok()
         });
         let parallel = worker == Some(true);
+        // Who prepares which batch, in file order (`true`: the worker). The calling thread also
+        // reads the file and adds every entry, so it prepares fewer: 2 of 5 keeps the two about
+        // equally busy on a long session.
+        const SHARE: [bool; 5] = [false, true, false, true, true];
+        let mut round: Vec<(Option<Batch>, Option<Vec<P>>)> = Vec::with_capacity(SHARE.len());
         loop {
-            // In file order: ours, then the worker's (prepared while we prepare ours).
-            let Some(ours) = batches.next().map_err(read_error)? else {
-                break;
-            };
-            let theirs = match parallel {
-                true => batches.next().map_err(read_error)?,
-                false => None,
-            };
-            let sent = match theirs {
-                Some(b) => to_worker.send(b).is_ok(),
-                None => false,
-            };
-            let p = ours.prepare(prepare);
-            if lines.take(&ours, p, &mut each) {
-                return Ok(true);
+            round.clear();
+            for &to_worker_share in &SHARE {
+                let Some(b) = batches.next().map_err(read_error)? else {
+                    break;
+                };
+                if parallel && to_worker_share {
+                    to_worker.send(b).map_err(|_| stopped())?;
+                    round.push((None, None));
+                } else {
+                    round.push((Some(b), None));
+                }
+                if !parallel {
+                    break;
+                }
             }
-            if sent {
-                let Ok((b, p)) = from_worker.recv() else {
-                    return Err(format!(
-                        "Cannot read session file {shown}: the reader stopped"
-                    ));
+            if round.is_empty() {
+                break;
+            }
+            for (b, p) in round.iter_mut() {
+                if let Some(b) = b {
+                    *p = Some(b.prepare(prepare));
+                }
+            }
+            for (b, p) in round.drain(..) {
+                let (b, p) = match (b, p) {
+                    (Some(b), Some(p)) => (b, p),
+                    _ => from_worker.recv().map_err(|_| stopped())?,
                 };
                 if lines.take(&b, p, &mut each) {
                     return Ok(true);
@@ -271,6 +283,8 @@ impl<R: Read> Batches<R> {
         loop {
             if !self.done {
                 let want = READ_CHUNK.saturating_sub(bytes.len()).max(READ_CHUNK / 4);
+                // One allocation per batch (`read_to_end` would grow it step by step).
+                bytes.reserve_exact(want + 1);
                 let n = (&mut self.file).take(want as u64).read_to_end(&mut bytes)?;
                 self.done = n == 0;
             }
