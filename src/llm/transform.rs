@@ -4,7 +4,8 @@
 //! matching tool results follow), and tool calls left without a result get a synthetic
 //! `No result provided` error result so the provider accepts the history.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::llm::Model;
 use crate::message::{
@@ -62,9 +63,9 @@ pub fn transform_borrowed<'a>(
     let mut id_map: HashMap<String, String> = HashMap::new();
     let messages = messages.into_iter();
     let mut out: Vec<Transformed<'a>> = Vec::with_capacity(messages.size_hint().0);
-    // Tool calls (id, name) of the latest assistant message still waiting for a result.
-    let mut pending: Vec<(String, String)> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
+    // Tool calls (id, name, answered) of the latest assistant message: those without a result
+    // by the next assistant or user message get one (`flush_orphans`).
+    let mut pending: Vec<(Cow<'a, str>, Cow<'a, str>, bool)> = Vec::new();
     for msg in messages {
         let msg = match msg {
             LlmMessage::User(_) => Transformed::Same(msg),
@@ -83,24 +84,46 @@ pub fn transform_borrowed<'a>(
         };
         match &*msg {
             LlmMessage::Assistant(a) => {
-                flush_orphans(&mut pending, &mut answered, &mut out);
+                flush_orphans(&mut pending, &mut out);
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
-                pending = a
-                    .tool_calls()
-                    .map(|tc| (tc.id.clone(), tc.name.clone()))
-                    .collect();
+                pending = match &msg {
+                    // The request's own message: its ids are borrowed, not copied.
+                    Transformed::Same(LlmMessage::Assistant(a)) => a
+                        .tool_calls()
+                        .map(|tc| {
+                            (
+                                Cow::Borrowed(tc.id.as_str()),
+                                Cow::Borrowed(tc.name.as_str()),
+                                false,
+                            )
+                        })
+                        .collect(),
+                    _ => a
+                        .tool_calls()
+                        .map(|tc| {
+                            (
+                                Cow::Owned(tc.id.clone()),
+                                Cow::Owned(tc.name.clone()),
+                                false,
+                            )
+                        })
+                        .collect(),
+                };
                 out.push(msg);
             }
             LlmMessage::ToolResult(r) => {
-                if !pending.is_empty() {
-                    answered.insert(r.tool_call_id.clone());
+                for p in pending
+                    .iter_mut()
+                    .filter(|p| p.0 == r.tool_call_id.as_str())
+                {
+                    p.2 = true;
                 }
                 out.push(msg);
             }
             LlmMessage::User(_) => {
-                flush_orphans(&mut pending, &mut answered, &mut out);
+                flush_orphans(&mut pending, &mut out);
                 out.push(msg);
             }
         }
@@ -121,16 +144,15 @@ fn unchanged(a: &AssistantMessage, model: &Model) -> bool {
 }
 
 fn flush_orphans<'a>(
-    pending: &mut Vec<(String, String)>,
-    answered: &mut HashSet<String>,
+    pending: &mut Vec<(Cow<'a, str>, Cow<'a, str>, bool)>,
     out: &mut Vec<Transformed<'a>>,
 ) {
-    for (id, name) in pending.drain(..) {
-        if !answered.contains(&id) {
+    for (id, name, answered) in pending.drain(..) {
+        if !answered {
             out.push(Transformed::Changed(Box::new(LlmMessage::ToolResult(
                 ToolResultMessage {
-                    tool_call_id: id,
-                    tool_name: name,
+                    tool_call_id: id.into_owned(),
+                    tool_name: name.into_owned(),
                     content: vec![Content::text("No result provided")],
                     details: None,
                     is_error: true,
@@ -139,7 +161,6 @@ fn flush_orphans<'a>(
             ))));
         }
     }
-    answered.clear();
 }
 
 fn transform_assistant(
