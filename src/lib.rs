@@ -15,6 +15,7 @@ pub mod io;
 pub mod json;
 pub mod llm;
 pub mod message;
+pub mod resources;
 pub mod retry;
 pub mod rpc;
 pub mod session;
