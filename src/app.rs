@@ -217,7 +217,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         }
     }
 
+    let resources = load_resources(opts, &settings, &cwd, &agent_dir, compat);
+
     Ok(Startup {
+        resources,
         custom_system_prompt: system_prompt::custom_prompt(
             opts.system_prompt.as_deref(),
             &cwd,
@@ -242,6 +245,34 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         partials: opts.partials,
         compat,
     })
+}
+
+/// Skills and prompt templates from every location pi looks in; problems go to stderr.
+fn load_resources(
+    opts: &Options,
+    settings: &Settings,
+    cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+    compat: crate::compat::Compat,
+) -> crate::resources::Resources {
+    let cwd = cwd.to_string_lossy().into_owned();
+    let agent_dir = crate::resources::paths::resolve(&cwd, &agent_dir.to_string_lossy());
+    let home = config::home_dir().map(|h| h.to_string_lossy().into_owned());
+    let mut r = crate::resources::load(&crate::resources::LoadOptions {
+        cwd: &cwd,
+        agent_dir: &agent_dir,
+        home: home.as_deref(),
+        global_settings: settings.global(),
+        project_settings: Some(settings.project()),
+        cli_skills: &opts.skills,
+        cli_templates: &opts.prompt_templates,
+        no_skills: opts.no_skills,
+        no_templates: opts.no_prompt_templates,
+        compat,
+        project_trusted: true,
+    });
+    r.report();
+    r
 }
 
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of

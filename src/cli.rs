@@ -43,6 +43,14 @@ pub struct Options {
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
     pub file_args: Vec<String>,
+    /// `--skill` paths (repeatable; loaded even with `--no-skills`).
+    pub skills: Vec<String>,
+    /// `--no-skills` / `-ns`: no discovery, no settings entries.
+    pub no_skills: bool,
+    /// `--prompt-template` paths (repeatable).
+    pub prompt_templates: Vec<String>,
+    /// `--no-prompt-templates` / `-np`.
+    pub no_prompt_templates: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -79,6 +87,10 @@ OPTIONS:
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    --skill <path>                 Load a skill file or directory (repeatable)
+    --no-skills, -ns               No skill discovery (--skill paths still load)
+    --prompt-template <path>       Load a prompt template file or directory (repeatable)
+    --no-prompt-templates, -np     No prompt template discovery
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -105,9 +117,18 @@ fn comma_list(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// pi's two-letter short flags, which lexopt would read as two one-letter flags.
+fn short_alias(a: OsString) -> OsString {
+    match a.to_str() {
+        Some("-ns") => "--no-skills".into(),
+        Some("-np") => "--no-prompt-templates".into(),
+        _ => a,
+    }
+}
+
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String> {
     use lexopt::prelude::*;
-    let mut p = lexopt::Parser::from_args(args);
+    let mut p = lexopt::Parser::from_args(args.into_iter().map(short_alias));
     let mut mode: Option<Mode> = None;
     let mut o = Options {
         mode: Mode::Rpc,
@@ -128,6 +149,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         compat: None,
         messages: Vec::new(),
         file_args: Vec::new(),
+        skills: Vec::new(),
+        no_skills: false,
+        prompt_templates: Vec::new(),
+        no_prompt_templates: false,
     };
     let mut no_tools = false;
     let mut tools: Option<Vec<String>> = None;
@@ -185,6 +210,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
+            Long("skill") => o.skills.push(value(&mut p, "--skill")?),
+            Long("no-skills") => o.no_skills = true,
+            Long("prompt-template") => o.prompt_templates.push(value(&mut p, "--prompt-template")?),
+            Long("no-prompt-templates") => o.no_prompt_templates = true,
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -250,6 +279,12 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
+        let o = run(&["--skill", "a", "--skill", "b", "-ns", "--prompt-template", "t.md", "-np"])
+            .unwrap();
+        assert_eq!(o.skills, ["a", "b"]);
+        assert_eq!(o.prompt_templates, ["t.md"]);
+        assert!(o.no_skills && o.no_prompt_templates);
+        assert!(run(&["--skill"]).is_err());
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct Startup {
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
+    /// Skills and prompt templates (loaded at start-up).
+    pub resources: crate::resources::Resources,
 }
 
 /// Channels the machine listens on and writes to.
@@ -99,6 +101,7 @@ pub struct Machine {
     pub(crate) custom_system_prompt: Option<String>,
     pub(crate) append_system_prompt: Option<String>,
     pub(crate) faux_script: Option<PathBuf>,
+    pub(crate) resources: crate::resources::Resources,
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
@@ -163,6 +166,7 @@ impl Machine {
             custom_system_prompt: s.custom_system_prompt,
             append_system_prompt: s.append_system_prompt,
             faux_script: s.faux_script,
+            resources: s.resources,
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
             session: s.session,
@@ -420,12 +424,17 @@ impl Machine {
             Command::Prompt {
                 input,
                 streaming_behavior,
-            } => self.cmd_prompt(input, streaming_behavior, id, "prompt"),
+            } => {
+                let input = self.expand_input(input);
+                self.cmd_prompt(input, streaming_behavior, id, "prompt")
+            }
             Command::Steer(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::Steer);
                 Ok(None)
             }
             Command::FollowUp(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::FollowUp);
                 Ok(None)
             }
@@ -459,6 +468,7 @@ impl Machine {
                 Ok(None)
             }
             Command::AbortAndPrompt(input) => {
+                let input = self.expand_input(input);
                 if self.run.is_some() {
                     // Discard queued messages, abort, then prompt once the run has ended.
                     self.steering.clear();
@@ -530,7 +540,11 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(None)
             }
-            Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
+            Command::GetCommands => {
+                // Extension commands (none yet) come first, then templates and skills.
+                let list = crate::resources::commands::CommandList::new(Vec::new(), &self.resources);
+                Ok(Some(list.to_json()))
+            }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),
@@ -687,9 +701,29 @@ impl Machine {
         self.auth.api_key(provider)
     }
 
+    /// `/skill:name args` and `/template args` expanded as pi does; a skill file that cannot be
+    /// read now is reported as an `extension_error` event and the text stays as typed.
+    fn expand_input(&mut self, mut input: UserInput) -> UserInput {
+        let (text, error) = self.resources.expand(&input.text, self.compat);
+        if let Some(e) = error {
+            let line = response::line(&e.event());
+            self.send(line);
+        }
+        input.text = text;
+        input
+    }
+
     pub(crate) fn system_prompt(&self) -> String {
         let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        // Listed only when the model can read the files (pi: the read tool is active).
+        let skills = if names.iter().any(|(n, _)| *n == "read") {
+            self.resources
+                .skills_prompt(crate::resources::skills::ReadTool::Read)
+        } else {
+            String::new()
+        };
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+            skills: &skills,
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
             tools: &names,

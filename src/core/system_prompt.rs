@@ -13,6 +13,8 @@ pub struct PromptInputs<'a> {
     pub tools: &'a [(&'a str, &'a str)],
     pub custom: Option<&'a str>,
     pub append: Option<&'a str>,
+    /// The skills block (`resources::skills::format_for_prompt`), empty when none is listed.
+    pub skills: &'a str,
     /// `YYYY-MM-DD` (UTC).
     pub date: &'a str,
 }
@@ -177,6 +179,7 @@ pub fn build(i: &PromptInputs<'_>) -> String {
             s.push_str(&format!("## {}\n\n{}\n\n", p.display(), c));
         }
     }
+    s.push_str(i.skills);
     s.push_str(&format!("\nCurrent date: {}", i.date));
     s.push_str(&format!(
         "\nCurrent working directory: {}",
@@ -207,6 +210,7 @@ mod tests {
             tools: &tools,
             custom: None,
             append: None,
+            skills: "",
             date: "2026-11-21",
         });
         assert!(p.starts_with("You are an expert coding assistant operating inside pi"));
@@ -237,6 +241,7 @@ mod tests {
             tools: &[],
             custom: Some("Custom."),
             append: Some("Appended."),
+            skills: "",
             date: "2026-01-02",
         });
         assert!(p.starts_with("Custom.\n\nAppended.\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n## "));
