@@ -279,8 +279,17 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
-        let o = run(&["--skill", "a", "--skill", "b", "-ns", "--prompt-template", "t.md", "-np"])
-            .unwrap();
+        let o = run(&[
+            "--skill",
+            "a",
+            "--skill",
+            "b",
+            "-ns",
+            "--prompt-template",
+            "t.md",
+            "-np",
+        ])
+        .unwrap();
         assert_eq!(o.skills, ["a", "b"]);
         assert_eq!(o.prompt_templates, ["t.md"]);
         assert!(o.no_skills && o.no_prompt_templates);

@@ -542,7 +542,8 @@ impl Machine {
             }
             Command::GetCommands => {
                 // Extension commands (none yet) come first, then templates and skills.
-                let list = crate::resources::commands::CommandList::new(Vec::new(), &self.resources);
+                let list =
+                    crate::resources::commands::CommandList::new(Vec::new(), &self.resources);
                 Ok(Some(list.to_json()))
             }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),

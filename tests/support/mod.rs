@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod procs;
+pub mod scenario;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
@@ -107,8 +108,12 @@ pub struct Pith {
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        let mut child = world
-            .command(args)
+        Pith::from_command(world.command(args))
+    }
+
+    /// Spawn a prepared command (its stdio is taken over).
+    pub fn from_command(mut cmd: Command) -> Pith {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -209,6 +214,15 @@ impl Pith {
         cmd["id"] = Value::String(id.to_string());
         self.send(cmd);
         self.response(id)
+    }
+
+    /// The next frame within `d`, if one comes (`None` on timeout or EOF).
+    pub fn try_recv(&mut self, d: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(d).ok()?;
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        self.seen.push(v.clone());
+        Some(v)
     }
 
     /// No more frames for `d` (EOF also counts as "no more").
