@@ -217,7 +217,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         }
     }
 
-    let resources = load_resources(opts, &settings, &cwd, &agent_dir, compat);
+    let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat);
 
     Ok(Startup {
         resources,
@@ -247,32 +247,29 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     })
 }
 
-/// Skills and prompt templates from every location pi looks in; problems go to stderr.
-fn load_resources(
+/// Where skills and prompt templates will be read from (on first use).
+fn resource_options(
     opts: &Options,
     settings: &Settings,
     cwd: &std::path::Path,
     agent_dir: &std::path::Path,
     compat: crate::compat::Compat,
-) -> crate::resources::Resources {
+) -> crate::resources::LazyResources {
     let cwd = cwd.to_string_lossy().into_owned();
     let agent_dir = crate::resources::paths::resolve(&cwd, &agent_dir.to_string_lossy());
-    let home = config::home_dir().map(|h| h.to_string_lossy().into_owned());
-    let mut r = crate::resources::load(&crate::resources::LoadOptions {
-        cwd: &cwd,
-        agent_dir: &agent_dir,
-        home: home.as_deref(),
-        global_settings: settings.global(),
-        project_settings: Some(settings.project()),
-        cli_skills: &opts.skills,
-        cli_templates: &opts.prompt_templates,
+    crate::resources::LazyResources::new(crate::resources::LoadOptions {
+        cwd,
+        agent_dir,
+        home: config::home_dir().map(|h| h.to_string_lossy().into_owned()),
+        global_settings: settings.global().clone(),
+        project_settings: Some(settings.project().clone()),
+        cli_skills: opts.skills.clone(),
+        cli_templates: opts.prompt_templates.clone(),
         no_skills: opts.no_skills,
         no_templates: opts.no_prompt_templates,
         compat,
         project_trusted: true,
-    });
-    r.report();
-    r
+    })
 }
 
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of

@@ -348,8 +348,9 @@ fn a_skill_file_that_became_unreadable_is_an_extension_error_and_the_text_stays(
     let f = world.cwd().join(".pi/skills/s/SKILL.md");
     write(&f, skill("s", "S."));
     let mut p = world.spawn(&fake_rpc(&["--no-session"]));
-    p.call(json!({"type":"get_state"}), "gs");
-    // Replaced by a directory: not readable as a file.
+    // Listed (read on first use), then replaced by a directory: not readable as a file.
+    let r = p.call(json!({"type":"get_commands"}), "gc");
+    assert_eq!(r["data"]["commands"][0]["name"], "skill:s");
     std::fs::remove_file(&f).unwrap();
     std::fs::create_dir(&f).unwrap();
     p.send(json!({"id":"p","type":"prompt","message":"/skill:s go"}));

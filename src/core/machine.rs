@@ -47,8 +47,8 @@ pub struct Startup {
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
-    /// Skills and prompt templates (loaded at start-up).
-    pub resources: crate::resources::Resources,
+    /// Skills and prompt templates (read on first use).
+    pub resources: crate::resources::LazyResources,
 }
 
 /// Channels the machine listens on and writes to.
@@ -101,7 +101,7 @@ pub struct Machine {
     pub(crate) custom_system_prompt: Option<String>,
     pub(crate) append_system_prompt: Option<String>,
     pub(crate) faux_script: Option<PathBuf>,
-    pub(crate) resources: crate::resources::Resources,
+    pub(crate) resources: crate::resources::LazyResources,
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
@@ -543,7 +543,7 @@ impl Machine {
             Command::GetCommands => {
                 // Extension commands (none yet) come first, then templates and skills.
                 let list =
-                    crate::resources::commands::CommandList::new(Vec::new(), &self.resources);
+                    crate::resources::commands::CommandList::new(Vec::new(), self.resources.get());
                 Ok(Some(list.to_json()))
             }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
@@ -705,7 +705,10 @@ impl Machine {
     /// `/skill:name args` and `/template args` expanded as pi does; a skill file that cannot be
     /// read now is reported as an `extension_error` event and the text stays as typed.
     fn expand_input(&mut self, mut input: UserInput) -> UserInput {
-        let (text, error) = self.resources.expand(&input.text, self.compat);
+        if !input.text.starts_with('/') {
+            return input;
+        }
+        let (text, error) = self.resources.get().expand(&input.text, self.compat);
         if let Some(e) = error {
             let line = response::line(&e.event());
             self.send(line);
@@ -714,15 +717,16 @@ impl Machine {
         input
     }
 
-    pub(crate) fn system_prompt(&self) -> String {
-        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+    pub(crate) fn system_prompt(&mut self) -> String {
         // Listed only when the model can read the files (pi: the read tool is active).
-        let skills = if names.iter().any(|(n, _)| *n == "read") {
+        let skills = if self.tools.iter().any(|t| t.name() == "read") {
             self.resources
+                .get()
                 .skills_prompt(crate::resources::skills::ReadTool::Read)
         } else {
             String::new()
         };
+        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
             skills: &skills,
             cwd: &self.cwd,

@@ -4,6 +4,8 @@
 //! line and that `\n---`; the body is what follows that marker, trimmed. Without frontmatter the
 //! body is the whole (normalised, untrimmed) text. pi 0.87.1 strips a leading BOM first.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::js_trim;
@@ -22,8 +24,39 @@ impl Frontmatter {
     }
 }
 
-fn normalize_newlines(s: &str) -> String {
-    s.replace("\r\n", "\n").replace('\r', "\n")
+fn normalize_newlines(s: &str) -> Cow<'_, str> {
+    if !s.contains('\r') {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.replace("\r\n", "\n").replace('\r', "\n"))
+}
+
+/// The YAML text and the body (not yet trimmed) of normalised text.
+fn split(normalized: &str) -> (Option<&str>, &str) {
+    if !normalized.starts_with("---") {
+        return (None, normalized);
+    }
+    let Some(end) = normalized[3..].find("\n---").map(|i| i + 3) else {
+        return (None, normalized);
+    };
+    // pi takes `slice(4, end)`: the character after `---` (normally the newline) is dropped.
+    let start = 3 + normalized[3..].chars().next().map_or(0, char::len_utf8);
+    let yaml_text = if start <= end {
+        &normalized[start..end]
+    } else {
+        ""
+    };
+    (Some(yaml_text), js_trim(&normalized[end + 4..]))
+}
+
+fn fields_of(yaml_text: Option<&str>) -> Result<Map<String, Value>, YamlError> {
+    match yaml_text {
+        None | Some("") => Ok(Map::new()),
+        Some(y) => Ok(match yaml::parse(y)? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }),
+    }
 }
 
 /// Split `content` into frontmatter and body; `strip_bom` is pi 0.87.1's behaviour.
@@ -34,34 +67,22 @@ pub fn parse(content: &str, strip_bom: bool) -> Result<Frontmatter, YamlError> {
         content
     };
     let normalized = normalize_newlines(content);
-    let empty = |body: String| {
-        Ok(Frontmatter {
-            fields: Map::new(),
-            body,
-        })
-    };
-    if !normalized.starts_with("---") {
-        return empty(normalized);
-    }
-    let Some(end) = normalized[3..].find("\n---").map(|i| i + 3) else {
-        return empty(normalized);
-    };
-    // pi takes `slice(4, end)`: the character after `---` (normally the newline) is dropped.
-    let start = 3 + normalized[3..].chars().next().map_or(0, char::len_utf8);
-    let yaml_text = if start <= end {
-        &normalized[start..end]
+    let (yaml_text, body) = split(&normalized);
+    Ok(Frontmatter {
+        fields: fields_of(yaml_text)?,
+        body: body.to_string(),
+    })
+}
+
+/// Only the frontmatter fields (a skill's body is read again when it is used).
+pub fn fields(content: &str, strip_bom: bool) -> Result<Map<String, Value>, YamlError> {
+    let content = if strip_bom {
+        content.strip_prefix('\u{feff}').unwrap_or(content)
     } else {
-        ""
+        content
     };
-    let body = js_trim(&normalized[end + 4..]).to_string();
-    if yaml_text.is_empty() {
-        return empty(body);
-    }
-    let fields = match yaml::parse(yaml_text)? {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    Ok(Frontmatter { fields, body })
+    let normalized = normalize_newlines(content);
+    fields_of(split(&normalized).0)
 }
 
 /// The body without its frontmatter (pi's `stripFrontmatter`).

@@ -40,20 +40,21 @@ const MAX_DEPTH: usize = 24;
 const MAX_ENTRIES: usize = 200_000;
 
 /// What decides the load.
-pub struct LoadOptions<'a> {
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
     /// Absolute.
-    pub cwd: &'a str,
+    pub cwd: String,
     /// Absolute.
-    pub agent_dir: &'a str,
+    pub agent_dir: String,
     /// `$HOME`, if set.
-    pub home: Option<&'a str>,
+    pub home: Option<String>,
     /// The config dir's settings.json.
-    pub global_settings: &'a Map<String, Value>,
+    pub global_settings: Map<String, Value>,
     /// The project's `.pi/settings.json` (`None` when it must not be used: an untrusted project
     /// under 0.87).
-    pub project_settings: Option<&'a Map<String, Value>>,
-    pub cli_skills: &'a [String],
-    pub cli_templates: &'a [String],
+    pub project_settings: Option<Map<String, Value>>,
+    pub cli_skills: Vec<String>,
+    pub cli_templates: Vec<String>,
     pub no_skills: bool,
     pub no_templates: bool,
     pub compat: Compat,
@@ -224,9 +225,9 @@ impl std::fmt::Display for ReadError {
 }
 
 /// A skill or template file's text: at most [`MAX_FILE_BYTES`], no NUL bytes, invalid UTF-8
-/// replaced (as Node's `readFileSync(path, "utf-8")` does).
+/// replaced (as Node's `readFileSync(path, "utf-8")` does). Checked with `stat` before it is
+/// opened: a FIFO or device in place of a skill must not block the machine.
 pub fn read_text(path: &str) -> Result<String, ReadError> {
-    // Checked before opening: a FIFO or device in place of a skill must not block the machine.
     let meta = std::fs::metadata(path).map_err(ReadError::Io)?;
     if meta.is_dir() {
         return Err(ReadError::Io(std::io::Error::from(
@@ -239,18 +240,36 @@ pub fn read_text(path: &str) -> Result<String, ReadError> {
             "not a regular file",
         )));
     }
+    read_regular(path)
+}
+
+/// [`read_text`] of a path already known to be a regular file (from a directory listing or a
+/// `stat` of this load): open, `fstat`, read — three system calls.
+fn read_regular(path: &str) -> Result<String, ReadError> {
     let mut f = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let meta = f.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(ReadError::TooLarge(meta.len()));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    (&mut f)
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ReadError::TooLarge(bytes.len() as u64));
+    // Read what fstat announced (a file growing meanwhile is cut there).
+    let len = meta.len() as usize;
+    let mut bytes = vec![0u8; len];
+    let mut n = 0;
+    while n < len {
+        match f.read(&mut bytes[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ReadError::Io(e)),
+        }
     }
+    bytes.truncate(n);
     if bytes.contains(&0) {
         return Err(ReadError::Binary);
     }
@@ -320,6 +339,12 @@ impl IgnoreRules {
         }
     }
 
+    /// [`IgnoreRules::ignores`] for a path under `root` (made relative only when there are
+    /// rules to match).
+    fn ignores_path(&self, root: &str, path: &str, is_dir: bool) -> bool {
+        self.matcher.is_some() && self.ignores(&relative(root, path), is_dir)
+    }
+
     fn ignores(&self, rel: &str, is_dir: bool) -> bool {
         match &self.matcher {
             None => false,
@@ -347,14 +372,14 @@ fn prefix_pattern(line: &str, prefix: &str) -> Option<String> {
 }
 
 struct Loader<'a> {
-    o: &'a LoadOptions<'a>,
+    o: &'a LoadOptions,
     fs: FsCache,
     diags: Vec<Diagnostic>,
     entries_left: usize,
 }
 
 /// Load everything `o` describes.
-pub fn load(o: &LoadOptions<'_>) -> Resources {
+pub fn load(o: &LoadOptions) -> Resources {
     let mut l = Loader {
         o,
         fs: FsCache::default(),
@@ -378,11 +403,12 @@ impl Loader<'_> {
     }
 
     fn home(&self) -> &str {
-        self.o.home.unwrap_or("")
+        self.o.home.as_deref().unwrap_or("")
     }
 
     /// A directory's entries sorted by name (bytewise, as libuv's scandir), symlinks followed.
     fn list(&mut self, dir: &str) -> Option<Vec<Entry>> {
+        let dev = self.fs.stat(dir)?.id.0;
         let rd = std::fs::read_dir(dir).ok()?;
         let mut out = Vec::new();
         for e in rd {
@@ -398,7 +424,12 @@ impl Loader<'_> {
             let Ok(name) = e.file_name().into_string() else {
                 continue;
             };
-            let path = join(dir, &name);
+            // `dir` is normalised and `name` is one plain component: no normalising needed.
+            let path = if dir == "/" {
+                format!("/{name}")
+            } else {
+                format!("{dir}/{name}")
+            };
             let Ok(ft) = e.file_type() else { continue };
             let (is_file, is_dir) = if ft.is_symlink() {
                 match self.fs.stat(&path) {
@@ -407,7 +438,14 @@ impl Loader<'_> {
                     None => continue,
                 }
             } else {
-                (ft.is_file(), ft.is_dir())
+                // What the listing says is all that is needed later: no stat per entry.
+                let st = Stat {
+                    is_file: ft.is_file(),
+                    is_dir: ft.is_dir(),
+                    id: (dev, std::os::unix::fs::DirEntryExt::ino(&e)),
+                };
+                self.fs.stats.insert(path.clone(), Some(st));
+                (st.is_file, st.is_dir)
             };
             out.push(Entry {
                 name,
@@ -462,7 +500,7 @@ impl Loader<'_> {
         ig.add_dir(dir, &entries);
         let at_root = dir == root;
         if let Some(e) = entries.iter().find(|e| e.name == "SKILL.md" && e.is_file) {
-            if !ig.ignores(&relative(root, &e.path), false) {
+            if !ig.ignores_path(root, &e.path, false) {
                 out.push(e.path.clone());
                 stack.pop();
                 return;
@@ -472,15 +510,14 @@ impl Loader<'_> {
             if e.name.starts_with('.') || e.name == "node_modules" {
                 continue;
             }
-            let rel = relative(root, &e.path);
             let md = e.is_file && e.name.ends_with(".md");
             let root_md = mode == Mode::Pi && at_root;
             let nested_md = mode == Mode::Agents && !at_root && self.o.compat.is_087();
-            if md && (root_md || nested_md) && !ig.ignores(&rel, false) {
+            if md && (root_md || nested_md) && !ig.ignores_path(root, &e.path, false) {
                 out.push(e.path.clone());
                 continue;
             }
-            if !e.is_dir || ig.ignores(&rel, true) {
+            if !e.is_dir || ig.ignores_path(root, &e.path, true) {
                 continue;
             }
             self.skill_entries_in(&e.path, root, mode, ig, stack, out);
@@ -528,8 +565,7 @@ impl Loader<'_> {
             if e.name.starts_with('.') || e.name == "node_modules" {
                 continue;
             }
-            let rel = relative(root, &e.path);
-            if ig.ignores(&rel, e.is_dir) {
+            if ig.ignores_path(root, &e.path, e.is_dir) {
                 continue;
             }
             if e.is_dir {
@@ -620,16 +656,16 @@ impl Loader<'_> {
     fn resolve(&mut self, kind: Kind) -> (Vec<String>, HashMap<String, Meta>) {
         let o = self.o;
         let (no, cli) = match kind {
-            Kind::Skills => (o.no_skills, o.cli_skills),
-            Kind::Prompts => (o.no_templates, o.cli_templates),
+            Kind::Skills => (o.no_skills, &o.cli_skills),
+            Kind::Prompts => (o.no_templates, &o.cli_templates),
         };
         let mut acc: Vec<(String, Meta, bool)> = Vec::new();
         let mut meta: HashMap<String, Meta> = HashMap::new();
         if !no {
-            let project_base = join(o.cwd, ".pi");
+            let project_base = join(&o.cwd, ".pi");
             let global_base = o.agent_dir.to_string();
-            let project_entries = self.settings_entries(o.project_settings, kind);
-            let global_entries = self.settings_entries(Some(o.global_settings), kind);
+            let project_entries = self.settings_entries(o.project_settings.as_ref(), kind);
+            let global_entries = self.settings_entries(Some(&o.global_settings), kind);
             let mut add =
                 |acc: &mut Vec<(String, Meta, bool)>, path: String, m: &Meta, on: bool| {
                     if !meta.contains_key(&path) {
@@ -666,7 +702,7 @@ impl Loader<'_> {
                 }
             }
             // Discovery, filtered by the override patterns of the same scope's settings.
-            let home_agents = self.o.home.map(|h| join(h, ".agents/skills"));
+            let home_agents = self.o.home.as_deref().map(|h| join(h, ".agents/skills"));
             let trusted = o.project_trusted || !o.compat.is_087();
             let project_meta = Meta {
                 source: "auto",
@@ -685,7 +721,7 @@ impl Loader<'_> {
                         let mut found =
                             self.skill_entries(&join(&project_base, "skills"), Mode::Pi);
                         let mut agents_groups = Vec::new();
-                        for dir in ancestor_agents_dirs(&mut self.fs, o.cwd) {
+                        for dir in ancestor_agents_dirs(&mut self.fs, &o.cwd) {
                             if home_agents.as_deref() == Some(dir.as_str()) {
                                 continue;
                             }
@@ -779,10 +815,10 @@ impl Loader<'_> {
         // pi's mergePaths: settings and discovery first, then the CLI paths, each file once.
         let mut seen = Seen::default();
         let mut merged = Vec::new();
-        let cli: Vec<String> = cli.iter().map(|v| resolve_cli_path(o.cwd, v)).collect();
+        let cli: Vec<String> = cli.iter().map(|v| resolve_cli_path(&o.cwd, v)).collect();
         for p in enabled.iter().chain(cli.iter()) {
             let t = expand_tilde(p, self.home());
-            let r = resolve(o.cwd, &t);
+            let r = resolve(&o.cwd, &t);
             if seen.first_time(&mut self.fs, &r) {
                 merged.push(r);
             }
@@ -792,8 +828,8 @@ impl Loader<'_> {
 
     fn load_skills(&mut self, paths: &[String], meta: &HashMap<String, Meta>) -> Vec<Skill> {
         let o = self.o;
-        let user_dir = join(o.agent_dir, "skills");
-        let project_dir = join(o.cwd, ".pi/skills");
+        let user_dir = join(&o.agent_dir, "skills");
+        let project_dir = join(&o.cwd, ".pi/skills");
         let mut skills: Vec<Skill> = Vec::new();
         let mut names: HashMap<String, usize> = HashMap::new();
         let mut seen = Seen::default();
@@ -851,7 +887,7 @@ impl Loader<'_> {
         source: Option<&str>,
         meta: &HashMap<String, Meta>,
     ) -> Option<Skill> {
-        let text = match read_text(path) {
+        let text = match read_regular(path) {
             Ok(t) => t,
             Err(e) => {
                 self.warn(e.to_string(), path);
@@ -869,8 +905,8 @@ impl Loader<'_> {
 
     fn load_templates(&mut self, paths: &[String], meta: &HashMap<String, Meta>) -> Vec<Template> {
         let o = self.o;
-        let user_dir = join(o.agent_dir, "prompts");
-        let project_dir = join(o.cwd, ".pi/prompts");
+        let user_dir = join(&o.agent_dir, "prompts");
+        let project_dir = join(&o.cwd, ".pi/prompts");
         let mut out: Vec<Template> = Vec::new();
         for p in paths {
             let files: Vec<String> = match self.fs.stat(p) {
@@ -890,7 +926,7 @@ impl Loader<'_> {
                 Some(_) => continue,
             };
             for f in files {
-                let text = match read_text(&f) {
+                let text = match read_regular(&f) {
                     Ok(t) => t,
                     Err(e) => {
                         self.warn(e.to_string(), &f);

@@ -103,6 +103,42 @@ pub struct Resources {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Skills and templates read on first use (the first prompt, steer, follow-up or
+/// `get_commands`), not at start-up: a cold start does not pay for reading hundreds of files,
+/// and a host that never uses them never pays. Problems are reported on stderr when they are
+/// read.
+#[derive(Debug)]
+pub struct LazyResources {
+    pending: Option<LoadOptions>,
+    loaded: Resources,
+}
+
+impl LazyResources {
+    pub fn new(options: LoadOptions) -> LazyResources {
+        LazyResources {
+            pending: Some(options),
+            loaded: Resources::default(),
+        }
+    }
+
+    /// Already loaded (tests, or nothing to load).
+    pub fn ready(r: Resources) -> LazyResources {
+        LazyResources {
+            pending: None,
+            loaded: r,
+        }
+    }
+
+    /// The resources, loaded now if they were not yet.
+    pub fn get(&mut self) -> &Resources {
+        if let Some(o) = self.pending.take() {
+            self.loaded = load(&o);
+            self.loaded.report();
+        }
+        &self.loaded
+    }
+}
+
 /// A skill file that could not be read when its command was used: pi reports it as an
 /// `extension_error` event and sends the text as it was typed.
 #[derive(Clone, Debug, PartialEq, Eq)]

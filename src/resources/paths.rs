@@ -8,6 +8,9 @@ pub fn normalize(p: &str) -> String {
     if p.is_empty() {
         return ".".to_string();
     }
+    if is_normal(p) {
+        return p.to_string();
+    }
     let absolute = p.starts_with('/');
     let trailing = p.ends_with('/');
     let mut parts: Vec<&str> = Vec::new();
@@ -35,6 +38,16 @@ pub fn normalize(p: &str) -> String {
         out.push('/');
     }
     out
+}
+
+/// Already normalised: no empty, `.` or `..` segment (a trailing `/` is fine).
+fn is_normal(p: &str) -> bool {
+    let body = p.strip_prefix('/').unwrap_or(p);
+    let body = body.strip_suffix('/').unwrap_or(body);
+    !body.is_empty()
+        && body
+            .split('/')
+            .all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 /// `path.join(a, b)`.
@@ -106,18 +119,19 @@ pub fn relative(from: &str, to: &str) -> String {
     parts.join("/")
 }
 
-/// Is `target` (normalised) `root` or inside it (pi's `isUnderPath`).
+/// Is `target` `root` or inside it (pi's `isUnderPath`; both normalised).
 pub fn is_under(target: &str, root: &str) -> bool {
-    let root = strip_trailing_slash(normalize(root));
+    let root = root
+        .strip_suffix('/')
+        .filter(|r| !r.is_empty())
+        .unwrap_or(root);
     if target == root {
         return true;
     }
-    let prefix = if root.ends_with('/') {
-        root
-    } else {
-        format!("{root}/")
-    };
-    target.starts_with(&prefix)
+    if root == "/" {
+        return target.starts_with('/');
+    }
+    target.len() > root.len() && target.starts_with(root) && target.as_bytes()[root.len()] == b'/'
 }
 
 /// `~`, `~/x` and `~x` against `home` (pi's resource path expansion), after trimming.
@@ -159,6 +173,9 @@ mod tests {
         assert_eq!(relative("/a/b", "/a/b"), "");
         assert!(is_under("/a/b/c", "/a/b"));
         assert!(is_under("/a/b", "/a/b/"));
+        assert!(is_under("/a", "/"));
+        assert_eq!(normalize("/a/b"), "/a/b");
+        assert_eq!(normalize("a/"), "a/");
         assert!(!is_under("/a/bc", "/a/b"));
         assert_eq!(expand_tilde(" ~/x ", "/h"), "/h/x");
         assert_eq!(expand_tilde("~", "/h"), "/h");

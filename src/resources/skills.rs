@@ -70,7 +70,7 @@ pub fn from_file(
         diags.push(Diagnostic::warning(m, file_path));
     };
     let declared = basename(file_path) == "SKILL.md";
-    let fm = match frontmatter::parse(content, compat.is_087()) {
+    let fm = match frontmatter::fields(content, compat.is_087()) {
         Ok(f) => f,
         Err(e) => {
             if !compat.is_087() || declared {
