@@ -33,6 +33,16 @@ pub enum Worker {
     ContinueDue { id: u64 },
     /// The RPC `bash` command finished (or could not start).
     BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
+    /// A line from extension number `ext`, or its end (`core/ext.rs`).
+    Ext {
+        ext: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// A line from MCP server number `server`, or its end (`core/mcp.rs`).
+    Mcp {
+        server: usize,
+        event: crate::io::child::ChildEvent,
+    },
 }
 
 #[derive(Debug)]
@@ -48,4 +58,6 @@ pub enum Event {
     Input(Input),
     Control(Control),
     Worker(Worker),
+    /// A deadline of an extension, MCP server or dialog passed (`core/plugins.rs`).
+    Timer,
 }

@@ -92,7 +92,10 @@ pub fn describe(tool: &str, args: &Value) -> (String, String) {
     let path = s(args, "path").unwrap_or("?");
     let message = match tool {
         "bash" => {
-            let mut m = format!("Run this command:\n{}", clip(s(args, "command").unwrap_or("")));
+            let mut m = format!(
+                "Run this command:\n{}",
+                clip(s(args, "command").unwrap_or(""))
+            );
             if let Some(t) = args.get("timeout").and_then(Value::as_f64) {
                 m.push_str(&format!("\n(timeout {t} s)"));
             }
@@ -124,7 +127,11 @@ pub fn describe(tool: &str, args: &Value) -> (String, String) {
                 )],
             };
             for (old, new) in edits {
-                m.push_str(&format!("\n--- replace:\n{}\n+++ with:\n{}", clip(&old), clip(&new)));
+                m.push_str(&format!(
+                    "\n--- replace:\n{}\n+++ with:\n{}",
+                    clip(&old),
+                    clip(&new)
+                ));
             }
             m
         }
@@ -156,7 +163,9 @@ pub enum Denial {
 pub fn denial_text(tool: &str, why: Denial) -> String {
     match why {
         Denial::Declined => format!("Tool call denied: the user declined to run {tool}."),
-        Denial::Cancelled => format!("Tool call denied: the confirmation for {tool} was cancelled."),
+        Denial::Cancelled => {
+            format!("Tool call denied: the confirmation for {tool} was cancelled.")
+        }
         Denial::TimedOut(secs) => {
             format!("Tool call denied: no confirmation for {tool} within {secs} seconds.")
         }

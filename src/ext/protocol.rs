@@ -63,7 +63,8 @@ pub struct SendMessage {
     pub content: UserContent,
     pub display: bool,
     pub details: Option<Value>,
-    pub trigger_turn: bool,
+    /// pi's `triggerTurn` (absent: `None`; while the agent runs that counts as true).
+    pub trigger_turn: Option<bool>,
     pub deliver_as: Option<DeliverAs>,
 }
 
@@ -77,9 +78,15 @@ pub enum FromExt {
         outcome: Result<Value, String>,
     },
     /// A partial result of tool call `id`.
-    ToolUpdate { id: u64, output: ToolOutput },
+    ToolUpdate {
+        id: u64,
+        output: ToolOutput,
+    },
     /// A UI method; `id` (any JSON value) is required for dialogs and echoed in `ui_response`.
-    Ui { id: Option<Value>, request: UiRequest },
+    Ui {
+        id: Option<Value>,
+        request: UiRequest,
+    },
     SendMessage(SendMessage),
     /// pi's `sendUserMessage`: a user message (a prompt when idle, queued while running).
     SendUserMessage {
@@ -293,7 +300,9 @@ fn decode_block(b: &Value) -> Result<Content, String> {
     let obj = b.as_object().ok_or("expected a content block object")?;
     let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_string);
     match obj.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(Content::text(s("text").ok_or("text block without \"text\"")?)),
+        Some("text") => Ok(Content::text(
+            s("text").ok_or("text block without \"text\"")?,
+        )),
         Some("image") => Ok(Content::Image(ImageContent {
             data: s("data").ok_or("image block without \"data\"")?,
             mime_type: s("mimeType").ok_or("image block without \"mimeType\"")?,
@@ -386,7 +395,7 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
                 content,
                 display: mf.opt_bool("display")?.unwrap_or(true),
                 details: m.get("details").filter(|v| !v.is_null()).cloned(),
-                trigger_turn: f.opt_bool("triggerTurn")?.unwrap_or(false),
+                trigger_turn: f.opt_bool("triggerTurn")?,
                 deliver_as: decode_deliver(&f, "deliverAs")?,
             })
         }
@@ -642,7 +651,7 @@ mod tests {
             panic!()
         };
         assert_eq!(m.content, UserContent::Text("hi".into()));
-        assert!(m.display && m.trigger_turn);
+        assert!(m.display && m.trigger_turn == Some(true));
         assert_eq!(m.deliver_as, None);
         assert!(dec(json!({"type":"send_message","message":{"content":"x"}})).is_err());
     }
@@ -650,7 +659,9 @@ mod tests {
     #[test]
     fn tool_results() {
         assert_eq!(
-            decode_tool_result(Ok(json!({"content":[{"type":"text","text":"ok"}],"details":{"n":1}}))),
+            decode_tool_result(Ok(
+                json!({"content":[{"type":"text","text":"ok"}],"details":{"n":1}})
+            )),
             Ok(ToolOutput {
                 content: vec![Content::text("ok")],
                 details: Some(json!({"n":1}))
@@ -660,7 +671,10 @@ mod tests {
             decode_tool_result(Ok(json!({"content":"bad","isError":true}))),
             Err("bad".into())
         );
-        assert_eq!(decode_tool_result(Err("thrown".into())), Err("thrown".into()));
+        assert_eq!(
+            decode_tool_result(Err("thrown".into())),
+            Err("thrown".into())
+        );
         assert!(
             decode_tool_result(Ok(json!(5)))
                 .unwrap_err()

@@ -350,15 +350,15 @@ mod tests {
     #[test]
     fn answers() {
         let a = |v: Value| parse_answer(v.as_object().unwrap());
-        assert_eq!(
-            a(json!({"cancelled":true,"value":"x"})),
-            Answer::Cancelled
-        );
+        assert_eq!(a(json!({"cancelled":true,"value":"x"})), Answer::Cancelled);
         assert_eq!(a(json!({"confirmed":true})), Answer::Confirmed(true));
         assert_eq!(a(json!({"value":"Allow"})), Answer::Value(json!("Allow")));
         assert_eq!(a(json!({})), Answer::Cancelled);
         let f = |m: &str, ans: Answer| serde_json::to_string(&answer_fields(m, &ans)).unwrap();
-        assert_eq!(f("confirm", Answer::Confirmed(true)), r#"{"confirmed":true}"#);
+        assert_eq!(
+            f("confirm", Answer::Confirmed(true)),
+            r#"{"confirmed":true}"#
+        );
         assert_eq!(
             f("confirm", Answer::TimedOut),
             r#"{"confirmed":false,"timedOut":true}"#
@@ -372,7 +372,10 @@ mod tests {
             f("input", Answer::TimedOut),
             r#"{"cancelled":true,"timedOut":true}"#
         );
-        assert_eq!(f("editor", Answer::Confirmed(true)), r#"{"cancelled":true}"#);
+        assert_eq!(
+            f("editor", Answer::Confirmed(true)),
+            r#"{"cancelled":true}"#
+        );
     }
 
     #[test]
@@ -382,7 +385,9 @@ mod tests {
             what: "ui",
             obj: &obj,
         });
-        assert!(matches!(e, Err(DecodeError::Invalid(m)) if m.starts_with("ui: unknown method \"custom\"")));
+        assert!(
+            matches!(e, Err(DecodeError::Invalid(m)) if m.starts_with("ui: unknown method \"custom\""))
+        );
         let obj = json!({"method":"select","title":"t"})
             .as_object()
             .unwrap()

@@ -214,11 +214,7 @@ fn write_loop(mut stdin: std::process::ChildStdin, rx: Receiver<Vec<u8>>) {
 }
 
 /// The reader: lines until end of output, a flood, or the machine no longer listening.
-fn read_loop(
-    mut src: impl Read,
-    limits: Limits,
-    on_event: &mut dyn FnMut(ChildEvent) -> bool,
-) {
+fn read_loop(mut src: impl Read, limits: Limits, on_event: &mut dyn FnMut(ChildEvent) -> bool) {
     let mut splitter = LineSplitter::new(limits.max_line);
     let mut buf = vec![0u8; 64 * 1024];
     let mut frames = Vec::new();

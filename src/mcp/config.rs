@@ -132,7 +132,9 @@ pub fn resolve(
     match settings {
         None | Some(Value::Null) => {}
         Some(Value::Object(m)) => add(m, cwd, "settings.json"),
-        Some(_) => warnings.push("Warning: settings \"mcpServers\" is not an object; ignored".into()),
+        Some(_) => {
+            warnings.push("Warning: settings \"mcpServers\" is not an object; ignored".into())
+        }
     }
     if let Some((v, dir)) = project {
         match v.get("mcpServers") {
@@ -151,7 +153,9 @@ pub fn resolve(
         match one(&name, &v, &base, env) {
             Ok(Some(c)) => out.push(c),
             Ok(None) => {}
-            Err(e) => warnings.push(format!("Warning: MCP server \"{name}\" ({origin}): {e}; skipped")),
+            Err(e) => warnings.push(format!(
+                "Warning: MCP server \"{name}\" ({origin}): {e}; skipped"
+            )),
         }
     }
     (out, warnings)

@@ -68,8 +68,14 @@ pub enum Incoming {
         result: Result<Value, RpcError>,
     },
     /// A request from the server (it expects an answer with this id).
-    Request { id: Value, method: String },
-    Notification { method: String, params: Value },
+    Request {
+        id: Value,
+        method: String,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
     /// Not JSON-RPC (or a response to an id pith never sent).
     Invalid(String),
 }
@@ -111,7 +117,9 @@ pub fn classify(v: &Value) -> Incoming {
             };
             Incoming::Response { id, result }
         }
-        (None, None) => Incoming::Invalid("neither a request, a notification nor a response".into()),
+        (None, None) => {
+            Incoming::Invalid("neither a request, a notification nor a response".into())
+        }
     }
 }
 
@@ -311,9 +319,16 @@ pub fn call_result(result: &Value) -> ToolResult {
 /// A progress notification for `token`: a one-line text for `tool_execution_update`.
 pub fn progress_text(params: &Value) -> Option<(u64, String)> {
     let token = params.get("progressToken").and_then(Value::as_u64)?;
-    let progress = params.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
+    let progress = params
+        .get("progress")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
     let mut text = match params.get("total").and_then(Value::as_f64) {
-        Some(total) => format!("progress {}/{}", crate::tools::js_num(progress), crate::tools::js_num(total)),
+        Some(total) => format!(
+            "progress {}/{}",
+            crate::tools::js_num(progress),
+            crate::tools::js_num(total)
+        ),
         None => format!("progress {}", crate::tools::js_num(progress)),
     };
     if let Some(m) = params.get("message").and_then(Value::as_str) {
@@ -387,7 +402,10 @@ mod tests {
             {"name":"bare"}], "nextCursor":"p2"}))
         .unwrap();
         assert_eq!(tools.len(), 2);
-        assert_eq!(tools[1].input_schema, json!({"type":"object","properties":{}}));
+        assert_eq!(
+            tools[1].input_schema,
+            json!({"type":"object","properties":{}})
+        );
         assert_eq!(cursor.as_deref(), Some("p2"));
         assert_eq!(tool_name("time", "get time"), "mcp__time__get_time");
         assert_eq!(tool_name("s", &"x".repeat(100)).len(), 64);
