@@ -60,13 +60,12 @@ impl Machine {
                 if self.plugins.stopping {
                     return;
                 }
-                let e = &self.plugins.exts[i];
-                let error = if matches!(e.life, Life::Starting(_)) {
-                    format!("exited before registering ({status})")
+                if matches!(self.plugins.exts[i].life, Life::Starting(_)) {
+                    let error = format!("exited before registering ({status})");
+                    self.isolate(i, "startup", &error);
                 } else {
-                    format!("exited ({status})")
-                };
-                self.isolate(i, "process", &error);
+                    self.isolate(i, "process", &format!("exited ({status})"));
+                }
             }
         }
         self.check_startup_done();
@@ -202,11 +201,9 @@ impl Machine {
         self.extension_error(&path, event, error);
         for (id, call) in calls {
             match call.kind {
-                CallKind::ToolCall => self.gate_ext_answer(
-                    i,
-                    id,
-                    Err(format!("extension \"{name}\" failed: {error}")),
-                ),
+                CallKind::ToolCall => {
+                    self.gate_ext_answer(i, id, Err(format!("{name}: {error}")))
+                }
                 CallKind::Review { batch, index } => self.review_answer(batch, index, None),
                 CallKind::SessionOp(op) => self.advance_session_op(op, false),
                 CallKind::Tool { batch, index } => self.tool_finished(
@@ -348,6 +345,12 @@ impl Machine {
             .position(|e| e.ready() && e.commands.iter().any(|c| c.name == name))
     }
 
+    /// `get_commands`' data. (Extension commands only so far; templates and skills join them
+    /// in the shared command list.)
+    pub(crate) fn get_commands_data(&self) -> Value {
+        json!({ "commands": self.extension_commands_json() })
+    }
+
     /// The extension commands for `get_commands` (`source: "extension"`), in load order: under
     /// 0.73 with `path`, under 0.87 with `sourceInfo`. Kept in one function so it can move into
     /// the shared command list.
@@ -393,6 +396,17 @@ impl Machine {
             return None;
         }
         let kind = match cmd {
+            Command::GetCommands
+                if self
+                    .plugins
+                    .exts
+                    .iter()
+                    .any(|e| matches!(e.life, Life::Starting(_))) =>
+            {
+                // Extensions still registering: answer once they have (or failed).
+                self.plugins.waiting_commands.push(id.cloned());
+                return Some(Err(DEFERRED.to_string()));
+            }
             Command::Steer(input) | Command::FollowUp(input) => {
                 let name = input.text.strip_prefix('/')?.split(' ').next()?;
                 self.extension_command_owner(name)?;

@@ -555,7 +555,7 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(None)
             }
-            Command::GetCommands => Ok(Some(json!({ "commands": self.extension_commands_json() }))),
+            Command::GetCommands => Ok(Some(self.get_commands_data())),
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),

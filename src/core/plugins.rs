@@ -310,6 +310,8 @@ pub struct Plugins {
     pub after_turn: Vec<AgentMessage>,
     /// A prompt waits for extensions and servers to finish starting.
     pub prompt_waits_startup: bool,
+    /// `get_commands` requests waiting for extensions to register (their ids).
+    pub waiting_commands: Vec<Option<Value>>,
     /// Extensions whose failure was noticed where it could not be handled (a full input queue
     /// while writing an event): isolated at the next timer tick.
     pub failures: Vec<(usize, String, String)>,
@@ -352,6 +354,7 @@ impl Plugins {
     /// start-up, extension commands and session operations in flight.
     pub fn busy(&self) -> bool {
         self.prompt_waits_startup
+            || !self.waiting_commands.is_empty()
             || !self.ops.is_empty()
             || self.exts.iter().any(|e| {
                 e.calls
@@ -639,6 +642,17 @@ impl Machine {
 
     /// Once nothing is starting any more, a prompt that waited for start-up runs.
     pub(crate) fn check_startup_done(&mut self) {
+        let exts_starting = self
+            .plugins
+            .exts
+            .iter()
+            .any(|e| matches!(e.life, Life::Starting(_)));
+        if !exts_starting && !self.plugins.waiting_commands.is_empty() {
+            for id in std::mem::take(&mut self.plugins.waiting_commands) {
+                let data = self.get_commands_data();
+                self.send(response::success(id.as_ref(), "get_commands", Some(&data)));
+            }
+        }
         if self.plugins.prompt_waits_startup && !self.plugins.starting() {
             self.plugins.prompt_waits_startup = false;
             self.run_pending_prompt();
