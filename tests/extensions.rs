@@ -84,6 +84,24 @@ fn settings(world: &World, v: Value) {
     world.write_agent_file("settings.json", &v.to_string());
 }
 
+/// The next `extension_ui_request` of `method`, skipping the toolkit's per-turn status lines
+/// (notifications are handled asynchronously: they may come after `agent_settled`).
+fn ui_after_turn_status(p: &mut Pith, method: &str) -> Value {
+    loop {
+        let f = p.recv();
+        if f["method"] == "setStatus"
+            && f["statusText"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("turn "))
+        {
+            continue;
+        }
+        assert_eq!(f["type"], "extension_ui_request", "{f}");
+        assert_eq!(f["method"], method, "{f}");
+        return f;
+    }
+}
+
 /// The next frame, which must be an `extension_ui_request` of `method`.
 fn ui(p: &mut Pith, method: &str) -> Value {
     let f = p.recv();
@@ -207,7 +225,10 @@ fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
     p.send(json!({"id":"h","type":"prompt","message":"/hello Ada"}));
 
     let select = ui(&mut p, "select");
-    assert_eq!(keys(&select), vec!["type", "id", "method", "title", "options"]);
+    assert_eq!(
+        keys(&select),
+        vec!["type", "id", "method", "title", "options"]
+    );
     assert_eq!(select["title"], "Pick a color");
     assert_eq!(select["options"], json!(["red", "green", "blue"]));
     // While the dialog waits, commands are answered.
@@ -235,7 +256,10 @@ fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
     answer(&mut p, &input, json!({"value":"Ace"}));
 
     let editor = ui(&mut p, "editor");
-    assert_eq!(keys(&editor), vec!["type", "id", "method", "title", "prefill"]);
+    assert_eq!(
+        keys(&editor),
+        vec!["type", "id", "method", "title", "prefill"]
+    );
     assert_eq!(editor["prefill"], "Dear Ada,\n");
     answer(&mut p, &editor, json!({"value":"Dear Ada, hi"}));
     // The same id again: already answered, ignored.
@@ -253,18 +277,30 @@ fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
     let widget = ui(&mut p, "setWidget");
     assert_eq!(
         keys(&widget),
-        vec!["type", "id", "method", "widgetKey", "widgetLines", "widgetPlacement"]
+        vec![
+            "type",
+            "id",
+            "method",
+            "widgetKey",
+            "widgetLines",
+            "widgetPlacement"
+        ]
     );
-    assert_eq!(widget["widgetLines"], json!(["color: green", "nickname: Ace"]));
+    assert_eq!(
+        widget["widgetLines"],
+        json!(["color: green", "nickname: Ace"])
+    );
     let title = ui(&mut p, "setTitle");
     assert_eq!(title["title"], "pith - greeting Ada");
     let text = ui(&mut p, "set_editor_text");
     assert_eq!(keys(&text), vec!["type", "id", "method", "text"]);
     assert_eq!(text["text"], "Dear Ada, hi");
-    let ids: Vec<&Value> = [&select, &confirm, &input, &editor, &notify, &status, &widget, &title, &text]
-        .iter()
-        .map(|f| &f["id"])
-        .collect();
+    let ids: Vec<&Value> = [
+        &select, &confirm, &input, &editor, &notify, &status, &widget, &title, &text,
+    ]
+    .iter()
+    .map(|f| &f["id"])
+    .collect();
     let mut unique = ids.clone();
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "every request has a fresh id");
@@ -324,7 +360,7 @@ fn a_session_switch_is_cancelled_after_a_confirm() {
     let before = p.call(json!({"type":"get_state"}), "s1")["data"]["sessionId"].clone();
 
     p.send(json!({"id":"n1","type":"new_session"}));
-    let c = ui(&mut p, "confirm");
+    let c = ui_after_turn_status(&mut p, "confirm");
     assert_eq!(c["title"], "Leave this session?");
     assert_eq!(c["message"], "reason: new");
     answer(&mut p, &c, json!({"confirmed":false}));
@@ -343,14 +379,14 @@ fn a_session_switch_is_cancelled_after_a_confirm() {
         .unwrap()
         .to_string();
     p.send(json!({"id":"sw","type":"switch_session","sessionPath":file}));
-    let c = ui(&mut p, "confirm");
+    let c = ui_after_turn_status(&mut p, "confirm");
     assert_eq!(c["message"], "reason: resume");
     answer(&mut p, &c, json!({"confirmed":true}));
     let r = p.recv();
     assert_eq!(r["data"], json!({"cancelled":false}));
 
     p.send(json!({"id":"n2","type":"new_session"}));
-    let c = ui(&mut p, "confirm");
+    let c = ui_after_turn_status(&mut p, "confirm");
     answer(&mut p, &c, json!({"confirmed":true}));
     assert_eq!(p.recv()["data"], json!({"cancelled":false}));
     let after = p.call(json!({"type":"get_state"}), "s4")["data"]["sessionId"].clone();
@@ -510,7 +546,7 @@ fn an_extension_that_crashes_is_reported_and_isolated() {
 #[test]
 fn an_extension_that_hangs_times_out_and_is_killed() {
     let w = World::new();
-    settings(&w, json!({"pith":{"extensionTimeoutSeconds":1}}));
+    settings(&w, json!({"pith":{"extensionTimeoutSeconds":2}}));
     let marker = unique_marker("hang");
     let ext = misbehaving(&w, &marker, "while read l; do :; done\n");
     let mut p = spawn(&w, ONE_BASH, &["-e", &ext]);
@@ -523,7 +559,7 @@ fn an_extension_that_hangs_times_out_and_is_killed() {
         .find(|f| f["type"] == "extension_error")
         .expect("extension_error");
     assert_eq!(err["event"], "tool_call");
-    assert_eq!(err["error"], "did not answer tool_call within 1 seconds");
+    assert_eq!(err["error"], "did not answer tool_call within 2 seconds");
     assert_eq!(tool_end(&frames, "faux_1_0")["isError"], true);
     assert_eq!(p.call(json!({"type":"get_state"}), "s")["success"], true);
     assert_ext_gone(&marker, &p);
@@ -532,7 +568,11 @@ fn an_extension_that_hangs_times_out_and_is_killed() {
 #[test]
 fn an_extension_that_writes_garbage_is_isolated() {
     let w = World::new();
-    let ext = misbehaving(&w, "garbage", "echo 'this is not json'\nwhile read l; do :; done\n");
+    let ext = misbehaving(
+        &w,
+        "garbage",
+        "echo 'this is not json'\nwhile read l; do :; done\n",
+    );
     let mut p = spawn(&w, ONE_BASH, &["-e", &ext]);
     let err = p.recv();
     assert_eq!(err["type"], "extension_error");
@@ -575,11 +615,15 @@ fn an_extension_that_floods_is_isolated() {
 #[test]
 fn an_extension_that_cannot_start_or_register_is_reported() {
     let w = World::new();
-    settings(&w, json!({"pith":{"extensionTimeoutSeconds":1}}));
+    settings(&w, json!({"pith":{"extensionTimeoutSeconds":3}}));
     let not_exec = script(&w, "bad.sh", "");
     std::fs::write(&not_exec, "#!/nonexistent/interpreter\n").unwrap();
     let silent = script(&w, "silent.sh", "sleep 30\n");
-    let old = script(&w, "old.sh", "read hello\necho '{\"type\":\"register\",\"protocol\":0}'\nsleep 30\n");
+    let old = script(
+        &w,
+        "old.sh",
+        "read hello\necho '{\"type\":\"register\",\"protocol\":0}'\nsleep 30\n",
+    );
     let mut p = spawn(&w, "", &["-e", &not_exec, "-e", &silent, "-e", &old]);
     let mut errors = Vec::new();
     while errors.len() < 3 {
@@ -591,14 +635,19 @@ fn an_extension_that_cannot_start_or_register_is_reported() {
     errors.sort_by_key(|e| e["extensionPath"].as_str().unwrap().to_string());
     assert_eq!(errors[0]["extensionPath"], not_exec.as_str());
     assert_eq!(errors[0]["event"], "startup");
-    assert!(errors[0]["error"].as_str().unwrap().starts_with("cannot start"));
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot start")
+    );
     assert_eq!(errors[1]["extensionPath"], old.as_str());
     assert_eq!(
         errors[1]["error"],
         "register: unsupported protocol 0 (pith speaks protocol 1)"
     );
     assert_eq!(errors[2]["extensionPath"], silent.as_str());
-    assert_eq!(errors[2]["error"], "did not register within 1 seconds");
+    assert_eq!(errors[2]["error"], "did not register within 3 seconds");
     assert_eq!(
         p.call(json!({"type":"get_commands"}), "c")["data"],
         json!({"commands":[]})
@@ -614,7 +663,16 @@ fn an_extension_stderr_goes_to_pith_stderr_not_stdout() {
         "echo 'EXT-SAYS-HELLO-ON-STDERR' >&2\nread hello\necho '{\"type\":\"register\",\"protocol\":1}'\nwhile read l; do :; done\n",
     );
     let mut child = w
-        .command(&["--mode", "rpc", "--provider", "faux", "--model", "faux", "-e", &ext])
+        .command(&[
+            "--mode",
+            "rpc",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "-e",
+            &ext,
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

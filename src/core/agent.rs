@@ -218,12 +218,7 @@ impl Machine {
             return;
         };
         let remote = self.plugins.remote_tools();
-        let tools = self
-            .tools
-            .iter()
-            .filter(|t| !remote.iter().any(|r| r.name == t.name()))
-            .cloned()
-            .collect();
+        let tools = self.tools.clone();
         let run = Run {
             system_prompt: self.system_prompt(),
             model,
@@ -307,6 +302,14 @@ impl Machine {
             self.finish_assistant(m, true);
             return;
         }
+        if !self.plugins.exts.is_empty() || !self.plugins.servers.is_empty() {
+            // Extensions re-register and MCP servers change their tools between turns.
+            let remote = self.plugins.remote_tools();
+            if let Some(run) = self.run.as_mut() {
+                run.remote = remote;
+            }
+        }
+        let Some(run) = self.run.as_ref() else { return };
         let (api_key, model) = match self.request_credentials(&run.model) {
             Ok(c) => c,
             Err(e) => {
@@ -326,6 +329,7 @@ impl Machine {
             tools: run
                 .tools
                 .iter()
+                .filter(|t| !run.remote.iter().any(|r| r.name == t.name()))
                 .map(|t| ToolSchema {
                     name: t.name().to_string(),
                     description: t.description(),

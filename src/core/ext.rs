@@ -201,9 +201,7 @@ impl Machine {
         self.extension_error(&path, event, error);
         for (id, call) in calls {
             match call.kind {
-                CallKind::ToolCall => {
-                    self.gate_ext_answer(i, id, Err(format!("{name}: {error}")))
-                }
+                CallKind::ToolCall => self.gate_ext_answer(i, id, Err(format!("{name}: {error}"))),
                 CallKind::Review { batch, index } => self.review_answer(batch, index, None),
                 CallKind::SessionOp(op) => self.advance_session_op(op, false),
                 CallKind::Tool { batch, index } => self.tool_finished(
