@@ -12,6 +12,8 @@ run: build
 
 test:
 	$(CARGO) test --all-targets
+	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
+		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -36,3 +38,14 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+# Real MCP servers for tests/mcp_interop.rs, installed into an ignored folder:
+# @modelcontextprotocol/server-everything (npm) and mcp-server-time (PyPI, in a venv).
+MCP_INTEROP ?= target/interop-mcp
+.PHONY: interop interop-mcp
+interop: interop-mcp
+interop-mcp:
+	mkdir -p $(MCP_INTEROP)
+	npm install --prefix $(MCP_INTEROP)/npm --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@2026.8.31
+	python3 -m venv $(MCP_INTEROP)/venv
+	$(MCP_INTEROP)/venv/bin/pip install --quiet --disable-pip-version-check mcp-server-time==2026.10.19
