@@ -198,6 +198,12 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(60)
     }
+    /// pith's own: seconds an extension's tool may run without a `tool_update` (default 600).
+    pub fn extension_tool_timeout_secs(&self) -> u64 {
+        self.nested("pith", "extensionToolTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(600)
+    }
     /// pith's own: seconds an MCP server has for `initialize` and `tools/list` (default 30).
     pub fn mcp_startup_timeout_secs(&self) -> u64 {
         self.nested("pith", "mcpStartupTimeoutSeconds")

@@ -72,7 +72,9 @@ fn text(end: &Value) -> String {
 #[test]
 fn server_everything_tools_images_structured_content_and_progress() {
     let Some(bin) = everything() else {
-        eprintln!("SKIPPED: @modelcontextprotocol/server-everything not installed (run `make interop`)");
+        eprintln!(
+            "SKIPPED: @modelcontextprotocol/server-everything not installed (run `make interop`)"
+        );
         return;
     };
     let script = r#"{"toolCalls":[{"name":"mcp__everything__echo","arguments":{"message":"hi there"}},{"name":"mcp__everything__get-sum","arguments":{"a":2,"b":3}},{"name":"mcp__everything__get-tiny-image","arguments":{}},{"name":"mcp__everything__get-structured-content","arguments":{"location":"Chicago"}},{"name":"mcp__everything__trigger-long-running-operation","arguments":{"duration":1,"steps":3}}]}

@@ -43,6 +43,11 @@ pub enum Worker {
         server: usize,
         event: crate::io::child::ChildEvent,
     },
+    /// The spawner thread started (or failed to start) an extension or MCP server process.
+    Spawned {
+        target: crate::core::plugins::Target,
+        result: Result<crate::io::child::ChildHandle, String>,
+    },
 }
 
 #[derive(Debug)]

@@ -90,14 +90,13 @@ impl Machine {
             }
             FromExt::Result { id, outcome } => self.on_ext_result(i, id, outcome),
             FromExt::ToolUpdate { id, output } => {
-                let timeout = self.plugins.cfg.ext_timeout;
                 let Some(call) = self.plugins.exts[i].calls.get_mut(&id) else {
                     return;
                 };
                 let CallKind::Tool { batch, index } = call.kind else {
                     return;
                 };
-                call.deadline = Instant::now() + timeout;
+                call.deadline = Instant::now() + call.timeout;
                 self.on_tool_event(batch, index, ToolEvent::Update(output));
             }
             FromExt::Ui { id, request } => self.ext_ui(i, id, request),
@@ -249,13 +248,18 @@ impl Machine {
         kind: CallKind,
         line: Vec<u8>,
     ) {
-        let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
+        let timeout = match kind {
+            CallKind::Tool { .. } => self.plugins.cfg.ext_tool_timeout,
+            _ => self.plugins.cfg.ext_timeout,
+        };
+        let deadline = Instant::now() + timeout;
         if let Some(e) = self.plugins.exts.get_mut(i) {
             e.calls.insert(
                 id,
                 Call {
                     kind,
                     deadline,
+                    timeout,
                     event,
                 },
             );

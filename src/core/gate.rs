@@ -219,13 +219,12 @@ impl Machine {
         };
         match d.owner {
             DialogOwner::Ext { ext, reply_id } => {
-                let timeout = self.plugins.cfg.ext_timeout;
                 if let Some(e) = self.plugins.exts.get_mut(ext) {
                     e.dialogs_open = e.dialogs_open.saturating_sub(1);
                     // Its clock restarts: the time the host took is not the extension's.
                     let now = Instant::now();
                     for c in e.calls.values_mut() {
-                        c.deadline = c.deadline.max(now + timeout);
+                        c.deadline = c.deadline.max(now + c.timeout);
                     }
                 }
                 let fields = ui::answer_fields(d.method, &answer);

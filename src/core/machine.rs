@@ -289,6 +289,7 @@ impl Machine {
             Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
             Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
+            Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
             Event::Timer => self.on_plugin_timer(),
         }
         None

@@ -10,9 +10,9 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::core::event::{ToolEvent, Worker};
+use crate::core::event::ToolEvent;
 use crate::core::machine::Machine;
-use crate::core::plugins::{Life, MCP_LIMITS, McpReq, Server};
+use crate::core::plugins::{Life, MCP_LIMITS, McpReq, Server, SpawnRequest, Target};
 use crate::io::child::{self, ChildEvent};
 use crate::mcp::config::ServerConfig;
 use crate::mcp::protocol::{self as mcp, Incoming};
@@ -27,27 +27,11 @@ impl Machine {
             env: cfg.env.clone(),
             cwd: cfg.cwd.clone().unwrap_or_else(|| self.cwd.clone()),
         };
-        let tx = self.worker_tx.clone();
-        let spawned = child::spawn(
-            &spec,
-            MCP_LIMITS,
-            Box::new(move |event| {
-                tx.send(Worker::Mcp {
-                    server: index,
-                    event,
-                })
-                .is_ok()
-            }),
-        );
         let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
-        let (handle, life, error) = match spawned {
-            Ok(h) => (Some(h), Life::Starting(deadline), None),
-            Err(e) => (None, Life::Dead, Some(e)),
-        };
         self.plugins.servers.push(Server {
             cfg,
-            handle,
-            life,
+            handle: None,
+            life: Life::Starting(deadline),
             tools: Vec::new(),
             requests: HashMap::new(),
             next_id: 1,
@@ -55,13 +39,17 @@ impl Machine {
             list_again: false,
             protocol_version: String::new(),
         });
-        if let Some(e) = error {
-            let path = self.plugins.servers[index].path();
-            self.extension_error(&path, "startup", &e);
-            return;
-        }
+        self.spawn_child(SpawnRequest {
+            target: Target::Mcp(index),
+            spec,
+            limits: MCP_LIMITS,
+        });
+    }
+
+    /// The process runs: the handshake starts.
+    pub(crate) fn mcp_initialize(&mut self, i: usize) {
         let params = mcp::initialize_params(env!("CARGO_PKG_VERSION"));
-        self.mcp_request(index, McpReq::Initialize, "initialize", Some(params));
+        self.mcp_request(i, McpReq::Initialize, "initialize", Some(params));
     }
 
     /// Send a request; its deadline is the start-up timeout for the handshake, the call timeout

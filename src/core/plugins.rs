@@ -12,7 +12,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 
 use crate::core::event::Worker;
@@ -51,6 +51,8 @@ pub struct PluginConfig {
     pub confirm_timeout: Option<Duration>,
     /// Per-call timeout of an extension (also its time to register).
     pub ext_timeout: Duration,
+    /// The same for its tools' calls (each `tool_update` restarts it).
+    pub ext_tool_timeout: Duration,
     pub mcp_startup_timeout: Duration,
     pub mcp_call_timeout: Duration,
     /// A host can answer dialogs (RPC mode); otherwise dialogs resolve at once as cancelled.
@@ -113,6 +115,9 @@ impl PluginConfig {
                 confirm_tools,
                 confirm_timeout: (secs > 0).then(|| Duration::from_secs(secs)),
                 ext_timeout: Duration::from_secs(settings.extension_timeout_secs().max(1)),
+                ext_tool_timeout: Duration::from_secs(
+                    settings.extension_tool_timeout_secs().max(1),
+                ),
                 mcp_startup_timeout: Duration::from_secs(
                     settings.mcp_startup_timeout_secs().max(1),
                 ),
@@ -123,6 +128,56 @@ impl PluginConfig {
             warnings,
         )
     }
+}
+
+/// Which process a spawn was for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Ext(usize),
+    Mcp(usize),
+}
+
+/// A process for the spawner thread to start.
+pub struct SpawnRequest {
+    pub target: Target,
+    pub spec: child::Spec,
+    pub limits: Limits,
+}
+
+/// The thread that starts the processes. Off the machine thread, because each fork waits for
+/// the child's exec (milliseconds each on a busy machine, which would delay the first
+/// responses); and alive until pith stops, because a child's parent-death signal
+/// (`PR_SET_PDEATHSIG`) fires when the thread that forked it ends.
+fn spawn_spawner(worker_tx: Sender<Worker>) -> Option<Sender<SpawnRequest>> {
+    let (tx, rx) = crossbeam_channel::unbounded::<SpawnRequest>();
+    let started = std::thread::Builder::new()
+        .name("spawner".into())
+        .spawn(move || {
+            for req in rx {
+                let result = spawn_now(&req, &worker_tx);
+                if worker_tx
+                    .send(Worker::Spawned {
+                        target: req.target,
+                        result,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+    started.ok().map(|_| tx)
+}
+
+fn spawn_now(req: &SpawnRequest, worker_tx: &Sender<Worker>) -> Result<ChildHandle, String> {
+    let tx = worker_tx.clone();
+    let on_event: Box<dyn FnMut(child::ChildEvent) -> bool + Send> = match req.target {
+        Target::Ext(ext) => Box::new(move |event| tx.send(Worker::Ext { ext, event }).is_ok()),
+        Target::Mcp(server) => {
+            Box::new(move |event| tx.send(Worker::Mcp { server, event }).is_ok())
+        }
+    };
+    child::spawn(&req.spec, req.limits, on_event)
 }
 
 /// A tool that does not run in pith: an extension's or an MCP server's.
@@ -157,6 +212,8 @@ pub enum Life {
 pub struct Call {
     pub kind: CallKind,
     pub deadline: Instant,
+    /// How long it may take (restarted by progress and by the end of a dialog).
+    pub timeout: Duration,
     /// The event (or message) name reported if it fails.
     pub event: String,
 }
@@ -317,6 +374,8 @@ pub struct Plugins {
     pub failures: Vec<(usize, String, String)>,
     timer: Option<(Instant, Receiver<Instant>)>,
     pub stopping: bool,
+    /// The spawner thread's queue (dropped at the end: the thread ends).
+    spawner: Option<Sender<SpawnRequest>>,
 }
 
 impl Plugins {
@@ -490,6 +549,10 @@ impl Machine {
     /// Start every configured extension and MCP server. Spawning is quick (fork + exec); the
     /// handshakes happen in the background, as their lines arrive.
     pub(crate) fn start_plugins(&mut self) {
+        if self.plugins.cfg.extensions.is_empty() && self.plugins.cfg.mcp.is_empty() {
+            return;
+        }
+        self.plugins.spawner = spawn_spawner(self.worker_tx.clone());
         let entries = self.plugins.cfg.extensions.clone();
         for entry in entries {
             self.start_extension(entry);
@@ -514,33 +577,74 @@ impl Machine {
             env: vec![("PITH_EXTENSION_PROTOCOL".into(), "1".into())],
             cwd: self.cwd.clone(),
         };
-        let tx = self.worker_tx.clone();
-        let spawned = child::spawn(
-            &spec,
-            EXT_LIMITS,
-            Box::new(move |event| tx.send(Worker::Ext { ext: index, event }).is_ok()),
-        );
         let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
-        let (handle, life, error) = match spawned {
-            Ok(h) => (Some(h), Life::Starting(deadline), None),
-            Err(e) => (None, Life::Dead, Some(e)),
-        };
         self.plugins.exts.push(Ext {
             entry,
-            path: path.clone(),
+            path,
             name,
-            handle,
-            life,
+            handle: None,
+            life: Life::Starting(deadline),
             tools: Vec::new(),
             commands: Vec::new(),
             events: Vec::new(),
             calls: HashMap::new(),
             dialogs_open: 0,
         });
-        if let Some(e) = error {
-            self.extension_error(&path, "startup", &e);
+        self.spawn_child(SpawnRequest {
+            target: Target::Ext(index),
+            spec,
+            limits: EXT_LIMITS,
+        });
+    }
+
+    /// Hand a process to the spawner thread (or start it here if there is none).
+    pub(crate) fn spawn_child(&mut self, req: SpawnRequest) {
+        if let Some(tx) = &self.plugins.spawner {
+            if let Err(e) = tx.send(req) {
+                let req = e.into_inner();
+                let result = spawn_now(&req, &self.worker_tx);
+                self.on_spawned(req.target, result);
+            }
             return;
         }
+        let result = spawn_now(&req, &self.worker_tx);
+        self.on_spawned(req.target, result);
+    }
+
+    /// A process started (or could not): the extension gets `hello`, the MCP server
+    /// `initialize`.
+    pub(crate) fn on_spawned(&mut self, target: Target, result: Result<ChildHandle, String>) {
+        match (target, result) {
+            (Target::Ext(i), Ok(h)) => {
+                if self.plugins.stopping || self.plugins.exts[i].life == Life::Dead {
+                    h.signal(child::SIGKILL);
+                    return;
+                }
+                self.plugins.exts[i].handle = Some(h);
+                self.ext_hello(i);
+            }
+            (Target::Ext(i), Err(e)) => {
+                let ext = &mut self.plugins.exts[i];
+                if ext.life != Life::Dead {
+                    ext.life = Life::Dead;
+                    let path = ext.path.clone();
+                    self.extension_error(&path, "startup", &e);
+                }
+            }
+            (Target::Mcp(i), Ok(h)) => {
+                if self.plugins.stopping || self.plugins.servers[i].life == Life::Dead {
+                    h.signal(child::SIGKILL);
+                    return;
+                }
+                self.plugins.servers[i].handle = Some(h);
+                self.mcp_initialize(i);
+            }
+            (Target::Mcp(i), Err(e)) => self.fail_server(i, "startup", &e),
+        }
+        self.check_startup_done();
+    }
+
+    fn ext_hello(&mut self, index: usize) {
         let session = match self.session.file() {
             Some(f) => json!({"id": self.session_id, "file": f.to_string_lossy()}),
             None => json!({"id": self.session_id}),
@@ -612,17 +716,17 @@ impl Machine {
             if e.dialogs_open > 0 {
                 continue;
             }
-            let late: Option<String> = e
+            let late: Option<(String, u64)> = e
                 .calls
                 .values()
                 .filter(|c| c.deadline <= now)
-                .map(|c| c.event.clone())
+                .map(|c| (c.event.clone(), c.timeout.as_secs()))
                 .next();
-            if let Some(event) = late {
+            if let Some((event, secs)) = late {
                 self.isolate(
                     i,
                     &event,
-                    &format!("did not answer {event} within {timeout} seconds"),
+                    &format!("did not answer {event} within {secs} seconds"),
                 );
             }
         }
@@ -695,6 +799,7 @@ impl Machine {
                     event: child::ChildEvent::Exited { .. },
                     ..
                 }) => live -= 1,
+                Some(Worker::Spawned { result: Ok(h), .. }) => h.signal(child::SIGKILL),
                 Some(_) => {}
                 None => break,
             }
@@ -720,5 +825,7 @@ impl Machine {
         for pid in &pids {
             child::signal_group(*pid, child::SIGKILL);
         }
+        // The spawner thread ends; anything it started late dies with it (parent-death signal).
+        self.plugins.spawner = None;
     }
 }

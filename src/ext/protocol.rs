@@ -422,10 +422,7 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
 
 /// An extension tool's answer (`result` of `execute_tool`): `{content, details?, isError?}`.
 pub fn decode_tool_result(outcome: Result<Value, String>) -> ToolResult {
-    let v = match outcome {
-        Err(e) => return Err(e),
-        Ok(v) => v,
-    };
+    let v = outcome?;
     let Some(obj) = v.as_object() else {
         return Err(format!(
             "Extension tool returned an invalid result: expected an object with \"content\", got {}",

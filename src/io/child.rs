@@ -75,6 +75,7 @@ pub enum ChildEvent {
 }
 
 /// The machine's handle on a running child.
+#[derive(Debug)]
 pub struct ChildHandle {
     pub pid: i32,
     tx: Option<Sender<Vec<u8>>>,
