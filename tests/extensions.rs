@@ -855,3 +855,105 @@ fn confirm_tools_in_print_mode_denies() {
     assert!(!stdout.contains("extension_ui_request"));
     assert!(!w.cwd().join("x").exists());
 }
+
+#[test]
+fn messages_reviews_overrides_and_dialogs_at_end_of_input() {
+    let w = World::new();
+    let ext = script(
+        &w,
+        "relay.sh",
+        r#"read hello
+echo '{"type":"register","protocol":1,"tools":[{"name":"read","description":"Read, from the extension","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}],"commands":[{"name":"nudge"},{"name":"later"},{"name":"ask"}],"events":["tool_result"]}'
+id_of() { printf '%s\n' "$1" | sed -n 's/^{"type":"[a-z_]*","id":\([0-9]*\),.*/\1/p'; }
+while IFS= read -r line; do
+  case $line in
+  '{"type":"event","id":'*) echo '{"type":"result","id":'"$(id_of "$line")"',"result":{"details":{"reviewed":true}}}' ;;
+  '{"type":"execute_tool","id":'*) echo '{"type":"result","id":'"$(id_of "$line")"',"result":{"content":"from extension"}}' ;;
+  '{"type":"command","id":'*'"name":"nudge"'*)
+    echo '{"type":"send_message","message":{"customType":"nudge","content":"nudged"},"triggerTurn":true}'
+    echo '{"type":"result","id":'"$(id_of "$line")"'}' ;;
+  '{"type":"command","id":'*'"name":"later"'*)
+    echo '{"type":"send_message","message":{"customType":"note","content":"next-turn note","display":false},"deliverAs":"nextTurn"}'
+    echo '{"type":"result","id":'"$(id_of "$line")"'}' ;;
+  '{"type":"command","id":'*'"name":"ask"'*)
+    id=$(id_of "$line")
+    echo '{"type":"ui","method":"confirm","id":"q","title":"Still there?"}'
+    while IFS= read -r answer; do
+      case $answer in '{"type":"ui_response","id":"q"'*) break ;; esac
+    done
+    msg=$(printf '%s' "$answer" | sed 's/"/'"'"'/g')
+    echo '{"type":"ui","method":"notify","message":"'"$msg"'"}'
+    echo '{"type":"result","id":'"$id"'}' ;;
+  esac
+done
+"#,
+    );
+    let script = r#"{"toolCalls":[{"name":"read","arguments":{"path":"anything"}},{"name":"bash","arguments":{"command":"echo hi"}}]}
+{"text":"read it"}
+{"text":"nudge answer"}
+"#;
+    let mut p = spawn(&w, script, &["-e", &ext]);
+    p.call(json!({"type":"get_commands"}), "ready");
+    // nextTurn: kept for the next prompt, after its user message.
+    assert_eq!(
+        p.call(json!({"type":"prompt","message":"/later"}), "l")["success"],
+        true
+    );
+    p.send(json!({"id":"p","type":"prompt","message":"go"}));
+    let frames = settle(&mut p);
+    let starts: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "message_start")
+        .map(|f| &f["message"])
+        .collect();
+    assert_eq!(starts[0]["role"], "user");
+    assert_eq!(starts[1]["role"], "custom");
+    assert_eq!(starts[1]["content"], "next-turn note");
+    assert_eq!(starts[1]["display"], false);
+    // The extension's `read` replaced the built-in; tool_result reviews added details.
+    assert_eq!(
+        tool_end(&frames, "faux_2_0")["result"],
+        json!({"content":[{"type":"text","text":"from extension"}],"details":{"reviewed":true}})
+    );
+    assert_eq!(
+        tool_end(&frames, "faux_2_1")["result"],
+        json!({"content":[{"type":"text","text":"hi\n"}],"details":{"reviewed":true}})
+    );
+    // triggerTurn while idle: a run starts with the custom message.
+    p.send(json!({"id":"n","type":"prompt","message":"/nudge"}));
+    // The command's response and the run it started interleave: collect until both are over.
+    let mut frames = Vec::new();
+    while !(frames.iter().any(|f: &Value| f["id"] == "n")
+        && frames.iter().any(|f: &Value| f["type"] == "agent_settled"))
+    {
+        let f = p.recv();
+        if f["type"] != "message_update" {
+            frames.push(f);
+        }
+    }
+    let start = frames
+        .iter()
+        .position(|f| f["type"] == "agent_start")
+        .unwrap();
+    assert_eq!(frames[start + 2]["type"], "message_start");
+    assert_eq!(frames[start + 2]["message"]["customType"], "nudge");
+    assert!(frames.iter().any(|f| f["id"] == "n"));
+    assert!(frames.iter().any(
+        |f| f["type"] == "message_end" && f["message"]["content"][0]["text"] == "nudge answer"
+    ));
+    // A dialog open when the host closes stdin ends as dismissed; pith then exits.
+    p.send(json!({"id":"a","type":"prompt","message":"/ask"}));
+    let q = p.recv_until(|f| f["method"] == "confirm");
+    assert_eq!(q.last().unwrap()["title"], "Still there?");
+    let (status, rest) = p.finish(Duration::from_secs(10));
+    assert!(status.success());
+    let rest: Vec<Value> = rest
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        rest[0]["message"],
+        "{'type':'ui_response','id':'q','confirmed':false,'cancelled':true}"
+    );
+    assert_eq!(rest[1]["id"], "a");
+}

@@ -23,6 +23,10 @@ use crate::message::{Content, ToolCall};
 use crate::rpc::response;
 use crate::tools::{ToolOutput, ToolResult};
 
+/// Dialogs one extension may have open at once (the host answers them one by one; more is a
+/// runaway extension, and each open dialog is memory).
+const MAX_OPEN_DIALOGS: usize = 64;
+
 impl Machine {
     /// Does a call of `tool` have to pass the gate?
     pub(crate) fn gate_needed(&self, tool: &str) -> bool {
@@ -79,6 +83,9 @@ impl Machine {
             let tool = g.tool.clone();
             if !self.plugins.cfg.ui {
                 return Some(Err(approval::denial_text(&tool, Denial::NoUi)));
+            }
+            if self.plugins.input_closed {
+                return Some(Err(approval::denial_text(&tool, Denial::Cancelled)));
             }
             let (title, message) = approval::describe(&tool, &g.args);
             let timeout = self.plugins.cfg.confirm_timeout;
@@ -191,7 +198,23 @@ impl Machine {
             return;
         }
         let reply_id = id.unwrap_or(Value::Null);
-        if !self.plugins.cfg.ui {
+        if self
+            .plugins
+            .exts
+            .get(i)
+            .is_some_and(|e| e.dialogs_open >= MAX_OPEN_DIALOGS)
+        {
+            let path = self.plugins.exts[i].path.clone();
+            self.extension_error(
+                &path,
+                "protocol",
+                &format!("more than {MAX_OPEN_DIALOGS} dialogs open; this one is dismissed"),
+            );
+            let fields = ui::answer_fields(req.method(), &Answer::Cancelled);
+            self.ext_write(i, proto::ui_response(&reply_id, fields));
+            return;
+        }
+        if !self.plugins.cfg.ui || self.plugins.input_closed {
             let fields = ui::answer_fields(req.method(), &Answer::NoUi);
             self.ext_write(i, proto::ui_response(&reply_id, fields));
             return;
@@ -210,6 +233,15 @@ impl Machine {
         let id = id.to_string();
         self.resolve_dialog(&id, ui::parse_answer(obj));
         self.check_startup_done();
+    }
+
+    /// The host's input closed: every open dialog ends as dismissed.
+    pub(crate) fn end_dialogs(&mut self) {
+        let ids: Vec<String> = self.plugins.dialogs.keys().cloned().collect();
+        for id in ids {
+            self.resolve_dialog(&id, Answer::Cancelled);
+        }
+        self.plugins.input_closed = true;
     }
 
     /// A dialog ended (answered, dismissed, timed out).

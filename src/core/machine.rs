@@ -269,6 +269,7 @@ impl Machine {
             )),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
+                self.end_dialogs(); // nobody is left to answer them
                 // Nothing will read from stdin again; a closed input must not wake the loop.
                 self.input_rx = crossbeam_channel::never();
             }

@@ -374,6 +374,8 @@ pub struct Plugins {
     pub failures: Vec<(usize, String, String)>,
     timer: Option<(Instant, Receiver<Instant>)>,
     pub stopping: bool,
+    /// The host's stdin is closed: no dialog can be answered any more.
+    pub input_closed: bool,
     /// The spawner thread's queue (dropped at the end: the thread ends).
     spawner: Option<Sender<SpawnRequest>>,
 }
