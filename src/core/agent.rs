@@ -478,7 +478,8 @@ impl Machine {
 
     /// Start a tool batch (spec 6.3, parallel mode): prepare every call in order (its
     /// `tool_execution_start`, lookup, validation and gate, immediate errors right after their
-    /// start; steering queued meanwhile skips the rest), then start the runnable ones together.
+    /// start; in interrupt mode `immediate`, steering queued meanwhile skips the rest), then start
+    /// the runnable ones together.
     fn start_tools(&mut self, assistant: AgentMessage, calls: Vec<ToolCall>) {
         self.batch += 1;
         let (cancel, token) = cancel_pair();
@@ -604,6 +605,11 @@ impl Machine {
     /// Steering arrived while call `i` was prepared: the runnable calls and the rest are
     /// skipped (their steering is delivered next turn). True if it did.
     fn skip_for_steering(&mut self, i: usize) -> bool {
+        // Interrupt mode `wait` (the default, pi's behaviour) never skips a call: steering
+        // waits for the whole batch. `immediate` (oh-my-pi) skips the calls not yet started.
+        if self.interrupt_mode != crate::rpc::command::InterruptMode::Immediate {
+            return false;
+        }
         let steering = self.steering.take();
         if steering.is_empty() {
             return false;
