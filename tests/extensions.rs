@@ -941,6 +941,24 @@ done
     assert!(frames.iter().any(
         |f| f["type"] == "message_end" && f["message"]["content"][0]["text"] == "nudge answer"
     ));
+    // Extensions' messages are `custom_message` entries in the session file, as pi writes them.
+    let file = p.call(json!({"type":"get_state"}), "st")["data"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let entries: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let custom: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["type"] == "custom_message")
+        .collect();
+    assert_eq!(custom.len(), 2, "{entries:#?}");
+    assert_eq!(custom[0]["customType"], "note");
+    assert_eq!(custom[1]["customType"], "nudge");
+    assert!(!entries.iter().any(|e| e["message"]["role"] == "custom"));
     // A dialog open when the host closes stdin ends as dismissed; pith then exits.
     p.send(json!({"id":"a","type":"prompt","message":"/ask"}));
     let q = p.recv_until(|f| f["method"] == "confirm");

@@ -770,7 +770,20 @@ impl Machine {
 
     /// Record a finished message in the session (written per the session's flushing rules).
     pub(crate) fn persist_message(&mut self, m: &AgentMessage) {
-        self.session.append_message(m);
+        match m {
+            // Extensions' messages are `custom_message` entries, as the reference writes them.
+            AgentMessage::Custom(c) => {
+                self.session.append_custom_message(
+                    &c.custom_type,
+                    &c.content,
+                    c.display,
+                    c.details.clone(),
+                );
+            }
+            _ => {
+                self.session.append_message(m);
+            }
+        }
         self.flush_session_warnings();
     }
 
