@@ -26,17 +26,17 @@ use crate::mcp::protocol::McpTool;
 use crate::message::AgentMessage;
 use crate::rpc::response;
 
-/// Output limits of an extension: one line up to 32 MiB, at most 1000 lines per second, 1024
+/// Output limits of an extension: one line up to 16 MiB, at most 1000 lines per second, 1024
 /// lines queued for it.
 pub const EXT_LIMITS: Limits = Limits {
-    max_line: 32 * 1024 * 1024,
+    max_line: 16 * 1024 * 1024,
     max_lines_per_sec: 1000,
     write_queue: 1024,
 };
 
 /// MCP servers may log a lot; their cap is higher.
 pub const MCP_LIMITS: Limits = Limits {
-    max_line: 32 * 1024 * 1024,
+    max_line: 16 * 1024 * 1024,
     max_lines_per_sec: 10_000,
     write_queue: 1024,
 };
