@@ -975,3 +975,85 @@ done
     );
     assert_eq!(rest[1]["id"], "a");
 }
+
+#[test]
+fn session_start_and_shutdown_reach_subscribers() {
+    let w = World::new();
+    let ext = script(
+        &w,
+        "watch.sh",
+        r#"read hello
+echo '{"type":"register","protocol":1,"events":["session_start","session_shutdown","turn_start","turn_end","agent_end"]}'
+while IFS= read -r line; do
+  msg=$(printf '%s' "$line" | sed 's/"/'"'"'/g' | cut -c1-400)
+  echo '{"type":"ui","method":"notify","message":"'"$msg"'"}'
+done
+"#,
+    );
+    let mut p = spawn(&w, "{\"text\":\"hi\"}\n", &["-e", &ext]);
+    let first = p.recv_until(|f| f["method"] == "notify");
+    let state = p.call(json!({"type":"get_state"}), "s")["data"].clone();
+    let start = first.last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        start.starts_with(
+            "{'type':'event','event':{'type':'session_start','reason':'startup','sessionId':"
+        ),
+        "{start}"
+    );
+    assert!(start.contains(state["sessionId"].as_str().unwrap()));
+    p.send(json!({"id":"p","type":"prompt","message":"go"}));
+    settle(&mut p);
+    // Notifications are asynchronous: collect the extension's echoes until agent_end's.
+    let mut seen: Vec<String> = Vec::new();
+    for f in p.seen.iter() {
+        if f["method"] == "notify" {
+            seen.push(f["message"].as_str().unwrap().to_string());
+        }
+    }
+    while !seen.iter().any(|m| m.contains("'type':'agent_end'")) {
+        let f = p.recv();
+        if f["method"] == "notify" {
+            seen.push(f["message"].as_str().unwrap().to_string());
+        }
+    }
+    let turn_start = seen
+        .iter()
+        .find(|m| m.contains("'type':'turn_start'"))
+        .expect("turn_start");
+    assert!(
+        turn_start.contains("'turnIndex':0,'timestamp':"),
+        "{turn_start}"
+    );
+    let turn_end = seen
+        .iter()
+        .find(|m| m.contains("'type':'turn_end'"))
+        .expect("turn_end");
+    assert!(turn_end.contains("'turnIndex':0"), "{turn_end}");
+    let old = p.call(json!({"type":"get_state"}), "s2")["data"]["sessionFile"].clone();
+    p.send(json!({"id":"n","type":"new_session"}));
+    let mut msgs = Vec::new();
+    while msgs.len() < 2 {
+        let f = p.recv();
+        if f["method"] == "notify" {
+            msgs.push(f["message"].as_str().unwrap().to_string());
+        }
+    }
+    assert!(
+        msgs[0].starts_with(
+            "{'type':'event','event':{'type':'session_shutdown','reason':'new','targetSessionFile':"
+        ),
+        "{}",
+        msgs[0]
+    );
+    assert!(
+        msgs[1].starts_with(
+            "{'type':'event','event':{'type':'session_start','reason':'new','previousSessionFile':"
+        ),
+        "{}",
+        msgs[1]
+    );
+    assert!(msgs[1].contains(old.as_str().unwrap()));
+}

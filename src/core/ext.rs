@@ -84,7 +84,8 @@ impl Machine {
                 e.events = r.events;
                 e.life = Life::Ready;
                 if was_starting && e.wants("session_start") {
-                    let ev = json!({"type": "session_start", "reason": "startup"});
+                    let mut ev = json!({"type": "session_start", "reason": "startup"});
+                    self.add_session_fields(&mut ev);
                     self.ext_write(i, proto::event(None, &ev));
                 }
             }
@@ -522,9 +523,19 @@ impl Machine {
             if let Some(p) = previous {
                 start["previousSessionFile"] = json!(p);
             }
+            self.add_session_fields(&mut start);
             self.notify_extensions(&start);
         }
         reply
+    }
+
+    /// pith's additions to `session_start`: the session now current (an extension has no other
+    /// way to learn it).
+    fn add_session_fields(&self, ev: &mut Value) {
+        ev["sessionId"] = json!(self.session_id);
+        if let Some(f) = self.session.file() {
+            ev["sessionFile"] = json!(f.to_string_lossy());
+        }
     }
 
     // ---- messages for the conversation ------------------------------------------------------
