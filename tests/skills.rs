@@ -364,3 +364,57 @@ fn a_skill_file_that_became_unreadable_is_an_extension_error_and_the_text_stays(
     p.recv_until(|v| v["type"] == "agent_settled");
     assert!(llm.requests()[0].body.contains("\"/skill:s go\""));
 }
+
+#[test]
+fn extension_commands_come_first_and_win_over_a_template_of_the_same_name() {
+    let world = World::new();
+    let protect = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/examples/protect.sh")
+        .to_string_lossy()
+        .into_owned();
+    write(
+        &world.cwd().join(".pi/prompts/protect.md"),
+        "---\ndescription: A template shadowed by the extension command\n---\nTemplate text\n",
+    );
+    write(&world.cwd().join(".pi/skills/s/SKILL.md"), skill("s", "S."));
+    let script = world.cwd().join("faux.jsonl");
+    std::fs::write(&script, "{\"text\":\"ok\"}\n").unwrap();
+    let script = script.to_string_lossy().into_owned();
+    let mut p = world.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        &script,
+        "-e",
+        &protect,
+    ]);
+    let r = p.call(json!({"type":"get_commands"}), "c");
+    let names: Vec<(&str, &str)> = r["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["source"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("protect", "extension"),
+            ("protect", "prompt"),
+            ("skill:s", "skill")
+        ]
+    );
+    // The extension command runs; the template is not expanded.
+    let frames = {
+        p.send(json!({"id":"x","type":"prompt","message":"/protect"}));
+        p.recv_until(|f| f["id"] == "x")
+    };
+    assert!(
+        frames.iter().any(|f| f["method"] == "notify"),
+        "{frames:#?}"
+    );
+    assert!(!frames.iter().any(|f| f["type"] == "agent_start"));
+}

@@ -31,8 +31,26 @@ pub enum Worker {
     RetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
-    /// The RPC `bash` command finished (or could not start).
-    BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
+    /// RPC `bash` command number `job` finished (or could not start).
+    BashDone {
+        job: u64,
+        outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
+    },
+    /// A line from extension number `ext`, or its end (`core/ext.rs`).
+    Ext {
+        ext: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// A line from MCP server number `server`, or its end (`core/mcp.rs`).
+    Mcp {
+        server: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// The spawner thread started (or failed to start) an extension or MCP server process.
+    Spawned {
+        target: crate::core::plugins::Target,
+        result: Result<crate::io::child::ChildHandle, String>,
+    },
 }
 
 #[derive(Debug)]
@@ -48,4 +66,6 @@ pub enum Event {
     Input(Input),
     Control(Control),
     Worker(Worker),
+    /// A deadline of an extension, MCP server or dialog passed (`core/plugins.rs`).
+    Timer,
 }

@@ -43,12 +43,16 @@ pub struct Startup {
     pub tools: Vec<Arc<dyn Tool>>,
     pub custom_system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
+    /// `--no-context-files`.
+    pub no_context_files: bool,
     pub faux_script: Option<PathBuf>,
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
     /// Skills and prompt templates (read on first use).
     pub resources: crate::resources::LazyResources,
+    /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
+    pub plugins: crate::core::plugins::PluginConfig,
 }
 
 /// Channels the machine listens on and writes to.
@@ -93,13 +97,13 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    #[allow(dead_code)] // read by the 0.87 emitters as they land (issue 9)
     pub(crate) compat: Compat,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) custom_system_prompt: Option<String>,
     pub(crate) append_system_prompt: Option<String>,
+    pub(crate) no_context_files: bool,
     pub(crate) faux_script: Option<PathBuf>,
     pub(crate) resources: crate::resources::LazyResources,
 
@@ -121,8 +125,10 @@ pub struct Machine {
     pub(crate) run: Option<Run>,
     /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
     exit_signal: Option<i32>,
-    /// The RPC `bash` command in flight.
-    pub(crate) bash: Option<crate::core::bash::BashJob>,
+    /// The RPC `bash` commands in flight (several may run at once).
+    pub(crate) bash: Vec<crate::core::bash::BashJob>,
+    /// Number of the latest RPC `bash` job.
+    pub(crate) bash_seq: u64,
     /// Bash executions that finished during a run: recorded before the next prompt.
     pub(crate) deferred_bash: Vec<AgentMessage>,
     /// Consecutive failed attempts of the current auto-retry sequence.
@@ -144,6 +150,8 @@ pub struct Machine {
     pub(crate) generation: u64,
     /// Number of the latest tool batch.
     pub(crate) batch: u64,
+    /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
+    pub(crate) plugins: crate::core::plugins::Plugins,
 }
 
 /// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
@@ -165,6 +173,7 @@ impl Machine {
             tools: s.tools,
             custom_system_prompt: s.custom_system_prompt,
             append_system_prompt: s.append_system_prompt,
+            no_context_files: s.no_context_files,
             faux_script: s.faux_script,
             resources: s.resources,
             scoped_models: s.scoped_models,
@@ -174,7 +183,8 @@ impl Machine {
             run: None,
             retry_attempt: 0,
             exit_signal: None,
-            bash: None,
+            bash: Vec::new(),
+            bash_seq: 0,
             deferred_bash: Vec::new(),
             retry_wait: None,
             retry_seq: 0,
@@ -185,9 +195,11 @@ impl Machine {
             overflow_recovery_attempted: false,
             generation: 0,
             batch: 0,
+            plugins: crate::core::plugins::Plugins::new(s.plugins),
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
-            interrupt_mode: InterruptMode::Immediate,
+            // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
+            interrupt_mode: InterruptMode::Wait,
             auto_compaction: s.settings.compaction_enabled(),
             auto_retry: s.settings.retry_enabled(),
             cwd: s.cwd,
@@ -201,7 +213,15 @@ impl Machine {
     }
 
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
+    /// Extensions and MCP servers start first (in the background) and stop at the end.
     pub fn run(mut self) -> Exit {
+        self.start_plugins();
+        let exit = self.run_loop();
+        self.stop_plugins(matches!(exit, Exit::Signal(_)));
+        exit
+    }
+
+    fn run_loop(&mut self) -> Exit {
         loop {
             if let Some(sig) = self.exit_signal {
                 return self.shutdown_on_signal(sig);
@@ -210,9 +230,10 @@ impl Machine {
                 self.cancel_all_work();
                 return Exit::ClientGone;
             }
-            if self.input_closed && self.is_idle() {
+            if self.input_closed && self.is_idle() && !self.plugins.busy() {
                 return Exit::InputClosed;
             }
+            let timer = self.plugins.timer();
             let event = select! {
                 recv(self.control_rx) -> c => match c {
                     Ok(c) => Event::Control(c),
@@ -226,6 +247,7 @@ impl Machine {
                     Ok(w) => Event::Worker(w),
                     Err(_) => continue,
                 },
+                recv(timer) -> _ => Event::Timer,
             };
             if let Some(exit) = self.handle_event(event) {
                 return exit;
@@ -233,7 +255,7 @@ impl Machine {
         }
     }
 
-    fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
+    pub(crate) fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
         self.worker_rx.recv_deadline(deadline).ok()
     }
 
@@ -258,6 +280,7 @@ impl Machine {
             )),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
+                self.end_dialogs(); // nobody is left to answer them
                 // Nothing will read from stdin again; a closed input must not wake the loop.
                 self.input_rx = crossbeam_channel::never();
             }
@@ -275,7 +298,11 @@ impl Machine {
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
-            Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
+            Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
+            Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
+            Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
+            Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
+            Event::Timer => self.on_plugin_timer(),
         }
         None
     }
@@ -284,7 +311,7 @@ impl Machine {
     pub(crate) fn is_idle(&self) -> bool {
         self.run.is_none()
             && self.retry_wait.is_none()
-            && self.bash.is_none()
+            && self.bash.is_empty()
             && self.compaction.is_none()
             && self.continue_wait.is_none()
     }
@@ -312,7 +339,8 @@ impl Machine {
         self.abort_bash();
         // Give tool and bash threads a moment to kill their process groups and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || self.bash.is_some()) && std::time::Instant::now() < deadline {
+        while (self.run.is_some() || !self.bash.is_empty()) && std::time::Instant::now() < deadline
+        {
             match self.worker_rx_timeout(deadline) {
                 Some(w) => {
                     let _ = self.handle_event(Event::Worker(w));
@@ -358,6 +386,9 @@ impl Machine {
 
     pub(crate) fn emit(&mut self, frame: &Frame<'_>) {
         let line = response::line(frame);
+        if !self.plugins.exts.is_empty() {
+            self.forward_event(&line);
+        }
         self.send(line);
     }
 
@@ -380,6 +411,10 @@ impl Machine {
             ));
             return;
         };
+        if obj.get("type").and_then(Value::as_str) == Some("extension_ui_response") {
+            self.on_ui_response(&obj); // unknown ids are ignored, as in the reference
+            return;
+        }
         let id = obj.get("id").cloned();
         let ty = match obj.get("type") {
             Some(Value::String(t)) => t.clone(),
@@ -407,10 +442,10 @@ impl Machine {
                 return;
             }
         };
-        if matches!(cmd, Command::ExtensionUiResponse) {
-            return; // no extensions: nothing is waiting for it (the reference ignores stale ids too)
-        }
-        let reply = self.handle_command(cmd, id.as_ref());
+        let reply = match self.before_command(&cmd, id.as_ref(), &ty) {
+            Some(r) => r,
+            None => self.handle_command(cmd, id.as_ref()),
+        };
         let line = match reply {
             Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
             Err(msg) if msg == DEFERRED => return,
@@ -440,6 +475,8 @@ impl Machine {
             }
             Command::Abort => {
                 if self.continue_wait.take().is_some() {
+                    // No continuation: the context is the session's (the failed reply is back).
+                    self.messages = self.session.build_context();
                     self.send(response::success(id, "abort", None));
                     self.settle();
                     return Err(DEFERRED.to_string());
@@ -469,11 +506,13 @@ impl Machine {
             }
             Command::AbortAndPrompt(input) => {
                 let input = self.expand_input(input);
+                // Queued messages are dropped, and hosts see it: one `queue_update` with both
+                // queues empty, as pi's clearQueue emits (always, even when they were empty).
+                self.steering.clear();
+                self.follow_up.clear();
+                self.emit_queue_update();
                 if self.run.is_some() {
-                    // Discard queued messages, abort, then prompt once the run has ended.
-                    self.steering.clear();
-                    self.follow_up.clear();
-                    // Set first: aborting a stream ends the run synchronously, and the end of the
+                    // Abort, then prompt once the run has ended. Set first: aborting a stream ends the run synchronously, and the end of the
                     // run is what starts the waiting prompt.
                     self.set_pending_prompt(input, id.cloned(), "abort_and_prompt");
                     self.abort_run(None);
@@ -504,9 +543,10 @@ impl Machine {
                 },
             )),
             Command::GetSessionStats => {
-                let stats = self.session.stats(
+                let stats = self.session.stats_for(
                     &self.messages,
                     self.model.as_ref().map(|m| m.context_window),
+                    self.compat,
                 );
                 Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
             }
@@ -540,12 +580,7 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(None)
             }
-            Command::GetCommands => {
-                // Extension commands (none yet) come first, then templates and skills.
-                let list =
-                    crate::resources::commands::CommandList::new(Vec::new(), self.resources.get());
-                Ok(Some(list.to_json()))
-            }
+            Command::GetCommands => Ok(Some(self.get_commands_data())),
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),
@@ -581,6 +616,9 @@ impl Machine {
         id: Option<&Value>,
         command: &str,
     ) -> Reply {
+        if let Some(r) = self.try_extension_command(&input.text, id, command_name(command)) {
+            return r;
+        }
         let busy = self.run.is_some()
             || self.retry_wait.is_some()
             || self.continue_wait.is_some()
@@ -593,12 +631,20 @@ impl Machine {
             self.enqueue(input, b);
             return Ok(None);
         }
+        if self.plugins.starting() {
+            // Extensions and MCP servers are still starting: the prompt runs with their tools.
+            self.set_pending_prompt(input, id.cloned(), command_name(command));
+            self.plugins.prompt_waits_startup = true;
+            return Err(DEFERRED.to_string());
+        }
         let Some(model) = self.model.clone() else {
-            return Err("No model selected.\n\nUse /login or set an API key environment variable. See docs/providers.md\n\nThen use /model to select a model.".to_string());
+            return Err(format!(
+                "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
+            ));
         };
         if model.api != "faux" && self.api_key(&model.provider).is_none() {
             return Err(format!(
-                "No API key found for {}.\n\nUse /login or set an API key environment variable. See docs/providers.md",
+                "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
             ));
         }
@@ -619,17 +665,19 @@ impl Machine {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
         });
-        self.start_run(vec![message]);
+        let mut messages = vec![message];
+        messages.extend(self.take_next_turn_messages());
+        self.start_run(messages);
         Err(DEFERRED.to_string())
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
         let q = Queued {
             text: input.text.clone(),
-            message: UserMessage {
+            message: AgentMessage::User(UserMessage {
                 content: UserContent::Blocks(input.content()),
                 timestamp: now_ms(),
-            },
+            }),
         };
         match behavior {
             StreamingBehavior::Steer => self.steering.push(q),
@@ -642,10 +690,18 @@ impl Machine {
     /// `switch_session`: the reference disconnects from the agent before aborting).
     pub(crate) fn discard_run(&mut self) {
         if let Some(mut run) = self.run.take() {
+            let mut dropped_batch = None;
             match &mut run.phase {
                 crate::core::agent::Phase::Streaming { handle, .. } => handle.cancel(),
-                crate::core::agent::Phase::Tools(b) => b.cancel.cancel(),
+                crate::core::agent::Phase::Tools(b) => {
+                    b.cancel.cancel();
+                    dropped_batch = Some(b.batch);
+                }
                 crate::core::agent::Phase::Starting => {}
+            }
+            if let Some(b) = dropped_batch {
+                self.cancel_remote_calls(b);
+                self.drop_gate(b);
             }
             self.generation += 1;
             self.batch += 1;
@@ -702,10 +758,11 @@ impl Machine {
         self.auth.api_key(provider)
     }
 
-    /// `/skill:name args` and `/template args` expanded as pi does; a skill file that cannot be
-    /// read now is reported as an `extension_error` event and the text stays as typed.
+    /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an
+    /// extension command: those run as they are); a skill file that cannot be read now is
+    /// reported as an `extension_error` event and the text stays as typed.
     fn expand_input(&mut self, mut input: UserInput) -> UserInput {
-        if !input.text.starts_with('/') {
+        if !input.text.starts_with('/') || self.names_extension_command(&input.text) {
             return input;
         }
         let (text, error) = self.resources.get().expand(&input.text, self.compat);
@@ -718,15 +775,22 @@ impl Machine {
     }
 
     pub(crate) fn system_prompt(&mut self) -> String {
-        // Listed only when the model can read the files (pi: the read tool is active).
-        let skills = if self.tools.iter().any(|t| t.name() == "read") {
+        let remote = self.plugins.remote_tools();
+        let mut names: Vec<(&str, &str)> =
+            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        names.extend(
+            remote
+                .iter()
+                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
+        );
+        // Listed only when the model can read the files (pi: a `read` tool is active).
+        let skills = if names.iter().any(|(n, _)| *n == "read") {
             self.resources
                 .get()
                 .skills_prompt(crate::resources::skills::ReadTool::Read)
         } else {
             String::new()
         };
-        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
             skills: &skills,
             cwd: &self.cwd,
@@ -734,13 +798,27 @@ impl Machine {
             tools: &names,
             custom: self.custom_system_prompt.as_deref(),
             append: self.append_system_prompt.as_deref(),
+            no_context_files: self.no_context_files,
             date: &crate::core::system_prompt::utc_date(),
         })
     }
 
     /// Record a finished message in the session (written per the session's flushing rules).
     pub(crate) fn persist_message(&mut self, m: &AgentMessage) {
-        self.session.append_message(m);
+        match m {
+            // Extensions' messages are `custom_message` entries, as the reference writes them.
+            AgentMessage::Custom(c) => {
+                self.session.append_custom_message(
+                    &c.custom_type,
+                    &c.content,
+                    c.display,
+                    c.details.clone(),
+                );
+            }
+            _ => {
+                self.session.append_message(m);
+            }
+        }
         self.flush_session_warnings();
     }
 
@@ -947,5 +1025,9 @@ fn command_name(c: &str) -> &'static str {
     }
 }
 
+/// How to give pith a key (pi's text here points at its `/login` command and docs, which pith
+/// does not have).
+const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
+
 /// Internal marker: the handler answers later (or has answered itself); no response now.
-const DEFERRED: &str = "\u{0}deferred";
+pub(crate) const DEFERRED: &str = "\u{0}deferred";

@@ -1,7 +1,7 @@
 //! The `get_commands` list: every slash command a host can send in a prompt, in pi's order and
 //! shape (`name`, `description`, `source`, `sourceInfo`). Three sources, in this order:
 //! extension commands, prompt templates, skills (`skill:<name>`). Templates and skills come from
-//! [`Resources`]; extension commands are handed in by whoever runs extensions.
+//! [`Resources`]; extension commands are handed in by the extension host (`core/ext.rs`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -28,8 +28,11 @@ pub struct SlashCommand {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
     pub source: CommandSource,
-    #[serde(rename = "sourceInfo")]
-    pub source_info: SourceInfo,
+    /// pi 0.73.1's extension commands carry the extension's `path` instead of `sourceInfo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(rename = "sourceInfo", skip_serializing_if = "Option::is_none")]
+    pub source_info: Option<SourceInfo>,
 }
 
 /// The commands in pi's order.
@@ -48,7 +51,8 @@ impl CommandList {
                 name: t.name.clone(),
                 description: Some(t.description.clone()),
                 source: CommandSource::Prompt,
-                source_info: t.source_info.clone(),
+                path: None,
+                source_info: Some(t.source_info.clone()),
             });
         }
         for s in &resources.skills {
@@ -56,7 +60,8 @@ impl CommandList {
                 name: format!("skill:{}", s.name),
                 description: Some(Value::String(s.description.clone())),
                 source: CommandSource::Skill,
-                source_info: s.source_info.clone(),
+                path: None,
+                source_info: Some(s.source_info.clone()),
             });
         }
         CommandList { commands }
@@ -101,7 +106,13 @@ mod tests {
             name: "llama".into(),
             description: None,
             source: CommandSource::Extension,
-            source_info: SourceInfo::synthetic("<inline:llama.cpp>", "inline", None, None),
+            path: None,
+            source_info: Some(SourceInfo::synthetic(
+                "<inline:llama.cpp>",
+                "inline",
+                None,
+                None,
+            )),
         };
         let v = CommandList::new(vec![ext], &r).to_json();
         assert_eq!(
