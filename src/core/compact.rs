@@ -194,6 +194,7 @@ impl Machine {
                     ),
                 },
                 faux_script: self.faux_script.clone(),
+                compat: self.compat,
                 model: request_model.clone(),
             };
             self.generation += 1;

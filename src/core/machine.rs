@@ -91,8 +91,9 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    #[allow(dead_code)] // read by the 0.87 emitters as they land (issue 9)
     pub(crate) compat: Compat,
+    /// `--compat 0.87`: the rendered system prompt of the last declared sections.
+    pub(crate) prompt_cache: crate::core::system_message::PromptCache,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -191,6 +192,7 @@ impl Machine {
             settings: s.settings,
             partials: s.partials,
             compat: s.compat,
+            prompt_cache: Default::default(),
             model: s.model,
             thinking: s.thinking,
         }
@@ -530,7 +532,7 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(None)
             }
-            Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
+            Command::GetCommands => Ok(Some(json!({ "commands": self.compat.builtin_commands() }))),
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),

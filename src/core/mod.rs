@@ -10,4 +10,5 @@ pub mod event;
 pub mod machine;
 pub mod queues;
 pub mod sessions;
+pub mod system_message;
 pub mod system_prompt;

@@ -76,8 +76,17 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
             "true".into(),
         ),
         ("x-stainless-lang".into(), "js".into()),
-        ("x-stainless-timeout".into(), "600".into()),
+        (
+            "x-stainless-timeout".into(),
+            if req.compat.is_087() { "300" } else { "600" }.into(),
+        ),
     ];
+    // pi 0.87.1 sends its own User-Agent instead of the SDK's.
+    let sdk_agent = if req.compat.is_087() {
+        crate::llm::http::pi_user_agent()
+    } else {
+        "Anthropic/JS 0.91.1".to_string()
+    };
     if !betas.is_empty() {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
@@ -89,9 +98,9 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (Some(k), false) => {
             h.push(("x-api-key".into(), k.clone()));
-            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+            h.push(("user-agent".into(), sdk_agent));
         }
-        (None, _) => h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into())),
+        (None, _) => h.push(("user-agent".into(), sdk_agent)),
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
     h
@@ -578,6 +587,13 @@ impl stream::Decoder for Decoder {
                     cache_write: usage_field(u, "cache_creation_input_tokens").unwrap_or(0),
                     ..Default::default()
                 };
+                if b.compat.is_087() {
+                    usage.cache_write_1h = Some(
+                        u.pointer("/cache_creation/ephemeral_1h_input_tokens")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0),
+                    );
+                }
                 usage.total_tokens =
                     usage.input + usage.output + usage.cache_read + usage.cache_write;
                 b.set_usage(usage, out);
@@ -636,6 +652,9 @@ impl stream::Decoder for Decoder {
             }
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    if b.compat.is_087() {
+                        b.msg.raw_stop_reason = Some(r.to_string());
+                    }
                     match map_stop(r) {
                         Ok(s) => self.stop = Some(s),
                         Err(e) => {
@@ -657,6 +676,13 @@ impl stream::Decoder for Decoder {
                     }
                     if let Some(x) = usage_field(u, "cache_creation_input_tokens") {
                         usage.cache_write = x;
+                    }
+                    if let Some(x) = u
+                        .pointer("/output_tokens_details/thinking_tokens")
+                        .and_then(Value::as_u64)
+                        .filter(|_| b.compat.is_087())
+                    {
+                        usage.reasoning = Some(x);
                     }
                     usage.total_tokens =
                         usage.input + usage.output + usage.cache_read + usage.cache_write;

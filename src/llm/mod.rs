@@ -124,6 +124,8 @@ pub struct LlmRequest {
     pub timeouts: Timeouts,
     /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
+    /// The pi version whose request pith imitates (headers, tool schemas).
+    pub compat: crate::compat::Compat,
 }
 
 #[derive(Clone, Copy, Debug)]

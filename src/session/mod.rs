@@ -460,6 +460,20 @@ impl Session {
         self.append_raw(raw)
     }
 
+    /// pi 0.87.1's `context_edit`: `target_id`'s messages leave the context (`replacement:
+    /// null`). Returns the entry as written (for `entry_appended`).
+    pub fn append_context_edit(&mut self, target_id: &str) -> Option<Value> {
+        let raw = self.new_entry().standard(
+            "context_edit",
+            vec![
+                ("targetId", Some(target_id.into())),
+                ("replacement", Some(Value::Null)),
+            ],
+        );
+        let id = self.append_raw(raw);
+        self.entry(&id).map(|e| Value::Object(e.raw().clone()))
+    }
+
     /// A `custom` entry (extension state, not in the context).
     pub fn append_custom(&mut self, custom_type: &str, data: Option<Value>) -> String {
         let raw = self.new_entry().fields_first(
@@ -572,9 +586,8 @@ impl Session {
         let plan = tree::context_plan(&self.entries, &self.path());
         let mut messages: Vec<AgentMessage> = plan
             .compaction
-            .and_then(|c| tree::compaction_summary(&self.entries[c]))
-            .into_iter()
-            .collect();
+            .map(|c| tree::compaction_messages(&self.entries[c]))
+            .unwrap_or_default();
         messages.reserve(plan.entries.len());
         for i in plan.entries {
             if let Some(m) = self.entries[i].take_context_message() {
