@@ -65,7 +65,7 @@ OPTIONS:
     -p, --print                    Print mode
     --provider <name>              Provider of --model
     --model <pattern>              Model id, provider/id, fuzzy pattern; ':<level>' suffix sets thinking
-    --thinking <level>             off, minimal, low, medium, high, xhigh
+    --thinking <level>             off, minimal, low, medium, high, xhigh, max
     --models <p1,p2,...>           Models for cycle_model (globs and ':<level>' allowed)
     --api-key <key>                API key for the selected model's provider (not persisted)
     --system-prompt <text|file>    Replace the system prompt
@@ -152,7 +152,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             Long("thinking") => {
                 let v = value(&mut p, "--thinking")?;
                 o.thinking = Some(ThinkingLevel::parse(&v).ok_or_else(|| {
-                    format!("--thinking: unknown level '{v}' (expected off, minimal, low, medium, high, xhigh)")
+                    format!("--thinking: unknown level '{v}' (expected off, minimal, low, medium, high, xhigh, max)")
                 })?);
             }
             Long("models") => o.models = comma_list(&value(&mut p, "--models")?),
@@ -256,7 +256,7 @@ mod tests {
     fn errors() {
         assert!(run(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(run(&["--mode", "tui"]).is_err());
-        assert!(run(&["--thinking", "max"]).is_err());
+        assert!(run(&["--thinking", "ultra"]).is_err());
         assert!(run(&["--model"]).is_err());
         assert!(run(&["--compat", "1.0"]).is_err());
     }
