@@ -86,6 +86,47 @@ impl Compat {
         }
     }
 
+    /// pi 0.87.1 answers `abort` after the aborted run's `agent_settled`; pi 0.73.1 right after
+    /// its `agent_end`.
+    pub fn abort_answered_after_settle(self) -> bool {
+        self == Compat::V087
+    }
+
+    /// Variables every child process gets (pi sets them on its own process): `PI_CODING_AGENT`,
+    /// and since 0.84 `AI_AGENT`.
+    pub fn child_env(self) -> Vec<(String, Option<String>)> {
+        let mut env = vec![("PI_CODING_AGENT".to_string(), Some("true".to_string()))];
+        if self == Compat::V087 {
+            env.push(("AI_AGENT".to_string(), Some("pi".to_string())));
+        }
+        env
+    }
+
+    /// The bash tool's environment: [`Compat::child_env`], and under 0.87 the session's
+    /// `PI_SESSION_ID`, `PI_SESSION_FILE` (removed for an in-memory session), `PI_PROVIDER`,
+    /// `PI_MODEL` and `PI_REASONING_LEVEL`.
+    pub fn tool_env(
+        self,
+        session_id: &str,
+        session_file: Option<&std::path::Path>,
+        model: Option<(&str, &str)>,
+        thinking: &str,
+    ) -> Vec<(String, Option<String>)> {
+        let mut env = self.child_env();
+        if self == Compat::V087 {
+            let mut set = |k: &str, v: Option<String>| env.push((k.to_string(), v));
+            set("PI_SESSION_ID", Some(session_id.to_string()));
+            set(
+                "PI_SESSION_FILE",
+                session_file.map(|f| f.to_string_lossy().into_owned()),
+            );
+            set("PI_PROVIDER", model.map(|m| m.0.to_string()));
+            set("PI_MODEL", model.map(|m| m.1.to_string()));
+            set("PI_REASONING_LEVEL", Some(thinking.to_string()));
+        }
+        env
+    }
+
     /// A tool's result as this version words it. The tools produce pi 0.73.1's result plus
     /// edit's `details.patch`; 0.87 drops the write tool's byte count, 0.73 the patch.
     pub fn shape_tool_output(self, tool: &str, out: &mut ToolOutput) {

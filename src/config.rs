@@ -136,6 +136,12 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(2000)
     }
+    /// pi 0.87.1's cap on agent-level retry delays (`retry.maxAgentDelayMs`, default 60 s).
+    pub fn retry_max_agent_delay_ms(&self) -> u64 {
+        self.nested("retry", "maxAgentDelayMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(60_000)
+    }
     pub fn retry_max_delay_ms(&self) -> u64 {
         self.nested("retry", "maxDelayMs")
             .and_then(Value::as_u64)

@@ -18,6 +18,7 @@ fn ctx(dir: &Path) -> ToolContext {
         cancel: CancelToken::never(),
         shell_path: None,
         shell_command_prefix: None,
+        env: Vec::new(),
     }
 }
 
@@ -582,6 +583,9 @@ fn rpc_runner_sanitises_and_reports_totals() {
         timeout: None,
         sanitize: true,
         path_prepend: None,
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(o.output, "red\nerr\n");
@@ -612,6 +616,9 @@ fn rpc_runner_cancel_result() {
             timeout: None,
             sanitize: true,
             path_prepend: None,
+            env: &[],
+            on_text: None,
+            line_counting: Default::default(),
         };
         run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap()
     });
@@ -632,6 +639,9 @@ fn rpc_runner_cancel_result() {
         timeout: None,
         sanitize: true,
         path_prepend: None,
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(
@@ -665,6 +675,9 @@ fn rpc_runner_prepends_path() {
         timeout: None,
         sanitize: true,
         path_prepend: Some(bin),
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert!(o.output.starts_with("/opt/pith-test-bin:"), "{}", o.output);

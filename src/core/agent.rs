@@ -562,7 +562,18 @@ impl Machine {
                 break;
             }
         }
+        let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
+        let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
+        let env = self.compat.tool_env(
+            &self.session_id,
+            self.session.file(),
+            run_model
+                .as_ref()
+                .map(|(m, _)| (m.provider.as_str(), m.id.as_str())),
+            thinking.as_str(),
+        );
         let ctx = ToolContext {
+            env,
             cwd: self.cwd.clone(),
             cancel: token,
             shell_path: self.settings.shell_path().map(str::to_string),
@@ -772,11 +783,20 @@ impl Machine {
             messages: &run.new_messages,
             will_retry,
         });
-        for id in &run.abort_waiters {
-            let line = crate::rpc::response::success(id.as_ref(), "abort", None);
-            self.send(line);
+        // pi 0.73.1 answers `abort` right after `agent_end`; pi 0.87.1 once the run has settled.
+        let answer_aborts = |m: &mut Machine| {
+            for id in &run.abort_waiters {
+                let line = crate::rpc::response::success(id.as_ref(), "abort", None);
+                m.send(line);
+            }
+        };
+        if self.compat.abort_answered_after_settle() {
+            self.after_run(last, run.aborting);
+            answer_aborts(self);
+        } else {
+            answer_aborts(self);
+            self.after_run(last, run.aborting);
         }
-        self.after_run(last, run.aborting);
     }
 
     /// Abort the current run; the response is sent once the run has ended. `waiter`:

@@ -13,10 +13,12 @@ impl Machine {
         let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
             return false;
         };
-        if a.stop_reason != StopReason::Error
-            || !self.auto_retry
-            || !crate::retry::is_transient(err)
-        {
+        let transient = if self.compat.is_087() {
+            crate::retry::is_transient_087(err)
+        } else {
+            crate::retry::is_transient(err)
+        };
+        if a.stop_reason != StopReason::Error || !self.auto_retry || !transient {
             return false;
         }
         let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
@@ -49,12 +51,21 @@ impl Machine {
             });
             return false;
         }
-        let delay = crate::retry::delay_ms(
-            self.settings.retry_base_delay_ms(),
-            self.retry_attempt,
-            self.last_retry_after.take(),
-            self.settings.retry_max_delay_ms(),
-        );
+        let retry_after = self.last_retry_after.take();
+        let delay = if self.compat.is_087() {
+            crate::retry::delay_ms_087(
+                self.settings.retry_base_delay_ms(),
+                self.retry_attempt,
+                self.settings.retry_max_agent_delay_ms(),
+            )
+        } else {
+            crate::retry::delay_ms(
+                self.settings.retry_base_delay_ms(),
+                self.retry_attempt,
+                retry_after,
+                self.settings.retry_max_delay_ms(),
+            )
+        };
         self.emit(&Frame::AutoRetryStart {
             attempt: self.retry_attempt,
             max_attempts: max,

@@ -31,6 +31,8 @@ pub enum Worker {
     RetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
+    /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).
+    BashOutput { job: u64, delta: String },
     /// The RPC `bash` command finished (or could not start).
     BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
 }

@@ -121,6 +121,8 @@ pub struct Machine {
     exit_signal: Option<i32>,
     /// The RPC `bash` command in flight.
     pub(crate) bash: Option<crate::core::bash::BashJob>,
+    /// Number of the latest RPC `bash` command.
+    pub(crate) bash_seq: u64,
     /// Bash executions that finished during a run: recorded before the next prompt.
     pub(crate) deferred_bash: Vec<AgentMessage>,
     /// Consecutive failed attempts of the current auto-retry sequence.
@@ -172,6 +174,7 @@ impl Machine {
             retry_attempt: 0,
             exit_signal: None,
             bash: None,
+            bash_seq: 0,
             deferred_bash: Vec::new(),
             retry_wait: None,
             retry_seq: 0,
@@ -274,6 +277,7 @@ impl Machine {
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
             Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
+            Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
         }
         None
     }
@@ -473,8 +477,11 @@ impl Machine {
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
-            Command::Bash { command } => {
-                self.start_bash(command, id.cloned())?;
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
+                self.start_bash(command, exclude_from_context, id.cloned())?;
                 Err(DEFERRED.to_string())
             }
             Command::AbortBash => {
@@ -533,6 +540,16 @@ impl Machine {
                 Ok(None)
             }
             Command::GetCommands => Ok(Some(json!({ "commands": self.compat.builtin_commands() }))),
+            Command::ClearQueue => Ok(Some(self.cmd_clear_queue())),
+            Command::GetAvailableThinkingLevels => Ok(Some(self.available_thinking_levels())),
+            Command::GetEntries { since } => {
+                self.cmd_get_entries(id, since.as_deref());
+                Err(DEFERRED.to_string())
+            }
+            Command::GetTree => {
+                self.cmd_get_tree(id);
+                Err(DEFERRED.to_string())
+            }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),

@@ -9,6 +9,7 @@ pub mod context;
 pub mod event;
 pub mod machine;
 pub mod queues;
+pub mod session_query;
 pub mod sessions;
 pub mod system_message;
 pub mod system_prompt;

@@ -319,6 +319,11 @@ impl Session {
         index
     }
 
+    /// The index of entry `i`'s parent (`None` at a root or a missing parent).
+    pub fn parent_index(&self, i: usize) -> Option<usize> {
+        self.parent_of(i)
+    }
+
     /// The index of entry `i`'s parent.
     fn parent_of(&self, i: usize) -> Option<usize> {
         match self.parents.get(i)? {
