@@ -179,11 +179,10 @@ pub fn run_command(
     drop(cmd); // closes our copies of the write end, so EOF means "all writers gone"
     let mut child = spawned.map_err(|e| e.to_string())?;
     let (chunk_tx, chunks) = bounded::<Vec<u8>>(64);
-    spawn_reader(reader, chunk_tx.clone());
-    if let Some(r) = reader2 {
-        spawn_reader(r, chunk_tx.clone());
+    match reader2 {
+        Some(r2) => spawn_pair_reader(reader, r2, chunk_tx),
+        None => spawn_reader(reader, chunk_tx),
     }
-    drop(chunk_tx); // the channel disconnects (EOF) once every reader is done
 
     let mut out = OutputBuffer::new(spec.sanitize);
     out.counting = spec.line_counting;
@@ -290,6 +289,79 @@ fn spawn_reader(mut reader: std::io::PipeReader, tx: crossbeam_channel::Sender<V
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
+            }
+        }
+    });
+}
+
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+
+#[cfg(target_os = "linux")]
+type NFds = std::ffi::c_ulong;
+#[cfg(not(target_os = "linux"))]
+type NFds = std::ffi::c_uint;
+
+unsafe extern "C" {
+    fn poll(fds: *mut PollFd, nfds: NFds, timeout: i32) -> i32;
+}
+
+const POLLIN: i16 = 0x1;
+const POLLERR: i16 = 0x8;
+const POLLHUP: i16 = 0x10;
+
+/// One thread reading two pipes (stdout, stderr) in the order their data arrives: `poll(2)`
+/// says which are readable, stdout first when both are. Two threads would race each other.
+#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
+fn spawn_pair_reader(
+    a: std::io::PipeReader,
+    b: std::io::PipeReader,
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+) {
+    use std::os::fd::AsRawFd;
+    std::thread::spawn(move || {
+        let mut pipes = [Some(a), Some(b)];
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            let mut fds: Vec<PollFd> = pipes
+                .iter()
+                .map(|p| PollFd {
+                    fd: p.as_ref().map_or(-1, |r| r.as_raw_fd()),
+                    events: POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            if fds.iter().all(|f| f.fd < 0) {
+                break;
+            }
+            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the whole call;
+            // negative fds are ignored by poll(2).
+            let n = unsafe { poll(fds.as_mut_ptr(), fds.len() as NFds, -1) };
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            for (i, f) in fds.iter().enumerate() {
+                if f.revents & (POLLIN | POLLHUP | POLLERR) == 0 {
+                    continue;
+                }
+                let Some(r) = pipes[i].as_mut() else { continue };
+                match r.read(&mut buf) {
+                    Ok(0) => pipes[i] = None,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => pipes[i] = None,
+                }
             }
         }
     });
