@@ -127,6 +127,12 @@ impl Compat {
         env
     }
 
+    /// pith's `agent_settled` after a manual compaction (0.73, where it is pith's own event);
+    /// pi 0.87.1 emits it only after runs, and a manual compaction is none.
+    pub fn settles_after_manual_compaction(self) -> bool {
+        self == Compat::V073
+    }
+
     /// A tool's result as this version words it. The tools produce pi 0.73.1's result plus
     /// edit's `details.patch`; 0.87 drops the write tool's byte count, 0.73 the patch.
     pub fn shape_tool_output(self, tool: &str, out: &mut ToolOutput) {

@@ -8,6 +8,7 @@ pub mod app;
 pub mod cancel;
 pub mod cli;
 pub mod compaction;
+pub mod compaction_087;
 pub mod compat;
 pub mod config;
 pub mod core;

@@ -348,6 +348,7 @@ impl Machine {
             },
             faux_script: self.faux_script.clone(),
             compat: self.compat,
+            no_cache: false,
             model,
         };
         self.generation += 1;

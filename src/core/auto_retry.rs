@@ -91,7 +91,7 @@ impl Machine {
     }
 
     /// `context_edit` for the failed reply (the session's leaf), then `entry_appended`.
-    fn record_context_edit(&mut self) {
+    pub(crate) fn record_context_edit(&mut self) {
         let Some(target) = self.session.leaf_id().map(str::to_string) else {
             return;
         };

@@ -29,6 +29,8 @@ pub enum Worker {
     },
     /// The auto-retry delay number `id` is over.
     RetryDue { id: u64 },
+    /// The backoff before retrying a failed summary request (number `id`) is over (pi 0.87.1).
+    SummaryRetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
     /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).

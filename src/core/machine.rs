@@ -276,6 +276,7 @@ impl Machine {
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
+            Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
         }
@@ -441,9 +442,15 @@ impl Machine {
                     self.settle();
                     return Err(DEFERRED.to_string());
                 }
+                let manual = self
+                    .compaction
+                    .as_ref()
+                    .is_some_and(|c| c.reason == crate::core::compact::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
-                    self.settle();
+                    if !manual || self.compat.settles_after_manual_compaction() {
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.cancel_retry() {
@@ -502,13 +509,7 @@ impl Machine {
                     None => json!({}),
                 },
             )),
-            Command::GetSessionStats => {
-                let stats = self.session.stats(
-                    &self.messages,
-                    self.model.as_ref().map(|m| m.context_window),
-                );
-                Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
-            }
+            Command::GetSessionStats => Ok(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
                 Ok(None)

@@ -134,6 +134,26 @@ impl Machine {
         self.send(line);
     }
 
+    /// `get_session_stats`: pi 0.73.1 counts the context, pi 0.87.1 the whole session file (with
+    /// the summaries' usage) and estimates the context through its projection.
+    pub(crate) fn session_stats(&self) -> Value {
+        let window = self.model.as_ref().map(|m| m.context_window);
+        let stats = if self.compat.is_087() {
+            let path = self.session.branch_path();
+            let projected = crate::session::projection::project(&path);
+            let usage = crate::session::projection::context_usage(&projected, &path, window);
+            crate::session::projection::whole_session_stats(
+                self.session.entries(),
+                &self.session_id,
+                self.session.file().map(|f| f.to_string_lossy().into_owned()),
+                usage,
+            )
+        } else {
+            self.session.stats(&self.messages, window)
+        };
+        serde_json::to_value(stats).unwrap_or(Value::Null)
+    }
+
     /// `clear_queue`: both queues emptied (`queue_update`, always), their texts answered.
     pub(crate) fn cmd_clear_queue(&mut self) -> Value {
         let steering = self.steering.texts();

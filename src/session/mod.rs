@@ -18,6 +18,7 @@ pub mod entry;
 pub mod export_html;
 pub mod ids;
 pub mod line;
+pub mod projection;
 pub mod store;
 pub mod tree;
 
@@ -460,6 +461,35 @@ impl Session {
                 ("tokensBefore", Some(tokens_before.into())),
                 ("details", details),
                 ("fromHook", from_hook.map(Value::Bool)),
+            ],
+        );
+        self.append_raw(raw)
+    }
+
+    /// pi 0.87.1's `compaction` entry: also the summary requests' `usage` and the system prompt
+    /// checkpoint (`systemMessage`, stamped with the entry's time) that replaces the system
+    /// messages of the summarized part. `checkpoint` gets the entry's timestamp in Unix ms.
+    pub fn append_compaction_087(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: &str,
+        tokens_before: u64,
+        details: Option<Value>,
+        usage: Option<Value>,
+        checkpoint: impl FnOnce(u64) -> Option<Value>,
+    ) -> String {
+        let new = self.new_entry();
+        let ms = ids::parse_iso_ms(&new.timestamp).unwrap_or(0);
+        let raw = new.standard(
+            "compaction",
+            vec![
+                ("summary", Some(summary.into())),
+                ("firstKeptEntryId", Some(first_kept_entry_id.into())),
+                ("tokensBefore", Some(tokens_before.into())),
+                ("details", details),
+                ("usage", usage),
+                ("fromHook", Some(Value::Bool(false))),
+                ("systemMessage", checkpoint(ms)),
             ],
         );
         self.append_raw(raw)

@@ -335,7 +335,7 @@ pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
     }
 }
 
-fn js_len(s: &str) -> u64 {
+pub(crate) fn js_len(s: &str) -> u64 {
     s.encode_utf16().count() as u64
 }
 
