@@ -39,6 +39,14 @@ pub struct Options {
     pub partials: Partials,
     /// `--compat`: which pi protocol version to emit (None = settings, else 0.73).
     pub compat: Option<Compat>,
+    /// `--session-id`: the exact id of the session to open or create (pi 0.77).
+    pub session_id: Option<String>,
+    /// `--name` / `-n`: the session's display name from the start (pi 0.78).
+    pub name: Option<String>,
+    /// `--exclude-tools` / `-xt`: tools left out of the active set (pi 0.77).
+    pub exclude_tools: Vec<String>,
+    /// `--approve` (`Some(true)`) / `--no-approve` (`Some(false)`): project trust for this run.
+    pub approve: Option<bool>,
     /// Positional arguments: the prompt in print/json mode.
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
@@ -78,7 +86,13 @@ OPTIONS:
     -c, --continue                 Continue the most recent session of this directory
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
+    --session-id <id>              Open the session with this exact id, or create it with that id
+    -n, --name <name>              Session name (a session_info entry first)
+    -xt, --exclude-tools <a,b,...> Tools to leave out of the active set
+    -a, --approve                  Trust project-local files (.pi/settings.json, SYSTEM.md, ...)
+    -na, --no-approve              Ignore project-local files for this run
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    --                             End of options: everything after is the prompt
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -105,9 +119,27 @@ fn comma_list(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// pi's multi-letter short flags (`-xt`), which lexopt would read as `-x -t`, as their long
+/// names. Only up to `--`: after it every argument is a message.
+fn long_aliases(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    const ALIASES: [(&str, &str); 2] = [("-xt", "--exclude-tools"), ("-na", "--no-approve")];
+    let mut out = Vec::new();
+    let mut options = true;
+    for a in args {
+        if a == "--" {
+            options = false;
+        }
+        let alias = options
+            .then(|| ALIASES.iter().find(|(short, _)| a == *short))
+            .flatten();
+        out.push(alias.map_or(a, |(_, long)| OsString::from(long)));
+    }
+    out
+}
+
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String> {
     use lexopt::prelude::*;
-    let mut p = lexopt::Parser::from_args(args);
+    let mut p = lexopt::Parser::from_args(long_aliases(args));
     let mut mode: Option<Mode> = None;
     let mut o = Options {
         mode: Mode::Rpc,
@@ -126,6 +158,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         faux_script: None,
         partials: Partials::Full,
         compat: None,
+        session_id: None,
+        name: None,
+        exclude_tools: Vec::new(),
+        approve: None,
         messages: Vec::new(),
         file_args: Vec::new(),
     };
@@ -185,6 +221,14 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
+            Long("session-id") => o.session_id = Some(value(&mut p, "--session-id")?),
+            Short('n') | Long("name") => o.name = Some(value(&mut p, "--name")?),
+            Long("exclude-tools") => {
+                o.exclude_tools
+                    .extend(comma_list(&value(&mut p, "--exclude-tools")?));
+            }
+            Short('a') | Long("approve") => o.approve = Some(true),
+            Long("no-approve") => o.approve = Some(false),
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -250,6 +294,29 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
+        let o = run(&[
+            "--session-id",
+            "fixed-1",
+            "-n",
+            "Startup Name",
+            "-xt",
+            "bash, edit",
+            "-na",
+        ])
+        .unwrap();
+        assert_eq!(o.session_id.as_deref(), Some("fixed-1"));
+        assert_eq!(o.name.as_deref(), Some("Startup Name"));
+        assert_eq!(o.exclude_tools, ["bash", "edit"]);
+        assert_eq!(o.approve, Some(false));
+        assert_eq!(run(&["-a"]).unwrap().approve, Some(true));
+        assert_eq!(
+            run(&["--thinking", "max"]).unwrap().thinking,
+            Some(ThinkingLevel::Max)
+        );
+        // `--` ends the options: what follows is the prompt, `-xt` included.
+        let o = run(&["--", "-xt", "--help"]).unwrap();
+        assert_eq!(o.messages, ["-xt", "--help"]);
+        assert_eq!(o.mode, Mode::Print);
     }
 
     #[test]

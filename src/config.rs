@@ -70,6 +70,18 @@ impl Settings {
         (Settings { raw }, warnings)
     }
 
+    /// Only the global `settings.json` (an untrusted project's own file is ignored).
+    pub fn load_global(agent_dir: &Path) -> (Settings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let raw = read_object(&agent_dir.join("settings.json"), &mut warnings);
+        (Settings { raw }, warnings)
+    }
+
+    /// `defaultProjectTrust` (pi 0.79): `always`, `never` or `ask`.
+    pub fn default_project_trust(&self) -> Option<&str> {
+        self.str("defaultProjectTrust")
+    }
+
     pub fn from_value(v: Value) -> Settings {
         Settings {
             raw: v.as_object().cloned().unwrap_or_default(),

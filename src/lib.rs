@@ -20,3 +20,4 @@ pub mod retry;
 pub mod rpc;
 pub mod session;
 pub mod tools;
+pub mod trust;

@@ -113,6 +113,25 @@ impl Session {
         }
     }
 
+    /// A new empty session with a chosen id (`--session-id`); its file is
+    /// `<session_dir>/<timestamp>_<id>.jsonl`.
+    pub fn with_id(cwd: &str, session_dir: Option<PathBuf>, id: &str) -> Session {
+        let mut s = Session::new(cwd, session_dir, None);
+        s.id = id.to_string();
+        s.header.insert("id".into(), Value::String(id.into()));
+        let timestamp = s
+            .header
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        s.file = s
+            .session_dir
+            .as_ref()
+            .map(|d| d.join(store::session_file_name(&timestamp, id)));
+        s
+    }
+
     /// Load a session file. Unparsable lines (e.g. a last line cut by a crash) are dropped with a
     /// warning (see [`Session::take_warnings`]); older versions are migrated and the file
     /// rewritten. A missing file or one without a valid header is an error. Later `fork`/new
