@@ -344,10 +344,16 @@ fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
     let cmd = serde_json::json!({"type": "prompt", "message": prompt});
     let _ = input_tx.send(io::stdin::Input::Json(cmd));
     let _ = input_tx.send(io::stdin::Input::Eof);
+    // Json mode starts with the session header, as pi's (both versions) does.
+    let header = format!(
+        "{}\n",
+        crate::session::store::to_line(startup.session.header())
+    );
     let collector = std::thread::spawn(move || {
         use std::io::Write;
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
+        let mut header = Some(header);
         let mut failure: Option<String> = None;
         let mut final_text: Option<String> = None;
         for line in stdout_rx.iter() {
@@ -361,8 +367,18 @@ fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
                 }
                 continue;
             }
-            if mode == Mode::Json && out.write_all(&line).and_then(|_| out.flush()).is_err() {
-                break;
+            if mode == Mode::Json {
+                // The header goes out with the first event (a prompt refused at once prints
+                // nothing on stdout).
+                let head = header.take().unwrap_or_default();
+                if out
+                    .write_all(head.as_bytes())
+                    .and_then(|_| out.write_all(&line))
+                    .and_then(|_| out.flush())
+                    .is_err()
+                {
+                    break;
+                }
             }
             if ty == "agent_end" {
                 let last = v["messages"]

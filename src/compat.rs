@@ -86,6 +86,15 @@ impl Compat {
         }
     }
 
+    /// A context rebuilt from a session as this version sees it: pi 0.73.1 has no system
+    /// messages, so those a 0.87 session file holds are left out.
+    pub fn context(self, mut messages: Vec<crate::message::AgentMessage>) -> Vec<crate::message::AgentMessage> {
+        if self == Compat::V073 {
+            messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+        }
+        messages
+    }
+
     /// pi 0.87.1 answers `abort` after the aborted run's `agent_settled`; pi 0.73.1 right after
     /// its `agent_end`.
     pub fn abort_answered_after_settle(self) -> bool {

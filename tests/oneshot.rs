@@ -53,11 +53,17 @@ fn stderr(o: &Output) -> String {
 }
 
 /// stdout as JSON lines (panics on a line that is not JSON).
+/// The event lines of json mode, after the session header it starts with (pi writes it too).
 fn json_lines(o: &Output) -> Vec<Value> {
-    stdout(o)
+    let mut lines: Vec<Value> = stdout(o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+        .collect();
+    let header = lines.remove(0);
+    assert_eq!(header["type"], "session", "{header}");
+    assert_eq!(header["version"], 3);
+    assert!(header["id"].is_string() && header["cwd"].is_string(), "{header}");
+    lines
 }
 
 /// Event kinds without `message_update` / `tool_execution_update`; messages tagged with their role.

@@ -575,11 +575,13 @@ fn new_session_clone_and_switch_session_back_and_forth() {
     let b_msgs = messages(&mut p, "gm1");
     let be = entries(&b);
     assert_eq!(be[0]["parentSession"], a.to_str().unwrap());
-    // new_session records the thinking level but not the model.
+    // new_session records the model and the thinking level (pi 0.73.1 and 0.87.1 both write
+    // `model_change` then `thinking_level_change` into the new file).
     assert_eq!(
         types(&be),
         [
             "session",
+            "model_change",
             "thinking_level_change",
             "message:user",
             "message:assistant"

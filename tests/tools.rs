@@ -175,9 +175,14 @@ fn edit_success_and_errors() {
     )
     .unwrap();
     assert_eq!(text(&out), "Successfully replaced 1 block(s) in notes.txt.");
+    // The tool always computes pi 0.87.1's `patch`; the machine drops it under `--compat 0.73`.
     assert_eq!(
         out.details,
-        Some(json!({"diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma", "firstChangedLine": 2}))
+        Some(json!({
+            "diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma",
+            "patch": "--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n",
+            "firstChangedLine": 2
+        }))
     );
     assert_eq!(
         run(

@@ -544,7 +544,7 @@ impl Machine {
                         .map(|m| serde_json::to_value(AgentMessage::System(m)).unwrap_or_default())
                 },
             );
-            self.messages = self.session.build_context();
+            self.messages = self.compat.context(self.session.build_context());
             let after = crate::compaction_087::estimated_tokens_after(&self.messages);
             let mut r = json!({
                 "summary": summary,
@@ -567,7 +567,7 @@ impl Machine {
                 Some(details.clone()),
                 Some(false),
             );
-            self.messages = self.session.build_context();
+            self.messages = self.compat.context(self.session.build_context());
             json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,

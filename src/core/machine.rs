@@ -151,7 +151,7 @@ type Reply = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.session.take_context();
+        let messages = s.compat.context(s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -454,8 +454,14 @@ impl Machine {
                     return Err(DEFERRED.to_string());
                 }
                 if self.cancel_retry() {
-                    self.send(response::success(id, "abort", None));
-                    self.settle();
+                    // pi 0.87.1 answers once the run has settled (as for an aborted run).
+                    if self.compat.abort_answered_after_settle() {
+                        self.settle();
+                        self.send(response::success(id, "abort", None));
+                    } else {
+                        self.send(response::success(id, "abort", None));
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.abort_run(Some(id.cloned())) {
@@ -679,7 +685,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();

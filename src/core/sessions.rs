@@ -22,6 +22,11 @@ impl Machine {
             .filter(|_| self.session.is_persisted());
         let cwd = self.cwd.to_string_lossy().to_string();
         self.session = Session::new(&cwd, dir, parent_session);
+        // As the reference: a new session starts with the current model and thinking level.
+        if let Some(m) = &self.model {
+            let (provider, id) = (m.provider.clone(), m.id.clone());
+            self.session.append_model_change(&provider, &id);
+        }
         self.session.append_thinking_level_change(self.thinking);
         self.reset_context();
         Ok(Some(json!({ "cancelled": false })))
@@ -72,7 +77,7 @@ impl Machine {
         let (forked, text) = self.session.fork_at(entry_id)?;
         self.session = forked;
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.flush_session_warnings();
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
@@ -80,7 +85,7 @@ impl Machine {
     pub(crate) fn cmd_clone(&mut self) -> Reply {
         self.session = self.session.clone_branch();
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.flush_session_warnings();
         Ok(Some(json!({ "cancelled": false })))
     }
