@@ -746,3 +746,232 @@ fn a_073_compaction_result_has_no_087_fields() {
         .collect();
     assert!(!roles.contains(&"system".to_string()));
 }
+
+// ------------------------------------------------------------------------------------------------
+// Sessions across versions, flags, environment, trust
+
+fn session_world(replies: Vec<Reply>) -> (World, FakeLlm, String) {
+    let (w, srv) = fake_world(replies);
+    let dir = w.dir.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    (w, srv, dir.to_string_lossy().into_owned())
+}
+
+fn file_lines(path: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn session_id_name_and_excluded_tools() {
+    let (w, srv, dir) = session_world(vec![text_reply(1, &["Hi."])]);
+    let mut p = w.spawn(&fake_rpc(&[
+        "--compat",
+        "0.87",
+        "--session-dir",
+        &dir,
+        "--session-id",
+        "fixed-session-id-1",
+        "-n",
+        "Startup Name",
+        "-xt",
+        "bash,edit",
+    ]));
+    let st = p.call(json!({"type":"get_state"}), "s")["data"].clone();
+    assert_eq!(st["sessionId"], "fixed-session-id-1");
+    assert_eq!(st["sessionName"], "Startup Name");
+    let file = st["sessionFile"].as_str().unwrap().to_string();
+    assert!(file.ends_with("_fixed-session-id-1.jsonl"), "{file}");
+    let frames = run(&mut p, "p1", "Which tools?");
+    let sys = &frames
+        .iter()
+        .find(|f| f["type"] == "message_start" && f["message"]["role"] == "system")
+        .unwrap()["message"];
+    assert_eq!(
+        sys["sections"]["tools"],
+        "<tools>\n- read: Read file contents\n- write: Create or overwrite files\n\nIn addition to the tools above, you may have access to other custom tools depending on the project.\n</tools>"
+    );
+    let body = request_body(&srv, 0);
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read", "write"]);
+    // On disk the name is the root entry, before the model change; the system message follows.
+    let lines = file_lines(&file);
+    assert_eq!(lines[0]["id"], "fixed-session-id-1");
+    assert_eq!(lines[1]["type"], "session_info");
+    assert_eq!(lines[1]["parentId"], Value::Null);
+    assert_eq!(lines[1]["name"], "Startup Name");
+    assert_eq!(lines[2]["type"], "model_change");
+    assert_eq!(lines[4]["message"]["role"], "system");
+    p.finish(Duration::from_secs(5));
+    // The same id again opens that session.
+    let mut p = w.spawn(&fake_rpc(&[
+        "--session-dir",
+        &dir,
+        "--session-id",
+        "fixed-session-id-1",
+    ]));
+    let st = p.call(json!({"type":"get_state"}), "s")["data"].clone();
+    assert_eq!(st["sessionFile"], file.as_str());
+}
+
+#[test]
+fn bad_session_ids_and_conflicts_exit_1() {
+    let w = World::new();
+    for (args, err) in [
+        (
+            vec!["--session-id", "-bad-"],
+            "Error: Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', and start and end with an alphanumeric character",
+        ),
+        (
+            vec!["--session-id", "ok", "--continue"],
+            "Error: --session-id cannot be combined with --continue",
+        ),
+        (
+            vec!["--name", "  "],
+            "Error: --name requires a non-empty value",
+        ),
+    ] {
+        let mut a = vec!["--mode", "rpc", "--no-session"];
+        a.extend(args.iter());
+        let o = w.command(&a).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(err), "{args:?}");
+    }
+    // `--` ends the options: what follows is the prompt, even when it looks like a flag.
+    let o = w
+        .command(&["--no-session", "--provider", "faux", "--model", "faux", "--", "-xt"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("You said: -xt"));
+}
+
+#[test]
+fn a_resumed_session_declares_only_what_changed() {
+    let (w, _srv, dir) = session_world(vec![text_reply(1, &["One."]), text_reply(2, &["Two."])]);
+    let mut p = w.spawn(&fake_rpc(&["--compat", "0.87", "--session-dir", &dir]));
+    run(&mut p, "p1", "First");
+    let file = p.call(json!({"type":"get_state"}), "s")["data"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.finish(Duration::from_secs(5));
+    // Resumed without bash: a patch of the changed sections and the withdrawn tool.
+    let mut p = w.spawn(&fake_rpc(&[
+        "--compat",
+        "0.87",
+        "--session",
+        &file,
+        "--exclude-tools",
+        "bash",
+    ]));
+    let frames = run(&mut p, "p2", "Second");
+    let sys = &frames
+        .iter()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "system")
+        .unwrap()["message"];
+    assert_eq!(keys(&sys["sections"]), ["tools", "rules"]);
+    assert_eq!(sys["toolsRemoved"], json!([{"name":"bash"}]));
+    assert!(sys.get("toolsAdded").is_none());
+    p.finish(Duration::from_secs(5));
+    // The same file under 0.73: no system message in the context.
+    let mut p = w.spawn(&fake_rpc(&["--session", &file]));
+    let roles: Vec<String> = messages(&mut p)
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["data"]["messageCount"], 4);
+}
+
+#[test]
+fn children_get_pis_environment() {
+    let probe = "echo \"$PI_CODING_AGENT|${AI_AGENT-unset}|${PI_SESSION_ID-unset}|${PI_MODEL-unset}|${PI_REASONING_LEVEL-unset}|${PI_SESSION_FILE-unset}\"";
+    for (compat, rpc_want, tool_want) in [
+        ("0.87", "true|pi|unset|unset|unset|unset\n", "true|pi|fixed-1|fake-model|medium|unset\n"),
+        ("0.73", "true|unset|unset|unset|unset|unset\n", "true|unset|unset|unset|unset|unset\n"),
+    ] {
+        let args = json!({ "command": probe }).to_string();
+        let (w, _srv) = fake_world(vec![
+            Sse::numbered(1).reply(&[tool_call("toolu_1", "bash", &[&args])]),
+            text_reply(2, &["Done."]),
+        ]);
+        let mut p = spawn(&w, compat, &["--session-id", "fixed-1"]);
+        let r = p.call(json!({"type":"bash","command":probe}), "b");
+        assert_eq!(r["data"]["output"], rpc_want, "{compat}");
+        let frames = run(&mut p, "p1", "env?");
+        let end = frames
+            .iter()
+            .find(|f| f["type"] == "tool_execution_end")
+            .unwrap();
+        assert_eq!(end["result"]["content"][0]["text"], tool_want, "{compat}");
+    }
+}
+
+#[test]
+fn project_settings_need_trust_under_087() {
+    let w = World::new();
+    std::fs::create_dir_all(w.cwd().join(".pi")).unwrap();
+    std::fs::write(
+        w.cwd().join(".pi/settings.json"),
+        r#"{"steeringMode":"all"}"#,
+    )
+    .unwrap();
+    let mode = |args: &[&str]| {
+        let mut a = vec!["--mode", "rpc", "--no-session"];
+        a.extend_from_slice(args);
+        let mut p = w.spawn(&a);
+        p.call(json!({"type":"get_state"}), "s")["data"]["steeringMode"].clone()
+    };
+    assert_eq!(mode(&[]), "all");
+    assert_eq!(mode(&["--no-approve"]), "one-at-a-time");
+    assert_eq!(mode(&["--compat", "0.87"]), "one-at-a-time");
+    assert_eq!(mode(&["--compat", "0.87", "-a"]), "all");
+    let key = std::fs::canonicalize(w.cwd()).unwrap();
+    w.write_agent_file(
+        "trust.json",
+        &json!({ key.to_string_lossy(): true }).to_string(),
+    );
+    assert_eq!(mode(&["--compat", "0.87"]), "all");
+    assert_eq!(mode(&["--compat", "0.87", "-na"]), "one-at-a-time");
+}
+
+#[test]
+fn openai_completions_messages_under_087() {
+    let (w, _srv) = fake_world(vec![Reply::sse(
+        [
+            r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]}"#,
+            r#"data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            r#"data: {"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":800,"completion_tokens":5,"completion_tokens_details":{"reasoning_tokens":2}}}"#,
+            "data: [DONE]",
+        ]
+        .map(|l| format!("{l}\n\n"))
+        .concat(),
+    )]);
+    let mut p = w.spawn(&support::fake_rpc_on(
+        "fake-oai-model",
+        &["--no-session", "--compat", "0.87", "--provider", "fake-openai"],
+    ));
+    let frames = run(&mut p, "p1", "Hi");
+    let end = &frames
+        .iter()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+        .unwrap()["message"];
+    assert_eq!(end["rawStopReason"], "stop");
+    assert_eq!(
+        keys(&end["usage"]),
+        ["input", "output", "cacheRead", "cacheWrite", "reasoning", "totalTokens", "cost"]
+    );
+    // completion_tokens already counts the reasoning tokens (pi 0.87.1).
+    assert_eq!(end["usage"]["output"], 5);
+    assert_eq!(end["usage"]["reasoning"], 2);
+}
