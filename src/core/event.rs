@@ -35,8 +35,11 @@ pub enum Worker {
     ContinueDue { id: u64 },
     /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).
     BashOutput { job: u64, delta: String },
-    /// The RPC `bash` command finished (or could not start).
-    BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
+    /// RPC `bash` command number `job` finished (or could not start).
+    BashDone {
+        job: u64,
+        outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
+    },
 }
 
 #[derive(Debug)]

@@ -138,19 +138,13 @@ impl Machine {
     /// the summaries' usage) and estimates the context through its projection.
     pub(crate) fn session_stats(&self) -> Value {
         let window = self.model.as_ref().map(|m| m.context_window);
-        let stats = if self.compat.is_087() {
+        let mut stats = self.session.stats_for(&self.messages, window, self.compat);
+        if self.compat.is_087() {
             let path = self.session.branch_path();
             let projected = crate::session::projection::project(&path);
-            let usage = crate::session::projection::context_usage(&projected, &path, window);
-            crate::session::projection::whole_session_stats(
-                self.session.entries(),
-                &self.session_id,
-                self.session.file().map(|f| f.to_string_lossy().into_owned()),
-                usage,
-            )
-        } else {
-            self.session.stats(&self.messages, window)
-        };
+            stats.context_usage =
+                crate::session::projection::context_usage(&projected, &path, window);
+        }
         serde_json::to_value(stats).unwrap_or(Value::Null)
     }
 

@@ -1,14 +1,14 @@
 //! pi 0.87.1's view of a branch (`buildSessionProjection`): each context entry with the messages
 //! it puts in the model's context (a compaction its checkpoint and summary, an entry taken out by a
-//! `context_edit` none), and what 0.87.1 derives from it: the context token estimate and
-//! `get_session_stats` over the whole session file. Pure; used under `--compat 0.87`.
+//! `context_edit` none), and what 0.87.1 derives from it: the context token estimate and the
+//! `contextUsage` of `get_session_stats`. Pure; used under `--compat 0.87`.
 
 use serde_json::Value;
 
 use crate::message::{AgentMessage, Content, UserContent};
 
 use super::entry::{Entry, EntryKind};
-use super::tree::{self, ContextUsage, SessionStats, TokenStats};
+use super::tree::{self, ContextUsage};
 
 /// One context entry and its messages.
 pub struct Projected<'a> {
@@ -170,75 +170,4 @@ pub fn context_usage(
         context_window: window,
         percent: Some(tokens as f64 / window as f64 * 100.0),
     })
-}
-
-/// `get_session_stats` as pi 0.87.1 counts it: every message entry of the session file, and the
-/// usage of every reply, compaction and branch summary (`usage` entries too).
-pub fn whole_session_stats(
-    entries: &[Entry],
-    session_id: &str,
-    session_file: Option<String>,
-    context_usage: Option<ContextUsage>,
-) -> SessionStats {
-    let (mut users, mut assistants, mut results, mut total, mut calls) = (0, 0, 0, 0, 0);
-    let mut t = TokenStats::default();
-    let mut cost = 0.0;
-    let add = |u: &Value, t: &mut TokenStats, cost: &mut f64| {
-        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-        t.input += n("input");
-        t.output += n("output");
-        t.cache_read += n("cacheRead");
-        t.cache_write += n("cacheWrite");
-        *cost += u
-            .pointer("/cost/total")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-    };
-    for e in entries {
-        match e.kind() {
-            EntryKind::Message { role, .. } => {
-                total += 1;
-                match role.as_str() {
-                    "user" => users += 1,
-                    "toolResult" => {
-                        results += 1;
-                        if let Some(u) = e.raw().get("message").and_then(|m| m.get("usage")) {
-                            add(u, &mut t, &mut cost);
-                        }
-                    }
-                    "assistant" => {
-                        assistants += 1;
-                        if let Some(AgentMessage::Assistant(a)) = e.message() {
-                            calls += a.tool_calls().count() as u64;
-                            t.input += a.usage.input;
-                            t.output += a.usage.output;
-                            t.cache_read += a.usage.cache_read;
-                            t.cache_write += a.usage.cache_write;
-                            cost += a.usage.cost.total;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            _ if matches!(e.entry_type(), "usage" | "compaction" | "branch_summary") => {
-                if let Some(u) = e.raw().get("usage").filter(|u| u.is_object()) {
-                    add(u, &mut t, &mut cost);
-                }
-            }
-            _ => {}
-        }
-    }
-    t.total = t.input + t.output + t.cache_read + t.cache_write;
-    SessionStats {
-        session_file,
-        session_id: session_id.to_string(),
-        user_messages: users,
-        assistant_messages: assistants,
-        tool_calls: calls,
-        tool_results: results,
-        total_messages: total,
-        tokens: t,
-        cost,
-        context_usage,
-    }
 }
