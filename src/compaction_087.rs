@@ -116,11 +116,16 @@ fn find_cut_point(
     let suffix = &entries[(cut + 1).min(end)..end];
     let replaced_elsewhere = suffix.iter().any(|p| {
         p.entry.entry_type() == "context_edit"
-            && !matches!(p.entry.raw().get("replacement"), None | Some(serde_json::Value::Null))
+            && !matches!(
+                p.entry.raw().get("replacement"),
+                None | Some(serde_json::Value::Null)
+            )
     });
     if exceeded
         && !replaced_elsewhere
-        && suffix.iter().any(|p| p.entry.is_assistant_message() && omitted(p))
+        && suffix
+            .iter()
+            .any(|p| p.entry.is_assistant_message() && omitted(p))
         && suffix
             .iter()
             .all(|p| !is_compaction(p) && (!visible(p) || omitted(p)))
@@ -174,7 +179,8 @@ pub fn prepare(path: &[&Entry], settings: &Settings) -> Result<Preparation, Stri
     let start = prev.map_or(0, |i| i + 1);
     let end = projected.len();
     let tokens_before = projection::estimate_context_tokens(&projected, path);
-    let (first_kept, turn_start) = find_cut_point(&projected, start, end, settings.keep_recent_tokens);
+    let (first_kept, turn_start) =
+        find_cut_point(&projected, start, end, settings.keep_recent_tokens);
     let first_kept_entry_id = match projected.get(first_kept) {
         Some(p) if !p.entry.id().is_empty() => p.entry.id().to_string(),
         _ => return Err(NOTHING_TO_COMPACT.to_string()),
@@ -274,7 +280,7 @@ pub fn estimated_tokens_after(context: &[AgentMessage]) -> u64 {
 mod tests {
     use super::*;
     use crate::message::{
-        AssistantMessage, Content, SystemMessage, UserContent, UserMessage, Usage,
+        AssistantMessage, Content, SystemMessage, Usage, UserContent, UserMessage,
     };
     use crate::session::Session;
 
@@ -323,14 +329,26 @@ mod tests {
 
     #[test]
     fn a_system_message_alone_before_the_cut_is_nothing_to_compact() {
-        let s = session(&[system(), user("First"), reply("One."), user("Second"), reply("Two.")]);
+        let s = session(&[
+            system(),
+            user("First"),
+            reply("One."),
+            user("Second"),
+            reply("Two."),
+        ]);
         let err = prepare(&s.branch_path(), &Settings::default()).unwrap_err();
         assert_eq!(err, NOTHING_TO_COMPACT);
     }
 
     #[test]
     fn a_small_keep_budget_summarizes_the_first_exchange() {
-        let s = session(&[system(), user("First message"), reply("First reply."), user("Second message"), reply("Second reply.")]);
+        let s = session(&[
+            system(),
+            user("First message"),
+            reply("First reply."),
+            user("Second message"),
+            reply("Second reply."),
+        ]);
         let settings = Settings {
             keep_recent_tokens: 5,
             ..Settings::default()
@@ -343,7 +361,9 @@ mod tests {
         assert_eq!(prep.first_kept_entry_id, first_kept);
         let reqs = summary_requests(&prep, Some("Focus"), &settings, None, 16384);
         assert_eq!(reqs.len(), 1);
-        assert!(reqs[0].user_text.starts_with("<conversation>\n[User]: First message\n\n[Assistant]: First reply.\n</conversation>"));
+        assert!(reqs[0].user_text.starts_with(
+            "<conversation>\n[User]: First message\n\n[Assistant]: First reply.\n</conversation>"
+        ));
         assert!(reqs[0].user_text.ends_with("\n\nAdditional focus: Focus"));
         assert_eq!(reqs[0].max_tokens, 13107);
     }
@@ -357,7 +377,11 @@ mod tests {
         s.append_message(&AgentMessage::Assistant(failed));
         let leaf = s.leaf_id().unwrap().to_string();
         s.append_context_edit(&leaf);
-        for m in [reply("First reply."), user("Second message"), reply("Second reply.")] {
+        for m in [
+            reply("First reply."),
+            user("Second message"),
+            reply("Second reply."),
+        ] {
             s.append_message(&m);
         }
         let settings = Settings {
@@ -366,6 +390,8 @@ mod tests {
         };
         let prep = prepare(&s.branch_path(), &settings).unwrap();
         assert_eq!(prep.messages_to_summarize.len(), 2);
-        assert!(matches!(&prep.messages_to_summarize[1], AgentMessage::Assistant(a) if a.text() == "First reply."));
+        assert!(
+            matches!(&prep.messages_to_summarize[1], AgentMessage::Assistant(a) if a.text() == "First reply.")
+        );
     }
 }

@@ -88,7 +88,10 @@ impl Compat {
 
     /// A context rebuilt from a session as this version sees it: pi 0.73.1 has no system
     /// messages, so those a 0.87 session file holds are left out.
-    pub fn context(self, mut messages: Vec<crate::message::AgentMessage>) -> Vec<crate::message::AgentMessage> {
+    pub fn context(
+        self,
+        mut messages: Vec<crate::message::AgentMessage>,
+    ) -> Vec<crate::message::AgentMessage> {
         if self == Compat::V073 {
             messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
         }
@@ -193,9 +196,15 @@ mod tests {
     fn write_result_text_per_version() {
         let mut out = crate::tools::text_output("Successfully wrote 17 bytes to notes.txt");
         Compat::V073.shape_tool_output("write", &mut out);
-        assert_eq!(out, crate::tools::text_output("Successfully wrote 17 bytes to notes.txt"));
+        assert_eq!(
+            out,
+            crate::tools::text_output("Successfully wrote 17 bytes to notes.txt")
+        );
         Compat::V087.shape_tool_output("write", &mut out);
-        assert_eq!(out, crate::tools::text_output("Successfully wrote to notes.txt"));
+        assert_eq!(
+            out,
+            crate::tools::text_output("Successfully wrote to notes.txt")
+        );
         assert_eq!(write_text_087("Successfully wrote x bytes to a"), None);
     }
 }

@@ -276,7 +276,8 @@ impl Serialize for Usage {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let early_reasoning = self.cache_write_1h.is_none();
-        let n = 6 + usize::from(self.cache_write_1h.is_some()) + usize::from(self.reasoning.is_some());
+        let n =
+            6 + usize::from(self.cache_write_1h.is_some()) + usize::from(self.reasoning.is_some());
         let mut m = s.serialize_map(Some(n))?;
         m.serialize_entry("input", &self.input)?;
         m.serialize_entry("output", &self.output)?;

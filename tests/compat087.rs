@@ -15,7 +15,8 @@ use support::frames::{keys, kinds, messages, request_body, run};
 use support::{Pith, World, fake_rpc, fake_world};
 
 const PREAMBLE: &str = "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.";
-const OVERLOADED: &str = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+const OVERLOADED: &str =
+    r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
 
 fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
     let mut args = vec!["--no-session", "--compat", compat];
@@ -108,7 +109,10 @@ fn stream_shapes_under_087() {
     );
     assert_eq!(sys["content"], "");
     assert_eq!(sys["sections"], default_sections(&cwd_of(&w)));
-    assert_eq!(keys(&sys["sections"]), ["preamble", "tools", "rules", "cwd"]);
+    assert_eq!(
+        keys(&sys["sections"]),
+        ["preamble", "tools", "rules", "cwd"]
+    );
     let tools: Vec<&str> = sys["toolsAdded"]
         .as_array()
         .unwrap()
@@ -117,7 +121,10 @@ fn stream_shapes_under_087() {
         .collect();
     assert_eq!(tools, ["read", "bash", "edit", "write"]);
     let bash = &sys["toolsAdded"][1];
-    assert_eq!(keys(bash), ["name", "description", "parameters", "constrainedSampling"]);
+    assert_eq!(
+        keys(bash),
+        ["name", "description", "parameters", "constrainedSampling"]
+    );
     assert_eq!(
         bash["parameters"]["properties"]["command"]["description"],
         "Shell command to execute"
@@ -151,8 +158,12 @@ fn stream_shapes_under_087() {
         start["assistantMessageEvent"],
         json!({"type":"toolcall_start","contentIndex":2,"id":"toolu_s1","toolName":"bash"})
     );
-    assert!(updates.iter().all(|u| u.get("message").is_none()
-        && u["assistantMessageEvent"].get("partial").is_none()));
+    assert!(
+        updates
+            .iter()
+            .all(|u| u.get("message").is_none()
+                && u["assistantMessageEvent"].get("partial").is_none())
+    );
     // The final messages: rawStopReason, cacheWrite1h.
     let ends: Vec<&Value> = frames
         .iter()
@@ -164,7 +175,18 @@ fn stream_shapes_under_087() {
     assert_eq!(end["usage"], usage(2, true));
     assert_eq!(
         keys(end),
-        ["role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp", "responseId", "rawStopReason"]
+        [
+            "role",
+            "content",
+            "api",
+            "provider",
+            "model",
+            "usage",
+            "stopReason",
+            "timestamp",
+            "responseId",
+            "rawStopReason"
+        ]
     );
     assert_eq!(ends[1]["message"]["rawStopReason"], "end_turn");
     // agent_end: the system message is part of the run, willRetry last.
@@ -207,7 +229,10 @@ fn stream_shapes_under_073_have_none_of_087() {
         .iter()
         .find(|f| f["assistantMessageEvent"]["type"] == "toolcall_start")
         .unwrap();
-    assert_eq!(keys(&start["assistantMessageEvent"]), ["type", "contentIndex", "partial"]);
+    assert_eq!(
+        keys(&start["assistantMessageEvent"]),
+        ["type", "contentIndex", "partial"]
+    );
     let end = frames.iter().find(|f| f["type"] == "agent_end").unwrap();
     assert_eq!(keys(end), ["type", "messages"]);
     assert_eq!(messages(&mut p).len(), 4);
@@ -311,7 +336,17 @@ fn an_auto_retry_records_a_context_edit_under_087_only() {
                 .find(|e| e["message"]["stopReason"] == "error")
                 .unwrap();
             let edit = &edits[0]["entry"];
-            assert_eq!(keys(edit), ["type", "id", "parentId", "timestamp", "targetId", "replacement"]);
+            assert_eq!(
+                keys(edit),
+                [
+                    "type",
+                    "id",
+                    "parentId",
+                    "timestamp",
+                    "targetId",
+                    "replacement"
+                ]
+            );
             assert_eq!(edit["type"], "context_edit");
             assert_eq!(edit["targetId"], failed["id"]);
             assert_eq!(edit["parentId"], failed["id"]);
@@ -434,10 +469,7 @@ fn clear_queue_in_both_versions() {
         // Already empty: the event still comes.
         p.send(json!({"id":"cq2","type":"clear_queue"}));
         assert_eq!(p.recv()["type"], "queue_update");
-        assert_eq!(
-            p.recv()["data"],
-            json!({"steering":[],"followUp":[]})
-        );
+        assert_eq!(p.recv()["data"], json!({"steering":[],"followUp":[]}));
         let st = p.call(json!({"type":"get_state"}), "gs");
         assert_eq!(st["data"]["pendingMessageCount"], 0);
     }
@@ -532,7 +564,16 @@ fn bash_exclude_from_context_in_both_versions() {
         assert!(msgs[1].get("excludeFromContext").is_none());
         assert_eq!(
             keys(&msgs[0]),
-            ["role", "command", "output", "exitCode", "cancelled", "truncated", "timestamp", "excludeFromContext"]
+            [
+                "role",
+                "command",
+                "output",
+                "exitCode",
+                "cancelled",
+                "truncated",
+                "timestamp",
+                "excludeFromContext"
+            ]
         );
         run(&mut p, "p1", "What ran?");
         let body = request_body(&srv, 0).to_string();
@@ -639,7 +680,14 @@ fn a_compaction_reports_its_estimate_and_usage_under_087() {
     let data = &r["data"];
     assert_eq!(
         keys(data),
-        ["summary", "firstKeptEntryId", "tokensBefore", "estimatedTokensAfter", "usage", "details"]
+        [
+            "summary",
+            "firstKeptEntryId",
+            "tokensBefore",
+            "estimatedTokensAfter",
+            "usage",
+            "details"
+        ]
     );
     assert_eq!(data["summary"], "## Goal\nFake summary.");
     assert_eq!(data["tokensBefore"], 102);
@@ -662,7 +710,10 @@ fn a_compaction_reports_its_estimate_and_usage_under_087() {
     let msgs = messages(&mut p);
     let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["system", "compactionSummary", "user", "assistant"]);
-    assert_eq!(keys(&msgs[0]), ["role", "content", "sections", "toolsAdded", "timestamp"]);
+    assert_eq!(
+        keys(&msgs[0]),
+        ["role", "content", "sections", "toolsAdded", "timestamp"]
+    );
     // The whole session counts in the stats, the summary's usage too.
     let st = p.call(json!({"type":"get_session_stats"}), "st")["data"].clone();
     assert_eq!(st["totalMessages"], 5);
@@ -716,7 +767,10 @@ fn a_failed_summary_fails_the_compaction_under_073() {
     run(&mut p, "p2", "Second message");
     p.send(json!({"id":"c1","type":"compact"}));
     let frames = p.recv_until(|f| f["type"] == "response");
-    assert_eq!(kinds(&frames), ["compaction_start", "compaction_end", "response:compact"]);
+    assert_eq!(
+        kinds(&frames),
+        ["compaction_start", "compaction_end", "response:compact"]
+    );
     assert!(frames[1].get("result").is_none());
     assert_eq!(
         frames[2]["error"],
@@ -847,7 +901,15 @@ fn bad_session_ids_and_conflicts_exit_1() {
     }
     // `--` ends the options: what follows is the prompt, even when it looks like a flag.
     let o = w
-        .command(&["--no-session", "--provider", "faux", "--model", "faux", "--", "-xt"])
+        .command(&[
+            "--no-session",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "--",
+            "-xt",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0));
@@ -897,8 +959,16 @@ fn a_resumed_session_declares_only_what_changed() {
 fn children_get_pis_environment() {
     let probe = "echo \"$PI_CODING_AGENT|${AI_AGENT-unset}|${PI_SESSION_ID-unset}|${PI_MODEL-unset}|${PI_REASONING_LEVEL-unset}|${PI_SESSION_FILE-unset}\"";
     for (compat, rpc_want, tool_want) in [
-        ("0.87", "true|pi|unset|unset|unset|unset\n", "true|pi|fixed-1|fake-model|medium|unset\n"),
-        ("0.73", "true|unset|unset|unset|unset|unset\n", "true|unset|unset|unset|unset|unset\n"),
+        (
+            "0.87",
+            "true|pi|unset|unset|unset|unset\n",
+            "true|pi|fixed-1|fake-model|medium|unset\n",
+        ),
+        (
+            "0.73",
+            "true|unset|unset|unset|unset|unset\n",
+            "true|unset|unset|unset|unset|unset\n",
+        ),
     ] {
         let args = json!({ "command": probe }).to_string();
         let (w, _srv) = fake_world(vec![
@@ -959,7 +1029,13 @@ fn openai_completions_messages_under_087() {
     )]);
     let mut p = w.spawn(&support::fake_rpc_on(
         "fake-oai-model",
-        &["--no-session", "--compat", "0.87", "--provider", "fake-openai"],
+        &[
+            "--no-session",
+            "--compat",
+            "0.87",
+            "--provider",
+            "fake-openai",
+        ],
     ));
     let frames = run(&mut p, "p1", "Hi");
     let end = &frames
@@ -969,7 +1045,15 @@ fn openai_completions_messages_under_087() {
     assert_eq!(end["rawStopReason"], "stop");
     assert_eq!(
         keys(&end["usage"]),
-        ["input", "output", "cacheRead", "cacheWrite", "reasoning", "totalTokens", "cost"]
+        [
+            "input",
+            "output",
+            "cacheRead",
+            "cacheWrite",
+            "reasoning",
+            "totalTokens",
+            "cost"
+        ]
     );
     // completion_tokens already counts the reasoning tokens (pi 0.87.1).
     assert_eq!(end["usage"]["output"], 5);

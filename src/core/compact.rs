@@ -530,7 +530,9 @@ impl Machine {
                 history.as_deref(),
                 prefix.as_deref(),
             );
-            let usage = c.usage.map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
+            let usage = c
+                .usage
+                .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
             let declared = crate::core::system_message::Declared::of(&self.messages);
             self.session.append_compaction_087(
                 &summary,
@@ -558,8 +560,7 @@ impl Machine {
             r["details"] = details;
             r
         } else {
-            let summary =
-                compaction::final_summary(&c.prep, history.as_deref(), prefix.as_deref());
+            let summary = compaction::final_summary(&c.prep, history.as_deref(), prefix.as_deref());
             self.session.append_compaction(
                 &summary,
                 &c.prep.first_kept_entry_id,

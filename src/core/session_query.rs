@@ -62,7 +62,11 @@ pub fn tree_json(session: &Session) -> Vec<u8> {
     let mut labels: std::collections::HashMap<&str, (&str, &str)> = Default::default();
     for e in entries {
         if let EntryKind::Label { target_id, label } = e.kind() {
-            let ts = e.raw().get("timestamp").and_then(Value::as_str).unwrap_or("");
+            let ts = e
+                .raw()
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             match label.as_deref().filter(|l| !l.is_empty()) {
                 Some(l) => {
                     labels.insert(target_id.as_str(), (l, ts));
@@ -196,8 +200,7 @@ mod tests {
         assert_eq!(all["entries"].as_array().unwrap().len(), 4);
         assert_eq!(all["leafId"], all["entries"][3]["id"]);
         let first = all["entries"][0]["id"].as_str().unwrap().to_string();
-        let rest: Value =
-            serde_json::from_slice(&entries_json(&s, Some(&first)).unwrap()).unwrap();
+        let rest: Value = serde_json::from_slice(&entries_json(&s, Some(&first)).unwrap()).unwrap();
         assert_eq!(rest["entries"].as_array().unwrap().len(), 3);
         assert_eq!(
             entries_json(&s, Some("nope1234")).unwrap_err(),

@@ -40,7 +40,9 @@ pub struct SectionInputs<'a> {
 fn tool_rules(name: &str) -> &'static [&'static str] {
     match name {
         "read" => &["Use read to examine files instead of cat or sed."],
-        "bash" => &["You can inspect PI_* environment variables for current model and session details."],
+        "bash" => {
+            &["You can inspect PI_* environment variables for current model and session details."]
+        }
         "edit" => &[
             "Use edit for precise changes (edits[].oldText must match exactly)",
             "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
@@ -146,7 +148,10 @@ pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
                 return None;
             }
             let text = std::fs::read_to_string(&p).ok()?;
-            let text = text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text);
+            let text = text
+                .strip_prefix('\u{feff}')
+                .map(str::to_string)
+                .unwrap_or(text);
             Some((p, text))
         })
     };
@@ -392,7 +397,10 @@ impl Machine {
     /// Under `--compat 0.87`, at the start of a run: the system message that brings the context
     /// to this process's prompt and tools (sections only for a run that starts with a prompt,
     /// as pi: a retry only declares tool changes), and the prompt text the requests carry.
-    pub(crate) fn system_update_087(&mut self, with_prompt: bool) -> (Option<SystemMessage>, String) {
+    pub(crate) fn system_update_087(
+        &mut self,
+        with_prompt: bool,
+    ) -> (Option<SystemMessage>, String) {
         let mut declared = Declared::of(&self.messages);
         let wanted = with_prompt.then(|| self.wanted_sections());
         let tools: Vec<ToolDeclaration> =
@@ -436,9 +444,13 @@ mod tests {
         assert_eq!(names, ["preamble", "tools", "rules", "cwd"]);
         assert_eq!(s["cwd"], "<cwd>\n/w\n</cwd>");
         let text = render("", &s);
-        assert!(text.starts_with(&format!("{PREAMBLE}\n\n<tools>\n- read: Read file contents\n")));
+        assert!(text.starts_with(&format!(
+            "{PREAMBLE}\n\n<tools>\n- read: Read file contents\n"
+        )));
         assert!(text.contains("</tools>\n\n<rules>\n- Use bash for file operations like ls, rg, find\n- Use read to examine files instead of cat or sed.\n- You can inspect PI_* environment variables for current model and session details.\n"));
-        assert!(text.ends_with("- Show file paths clearly when working with files\n</rules>\n\n<cwd>\n/w\n</cwd>"));
+        assert!(text.ends_with(
+            "- Show file paths clearly when working with files\n</rules>\n\n<cwd>\n/w\n</cwd>"
+        ));
     }
 
     #[test]
@@ -489,7 +501,10 @@ mod tests {
         let mut d = Declared::of(&[AgentMessage::System(first)]);
         assert_eq!(d.render(), render("", &want));
         // Nothing changed: no message.
-        assert!(d.update(Some(&want), &[decl("read"), decl("bash")], 8).is_none());
+        assert!(
+            d.update(Some(&want), &[decl("read"), decl("bash")], 8)
+                .is_none()
+        );
         // A retry (no sections) with the same tools: nothing either.
         assert!(d.update(None, &[decl("read"), decl("bash")], 8).is_none());
         // cwd changed, bash withdrawn.
@@ -529,9 +544,11 @@ mod tests {
             "Shell command to execute"
         );
         let edit = declaration(crate::tools::builtin_tool("edit").unwrap().as_ref());
-        assert!(!serde_json::to_string(&edit.parameters)
-            .unwrap()
-            .contains("additionalProperties"));
+        assert!(
+            !serde_json::to_string(&edit.parameters)
+                .unwrap()
+                .contains("additionalProperties")
+        );
         let ls = declaration(crate::tools::builtin_tool("ls").unwrap().as_ref());
         assert_eq!(ls.constrained_sampling, None);
     }

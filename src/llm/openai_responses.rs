@@ -285,7 +285,10 @@ impl stream::Decoder for Decoder {
                 };
                 if let (true, Some(status)) = (v087, r.get("status").and_then(Value::as_str)) {
                     b.msg.raw_stop_reason = Some(
-                        match r.pointer("/incomplete_details/reason").and_then(Value::as_str) {
+                        match r
+                            .pointer("/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                        {
                             Some(why) => format!("{status}.{why}"),
                             None => status.to_string(),
                         },

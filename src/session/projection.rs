@@ -32,8 +32,7 @@ pub fn project<'a>(path: &[&'a Entry]) -> Vec<Projected<'a>> {
                 ..
             } = path[c].kind()
             {
-                if let Some(start) = path[..c].iter().position(|e| e.id() == first_kept_entry_id)
-                {
+                if let Some(start) = path[..c].iter().position(|e| e.id() == first_kept_entry_id) {
                     chosen.extend(
                         path[start..c]
                             .iter()
@@ -125,7 +124,10 @@ pub fn estimate_context_tokens(projection: &[Projected<'_>], path: &[&Entry]) ->
             let AgentMessage::Assistant(a) = messages[last] else {
                 return 0;
             };
-            let trailing: u64 = messages[last + 1..].iter().map(|m| estimate_tokens(m)).sum();
+            let trailing: u64 = messages[last + 1..]
+                .iter()
+                .map(|m| estimate_tokens(m))
+                .sum();
             return usage_total(a) + trailing;
         }
     }

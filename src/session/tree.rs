@@ -177,7 +177,10 @@ pub fn compaction_messages(entry: &Entry) -> Vec<AgentMessage> {
             m.checkpoint = true;
             AgentMessage::System(m)
         });
-    checkpoint.into_iter().chain(compaction_summary(entry)).collect()
+    checkpoint
+        .into_iter()
+        .chain(compaction_summary(entry))
+        .collect()
 }
 
 /// The context messages of a branch (spec 11.4).

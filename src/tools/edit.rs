@@ -590,7 +590,12 @@ mod tests {
     #[test]
     fn unified_patch_like_jsdiff() {
         assert_eq!(
-            unified_patch("notes.txt", "alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n", 4),
+            unified_patch(
+                "notes.txt",
+                "alpha\nbeta\ngamma\n",
+                "alpha\nBETA\ngamma\n",
+                4
+            ),
             "--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n"
         );
         // No final newline on either side.
@@ -602,7 +607,10 @@ mod tests {
         let old: String = (1..=20).map(|i| format!("l{i}\n")).collect();
         let new = old.replace("l2\n", "L2\n").replace("l19\n", "L19\n");
         let p = unified_patch("f", &old, &new, 4);
-        assert!(p.starts_with("--- f\n+++ f\n@@ -1,6 +1,6 @@\n l1\n-l2\n+L2\n l3\n"), "{p}");
+        assert!(
+            p.starts_with("--- f\n+++ f\n@@ -1,6 +1,6 @@\n l1\n-l2\n+L2\n l3\n"),
+            "{p}"
+        );
         assert!(p.contains("@@ -15,6 +15,6 @@\n l15\n"), "{p}");
         assert!(p.ends_with("+L19\n l20\n"), "{p}");
     }
