@@ -472,7 +472,7 @@ impl Machine {
         let Some(c) = self.compaction.as_mut() else {
             return;
         };
-        if !c.retry_wait.as_ref().is_some_and(|(i, _, _)| *i == id) {
+        if c.retry_wait.as_ref().is_none_or(|(i, _, _)| *i != id) {
             return;
         }
         let Some((_, _, request)) = c.retry_wait.take() else {

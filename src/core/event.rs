@@ -50,6 +50,9 @@ pub enum ToolEvent {
     Done(ToolResult),
 }
 
+// `Worker` carries whole assistant messages (the stream's partials and finals); boxing
+// them would touch every decoder for ~7 KiB saved on a 128-slot channel per agent.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Event {
     Input(Input),

@@ -185,23 +185,6 @@ fn load_pem_file(path: &Path, out: &mut Vec<ureq::tls::Certificate<'static>>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pem_roots_from_a_file_and_a_directory() {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tls/test-ca.pem");
-        assert!(roots_from(Some(&fixture), None).is_some());
-        let dir = fixture.parent().unwrap().as_os_str().to_owned();
-        assert!(roots_from(None, Some(&dir)).is_some());
-        assert!(roots_from(Some(Path::new("/nonexistent/ca.pem")), None).is_none());
-        let not_pem = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-        assert!(roots_from(Some(&not_pem), None).is_none());
-        let _ = agent(&Timeouts::default()); // builds with or without custom roots
-    }
-}
-
 /// pi 0.87.1's `User-Agent`: `pi (<platform> <kernel release>; <arch>)` in Node's words
 /// (`linux`, `darwin`; `x64`, `arm64`).
 pub fn pi_user_agent() -> String {
@@ -220,4 +203,21 @@ pub fn pi_user_agent() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     format!("pi ({platform} {release}; {arch})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_roots_from_a_file_and_a_directory() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tls/test-ca.pem");
+        assert!(roots_from(Some(&fixture), None).is_some());
+        let dir = fixture.parent().unwrap().as_os_str().to_owned();
+        assert!(roots_from(None, Some(&dir)).is_some());
+        assert!(roots_from(Some(Path::new("/nonexistent/ca.pem")), None).is_none());
+        let not_pem = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        assert!(roots_from(Some(&not_pem), None).is_none());
+        let _ = agent(&Timeouts::default()); // builds with or without custom roots
+    }
 }
