@@ -1059,3 +1059,36 @@ fn openai_completions_messages_under_087() {
     assert_eq!(end["usage"]["output"], 5);
     assert_eq!(end["usage"]["reasoning"], 2);
 }
+
+#[test]
+fn an_extension_tool_is_declared_after_the_built_ins_under_087() {
+    let protect = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/examples/protect.sh")
+        .to_string_lossy()
+        .into_owned();
+    let (w, srv) = fake_world(vec![text_reply(1, &["Tick."])]);
+    let mut p = spawn(&w, "0.87", &["-e", &protect]);
+    let frames = run(&mut p, "p1", "What time is it?");
+    let sys = &frames
+        .iter()
+        .find(|f| f["type"] == "message_start" && f["message"]["role"] == "system")
+        .unwrap()["message"];
+    let clock = &sys["toolsAdded"][4];
+    assert_eq!(
+        *clock,
+        json!({"name":"clock","description":"The current date and time (UTC, ISO 8601).",
+            "parameters":{"type":"object","properties":{}}})
+    );
+    // No snippet: the prompt's tool list keeps the four built-ins.
+    assert_eq!(
+        sys["sections"]["tools"],
+        default_sections(&cwd_of(&w))["tools"]
+    );
+    let names: Vec<String> = request_body(&srv, 0)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["read", "bash", "edit", "write", "clock"]);
+}

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::core::machine::Machine;
+use crate::core::plugins::RemoteTool;
 use crate::message::{AgentMessage, SystemMessage, ToolDeclaration, ToolRef, UserContent};
 use crate::tools::Tool;
 
@@ -382,8 +383,15 @@ impl PromptCache {
 
 impl Machine {
     /// The sections this process would declare now.
-    fn wanted_sections(&self) -> Map<String, Value> {
-        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+    fn wanted_sections(&self, remote: &[RemoteTool]) -> Map<String, Value> {
+        let mut names: Vec<(&str, &str)> =
+            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
+        names.extend(
+            remote
+                .iter()
+                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
+        );
         let files = context_files(&self.cwd, &self.agent_dir);
         sections(&SectionInputs {
             cwd: &self.cwd,
@@ -400,11 +408,23 @@ impl Machine {
     pub(crate) fn system_update_087(
         &mut self,
         with_prompt: bool,
+        remote: &[RemoteTool],
     ) -> (Option<SystemMessage>, String) {
         let mut declared = Declared::of(&self.messages);
-        let wanted = with_prompt.then(|| self.wanted_sections());
-        let tools: Vec<ToolDeclaration> =
-            self.tools.iter().map(|t| declaration(t.as_ref())).collect();
+        let wanted = with_prompt.then(|| self.wanted_sections(remote));
+        // The built-ins (less those an extension replaces), then extensions' and MCP tools.
+        let tools: Vec<ToolDeclaration> = self
+            .tools
+            .iter()
+            .filter(|t| !remote.iter().any(|r| r.name == t.name()))
+            .map(|t| declaration(t.as_ref()))
+            .chain(remote.iter().map(|r| ToolDeclaration {
+                name: r.name.clone(),
+                description: r.description.clone(),
+                parameters: r.parameters.clone(),
+                constrained_sampling: None,
+            }))
+            .collect();
         let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
         if let Some(u) = &update {
             declared.apply(u);
