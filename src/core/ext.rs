@@ -359,9 +359,16 @@ impl Machine {
         self.extension_command_owner(name).is_some()
     }
 
-    /// `get_commands`' data: extension commands, then prompt templates, then skills.
+    /// `get_commands`' data: extension commands (pi 0.87.1's inline extensions, `llama`, after
+    /// the configured ones), then prompt templates, then skills.
     pub(crate) fn get_commands_data(&mut self) -> Value {
-        let extensions = self.extension_commands();
+        let mut extensions = self.extension_commands();
+        extensions.extend(
+            self.compat
+                .builtin_commands()
+                .into_iter()
+                .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
+        );
         crate::resources::commands::CommandList::new(extensions, self.resources.get()).to_json()
     }
 

@@ -3,12 +3,12 @@
 //! extension commands, prompt templates, skills (`skill:<name>`). Templates and skills come from
 //! [`Resources`]; extension commands are handed in by the extension host (`core/ext.rs`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Resources, SourceInfo};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CommandSource {
     /// Registered by an extension (or built into pi 0.87.1, like `llama`).
@@ -19,19 +19,23 @@ pub enum CommandSource {
     Skill,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlashCommand {
     /// Without the leading `/`.
     pub name: String,
     /// Absent for an extension command registered without one; a template's may be a
     /// non-string value under 0.73.1 (see [`super::templates::Template::description`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<Value>,
     pub source: CommandSource,
     /// pi 0.73.1's extension commands carry the extension's `path` instead of `sourceInfo`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    #[serde(rename = "sourceInfo", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sourceInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub source_info: Option<SourceInfo>,
 }
 

@@ -58,8 +58,8 @@ pub struct LoadOptions {
     pub no_skills: bool,
     pub no_templates: bool,
     pub compat: Compat,
-    /// 0.87.1: project `.pi` resources and `.agents/skills` load only for a trusted project.
-    /// Always true under 0.73.
+    /// Project `.pi` resources and `.agents/skills` load only for a trusted project (pi 0.87.1's
+    /// project trust, `crate::trust`; under 0.73 only `--no-approve` makes a project untrusted).
     pub project_trusted: bool,
 }
 
@@ -703,7 +703,7 @@ impl Loader<'_> {
             }
             // Discovery, filtered by the override patterns of the same scope's settings.
             let home_agents = self.o.home.as_deref().map(|h| join(h, ".agents/skills"));
-            let trusted = o.project_trusted || !o.compat.is_087();
+            let trusted = o.project_trusted;
             let project_meta = Meta {
                 source: "auto",
                 scope: "project",

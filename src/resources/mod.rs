@@ -20,7 +20,7 @@ pub mod skills;
 pub mod templates;
 pub mod yaml;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::compat::Compat;
@@ -29,7 +29,7 @@ pub use skills::Skill;
 pub use templates::Template;
 
 /// Where a command came from, as pi reports it in `get_commands` (`sourceInfo`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceInfo {
     pub path: String,
     /// `auto` (discovered), `local` (settings, CLI), `inline`, ...
@@ -38,7 +38,7 @@ pub struct SourceInfo {
     pub scope: String,
     /// `top-level` or `package`.
     pub origin: String,
-    #[serde(rename = "baseDir", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "baseDir", default, skip_serializing_if = "Option::is_none")]
     pub base_dir: Option<String>,
 }
 

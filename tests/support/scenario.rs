@@ -128,6 +128,9 @@ pub fn run(scenario_path: &Path, extra_args: &[&str]) -> Outcome {
         args.push(subst(a.as_str().expect("arg")));
     }
     args.extend(extra_args.iter().map(|s| s.to_string()));
+    let keep_settled = args
+        .windows(2)
+        .any(|w| w[0] == "--compat" && w[1].starts_with("0.87"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pith"));
     cmd.args(&args)
         .current_dir(root.join("cwd"))
@@ -179,11 +182,11 @@ pub fn run(scenario_path: &Path, extra_args: &[&str]) -> Outcome {
     let mut n = Normalizer::new(&root_str);
     let stdout: Vec<Value> = frames
         .into_iter()
-        .filter_map(deviation)
+        .filter_map(|m| deviation(m, keep_settled))
         .map(|m| n.message(m))
         .collect();
     let mut n = Normalizer::new(&root_str);
-    let requests = llm
+    let mut requests: Vec<Value> = llm
         .requests()
         .into_iter()
         .map(|r| {
@@ -191,6 +194,19 @@ pub fn run(scenario_path: &Path, extra_args: &[&str]) -> Outcome {
             json!({"path": r.path, "body": n.value(body, None)})
         })
         .collect();
+    // As record.py writes them: the system prompt and tools of later requests, when the same
+    // as the first's, as a reference.
+    if let Some(first) = requests.first().cloned() {
+        for r in requests.iter_mut().skip(1) {
+            for key in ["system", "tools"] {
+                if let Some(v) = r["body"].get_mut(key) {
+                    if Some(&*v) == first["body"].get(key) {
+                        *v = json!("<as in the first request>");
+                    }
+                }
+            }
+        }
+    }
     Outcome { stdout, requests }
 }
 
@@ -276,9 +292,10 @@ fn wait_for(p: &mut Pith, cursor: &mut usize, pred: &Value, count: u64) {
     }
 }
 
-/// The oracle's `deviations.py`, pith's side: frames pith adds by design are dropped.
-fn deviation(mut m: Value) -> Option<Value> {
-    if m["type"] == "agent_settled" {
+/// The oracle's `deviations.py`, pith's side: frames pith adds by design are dropped
+/// (`agent_settled` only under 0.73: pi 0.87.1 emits it too).
+fn deviation(mut m: Value, keep_settled: bool) -> Option<Value> {
+    if m["type"] == "agent_settled" && !keep_settled {
         return None;
     }
     if m["type"] == "response" && m["command"] == "get_state" {
