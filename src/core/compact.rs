@@ -194,6 +194,7 @@ impl Machine {
                     ),
                 },
                 faux_script: self.faux_script.clone(),
+                oauth: self.auth.oauth_login(&request_model.provider),
                 model: request_model.clone(),
             };
             self.generation += 1;

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
@@ -47,6 +47,32 @@ fn wire_tool_name(name: &str, oauth: bool) -> String {
         }
     }
     name.to_string()
+}
+/// The `anthropic-messages` wire API.
+pub struct Anthropic;
+
+pub const API: Anthropic = Anthropic;
+
+impl WireApi for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic-messages"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, false)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
 }
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
@@ -130,7 +156,7 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
     let model = &req.model;
     let mut body = Map::new();
 
-    let mut max_tokens = stream::default_max_tokens(req);
+    let mut max_tokens = api::default_max_tokens(req);
     if max_tokens == 0 {
         max_tokens = model.max_tokens / 3;
     }
@@ -547,7 +573,7 @@ fn map_stop(r: &str) -> Result<StopReason, String> {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
@@ -681,7 +707,7 @@ impl stream::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         match self.stop {
             Some(s) => b.finish(s, out),
-            None => b.fail(stream::TERMINATED.into(), false, None, out),
+            None => b.fail(api::TERMINATED.into(), false, None, out),
         }
     }
 }

@@ -3,11 +3,37 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{is_same_model, transform_messages};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent, now_ms};
+/// The `google-generative-ai` wire API.
+pub struct Google;
+
+pub const API: Google = Google;
+
+impl WireApi for Google {
+    fn name(&self) -> &'static str {
+        "google-generative-ai"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::google_error_message(status, body)
+    }
+
+    fn connection_error(&self) -> &'static str {
+        api::FETCH_FAILED
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
@@ -22,7 +48,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             req.model.id
         ),
         headers: h,
-        body: stream::json_body(&build_body(req)),
+        body: api::json_body(&build_body(req)),
     }
 }
 
@@ -174,7 +200,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     let mut generation = Map::new();
     generation.insert(
         "maxOutputTokens".into(),
-        json!(stream::default_max_tokens(req)),
+        json!(api::default_max_tokens(req)),
     );
     if let Some(t) = thinking_config(req) {
         generation.insert("thinkingConfig".into(), t);
@@ -201,7 +227,7 @@ impl Decoder {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
@@ -310,7 +336,7 @@ impl stream::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         self.close(b, out);
         match self.finish {
-            None => b.fail(stream::TERMINATED.into(), false, None, out),
+            None => b.fail(api::TERMINATED.into(), false, None, out),
             // As in the reference, any tool call makes it toolUse, whatever the finish reason.
             Some(_) if b.msg.tool_calls().next().is_some() => b.finish(StopReason::ToolUse, out),
             Some(s) => b.finish(s, out),

@@ -8,11 +8,15 @@
 //! machine (generation counter).
 
 pub mod anthropic;
+pub mod api;
+pub mod aws;
 pub mod cost;
 pub mod faux;
 pub mod google;
 pub mod http;
+pub mod lockfile;
 pub mod models;
+pub mod oauth;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod sse;
@@ -124,6 +128,8 @@ pub struct LlmRequest {
     pub timeouts: Timeouts,
     /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
+    /// A stored OAuth login to use (and refresh) instead of `api_key` ([`oauth`]).
+    pub oauth: Option<oauth::OAuthLogin>,
 }
 
 #[derive(Clone, Copy, Debug)]

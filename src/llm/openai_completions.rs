@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
@@ -94,6 +94,32 @@ pub fn compat(model: &Model) -> Compat {
     }
     c
 }
+/// The `openai-completions` wire API.
+pub struct OpenAiCompletions;
+
+pub const API: OpenAiCompletions = OpenAiCompletions;
+
+impl WireApi for OpenAiCompletions {
+    fn name(&self) -> &'static str {
+        "openai-completions"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, true)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     Prepared {
@@ -102,7 +128,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             req.model.base_url.trim_end_matches('/')
         ),
         headers: sdk_headers(req),
-        body: stream::json_body(&build_body(req)),
+        body: api::json_body(&build_body(req)),
     }
 }
 
@@ -147,7 +173,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     }
     body.insert(
         c.max_tokens_field.clone(),
-        json!(stream::default_max_tokens(req)),
+        json!(api::default_max_tokens(req)),
     );
     if !req.tools.is_empty() {
         let tools = req
@@ -421,7 +447,7 @@ fn map_finish(r: &str) -> Result<StopReason, String> {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         if ev.data == "[DONE]" {
             self.complete(b, out);
@@ -545,7 +571,7 @@ impl stream::Decoder for Decoder {
         if self.finish.is_some() {
             self.complete(b, out);
         } else {
-            b.fail(stream::TERMINATED.into(), false, None, out);
+            b.fail(api::TERMINATED.into(), false, None, out);
         }
     }
 }

@@ -3,17 +3,43 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{is_same_model, transform_messages};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+/// The `openai-responses` wire API.
+pub struct OpenAiResponses;
+
+pub const API: OpenAiResponses = OpenAiResponses;
+
+impl WireApi for OpenAiResponses {
+    fn name(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, true)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     Prepared {
         url: format!("{}/responses", req.model.base_url.trim_end_matches('/')),
         headers: crate::llm::openai_completions::sdk_headers(req),
-        body: stream::json_body(&build_body(req)),
+        body: api::json_body(&build_body(req)),
     }
 }
 
@@ -122,7 +148,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body.insert("store".into(), json!(false));
     body.insert(
         "max_output_tokens".into(),
-        json!(stream::default_max_tokens(req)),
+        json!(api::default_max_tokens(req)),
     );
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
@@ -175,7 +201,7 @@ impl Decoder {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
@@ -323,7 +349,7 @@ impl stream::Decoder for Decoder {
     }
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        b.fail(stream::TERMINATED.into(), false, None, out);
+        b.fail(api::TERMINATED.into(), false, None, out);
     }
 }
 
