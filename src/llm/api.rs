@@ -302,7 +302,8 @@ impl Builder {
             }),
             Some(Content::ToolCall(tc)) => {
                 if !args.is_empty() {
-                    tc.arguments = parse_args(&args);
+                    // The reference's `parseStreamingJson`: what parses of a truncated text.
+                    tc.arguments = parse_partial_json(&args);
                 }
                 out.push(StreamEvent::ToolCallEnd {
                     index: i,
@@ -377,6 +378,14 @@ impl Builder {
             retry_after_ms,
         });
     }
+}
+
+/// A header's value (names compared case-insensitively).
+pub fn header_of<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Final parse of tool-call arguments: the JSON value, or `{}` when it does not parse.

@@ -15,6 +15,7 @@ pub mod faux;
 pub mod google;
 pub mod http;
 pub mod lockfile;
+pub mod mistral;
 pub mod models;
 pub mod oauth;
 pub mod openai_completions;

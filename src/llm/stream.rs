@@ -35,6 +35,7 @@ pub const APIS: &[&dyn WireApi] = &[
     &crate::llm::openai_completions::API,
     &crate::llm::openai_responses::API,
     &crate::llm::google::API,
+    &crate::llm::mistral::API,
 ];
 
 /// The API implementing `name`, if pith speaks it.
@@ -507,12 +508,7 @@ fn read_error_body(rx: &Receiver<Io>, token: &CancelToken, stall: Duration) -> S
     String::from_utf8_lossy(&body).into_owned()
 }
 
-pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
+pub use crate::llm::api::header_of as header;
 
 /// `retry-after-ms`, else `retry-after` in (possibly fractional) seconds.
 pub fn retry_after_ms(headers: &[(String, String)]) -> Option<u64> {

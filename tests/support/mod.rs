@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod procs;
+pub mod recorded;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,0 +1,38 @@
+//! The cloud provider APIs against conversations recorded from pi 0.73.1 (`fixtures/<api>/`,
+//! see `tests/support/recorded.rs`): the same request bytes for the same context, and the same
+//! final assistant message from the same response bytes (text, thinking, tool calls with
+//! streamed arguments, usage and cost, HTTP errors), whole and re-chunked down to one byte.
+
+mod support;
+
+use support::recorded::{assert_bodies, assert_replays};
+
+const CHUNKS: &[usize] = &[0, 1, 7];
+
+// ------------------------------------------------------------------------------------------------
+// mistral-conversations
+
+const MISTRAL: &[&str] = &[
+    "mistral/tool_magistral.json",
+    "mistral/tool_small.json",
+    "mistral/tool_devstral.json",
+    "mistral/image_textonly.json",
+    "mistral/image_vision.json",
+    "mistral/error_400.json",
+    "mistral/error_429.json",
+    "mistral/error_503.json",
+];
+
+#[test]
+fn mistral_bodies_match_pi() {
+    for f in MISTRAL {
+        assert_bodies(f, "http://127.0.0.1:9", "sk-mistral-test", &|_| {});
+    }
+}
+
+#[test]
+fn mistral_messages_match_pi() {
+    for f in MISTRAL {
+        assert_replays(f, "sk-mistral-test", CHUNKS);
+    }
+}
