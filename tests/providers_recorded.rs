@@ -36,3 +36,41 @@ fn mistral_messages_match_pi() {
         assert_replays(f, "sk-mistral-test", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// bedrock-converse-stream
+
+const BEDROCK: &[&str] = &[
+    "bedrock/tool_sonnet45.json",
+    "bedrock/tool_opus46.json",
+    "bedrock/tool_deepseek.json",
+    "bedrock/thinking_nosig.json",
+    "bedrock/image_nova.json",
+    "bedrock/image_textonly.json",
+    "bedrock/error_400.json",
+    "bedrock/error_429.json",
+    "bedrock/error_503.json",
+    "bedrock/error_403.json",
+    "bedrock/error_500_plain.json",
+    "bedrock/error_500_json_notype.json",
+    "bedrock/error_400_empty.json",
+    "bedrock/error_400_type_in_body.json",
+    "bedrock/stream_throttling.json",
+    "bedrock/stream_model_error.json",
+    "bedrock/stream_max_tokens.json",
+    "bedrock/stream_guardrail.json",
+];
+
+#[test]
+fn bedrock_bodies_match_pi() {
+    for f in BEDROCK {
+        assert_bodies(f, "http://127.0.0.1:9", "<authenticated>", &|_| {});
+    }
+}
+
+#[test]
+fn bedrock_messages_match_pi() {
+    for f in BEDROCK {
+        assert_replays(f, "<authenticated>", CHUNKS);
+    }
+}

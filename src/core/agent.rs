@@ -316,7 +316,7 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            oauth: self.auth.oauth_login(&model.provider),
+            extra: self.request_extra(&model),
             model,
         };
         self.generation += 1;

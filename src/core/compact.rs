@@ -194,7 +194,7 @@ impl Machine {
                     ),
                 },
                 faux_script: self.faux_script.clone(),
-                oauth: self.auth.oauth_login(&request_model.provider),
+                extra: self.request_extra(&request_model),
                 model: request_model.clone(),
             };
             self.generation += 1;

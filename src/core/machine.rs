@@ -682,6 +682,19 @@ impl Machine {
         Ok((ra.api_key.or_else(|| self.api_key(&model.provider)), m))
     }
 
+    /// What a request to `model` needs beyond its key: the stored OAuth login to refresh, the
+    /// model's thinking level map.
+    pub(crate) fn request_extra(&self, model: &Model) -> crate::llm::RequestExtra {
+        crate::llm::RequestExtra {
+            oauth: self.auth.oauth_login(&model.provider),
+            thinking_map: self
+                .registry
+                .thinking_level_map(&model.provider, &model.id)
+                .cloned(),
+            env: Some(self.auth.env().clone()),
+        }
+    }
+
     /// The API key for a provider (runtime override, auth.json, env, models.json), per call.
     pub(crate) fn api_key(&self, provider: &str) -> Option<String> {
         self.auth.api_key(provider)

@@ -10,6 +10,7 @@
 pub mod anthropic;
 pub mod api;
 pub mod aws;
+pub mod bedrock;
 pub mod cost;
 pub mod faux;
 pub mod google;
@@ -129,8 +130,40 @@ pub struct LlmRequest {
     pub timeouts: Timeouts,
     /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
+    /// What some APIs need beyond the model and the key.
+    pub extra: RequestExtra,
+}
+
+/// Per-request facts from the registry and the credential store that only some APIs use.
+#[derive(Clone, Default)]
+pub struct RequestExtra {
     /// A stored OAuth login to use (and refresh) instead of `api_key` ([`oauth`]).
     pub oauth: Option<oauth::OAuthLogin>,
+    /// The model's `thinkingLevelMap` (provider-specific values per level).
+    pub thinking_map: Option<models::ThinkingLevelMap>,
+    /// The environment cloud APIs read their settings and ambient credentials from (AWS_*,
+    /// AZURE_OPENAI_*, GOOGLE_*); `None` = the process environment.
+    pub env: Option<models::Env>,
+}
+
+impl RequestExtra {
+    /// A variable of [`RequestExtra::env`] (the process environment when unset).
+    pub fn var(&self, name: &str) -> Option<String> {
+        match &self.env {
+            Some(env) => env(name),
+            None => std::env::var(name).ok(),
+        }
+    }
+}
+
+impl std::fmt::Debug for RequestExtra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestExtra")
+            .field("oauth", &self.oauth)
+            .field("thinking_map", &self.thinking_map)
+            .field("env", &self.env.as_ref().map(|_| "<env>"))
+            .finish()
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -89,7 +89,7 @@ impl std::fmt::Debug for OAuthLogin {
 
 /// Whether the request needs [`resolve`] before it is built.
 pub fn needs_refresh_check(req: &LlmRequest) -> bool {
-    req.oauth.is_some()
+    req.extra.oauth.is_some()
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -418,7 +418,7 @@ fn remember(path: &Path, provider: &str, entry: &Map<String, Value>) {
 /// Put a usable access token on `req` (refreshing the login if it expired). For Copilot the
 /// token also names the base URL, which replaces the built-in one.
 pub fn resolve(req: &mut LlmRequest) -> Result<(), String> {
-    let Some(login) = req.oauth.clone() else {
+    let Some(login) = req.extra.oauth.clone() else {
         return Ok(());
     };
     let entry = current_entry(&login)

@@ -36,6 +36,7 @@ pub const APIS: &[&dyn WireApi] = &[
     &crate::llm::openai_responses::API,
     &crate::llm::google::API,
     &crate::llm::mistral::API,
+    &crate::llm::bedrock::API,
 ];
 
 /// The API implementing `name`, if pith speaks it.

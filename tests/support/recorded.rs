@@ -33,6 +33,8 @@ pub struct Turn {
 
 pub struct Fixture {
     pub name: String,
+    /// The environment pi ran with (credentials, region, ...).
+    pub env: Vec<(String, String)>,
     pub provider: String,
     pub model: String,
     pub thinking: Option<String>,
@@ -110,7 +112,17 @@ pub fn load(name: &str) -> Fixture {
             }
         })
         .collect();
+    let env = v
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
     Fixture {
+        env,
         name: name.to_string(),
         provider: s(&v, "provider").expect("provider"),
         model: s(&v, "model").expect("model"),
@@ -143,6 +155,13 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     req.tools = t.tools.clone();
     req.thinking = thinking;
     req.session_id = t.session_id.clone();
+    req.extra.thinking_map = Registry::builtin()
+        .thinking_level_map(&fx.provider, &fx.model)
+        .cloned();
+    let env = fx.env.clone();
+    req.extra.env = Some(std::sync::Arc::new(move |k: &str| {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }));
     req
 }
 

@@ -186,7 +186,7 @@ impl Auth {
         resolve_config_value_uncached(config, &self.env)
     }
 
-    pub(super) fn env(&self) -> &Env {
+    pub fn env(&self) -> &Env {
         &self.env
     }
 
