@@ -74,3 +74,47 @@ fn bedrock_messages_match_pi() {
         assert_replays(f, "<authenticated>", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// azure-openai-responses and openai-responses
+
+const AZURE: &[&str] = &[
+    "responses/azure_tool.json",
+    "responses/azure_nonreasoning.json",
+    "responses/azure_off.json",
+    "responses/azure_incomplete.json",
+    "responses/azure_failed.json",
+    "responses/azure_error_400.json",
+    "responses/azure_error_429.json",
+    "responses/azure_error_503.json",
+];
+
+const OPENAI_RESPONSES: &[&str] = &["responses/openai_tool.json", "responses/openai_off.json"];
+
+#[test]
+fn azure_bodies_match_pi() {
+    for f in AZURE {
+        assert_bodies(f, "http://127.0.0.1:9", "azure-key-test", &|_| {});
+    }
+}
+
+#[test]
+fn azure_messages_match_pi() {
+    for f in AZURE {
+        assert_replays(f, "azure-key-test", CHUNKS);
+    }
+}
+
+#[test]
+fn openai_responses_bodies_match_pi() {
+    for f in OPENAI_RESPONSES {
+        assert_bodies(f, "http://127.0.0.1:9/v1", "sk-openai-test", &|_| {});
+    }
+}
+
+#[test]
+fn openai_responses_messages_match_pi() {
+    for f in OPENAI_RESPONSES {
+        assert_replays(f, "sk-openai-test", CHUNKS);
+    }
+}

@@ -278,6 +278,15 @@ impl Builder {
         self.msg.content.get_mut(i)
     }
 
+    /// Replace the raw argument text of tool block `i`, without an event (arguments a provider
+    /// sends whole rather than as deltas).
+    pub fn preset_args(&mut self, i: usize, raw: &str) {
+        if let Some(a) = self.args.get_mut(i) {
+            a.clear();
+            a.push_str(raw);
+        }
+    }
+
     /// Raw tool arguments of block `i` so far.
     pub fn raw_args(&self, i: usize) -> &str {
         self.args.get(i).map(String::as_str).unwrap_or("")

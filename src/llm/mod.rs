@@ -10,6 +10,7 @@
 pub mod anthropic;
 pub mod api;
 pub mod aws;
+pub mod azure_openai;
 pub mod bedrock;
 pub mod cost;
 pub mod faux;

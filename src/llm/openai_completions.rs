@@ -147,6 +147,31 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     h
 }
 
+/// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`): who started the
+/// turn, the intent, and whether images are sent. They replace headers of the same name.
+pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
+    let initiator = match req.messages.last() {
+        Some(m) if !matches!(m, LlmMessage::User(_)) => "agent",
+        _ => "user",
+    };
+    let vision = req.messages.iter().any(|m| match m {
+        LlmMessage::User(u) => {
+            matches!(&u.content, UserContent::Blocks(b) if b.iter().any(|c| matches!(c, Content::Image(_))))
+        }
+        LlmMessage::ToolResult(r) => r.content.iter().any(|c| matches!(c, Content::Image(_))),
+        LlmMessage::Assistant(_) => false,
+    });
+    let mut put = |k: &str, v: &str| {
+        h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        h.push((k.to_string(), v.to_string()));
+    };
+    put("X-Initiator", initiator);
+    put("Openai-Intent", "conversation-edits");
+    if vision {
+        put("Copilot-Vision-Request", "true");
+    }
+}
+
 pub fn normalize_id(id: &str) -> String {
     let head = id.split('|').next().unwrap_or(id);
     sanitize_id(head, 40)

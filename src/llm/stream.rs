@@ -37,6 +37,7 @@ pub const APIS: &[&dyn WireApi] = &[
     &crate::llm::google::API,
     &crate::llm::mistral::API,
     &crate::llm::bedrock::API,
+    &crate::llm::azure_openai::API,
 ];
 
 /// The API implementing `name`, if pith speaks it.

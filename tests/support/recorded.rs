@@ -144,11 +144,13 @@ pub fn model(fx: &Fixture, base_url: &str) -> Model {
 /// The request pith builds for turn `i`.
 pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmRequest {
     let t = &fx.turns[i];
-    let thinking = match fx.thinking.as_deref() {
+    let asked = match fx.thinking.as_deref() {
         Some(l) => serde_json::from_value(Value::String(l.into())).expect("level"),
-        None if model.reasoning => ThinkingLevel::Medium,
-        None => ThinkingLevel::Off,
+        None => ThinkingLevel::Medium,
     };
+    // As the state machine does: the level clamped to what the model supports.
+    let levels = Registry::builtin().thinking_levels(&model);
+    let thinking = pith::llm::clamp_thinking(&levels, asked);
     let mut req = streams::request(model, t.messages.clone());
     req.api_key = Some(api_key.to_string());
     req.system_prompt = t.system_prompt.clone();
@@ -158,7 +160,19 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     req.extra.thinking_map = Registry::builtin()
         .thinking_level_map(&fx.provider, &fx.model)
         .cloned();
-    let env = fx.env.clone();
+    let port = req
+        .model
+        .base_url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .unwrap_or("")
+        .to_string();
+    let env: Vec<(String, String)> = fx
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace("{PORT}", &port)))
+        .collect();
     req.extra.env = Some(std::sync::Arc::new(move |k: &str| {
         env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
     }));
@@ -192,11 +206,10 @@ pub fn assert_bodies(name: &str, base_url: &str, api_key: &str, adjust: &dyn Fn(
                 &body[lo..(at + 120).min(body.len())]
             );
         }
-        let url_path = prepared
-            .url
-            .strip_prefix(base_url)
-            .unwrap_or(&prepared.url)
-            .to_string();
+        let after_scheme = prepared.url.split_once("://").map_or("", |(_, r)| r);
+        let url_path = after_scheme
+            .find('/')
+            .map_or("/".to_string(), |i| after_scheme[i..].to_string());
         assert_eq!(&url_path, path, "{name} turn {i}: path");
     }
 }
