@@ -118,3 +118,34 @@ fn openai_responses_messages_match_pi() {
         assert_replays(f, "sk-openai-test", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// openai-codex-responses
+
+/// The access token of the recorded login (a JWT naming ChatGPT account `acc-42`).
+const CODEX_TOKEN: &str = "eyJhbGciOiJub25lIn0.eyJodHRwczovL2FwaS5vcGVuYWkuY29tL2F1dGgiOiB7ImNoYXRncHRfYWNjb3VudF9pZCI6ICJhY2MtNDIifSwgImV4cCI6IDQxMDI0NDQ4MDB9.sig";
+
+const CODEX: &[&str] = &[
+    "codex/codex_tool.json",
+    "codex/codex_off.json",
+    "codex/codex_incomplete.json",
+    "codex/codex_failed.json",
+    "codex/codex_error_event.json",
+    "codex/codex_error_400.json",
+    "codex/codex_error_429.json",
+    "codex/codex_error_503.json",
+];
+
+#[test]
+fn codex_bodies_match_pi() {
+    for f in CODEX {
+        assert_bodies(f, "http://127.0.0.1:9/backend-api", CODEX_TOKEN, &|_| {});
+    }
+}
+
+#[test]
+fn codex_messages_match_pi() {
+    for f in CODEX {
+        assert_replays(f, CODEX_TOKEN, CHUNKS);
+    }
+}

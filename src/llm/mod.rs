@@ -20,6 +20,7 @@ pub mod lockfile;
 pub mod mistral;
 pub mod models;
 pub mod oauth;
+pub mod openai_codex;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod sse;

@@ -38,6 +38,7 @@ pub const APIS: &[&dyn WireApi] = &[
     &crate::llm::mistral::API,
     &crate::llm::bedrock::API,
     &crate::llm::azure_openai::API,
+    &crate::llm::openai_codex::API,
 ];
 
 /// The API implementing `name`, if pith speaks it.
