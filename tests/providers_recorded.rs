@@ -149,3 +149,38 @@ fn codex_messages_match_pi() {
         assert_replays(f, CODEX_TOKEN, CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// google-vertex and google-generative-ai
+
+const VERTEX: &[&str] = &[
+    "vertex/key_tool.json",
+    "vertex/key_flash3.json",
+    "vertex/key_off.json",
+    "vertex/key_max.json",
+    "vertex/key_safety.json",
+    "vertex/key_error_400.json",
+    "vertex/key_error_429.json",
+    "vertex/key_error_503.json",
+];
+
+#[test]
+fn vertex_bodies_match_pi() {
+    for f in VERTEX {
+        assert_bodies(f, "http://127.0.0.1:9", "vertex-api-key", &|_| {});
+    }
+}
+
+#[test]
+fn vertex_messages_match_pi() {
+    for f in VERTEX {
+        assert_replays(f, "vertex-api-key", CHUNKS);
+    }
+}
+
+#[test]
+fn gemini_bodies_and_messages_match_pi() {
+    let f = "google/recorded_tool.json";
+    assert_bodies(f, "http://127.0.0.1:9/v1beta", "gemini-key", &|_| {});
+    assert_replays(f, "gemini-key", CHUNKS);
+}

@@ -15,6 +15,8 @@ pub mod bedrock;
 pub mod cost;
 pub mod faux;
 pub mod google;
+pub mod google_auth;
+pub mod google_vertex;
 pub mod http;
 pub mod lockfile;
 pub mod mistral;

@@ -39,6 +39,7 @@ pub const APIS: &[&dyn WireApi] = &[
     &crate::llm::bedrock::API,
     &crate::llm::azure_openai::API,
     &crate::llm::openai_codex::API,
+    &crate::llm::google_vertex::API,
 ];
 
 /// The API implementing `name`, if pith speaks it.
