@@ -299,6 +299,14 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub response_id: Option<String>,
+    /// The model the provider says answered, when it differs from `model` (OpenAI-compatible
+    /// routers).
+    #[serde(
+        rename = "responseModel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub response_model: Option<String>,
     #[serde(
         rename = "errorMessage",
         default,
@@ -330,6 +338,7 @@ impl AssistantMessage {
             stop_reason: self.stop_reason,
             timestamp: self.timestamp,
             response_id: self.response_id.clone(),
+            response_model: self.response_model.clone(),
             error_message: self.error_message.clone(),
         }
     }

@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::recorded::{assert_bodies, assert_replays};
+use support::recorded::{assert_bodies, assert_headers, assert_replays};
 
 const CHUNKS: &[usize] = &[0, 1, 7];
 
@@ -183,4 +183,39 @@ fn gemini_bodies_and_messages_match_pi() {
     let f = "google/recorded_tool.json";
     assert_bodies(f, "http://127.0.0.1:9/v1beta", "gemini-key", &|_| {});
     assert_replays(f, "gemini-key", CHUNKS);
+}
+
+// ------------------------------------------------------------------------------------------------
+// github-copilot (three APIs with Copilot's auth and headers)
+
+const COPILOT: &[&str] = &[
+    "copilot/copilot_anthropic.json",
+    "copilot/copilot_completions.json",
+    "copilot/copilot_responses.json",
+];
+
+#[test]
+fn copilot_requests_match_pi() {
+    for f in COPILOT {
+        assert_bodies(f, "http://127.0.0.1:9", "ghu_copilot_token", &|_| {});
+        assert_headers(
+            f,
+            "http://127.0.0.1:9",
+            "ghu_copilot_token",
+            &[
+                "authorization",
+                "x-api-key",
+                "anthropic-beta",
+                "user-agent",
+                "editor-version",
+                "editor-plugin-version",
+                "copilot-integration-id",
+                "x-initiator",
+                "openai-intent",
+                "copilot-vision-request",
+                "session_id",
+            ],
+        );
+        assert_replays(f, "ghu_copilot_token", CHUNKS);
+    }
 }

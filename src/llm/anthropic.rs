@@ -15,10 +15,14 @@ use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, User
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 const CLAUDE_CODE_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Bash", "Grep"];
 
+/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's
+/// tokens never count, whatever they look like.
 fn is_oauth(req: &LlmRequest) -> bool {
-    req.api_key
-        .as_deref()
-        .is_some_and(|k| k.contains("sk-ant-oat"))
+    req.model.provider != "github-copilot"
+        && req
+            .api_key
+            .as_deref()
+            .is_some_and(|k| k.contains("sk-ant-oat"))
 }
 
 fn is_adaptive(model: &Model) -> bool {
@@ -84,11 +88,26 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     }
 }
 
+/// The model's `compat.supportsEagerToolInputStreaming` (default true): tools are sent with
+/// `eager_input_streaming`, else the fine-grained tool streaming beta is asked for.
+fn eager_tool_streaming(model: &Model) -> bool {
+    model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get("supportsEagerToolInputStreaming"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
+}
+
 pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
+    let copilot = req.model.provider == "github-copilot";
     let oauth = is_oauth(req);
     let mut betas: Vec<&str> = Vec::new();
     if oauth {
         betas.extend(["claude-code-20250219", "oauth-2025-04-20"]);
+    }
+    if !req.tools.is_empty() && !eager_tool_streaming(&req.model) {
+        betas.push("fine-grained-tool-streaming-2025-05-14");
     }
     if !is_adaptive(&req.model) {
         betas.push("interleaved-thinking-2025-05-14");
@@ -108,6 +127,11 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
     match (&req.api_key, oauth) {
+        // Copilot: the token as a bearer, the editor's identity from the model's headers.
+        (Some(k), _) if copilot => {
+            h.push(("authorization".into(), format!("Bearer {k}")));
+            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+        }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
             h.push(("user-agent".into(), "claude-cli/2.1.75".into()));
@@ -120,6 +144,9 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         (None, _) => h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into())),
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
+    if copilot {
+        crate::llm::openai_completions::copilot_headers(req, &mut h);
+    }
     h
 }
 
@@ -219,12 +246,17 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
                     .get("required")
                     .cloned()
                     .unwrap_or_else(|| json!([]));
-                json!({
-                    "name": wire_tool_name(&t.name, oauth),
-                    "description": t.description,
-                    "eager_input_streaming": true,
-                    "input_schema": {"type": "object", "properties": props, "required": required},
-                })
+                let mut tool = Map::new();
+                tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
+                tool.insert("description".into(), json!(t.description));
+                if eager_tool_streaming(&req.model) {
+                    tool.insert("eager_input_streaming".into(), json!(true));
+                }
+                tool.insert(
+                    "input_schema".into(),
+                    json!({"type": "object", "properties": props, "required": required}),
+                );
+                Value::Object(tool)
             })
             .collect::<Vec<Value>>();
         let mut tools = tools;

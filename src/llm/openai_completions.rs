@@ -127,7 +127,13 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             "{}/chat/completions",
             req.model.base_url.trim_end_matches('/')
         ),
-        headers: sdk_headers(req),
+        headers: {
+            let mut h = sdk_headers(req);
+            if req.model.provider == "github-copilot" {
+                copilot_headers(req, &mut h);
+            }
+            h
+        },
         body: api::json_body(&build_body(req)),
     }
 }
@@ -500,6 +506,13 @@ impl api::Decoder for Decoder {
         }
         if b.msg.response_id.is_none() {
             b.msg.response_id = v.get("id").and_then(Value::as_str).map(str::to_string);
+        }
+        if b.msg.response_model.is_none() {
+            b.msg.response_model = v
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty() && *m != b.msg.model)
+                .map(str::to_string);
         }
         b.start(out);
         let choice = v.get("choices").and_then(|c| c.get(0));

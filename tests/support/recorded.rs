@@ -293,3 +293,24 @@ pub fn without_timestamp(json: &str) -> String {
 pub fn requests(srv: &FakeLlm) -> Vec<Recorded> {
     srv.requests()
 }
+
+/// pith sends these headers with pi's values for every recorded turn (names compared
+/// case-insensitively; a header pi did not send must be absent).
+pub fn assert_headers(name: &str, base_url: &str, api_key: &str, names: &[&str]) {
+    let fx = load(name);
+    for (i, t) in fx.turns.iter().enumerate() {
+        let Some((_, _, pi_headers, _)) = &t.request else {
+            continue;
+        };
+        let req = request(&fx, i, model(&fx, base_url), api_key);
+        let api = pith::llm::stream::api_for(&req.model.api).expect("api");
+        let prepared = api
+            .prepare(&req)
+            .unwrap_or_else(|e| panic!("{name} turn {i}: {e}"));
+        for h in names {
+            let ours = pith::llm::api::header_of(&prepared.headers, h);
+            let theirs = pith::llm::api::header_of(pi_headers, h);
+            assert_eq!(ours, theirs, "{name} turn {i}: header {h}");
+        }
+    }
+}
