@@ -208,7 +208,6 @@ mod tests {
         events.push(StreamEvent::Meta {
             usage,
             response_id: Some("r1".into()),
-            response_model: None,
         });
         events.push(StreamEvent::TextEnd {
             index: 1,
