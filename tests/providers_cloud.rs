@@ -751,31 +751,16 @@ fn bedrock_text() -> Vec<u8> {
 #[test]
 fn available_models_follow_each_providers_credentials() {
     let world = World::new();
-    let cases: Vec<(Vec<(&str, String)>, &str, usize)> = vec![
-        (vec![("MISTRAL_API_KEY", "k".into())], "mistral", 28),
-        (
-            vec![("AZURE_OPENAI_API_KEY", "k".into())],
-            "azure-openai-responses",
-            42,
-        ),
-        (vec![("AWS_PROFILE", "ci".into())], "amazon-bedrock", 93),
-        (
-            vec![("AWS_BEARER_TOKEN_BEDROCK", "k".into())],
-            "amazon-bedrock",
-            93,
-        ),
-        (
-            vec![("GOOGLE_CLOUD_API_KEY", "k".into())],
-            "google-vertex",
-            13,
-        ),
-        (
-            vec![("COPILOT_GITHUB_TOKEN", "k".into())],
-            "github-copilot",
-            26,
-        ),
+    let cases = [
+        ("MISTRAL_API_KEY", "mistral", 28),
+        ("AZURE_OPENAI_API_KEY", "azure-openai-responses", 42),
+        ("AWS_PROFILE", "amazon-bedrock", 93),
+        ("AWS_BEARER_TOKEN_BEDROCK", "amazon-bedrock", 93),
+        ("GOOGLE_CLOUD_API_KEY", "google-vertex", 13),
+        ("COPILOT_GITHUB_TOKEN", "github-copilot", 26),
     ];
-    for (env, provider, count) in cases {
+    for (var, provider, count) in cases {
+        let env = [(var, "k".to_string())];
         let mut p = spawn(&world, &["--mode", "rpc", "--no-session"], &env);
         let models = p.call(json!({"type":"get_available_models"}), "m");
         let providers: Vec<&str> = models["data"]["models"]

@@ -324,7 +324,10 @@ impl Machine {
         let tx = self.worker_tx.clone();
         let handle = crate::llm::stream::spawn(
             req,
-            Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
+            Box::new(move |event| {
+                let event = Box::new(event);
+                tx.send(Worker::Llm { generation, event }).is_ok()
+            }),
         );
         if let Some(run) = self.run.as_mut() {
             run.phase = Phase::Streaming {

@@ -202,7 +202,10 @@ impl Machine {
             let tx = self.worker_tx.clone();
             let handle = crate::llm::stream::spawn(
                 req,
-                Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
+                Box::new(move |event| {
+                    let event = Box::new(event);
+                    tx.send(Worker::Llm { generation, event }).is_ok()
+                }),
             );
             parts.push(Part {
                 generation,

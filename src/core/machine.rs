@@ -265,7 +265,7 @@ impl Machine {
             Event::Control(Control::Signal(sig)) => return Some(self.shutdown_on_signal(sig)),
             Event::Worker(Worker::Llm { generation, event }) => {
                 if !self.on_compaction_stream(generation, &event) {
-                    self.on_llm_event(generation, event);
+                    self.on_llm_event(generation, *event);
                 }
             }
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),

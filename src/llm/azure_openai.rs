@@ -101,8 +101,7 @@ pub fn deployment_name(model_id: &str, map: Option<String>) -> String {
             let (id, dep) = (id.trim(), dep.split('=').next().unwrap_or("").trim());
             (!id.is_empty() && !dep.is_empty()).then_some((id, dep))
         })
-        .filter(|(id, _)| *id == model_id)
-        .last()
+        .rfind(|(id, _)| *id == model_id)
         .map_or_else(|| model_id.to_string(), |(_, d)| d.to_string())
 }
 

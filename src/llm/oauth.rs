@@ -392,7 +392,10 @@ fn now_ms() -> f64 {
 
 /// The newest entry seen per (auth.json, provider) in this process. A lock rather than a
 /// channel: several stream threads may read it at once, and it is touched once per request.
-static LATEST: Mutex<Vec<(PathBuf, String, Map<String, Value>)>> = Mutex::new(Vec::new());
+static LATEST: Mutex<Vec<Remembered>> = Mutex::new(Vec::new());
+
+/// (auth.json, provider, entry).
+type Remembered = (PathBuf, String, Map<String, Value>);
 
 fn remembered(path: &Path, provider: &str) -> Option<Map<String, Value>> {
     let latest = LATEST.lock().ok()?;

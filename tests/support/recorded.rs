@@ -18,6 +18,15 @@ use serde_json::Value;
 use super::fake_llm::{FakeLlm, Recorded, Reply};
 use super::streams;
 
+/// Lower-cased header pairs.
+pub type Headers = Vec<(String, String)>;
+
+/// What pi sent: method, path, headers, body.
+pub type SentRequest = (String, String, Headers, String);
+
+/// What the fake answered: status, headers, body bytes.
+pub type Answer = (u16, Headers, Vec<u8>);
+
 pub struct Turn {
     pub messages: Vec<LlmMessage>,
     /// pi's final assistant message, as pi printed it in its `message_end`.
@@ -26,9 +35,9 @@ pub struct Turn {
     pub tools: Vec<ToolSchema>,
     pub session_id: Option<String>,
     /// What pi sent: method, path, lower-cased headers, body.
-    pub request: Option<(String, String, Vec<(String, String)>, String)>,
+    pub request: Option<SentRequest>,
     /// What the fake answered: status, headers, body bytes.
-    pub response: Option<(u16, Vec<(String, String)>, Vec<u8>)>,
+    pub response: Option<Answer>,
 }
 
 pub struct Fixture {

@@ -198,6 +198,7 @@ fn canonical_value(v: &str) -> String {
 /// Sign a request the way the SDK does: adds `x-amz-date`, `x-amz-security-token` (session
 /// credentials), `x-amz-content-sha256` and `authorization` to `headers` (which must hold
 /// `host`).
+#[allow(clippy::too_many_arguments)]
 pub fn sign(
     creds: &Credentials,
     region: &str,
