@@ -119,6 +119,7 @@ pub fn prepare_with(req: &LlmRequest, env: Env, now: u64) -> Result<Prepared, St
     let (base, region) = endpoint(&req.model, env)?;
     let path = format!("/model/{}/converse-stream", encode_label(&req.model.id));
     let url = format!("{base}{path}");
+    check_images(req)?;
     let body = api::json_body(&build_body(req, env));
     let mut headers: Vec<(String, String)> = vec![
         ("content-type".into(), "application/json".into()),
@@ -269,13 +270,36 @@ fn cache_point(long: bool) -> Value {
     }
 }
 
+/// Bedrock takes JPEG, PNG, GIF and WebP only; pi refuses anything else before sending.
+fn check_images(req: &LlmRequest) -> Result<(), String> {
+    let images = req.messages.iter().flat_map(|m| match m {
+        LlmMessage::User(u) => match &u.content {
+            UserContent::Blocks(b) => b.as_slice(),
+            UserContent::Text(_) => &[],
+        },
+        LlmMessage::ToolResult(r) => r.content.as_slice(),
+        LlmMessage::Assistant(_) => &[],
+    });
+    for c in images {
+        if let Content::Image(i) = c {
+            if !matches!(
+                i.mime_type.as_str(),
+                "image/jpeg" | "image/jpg" | "image/png" | "image/gif" | "image/webp"
+            ) {
+                return Err(format!("Unknown image type: {}", i.mime_type));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn image_block(mime: &str, data: &str) -> Value {
     let format = match mime {
         "image/jpeg" | "image/jpg" => "jpeg",
         "image/png" => "png",
         "image/gif" => "gif",
         "image/webp" => "webp",
-        // pi throws here; an unknown type is sent as its subtype and Bedrock says no.
+        // Refused before (check_images).
         other => other.rsplit('/').next().unwrap_or(other),
     };
     json!({"image": {"format": format, "source": {"bytes": data}}})

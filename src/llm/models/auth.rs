@@ -352,14 +352,17 @@ pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
     }
     match provider {
         "google-vertex" => {
-            let has_credentials = match get("GOOGLE_APPLICATION_CREDENTIALS") {
-                Some(path) => Path::new(&path).exists(),
-                None => get("HOME").is_some_and(|home| {
-                    Path::new(&home)
-                        .join(".config/gcloud/application_default_credentials.json")
-                        .exists()
-                }),
-            };
+            // pith also takes an access token from the environment (docs/rpc.md).
+            let has_token = get("GOOGLE_OAUTH_ACCESS_TOKEN").is_some();
+            let has_credentials = has_token
+                || match get("GOOGLE_APPLICATION_CREDENTIALS") {
+                    Some(path) => Path::new(&path).exists(),
+                    None => get("HOME").is_some_and(|home| {
+                        Path::new(&home)
+                            .join(".config/gcloud/application_default_credentials.json")
+                            .exists()
+                    }),
+                };
             let has_project =
                 get("GOOGLE_CLOUD_PROJECT").is_some() || get("GCLOUD_PROJECT").is_some();
             let has_location = get("GOOGLE_CLOUD_LOCATION").is_some();
