@@ -816,3 +816,94 @@ fn mistral_end_to_end() {
     assert_eq!(header(r, "authorization"), Some("Bearer sk-mistral"));
     assert!(header(r, "x-affinity").is_some());
 }
+
+/// `abort` while a refresh waits on a silent token endpoint is answered at once; nothing of the
+/// login reaches the session file.
+#[test]
+fn abort_during_a_refresh_is_immediate_and_sessions_hold_no_tokens() {
+    let llm = FakeLlm::start(vec![anthropic_text()]);
+    let tokens = FakeLlm::start(vec![
+        token_reply(
+            json!({"access_token":"sk-ant-oat01-LATE","refresh_token":"rt-2","expires_in":3600}),
+        )
+        .stall_after(0, Duration::from_secs(3)),
+        token_reply(
+            json!({"access_token":"sk-ant-oat01-NEW","refresh_token":"rt-3","expires_in":3600}),
+        ),
+    ]);
+    let world = World::new();
+    point(&world, json!({"anthropic": {"baseUrl": llm.base_url()}}));
+    write_auth(
+        &world,
+        &json!({"anthropic": anthropic_login("sk-ant-oat01-OLD", "rt-1", EXPIRED)}),
+        0o600,
+    );
+    let sessions = world.dir.path().join("sessions");
+    let env = [("PITH_ANTHROPIC_TOKEN_URL", tokens.base_url())];
+    let mut p = spawn(
+        &world,
+        &[
+            "--mode",
+            "rpc",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5",
+            "--session-dir",
+            sessions.to_str().unwrap(),
+        ],
+        &env,
+    );
+    p.send(json!({"id":"1","type":"prompt","message":"hi"}));
+    p.recv_until(|v| v["type"] == "response" && v["id"] == "1");
+    std::thread::sleep(Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    p.send(json!({"id":"a","type":"abort"}));
+    let frames = p.recv_until(|v| v["type"] == "response" && v["id"] == "a");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "abort took {:?}",
+        t.elapsed()
+    );
+    let msg = assistant_end(&frames);
+    assert_eq!(msg["stopReason"], "aborted");
+    assert!(llm.requests().is_empty());
+    p.recv_until(|v| v["type"] == "agent_settled");
+    // Once the stalled refresh gives up (and retries), the next prompt goes through.
+    p.send(json!({"id":"2","type":"prompt","message":"again"}));
+    let mut frames = Vec::new();
+    while !frames.iter().any(|v: &Value| v["type"] == "agent_settled") {
+        match p.next_line(Duration::from_secs(30)) {
+            Some(l) => frames.push(serde_json::from_str::<Value>(&l).unwrap()),
+            None => break,
+        }
+    }
+    assert_eq!(assistant_end(&frames)["stopReason"], "stop");
+    let err = p.stderr.clone();
+    let (_, rest) = p.finish(Duration::from_secs(5));
+    let mut printed: Vec<String> = frames.iter().map(Value::to_string).collect();
+    printed.extend(rest);
+    printed.extend(err.lock().unwrap().iter().cloned());
+    for entry in walk(&sessions) {
+        printed.push(std::fs::read_to_string(entry).unwrap_or_default());
+    }
+    let all = printed.join("\n");
+    for secret in ["sk-ant-oat01-", "rt-1", "rt-2", "rt-3"] {
+        assert!(!all.contains(secret), "{secret} leaked");
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
