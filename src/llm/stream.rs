@@ -1,8 +1,10 @@
 //! Running one LLM request on its own OS thread.
 //!
-//! [`spawn`] starts a *stream thread* that builds the provider request, starts an *I/O thread*
+//! [`spawn`] starts a *stream thread* that builds the provider request (on a worker thread when
+//! that needs files or the network: OAuth refresh, cloud credentials), starts an *I/O thread*
 //! for the blocking HTTP exchange, and turns the bytes it forwards (over a bounded channel) into
-//! [`StreamEvent`]s via the SSE parser and the API's [`Decoder`]. Splitting the blocking socket
+//! [`StreamEvent`]s via the API's framing (SSE or the AWS event stream) and [`Decoder`]. The
+//! APIs are the [`WireApi`] values of [`APIS`]; their contract lives in `api.rs`. Splitting the blocking socket
 //! reads from the decoding lets the stream thread react at once to cancellation and to stalls
 //! (no byte for `timeouts.stall`): it emits its final event and exits immediately, while the I/O
 //! thread notices the closed channel after its current read (bounded by ureq's per-read
