@@ -3,16 +3,22 @@ import base64, json, os, sys
 from cap import *
 
 def contexts(events):
-    """For each assistant message_end, the messages that ended before it."""
-    msgs, out = [], []
+    """For each assistant message_end, the messages that ended before it and its stream events
+    ([type, contentIndex, delta] of every message_update)."""
+    msgs, out, updates = [], [], []
     for e in events:
+        if e.get("type") == "message_start":
+            updates = []
+        if e.get("type") == "message_update":
+            a = e.get("assistantMessageEvent", {})
+            updates.append([a.get("type"), a.get("contentIndex"), a.get("delta")])
         if e.get("type") == "message_end":
             m = e["message"]
             if m["role"] == "assistant":
                 raw = e.get("_raw", "")
                 prefix = '{"type":"message_end","message":'
                 assert raw.startswith(prefix) and raw.endswith("}"), raw[:80]
-                out.append((list(msgs), m, raw[len(prefix):-1]))
+                out.append((list(msgs), m, raw[len(prefix):-1], updates))
             msgs.append(m)
     return out
 
@@ -24,10 +30,10 @@ def record(extract, provider, model, env, replies, prompts, files=None, settings
                                env, replies, prompts, files=files, cwd_files=cwd_files)
     ctxs = contexts(events)
     turns = []
-    for i, (ctx, msg, raw) in enumerate(ctxs):
+    for i, (ctx, msg, raw, updates) in enumerate(ctxs):
         r = reqs[i] if i < len(reqs) else None
         rep = replies[i] if i < len(replies) else None
-        turn = {"messages": ctx, "message": msg, "messageJson": raw}
+        turn = {"messages": ctx, "message": msg, "messageJson": raw, "updates": updates}
         if r is not None:
             body = r["body"]
             sp, tools = extract(json.loads(body)) if body else ("", [])

@@ -31,6 +31,8 @@ pub struct Turn {
     pub messages: Vec<LlmMessage>,
     /// pi's final assistant message, as pi printed it in its `message_end`.
     pub message_json: String,
+    /// pi's `message_update`s for it: `[type, contentIndex, delta]`.
+    pub updates: Vec<Value>,
     pub system_prompt: String,
     pub tools: Vec<ToolSchema>,
     pub session_id: Option<String>,
@@ -113,6 +115,11 @@ pub fn load(name: &str) -> Fixture {
             Turn {
                 messages,
                 message_json: s(t, "messageJson").expect("messageJson"),
+                updates: t
+                    .get("updates")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
                 system_prompt: s(t, "systemPrompt").unwrap_or_default(),
                 tools,
                 session_id: s(t, "sessionId"),
@@ -242,6 +249,11 @@ pub fn assert_replays(name: &str, api_key: &str, chunk_sizes: &[usize]) {
             let srv = FakeLlm::start(vec![reply]);
             let req = request(&fx, i, model(&fx, &srv.base_url()), api_key);
             let events = streams::collect(req);
+            assert_eq!(
+                updates(&events),
+                t.updates,
+                "{name} turn {i}, chunks of {size}: pith's stream events differ from pi's"
+            );
             let got = generated_ids(&final_json(&events));
             let want = generated_ids(&without_timestamp(&t.message_json));
             assert_eq!(
@@ -250,6 +262,36 @@ pub fn assert_replays(name: &str, api_key: &str, chunk_sizes: &[usize]) {
             );
         }
     }
+}
+
+/// The events a client sees as `message_update`s, as `[type, contentIndex, delta]` (pi's form).
+pub fn updates(events: &[StreamEvent]) -> Vec<Value> {
+    let u = |kind: &str, i: &usize, d: Option<&str>| {
+        serde_json::json!([
+            kind,
+            i,
+            d.map_or(Value::Null, |d| Value::String(d.to_string()))
+        ])
+    };
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextStart { index } => Some(u("text_start", index, None)),
+            StreamEvent::TextDelta { index, delta } => Some(u("text_delta", index, Some(delta))),
+            StreamEvent::TextEnd { index, .. } => Some(u("text_end", index, None)),
+            StreamEvent::ThinkingStart { index } => Some(u("thinking_start", index, None)),
+            StreamEvent::ThinkingDelta { index, delta } => {
+                Some(u("thinking_delta", index, Some(delta)))
+            }
+            StreamEvent::ThinkingEnd { index, .. } => Some(u("thinking_end", index, None)),
+            StreamEvent::ToolCallStart { index, .. } => Some(u("toolcall_start", index, None)),
+            StreamEvent::ToolCallDelta { index, delta } => {
+                Some(u("toolcall_delta", index, Some(delta)))
+            }
+            StreamEvent::ToolCallEnd { index, .. } => Some(u("toolcall_end", index, None)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Tool-call ids the Google APIs make up (`<name>_<epoch ms>_<n>`) with the time blanked.
