@@ -56,6 +56,16 @@ pub struct Options {
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
     pub file_args: Vec<String>,
+    /// `-e/--extension PATH` (repeatable).
+    pub extensions: Vec<String>,
+    /// `--no-extensions` / `-ne`: no extensions from settings (`-e` ones still load).
+    pub no_extensions: bool,
+    /// `--no-mcp`: no MCP servers.
+    pub no_mcp: bool,
+    /// `--confirm-tools TOOLS` (comma list or `all`).
+    pub confirm_tools: Option<String>,
+    /// `--confirm-timeout SECONDS` (0 = no limit).
+    pub confirm_timeout: Option<u64>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -86,6 +96,7 @@ const MULTI_LETTER_SHORT: &[(&str, &str)] = &[
     ("-nt", "--no-tools"),
     ("-nbt", "--no-builtin-tools"),
     ("-nc", "--no-context-files"),
+    ("-ne", "--no-extensions"),
 ];
 
 /// Options that take a value (so a value that looks like `-nt` is left alone).
@@ -109,6 +120,10 @@ const TAKES_VALUE: &[&str] = &[
     "--theme",
     "--use-theme",
     "--tui-mode",
+    "-e",
+    "--extension",
+    "--confirm-tools",
+    "--confirm-timeout",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -180,6 +195,11 @@ OPTIONS:
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
+    -ne, --no-extensions           No extensions from settings (-e ones still load)
+    --no-mcp                       Start no MCP servers (settings mcpServers, .mcp.json)
+    --confirm-tools <a,b|all>      Ask the host (extension_ui_request confirm) before these tools run
+    --confirm-timeout <seconds>    How long that confirmation waits (default 60; 0 = no limit)
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -248,6 +268,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         compat: None,
         messages: Vec::new(),
         file_args: Vec::new(),
+        extensions: Vec::new(),
+        no_extensions: false,
+        no_mcp: false,
+        confirm_tools: None,
+        confirm_timeout: None,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -365,6 +390,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
+            Short('e') | Long("extension") => o.extensions.push(value(&mut p, "--extension")?),
+            Long("no-extensions") => o.no_extensions = true,
+            Long("no-mcp") => o.no_mcp = true,
+            Long("confirm-tools") => o.confirm_tools = Some(value(&mut p, "--confirm-tools")?),
+            Long("confirm-timeout") => {
+                let v = value(&mut p, "--confirm-timeout")?;
+                o.confirm_timeout =
+                    Some(v.trim().parse().map_err(|_| {
+                        format!("--confirm-timeout: '{v}' is not a number of seconds")
+                    })?);
+            }
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -449,6 +485,24 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
+        let o = run(&[
+            "-e",
+            "a.sh",
+            "--extension",
+            "b.py",
+            "-ne",
+            "--no-mcp",
+            "--confirm-tools",
+            "bash,write",
+            "--confirm-timeout",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(o.extensions, vec!["a.sh", "b.py"]);
+        assert!(o.no_extensions && o.no_mcp);
+        assert_eq!(o.confirm_tools.as_deref(), Some("bash,write"));
+        assert_eq!(o.confirm_timeout, Some(5));
+        assert!(run(&["--confirm-timeout", "soon"]).is_err());
     }
 
     #[test]

@@ -246,16 +246,22 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
                     .get("required")
                     .cloned()
                     .unwrap_or_else(|| json!([]));
+                let mut schema =
+                    json!({"type": "object", "properties": props, "required": required});
+                // The reference's shape, plus the definitions `$ref`s in the properties point at
+                // (MCP servers' schemas use them; no built-in tool has any).
+                for k in ["$defs", "definitions"] {
+                    if let Some(d) = t.parameters.get(k) {
+                        schema[k] = d.clone();
+                    }
+                }
                 let mut tool = Map::new();
                 tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
                 tool.insert("description".into(), json!(t.description));
                 if eager_tool_streaming(&req.model) {
                     tool.insert("eager_input_streaming".into(), json!(true));
                 }
-                tool.insert(
-                    "input_schema".into(),
-                    json!({"type": "object", "properties": props, "required": required}),
-                );
+                tool.insert("input_schema".into(), schema);
                 Value::Object(tool)
             })
             .collect::<Vec<Value>>();
