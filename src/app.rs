@@ -19,6 +19,9 @@ use std::sync::Arc;
 
 /// Run pith with parsed options; returns the process exit code.
 pub fn run(opts: Options) -> i32 {
+    if let Some(input) = &opts.export {
+        return run_export(input, opts.messages.first().map(String::as_str));
+    }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
         eprintln!("Error: @file arguments are not supported in RPC mode");
         return cli::EXIT_USAGE;
@@ -48,6 +51,21 @@ pub fn run(opts: Options) -> i32 {
                 return cli::EXIT_USAGE;
             }
             run_oneshot(startup, opts.mode, parts.join("\n\n"))
+        }
+    }
+}
+
+/// `--export <session.jsonl> [out.html]`: write the HTML export and exit, with pi's messages.
+fn run_export(input: &str, output: Option<&str>) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match crate::session::export_html::export_file(input, output, &cwd) {
+        Ok(path) => {
+            println!("Exported to: {path}");
+            cli::EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            cli::EXIT_FAILURE
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct Options {
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
     pub file_args: Vec<String>,
+    /// `--export <session.jsonl>`: export that file to HTML (output: the first message) and exit.
+    pub export: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -79,6 +81,7 @@ OPTIONS:
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    --export <file> [out.html]     Export a session file to HTML and exit
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -128,6 +131,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         compat: None,
         messages: Vec::new(),
         file_args: Vec::new(),
+        export: None,
     };
     let mut no_tools = false;
     let mut tools: Option<Vec<String>> = None;
@@ -185,6 +189,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
+            Long("export") => o.export = Some(value(&mut p, "--export")?),
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -250,6 +255,9 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
+        let o = run(&["--export", "s.jsonl", "out.html"]).unwrap();
+        assert_eq!(o.export.as_deref(), Some("s.jsonl"));
+        assert_eq!(o.messages, vec!["out.html".to_string()]);
     }
 
     #[test]
@@ -259,5 +267,6 @@ mod tests {
         assert!(run(&["--thinking", "max"]).is_err());
         assert!(run(&["--model"]).is_err());
         assert!(run(&["--compat", "1.0"]).is_err());
+        assert!(run(&["--export"]).is_err());
     }
 }

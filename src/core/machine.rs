@@ -539,7 +539,12 @@ impl Machine {
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                let path = crate::session::export_html(&self.session, output_path.as_deref())?;
+                let extras = crate::session::export_html::Extras {
+                    system_prompt: Some(self.system_prompt()),
+                    tools: crate::session::export_html::tool_specs(&self.tools),
+                };
+                let path =
+                    crate::session::export_html(&self.session, output_path.as_deref(), &extras)?;
                 Ok(Some(json!({ "path": path })))
             }
             Command::GetAvailableModels => {
