@@ -49,6 +49,44 @@ pub struct Lang {
     hash_attrs: bool,
     /// An identifier or string followed by `:` is a property (JSON keys, YAML, CSS).
     colon_props: bool,
+    /// A 256-bit filter over (length, first byte, last byte) of every keyword and type, so most
+    /// identifiers are known not to be one without searching the lists ([`filtered`]).
+    filter: [u64; 4],
+}
+
+/// The filter bucket of a word (bytes lowercased for case-insensitive languages).
+const fn bucket(len: usize, first: u8, last: u8) -> usize {
+    (first.to_ascii_lowercase() as usize * 7 + last.to_ascii_lowercase() as usize * 13 + len * 31)
+        & 255
+}
+
+/// `lang` with its keyword filter computed (at compile time).
+const fn filtered(mut lang: Lang) -> Lang {
+    let mut filter = [0u64; 4];
+    let lists = [lang.keywords, lang.types];
+    let mut l = 0;
+    while l < 2 {
+        let list = lists[l];
+        let mut k = 0;
+        while k < list.len() {
+            let w = list[k].as_bytes();
+            if !w.is_empty() {
+                let b = bucket(w.len(), w[0], w[w.len() - 1]);
+                filter[b / 64] |= 1 << (b % 64);
+            }
+            k += 1;
+        }
+        l += 1;
+    }
+    lang.filter = filter;
+    lang
+}
+
+/// Case-insensitive ASCII ordering (the lists of case-insensitive languages are lowercase).
+fn cmp_ci(a: &str, b: &str) -> std::cmp::Ordering {
+    a.bytes()
+        .map(|c| c.to_ascii_lowercase())
+        .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
 }
 
 const fn generic(name: &'static str) -> Lang {
@@ -69,10 +107,12 @@ const fn generic(name: &'static str) -> Lang {
         at_meta: false,
         hash_attrs: false,
         colon_props: false,
+        filter: [0; 4],
     }
 }
 
-const RUST: Lang = Lang {
+#[rustfmt::skip]
+const RUST: Lang = filtered(Lang {
     line_comments: &["//"],
     block_comments: &[("/*", "*/")],
     quotes: b"\"'",
@@ -92,80 +132,22 @@ const RUST: Lang = Lang {
     caps_types: true,
     hash_attrs: true,
     ..generic("rust")
-};
+});
 
-const C_LIKE: Lang = Lang {
+#[rustfmt::skip]
+const C_LIKE: Lang = filtered(Lang {
     line_comments: &["//"],
     block_comments: &[("/*", "*/")],
     quotes: b"\"'`",
     keywords: &[
-        "abstract",
-        "auto",
-        "break",
-        "case",
-        "catch",
-        "class",
-        "const",
-        "continue",
-        "default",
-        "defer",
-        "delete",
-        "do",
-        "else",
-        "enum",
-        "extends",
-        "extern",
-        "false",
-        "final",
-        "finally",
-        "for",
-        "fun",
-        "func",
-        "go",
-        "goto",
-        "if",
-        "implements",
-        "import",
-        "inline",
-        "interface",
-        "internal",
-        "let",
-        "namespace",
-        "new",
-        "nil",
-        "null",
-        "nullptr",
-        "object",
-        "operator",
-        "override",
-        "package",
-        "private",
-        "protected",
-        "public",
-        "range",
-        "return",
-        "select",
-        "sizeof",
-        "static",
-        "struct",
-        "super",
-        "switch",
-        "template",
-        "this",
-        "throw",
-        "throws",
-        "true",
-        "try",
-        "typedef",
-        "typename",
-        "union",
-        "using",
-        "val",
-        "var",
-        "virtual",
-        "volatile",
-        "when",
-        "while",
+        "abstract", "auto", "break", "case", "catch", "class", "const", "continue", "default",
+        "defer", "delete", "do", "else", "enum", "extends", "extern", "false", "final", "finally",
+        "for", "fun", "func", "go", "goto", "if", "implements", "import", "inline", "interface",
+        "internal", "let", "namespace", "new", "nil", "null", "nullptr", "object", "operator",
+        "override", "package", "private", "protected", "public", "range", "return", "select",
+        "sizeof", "static", "struct", "super", "switch", "template", "this", "throw", "throws",
+        "true", "try", "typedef", "typename", "union", "using", "val", "var", "virtual",
+        "volatile", "when", "while",
     ],
     types: &[
         "Boolean", "Integer", "Object", "String", "bool", "boolean", "byte", "char", "double",
@@ -175,67 +157,20 @@ const C_LIKE: Lang = Lang {
     caps_types: true,
     at_meta: true,
     ..generic("c")
-};
+});
 
-const JS: Lang = Lang {
+#[rustfmt::skip]
+const JS: Lang = filtered(Lang {
     line_comments: &["//"],
     block_comments: &[("/*", "*/")],
     quotes: b"\"'`",
     keywords: &[
-        "as",
-        "async",
-        "await",
-        "break",
-        "case",
-        "catch",
-        "class",
-        "const",
-        "continue",
-        "debugger",
-        "declare",
-        "default",
-        "delete",
-        "do",
-        "else",
-        "enum",
-        "export",
-        "extends",
-        "false",
-        "finally",
-        "for",
-        "from",
-        "function",
-        "get",
-        "if",
-        "implements",
-        "import",
-        "in",
-        "instanceof",
-        "interface",
-        "let",
-        "new",
-        "null",
-        "of",
-        "private",
-        "protected",
-        "public",
-        "readonly",
-        "return",
-        "set",
-        "static",
-        "super",
-        "switch",
-        "this",
-        "throw",
-        "true",
-        "try",
-        "type",
-        "typeof",
-        "undefined",
-        "var",
-        "void",
-        "while",
-        "yield",
+        "as", "async", "await", "break", "case", "catch", "class", "const", "continue",
+        "debugger", "declare", "default", "delete", "do", "else", "enum", "export", "extends",
+        "false", "finally", "for", "from", "function", "get", "if", "implements", "import", "in",
+        "instanceof", "interface", "let", "new", "null", "of", "private", "protected", "public",
+        "readonly", "return", "set", "static", "super", "switch", "this", "throw", "true", "try",
+        "type", "typeof", "undefined", "var", "void", "while", "yield",
     ],
     types: &[
         "Array", "Map", "Number", "Object", "Promise", "Set", "String", "any", "boolean",
@@ -244,9 +179,10 @@ const JS: Lang = Lang {
     caps_types: true,
     at_meta: true,
     ..generic("javascript")
-};
+});
 
-const PYTHON: Lang = Lang {
+#[rustfmt::skip]
+const PYTHON: Lang = filtered(Lang {
     line_comments: &["#"],
     triple_quotes: true,
     keywords: &[
@@ -262,9 +198,10 @@ const PYTHON: Lang = Lang {
     caps_types: true,
     at_meta: true,
     ..generic("python")
-};
+});
 
-const RUBY: Lang = Lang {
+#[rustfmt::skip]
+const RUBY: Lang = filtered(Lang {
     line_comments: &["#"],
     multiline_strings: true,
     keywords: &[
@@ -274,9 +211,10 @@ const RUBY: Lang = Lang {
     ],
     caps_types: true,
     ..generic("ruby")
-};
+});
 
-const SHELL: Lang = Lang {
+#[rustfmt::skip]
+const SHELL: Lang = filtered(Lang {
     line_comments: &["#"],
     quotes: b"\"'`",
     multiline_strings: true,
@@ -287,153 +225,93 @@ const SHELL: Lang = Lang {
     ],
     dollar_vars: true,
     ..generic("shell")
-};
+});
 
-const JSON: Lang = Lang {
+#[rustfmt::skip]
+const JSON: Lang = filtered(Lang {
     quotes: b"\"",
     keywords: &["false", "null", "true"],
     colon_props: true,
     ..generic("json")
-};
+});
 
-const YAML: Lang = Lang {
+#[rustfmt::skip]
+const YAML: Lang = filtered(Lang {
     line_comments: &["#"],
     keywords: &["false", "no", "null", "off", "on", "true", "yes"],
     colon_props: true,
     ..generic("yaml")
-};
+});
 
-const TOML: Lang = Lang {
+#[rustfmt::skip]
+const TOML: Lang = filtered(Lang {
     line_comments: &["#", ";"],
     keywords: &["false", "true"],
     ..generic("toml")
-};
+});
 
-const CSS: Lang = Lang {
+#[rustfmt::skip]
+const CSS: Lang = filtered(Lang {
     line_comments: &[],
     block_comments: &[("/*", "*/")],
-    keywords: &["!important", "and", "from", "not", "only", "to"],
+    keywords: &["and", "from", "not", "only", "to"],
     at_meta: true,
     colon_props: true,
     ..generic("css")
-};
+});
 
-const SQL: Lang = Lang {
+#[rustfmt::skip]
+const SQL: Lang = filtered(Lang {
     line_comments: &["--"],
     block_comments: &[("/*", "*/")],
     keywords: &[
-        "add",
-        "all",
-        "alter",
-        "and",
-        "as",
-        "asc",
-        "between",
-        "by",
-        "case",
-        "create",
-        "delete",
-        "desc",
-        "distinct",
-        "drop",
-        "else",
-        "end",
-        "exists",
-        "from",
-        "group",
-        "having",
-        "in",
-        "index",
-        "inner",
-        "insert",
-        "into",
-        "is",
-        "join",
-        "key",
-        "left",
-        "like",
-        "limit",
-        "not",
-        "null",
-        "on",
-        "or",
-        "order",
-        "outer",
-        "primary",
-        "references",
-        "right",
-        "select",
-        "set",
-        "table",
-        "then",
-        "union",
-        "update",
-        "values",
-        "when",
-        "where",
-        "with",
+        "add", "all", "alter", "and", "as", "asc", "between", "by", "case", "create", "delete",
+        "desc", "distinct", "drop", "else", "end", "exists", "from", "group", "having", "in",
+        "index", "inner", "insert", "into", "is", "join", "key", "left", "like", "limit", "not",
+        "null", "on", "or", "order", "outer", "primary", "references", "right", "select", "set",
+        "table", "then", "union", "update", "values", "when", "where", "with",
     ],
     types: &[
-        "bigint",
-        "blob",
-        "boolean",
-        "char",
-        "date",
-        "int",
-        "integer",
-        "real",
-        "text",
-        "timestamp",
-        "varchar",
+        "bigint", "blob", "boolean", "char", "date", "int", "integer", "real", "text",
+        "timestamp", "varchar",
     ],
     ci_keywords: true,
     ..generic("sql")
-};
+});
 
-const LUA: Lang = Lang {
+#[rustfmt::skip]
+const LUA: Lang = filtered(Lang {
     line_comments: &["--"],
     keywords: &[
         "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "if", "in",
         "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
     ],
     ..generic("lua")
-};
+});
 
-const DOCKERFILE: Lang = Lang {
+#[rustfmt::skip]
+const DOCKERFILE: Lang = filtered(Lang {
     line_comments: &["#"],
     keywords: &[
-        "add",
-        "arg",
-        "cmd",
-        "copy",
-        "entrypoint",
-        "env",
-        "expose",
-        "from",
-        "healthcheck",
-        "label",
-        "onbuild",
-        "run",
-        "shell",
-        "stopsignal",
-        "user",
-        "volume",
-        "workdir",
+        "add", "arg", "cmd", "copy", "entrypoint", "env", "expose", "from", "healthcheck",
+        "label", "onbuild", "run", "shell", "stopsignal", "user", "volume", "workdir",
     ],
     ci_keywords: true,
     dollar_vars: true,
     ..generic("dockerfile")
-};
+});
 
-const DIFF: Lang = Lang {
+#[rustfmt::skip]
+const DIFF: Lang = filtered(Lang {
     kind: Kind::Diff,
     ..generic("diff")
-};
+});
 
-const MARKUP: Lang = Lang {
+#[rustfmt::skip]
+const MARKUP: Lang = filtered(Lang {
     kind: Kind::Markup,
     ..generic("html")
-};
+});
 
 /// Shell (bash commands).
 pub fn shell() -> &'static Lang {
@@ -576,14 +454,14 @@ impl<'a, 'o> Lexer<'a, 'o> {
         let n = self.b.len();
         while self.i < n {
             let c = self.b[self.i];
+            if c == b' ' || c == b'\n' || c == b'\t' {
+                self.i += 1;
+                continue;
+            }
             let rest = &self.s[self.i..];
             let word_start = self.i == 0 || !is_ident(self.b[self.i - 1]);
-            if let Some(lc) = self
-                .lang
-                .line_comments
-                .iter()
-                .find(|p| rest.starts_with(**p))
-            {
+            let starts = |p: &str| p.as_bytes()[0] == c && rest.starts_with(p);
+            if let Some(lc) = self.lang.line_comments.iter().find(|p| starts(p)) {
                 // `#` in the middle of a shell word (`a#b`, `$#`) is not a comment.
                 if !(lc == &"#" && self.lang.dollar_vars && !word_start) {
                     let end = self.line_end(self.i);
@@ -591,12 +469,7 @@ impl<'a, 'o> Lexer<'a, 'o> {
                     continue;
                 }
             }
-            if let Some((open, close)) = self
-                .lang
-                .block_comments
-                .iter()
-                .find(|(o, _)| rest.starts_with(*o))
-            {
+            if let Some((open, close)) = self.lang.block_comments.iter().find(|(o, _)| starts(o)) {
                 let end = self
                     .find(self.i + open.len(), close)
                     .map_or(n, |p| p + close.len());
@@ -722,19 +595,22 @@ impl<'a, 'o> Lexer<'a, 'o> {
     }
 
     fn word_class(&self, word: &str, end: usize) -> Option<&'static str> {
-        let hit = |list: &[&str]| {
-            if self.lang.ci_keywords {
-                let lower = word.to_ascii_lowercase();
-                list.binary_search(&lower.as_str()).is_ok()
-            } else {
-                list.binary_search(&word).is_ok()
+        let w = word.as_bytes();
+        let b = bucket(w.len(), w[0], w[w.len() - 1]);
+        if self.lang.filter[b / 64] & (1 << (b % 64)) != 0 {
+            let hit = |list: &[&str]| {
+                if self.lang.ci_keywords {
+                    list.binary_search_by(|k| cmp_ci(k, word)).is_ok()
+                } else {
+                    list.binary_search(&word).is_ok()
+                }
+            };
+            if hit(self.lang.keywords) {
+                return Some("hk");
             }
-        };
-        if hit(self.lang.keywords) {
-            return Some("hk");
-        }
-        if hit(self.lang.types) {
-            return Some("ht");
+            if hit(self.lang.types) {
+                return Some("ht");
+            }
         }
         if self.lang.colon_props && self.followed_by_colon(end) {
             return Some("hp");
@@ -923,6 +799,37 @@ mod tests {
                 let mut sorted = list.to_vec();
                 sorted.sort_unstable();
                 assert_eq!(sorted, list, "{}", l.name);
+            }
+        }
+    }
+
+    #[test]
+    fn filters_admit_every_listed_word() {
+        for l in [
+            &RUST,
+            &C_LIKE,
+            &JS,
+            &PYTHON,
+            &RUBY,
+            &SHELL,
+            &JSON,
+            &YAML,
+            &TOML,
+            &CSS,
+            &SQL,
+            &LUA,
+            &DOCKERFILE,
+        ] {
+            for w in l.keywords.iter().chain(l.types) {
+                let mut out = String::new();
+                let code = if l.ci_keywords {
+                    w.to_ascii_uppercase()
+                } else {
+                    w.to_string()
+                };
+                // A word followed by a space, so it is not taken for a call or a property.
+                highlight_into(&mut out, &format!("{code} "), l);
+                assert!(out.starts_with("<span class=\"h"), "{}: {w}: {out}", l.name);
             }
         }
     }

@@ -11,7 +11,7 @@
 //! a `data:` link. The script (viewer.js) adds showing one branch at a time, navigation by the
 //! tree, search, keyboard shortcuts and the download of sessions too large for a `data:` link.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -244,12 +244,15 @@ impl Scan {
             recorded_tools: Vec::new(),
         };
         let mut calls: HashMap<String, String> = HashMap::new();
-        let mut models: HashSet<String> = HashSet::new();
+        let mut models: Vec<(String, String)> = Vec::new();
         for (i, entry) in entries.iter().enumerate() {
             let row = scan.row(entry, i, layout, &mut calls, &mut models);
             scan.rows.push(row);
         }
-        let mut models: Vec<String> = models.into_iter().collect();
+        let mut models: Vec<String> = models
+            .into_iter()
+            .map(|(p, m)| if p.is_empty() { m } else { format!("{p}/{m}") })
+            .collect();
         models.sort();
         scan.models = models;
         // The system prompt as recorded on the current branch: sections patched in order.
@@ -267,7 +270,7 @@ impl Scan {
         i: usize,
         layout: &Layout,
         calls: &mut HashMap<String, String>,
-        models: &mut HashSet<String>,
+        models: &mut Vec<(String, String)>,
     ) -> Row {
         let row = |kind, tag, text: String| Row {
             kind,
@@ -307,12 +310,12 @@ impl Scan {
                     if layout.on_path[i] {
                         self.path.add(a);
                     }
-                    if !a.model.is_empty() {
-                        models.insert(if a.provider.is_empty() {
-                            a.model.clone()
-                        } else {
-                            format!("{}/{}", a.provider, a.model)
-                        });
+                    if !a.model.is_empty()
+                        && !models
+                            .iter()
+                            .any(|(p, m)| *p == a.provider && *m == a.model)
+                    {
+                        models.push((a.provider.clone(), a.model.clone()));
                     }
                     let mut names = Vec::new();
                     for c in &a.content {
@@ -1427,11 +1430,12 @@ impl Page<'_> {
     }
 
     fn assistant(&mut self, i: usize, a: &AssistantMessage) {
-        let model = if a.provider.is_empty() {
-            a.model.clone()
-        } else {
-            format!("{}/{}", a.provider, a.model)
-        };
+        let mut model = String::with_capacity(a.provider.len() + a.model.len() + 1);
+        if !a.provider.is_empty() {
+            model.push_str(&a.provider);
+            model.push('/');
+        }
+        model.push_str(&a.model);
         let class = match a.stop_reason {
             StopReason::Error | StopReason::Aborted => "m-asst failed",
             _ => "m-asst",
@@ -1717,9 +1721,12 @@ impl Page<'_> {
             .match_indices('\n')
             .nth(preview.saturating_sub(1))
             .map(|(p, _)| p);
+        let tail_lines = split.map_or(0, |p| {
+            text[p + 1..].bytes().filter(|&b| b == b'\n').count() + 1
+        });
         let (head, tail) = match split {
             // Fold only when it hides a good amount.
-            Some(p) if text[p + 1..].lines().count() > 3 => (&text[..p], Some(&text[p + 1..])),
+            Some(p) if tail_lines > 3 => (&text[..p], Some(&text[p + 1..])),
             _ => (text, None),
         };
         self.code(head, lang, "");
@@ -1727,7 +1734,7 @@ impl Page<'_> {
             let _ = write!(
                 self.buf,
                 "<details class=\"more\"><summary>{} more lines</summary>",
-                grouped(tail.lines().count() as u64)
+                grouped(tail_lines as u64)
             );
             self.code(tail, lang, " cont");
             self.s("</details>");
@@ -1818,16 +1825,13 @@ fn lang(name: &str) -> &'static Lang {
     }
 }
 
-fn push_json_line(out: &mut String, line: &str) {
-    let mut start = 0;
-    for (k, b) in line.bytes().enumerate() {
-        if b == b'<' {
-            out.push_str(&line[start..k]);
-            out.push_str("\\u003c");
-            start = k + 1;
-        }
+fn push_json_line(out: &mut String, mut line: &str) {
+    while let Some(k) = line.find('<') {
+        out.push_str(&line[..k]);
+        out.push_str("\\u003c");
+        line = &line[k + 1..];
     }
-    out.push_str(&line[start..]);
+    out.push_str(line);
     out.push('\n');
 }
 
