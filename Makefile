@@ -1,7 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
 
-.PHONY: build run test lint static bench fmt clean
+.PHONY: build run test lint static bench fmt clean screenshots
 
 build:
 	$(CARGO) build --release
@@ -12,6 +12,12 @@ run: build
 
 test:
 	$(CARGO) test --all-targets
+	@if [ -z "$$PITH_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
+		echo "NOTE: the HTML export's browser check (tests/export_browser.rs) was SKIPPED: no chromium (apt-get install chromium)"; fi
+
+# Renew docs/export-*.png from the browser check (needs chromium).
+screenshots:
+	PITH_UPDATE_SCREENSHOTS=1 $(CARGO) test --test export_browser
 
 lint:
 	$(CARGO) fmt --all -- --check

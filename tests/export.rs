@@ -426,6 +426,112 @@ fn the_page_renders_every_kind_of_entry() {
     }
 }
 
+/// A session file from entry objects (a header first).
+fn write_session(path: &Path, entries: &[Value]) {
+    let mut text = json!({"type":"session","version":3,"id":"s-1","timestamp":"2026-11-24T10:00:00.000Z","cwd":"/w"}).to_string();
+    text.push('\n');
+    for e in entries {
+        text.push_str(&e.to_string());
+        text.push('\n');
+    }
+    fs::write(path, text).unwrap();
+}
+
+fn user_entry(id: &str, parent: Option<&str>, text: &str) -> Value {
+    json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-11-24T10:00:01.000Z",
+        "message":{"role":"user","content":text,"timestamp":1}})
+}
+
+#[test]
+fn hostile_ids_and_fields_stay_inside_their_attributes() {
+    let w = World::new();
+    let input = w.tmp().join("ids.jsonl");
+    let evil = "x\"><script>alert(1)</script>";
+    write_session(
+        &input,
+        &[
+            user_entry(evil, None, "hi"),
+            json!({"type":"label","id":"l1","parentId":evil,"timestamp":"2026-11-24T10:00:02.000Z","targetId":evil,"label":"<b>lab</b>"}),
+            json!({"type":"model_change","id":"m1","parentId":"l1","timestamp":"t","provider":"<i>p","modelId":"m\"'"}),
+            json!({"type":"message","id":"a1","parentId":"m1","timestamp":"t","message":{"role":"assistant",
+                "content":[{"type":"image","data":"AAAA\" onerror=\"x","mimeType":"image/png"},
+                           {"type":"toolCall","id":"c1","name":"<svg onload=x>","arguments":{"<k>":"</script>"}}],
+                "api":"a","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+                "stopReason":"stop","timestamp":2}}),
+            json!({"type":"future_entry","id":"f1","parentId":"a1","timestamp":"t","payload":"</script><script>alert(2)</script>"}),
+        ],
+    );
+    let out = w.tmp().join("ids.html");
+    let o = run(
+        &w,
+        &["--export", input.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let page = fs::read_to_string(&out).unwrap();
+    assert!(!page.contains("<script>alert"), "raw script on the page");
+    assert!(!page.contains("<svg") && !page.contains("<b>lab") && !page.contains("<i>p"));
+    assert!(page.contains("id=\"e-x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\""));
+    // An image whose data is not plain base64 is not inlined.
+    assert!(!page.contains("onerror"), "image data reached an attribute");
+    assert!(page.contains("[image: image/png,"));
+    // The unknown entry is shown as JSON, escaped.
+    assert!(page.contains("Entry of type <b>future_entry</b>"));
+    for t in tags(&page) {
+        for (name, _) in &t.1 {
+            assert!(!name.starts_with("on"), "<{} {name}>", t.0);
+        }
+    }
+}
+
+#[test]
+fn long_texts_are_bounded_and_large_sessions_download_through_the_script() {
+    let w = World::new();
+    let input = w.tmp().join("big.jsonl");
+    // One 600 KB message (shown up to 256 KiB) and enough others to pass 1 MiB of session.
+    let huge = "word ".repeat(120_000);
+    let mut entries = vec![user_entry("u0", None, &huge)];
+    let mut parent = "u0".to_string();
+    for k in 1..=6 {
+        let id = format!("u{k}");
+        entries.push(user_entry(
+            &id,
+            Some(&parent),
+            &format!("{} <tag>", "filler ".repeat(20_000)),
+        ));
+        parent = id;
+    }
+    write_session(&input, &entries);
+    assert!(fs::metadata(&input).unwrap().len() > 1024 * 1024);
+    let out = w.tmp().join("big.html");
+    let o = run(
+        &w,
+        &["--export", input.to_str().unwrap(), out.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let page = fs::read_to_string(&out).unwrap();
+    assert!(page.contains("more bytes not shown (they are in the JSONL download)"));
+    assert!(page.contains(
+        "<a class=\"btn\" id=\"dl\" download=\"s-1.jsonl\" href=\"#pith-jsonl\" data-blob=\"1\""
+    ));
+    // The copy for the download: every line, `<` written as \u003c so nothing ends the block.
+    let start = page
+        .find("<script type=\"application/x-ndjson\" id=\"pith-jsonl\">")
+        .unwrap();
+    let block = &page[start..];
+    let block = &block[block.find('>').unwrap() + 1..block.find("</script>").unwrap()];
+    assert!(!block.contains('<'));
+    let original: Vec<Value> = fs::read_to_string(&input)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let copy: Vec<Value> = block
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(copy, original);
+}
+
 // ---------------------------------------------------------------------------------------------
 // export_html over RPC
 

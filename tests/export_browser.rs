@@ -320,7 +320,7 @@ fn export_in_a_real_browser() {
 
     // --- With script: the current branch shown, the others hidden, everything on the page. ---
     let dom = &loads["js"].dom;
-    assert!(tag_of(dom, "app").len() > 0);
+    assert!(tag_of(dom, "app").starts_with("<div id=\"app\""));
     assert!(
         dom.contains("<html lang=\"en\" data-ready=\""),
         "the viewer script ran"

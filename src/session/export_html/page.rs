@@ -286,6 +286,11 @@ impl Scan {
             EntryKind::Message { role, .. } => match entry.message_uncached().as_deref() {
                 Some(AgentMessage::User(u)) => {
                     self.users += 1;
+                    let joined = u.content.joined_text();
+                    if let Some((name, _, _, rest)) = skill_block(&joined) {
+                        let text = format!("skill {name} · {}", excerpt(rest, EXCERPT));
+                        return row(RowKind::User, "user", text);
+                    }
                     let text = match &u.content {
                         UserContent::Text(t) => excerpt(t, EXCERPT),
                         UserContent::Blocks(b) => {
@@ -328,7 +333,7 @@ impl Scan {
                     let text = assistant_text(a);
                     let error = matches!(a.stop_reason, StopReason::Error | StopReason::Aborted);
                     let shown = if !text.trim().is_empty() {
-                        excerpt(&text, EXCERPT)
+                        excerpt(text.trim_start().trim_start_matches('#'), EXCERPT)
                     } else if a.stop_reason == StopReason::Aborted {
                         "(aborted)".into()
                     } else if let Some(e) = a.error_message.as_deref().filter(|_| error) {
@@ -693,7 +698,8 @@ impl Page<'_> {
             let shown = ts.get(..19).unwrap_or(ts).replace('T', " ");
             self.meta("Started", &format!("{shown} UTC"));
         }
-        self.meta("Directory", &self.session.cwd().to_string());
+        let session = self.session;
+        self.meta("Directory", session.cwd());
         if let Some(p) = header.get("parentSession").and_then(Value::as_str) {
             self.meta("Forked from", p);
         }
@@ -714,15 +720,19 @@ impl Page<'_> {
         );
         let sc = self.scan;
         let mut msgs = vec![
-            format!("{} user", sc.users),
-            format!("{} assistant", sc.all.assistant),
-            format!("{} tool results", sc.tool_results),
+            format!("{} user", grouped(sc.users)),
+            format!("{} assistant", grouped(sc.all.assistant)),
+            count(sc.tool_results, "tool result", "tool results"),
         ];
         if sc.compactions > 0 {
-            msgs.push(format!("{} compactions", sc.compactions));
+            msgs.push(count(sc.compactions, "compaction", "compactions"));
         }
         if sc.branch_summaries > 0 {
-            msgs.push(format!("{} branch summaries", sc.branch_summaries));
+            msgs.push(count(
+                sc.branch_summaries,
+                "branch summary",
+                "branch summaries",
+            ));
         }
         self.meta("Messages", &msgs.join(" · "));
         self.meta("Tool calls", &grouped(sc.tool_calls));
@@ -801,11 +811,10 @@ impl Page<'_> {
         let extras = self.extras;
         let sc = self.scan;
         if let Some(prompt) = extras.system_prompt.as_deref().filter(|p| !p.is_empty()) {
-            let lines = prompt.lines().count();
             let _ = write!(
                 self.buf,
-                "<details class=\"sys\"><summary>System prompt <span class=\"dim\">· {} lines</span></summary><pre class=\"plain\">",
-                lines
+                "<details class=\"sys\"><summary>System prompt <span class=\"dim\">· {}</span></summary><pre class=\"plain\">",
+                count(prompt.lines().count() as u64, "line", "lines")
             );
             self.e(prompt);
             self.s("</pre></details>\n");
@@ -1192,9 +1201,9 @@ impl Page<'_> {
                     Some(t) => {
                         let _ = write!(
                             self.buf,
-                            "<details class=\"sec\"><summary>{} <span class=\"dim\">· {} lines</span></summary><pre class=\"plain\">",
+                            "<details class=\"sec\"><summary>{} <span class=\"dim\">· {}</span></summary><pre class=\"plain\">",
                             escape(name),
-                            t.lines().count()
+                            count(t.lines().count() as u64, "line", "lines")
                         );
                         self.bounded_text(t);
                         self.s("</pre></details>\n");
@@ -1504,9 +1513,9 @@ impl Page<'_> {
                 compact_count(u.cache_write)
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             self.buf,
-            " <span class=\"cost\">{}</span></footer>\n",
+            " <span class=\"cost\">{}</span></footer>",
             dollars(t.cost)
         );
     }
@@ -1600,8 +1609,8 @@ impl Page<'_> {
                             if let Some(c) = s("content") {
                                 let _ = write!(
                                     self.buf,
-                                    " <span class=\"dim\">{} lines</span>",
-                                    c.lines().count()
+                                    " <span class=\"dim\">{}</span>",
+                                    count(c.lines().count() as u64, "line", "lines")
                                 );
                             }
                         }
@@ -1733,8 +1742,8 @@ impl Page<'_> {
         if let Some(tail) = tail {
             let _ = write!(
                 self.buf,
-                "<details class=\"more\"><summary>{} more lines</summary>",
-                grouped(tail_lines as u64)
+                "<details class=\"more\"><summary>{} more</summary>",
+                count(tail_lines as u64, "line", "lines")
             );
             self.code(tail, lang, " cont");
             self.s("</details>");
@@ -1815,6 +1824,11 @@ impl Layout {
         }
         false
     }
+}
+
+/// `1 line`, `12 lines`, `1,200 lines`.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", grouped(n), if n == 1 { one } else { many })
 }
 
 fn lang(name: &str) -> &'static Lang {
