@@ -6,6 +6,7 @@
 //! errors say, and writing it so that a failed export never leaves a half-written file behind.
 //!
 //! - `page`: the page (layout of entries, sidebar, header, the entries themselves).
+//! - `scan`: the first pass (tree rows, totals, tool results by call).
 //! - `order`: the order of a session tree on the page (pure, indices only).
 //! - `markdown`: markdown → safe HTML (pulldown-cmark's parser, our writer).
 //! - `highlight`: a small syntax highlighter for code blocks and tool output.
@@ -18,6 +19,7 @@ mod html;
 mod markdown;
 mod order;
 mod page;
+mod scan;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
