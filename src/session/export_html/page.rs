@@ -1130,7 +1130,8 @@ impl Page<'_> {
     fn find_result(&mut self, a: usize, call_id: &str, calls: usize) -> Option<usize> {
         let candidates = self.scan.results.get(call_id)?;
         let reach = calls + 8;
-        let found = candidates.iter().copied().find(|&r| {
+        // Ids repeat only in odd files; a bound keeps a hostile one from going quadratic.
+        let found = candidates.iter().copied().take(64).find(|&r| {
             !self.skip[r] && {
                 let mut cur = self.layout.parent[r];
                 let mut steps = 0;
