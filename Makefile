@@ -10,13 +10,15 @@ build:
 run: build
 	./fixtures/demo/run.sh ./target/release/pith
 
-# The interop tests (pi's own RpcClient driving pith) run too when `make interop` has installed
-# what they need; otherwise they say that they are skipped.
+# The interop tests (pi's own RpcClient driving pith; real MCP servers) run too when `make interop`
+# has installed what they need; otherwise they say that they are skipped.
 test:
 	$(CARGO) test --all-targets
 	tests/interop/run.sh pith
+	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
+		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
 	@if [ -z "$$PITH_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
-		echo "NOTE: the HTML export's browser check (tests/export_browser.rs) was SKIPPED: no chromium (apt-get install chromium)"; fi
+		echo "make test: tests/export_browser.rs SKIPPED its browser check of the HTML export (no chromium; apt-get install chromium)"; fi
 
 # Renew docs/export-*.png from the browser check (needs chromium).
 screenshots:
@@ -57,3 +59,14 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+# Real MCP servers for tests/mcp_interop.rs, installed into an ignored folder:
+# @modelcontextprotocol/server-everything (npm) and mcp-server-time (PyPI, in a venv).
+MCP_INTEROP ?= target/interop-mcp
+.PHONY: interop-mcp
+interop: interop-mcp
+interop-mcp:
+	mkdir -p $(MCP_INTEROP)
+	npm install --prefix $(MCP_INTEROP)/npm --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@2026.8.31
+	python3 -m venv $(MCP_INTEROP)/venv
+	$(MCP_INTEROP)/venv/bin/pip install --quiet --disable-pip-version-check mcp-server-time==2026.10.19

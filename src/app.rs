@@ -315,7 +315,28 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         }
     }
 
+    let mode = match opts.mode {
+        Mode::Rpc => "rpc",
+        Mode::Json => "json",
+        Mode::Print => "print",
+    };
+    let (plugins, warnings) = crate::core::plugins::PluginConfig::resolve(
+        &opts.extensions,
+        opts.no_extensions,
+        opts.no_mcp,
+        opts.confirm_tools.as_deref(),
+        opts.confirm_timeout,
+        &settings,
+        &agent_dir,
+        &cwd,
+        mode,
+    );
+    for w in warnings {
+        eprintln!("{w}");
+    }
+
     Ok(Startup {
+        plugins,
         custom_system_prompt: system_prompt::custom_prompt(
             opts.system_prompt.as_deref(),
             &cwd,

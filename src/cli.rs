@@ -58,6 +58,16 @@ pub struct Options {
     pub file_args: Vec<String>,
     /// `--export <session.jsonl>`: export that file to HTML (output: the first message) and exit.
     pub export: Option<String>,
+    /// `-e/--extension PATH` (repeatable).
+    pub extensions: Vec<String>,
+    /// `--no-extensions` / `-ne`: no extensions from settings (`-e` ones still load).
+    pub no_extensions: bool,
+    /// `--no-mcp`: no MCP servers.
+    pub no_mcp: bool,
+    /// `--confirm-tools TOOLS` (comma list or `all`).
+    pub confirm_tools: Option<String>,
+    /// `--confirm-timeout SECONDS` (0 = no limit).
+    pub confirm_timeout: Option<u64>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -88,6 +98,7 @@ const MULTI_LETTER_SHORT: &[(&str, &str)] = &[
     ("-nt", "--no-tools"),
     ("-nbt", "--no-builtin-tools"),
     ("-nc", "--no-context-files"),
+    ("-ne", "--no-extensions"),
 ];
 
 /// Options that take a value (so a value that looks like `-nt` is left alone).
@@ -111,6 +122,10 @@ const TAKES_VALUE: &[&str] = &[
     "--theme",
     "--use-theme",
     "--tui-mode",
+    "-e",
+    "--extension",
+    "--confirm-tools",
+    "--confirm-timeout",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -183,6 +198,11 @@ OPTIONS:
     --rpc-partials <full|none>     message_update partial snapshots (default full)
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
     --export <file> [out.html]     Export a session file to HTML and exit
+    -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
+    -ne, --no-extensions           No extensions from settings (-e ones still load)
+    --no-mcp                       Start no MCP servers (settings mcpServers, .mcp.json)
+    --confirm-tools <a,b|all>      Ask the host (extension_ui_request confirm) before these tools run
+    --confirm-timeout <seconds>    How long that confirmation waits (default 60; 0 = no limit)
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -252,6 +272,11 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         messages: Vec::new(),
         file_args: Vec::new(),
         export: None,
+        extensions: Vec::new(),
+        no_extensions: false,
+        no_mcp: false,
+        confirm_tools: None,
+        confirm_timeout: None,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -370,6 +395,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                 })?);
             }
             Long("export") => o.export = Some(value(&mut p, "--export")?),
+            Short('e') | Long("extension") => o.extensions.push(value(&mut p, "--extension")?),
+            Long("no-extensions") => o.no_extensions = true,
+            Long("no-mcp") => o.no_mcp = true,
+            Long("confirm-tools") => o.confirm_tools = Some(value(&mut p, "--confirm-tools")?),
+            Long("confirm-timeout") => {
+                let v = value(&mut p, "--confirm-timeout")?;
+                o.confirm_timeout =
+                    Some(v.trim().parse().map_err(|_| {
+                        format!("--confirm-timeout: '{v}' is not a number of seconds")
+                    })?);
+            }
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -457,6 +493,24 @@ mod tests {
         let o = run(&["--export", "s.jsonl", "out.html"]).unwrap();
         assert_eq!(o.export.as_deref(), Some("s.jsonl"));
         assert_eq!(o.messages, vec!["out.html".to_string()]);
+        let o = run(&[
+            "-e",
+            "a.sh",
+            "--extension",
+            "b.py",
+            "-ne",
+            "--no-mcp",
+            "--confirm-tools",
+            "bash,write",
+            "--confirm-timeout",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(o.extensions, vec!["a.sh", "b.py"]);
+        assert!(o.no_extensions && o.no_mcp);
+        assert_eq!(o.confirm_tools.as_deref(), Some("bash,write"));
+        assert_eq!(o.confirm_timeout, Some(5));
+        assert!(run(&["--confirm-timeout", "soon"]).is_err());
     }
 
     #[test]

@@ -403,10 +403,7 @@ impl Machine {
                 q
             };
             self.emit_queue_update();
-            let prompts = queued
-                .into_iter()
-                .map(|q| AgentMessage::User(q.message))
-                .collect();
+            let prompts = queued.into_iter().map(|q| q.message).collect();
             self.start_run(prompts);
             return;
         }

@@ -36,6 +36,21 @@ pub enum Worker {
         job: u64,
         outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
     },
+    /// A line from extension number `ext`, or its end (`core/ext.rs`).
+    Ext {
+        ext: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// A line from MCP server number `server`, or its end (`core/mcp.rs`).
+    Mcp {
+        server: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// The spawner thread started (or failed to start) an extension or MCP server process.
+    Spawned {
+        target: crate::core::plugins::Target,
+        result: Result<crate::io::child::ChildHandle, String>,
+    },
 }
 
 #[derive(Debug)]
@@ -51,4 +66,6 @@ pub enum Event {
     Input(Input),
     Control(Control),
     Worker(Worker),
+    /// A deadline of an extension, MCP server or dialog passed (`core/plugins.rs`).
+    Timer,
 }

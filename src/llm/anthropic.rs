@@ -193,11 +193,20 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
                     .get("required")
                     .cloned()
                     .unwrap_or_else(|| json!([]));
+                let mut schema =
+                    json!({"type": "object", "properties": props, "required": required});
+                // The reference's shape, plus the definitions `$ref`s in the properties point at
+                // (MCP servers' schemas use them; no built-in tool has any).
+                for k in ["$defs", "definitions"] {
+                    if let Some(d) = t.parameters.get(k) {
+                        schema[k] = d.clone();
+                    }
+                }
                 json!({
                     "name": wire_tool_name(&t.name, oauth),
                     "description": t.description,
                     "eager_input_streaming": true,
-                    "input_schema": {"type": "object", "properties": props, "required": required},
+                    "input_schema": schema,
                 })
             })
             .collect::<Vec<Value>>();
