@@ -5,8 +5,9 @@
 //! Figures:
 //! - cold start: spawn → first response to `get_state` (median of 30 runs);
 //! - short conversation: peak RSS of a faux run with three tool calls;
-//! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots and with
-//!   `--rpc-partials none`: wall time, output bytes, peak RSS;
+//! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots, with
+//!   `--rpc-partials none` and with `--compat 0.87` (delta-only + live usage): wall time, output
+//!   bytes, peak RSS;
 //! - session load: a 10,000-entry session file opened with `--session`, time to `get_state`;
 //! - HTML export: `--export` of a 10,000-entry session with tools, thinking, markdown and
 //!   branches (kept as `target/bench/export-10k.jsonl` for `tests/bench/compare.py`): wall and CPU
@@ -227,6 +228,8 @@ fn models_json(agent: &Path, base_url: &str) {
     std::fs::write(agent.join("models.json"), text).expect("models.json");
 }
 
+/// `partials`: `full` / `none` (0.73's `message_update` with or without snapshots) or `0.87`
+/// (`--compat 0.87`: delta-only with the live usage).
 fn long_stream(partials: &str) {
     let chunks = 20_000;
     let srv = FakeLlm::start(vec![
@@ -234,27 +237,33 @@ fn long_stream(partials: &str) {
     ]);
     let s = Scratch::new(&format!("stream-{partials}"));
     models_json(&s.0.join("agent"), &srv.base_url());
-    let mut child = spawn(
-        &s,
-        &[
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--rpc-partials",
-            partials,
-        ],
-    );
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+    ];
+    if partials == "0.87" {
+        args.extend(["--compat", "0.87"]);
+    } else {
+        args.extend(["--rpc-partials", partials]);
+    }
+    let mut child = spawn(&s, &args);
     let (t, bytes, rss, cpu) = drive(
         &mut child,
         &["{\"id\":1,\"type\":\"prompt\",\"message\":\"go\"}"],
         "agent_settled",
     );
     println!(
-        "{chunks}-chunk stream, --rpc-partials {partials}: {:.0} ms, pith CPU {:.2} s, {:.1} MiB out, peak RSS {:.1} MiB",
+        "{chunks}-chunk stream, {}: {:.0} ms, pith CPU {:.2} s, {:.1} MiB out, peak RSS {:.1} MiB",
+        if partials == "0.87" {
+            "--compat 0.87".to_string()
+        } else {
+            format!("--rpc-partials {partials}")
+        },
         ms(t),
         cpu,
         bytes as f64 / (1024.0 * 1024.0),
@@ -340,6 +349,7 @@ fn main() {
     if on("stream") {
         long_stream("none");
         long_stream("full");
+        long_stream("0.87");
     }
     if on("session") {
         session_load();
