@@ -602,7 +602,19 @@ impl Machine {
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                let path = crate::session::export_html(&self.session, output_path.as_deref())?;
+                use crate::session::export_html::{Extras, ToolSpec, tool_specs};
+                let mut tools = tool_specs(&self.tools);
+                tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
+                    name: r.name,
+                    description: r.description,
+                    parameters: r.parameters,
+                }));
+                let extras = Extras {
+                    system_prompt: Some(self.system_prompt()),
+                    tools,
+                };
+                let path =
+                    crate::session::export_html(&self.session, output_path.as_deref(), &extras)?;
                 Ok(Some(json!({ "path": path })))
             }
             Command::GetAvailableModels => {
