@@ -70,6 +70,18 @@ impl Settings {
         (Settings { raw }, warnings)
     }
 
+    /// Only the global `settings.json` (an untrusted project's own file is ignored).
+    pub fn load_global(agent_dir: &Path) -> (Settings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let raw = read_object(&agent_dir.join("settings.json"), &mut warnings);
+        (Settings { raw }, warnings)
+    }
+
+    /// `defaultProjectTrust` (pi 0.79): `always`, `never` or `ask`.
+    pub fn default_project_trust(&self) -> Option<&str> {
+        self.str("defaultProjectTrust")
+    }
+
     pub fn from_value(v: Value) -> Settings {
         Settings {
             raw: v.as_object().cloned().unwrap_or_default(),
@@ -135,6 +147,12 @@ impl Settings {
         self.nested("retry", "baseDelayMs")
             .and_then(Value::as_u64)
             .unwrap_or(2000)
+    }
+    /// pi 0.87.1's cap on agent-level retry delays (`retry.maxAgentDelayMs`, default 60 s).
+    pub fn retry_max_agent_delay_ms(&self) -> u64 {
+        self.nested("retry", "maxAgentDelayMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(60_000)
     }
     pub fn retry_max_delay_ms(&self) -> u64 {
         self.nested("retry", "maxDelayMs")

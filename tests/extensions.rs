@@ -166,7 +166,10 @@ fn get_commands_under_087_carries_source_info() {
     assert_eq!(
         r["data"]["commands"],
         json!([{"name":"protect","description":"Say what protect blocks","source":"extension",
-            "sourceInfo":{"path":example("protect.sh"),"source":"cli","scope":"temporary","origin":"top-level"}}])
+            "sourceInfo":{"path":example("protect.sh"),"source":"cli","scope":"temporary","origin":"top-level"}},
+            // pi 0.87.1's built-in inline extension loads after the configured ones.
+            {"name":"llama","description":"Manage llama.cpp router models","source":"extension",
+            "sourceInfo":{"path":"<inline:llama.cpp>","source":"inline","scope":"temporary","origin":"top-level"}}])
     );
 }
 

@@ -18,7 +18,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
-use crate::rpc::event::{Event as Frame, Partials, UpdateKind};
+use crate::rpc::event::{Event as Frame, Partials, UpdateBody, UpdateKind};
 use crate::rpc::partial::PartialEncoder;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
 
@@ -41,6 +41,9 @@ pub struct Run {
     pub thinking: ThinkingLevel,
     pub system_prompt: String,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The built-in tools as the requests of this run offer them (built once per run, in this
+    /// protocol version's wording).
+    pub schemas: Vec<ToolSchema>,
     /// Tools of extensions and MCP servers (an extension's tool replaces a built-in of its name).
     pub remote: Vec<RemoteTool>,
     /// Messages created during this run (for `agent_end`).
@@ -63,6 +66,9 @@ pub enum Phase {
         partial: Option<AssistantMessage>,
         /// Its JSON, kept up to date block by block for `message_update` snapshots.
         encoder: PartialEncoder,
+        /// `--compat 0.87`: the live usage's JSON, serialised when the usage changes (each
+        /// delta-only `message_update` carries it).
+        usage_json: Vec<u8>,
     },
     /// Tool calls of `assistant` are running.
     Tools(ToolBatch),
@@ -134,6 +140,28 @@ fn output_json(o: &ToolOutput) -> Value {
         r.insert("details".into(), d.clone());
     }
     Value::Object(r)
+}
+
+/// The tools as a run's requests offer them (pi 0.73.1's schemas).
+fn tool_schemas(tools: &[Arc<dyn Tool>]) -> Vec<ToolSchema> {
+    tools
+        .iter()
+        .map(|t| ToolSchema {
+            name: t.name().to_string(),
+            description: t.description(),
+            parameters: t.parameters(),
+        })
+        .collect()
+}
+
+/// A usage as JSON (JavaScript number forms), for the live `usage` of `message_update`.
+fn usage_bytes(u: &crate::message::Usage) -> Vec<u8> {
+    let mut out = Vec::with_capacity(192);
+    if crate::rpc::response::write_js(&mut out, u).is_err() {
+        out.clear();
+        out.extend_from_slice(b"{}");
+    }
+    out
 }
 
 /// Apply one stream event to the machine's copy of the partial message.
@@ -219,11 +247,19 @@ impl Machine {
         };
         let remote = self.plugins.remote_tools();
         let tools = self.tools.clone();
+        let (system_message, system_prompt, schemas) = if self.compat.is_087() {
+            let (update, text) = self.system_update_087(!prompts.is_empty(), &remote);
+            let schemas = crate::core::system_message::request_tools(&self.tools);
+            (update, text, schemas)
+        } else {
+            (None, self.system_prompt(), tool_schemas(&tools))
+        };
         let run = Run {
-            system_prompt: self.system_prompt(),
+            system_prompt,
             model,
             thinking: self.thinking,
             tools,
+            schemas,
             remote,
             new_messages: Vec::new(),
             phase: Phase::Starting,
@@ -233,6 +269,9 @@ impl Machine {
         self.run = Some(run);
         self.emit(&Frame::AgentStart);
         self.emit(&Frame::TurnStart);
+        if let Some(m) = system_message {
+            self.deliver(AgentMessage::System(m));
+        }
         for p in prompts {
             self.deliver(p);
         }
@@ -295,10 +334,11 @@ impl Machine {
         let Some(run) = self.run.as_ref() else { return };
         if run.aborting {
             // The reference's loop does not look at the abort signal between turns: the next
-            // request fails at once as aborted (spec 5.4 F).
+            // request fails at once as aborted (spec 5.4 F; pi 0.87.1 words it as an error).
             let mut m = AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
-            m.stop_reason = StopReason::Aborted;
-            m.error_message = Some(ABORTED_REQUEST.to_string());
+            let (stop, text) = self.compat.texts().aborted_between_turns;
+            m.stop_reason = stop;
+            m.error_message = Some(text.to_string());
             self.finish_assistant(m, true);
             return;
         }
@@ -327,14 +367,10 @@ impl Machine {
             system_prompt: run.system_prompt.clone(),
             messages: crate::core::context::to_llm(&self.messages, self.settings.block_images()),
             tools: run
-                .tools
+                .schemas
                 .iter()
-                .filter(|t| !run.remote.iter().any(|r| r.name == t.name()))
-                .map(|t| ToolSchema {
-                    name: t.name().to_string(),
-                    description: t.description(),
-                    parameters: t.parameters(),
-                })
+                .filter(|t| !run.remote.iter().any(|r| r.name == t.name))
+                .cloned()
                 .chain(run.remote.iter().map(|r| ToolSchema {
                     name: r.name.clone(),
                     description: r.description.clone(),
@@ -349,6 +385,8 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
+            compat: self.compat,
+            no_cache: false,
             extra: self.request_extra(&model),
             model,
         };
@@ -368,17 +406,21 @@ impl Machine {
                 handle,
                 partial: None,
                 encoder: PartialEncoder::new(),
+                usage_json: Vec::new(),
             };
         }
     }
 
     /// An event from an LLM stream thread.
     pub(crate) fn on_llm_event(&mut self, generation: u64, ev: StreamEvent) {
+        let compat = self.compat;
+        let full = self.partials == Partials::Full && !compat.is_087();
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Streaming {
             generation: g,
             partial,
             encoder,
+            usage_json,
             ..
         } = &mut run.phase
         else {
@@ -388,9 +430,17 @@ impl Machine {
             return; // a cancelled stream's late events
         }
         match ev {
-            StreamEvent::Start { partial: p } => {
-                encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
+            StreamEvent::Start { partial: mut p } => {
+                if compat.is_087() {
+                    *usage_json = usage_bytes(&p.usage);
+                } else {
+                    encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
+                }
                 *partial = Some(p.clone());
+                if compat.is_087() {
+                    // pi 0.87.1 marks a message that is still streaming.
+                    p.stop_reason = StopReason::Pending;
+                }
                 let m = AgentMessage::Assistant(p);
                 self.emit(&Frame::MessageStart { message: &m });
             }
@@ -413,7 +463,9 @@ impl Machine {
             other => {
                 let Some(p) = partial.as_mut() else { return };
                 apply_event(p, &other);
-                let full = self.partials == Partials::Full;
+                if let (StreamEvent::Meta { .. }, true) = (&other, compat.is_087()) {
+                    *usage_json = usage_bytes(&p.usage);
+                }
                 if full {
                     encoder.update(&other, p);
                 }
@@ -432,7 +484,9 @@ impl Machine {
                     StreamEvent::ThinkingEnd { index, content, .. } => {
                         (UpdateKind::ThinkingEnd(content), *index)
                     }
-                    StreamEvent::ToolCallStart { index, .. } => (UpdateKind::ToolCallStart, *index),
+                    StreamEvent::ToolCallStart { index, id, name } => {
+                        (UpdateKind::ToolCallStart { id, name }, *index)
+                    }
                     StreamEvent::ToolCallDelta { index, delta } => {
                         (UpdateKind::ToolCallDelta(delta), *index)
                     }
@@ -441,8 +495,14 @@ impl Machine {
                     }
                     _ => return,
                 };
-                let snapshot = full.then_some((encoder, &*p));
-                let line = crate::rpc::event::message_update(&kind, index, snapshot);
+                let body = if compat.is_087() {
+                    UpdateBody::Live { usage_json }
+                } else if full {
+                    UpdateBody::Snapshot(encoder, p)
+                } else {
+                    UpdateBody::Lean
+                };
+                let line = crate::rpc::event::message_update(&kind, index, body);
                 self.send(line);
             }
         }
@@ -655,10 +715,21 @@ impl Machine {
         let cwd = self.cwd.clone();
         let shell_path = self.settings.shell_path().map(str::to_string);
         let shell_command_prefix = self.settings.shell_command_prefix().map(str::to_string);
+        let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
+        let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
+        let env = self.compat.tool_env(
+            &self.session_id,
+            self.session.file(),
+            run_model
+                .as_ref()
+                .map(|(m, _)| (m.provider.as_str(), m.id.as_str())),
+            thinking.as_str(),
+        );
         let Some(b) = self.batch_mut() else { return };
         let batch = b.batch;
         let runnable = std::mem::take(&mut b.runnable);
         let ctx = ToolContext {
+            env,
             cwd,
             cancel: b.token.clone(),
             shell_path,
@@ -755,6 +826,7 @@ impl Machine {
 
     /// A tool worker reported.
     pub(crate) fn on_tool_event(&mut self, batch: u64, index: usize, ev: ToolEvent) {
+        let compat = self.compat;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Tools(b) = &mut run.phase else {
             return;
@@ -783,7 +855,13 @@ impl Machine {
                     partial_result: &partial,
                 });
             }
-            ToolEvent::Done(r) => self.tool_finished(batch, index, r),
+            ToolEvent::Done(mut r) => {
+                // The built-in tools' result texts in this protocol version's words.
+                if let Ok(out) = &mut r {
+                    compat.shape_tool_output(&slot.call.name, out);
+                }
+                self.tool_finished(batch, index, r)
+            }
         }
     }
 
@@ -886,18 +964,34 @@ impl Machine {
     /// `agent_end`, answer waiting aborts, then what follows a run.
     fn end_run(&mut self) {
         let Some(run) = self.run.take() else { return };
-        self.emit(&Frame::AgentEnd {
-            messages: &run.new_messages,
-        });
-        for id in &run.abort_waiters {
-            let line = crate::rpc::response::success(id.as_ref(), "abort", None);
-            self.send(line);
-        }
         let last = run.new_messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,
         });
-        self.after_run(last, run.aborting);
+        // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
+        let will_retry = self.compat.is_087().then(|| {
+            !run.aborting
+                && self.pending_prompt.is_none()
+                && last.as_ref().is_some_and(|a| self.retry_planned(a))
+        });
+        self.emit(&Frame::AgentEnd {
+            messages: &run.new_messages,
+            will_retry,
+        });
+        // pi 0.73.1 answers `abort` right after `agent_end`; pi 0.87.1 once the run has settled.
+        let answer_aborts = |m: &mut Machine| {
+            for id in &run.abort_waiters {
+                let line = crate::rpc::response::success(id.as_ref(), "abort", None);
+                m.send(line);
+            }
+        };
+        if self.compat.abort_answered_after_settle() {
+            self.after_run(last, run.aborting);
+            answer_aborts(self);
+        } else {
+            answer_aborts(self);
+            self.after_run(last, run.aborting);
+        }
     }
 
     /// Abort the current run; the response is sent once the run has ended. `waiter`:

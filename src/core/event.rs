@@ -33,8 +33,12 @@ pub enum Worker {
     },
     /// The auto-retry delay number `id` is over.
     RetryDue { id: u64 },
+    /// The backoff before retrying a failed summary request (number `id`) is over (pi 0.87.1).
+    SummaryRetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
+    /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).
+    BashOutput { job: u64, delta: String },
     /// RPC `bash` command number `job` finished (or could not start).
     BashDone {
         job: u64,
@@ -65,6 +69,9 @@ pub enum ToolEvent {
     Done(ToolResult),
 }
 
+// `Worker` carries whole assistant messages (the stream's partials and finals); boxing
+// them would touch every decoder for ~7 KiB saved on a 128-slot channel per agent.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Event {
     Input(Input),

@@ -351,7 +351,10 @@ impl Machine {
     /// `get_commands`' data. (Extension commands only so far; templates and skills join them
     /// in the shared command list.)
     pub(crate) fn get_commands_data(&self) -> Value {
-        json!({ "commands": self.extension_commands_json() })
+        let mut commands = self.extension_commands_json();
+        // pi 0.87.1's inline extensions (llama) load after the configured ones.
+        commands.extend(self.compat.builtin_commands());
+        json!({ "commands": commands })
     }
 
     /// The extension commands for `get_commands` (`source: "extension"`), in load order: under

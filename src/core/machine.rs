@@ -96,6 +96,8 @@ pub struct Machine {
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
     pub(crate) compat: Compat,
+    /// `--compat 0.87`: the rendered system prompt of the last declared sections.
+    pub(crate) prompt_cache: crate::core::system_message::PromptCache,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -156,7 +158,7 @@ type Reply = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.session.take_context();
+        let messages = s.compat.context(s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -203,6 +205,7 @@ impl Machine {
             settings: s.settings,
             partials: s.partials,
             compat: s.compat,
+            prompt_cache: Default::default(),
             model: s.model,
             thinking: s.thinking,
         }
@@ -294,7 +297,9 @@ impl Machine {
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
+            Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
+            Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
             Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
             Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
@@ -472,14 +477,26 @@ impl Machine {
                     self.settle();
                     return Err(DEFERRED.to_string());
                 }
+                let manual = self
+                    .compaction
+                    .as_ref()
+                    .is_some_and(|c| c.reason == crate::core::compact::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
-                    self.settle();
+                    if !manual || self.compat.settles_after_manual_compaction() {
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.cancel_retry() {
-                    self.send(response::success(id, "abort", None));
-                    self.settle();
+                    // pi 0.87.1 answers once the run has settled (as for an aborted run).
+                    if self.compat.abort_answered_after_settle() {
+                        self.settle();
+                        self.send(response::success(id, "abort", None));
+                    } else {
+                        self.send(response::success(id, "abort", None));
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.abort_run(Some(id.cloned())) {
@@ -510,8 +527,11 @@ impl Machine {
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
-            Command::Bash { command } => {
-                self.start_bash(command, id.cloned())?;
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
+                self.start_bash(command, exclude_from_context, id.cloned())?;
                 Err(DEFERRED.to_string())
             }
             Command::AbortBash => {
@@ -532,14 +552,7 @@ impl Machine {
                     None => json!({}),
                 },
             )),
-            Command::GetSessionStats => {
-                let stats = self.session.stats_for(
-                    &self.messages,
-                    self.model.as_ref().map(|m| m.context_window),
-                    self.compat,
-                );
-                Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
-            }
+            Command::GetSessionStats => Ok(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
                 Ok(None)
@@ -571,6 +584,16 @@ impl Machine {
                 Ok(None)
             }
             Command::GetCommands => Ok(Some(self.get_commands_data())),
+            Command::ClearQueue => Ok(Some(self.cmd_clear_queue())),
+            Command::GetAvailableThinkingLevels => Ok(Some(self.available_thinking_levels())),
+            Command::GetEntries { since } => {
+                self.cmd_get_entries(id, since.as_deref());
+                Err(DEFERRED.to_string())
+            }
+            Command::GetTree => {
+                self.cmd_get_tree(id);
+                Err(DEFERRED.to_string())
+            }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),
@@ -579,7 +602,19 @@ impl Machine {
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                let path = crate::session::export_html(&self.session, output_path.as_deref())?;
+                use crate::session::export_html::{Extras, ToolSpec, tool_specs};
+                let mut tools = tool_specs(&self.tools);
+                tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
+                    name: r.name,
+                    description: r.description,
+                    parameters: r.parameters,
+                }));
+                let extras = Extras {
+                    system_prompt: Some(self.system_prompt()),
+                    tools,
+                };
+                let path =
+                    crate::session::export_html(&self.session, output_path.as_deref(), &extras)?;
                 Ok(Some(json!({ "path": path })))
             }
             Command::GetAvailableModels => {
@@ -720,7 +755,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();

@@ -13,5 +13,7 @@ pub mod machine;
 pub mod mcp;
 pub mod plugins;
 pub mod queues;
+pub mod session_query;
 pub mod sessions;
+pub mod system_message;
 pub mod system_prompt;

@@ -670,6 +670,12 @@ impl api::Decoder for Decoder {
                 }
             }
             "messageStop" => {
+                if b.compat.is_087() {
+                    b.msg.raw_stop_reason = v
+                        .get("stopReason")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
                 self.stop = Some(
                     match v.get("stopReason").and_then(Value::as_str).unwrap_or("") {
                         "end_turn" | "stop_sequence" => StopReason::Stop,

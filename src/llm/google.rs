@@ -499,6 +499,9 @@ impl api::Decoder for Decoder {
             .and_then(|c| c.get("finishReason"))
             .and_then(Value::as_str)
         {
+            if b.compat.is_087() {
+                b.msg.raw_stop_reason = Some(r.to_string());
+            }
             self.finish = Some(match r {
                 "STOP" => StopReason::Stop,
                 "MAX_TOKENS" => StopReason::Length,
@@ -515,6 +518,7 @@ impl api::Decoder for Decoder {
                 cache_read: cached,
                 cache_write: 0,
                 total_tokens: n("totalTokenCount"),
+                reasoning: b.compat.is_087().then(|| n("thoughtsTokenCount")),
                 ..Default::default()
             };
             b.set_usage(usage, out);

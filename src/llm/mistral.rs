@@ -419,6 +419,9 @@ impl api::Decoder for Decoder {
             return;
         };
         if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+            if b.compat.is_087() {
+                b.msg.raw_stop_reason = Some(r.to_string());
+            }
             self.stop = Some(match r {
                 "length" | "model_length" => StopReason::Length,
                 "tool_calls" => StopReason::ToolUse,

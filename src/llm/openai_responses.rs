@@ -646,6 +646,7 @@ impl Decoder {
                 if let Some(id) = r.get("id").and_then(Value::as_str) {
                     b.msg.response_id = Some(id.to_string());
                 }
+                let v087 = b.compat.is_087();
                 let mut usage = b.msg.usage;
                 if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
                     let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
@@ -656,8 +657,20 @@ impl Decoder {
                         cache_read: cached,
                         cache_write: 0,
                         total_tokens: n("/total_tokens"),
+                        reasoning: v087.then(|| n("/output_tokens_details/reasoning_tokens")),
                         ..Default::default()
                     };
+                }
+                if let (true, Some(status)) = (v087, r.get("status").and_then(Value::as_str)) {
+                    b.msg.raw_stop_reason = Some(
+                        match r
+                            .pointer("/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                        {
+                            Some(why) => format!("{status}.{why}"),
+                            None => status.to_string(),
+                        },
+                    );
                 }
                 let mut events = Vec::new();
                 b.set_usage(usage, &mut events);

@@ -135,6 +135,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         (req, prepared)
     };
     let mut builder = Builder::new(&req.model);
+    builder.compat = req.compat;
     match prepared {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
         Err(e) => {
