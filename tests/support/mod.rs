@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod procs;
+pub mod recorded;
 pub mod scenario;
 pub mod streams;
 
@@ -104,15 +105,17 @@ pub struct Pith {
     lines: Receiver<String>,
     /// Every frame read so far, in order.
     pub seen: Vec<Value>,
+    /// Every stderr line so far (also echoed to the test's stderr).
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        Pith::from_command(world.command(args))
+        Pith::spawn_cmd(world.command(args))
     }
 
-    /// Spawn a prepared command (its stdio is taken over).
-    pub fn from_command(mut cmd: Command) -> Pith {
+    /// Spawn a prepared command (e.g. [`World::command`] with extra environment).
+    pub fn spawn_cmd(mut cmd: Command) -> Pith {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -134,9 +137,14 @@ impl Pith {
             }
         });
         let stderr = child.stderr.take().expect("stderr");
+        let err_lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = err_lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[pith stderr] {line}");
+                if let Ok(mut v) = sink.lock() {
+                    v.push(line);
+                }
             }
         });
         let stdin = child.stdin.take();
@@ -145,6 +153,7 @@ impl Pith {
             stdin,
             lines: rx,
             seen: Vec::new(),
+            stderr: err_lines,
         }
     }
 

@@ -139,7 +139,7 @@ pub fn run(scenario_path: &Path, extra_args: &[&str]) -> Outcome {
         .env("HOME", root.join("userhome"))
         .env("TMPDIR", root.join("tmp"))
         .env("PI_CODING_AGENT_DIR", root.join("home"));
-    let mut p = Pith::from_command(cmd);
+    let mut p = Pith::spawn_cmd(cmd);
     let mut cursor = 0usize;
     for step in sc["steps"].as_array().expect("steps") {
         if let Some(msg) = step.get("send") {
