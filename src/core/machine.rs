@@ -49,6 +49,8 @@ pub struct Startup {
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
+    /// Skills and prompt templates (read on first use).
+    pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
 }
@@ -105,6 +107,7 @@ pub struct Machine {
     pub(crate) append_system_prompt: Option<String>,
     pub(crate) no_context_files: bool,
     pub(crate) faux_script: Option<PathBuf>,
+    pub(crate) resources: crate::resources::LazyResources,
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
@@ -174,6 +177,7 @@ impl Machine {
             append_system_prompt: s.append_system_prompt,
             no_context_files: s.no_context_files,
             faux_script: s.faux_script,
+            resources: s.resources,
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
             session: s.session,
@@ -460,12 +464,17 @@ impl Machine {
             Command::Prompt {
                 input,
                 streaming_behavior,
-            } => self.cmd_prompt(input, streaming_behavior, id, "prompt"),
+            } => {
+                let input = self.expand_input(input);
+                self.cmd_prompt(input, streaming_behavior, id, "prompt")
+            }
             Command::Steer(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::Steer);
                 Ok(None)
             }
             Command::FollowUp(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::FollowUp);
                 Ok(None)
             }
@@ -513,6 +522,7 @@ impl Machine {
                 Ok(None)
             }
             Command::AbortAndPrompt(input) => {
+                let input = self.expand_input(input);
                 // Queued messages are dropped, and hosts see it: one `queue_update` with both
                 // queues empty, as pi's clearQueue emits (always, even when they were empty).
                 self.steering.clear();
@@ -796,7 +806,23 @@ impl Machine {
         self.auth.api_key(provider)
     }
 
-    pub(crate) fn system_prompt(&self) -> String {
+    /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an
+    /// extension command: those run as they are); a skill file that cannot be read now is
+    /// reported as an `extension_error` event and the text stays as typed.
+    fn expand_input(&mut self, mut input: UserInput) -> UserInput {
+        if !input.text.starts_with('/') || self.names_extension_command(&input.text) {
+            return input;
+        }
+        let (text, error) = self.resources.get().expand(&input.text, self.compat);
+        if let Some(e) = error {
+            let line = response::line(&e.event());
+            self.send(line);
+        }
+        input.text = text;
+        input
+    }
+
+    pub(crate) fn system_prompt(&mut self) -> String {
         let remote = self.plugins.remote_tools();
         let mut names: Vec<(&str, &str)> =
             self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
@@ -805,7 +831,16 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
+        // Listed only when the model can read the files (pi: a `read` tool is active).
+        let skills = if names.iter().any(|(n, _)| *n == "read") {
+            self.resources
+                .get()
+                .skills_prompt(crate::resources::skills::ReadTool::Read)
+        } else {
+            String::new()
+        };
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+            skills: &skills,
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
             tools: &names,
