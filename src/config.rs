@@ -177,6 +177,13 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(120)
     }
+    /// pith's own: after stdin closed, seconds without any progress (no stream delta, no tool
+    /// output or result) before the work still running is aborted and pith exits (default 300).
+    pub fn eof_idle_timeout_secs(&self) -> u64 {
+        self.nested("pith", "eofIdleTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(300)
+    }
     /// pith's own: seconds to wait for a TCP/TLS connection (default 30).
     pub fn connect_timeout_secs(&self) -> u64 {
         self.nested("pith", "connectTimeoutSeconds")

@@ -31,6 +31,8 @@ pub enum Worker {
     RetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
+    /// The grace after an abort is over: tool calls of `batch` still running are abandoned.
+    ToolsAbandoned { batch: u64 },
     /// The RPC `bash` command finished (or could not start).
     BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
 }

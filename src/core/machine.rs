@@ -209,6 +209,13 @@ impl Machine {
             if self.input_closed && self.is_idle() {
                 return Exit::InputClosed;
             }
+            // Once stdin is closed nobody can send `abort`: work that shows no progress at all
+            // for `pith.eofIdleTimeoutSeconds` (a stuck worker) is aborted and pith exits.
+            let idle_limit = if self.input_closed {
+                std::time::Duration::from_secs(self.settings.eof_idle_timeout_secs())
+            } else {
+                std::time::Duration::MAX
+            };
             let event = select! {
                 recv(self.control_rx) -> c => match c {
                     Ok(c) => Event::Control(c),
@@ -222,6 +229,14 @@ impl Machine {
                     Ok(w) => Event::Worker(w),
                     Err(_) => continue,
                 },
+                default(idle_limit) => {
+                    eprintln!(
+                        "pith: stdin is closed and nothing progressed for {} s; aborting and exiting",
+                        idle_limit.as_secs()
+                    );
+                    self.cancel_all_work();
+                    return Exit::InputClosed;
+                }
             };
             if let Some(exit) = self.handle_event(event) {
                 return exit;
@@ -272,6 +287,7 @@ impl Machine {
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
             Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
+            Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
         }
         None
     }
