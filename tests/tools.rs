@@ -215,6 +215,35 @@ fn edit_success_and_errors() {
 }
 
 #[test]
+fn edit_fuzzy_match_normalises_with_nfkc() {
+    // Recorded from pi 0.73.1's edit tool on the same file and arguments.
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    std::fs::write(
+        dir.path().join("a.txt"),
+        "const \u{fb01}le = \u{201c}\u{ff58}\u{201d};   \nnext\u{a0}line\n",
+    )
+    .unwrap();
+    let out = run(
+        "edit",
+        json!({"path": "a.txt", "edits": [{"oldText": "const file = \"x\";", "newText": "const file = 'y';"}]}),
+        &c,
+    )
+    .unwrap();
+    assert_eq!(text(&out), "Successfully replaced 1 block(s) in a.txt.");
+    assert_eq!(
+        out.details,
+        Some(
+            json!({"diff": "-1 const file = \"x\";\n+1 const file = 'y';\n 2 next line", "firstChangedLine": 1})
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "const file = 'y';\nnext line\n"
+    );
+}
+
+#[test]
 fn edit_keeps_crlf_and_bom() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.txt");
