@@ -33,8 +33,11 @@ pub enum Worker {
     ContinueDue { id: u64 },
     /// The grace after an abort is over: tool calls of `batch` still running are abandoned.
     ToolsAbandoned { batch: u64 },
-    /// The RPC `bash` command finished (or could not start).
-    BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
+    /// RPC `bash` command number `job` finished (or could not start).
+    BashDone {
+        job: u64,
+        outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
+    },
 }
 
 #[derive(Debug)]
