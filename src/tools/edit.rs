@@ -12,7 +12,7 @@ use std::io::Read;
 use serde_json::{Value, json};
 
 use super::paths::resolve_to_cwd;
-use super::regular::{CancelRead, open_read, refuse_special, write_regular};
+use super::regular::{CancelRead, cancelled, open_read, refuse_special, write_regular};
 use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_str, check_cancel, text_output};
 
 pub struct EditTool;
@@ -80,7 +80,8 @@ impl Tool for EditTool {
             Ok(special) => special,
             Err(_) => format!("File not found: {path}"),
         })?;
-        CancelRead::new(file, &ctx.cancel)
+        let stop = cancelled(&ctx.cancel);
+        CancelRead::new(file, &stop)
             .read_to_end(&mut bytes)
             .map_err(|_| format!("File not found: {path}"))?;
         check_cancel(ctx)?;

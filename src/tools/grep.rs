@@ -33,7 +33,6 @@ use super::{
     ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, js_num,
     js_value, text_output,
 };
-use crate::cancel::CancelToken;
 
 pub const DEFAULT_LIMIT: usize = 100;
 /// An explicitly given file up to this size is searched as one block (rg memory-maps it);
@@ -198,69 +197,55 @@ fn search(
     }
     let overrides = overrides.build().map_err(|e| format!("rg: {e}"))?;
     let matcher = build_matcher(pattern, opts.literal, opts.ignore_case)?;
-    let mut searcher = SearcherBuilder::new().line_number(true).build();
     let mut found = Found {
         files: Vec::new(),
         matches: Vec::new(),
         limit_reached: false,
     };
     let mut errors: Vec<String> = Vec::new();
+    let aborted = || ctx.cancel.is_cancelled();
     if is_dir {
-        for entry in builder(root, &ctx.cwd, Flavor::Rg(overrides)).build() {
-            check_cancel(ctx)?;
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    errors.push(format!("rg: {e}"));
-                    continue;
-                }
-            };
-            // Only regular files are searched (no symlinks, devices, FIFOs or sockets).
-            if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
+        let walk = builder(root, &ctx.cwd, Flavor::Rg(overrides)).build();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_SEARCH_THREADS);
+        let mut take = |item: Searched| match item.hits {
+            Ok(hits) => found.add(item.path, item.display, hits, opts.limit),
+            Err(e) => {
+                errors.push(e);
+                false
             }
-            let path = entry.path();
-            searcher.set_binary_detection(BinaryDetection::quit(0));
-            let display = relative(path, root);
-            if let Err(e) = search_stream(
-                &mut searcher,
-                &matcher,
-                path,
-                display,
-                &mut found,
-                opts,
-                &ctx.cancel,
-            ) {
-                if ctx.cancel.is_cancelled() {
-                    return Err(ABORTED.to_string());
+        };
+        if workers > 1 {
+            search_parallel(walk, root, &matcher, opts, ctx, workers, &mut take);
+        } else {
+            let mut searcher = SearcherBuilder::new().line_number(true).build();
+            for entry in walk {
+                if aborted() {
+                    break;
                 }
-                errors.push(format!("rg: {}: {e}", path.display()));
-            }
-            if found.limit_reached {
-                break;
+                if let Some(item) =
+                    search_entry(entry, root, &mut searcher, &matcher, opts, &aborted)
+                {
+                    if take(item) {
+                        break;
+                    }
+                }
             }
         }
     } else {
         // An explicit file is always searched, binary or not (NULs do not stop it).
+        let mut searcher = SearcherBuilder::new().line_number(true).build();
         searcher.set_binary_detection(BinaryDetection::convert(0));
         let display = root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let r = search_explicit(
-            &mut searcher,
-            &matcher,
-            root,
-            display,
-            &mut found,
-            opts,
-            &ctx.cancel,
-        );
-        if let Err(e) = r {
-            if ctx.cancel.is_cancelled() {
-                return Err(ABORTED.to_string());
+        match search_explicit(&mut searcher, &matcher, root, opts, &aborted) {
+            Ok(hits) => {
+                found.add(root.to_path_buf(), display, hits, opts.limit);
             }
-            errors.push(format!("rg: {}: {e}", root.display()));
+            Err(e) => errors.push(format!("rg: {}: {e}", root.display())),
         }
     }
     check_cancel(ctx)?;
@@ -272,76 +257,186 @@ fn search(
     Ok(found)
 }
 
+/// At most this many threads search files while the walk goes on.
+const MAX_SEARCH_THREADS: usize = 4;
+
+/// The outcome of one walk entry: a searched file's lines, or an error in rg's words.
+struct Searched {
+    path: PathBuf,
+    display: String,
+    hits: Result<Hits, String>,
+}
+
+/// The lines one file contributed: line number and rg's JSON text (`None`: not UTF-8).
+type Hits = Vec<(u64, Option<(String, bool)>)>;
+
+impl Found {
+    /// Append a file's lines up to the limit; true once the limit is reached.
+    fn add(&mut self, path: PathBuf, display: String, hits: Hits, limit: f64) -> bool {
+        if hits.is_empty() {
+            return self.limit_reached;
+        }
+        let file = self.files.len();
+        self.files.push((path, display));
+        for (line, text) in hits {
+            self.matches.push(Match { file, line, text });
+            if self.matches.len() as f64 >= limit {
+                self.limit_reached = true;
+                break;
+            }
+        }
+        self.limit_reached
+    }
+}
+
+/// Search one entry of the walk if it is a regular file (rg skips symlinks, devices, FIFOs and
+/// sockets it meets while walking); `None` for anything else.
+fn search_entry(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+    root: &Path,
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> Option<Searched> {
+    let entry = match entry {
+        Ok(e) => e,
+        Err(e) => {
+            return Some(Searched {
+                path: PathBuf::new(),
+                display: String::new(),
+                hits: Err(format!("rg: {e}")),
+            });
+        }
+    };
+    if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_file()) {
+        return None;
+    }
+    let path = entry.into_path();
+    let display = relative(&path, root);
+    searcher.set_binary_detection(BinaryDetection::quit(0));
+    let hits = search_stream(searcher, matcher, &path, opts, stop)
+        .map_err(|e| format!("rg: {}: {e}", path.display()));
+    Some(Searched {
+        path,
+        display,
+        hits,
+    })
+}
+
+/// The walk on this thread's helper, the searches on `workers` threads, the results taken in
+/// walk order (so the output is the sequential search's, and the limit stops everything).
+fn search_parallel(
+    walk: ignore::Walk,
+    root: &Path,
+    matcher: &RegexMatcher,
+    opts: &Options,
+    ctx: &ToolContext,
+    workers: usize,
+    take: &mut dyn FnMut(Searched) -> bool,
+) {
+    use crossbeam_channel::bounded;
+    let (mut done, done_token) = crate::cancel::cancel_pair();
+    let stop = || ctx.cancel.is_cancelled() || done_token.is_cancelled();
+    std::thread::scope(|scope| {
+        let (work_tx, work_rx) = bounded::<(u64, Result<ignore::DirEntry, ignore::Error>)>(256);
+        let (result_tx, result_rx) = bounded::<(u64, Option<Searched>)>(256);
+        scope.spawn(move || {
+            for (seq, entry) in (0u64..).zip(walk) {
+                if stop() || work_tx.send((seq, entry)).is_err() {
+                    break;
+                }
+            }
+        });
+        for _ in 0..workers {
+            let (work_rx, result_tx) = (work_rx.clone(), result_tx.clone());
+            scope.spawn(move || {
+                let mut searcher = SearcherBuilder::new().line_number(true).build();
+                for (seq, entry) in work_rx {
+                    if stop() {
+                        break;
+                    }
+                    let item = search_entry(entry, root, &mut searcher, matcher, opts, &stop);
+                    if result_tx.send((seq, item)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop((work_rx, result_tx));
+        // Results arrive in any order: keep the early ones until their turn.
+        let mut next = 0u64;
+        let mut waiting: BTreeMap<u64, Option<Searched>> = BTreeMap::new();
+        'results: for (seq, item) in &result_rx {
+            waiting.insert(seq, item);
+            while let Some(item) = waiting.remove(&next) {
+                next += 1;
+                if ctx.cancel.is_cancelled() || item.is_some_and(&mut *take) {
+                    break 'results;
+                }
+            }
+        }
+        // Stop the walk and the searches; the scope ends when they have.
+        done.cancel();
+        drop(result_rx);
+    });
+}
+
 fn search_stream(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     path: &Path,
-    display: String,
-    found: &mut Found,
     opts: &Options,
-    cancel: &CancelToken,
-) -> std::io::Result<()> {
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<Hits> {
     let file = open_read(path, "search").map_err(|e| match e {
         Ok(msg) => std::io::Error::other(msg),
         Err(e) => e,
     })?;
-    let reader = CancelRead::new(file, cancel);
-    let mut sink = Collect::new(found, path, display, opts.limit, cancel);
-    searcher.search_reader(matcher, reader, &mut sink)
+    let mut sink = Collect::new(opts.limit, stop);
+    searcher.search_reader(matcher, CancelRead::new(file, stop), &mut sink)?;
+    Ok(sink.hits)
 }
 
 fn search_explicit(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     path: &Path,
-    display: String,
-    found: &mut Found,
     opts: &Options,
-    cancel: &CancelToken,
-) -> std::io::Result<()> {
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<Hits> {
     let file = open_read(path, "search").map_err(|e| match e {
         Ok(msg) => std::io::Error::other(msg),
         Err(e) => e,
     })?;
     let len = file.metadata()?.len();
-    let mut reader = CancelRead::new(file, cancel);
+    let mut reader = CancelRead::new(file, stop);
+    let mut sink = Collect::new(opts.limit, stop);
     if len == 0 || len > EXPLICIT_SLICE_LIMIT {
-        let mut sink = Collect::new(found, path, display, opts.limit, cancel);
-        return searcher.search_reader(matcher, reader, &mut sink);
+        searcher.search_reader(matcher, reader, &mut sink)?;
+    } else {
+        let mut bytes = Vec::with_capacity(len as usize);
+        (&mut reader)
+            .take(EXPLICIT_SLICE_LIMIT)
+            .read_to_end(&mut bytes)?;
+        searcher.search_slice(matcher, &bytes, &mut sink)?;
     }
-    let mut bytes = Vec::with_capacity(len as usize);
-    (&mut reader)
-        .take(EXPLICIT_SLICE_LIMIT)
-        .read_to_end(&mut bytes)?;
-    let mut sink = Collect::new(found, path, display, opts.limit, cancel);
-    searcher.search_slice(matcher, &bytes, &mut sink)
+    Ok(sink.hits)
 }
 
-/// The sink: every matching line up to the limit.
+/// The sink: a file's matching lines, at most `limit` of them (no file needs more).
 struct Collect<'a> {
-    found: &'a mut Found,
-    path: &'a Path,
-    display: Option<String>,
-    file: Option<usize>,
+    hits: Hits,
     limit: f64,
-    cancel: &'a CancelToken,
+    stop: &'a dyn Fn() -> bool,
 }
 
 impl<'a> Collect<'a> {
-    fn new(
-        found: &'a mut Found,
-        path: &'a Path,
-        display: String,
-        limit: f64,
-        cancel: &'a CancelToken,
-    ) -> Collect<'a> {
+    fn new(limit: f64, stop: &'a dyn Fn() -> bool) -> Collect<'a> {
         Collect {
-            found,
-            path,
-            display: Some(display),
-            file: None,
+            hits: Vec::new(),
             limit,
-            cancel,
+            stop,
         }
     }
 }
@@ -350,35 +445,17 @@ impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
-        if self.cancel.is_cancelled() {
+        if (self.stop)() {
             return Err(std::io::Error::other(ABORTED));
         }
-        let file = match self.file {
-            Some(i) => i,
-            None => {
-                let display = self.display.take().unwrap_or_default();
-                self.found.files.push((self.path.to_path_buf(), display));
-                let i = self.found.files.len() - 1;
-                self.file = Some(i);
-                i
-            }
-        };
         let text = std::str::from_utf8(mat.bytes()).ok().map(|line| {
             // The reference: `\r\n` → `\n`, every `\r` removed, one final `\n` removed.
             let line = line.replace('\r', "");
             let line = line.strip_suffix('\n').unwrap_or(&line);
             truncate_line(line, GREP_MAX_LINE_LENGTH)
         });
-        self.found.matches.push(Match {
-            file,
-            line: mat.line_number().unwrap_or(0),
-            text,
-        });
-        if self.found.matches.len() as f64 >= self.limit {
-            self.found.limit_reached = true;
-            return Ok(false);
-        }
-        Ok(true)
+        self.hits.push((mat.line_number().unwrap_or(0), text));
+        Ok((self.hits.len() as f64) < self.limit)
     }
 }
 

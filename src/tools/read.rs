@@ -7,7 +7,7 @@ use std::io::Read;
 use serde_json::{Value, json};
 
 use super::paths::{node_error, resolve_read_path};
-use super::regular::{CancelRead, open_read, refuse_special};
+use super::regular::{CancelRead, cancelled, open_read, refuse_special};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size};
 use super::{
     ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
@@ -67,7 +67,8 @@ impl Tool for ReadTool {
             }
         };
         // Every read checks for an abort, so a huge file never holds one up.
-        let mut file = CancelRead::new(file, &ctx.cancel);
+        let stop = cancelled(&ctx.cancel);
+        let mut file = CancelRead::new(file, &stop);
         // Sniff the first bytes (as the reference does) before deciding how to read.
         let mut head = Vec::with_capacity(SNIFF_BYTES);
         (&mut file)

@@ -84,26 +84,31 @@ pub fn write_regular(path: &Path, bytes: &[u8]) -> Result<(), Result<String, std
     file.write_all(bytes).map_err(Err)
 }
 
-/// A reader that fails with `Operation aborted` once the run is aborted, so reading a long file
-/// never holds up an abort by more than one read.
+/// A reader that fails with `Operation aborted` once `stop` says so (the run was aborted), so
+/// reading a long file never holds up an abort by more than one read.
 pub struct CancelRead<'a, R> {
     inner: R,
-    cancel: &'a CancelToken,
+    stop: &'a dyn Fn() -> bool,
 }
 
 impl<'a, R: Read> CancelRead<'a, R> {
-    pub fn new(inner: R, cancel: &'a CancelToken) -> CancelRead<'a, R> {
-        CancelRead { inner, cancel }
+    pub fn new(inner: R, stop: &'a dyn Fn() -> bool) -> CancelRead<'a, R> {
+        CancelRead { inner, stop }
     }
 }
 
 impl<R: Read> Read for CancelRead<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.cancel.is_cancelled() {
+        if (self.stop)() {
             return Err(std::io::Error::other(super::ABORTED));
         }
         self.inner.read(buf)
     }
+}
+
+/// `stop` for [`CancelRead`] from a run's cancel token.
+pub fn cancelled(token: &CancelToken) -> impl Fn() -> bool + '_ {
+    || token.is_cancelled()
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 """`make bench`'s tool benchmark: grep and find over a 100,000-file repository, pith beside pi
 0.73.1 (which spawns ripgrep and fd), through RPC tool calls.
 
-  tests/bench/tools.py [--quick] [--runs N] [--files N] [--oracle DIR] [--out target/bench/tools.json]
+  tests/bench/tools.py [--quick] [--runs N] [--files N] [--oracle DIR] [--pith BIN] [--no-pi]
+                       [--out target/bench/tools.json]
 
 The tree (generated once into target/bench/tree-<files>, reused while its recipe is unchanged)
 is a git working copy of a TypeScript monorepo: 50 packages with sources and tests, and per
@@ -159,7 +160,9 @@ def tool_version(path):
 
 
 def agents():
-    found = [("pith", [os.path.join(ROOT, "target", "release", "pith"), "--mode", "rpc"])]
+    found = [("pith", [arg("--pith", os.path.join(ROOT, "target", "release", "pith")), "--mode", "rpc"])]
+    if "--no-pi" in sys.argv:
+        return found
     pi = os.path.join(ORACLE, "ref", "node_modules", ".bin", "pi")
     rg, fd = which("rg"), which("fd")
     if not os.access(pi, os.X_OK):
