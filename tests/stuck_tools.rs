@@ -102,6 +102,8 @@ fn devices_fifos_and_sockets_are_refused_or_skipped() {
     let sock = dir.join("sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     std::fs::write(dir.join("plain.txt"), "needle\n").unwrap();
+    // A device inside the tree (through a symlink, as a checkout can have one).
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
     let calls = json!([
         {"name": "read", "arguments": {"path": "/dev/zero"}},
         {"name": "read", "arguments": {"path": "/dev/urandom"}},
@@ -117,6 +119,8 @@ fn devices_fifos_and_sockets_are_refused_or_skipped() {
         {"name": "find", "arguments": {"pattern": "*", "path": "special"}},
         {"name": "ls", "arguments": {"path": "special"}},
         {"name": "ls", "arguments": {"path": "special/fifo"}},
+        {"name": "read", "arguments": {"path": "special/zero"}},
+        {"name": "edit", "arguments": {"path": "special/zero", "oldText": "a", "newText": "b"}},
     ]);
     let mut p = faux_pith(&world, calls, &[]);
     p.send(json!({"type": "prompt", "message": "go", "id": "p"}));
@@ -142,9 +146,11 @@ fn devices_fifos_and_sockets_are_refused_or_skipped() {
             refused("search", &f("fifo"), "a FIFO (named pipe)"),
             refused("search", "/dev/zero", "a character device"),
             (false, "plain.txt:1: needle".to_string()),
-            (false, "fifo\nplain.txt\nsock".to_string()),
-            (false, "fifo\nplain.txt\nsock".to_string()),
+            (false, "fifo\nplain.txt\nsock\nzero".to_string()),
+            (false, "fifo\nplain.txt\nsock\nzero".to_string()),
             (true, format!("Not a directory: {}", f("fifo"))),
+            refused("read", &f("zero"), "a character device"),
+            refused("edit", &f("zero"), "a character device"),
         ]
     );
     // Nothing was left running: stdin EOF ends the process.
