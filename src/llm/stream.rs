@@ -108,6 +108,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         return;
     };
     let mut builder = Builder::new(&req.model);
+    builder.compat = req.compat;
     let mut out = Vec::new();
     match api.prepare(&req) {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
@@ -641,6 +642,9 @@ pub struct Builder {
     pub finished: bool,
     /// Raw argument JSON per content index (empty for non-tool blocks).
     args: Vec<String>,
+    /// The pi version whose message shapes the decoders produce: pi 0.87.1 adds
+    /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`.
+    pub compat: crate::compat::Compat,
 }
 
 impl Builder {
@@ -651,6 +655,7 @@ impl Builder {
             started: false,
             finished: false,
             args: Vec::new(),
+            compat: Default::default(),
         }
     }
 
@@ -783,7 +788,11 @@ impl Builder {
 
     /// Replace the usage (cost recomputed) and report it.
     pub fn set_usage(&mut self, mut usage: Usage, out: &mut Vec<StreamEvent>) {
-        crate::llm::cost::apply(&self.prices, &mut usage);
+        usage.cost = if self.compat.is_087() {
+            crate::llm::cost::calculate_087(&self.prices, &usage)
+        } else {
+            crate::llm::cost::calculate(&self.prices, &usage)
+        };
         self.msg.usage = usage;
         if self.started {
             out.push(StreamEvent::Meta {
