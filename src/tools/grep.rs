@@ -38,6 +38,9 @@ pub const DEFAULT_LIMIT: usize = 100;
 /// An explicitly given file up to this size is searched as one block (rg memory-maps it);
 /// a larger one is streamed, which differs only in how NUL bytes split its lines.
 const EXPLICIT_SLICE_LIMIT: u64 = 64 * 1024 * 1024;
+/// The longest line grep holds in memory while walking (rg has no limit; a file with a longer
+/// line is skipped instead of growing pith's memory without bound).
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Bytes kept of a line shown from a re-read file (more than 500 UTF-16 units need).
 const KEEP_LINE_BYTES: usize = 4 * GREP_MAX_LINE_LENGTH + 8;
 
@@ -219,7 +222,7 @@ fn search(
         if workers > 1 {
             search_parallel(walk, root, &matcher, opts, ctx, workers, &mut take);
         } else {
-            let mut searcher = SearcherBuilder::new().line_number(true).build();
+            let mut searcher = walk_searcher();
             for entry in walk {
                 if aborted() {
                     break;
@@ -289,6 +292,14 @@ impl Found {
     }
 }
 
+/// The searcher for files met while walking: line numbers, lines held in bounded memory.
+fn walk_searcher() -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .heap_limit(Some(MAX_LINE_BYTES))
+        .build()
+}
+
 /// Search one entry of the walk if it is a regular file (rg skips symlinks, devices, FIFOs and
 /// sockets it meets while walking); `None` for anything else.
 fn search_entry(
@@ -315,8 +326,11 @@ fn search_entry(
     let path = entry.into_path();
     let display = relative(&path, root);
     searcher.set_binary_detection(BinaryDetection::quit(0));
-    let hits = search_stream(searcher, matcher, &path, opts, stop)
-        .map_err(|e| format!("rg: {}: {e}", path.display()));
+    let hits = match search_stream(searcher, matcher, &path, opts, stop) {
+        // A line over MAX_LINE_BYTES: the file is skipped (documented in docs/rpc.md).
+        Err(e) if e.to_string().starts_with("configured allocation limit") => Ok(Vec::new()),
+        r => r.map_err(|e| format!("rg: {}: {e}", path.display())),
+    };
     Some(Searched {
         path,
         display,
@@ -351,7 +365,7 @@ fn search_parallel(
         for _ in 0..workers {
             let (work_rx, result_tx) = (work_rx.clone(), result_tx.clone());
             scope.spawn(move || {
-                let mut searcher = SearcherBuilder::new().line_number(true).build();
+                let mut searcher = walk_searcher();
                 for (seq, entry) in work_rx {
                     if stop() {
                         break;
