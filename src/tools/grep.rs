@@ -262,6 +262,8 @@ fn search(
 
 /// At most this many threads search files while the walk goes on.
 const MAX_SEARCH_THREADS: usize = 4;
+/// Walk entries handed to a search thread at a time.
+const SEARCH_CHUNK: usize = 16;
 
 /// The outcome of one walk entry: a searched file's lines, or an error in rg's words.
 struct Searched {
@@ -350,43 +352,63 @@ fn search_parallel(
     take: &mut dyn FnMut(Searched) -> bool,
 ) {
     use crossbeam_channel::bounded;
+    type Entry = Result<ignore::DirEntry, ignore::Error>;
     let (mut done, done_token) = crate::cancel::cancel_pair();
     let stop = || ctx.cancel.is_cancelled() || done_token.is_cancelled();
     std::thread::scope(|scope| {
-        let (work_tx, work_rx) = bounded::<(u64, Result<ignore::DirEntry, ignore::Error>)>(256);
-        let (result_tx, result_rx) = bounded::<(u64, Option<Searched>)>(256);
+        // Entries travel in numbered chunks (fewer wake-ups than one message per file).
+        let (work_tx, work_rx) = bounded::<(u64, Vec<Entry>)>(64);
+        let (result_tx, result_rx) = bounded::<(u64, Vec<Option<Searched>>)>(64);
         scope.spawn(move || {
-            for (seq, entry) in (0u64..).zip(walk) {
-                if stop() || work_tx.send((seq, entry)).is_err() {
-                    break;
+            let mut seq = 0u64;
+            let mut chunk = Vec::with_capacity(SEARCH_CHUNK);
+            for entry in walk {
+                if stop() {
+                    return;
                 }
+                chunk.push(entry);
+                if chunk.len() == SEARCH_CHUNK {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(SEARCH_CHUNK));
+                    if work_tx.send((seq, full)).is_err() {
+                        return;
+                    }
+                    seq += 1;
+                }
+            }
+            if !chunk.is_empty() {
+                let _ = work_tx.send((seq, chunk));
             }
         });
         for _ in 0..workers {
             let (work_rx, result_tx) = (work_rx.clone(), result_tx.clone());
             scope.spawn(move || {
                 let mut searcher = walk_searcher();
-                for (seq, entry) in work_rx {
-                    if stop() {
-                        break;
+                for (seq, entries) in work_rx {
+                    let mut items = Vec::with_capacity(entries.len());
+                    for entry in entries {
+                        if stop() {
+                            return;
+                        }
+                        items.push(search_entry(entry, root, &mut searcher, matcher, opts, &stop));
                     }
-                    let item = search_entry(entry, root, &mut searcher, matcher, opts, &stop);
-                    if result_tx.send((seq, item)).is_err() {
-                        break;
+                    if result_tx.send((seq, items)).is_err() {
+                        return;
                     }
                 }
             });
         }
         drop((work_rx, result_tx));
-        // Results arrive in any order: keep the early ones until their turn.
+        // Chunks arrive in any order: keep the early ones until their turn.
         let mut next = 0u64;
-        let mut waiting: BTreeMap<u64, Option<Searched>> = BTreeMap::new();
-        'results: for (seq, item) in &result_rx {
-            waiting.insert(seq, item);
-            while let Some(item) = waiting.remove(&next) {
+        let mut waiting: BTreeMap<u64, Vec<Option<Searched>>> = BTreeMap::new();
+        'results: for (seq, items) in &result_rx {
+            waiting.insert(seq, items);
+            while let Some(items) = waiting.remove(&next) {
                 next += 1;
-                if ctx.cancel.is_cancelled() || item.is_some_and(&mut *take) {
-                    break 'results;
+                for item in items {
+                    if ctx.cancel.is_cancelled() || item.is_some_and(&mut *take) {
+                        break 'results;
+                    }
                 }
             }
         }
@@ -403,10 +425,10 @@ fn search_stream(
     opts: &Options,
     stop: &dyn Fn() -> bool,
 ) -> std::io::Result<Hits> {
-    let file = open_read(path, "search").map_err(|e| match e {
-        Ok(msg) => std::io::Error::other(msg),
-        Err(e) => e,
-    })?;
+    // The walk saw a regular file. Should it have been swapped for a FIFO or a device since,
+    // O_NONBLOCK keeps `open` and `read` from blocking and binary detection stops at the first
+    // NUL, so no `fstat` is spent per file here.
+    let file = super::regular::open_nonblocking(path)?;
     let mut sink = Collect::new(opts.limit, stop);
     searcher.search_reader(matcher, CancelRead::new(file, stop), &mut sink)?;
     Ok(sink.hits)

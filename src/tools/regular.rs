@@ -50,14 +50,18 @@ pub fn refuse_special(verb: &str, path: &Path) -> Option<String> {
     special_kind(&meta).map(|kind| special_file_error(verb, path, kind))
 }
 
-/// Open `path` for reading without ever blocking in `open`; a file that turns out not to be
-/// regular (or a directory) is refused with `Err(Ok(message))`, I/O errors are `Err(Err(e))`.
-pub fn open_read(path: &Path, verb: &str) -> Result<File, Result<String, std::io::Error>> {
-    let file = OpenOptions::new()
+/// Open `path` for reading with `O_NONBLOCK`, whatever it is.
+pub fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(path)
-        .map_err(Err)?;
+}
+
+/// Open `path` for reading without ever blocking in `open`; a file that turns out not to be
+/// regular (or a directory) is refused with `Err(Ok(message))`, I/O errors are `Err(Err(e))`.
+pub fn open_read(path: &Path, verb: &str) -> Result<File, Result<String, std::io::Error>> {
+    let file = open_nonblocking(path).map_err(Err)?;
     let meta = file.metadata().map_err(Err)?;
     match special_kind(&meta) {
         Some(kind) => Err(Ok(special_file_error(verb, path, kind))),
