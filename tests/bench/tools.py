@@ -9,10 +9,11 @@ The tree (generated once into target/bench/tree-<files>, reused while its recipe
 is a git working copy of a TypeScript monorepo: 50 packages with sources and tests, and per
 package an ignored `node_modules/` and `dist/` (root `.gitignore`) and `coverage/` (the
 package's own `.gitignore`), plus five 20 MB text files. Each agent gets the same scripted
-turns from the oracle's fake LLM (`fakellm.py`): one tool call per turn, every case `--runs`
-times in a row. The figure is the wall time from the `tool_execution_start` line to the
-`tool_execution_end` line as the driver reads them (median, and min); both agents are measured
-the same way. pi needs `rg` and `fd` on PATH (as pi would find them); without them, or without
+turns from the oracle's fake LLM (`fakellm.py`): one tool call per turn, every case once per
+round, after an untimed whole-tree search that warms the page cache; `--runs` rounds alternate
+between the agents so that changes in the machine's load hit both alike. The figure is the wall
+time from the `tool_execution_start` line to the `tool_execution_end` line as the driver reads
+them (median over the rounds, and min); both agents are measured the same way. pi needs `rg` and `fd` on PATH (as pi would find them); without them, or without
 the oracle's pi, only pith is measured.
 
 On a shared machine the figures are noisy: run with other work stopped, or compare medians of
@@ -179,14 +180,15 @@ def agents():
     return found
 
 
-def measure(cmd, root):
+def measure(cmd, root, runs, warm_up):
+    """One agent process answering every case `runs` times in a row: {case: [seconds]}."""
     work = tempfile.mkdtemp(prefix="pith-bench-tools-")
     for sub in ("home", "userhome", "tmp"):
         os.makedirs(os.path.join(work, sub), exist_ok=True)
     # A first, untimed whole-tree search brings the tree into the page cache for this agent.
-    turns = [{"tool_calls": [{"name": "grep", "arguments": {"pattern": "warm-up-zzz"}}]}]
+    turns = [{"tool_calls": [{"name": "grep", "arguments": {"pattern": "warm-up-zzz"}}]}] if warm_up else []
     for _, tool, args in CASES:
-        for _ in range(RUNS):
+        for _ in range(runs):
             turns.append({"tool_calls": [{"name": tool, "arguments": args}]})
     turns.append({"text": "done"})
     script = os.path.join(work, "script.json")
@@ -211,7 +213,7 @@ def measure(cmd, root):
     p.stdin.write(b'{"id":"p","type":"prompt","message":"search"}\n')
     p.stdin.flush()
     started, times, sizes = {}, [], []
-    warm = [True]
+    warm = [warm_up]
     for line in p.stdout:
         now = time.perf_counter()
         if b'"tool_execution_' not in line[:40]:
@@ -238,10 +240,8 @@ def measure(cmd, root):
     shutil.rmtree(work, ignore_errors=True)
     out = {}
     for i, (name, _, _) in enumerate(CASES):
-        t = times[i * RUNS:(i + 1) * RUNS]
-        s = sizes[i * RUNS] if i * RUNS < len(sizes) else None
-        out[name] = {"median_ms": statistics.median(t) * 1000 if t else None,
-                     "min_ms": min(t) * 1000 if t else None,
+        s = sizes[i * runs] if i * runs < len(sizes) else None
+        out[name] = {"times": times[i * runs:(i + 1) * runs],
                      "lines": s[1] if s else None, "error": s[0] if s else None}
     return out
 
@@ -251,9 +251,21 @@ def main():
     found = agents()
     res = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
            "files": FILES, "runs": RUNS, "agents": {}}
-    for label, cmd in found:
-        print(f"== {label}", file=sys.stderr)
-        res["agents"][label] = measure(cmd, root)
+    # Rounds alternate between the agents (one process per agent and round, every case once),
+    # so a change in the machine's load during the run affects all of them alike.
+    for rnd in range(RUNS):
+        print(f"== round {rnd + 1}/{RUNS}", file=sys.stderr)
+        for label, cmd in found:
+            got = measure(cmd, root, 1, warm_up=True)
+            agent = res["agents"].setdefault(label, {})
+            for name, r in got.items():
+                a = agent.setdefault(name, {"times": [], "lines": r["lines"], "error": r["error"]})
+                a["times"].extend(r["times"])
+    for agent in res["agents"].values():
+        for r in agent.values():
+            t = r.pop("times")
+            r["median_ms"] = statistics.median(t) * 1000 if t else None
+            r["min_ms"] = min(t) * 1000 if t else None
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(res, f, indent=2)
