@@ -389,7 +389,14 @@ fn search_parallel(
                         if stop() {
                             return;
                         }
-                        items.push(search_entry(entry, root, &mut searcher, matcher, opts, &stop));
+                        items.push(search_entry(
+                            entry,
+                            root,
+                            &mut searcher,
+                            matcher,
+                            opts,
+                            &stop,
+                        ));
                     }
                     if result_tx.send((seq, items)).is_err() {
                         return;
