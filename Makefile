@@ -1,7 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
 
-.PHONY: build run test lint static bench fmt clean interop interop-deps
+.PHONY: build run test lint static bench fmt clean interop interop-deps screenshots
 
 build:
 	$(CARGO) build --release
@@ -17,6 +17,12 @@ test:
 	tests/interop/run.sh pith
 	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
 		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
+	@if [ -z "$$PITH_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
+		echo "make test: tests/export_browser.rs SKIPPED its browser check of the HTML export (no chromium; apt-get install chromium)"; fi
+
+# Renew docs/export-*.png from the browser check (needs chromium).
+screenshots:
+	PITH_UPDATE_SCREENSHOTS=1 $(CARGO) test --test export_browser
 
 # pi 0.73.1's and pi 0.87.1's own TypeScript RpcClient drive pith through every method they expose
 # (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's.

@@ -23,6 +23,9 @@ pub fn run(opts: Options) -> i32 {
     for w in &opts.warnings {
         eprintln!("{w}");
     }
+    if let Some(input) = &opts.export {
+        return run_export(input, opts.messages.first().map(String::as_str));
+    }
     if let Some(search) = &opts.list_models {
         return list_models(search.as_deref());
     }
@@ -122,6 +125,21 @@ fn report_startup(s: &Startup) {
     let tools: Vec<&str> = s.tools.iter().map(|t| t.name()).collect();
     eprintln!("pith: tools {}", tools.join(", "));
     eprintln!("pith: protocol pi {}", s.compat.as_str());
+}
+
+/// `--export <session.jsonl> [out.html]`: write the HTML export and exit, with pi's messages.
+fn run_export(input: &str, output: Option<&str>) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match crate::session::export_html::export_file(input, output, &cwd) {
+        Ok(path) => {
+            println!("Exported to: {path}");
+            cli::EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            cli::EXIT_FAILURE
+        }
+    }
 }
 
 /// Worker events (LLM deltas, tool updates) queued for the machine at most. Enough to keep the

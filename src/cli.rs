@@ -64,6 +64,8 @@ pub struct Options {
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
     pub file_args: Vec<String>,
+    /// `--export <session.jsonl>`: export that file to HTML (output: the first message) and exit.
+    pub export: Option<String>,
     /// `-e/--extension PATH` (repeatable).
     pub extensions: Vec<String>,
     /// `--no-extensions` / `-ne`: no extensions from settings (`-e` ones still load).
@@ -214,6 +216,7 @@ OPTIONS:
     -a, --approve                  Trust project-local files (.pi/settings.json, SYSTEM.md, ...)
     -na, --no-approve              Ignore project-local files for this run
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    --export <file> [out.html]     Export a session file to HTML and exit
     -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
     -ne, --no-extensions           No extensions from settings (-e ones still load)
     --no-mcp                       Start no MCP servers (settings mcpServers, .mcp.json)
@@ -292,6 +295,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         approve: None,
         messages: Vec::new(),
         file_args: Vec::new(),
+        export: None,
         extensions: Vec::new(),
         no_extensions: false,
         no_mcp: false,
@@ -414,6 +418,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
+            Long("export") => o.export = Some(value(&mut p, "--export")?),
             Long("session-id") => o.session_id = Some(value(&mut p, "--session-id")?),
             Short('n') | Long("name") => o.name = Some(value(&mut p, "--name")?),
             Long("exclude-tools") => {
@@ -517,6 +522,9 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
+        let o = run(&["--export", "s.jsonl", "out.html"]).unwrap();
+        assert_eq!(o.export.as_deref(), Some("s.jsonl"));
+        assert_eq!(o.messages, vec!["out.html".to_string()]);
         let o = run(&[
             "--session-id",
             "fixed-1",
@@ -653,5 +661,6 @@ mod tests {
         );
         assert!(run(&["--model"]).is_err());
         assert!(run(&["--compat", "1.0"]).is_err());
+        assert!(run(&["--export"]).is_err());
     }
 }

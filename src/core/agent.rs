@@ -394,6 +394,7 @@ impl Machine {
             faux_script: self.faux_script.clone(),
             compat: self.compat,
             no_cache: false,
+            extra: self.request_extra(&model),
             model,
         };
         self.generation += 1;
@@ -401,7 +402,10 @@ impl Machine {
         let tx = self.worker_tx.clone();
         let handle = crate::llm::stream::spawn(
             req,
-            Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
+            Box::new(move |event| {
+                let event = Box::new(event);
+                tx.send(Worker::Llm { generation, event }).is_ok()
+            }),
         );
         if let Some(run) = self.run.as_mut() {
             run.phase = Phase::Streaming {

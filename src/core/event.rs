@@ -20,7 +20,11 @@ pub enum Control {
 #[derive(Debug)]
 pub enum Worker {
     /// An event of the LLM stream started as `generation`; stale generations are ignored.
-    Llm { generation: u64, event: StreamEvent },
+    /// Boxed: the final events carry a whole message, far larger than every other event.
+    Llm {
+        generation: u64,
+        event: Box<StreamEvent>,
+    },
     /// A tool of batch `batch` (call `index` of the assistant message) reported.
     Tool {
         batch: u64,

@@ -306,7 +306,7 @@ impl Machine {
             Event::Control(Control::Signal(sig)) => return Some(self.shutdown_on_signal(sig)),
             Event::Worker(Worker::Llm { generation, event }) => {
                 if !self.on_compaction_stream(generation, &event) {
-                    self.on_llm_event(generation, event);
+                    self.on_llm_event(generation, *event);
                 }
             }
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
@@ -618,7 +618,19 @@ impl Machine {
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                let path = crate::session::export_html(&self.session, output_path.as_deref())?;
+                use crate::session::export_html::{Extras, ToolSpec, tool_specs};
+                let mut tools = tool_specs(&self.tools);
+                tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
+                    name: r.name,
+                    description: r.description,
+                    parameters: r.parameters,
+                }));
+                let extras = Extras {
+                    system_prompt: Some(self.system_prompt()),
+                    tools,
+                };
+                let path =
+                    crate::session::export_html(&self.session, output_path.as_deref(), &extras)?;
                 Ok(Some(json!({ "path": path })))
             }
             Command::GetAvailableModels => {
@@ -780,6 +792,19 @@ impl Machine {
             m.headers = Some(map);
         }
         Ok((ra.api_key.or_else(|| self.api_key(&model.provider)), m))
+    }
+
+    /// What a request to `model` needs beyond its key: the stored OAuth login to refresh, the
+    /// model's thinking level map.
+    pub(crate) fn request_extra(&self, model: &Model) -> crate::llm::RequestExtra {
+        crate::llm::RequestExtra {
+            oauth: self.auth.oauth_login(&model.provider),
+            thinking_map: self
+                .registry
+                .thinking_level_map(&model.provider, &model.id)
+                .cloned(),
+            env: Some(self.auth.env().clone()),
+        }
     }
 
     /// The API key for a provider (runtime override, auth.json, env, models.json), per call.

@@ -138,6 +138,16 @@ impl Session {
     /// rewritten. A missing file or one without a valid header is an error. Later `fork`/new
     /// files go to the file's directory.
     pub fn open(path: &Path) -> Result<Session, String> {
+        Session::open_with(path, true)
+    }
+
+    /// [`Session::open`] for reading only (`--export`): an older file is migrated in memory and
+    /// left unchanged on disk.
+    pub fn open_read_only(path: &Path) -> Result<Session, String> {
+        Session::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, rewrite_migrated: bool) -> Result<Session, String> {
         // Current files are turned into entries line by line; older ones are collected whole
         // first, since migrating them renumbers every entry.
         let mut loader: Option<Loader> = None;
@@ -167,7 +177,7 @@ impl Session {
         session.needs_newline = report.needs_newline;
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
-        if migrated {
+        if migrated && rewrite_migrated {
             let text = session.all_lines();
             match store::rewrite(path, &text) {
                 Ok(()) => session.needs_newline = false,
@@ -313,6 +323,11 @@ impl Session {
 
     pub fn leaf_id(&self) -> Option<&str> {
         self.leaf.map(|i| self.entries[i].id())
+    }
+
+    /// The leaf as an index into [`Session::entries`].
+    pub fn leaf_index(&self) -> Option<usize> {
+        self.leaf
     }
 
     /// The label currently set on an entry.

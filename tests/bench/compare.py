@@ -16,7 +16,9 @@ oracle's own harnesses, run the same way for every agent:
   `--rpc-partials none`;
 - long session: resume a 20,000-entry session, one more turn (bench/longsession.py);
 - density: streaming agents per GiB of PSS (bench/density.py; fewer pi agents, each needs
-  ~200 MiB).
+  ~200 MiB);
+- HTML export: `--export` of the 10,000-entry session pith-bench leaves in
+  target/bench/export-10k.jsonl (wall time, median of 3; page size).
 
 Prints one table (ratio = pi / pith: how many times pith is faster or smaller) and writes the
 figures to target/bench/results.json. A benchmark, not a test: nothing is asserted.
@@ -137,6 +139,27 @@ def memory(cmd):
     return {"idle_mib": (idle or 0) / 1024, "peak_mib": peak[0] / 1024}
 
 
+def export_html(cmd):
+    """`<agent> --export` of pith-bench's 10,000-entry session: median wall ms of 3, page MiB."""
+    session = os.path.join(ROOT, "target", "bench", "export-10k.jsonl")
+    if not os.path.exists(session):
+        return {}
+    work = tempfile.mkdtemp(prefix="pith-bench-export-")
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "HOME": work, "PI_CODING_AGENT_DIR": work,
+           "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+    out = os.path.join(work, "page.html")
+    times = []
+    for _ in range(3):
+        t = time.monotonic()
+        p = subprocess.run([cmd[0], "--export", session, out], cwd=work, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            return {}
+        times.append((time.monotonic() - t) * 1000)
+    times.sort()
+    return {"export_ms": times[1], "export_page_mib": os.path.getsize(out) / 1048576}
+
+
 def parse_kv(text, prefix):
     for line in text.splitlines():
         if line.startswith(prefix):
@@ -179,6 +202,7 @@ def main():
         n = ("50" if QUICK else "200") if pith else "8"
         d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
         r["agents_per_gib"] = d.get("agents_per_gib")
+        r.update(export_html(cmd))
         res["agents"][label] = r
         print(json.dumps(r), file=sys.stderr)
 
@@ -193,7 +217,9 @@ def main():
             ("20k-chunk stream, --compat 0.87 (s)", "stream20k_087_s", False),
             ("long session: resume (ms)", "resume_ms", False), ("long session: prompt -> request (ms)", "request_ms", False),
             ("long session: peak RSS (MiB)", "longsession_rss_mib", False),
-            ("agents per GiB (PSS)", "agents_per_gib", True)]
+            ("agents per GiB (PSS)", "agents_per_gib", True),
+            ("HTML export, 10k entries (ms)", "export_ms", False),
+            ("HTML export page (MiB)", "export_page_mib", False)]
     labels = list(res["agents"])
     head = "| | " + " | ".join(labels) + " | " + " | ".join(f"{l} / pith" for l in labels[1:]) + " |"
     print(f"\n{res['date']}, {res['cpus']} CPUs ({res['machine']})\n")

@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod procs;
+pub mod recorded;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
@@ -103,12 +104,18 @@ pub struct Pith {
     lines: Receiver<String>,
     /// Every frame read so far, in order.
     pub seen: Vec<Value>,
+    /// Every stderr line so far (also echoed to the test's stderr).
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        let mut child = world
-            .command(args)
+        Pith::spawn_cmd(world.command(args))
+    }
+
+    /// Spawn a prepared command (e.g. [`World::command`] with extra environment).
+    pub fn spawn_cmd(mut cmd: Command) -> Pith {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -129,9 +136,14 @@ impl Pith {
             }
         });
         let stderr = child.stderr.take().expect("stderr");
+        let err_lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = err_lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[pith stderr] {line}");
+                if let Ok(mut v) = sink.lock() {
+                    v.push(line);
+                }
             }
         });
         let stdin = child.stdin.take();
@@ -140,6 +152,7 @@ impl Pith {
             stdin,
             lines: rx,
             seen: Vec::new(),
+            stderr: err_lines,
         }
     }
 
