@@ -226,6 +226,13 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(120)
     }
+    /// pith's own: after stdin closed, seconds without any progress (no stream delta, no tool
+    /// output or result) before the work still running is aborted and pith exits (default 300).
+    pub fn eof_idle_timeout_secs(&self) -> u64 {
+        self.nested("pith", "eofIdleTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(300)
+    }
     /// `mcpServers` (the widely used MCP client format; merged by server name like any object).
     pub fn mcp_servers(&self) -> Option<&Value> {
         self.get("mcpServers")

@@ -236,6 +236,13 @@ impl Machine {
             if self.input_closed && self.is_idle() && !self.plugins.busy() {
                 return Exit::InputClosed;
             }
+            // Once stdin is closed nobody can send `abort`: work that shows no progress at all
+            // for `pith.eofIdleTimeoutSeconds` (a stuck worker) is aborted and pith exits.
+            let idle_limit = if self.input_closed {
+                std::time::Duration::from_secs(self.settings.eof_idle_timeout_secs())
+            } else {
+                std::time::Duration::MAX
+            };
             let timer = self.plugins.timer();
             let event = select! {
                 recv(self.control_rx) -> c => match c {
@@ -251,6 +258,14 @@ impl Machine {
                     Err(_) => continue,
                 },
                 recv(timer) -> _ => Event::Timer,
+                default(idle_limit) => {
+                    eprintln!(
+                        "pith: stdin is closed and nothing progressed for {} s; aborting and exiting",
+                        idle_limit.as_secs()
+                    );
+                    self.cancel_all_work();
+                    return Exit::InputClosed;
+                }
             };
             if let Some(exit) = self.handle_event(event) {
                 return exit;
@@ -303,6 +318,7 @@ impl Machine {
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
             Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
+            Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
             Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
