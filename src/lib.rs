@@ -8,19 +8,24 @@ pub mod app;
 pub mod cancel;
 pub mod cli;
 pub mod compaction;
+pub mod compaction_087;
 pub mod compat;
 pub mod config;
 pub mod core;
+pub mod ext;
 pub mod initial_message;
 pub mod io;
 pub mod json;
 pub mod list_models;
 pub mod llm;
+pub mod mcp;
 pub mod message;
+pub mod resources;
 pub mod retry;
 pub mod rpc;
 pub mod session;
 pub mod tools;
+pub mod trust;
 
 /// Stack size of pith's own threads (edges, workers, LLM streams). The default 2 MiB is address
 /// space, not memory, but each stack's touched pages stay resident for the thread's life and

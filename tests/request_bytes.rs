@@ -37,9 +37,11 @@ fn anthropic_body_bytes_are_exact() {
             model: "m".into(),
             usage: Usage::default(),
             stop_reason: stop,
+            raw_stop_reason: None,
             error_message: None,
             timestamp: 1,
             response_id: None,
+            response_model: None,
         })
     };
     let img = Content::Image(ImageContent {
@@ -142,6 +144,8 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
             error_message: None,
             timestamp: 1,
             response_id: None,
+            response_model: None,
+            raw_stop_reason: None,
         }));
         msgs.push(LlmMessage::ToolResult(ToolResultMessage {
             tool_call_id: format!("toolu_{i}"),

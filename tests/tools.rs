@@ -18,6 +18,7 @@ fn ctx(dir: &Path) -> ToolContext {
         cancel: CancelToken::never(),
         shell_path: None,
         shell_command_prefix: None,
+        env: Vec::new(),
     }
 }
 
@@ -174,9 +175,14 @@ fn edit_success_and_errors() {
     )
     .unwrap();
     assert_eq!(text(&out), "Successfully replaced 1 block(s) in notes.txt.");
+    // The tool always computes pi 0.87.1's `patch`; the machine drops it under `--compat 0.73`.
     assert_eq!(
         out.details,
-        Some(json!({"diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma", "firstChangedLine": 2}))
+        Some(json!({
+            "diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma",
+            "patch": "--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n",
+            "firstChangedLine": 2
+        }))
     );
     assert_eq!(
         run(
@@ -211,6 +217,36 @@ fn edit_success_and_errors() {
     assert_eq!(
         err,
         "Validation failed for tool \"edit\":\n  - edits: must have required property 'edits'\n\nReceived arguments:\n{\n  \"path\": \"notes.txt\"\n}"
+    );
+}
+
+#[test]
+fn edit_fuzzy_match_normalises_with_nfkc() {
+    // Recorded from pi 0.73.1's edit tool on the same file and arguments.
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    std::fs::write(
+        dir.path().join("a.txt"),
+        "const \u{fb01}le = \u{201c}\u{ff58}\u{201d};   \nnext\u{a0}line\n",
+    )
+    .unwrap();
+    let out = run(
+        "edit",
+        json!({"path": "a.txt", "edits": [{"oldText": "const file = \"x\";", "newText": "const file = 'y';"}]}),
+        &c,
+    )
+    .unwrap();
+    assert_eq!(text(&out), "Successfully replaced 1 block(s) in a.txt.");
+    // (pith also adds 0.87.1's `patch`, dropped under --compat 0.73.)
+    let details = out.details.unwrap();
+    assert_eq!(
+        details["diff"],
+        "-1 const file = \"x\";\n+1 const file = 'y';\n 2 next line"
+    );
+    assert_eq!(details["firstChangedLine"], 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "const file = 'y';\nnext line\n"
     );
 }
 
@@ -344,10 +380,12 @@ fn grep_formats_matches() {
         &c,
     ));
     assert_eq!(out, "No matches found");
+    // rg's --glob overrides ignore rules for the files it matches (src/gen/x.rs is
+    // gitignored), not for directories it does not match (build/).
     let out = ok_text(run("grep", json!({"pattern": "fn", "glob": "*.rs"}), &c));
     assert_eq!(
         out,
-        "a.rs:1: fn main() {}\nsrc/lib.rs:1: pub fn lib() {}\nsrc/lib.rs:2: // fn comment"
+        "a.rs:1: fn main() {}\nsrc/gen/x.rs:1: fn generated\nsrc/lib.rs:1: pub fn lib() {}\nsrc/lib.rs:2: // fn comment"
     );
     let out = ok_text(run("grep", json!({"pattern": "fn", "glob": "!src"}), &c));
     assert_eq!(out, "a.rs:1: fn main() {}\nkeep.log:1: fn kept");
@@ -582,6 +620,9 @@ fn rpc_runner_sanitises_and_reports_totals() {
         timeout: None,
         sanitize: true,
         path_prepend: None,
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(o.output, "red\nerr\n");
@@ -612,6 +653,9 @@ fn rpc_runner_cancel_result() {
             timeout: None,
             sanitize: true,
             path_prepend: None,
+            env: &[],
+            on_text: None,
+            line_counting: Default::default(),
         };
         run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap()
     });
@@ -632,6 +676,9 @@ fn rpc_runner_cancel_result() {
         timeout: None,
         sanitize: true,
         path_prepend: None,
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(
@@ -665,6 +712,9 @@ fn rpc_runner_prepends_path() {
         timeout: None,
         sanitize: true,
         path_prepend: Some(bin),
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert!(o.output.starts_with("/opt/pith-test-bin:"), "{}", o.output);

@@ -49,6 +49,10 @@ pub struct Startup {
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
+    /// Skills and prompt templates (read on first use).
+    pub resources: crate::resources::LazyResources,
+    /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
+    pub plugins: crate::core::plugins::PluginConfig,
 }
 
 /// Channels the machine listens on and writes to.
@@ -94,6 +98,8 @@ pub struct Machine {
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
     pub(crate) compat: Compat,
+    /// `--compat 0.87`: the rendered system prompt of the last declared sections.
+    pub(crate) prompt_cache: crate::core::system_message::PromptCache,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -101,6 +107,7 @@ pub struct Machine {
     pub(crate) append_system_prompt: Option<String>,
     pub(crate) no_context_files: bool,
     pub(crate) faux_script: Option<PathBuf>,
+    pub(crate) resources: crate::resources::LazyResources,
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
@@ -145,6 +152,8 @@ pub struct Machine {
     pub(crate) generation: u64,
     /// Number of the latest tool batch.
     pub(crate) batch: u64,
+    /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
+    pub(crate) plugins: crate::core::plugins::Plugins,
 }
 
 /// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
@@ -152,7 +161,7 @@ type Reply = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.session.take_context();
+        let messages = s.compat.shared_context(s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -168,6 +177,7 @@ impl Machine {
             append_system_prompt: s.append_system_prompt,
             no_context_files: s.no_context_files,
             faux_script: s.faux_script,
+            resources: s.resources,
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
             session: s.session,
@@ -187,6 +197,7 @@ impl Machine {
             overflow_recovery_attempted: false,
             generation: 0,
             batch: 0,
+            plugins: crate::core::plugins::Plugins::new(s.plugins),
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
             // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
@@ -198,14 +209,23 @@ impl Machine {
             settings: s.settings,
             partials: s.partials,
             compat: s.compat,
+            prompt_cache: Default::default(),
             model: s.model,
             thinking: s.thinking,
         }
     }
 
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
+    /// Extensions and MCP servers start first (in the background) and stop at the end.
     pub fn run(mut self) -> Exit {
-        self.run_loop()
+        self.run_plugins_and_loop()
+    }
+
+    fn run_plugins_and_loop(&mut self) -> Exit {
+        self.start_plugins();
+        let exit = self.run_loop();
+        self.stop_plugins(matches!(exit, Exit::Signal(_)));
+        exit
     }
 
     /// [`Machine::run`] in a process that ends right after it: the context, the session and
@@ -213,7 +233,7 @@ impl Machine {
     /// session's context alone is tens of thousands). The channels still close, so the stdout
     /// writer drains what is queued and stops.
     pub fn run_to_exit(mut self) -> Exit {
-        let exit = self.run_loop();
+        let exit = self.run_plugins_and_loop();
         std::mem::forget(std::mem::take(&mut self.messages));
         std::mem::forget(std::mem::replace(
             &mut self.session,
@@ -232,9 +252,17 @@ impl Machine {
                 self.cancel_all_work();
                 return Exit::ClientGone;
             }
-            if self.input_closed && self.is_idle() {
+            if self.input_closed && self.is_idle() && !self.plugins.busy() {
                 return Exit::InputClosed;
             }
+            // Once stdin is closed nobody can send `abort`: work that shows no progress at all
+            // for `pith.eofIdleTimeoutSeconds` (a stuck worker) is aborted and pith exits.
+            let idle_limit = if self.input_closed {
+                std::time::Duration::from_secs(self.settings.eof_idle_timeout_secs())
+            } else {
+                std::time::Duration::MAX
+            };
+            let timer = self.plugins.timer();
             let event = select! {
                 recv(self.control_rx) -> c => match c {
                     Ok(c) => Event::Control(c),
@@ -248,6 +276,15 @@ impl Machine {
                     Ok(w) => Event::Worker(w),
                     Err(_) => continue,
                 },
+                recv(timer) -> _ => Event::Timer,
+                default(idle_limit) => {
+                    eprintln!(
+                        "pith: stdin is closed and nothing progressed for {} s; aborting and exiting",
+                        idle_limit.as_secs()
+                    );
+                    self.cancel_all_work();
+                    return Exit::InputClosed;
+                }
             };
             if let Some(exit) = self.handle_event(event) {
                 return exit;
@@ -255,7 +292,7 @@ impl Machine {
         }
     }
 
-    fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
+    pub(crate) fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
         self.worker_rx.recv_deadline(deadline).ok()
     }
 
@@ -280,6 +317,7 @@ impl Machine {
             )),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
+                self.end_dialogs(); // nobody is left to answer them
                 // Nothing will read from stdin again; a closed input must not wake the loop.
                 self.input_rx = crossbeam_channel::never();
             }
@@ -291,13 +329,20 @@ impl Machine {
             Event::Control(Control::Signal(sig)) => return Some(self.shutdown_on_signal(sig)),
             Event::Worker(Worker::Llm { generation, event }) => {
                 if !self.on_compaction_stream(generation, &event) {
-                    self.on_llm_event(generation, event);
+                    self.on_llm_event(generation, *event);
                 }
             }
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
+            Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
+            Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
+            Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
+            Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
+            Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
+            Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
+            Event::Timer => self.on_plugin_timer(),
         }
         None
     }
@@ -381,6 +426,9 @@ impl Machine {
 
     pub(crate) fn emit(&mut self, frame: &Frame<'_>) {
         let line = response::line(frame);
+        if !self.plugins.exts.is_empty() {
+            self.forward_event(&line);
+        }
         self.send(line);
     }
 
@@ -403,6 +451,10 @@ impl Machine {
             ));
             return;
         };
+        if obj.get("type").and_then(Value::as_str) == Some("extension_ui_response") {
+            self.on_ui_response(&obj); // unknown ids are ignored, as in the reference
+            return;
+        }
         let id = obj.get("id").cloned();
         let ty = match obj.get("type") {
             Some(Value::String(t)) => t.clone(),
@@ -430,10 +482,10 @@ impl Machine {
                 return;
             }
         };
-        if matches!(cmd, Command::ExtensionUiResponse) {
-            return; // no extensions: nothing is waiting for it (the reference ignores stale ids too)
-        }
-        let reply = self.handle_command(cmd, id.as_ref());
+        let reply = match self.before_command(&cmd, id.as_ref(), &ty) {
+            Some(r) => r,
+            None => self.handle_command(cmd, id.as_ref()),
+        };
         let line = match reply {
             Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
             Err(msg) if msg == DEFERRED => return,
@@ -447,12 +499,17 @@ impl Machine {
             Command::Prompt {
                 input,
                 streaming_behavior,
-            } => self.cmd_prompt(input, streaming_behavior, id, "prompt"),
+            } => {
+                let input = self.expand_input(input);
+                self.cmd_prompt(input, streaming_behavior, id, "prompt")
+            }
             Command::Steer(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::Steer);
                 Ok(None)
             }
             Command::FollowUp(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::FollowUp);
                 Ok(None)
             }
@@ -464,14 +521,26 @@ impl Machine {
                     self.settle();
                     return Err(DEFERRED.to_string());
                 }
+                let manual = self
+                    .compaction
+                    .as_ref()
+                    .is_some_and(|c| c.reason == crate::core::compact::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
-                    self.settle();
+                    if !manual || self.compat.settles_after_manual_compaction() {
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.cancel_retry() {
-                    self.send(response::success(id, "abort", None));
-                    self.settle();
+                    // pi 0.87.1 answers once the run has settled (as for an aborted run).
+                    if self.compat.abort_answered_after_settle() {
+                        self.settle();
+                        self.send(response::success(id, "abort", None));
+                    } else {
+                        self.send(response::success(id, "abort", None));
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.abort_run(Some(id.cloned())) {
@@ -488,6 +557,7 @@ impl Machine {
                 Ok(None)
             }
             Command::AbortAndPrompt(input) => {
+                let input = self.expand_input(input);
                 // Queued messages are dropped, and hosts see it: one `queue_update` with both
                 // queues empty, as pi's clearQueue emits (always, even when they were empty).
                 self.steering.clear();
@@ -502,8 +572,11 @@ impl Machine {
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
-            Command::Bash { command } => {
-                self.start_bash(command, id.cloned())?;
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
+                self.start_bash(command, exclude_from_context, id.cloned())?;
                 Err(DEFERRED.to_string())
             }
             Command::AbortBash => {
@@ -524,14 +597,7 @@ impl Machine {
                     None => json!({}),
                 },
             )),
-            Command::GetSessionStats => {
-                let stats = self.session.stats_for(
-                    self.messages.as_slice(),
-                    self.model.as_ref().map(|m| m.context_window),
-                    self.compat,
-                );
-                Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
-            }
+            Command::GetSessionStats => Ok(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
                 Ok(None)
@@ -562,7 +628,17 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(None)
             }
-            Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
+            Command::GetCommands => Ok(Some(self.get_commands_data())),
+            Command::ClearQueue => Ok(Some(self.cmd_clear_queue())),
+            Command::GetAvailableThinkingLevels => Ok(Some(self.available_thinking_levels())),
+            Command::GetEntries { since } => {
+                self.cmd_get_entries(id, since.as_deref());
+                Err(DEFERRED.to_string())
+            }
+            Command::GetTree => {
+                self.cmd_get_tree(id);
+                Err(DEFERRED.to_string())
+            }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),
@@ -571,7 +647,19 @@ impl Machine {
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                let path = crate::session::export_html(&self.session, output_path.as_deref())?;
+                use crate::session::export_html::{Extras, ToolSpec, tool_specs};
+                let mut tools = tool_specs(&self.tools);
+                tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
+                    name: r.name,
+                    description: r.description,
+                    parameters: r.parameters,
+                }));
+                let extras = Extras {
+                    system_prompt: Some(self.system_prompt()),
+                    tools,
+                };
+                let path =
+                    crate::session::export_html(&self.session, output_path.as_deref(), &extras)?;
                 Ok(Some(json!({ "path": path })))
             }
             Command::GetAvailableModels => {
@@ -598,6 +686,9 @@ impl Machine {
         id: Option<&Value>,
         command: &str,
     ) -> Reply {
+        if let Some(r) = self.try_extension_command(&input.text, id, command_name(command)) {
+            return r;
+        }
         let busy = self.run.is_some()
             || self.retry_wait.is_some()
             || self.continue_wait.is_some()
@@ -609,6 +700,12 @@ impl Machine {
             };
             self.enqueue(input, b);
             return Ok(None);
+        }
+        if self.plugins.starting() {
+            // Extensions and MCP servers are still starting: the prompt runs with their tools.
+            self.set_pending_prompt(input, id.cloned(), command_name(command));
+            self.plugins.prompt_waits_startup = true;
+            return Err(DEFERRED.to_string());
         }
         let Some(model) = self.model.clone() else {
             return Err(format!(
@@ -638,17 +735,19 @@ impl Machine {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
         });
-        self.start_run(vec![message]);
+        let mut messages = vec![message];
+        messages.extend(self.take_next_turn_messages());
+        self.start_run(messages);
         Err(DEFERRED.to_string())
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
         let q = Queued {
             text: input.text.clone(),
-            message: UserMessage {
+            message: AgentMessage::User(UserMessage {
                 content: UserContent::Blocks(input.content()),
                 timestamp: now_ms(),
-            },
+            }),
         };
         match behavior {
             StreamingBehavior::Steer => self.steering.push(q),
@@ -661,10 +760,18 @@ impl Machine {
     /// `switch_session`: the reference disconnects from the agent before aborting).
     pub(crate) fn discard_run(&mut self) {
         if let Some(mut run) = self.run.take() {
+            let mut dropped_batch = None;
             match &mut run.phase {
                 crate::core::agent::Phase::Streaming { handle, .. } => handle.cancel(),
-                crate::core::agent::Phase::Tools(b) => b.cancel.cancel(),
+                crate::core::agent::Phase::Tools(b) => {
+                    b.cancel.cancel();
+                    dropped_batch = Some(b.batch);
+                }
                 crate::core::agent::Phase::Starting => {}
+            }
+            if let Some(b) = dropped_batch {
+                self.cancel_remote_calls(b);
+                self.drop_gate(b);
             }
             self.generation += 1;
             self.batch += 1;
@@ -693,7 +800,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context().into();
+        self.messages = self.compat.context(self.session.build_context()).into();
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();
@@ -716,14 +823,59 @@ impl Machine {
         Ok((ra.api_key.or_else(|| self.api_key(&model.provider)), m))
     }
 
+    /// What a request to `model` needs beyond its key: the stored OAuth login to refresh, the
+    /// model's thinking level map.
+    pub(crate) fn request_extra(&self, model: &Model) -> crate::llm::RequestExtra {
+        crate::llm::RequestExtra {
+            oauth: self.auth.oauth_login(&model.provider),
+            thinking_map: self
+                .registry
+                .thinking_level_map(&model.provider, &model.id)
+                .cloned(),
+            env: Some(self.auth.env().clone()),
+        }
+    }
+
     /// The API key for a provider (runtime override, auth.json, env, models.json), per call.
     pub(crate) fn api_key(&self, provider: &str) -> Option<String> {
         self.auth.api_key(provider)
     }
 
-    pub(crate) fn system_prompt(&self) -> String {
-        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+    /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an
+    /// extension command: those run as they are); a skill file that cannot be read now is
+    /// reported as an `extension_error` event and the text stays as typed.
+    fn expand_input(&mut self, mut input: UserInput) -> UserInput {
+        if !input.text.starts_with('/') || self.names_extension_command(&input.text) {
+            return input;
+        }
+        let (text, error) = self.resources.get().expand(&input.text, self.compat);
+        if let Some(e) = error {
+            let line = response::line(&e.event());
+            self.send(line);
+        }
+        input.text = text;
+        input
+    }
+
+    pub(crate) fn system_prompt(&mut self) -> String {
+        let remote = self.plugins.remote_tools();
+        let mut names: Vec<(&str, &str)> =
+            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        names.extend(
+            remote
+                .iter()
+                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
+        );
+        // Listed only when the model can read the files (pi: a `read` tool is active).
+        let skills = if names.iter().any(|(n, _)| *n == "read") {
+            self.resources
+                .get()
+                .skills_prompt(crate::resources::skills::ReadTool::Read)
+        } else {
+            String::new()
+        };
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+            skills: &skills,
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
             tools: &names,
@@ -736,7 +888,20 @@ impl Machine {
 
     /// Record a finished message in the session (written per the session's flushing rules).
     pub(crate) fn persist_message(&mut self, m: &AgentMessage) {
-        self.session.append_message(m);
+        match m {
+            // Extensions' messages are `custom_message` entries, as the reference writes them.
+            AgentMessage::Custom(c) => {
+                self.session.append_custom_message(
+                    &c.custom_type,
+                    &c.content,
+                    c.display,
+                    c.details.clone(),
+                );
+            }
+            _ => {
+                self.session.append_message(m);
+            }
+        }
         self.flush_session_warnings();
     }
 
@@ -948,4 +1113,4 @@ fn command_name(c: &str) -> &'static str {
 const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
 
 /// Internal marker: the handler answers later (or has answered itself); no response now.
-const DEFERRED: &str = "\u{0}deferred";
+pub(crate) const DEFERRED: &str = "\u{0}deferred";

@@ -13,6 +13,8 @@ pub struct PromptInputs<'a> {
     pub tools: &'a [(&'a str, &'a str)],
     pub custom: Option<&'a str>,
     pub append: Option<&'a str>,
+    /// The skills block (`resources::skills::format_for_prompt`), empty when none is listed.
+    pub skills: &'a str,
     /// `--no-context-files`: leave `AGENTS.md` / `CLAUDE.md` out.
     pub no_context_files: bool,
     /// `YYYY-MM-DD` (UTC).
@@ -32,33 +34,49 @@ fn read_first(paths: &[PathBuf]) -> Option<String> {
     paths.iter().find_map(|p| std::fs::read_to_string(p).ok())
 }
 
+/// The candidates for `name`: the project's `.pi/<name>` (when the project is trusted, see
+/// [`crate::trust`]), then the config dir's.
+fn candidates(name: &str, cwd: &Path, agent_dir: &Path, trusted: bool) -> Vec<PathBuf> {
+    let project = trusted.then(|| cwd.join(".pi").join(name));
+    project.into_iter().chain([agent_dir.join(name)]).collect()
+}
+
 /// Custom prompt: the CLI value, else `.pi/SYSTEM.md` in cwd, else `SYSTEM.md` in the config dir.
-pub fn custom_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+pub fn custom_prompt(
+    cli: Option<&str>,
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> Option<String> {
     match cli {
         Some(v) => Some(file_or_literal(v, cwd)),
-        None => read_first(&[
-            cwd.join(".pi").join("SYSTEM.md"),
-            agent_dir.join("SYSTEM.md"),
-        ]),
+        None => read_first(&candidates("SYSTEM.md", cwd, agent_dir, trusted)),
     }
 }
 
 /// Appended text: the CLI value, else `.pi/APPEND_SYSTEM.md` in cwd, else in the config dir.
-pub fn append_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+pub fn append_prompt(
+    cli: Option<&str>,
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> Option<String> {
     match cli {
         Some(v) => Some(file_or_literal(v, cwd)),
-        None => read_first(&[
-            cwd.join(".pi").join("APPEND_SYSTEM.md"),
-            agent_dir.join("APPEND_SYSTEM.md"),
-        ]),
+        None => read_first(&candidates("APPEND_SYSTEM.md", cwd, agent_dir, trusted)),
     }
 }
 
 /// Every `--append-system-prompt` value (each a file or text) joined with blank lines, as pi
 /// joins them; without any, [`append_prompt`]'s files.
-pub fn append_prompts(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<String> {
+pub fn append_prompts(
+    cli: &[String],
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> Option<String> {
     if cli.is_empty() {
-        return append_prompt(None, cwd, agent_dir);
+        return append_prompt(None, cwd, agent_dir, trusted);
     }
     Some(
         cli.iter()
@@ -197,6 +215,7 @@ pub fn build(i: &PromptInputs<'_>) -> String {
             s.push_str(&format!("## {}\n\n{}\n\n", p.display(), c));
         }
     }
+    s.push_str(i.skills);
     s.push_str(&format!("\nCurrent date: {}", i.date));
     s.push_str(&format!(
         "\nCurrent working directory: {}",
@@ -227,6 +246,7 @@ mod tests {
             tools: &tools,
             custom: None,
             append: None,
+            skills: "",
             no_context_files: false,
             date: "2026-11-21",
         });
@@ -258,6 +278,7 @@ mod tests {
             tools: &[],
             custom: Some("Custom."),
             append: Some("Appended."),
+            skills: "",
             no_context_files: false,
             date: "2026-01-02",
         });

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Body, Builder, Prepared, WireApi};
 use crate::llm::body::{self, BodySink};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Body, Builder, Prepared};
 use crate::llm::transform::{Transformed, sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
@@ -14,10 +14,14 @@ use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, User
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 const CLAUDE_CODE_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Bash", "Grep"];
 
+/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's
+/// tokens never count, whatever they look like.
 fn is_oauth(req: &LlmRequest) -> bool {
-    req.api_key
-        .as_deref()
-        .is_some_and(|k| k.contains("sk-ant-oat"))
+    req.model.provider != "github-copilot"
+        && req
+            .api_key
+            .as_deref()
+            .is_some_and(|k| k.contains("sk-ant-oat"))
 }
 
 fn is_adaptive(model: &Model) -> bool {
@@ -26,7 +30,13 @@ fn is_adaptive(model: &Model) -> bool {
         .any(|p| model.id.contains(p))
 }
 
-fn cache_control(model: &Model) -> Value {
+/// The cache breakpoint marker, `None` for a request that must not write the cache (pi 0.87.1's
+/// summaries: `cacheRetention: "none"`).
+fn cache_control(req: &LlmRequest) -> Option<Value> {
+    (!req.no_cache).then(|| cache_control_for(&req.model))
+}
+
+fn cache_control_for(model: &Model) -> Value {
     let long = std::env::var("PI_CACHE_RETENTION").is_ok_and(|v| v == "long");
     if long && model.base_url.contains("api.anthropic.com") {
         json!({"type": "ephemeral", "ttl": "1h"})
@@ -47,6 +57,32 @@ fn wire_tool_name(name: &str, oauth: bool) -> String {
     }
     name.to_string()
 }
+/// The `anthropic-messages` wire API.
+pub struct Anthropic;
+
+pub const API: Anthropic = Anthropic;
+
+impl WireApi for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic-messages"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, false)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
@@ -57,11 +93,26 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     }
 }
 
+/// The model's `compat.supportsEagerToolInputStreaming` (default true): tools are sent with
+/// `eager_input_streaming`, else the fine-grained tool streaming beta is asked for.
+fn eager_tool_streaming(model: &Model) -> bool {
+    model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get("supportsEagerToolInputStreaming"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
+}
+
 pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
+    let copilot = req.model.provider == "github-copilot";
     let oauth = is_oauth(req);
     let mut betas: Vec<&str> = Vec::new();
     if oauth {
         betas.extend(["claude-code-20250219", "oauth-2025-04-20"]);
+    }
+    if !req.tools.is_empty() && !eager_tool_streaming(&req.model) {
+        betas.push("fine-grained-tool-streaming-2025-05-14");
     }
     if !is_adaptive(&req.model) {
         betas.push("interleaved-thinking-2025-05-14");
@@ -75,12 +126,26 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
             "true".into(),
         ),
         ("x-stainless-lang".into(), "js".into()),
-        ("x-stainless-timeout".into(), "600".into()),
+        (
+            "x-stainless-timeout".into(),
+            if req.compat.is_087() { "300" } else { "600" }.into(),
+        ),
     ];
+    // pi 0.87.1 sends its own User-Agent instead of the SDK's.
+    let sdk_agent = if req.compat.is_087() {
+        crate::llm::http::pi_user_agent()
+    } else {
+        "Anthropic/JS 0.91.1".to_string()
+    };
     if !betas.is_empty() {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
     match (&req.api_key, oauth) {
+        // Copilot: the token as a bearer, the editor's identity from the model's headers.
+        (Some(k), _) if copilot => {
+            h.push(("authorization".into(), format!("Bearer {k}")));
+            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+        }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
             h.push(("user-agent".into(), "claude-cli/2.1.75".into()));
@@ -88,11 +153,14 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (Some(k), false) => {
             h.push(("x-api-key".into(), k.clone()));
-            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+            h.push(("user-agent".into(), sdk_agent));
         }
-        (None, _) => h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into())),
+        (None, _) => h.push(("user-agent".into(), sdk_agent)),
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
+    if copilot {
+        crate::llm::openai_completions::copilot_headers(req, &mut h);
+    }
     h
 }
 
@@ -113,12 +181,12 @@ pub fn body_bytes(req: &LlmRequest) -> Vec<u8> {
 pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
     let model = &req.model;
     let oauth = is_oauth(req);
-    let cc = cache_control(model);
-    let rest = body_fields(req, &cc, oauth);
+    let cc = cache_control(req);
+    let rest = body_fields(req, cc.as_ref(), oauth);
     sink.buf.extend_from_slice(b"{\"model\":");
     put(&mut sink.buf, &model.id);
     sink.buf.extend_from_slice(b",\"messages\":");
-    write_messages(sink, req, &cc, oauth);
+    write_messages(sink, req, cc.as_ref(), oauth);
     let out = &mut sink.buf;
     for (k, v) in &rest {
         out.push(b',');
@@ -130,11 +198,11 @@ pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
 }
 
 /// Every body field after `messages`, in the reference's order.
-fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> {
+fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
     let model = &req.model;
     let mut body = Map::new();
 
-    let mut max_tokens = stream::default_max_tokens(req);
+    let mut max_tokens = api::default_max_tokens(req);
     if max_tokens == 0 {
         max_tokens = model.max_tokens / 3;
     }
@@ -173,11 +241,15 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
     body.insert("stream".into(), json!(true));
 
     let mut system = Vec::new();
+    let block = |text: &str| match cc {
+        Some(cc) => json!({"type": "text", "text": text, "cache_control": cc}),
+        None => json!({"type": "text", "text": text}),
+    };
     if oauth {
-        system.push(json!({"type": "text", "text": CLAUDE_CODE_IDENTITY, "cache_control": cc}));
+        system.push(block(CLAUDE_CODE_IDENTITY));
     }
     if !req.system_prompt.is_empty() {
-        system.push(json!({"type": "text", "text": req.system_prompt, "cache_control": cc}));
+        system.push(block(&req.system_prompt));
     }
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
@@ -197,17 +269,28 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
                     .get("required")
                     .cloned()
                     .unwrap_or_else(|| json!([]));
-                json!({
-                    "name": wire_tool_name(&t.name, oauth),
-                    "description": t.description,
-                    "eager_input_streaming": true,
-                    "input_schema": {"type": "object", "properties": props, "required": required},
-                })
+                let mut schema =
+                    json!({"type": "object", "properties": props, "required": required});
+                // The reference's shape, plus the definitions `$ref`s in the properties point at
+                // (MCP servers' schemas use them; no built-in tool has any).
+                for k in ["$defs", "definitions"] {
+                    if let Some(d) = t.parameters.get(k) {
+                        schema[k] = d.clone();
+                    }
+                }
+                let mut tool = Map::new();
+                tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
+                tool.insert("description".into(), json!(t.description));
+                if eager_tool_streaming(&req.model) {
+                    tool.insert("eager_input_streaming".into(), json!(true));
+                }
+                tool.insert("input_schema".into(), schema);
+                Value::Object(tool)
             })
             .collect::<Vec<Value>>();
         let mut tools = tools;
         // The reference also marks the end of the tool list as a cache breakpoint.
-        if let Some(Value::Object(last)) = tools.last_mut() {
+        if let (Some(Value::Object(last)), Some(cc)) = (tools.last_mut(), cc) {
             last.insert("cache_control".into(), cc.clone());
         }
         body.insert("tools".into(), Value::Array(tools));
@@ -333,7 +416,7 @@ fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>
 
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
-fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: &Value, oauth: bool) {
+fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
@@ -348,11 +431,11 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: &Value, oauth: bool
         }
         let last = n + 1 == planned.len();
         // The cache breakpoint goes on the last block of the last message when it is the user's.
-        let cc_at = |k: usize, len: usize| (last && k + 1 == len).then_some(cc);
+        let cc_at = |k: usize, len: usize| cc.filter(|_| last && k + 1 == len);
         match m {
             Planned::UserText(s) if last => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                put_text_block(out, s, Some(cc));
+                put_text_block(out, s, cc);
                 out.extend_from_slice(b"]}");
             }
             Planned::UserText(s) => {
@@ -522,7 +605,7 @@ fn map_stop(r: &str) -> Result<StopReason, String> {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
@@ -553,6 +636,13 @@ impl stream::Decoder for Decoder {
                     cache_write: usage_field(u, "cache_creation_input_tokens").unwrap_or(0),
                     ..Default::default()
                 };
+                if b.compat.is_087() {
+                    usage.cache_write_1h = Some(
+                        u.pointer("/cache_creation/ephemeral_1h_input_tokens")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0),
+                    );
+                }
                 usage.total_tokens =
                     usage.input + usage.output + usage.cache_read + usage.cache_write;
                 b.set_usage(usage, out);
@@ -611,6 +701,9 @@ impl stream::Decoder for Decoder {
             }
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    if b.compat.is_087() {
+                        b.msg.raw_stop_reason = Some(r.to_string());
+                    }
                     match map_stop(r) {
                         Ok(s) => self.stop = Some(s),
                         Err(e) => {
@@ -632,6 +725,13 @@ impl stream::Decoder for Decoder {
                     }
                     if let Some(x) = usage_field(u, "cache_creation_input_tokens") {
                         usage.cache_write = x;
+                    }
+                    if let Some(x) = u
+                        .pointer("/output_tokens_details/thinking_tokens")
+                        .and_then(Value::as_u64)
+                        .filter(|_| b.compat.is_087())
+                    {
+                        usage.reasoning = Some(x);
                     }
                     usage.total_tokens =
                         usage.input + usage.output + usage.cache_read + usage.cache_write;
@@ -656,7 +756,7 @@ impl stream::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         match self.stop {
             Some(s) => b.finish(s, out),
-            None => b.fail(stream::TERMINATED.into(), false, None, out),
+            None => b.fail(api::TERMINATED.into(), false, None, out),
         }
     }
 }

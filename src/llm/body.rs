@@ -208,6 +208,9 @@ mod tests {
             max_tokens: Some(n),
             timeouts: Default::default(),
             faux_script: None,
+            compat: Default::default(),
+            no_cache: false,
+            extra: Default::default(),
         }
     }
 

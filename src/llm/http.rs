@@ -85,11 +85,34 @@ pub fn post_json(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<HttpResponse, HttpError> {
-    let mut req = agent.post(url);
-    for (k, v) in headers {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    response(req.send(body))
+    send(agent, "POST", url, headers, Some(body))
+}
+
+/// One request: `GET` (no body) or `POST`.
+pub fn send(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> Result<HttpResponse, HttpError> {
+    let resp = match (method, body) {
+        ("GET", _) => {
+            let mut req = agent.get(url);
+            for (k, v) in headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            req.call()
+        }
+        (_, body) => {
+            let mut req = agent.post(url);
+            for (k, v) in headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            req.send(body.unwrap_or_default())
+        }
+    };
+    response(resp)
 }
 
 fn response(
@@ -129,6 +152,16 @@ pub fn post_streamed(
         req = req.header(k.as_str(), v.as_str());
     }
     response(req.send(ureq::SendBody::from_owned_reader(body)))
+}
+
+/// The whole body of a small response (token endpoints), at most `limit` bytes.
+pub fn read_small(resp: HttpResponse, limit: u64) -> Result<(u16, String), HttpError> {
+    let mut buf = Vec::new();
+    resp.body
+        .take(limit)
+        .read_to_end(&mut buf)
+        .map_err(|e| HttpError::Other(e.to_string()))?;
+    Ok((resp.status, String::from_utf8_lossy(&buf).into_owned()))
 }
 
 fn classify(e: ureq::Error) -> HttpError {
@@ -209,6 +242,26 @@ fn load_pem_file(path: &Path, out: &mut Vec<ureq::tls::Certificate<'static>>) {
             out.push(c);
         }
     }
+}
+
+/// pi 0.87.1's `User-Agent`: `pi (<platform> <kernel release>; <arch>)` in Node's words
+/// (`linux`, `darwin`; `x64`, `arm64`).
+pub fn pi_user_agent() -> String {
+    let platform = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        other => other,
+    };
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!("pi ({platform} {release}; {arch})")
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
@@ -94,6 +94,32 @@ pub fn compat(model: &Model) -> Compat {
     }
     c
 }
+/// The `openai-completions` wire API.
+pub struct OpenAiCompletions;
+
+pub const API: OpenAiCompletions = OpenAiCompletions;
+
+impl WireApi for OpenAiCompletions {
+    fn name(&self) -> &'static str {
+        "openai-completions"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, true)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     Prepared {
@@ -101,8 +127,14 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             "{}/chat/completions",
             req.model.base_url.trim_end_matches('/')
         ),
-        headers: sdk_headers(req),
-        body: stream::json_body(&build_body(req)),
+        headers: {
+            let mut h = sdk_headers(req);
+            if req.model.provider == "github-copilot" {
+                copilot_headers(req, &mut h);
+            }
+            h
+        },
+        body: api::json_body(&build_body(req)),
     }
 }
 
@@ -111,14 +143,44 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     let mut h: Vec<(String, String)> = vec![
         ("accept".into(), "application/json".into()),
         ("content-type".into(), "application/json".into()),
-        ("user-agent".into(), "OpenAI/JS 6.26.0".into()),
-        ("x-stainless-lang".into(), "js".into()),
     ];
+    if req.compat.is_087() {
+        h.push(("user-agent".into(), crate::llm::http::pi_user_agent()));
+        h.push(("x-stainless-timeout".into(), "300".into()));
+    } else {
+        h.push(("user-agent".into(), "OpenAI/JS 6.26.0".into()));
+    }
+    h.push(("x-stainless-lang".into(), "js".into()));
     if let Some(k) = &req.api_key {
         h.push(("authorization".into(), format!("Bearer {k}")));
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
     h
+}
+
+/// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`): who started the
+/// turn, the intent, and whether images are sent. They replace headers of the same name.
+pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
+    let initiator = match req.messages.last() {
+        Some(m) if !matches!(m, LlmMessage::User(_)) => "agent",
+        _ => "user",
+    };
+    let vision = req.messages.iter().any(|m| match m {
+        LlmMessage::User(u) => {
+            matches!(&u.content, UserContent::Blocks(b) if b.iter().any(|c| matches!(c, Content::Image(_))))
+        }
+        LlmMessage::ToolResult(r) => r.content.iter().any(|c| matches!(c, Content::Image(_))),
+        LlmMessage::Assistant(_) => false,
+    });
+    let mut put = |k: &str, v: &str| {
+        h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        h.push((k.to_string(), v.to_string()));
+    };
+    put("X-Initiator", initiator);
+    put("Openai-Intent", "conversation-edits");
+    if vision {
+        put("Copilot-Vision-Request", "true");
+    }
 }
 
 pub fn normalize_id(id: &str) -> String {
@@ -147,7 +209,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     }
     body.insert(
         c.max_tokens_field.clone(),
-        json!(stream::default_max_tokens(req)),
+        json!(api::default_max_tokens(req)),
     );
     if !req.tools.is_empty() {
         let tools = req
@@ -158,7 +220,18 @@ pub fn build_body(req: &LlmRequest) -> Value {
                 f.insert("name".into(), json!(t.name));
                 f.insert("description".into(), json!(t.description));
                 f.insert("parameters".into(), t.parameters.clone());
-                if c.supports_strict_mode {
+                // pi 0.87.1 assumes no strict mode unless the model's compat says so.
+                let strict = if req.compat.is_087() {
+                    model
+                        .compat
+                        .as_ref()
+                        .and_then(|m| m.get("supportsStrictMode"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                } else {
+                    c.supports_strict_mode
+                };
+                if strict {
                     f.insert("strict".into(), json!(false));
                 }
                 json!({"type": "function", "function": f})
@@ -421,7 +494,7 @@ fn map_finish(r: &str) -> Result<StopReason, String> {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         if ev.data == "[DONE]" {
             self.complete(b, out);
@@ -450,6 +523,13 @@ impl stream::Decoder for Decoder {
         if b.msg.response_id.is_none() {
             b.msg.response_id = v.get("id").and_then(Value::as_str).map(str::to_string);
         }
+        if b.msg.response_model.is_none() {
+            b.msg.response_model = v
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty() && *m != b.msg.model)
+                .map(str::to_string);
+        }
         b.start(out);
         let choice = v.get("choices").and_then(|c| c.get(0));
         let usage = v
@@ -460,19 +540,26 @@ impl stream::Decoder for Decoder {
             let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             let cached = n("/prompt_tokens_details/cached_tokens");
             let input = n("/prompt_tokens").saturating_sub(cached);
-            let output = n("/completion_tokens") + n("/completion_tokens_details/reasoning_tokens");
+            let reasoning = n("/completion_tokens_details/reasoning_tokens");
+            // pi 0.87.1: completion_tokens already counts reasoning, which is reported apart.
+            let v087 = b.compat.is_087();
+            let output = n("/completion_tokens") + if v087 { 0 } else { reasoning };
             let usage = Usage {
                 input,
                 output,
                 cache_read: cached,
                 cache_write: 0,
                 total_tokens: input + output + cached,
+                reasoning: v087.then_some(reasoning),
                 ..Default::default()
             };
             b.set_usage(usage, out);
         }
         let Some(choice) = choice else { return };
         if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+            if b.compat.is_087() {
+                b.msg.raw_stop_reason = Some(r.to_string());
+            }
             match map_finish(r) {
                 Ok(s) => self.finish = Some(s),
                 Err(e) => {
@@ -545,7 +632,7 @@ impl stream::Decoder for Decoder {
         if self.finish.is_some() {
             self.complete(b, out);
         } else {
-            b.fail(stream::TERMINATED.into(), false, None, out);
+            b.fail(api::TERMINATED.into(), false, None, out);
         }
     }
 }

@@ -8,6 +8,8 @@ pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod procs;
+pub mod recorded;
+pub mod scenario;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
@@ -103,12 +105,18 @@ pub struct Pith {
     lines: Receiver<String>,
     /// Every frame read so far, in order.
     pub seen: Vec<Value>,
+    /// Every stderr line so far (also echoed to the test's stderr).
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        let mut child = world
-            .command(args)
+        Pith::spawn_cmd(world.command(args))
+    }
+
+    /// Spawn a prepared command (e.g. [`World::command`] with extra environment).
+    pub fn spawn_cmd(mut cmd: Command) -> Pith {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -129,9 +137,14 @@ impl Pith {
             }
         });
         let stderr = child.stderr.take().expect("stderr");
+        let err_lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = err_lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[pith stderr] {line}");
+                if let Ok(mut v) = sink.lock() {
+                    v.push(line);
+                }
             }
         });
         let stdin = child.stdin.take();
@@ -140,6 +153,7 @@ impl Pith {
             stdin,
             lines: rx,
             seen: Vec::new(),
+            stderr: err_lines,
         }
     }
 
@@ -209,6 +223,15 @@ impl Pith {
         cmd["id"] = Value::String(id.to_string());
         self.send(cmd);
         self.response(id)
+    }
+
+    /// The next frame within `d`, if one comes (`None` on timeout or EOF).
+    pub fn try_recv(&mut self, d: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(d).ok()?;
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        self.seen.push(v.clone());
+        Some(v)
     }
 
     /// No more frames for `d` (EOF also counts as "no more").
