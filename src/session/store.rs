@@ -717,7 +717,7 @@ mod tests {
         let mut i = 0;
         while (text.len() as u64) < PARALLEL_ABOVE * 2 {
             match i % 97 {
-                13 => text.push_str("\n"),
+                13 => text.push('\n'),
                 29 => text.push_str("garbage\n"),
                 71 if i == 71 => text.push_str(&format!("{{\"long\":\"{long}\"}}\n")),
                 _ => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"{i}\"}}\n")),
