@@ -18,7 +18,7 @@ use crate::llm::api::{self, Builder, Framing, Prepared, WireApi};
 use crate::llm::aws::{credentials, sigv4};
 use crate::llm::models::ThinkingLevelMap;
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{sanitize_id, transform_messages};
+use crate::llm::transform::{sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{
     Content, LlmMessage, StopReason, ThinkingContent, ThinkingLevel, Usage, UserContent,
@@ -404,11 +404,11 @@ pub fn build_body(req: &LlmRequest, env: Env) -> Value {
 
 fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
     let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_messages(&req.messages, &req.model, Some(&normalize));
+    let msgs = transform_borrowed(&req.messages, &req.model, Some(&normalize));
     let mut out: Vec<Value> = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
-        match &msgs[i] {
+        match &*msgs[i] {
             LlmMessage::User(u) => {
                 let content: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({ "text": s })],
@@ -453,7 +453,7 @@ fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
             }
             LlmMessage::ToolResult(_) => {
                 let mut results = Vec::new();
-                while let Some(LlmMessage::ToolResult(r)) = msgs.get(i) {
+                while let Some(LlmMessage::ToolResult(r)) = msgs.get(i).map(|m| &**m) {
                     let content: Vec<Value> = r
                         .content
                         .iter()

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::transform_messages;
+use crate::llm::transform::transform_borrowed;
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent, now_ms};
 /// The `google-generative-ai` wire API.
@@ -206,11 +206,11 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
             id.to_string()
         }
     };
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let images = model.input.iter().any(|i| i == "image");
     let mut contents: Vec<Value> = Vec::new();
     for m in &msgs {
-        match m {
+        match &**m {
             LlmMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({"text": s})],

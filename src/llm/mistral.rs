@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{short_hash, transform_messages};
+use crate::llm::transform::{Transformed, short_hash, transform_borrowed};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -176,7 +176,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     let images = model.input.iter().any(|i| i == "image");
     let normalizer = RefCell::new(IdNormalizer::default());
     let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let mut messages = Vec::with_capacity(msgs.len() + 1);
     if !req.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": req.system_prompt}));
@@ -210,10 +210,10 @@ pub fn build_body(req: &LlmRequest) -> Value {
     Value::Object(body)
 }
 
-fn chat_messages(msgs: &[LlmMessage], images: bool) -> Vec<Value> {
+fn chat_messages(msgs: &[Transformed], images: bool) -> Vec<Value> {
     let mut out = Vec::with_capacity(msgs.len());
     for m in msgs {
-        match m {
+        match &**m {
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
                 UserContent::Blocks(blocks) => {

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{sanitize_id, transform_messages};
+use crate::llm::transform::{sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -283,11 +283,11 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
         };
         out.push(json!({"role": role, "content": req.system_prompt}));
     }
-    let msgs = transform_messages(&req.messages, model, Some(&normalize_id));
+    let msgs = transform_borrowed(&req.messages, model, Some(&normalize_id));
     let mut last_was_tool = false;
     let mut i = 0;
     while i < msgs.len() {
-        match &msgs[i] {
+        match &*msgs[i] {
             LlmMessage::User(u) => {
                 if last_was_tool && c.requires_assistant_after_tool_result {
                     out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{short_hash, transform_messages};
+use crate::llm::transform::{short_hash, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -221,7 +221,7 @@ pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool
         }
         format!("{call}|{item}")
     };
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let images = model.input.iter().any(|i| i == "image");
     let mut out = Vec::with_capacity(msgs.len() + 1);
     if include_system && !req.system_prompt.is_empty() {
@@ -234,7 +234,7 @@ pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool
     }
     let mut index = 0usize;
     for m in &msgs {
-        match m {
+        match &**m {
             LlmMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({"type": "input_text", "text": s})],
