@@ -1,5 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
+# The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1) for `make bench`'s comparison.
+ORACLE ?= ../shared/oracle
 
 .PHONY: build run test lint static bench fmt clean interop interop-deps screenshots
 
@@ -46,18 +48,17 @@ lint:
 static:
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl
 
-# pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
-# setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
-# Then grep/find over a generated 100,000-file repository, pith beside pi 0.73.1 running rg and fd
-# (found on PATH): target/bench/tools.json.
+# pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export); grep/find over
+# a generated 100,000-file repository, pith beside pi 0.73.1 running rg and fd (found on PATH):
+# target/bench/tools.json; then one table, pith beside pi 0.73.1 / 0.87.1 (those installed by the
+# oracle's setup scripts) as ratios from one run: target/bench/results.json.
+# BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.
 bench: build
 	$(CARGO) run --release --features bench --bin pith-bench
-	@if command -v python3 >/dev/null && [ -f ../shared/oracle/bench.py ]; then \
-		python3 tests/bench/compare.py $(BENCH_ARGS); \
-	else echo "bench: comparison with pi skipped (needs python3 and ../shared/oracle)"; fi
-	@if command -v python3 >/dev/null && [ -f ../shared/oracle/fakellm.py ]; then \
-		python3 tests/bench/tools.py $(BENCH_ARGS); \
-	else echo "bench: grep/find benchmark skipped (needs python3 and ../shared/oracle)"; fi
+	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
+		python3 tests/bench/tools.py --oracle $(ORACLE) $(BENCH_ARGS) && \
+		python3 tests/bench/compare.py --oracle $(ORACLE) $(BENCH_ARGS); \
+	else echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
 
 fmt:
 	$(CARGO) fmt --all

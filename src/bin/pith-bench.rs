@@ -479,7 +479,9 @@ fn many_turns(turns: usize) {
     let mut out = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
     let filler = "line of tool output ".repeat(100);
     println!("{turns} turns in one process (about 2 KB more context per turn, session on disk):");
-    println!("| turns | request (KB) | wall per turn, median (ms) | pith CPU per turn (ms) | peak RSS (MiB) |");
+    println!(
+        "| turns | request (KB) | wall per turn, median (ms) | pith CPU per turn (ms) | peak RSS (MiB) |"
+    );
     println!("| --- | --- | --- | --- | --- |");
     let mut walls = Vec::new();
     let mut cpu0 = cpu_secs(pid);

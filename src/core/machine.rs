@@ -830,8 +830,7 @@ impl Machine {
             oauth: self.auth.oauth_login(&model.provider),
             thinking_map: self
                 .registry
-                .thinking_level_map(&model.provider, &model.id)
-                .cloned(),
+                .thinking_level_map_of(&model.provider, &model.id),
             env: Some(self.auth.env().clone()),
         }
     }

@@ -461,6 +461,17 @@ impl Registry {
         b.thinking[i].as_ref()
     }
 
+    /// [`Registry::thinking_level_map`] as a copy, without building every model (what a request
+    /// carries).
+    pub fn thinking_level_map_of(&self, provider: &str, id: &str) -> Option<ThinkingLevelMap> {
+        if self.built.get().is_some() {
+            return self.thinking_level_map(provider, id).cloned();
+        }
+        let b = Registry::models(&self.cfg, Some(provider));
+        let i = b.models.iter().position(|m| m.id == id)?;
+        b.thinking[i].clone()
+    }
+
     /// [`supported_thinking_levels`] for a model, looking its map up here.
     pub fn thinking_levels(&self, model: &Model) -> Vec<ThinkingLevel> {
         if self.built.get().is_none() {

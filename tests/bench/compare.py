@@ -15,11 +15,15 @@ oracle's own harnesses, run the same way for every agent:
 - first-token latency: first SSE text chunk written -> its `text_delta` line read (bench.py);
 - 20,000-chunk stream: wall time and CPU (bench.py `throughput`), pith also with
   `--rpc-partials none`;
-- long session: resume a 20,000-entry session, one more turn (bench/longsession.py);
+- long session: resume a 20,000-entry session, one more turn (the oracle's bench/longsession.py
+  session, run by tests/bench/longsession.py, which also marks the request on the wire: the body
+  read off the socket, before the fake server parses and logs it);
 - density: streaming agents per GiB of PSS (bench/density.py; fewer pi agents, each needs
   ~200 MiB);
 - HTML export: `--export` of the 10,000-entry session pith-bench leaves in
-  target/bench/export-10k.jsonl (wall time, median of 3; page size).
+  target/bench/export-10k.jsonl (wall time, median of 3; page size);
+- grep/find on a 100,000-file tree: from target/bench/tools.json, which tests/bench/tools.py
+  writes (`make bench` runs it first): the sum of its cases' medians, and its slowest case.
 
 Prints one table (ratio = pi / pith: how many times pith is faster or smaller) and writes the
 figures to target/bench/results.json. A benchmark, not a test: nothing is asserted.
@@ -209,6 +213,20 @@ def export_html(cmd):
     return {"export_ms": times[1], "export_page_mib": os.path.getsize(out) / 1048576}
 
 
+def tools(label):
+    """grep/find figures of `label` from tests/bench/tools.py's last run (same machine, run just
+    before by `make bench`): total of the medians over its cases, and the slowest case."""
+    try:
+        with open(os.path.join(ROOT, "target", "bench", "tools.json")) as f:
+            cases = json.load(f)["agents"][label]
+    except (OSError, ValueError, KeyError):
+        return {}
+    medians = [c["median_ms"] for c in cases.values() if c.get("median_ms") is not None]
+    if not medians or len(medians) < len(cases):
+        return {}
+    return {"tools_total_ms": sum(medians), "tools_max_ms": max(medians)}
+
+
 def parse_kv(text, prefix):
     for line in text.splitlines():
         if line.startswith(prefix):
@@ -245,14 +263,17 @@ def main():
             t = (t.get("throughput") or [{}])[0]
             r["stream20k_087_s"] = t.get("prompt_to_agent_end_s")
         turns = "1000" if QUICK else "5000"
-        ls = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "longsession.py"), "--turns", turns,
-                           "--runs", "1" if QUICK else "3", "--", *cmd]), "longsession:")
+        ls = parse_kv(run([sys.executable, os.path.join(ROOT, "tests", "bench", "longsession.py"),
+                           "--oracle", ORACLE, "--turns", turns, "--runs", "1" if QUICK else "5",
+                           "--", *cmd]), "longsession:")
         r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
+        r["wire_ms"] = ls.get("wire_ms")
         r["longsession_rss_mib"] = ls.get("peak_rss_mib")
         n = ("50" if QUICK else "200") if pith else "8"
         d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
         r["agents_per_gib"] = d.get("agents_per_gib")
         r.update(export_html(cmd))
+        r.update(tools(label))
         res["agents"][label] = r
         print(json.dumps(r), file=sys.stderr)
 
@@ -268,11 +289,15 @@ def main():
             ("20k-chunk stream (s)", "stream20k_s", False), ("20k-chunk stream CPU (s)", "stream20k_cpu_s", False),
             ("20k-chunk stream, partials none (s)", "stream20k_none_s", False),
             ("20k-chunk stream, --compat 0.87 (s)", "stream20k_087_s", False),
-            ("long session: resume (ms)", "resume_ms", False), ("long session: prompt -> request (ms)", "request_ms", False),
+            ("long session: resume (ms)", "resume_ms", False),
+            ("long session: prompt -> request on the wire (ms)", "wire_ms", False),
+            ("long session: prompt -> request logged by the fake LLM (ms)", "request_ms", False),
             ("long session: peak RSS (MiB)", "longsession_rss_mib", False),
             ("agents per GiB (PSS)", "agents_per_gib", True),
             ("HTML export, 10k entries (ms)", "export_ms", False),
-            ("HTML export page (MiB)", "export_page_mib", False)]
+            ("HTML export page (MiB)", "export_page_mib", False),
+            ("grep/find, 100k files: 8 cases, sum of medians (ms)", "tools_total_ms", False),
+            ("grep/find, 100k files: slowest case (ms)", "tools_max_ms", False)]
     labels = list(res["agents"])
     head = "| | " + " | ".join(labels) + " | " + " | ".join(f"{l} / pith" for l in labels[1:]) + " |"
     print(f"\n{res['date']}, {res['cpus']} CPUs ({res['machine']})\n")
