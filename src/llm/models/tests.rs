@@ -72,8 +72,8 @@ fn oracle_models_json_gives_the_transcripts_available_models() {
         r#"{"id":"fake-model","name":"Fake Model","api":"anthropic-messages","provider":"fake","baseUrl":"http://127.0.0.1:40747","reasoning":true,"input":["text","image"],"cost":{"input":3,"output":15,"cacheRead":0.3,"cacheWrite":3.75},"contextWindow":200000,"maxTokens":16384}"#
     );
     // Custom providers come after all built-ins.
-    assert_eq!(reg.all().len(), 626 + 3);
-    assert_eq!(reg.all()[626].id, "fake-model");
+    assert_eq!(reg.all().len(), 969 + 3);
+    assert_eq!(reg.all()[969].id, "fake-model");
 }
 
 #[test]
@@ -92,15 +92,33 @@ fn builtin_table_order_and_serialisation() {
             "anthropic",
             "azure-openai-responses",
             "cerebras",
+            "cloudflare-ai-gateway",
+            "cloudflare-workers-ai",
+            "deepseek",
+            "fireworks",
             "github-copilot",
             "google",
             "google-vertex",
             "groq",
+            "huggingface",
+            "kimi-coding",
+            "minimax",
+            "minimax-cn",
             "mistral",
+            "moonshotai",
+            "moonshotai-cn",
             "openai",
             "openai-codex",
+            "opencode",
+            "opencode-go",
             "openrouter",
-            "xai"
+            "vercel-ai-gateway",
+            "xai",
+            "xiaomi",
+            "xiaomi-token-plan-ams",
+            "xiaomi-token-plan-cn",
+            "xiaomi-token-plan-sgp",
+            "zai",
         ]
     );
     assert_eq!(reg.all()[0].id, "amazon.nova-2-lite-v1:0");
@@ -138,7 +156,7 @@ fn builtin_registry_builds_fast() {
     let t = std::time::Instant::now();
     let reg = Registry::builtin();
     let elapsed = t.elapsed();
-    assert_eq!(reg.all().len(), 626);
+    assert_eq!(reg.all().len(), 969);
     // 5 ms in release; a debug build on a busy machine gets more room.
     assert!(
         elapsed < std::time::Duration::from_millis(25),
@@ -222,7 +240,7 @@ fn provider_and_model_overrides_apply_to_builtins() {
         reg.all().last().unwrap().base_url,
         "https://api.openai.com/v1"
     );
-    assert_eq!(reg.all().len(), 627);
+    assert_eq!(reg.all().len(), 970);
 }
 
 #[test]
@@ -261,7 +279,7 @@ fn comments_and_trailing_commas_are_accepted() {
 fn malformed_models_json_is_a_warning_and_keeps_builtins() {
     let dir = write_models("{ not json");
     let (reg, warnings) = Registry::load(dir.path(), &|_: &str| None);
-    assert_eq!(reg.all().len(), 626);
+    assert_eq!(reg.all().len(), 969);
     assert_eq!(warnings.len(), 1);
     assert!(
         warnings[0].starts_with("Failed to parse models.json: "),
