@@ -12,6 +12,7 @@ pub mod api;
 pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod cloudflare;
 pub mod cost;
 pub mod faux;
 pub mod google;
