@@ -89,7 +89,9 @@ mod tests {
             extra: Default::default(),
         };
         r.extra.env = Some(Arc::new(move |k: &str| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
         }));
         r
     }
@@ -100,7 +102,10 @@ mod tests {
         let r = req(
             "cloudflare-ai-gateway",
             url,
-            &[("CLOUDFLARE_ACCOUNT_ID", "acc"), ("CLOUDFLARE_GATEWAY_ID", "gw")],
+            &[
+                ("CLOUDFLARE_ACCOUNT_ID", "acc"),
+                ("CLOUDFLARE_GATEWAY_ID", "gw"),
+            ],
         );
         assert_eq!(
             base_url(&r).unwrap(),
@@ -109,7 +114,10 @@ mod tests {
         let r = req(
             "cloudflare-workers-ai",
             url,
-            &[("CLOUDFLARE_ACCOUNT_ID", "acc"), ("CLOUDFLARE_GATEWAY_ID", "")],
+            &[
+                ("CLOUDFLARE_ACCOUNT_ID", "acc"),
+                ("CLOUDFLARE_GATEWAY_ID", ""),
+            ],
         );
         assert_eq!(
             base_url(&r).unwrap_err(),

@@ -221,7 +221,10 @@ pub fn gateway_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
         .model
         .headers
         .as_ref()
-        .and_then(|m| m.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+        .and_then(|m| {
+            m.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        })
         .map(|(_, v)| v.as_str().map_or_else(|| v.to_string(), str::to_string));
     h.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
     if let Some(v) = configured {
@@ -684,7 +687,11 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
                     m.insert("role".into(), json!("tool"));
                     m.insert(
                         "content".into(),
-                        json!(if text.is_empty() { "(see attached image)" } else { &text }),
+                        json!(if text.is_empty() {
+                            "(see attached image)"
+                        } else {
+                            &text
+                        }),
                     );
                     m.insert("tool_call_id".into(), json!(r.tool_call_id));
                     if c.requires_tool_result_name && !r.tool_name.is_empty() {
@@ -711,8 +718,9 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
                     if c.requires_assistant_after_tool_result {
                         out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
                     }
-                    let mut parts =
-                        vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
+                    let mut parts = vec![
+                        json!({"type": "text", "text": "Attached image(s) from tool result:"}),
+                    ];
                     parts.extend(images);
                     out.push(json!({"role": "user", "content": parts}));
                     last = Last::Other;
@@ -754,7 +762,12 @@ impl Decoder {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty());
         let by_index = |d: &Decoder| {
-            index.and_then(|n| d.tools_by_index.iter().find(|(k, _)| *k == n).map(|(_, i)| *i))
+            index.and_then(|n| {
+                d.tools_by_index
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, i)| *i)
+            })
         };
         let by_id = |d: &Decoder| {
             id.and_then(|s| d.tools_by_id.iter().find(|(k, _)| k == s).map(|(_, i)| *i))
@@ -913,7 +926,11 @@ impl api::Decoder for Decoder {
         if chunk_has_usage {
             b.set_usage(chunk_usage(&v["usage"], v087), out);
         }
-        let Some(choice) = v.get("choices").and_then(Value::as_array).and_then(|c| c.first()) else {
+        let Some(choice) = v
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
             return;
         };
         if !truthy(choice) {
@@ -925,7 +942,11 @@ impl api::Decoder for Decoder {
                 b.set_usage(chunk_usage(u, v087), out);
             }
         }
-        if let Some(r) = choice.get("finish_reason").and_then(Value::as_str).filter(|r| !r.is_empty()) {
+        if let Some(r) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+        {
             if v087 {
                 b.msg.raw_stop_reason = Some(r.to_string());
             }
@@ -1003,9 +1024,12 @@ impl api::Decoder for Decoder {
                 }
                 let id = d.get("id").and_then(Value::as_str);
                 let signature = js_json(d);
-                if let Some(Content::ToolCall(tc)) = b.msg.content.iter_mut().find(
-                    |c| matches!(c, Content::ToolCall(tc) if Some(tc.id.as_str()) == id),
-                ) {
+                if let Some(Content::ToolCall(tc)) = b
+                    .msg
+                    .content
+                    .iter_mut()
+                    .find(|c| matches!(c, Content::ToolCall(tc) if Some(tc.id.as_str()) == id))
+                {
                     tc.thought_signature = Some(signature);
                 }
             }

@@ -49,6 +49,9 @@ pub struct Fixture {
     pub provider: String,
     pub model: String,
     pub thinking: Option<String>,
+    /// The base URL pi was pointed at (models.json), `{PORT}` standing for the fake's port; when
+    /// absent, the one the test passes.
+    pub base_url: Option<String>,
     pub turns: Vec<Turn>,
 }
 
@@ -143,18 +146,30 @@ pub fn load(name: &str) -> Fixture {
         provider: s(&v, "provider").expect("provider"),
         model: s(&v, "model").expect("model"),
         thinking: s(&v, "thinking"),
+        base_url: s(&v, "baseUrl"),
         turns,
     }
 }
 
-/// The built-in model of the fixture, at `base_url`.
+/// The built-in model of the fixture, at `base_url` (or at the fixture's own base URL on the
+/// port of `base_url`).
 pub fn model(fx: &Fixture, base_url: &str) -> Model {
     let mut m = Registry::builtin()
         .find(&fx.provider, &fx.model)
         .unwrap_or_else(|| panic!("{}/{} is not built in", fx.provider, fx.model))
         .clone();
-    m.base_url = base_url.to_string();
+    m.base_url = match &fx.base_url {
+        Some(template) => template.replace("{PORT}", port_of(base_url)),
+        None => base_url.to_string(),
+    };
     m
+}
+
+/// The port of `http://127.0.0.1:PORT[/...]`.
+fn port_of(url: &str) -> &str {
+    let after = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = after.split('/').next().unwrap_or("");
+    host.rsplit_once(':').map_or("", |(_, p)| p)
 }
 
 /// The request pith builds for turn `i`.
@@ -176,14 +191,7 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     req.extra.thinking_map = Registry::builtin()
         .thinking_level_map(&fx.provider, &fx.model)
         .cloned();
-    let port = req
-        .model
-        .base_url
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.split('/').next())
-        .unwrap_or("")
-        .to_string();
+    let port = port_of(&req.model.base_url).to_string();
     let env: Vec<(String, String)> = fx
         .env
         .iter()

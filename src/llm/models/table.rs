@@ -123,6 +123,11 @@ impl BuiltinModel {
                     .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
                     .collect()
             }),
+            shape: crate::llm::model_json::ModelShape::builtin(
+                self.headers.is_some(),
+                compat.is_some(),
+                self.thinking.map(super::ThinkingLevelMap::from_static),
+            ),
             compat,
         }
     }
