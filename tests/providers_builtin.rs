@@ -128,3 +128,17 @@ fn completions_stream_details() {
         "error_503",
     ]);
 }
+
+#[test]
+fn models_json_compat_flags() {
+    check(&[
+        "custom_toolname",
+        "custom_thinking_text",
+        "custom_cache",
+        "custom_vercel",
+        "custom_openrouter",
+        "custom_openai_off",
+        "custom_anthropic",
+        "custom_responses",
+    ]);
+}

@@ -288,3 +288,61 @@ if __name__ == "__main__":
     one("error_400", '{"error":{"message":"Invalid request: bad field","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}', 400, J)
     one("error_429", '{"error":{"message":"Rate limit reached","type":"rate_limit","metadata":{"raw":"upstream 429 body"}}}', 429, J)
     one("error_503", "upstream connect error", 503, "text/plain")
+
+    # ------------------------------------------------------------ models.json compat flags
+    # Flags no built-in model sets, on models defined in models.json (the fixture carries it).
+    PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+    def custom(name, provider, api, path, model_def, replies, prompts, thinking=None, env=None, tools="bash", cwd_files=None, compat=None):
+        if not want(name):
+            return
+        base = "http://127.0.0.1:{PORT}" + path
+        prov = {"baseUrl": base, "api": api, "apiKey": "key-" + provider, "models": [model_def]}
+        if compat:
+            prov["compat"] = compat
+        mj = json.dumps({"providers": {provider: prov}})
+        d = record(extract, provider, model_def["id"], dict(env or {}), replies, prompts, {"agent/models.json": mj}, NORETRY,
+                   thinking, cwd_files=cwd_files, args=["--tools", tools, "--system-prompt", "You are a test agent."])
+        d["modelsJson"] = mj
+        for t in d["turns"]:
+            t.pop("message", None)
+        save(name, d)
+
+    def read_turn(model):
+        s = chunk(model, {"role": "assistant", "content": ""})
+        s += chunk(model, {"tool_calls": [{"index": 0, "id": "call_r", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"dot.png\"}"}}]})
+        return s + chunk(model, {}, "tool_calls") + chunk(model, choices=False, usage=USAGE1) + DONE
+
+    ERR400 = Reply('{"error":{"message":"bad","type":"invalid_request_error"}}', 400, ctype=J)
+    custom("custom_toolname", "cc1", "openai-completions", "/v1",
+           {"id": "m-vision", "reasoning": True, "input": ["text", "image"],
+            "compat": {"requiresToolResultName": True, "requiresAssistantAfterToolResult": True, "supportsUsageInStreaming": False,
+                       "maxTokensField": "max_tokens", "supportsStrictMode": False, "supportsDeveloperRole": False}},
+           [Reply(read_turn("m-vision")), ERR400, Reply(cc_text("m-vision", None))], ["Look at dot.png", "again"],
+           thinking="low", tools="read", cwd_files={"dot.png": PNG})
+    custom("custom_thinking_text", "cc2", "openai-completions", "/v1",
+           {"id": "m-think", "reasoning": True, "compat": {"requiresThinkingAsText": True, "thinkingFormat": "qwen-chat-template"}},
+           [Reply(cc_tool("m-think")), Reply(cc_text("m-think"))], TOOL, thinking="medium")
+    custom("custom_cache", "cc3", "openai-completions", "/v1",
+           {"id": "m-cache", "reasoning": True,
+            "compat": {"cacheControlFormat": "anthropic", "supportsLongCacheRetention": False, "sendSessionAffinityHeaders": True,
+                       "zaiToolStream": True, "thinkingFormat": "zai"}},
+           [Reply(cc_tool("m-cache")), Reply(cc_text("m-cache"))], TOOL, thinking="high", env={"PI_CACHE_RETENTION": "long"})
+    custom("custom_vercel", "cc4", "openai-completions", "/ai-gateway.vercel.sh/v1",
+           {"id": "m-gw", "compat": {"vercelGatewayRouting": {"only": ["anthropic"], "order": ["bedrock", "anthropic"]}}},
+           [Reply(cc_text("m-gw", None)), Reply(cc_text("m-gw", None))], TWO)
+    custom("custom_openrouter", "cc5", "openai-completions", "/openrouter.ai/api/v1",
+           {"id": "m-or", "reasoning": True, "thinkingLevelMap": {"off": "minimal"},
+            "compat": {"openRouterRouting": {"only": ["x"], "allow_fallbacks": False}}},
+           [Reply(cc_text("m-or", "reasoning")), Reply(cc_text("m-or", "reasoning"))], TWO, thinking="off")
+    custom("custom_openai_off", "cc6", "openai-completions", "/api.openai.com/v1",
+           {"id": "m-oai", "reasoning": True, "thinkingLevelMap": {"off": "none", "minimal": None}},
+           [Reply(cc_text("m-oai", None)), Reply(cc_text("m-oai", None))], TWO, thinking="off",
+           compat={"supportsStore": True})
+    custom("custom_anthropic", "ac1", "anthropic-messages", "",
+           {"id": "claude-custom", "reasoning": True, "input": ["text", "image"],
+            "compat": {"supportsEagerToolInputStreaming": False, "supportsLongCacheRetention": False}},
+           [Reply(an_tool("claude-custom")), Reply(an_text("claude-custom"))], TOOL, thinking="minimal", env={"PI_CACHE_RETENTION": "long"})
+    custom("custom_responses", "rc1", "openai-responses", "/v1",
+           {"id": "gpt-custom", "reasoning": True, "compat": {"sendSessionIdHeader": False, "supportsLongCacheRetention": False}},
+           [Reply(resp_tool_turn()), Reply(resp_text_turn())], TOOL, thinking="low", env={"PI_CACHE_RETENTION": "long"})

@@ -721,9 +721,10 @@ fn non_ascii_provider_prefix_does_not_panic() {
 /// keys, and models.json models: the same JSON text, key order included.
 #[test]
 fn model_json_matches_the_reference_key_for_key() {
-    let fx: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("available_models_shapes.json")).unwrap())
-            .unwrap();
+    let fx: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("available_models_shapes.json")).unwrap(),
+    )
+    .unwrap();
     let dir = write_models(&fx["modelsJson"].to_string());
     let pairs: Vec<(String, String)> = fx["env"]
         .as_object()
@@ -731,11 +732,19 @@ fn model_json_matches_the_reference_key_for_key() {
         .iter()
         .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
         .collect();
-    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let (reg, auth) = load_dir(dir.path(), env_of(&refs));
     let js = |v: &dyn erased::Ser| v.js();
     let got: Vec<String> = reg.available(&auth).iter().map(|m| js(*m)).collect();
-    let want: Vec<String> = fx["models"].as_array().unwrap().iter().map(|m| js(m)).collect();
+    let want: Vec<String> = fx["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| js(m))
+        .collect();
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
         assert_eq!(g, w);
@@ -750,7 +759,8 @@ mod erased {
     impl<T: serde::Serialize> Ser for T {
         fn js(&self) -> String {
             let mut buf = Vec::new();
-            let mut ser = serde_json::Serializer::with_formatter(&mut buf, crate::json::JsFormatter);
+            let mut ser =
+                serde_json::Serializer::with_formatter(&mut buf, crate::json::JsFormatter);
             self.serialize(&mut ser).unwrap();
             String::from_utf8(buf).unwrap()
         }
