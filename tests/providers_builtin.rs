@@ -8,7 +8,13 @@
 
 mod support;
 
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::fake_llm::{FakeLlm, Reply};
+use support::frames::run;
 use support::recorded::{assert_bodies, assert_headers, assert_replays, load};
+use support::{Pith, World};
 
 const CHUNKS: &[usize] = &[0, 1, 7];
 
@@ -141,4 +147,160 @@ fn models_json_compat_flags() {
         "custom_anthropic",
         "custom_responses",
     ]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Through the binary: keys from pi's variables, URLs from the environment.
+
+fn spawn(world: &World, args: &[&str], env: &[(&str, &str)]) -> Pith {
+    let mut cmd = world.command(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Pith::spawn_cmd(cmd)
+}
+
+fn assistant_end(frames: &[Value]) -> Value {
+    frames
+        .iter()
+        .rev()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+        .map(|f| f["message"].clone())
+        .expect("an assistant message_end")
+}
+
+#[test]
+fn each_variable_lists_its_providers_models() {
+    let world = World::new();
+    let cases: &[(&str, &[(&str, usize)])] = &[
+        ("DEEPSEEK_API_KEY", &[("deepseek", 2)]),
+        ("ZAI_API_KEY", &[("zai", 5)]),
+        (
+            "MOONSHOT_API_KEY",
+            &[("moonshotai", 7), ("moonshotai-cn", 7)],
+        ),
+        ("HF_TOKEN", &[("huggingface", 22)]),
+        ("FIREWORKS_API_KEY", &[("fireworks", 19)]),
+        ("KIMI_API_KEY", &[("kimi-coding", 2)]),
+        ("MINIMAX_API_KEY", &[("minimax", 2)]),
+        ("MINIMAX_CN_API_KEY", &[("minimax-cn", 2)]),
+        ("OPENCODE_API_KEY", &[("opencode", 38), ("opencode-go", 12)]),
+        ("AI_GATEWAY_API_KEY", &[("vercel-ai-gateway", 162)]),
+        ("XIAOMI_API_KEY", &[("xiaomi", 5)]),
+        (
+            "XIAOMI_TOKEN_PLAN_CN_API_KEY",
+            &[("xiaomi-token-plan-cn", 5)],
+        ),
+        (
+            "XIAOMI_TOKEN_PLAN_AMS_API_KEY",
+            &[("xiaomi-token-plan-ams", 5)],
+        ),
+        (
+            "XIAOMI_TOKEN_PLAN_SGP_API_KEY",
+            &[("xiaomi-token-plan-sgp", 5)],
+        ),
+        (
+            "CLOUDFLARE_API_KEY",
+            &[("cloudflare-ai-gateway", 35), ("cloudflare-workers-ai", 8)],
+        ),
+    ];
+    for (var, want) in cases {
+        let mut p = spawn(&world, &["--mode", "rpc", "--no-session"], &[(var, "k")]);
+        let models = p.call(json!({"type":"get_available_models"}), "m");
+        let mut got: Vec<(String, usize)> = Vec::new();
+        for m in models["data"]["models"].as_array().expect("models") {
+            let provider = m["provider"].as_str().expect("provider").to_string();
+            match got.last_mut() {
+                Some((p, n)) if *p == provider => *n += 1,
+                _ => got.push((provider, 1)),
+            }
+        }
+        let want: Vec<(String, usize)> = want.iter().map(|(p, n)| (p.to_string(), *n)).collect();
+        assert_eq!(got, want, "{var}");
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn deepseek_end_to_end_with_its_variable() {
+    let fx = load("builtin/deepseek_tool.json");
+    let reply = fx.turns[1].response.clone().expect("a response");
+    let llm = FakeLlm::start(vec![Reply::sse(reply.2)]);
+    let world = World::new();
+    let base = format!("{}/api.deepseek.com", llm.base_url());
+    world.write_agent_file(
+        "models.json",
+        &json!({"providers": {"deepseek": {"baseUrl": base}}}).to_string(),
+    );
+    let args = [
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "deepseek",
+        "--model",
+        "deepseek-v4-flash",
+        "--thinking",
+        "xhigh",
+    ];
+    let mut p = spawn(&world, &args, &[("DEEPSEEK_API_KEY", "sk-ds-1")]);
+    let frames = run(&mut p, "1", "hi");
+    let msg = assistant_end(&frames);
+    assert_eq!(msg["content"][1]["text"], "The output was hi. 😀 中文");
+    assert_eq!(msg["content"][0]["thinkingSignature"], "reasoning_content");
+    let r = &llm.requests()[0];
+    assert_eq!(r.path, "/api.deepseek.com/chat/completions");
+    assert_eq!(r.header("authorization"), Some("Bearer sk-ds-1"));
+    let body: Value = serde_json::from_str(&r.body).expect("json");
+    assert_eq!(body["thinking"], json!({"type": "enabled"}));
+    assert_eq!(body["reasoning_effort"], "max");
+    assert_eq!(body["messages"][0]["role"], "system");
+    p.finish(Duration::from_secs(5));
+}
+
+#[test]
+fn cloudflare_urls_come_from_the_environment() {
+    let fx = load("builtin/cf_workers_tool.json");
+    let reply = fx.turns[1].response.clone().expect("a response");
+    let llm = FakeLlm::start(vec![Reply::sse(reply.2)]);
+    let world = World::new();
+    let base = format!(
+        "{}/client/v4/accounts/{{CLOUDFLARE_ACCOUNT_ID}}/ai/v1",
+        llm.base_url()
+    );
+    world.write_agent_file(
+        "models.json",
+        &json!({"providers": {"cloudflare-workers-ai": {"baseUrl": base}}}).to_string(),
+    );
+    let args = [
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "cloudflare-workers-ai",
+        "--model",
+        "@cf/openai/gpt-oss-120b",
+    ];
+    // Without the account id: pi's error, nothing sent.
+    let mut p = spawn(&world, &args, &[("CLOUDFLARE_API_KEY", "cf-key")]);
+    let msg = assistant_end(&run(&mut p, "1", "hi"));
+    assert_eq!(msg["stopReason"], "error");
+    assert_eq!(
+        msg["errorMessage"],
+        "CLOUDFLARE_ACCOUNT_ID is required for provider cloudflare-workers-ai but is not set."
+    );
+    p.finish(Duration::from_secs(5));
+    assert!(llm.requests().is_empty());
+    let env = [
+        ("CLOUDFLARE_API_KEY", "cf-key"),
+        ("CLOUDFLARE_ACCOUNT_ID", "acct-9"),
+    ];
+    let mut p = spawn(&world, &args, &env);
+    let msg = assistant_end(&run(&mut p, "1", "hi"));
+    assert_eq!(msg["stopReason"], "stop");
+    let r = &llm.requests()[0];
+    assert_eq!(r.path, "/client/v4/accounts/acct-9/ai/v1/chat/completions");
+    assert_eq!(r.header("authorization"), Some("Bearer cf-key"));
+    assert!(r.header("x-session-affinity").is_some());
+    p.finish(Duration::from_secs(5));
 }
