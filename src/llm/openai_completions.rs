@@ -4,6 +4,8 @@
 //! `compat`, else detected from its provider and URL), the request body and headers they shape,
 //! and the decoder of the `data: {chunk}` / `data: [DONE]` stream.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
@@ -742,9 +744,13 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
 pub struct Decoder {
     text: Option<usize>,
     thinking: Option<usize>,
-    /// Tool blocks by the stream's `index`, and by id.
-    tools_by_index: Vec<(u64, usize)>,
-    tools_by_id: Vec<(String, usize)>,
+    /// Tool blocks by the stream's `index` and by the id last seen for them; the blocks that
+    /// have an index. Maps, so a hostile stream of many tool calls costs linear time.
+    tools_by_index: HashMap<u64, usize>,
+    tools_by_id: HashMap<String, usize>,
+    indexed: HashSet<usize>,
+    /// The first tool block with each id (where `reasoning_details` attach).
+    first_with_id: HashMap<String, usize>,
     stop: Option<StopReason>,
     /// A finish reason that maps to an error (`Provider finish_reason: …`).
     error: Option<String>,
@@ -756,42 +762,38 @@ impl Decoder {
     }
 
     fn tool_block(&mut self, call: &Value, b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
-        let index = call.get("index").and_then(Value::as_u64);
+        // Any JSON number is an index (its bits as the key).
+        let index = call.get("index").and_then(Value::as_f64).map(f64::to_bits);
         let id = call
             .get("id")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty());
-        let by_index = |d: &Decoder| {
-            index.and_then(|n| {
-                d.tools_by_index
-                    .iter()
-                    .find(|(k, _)| *k == n)
-                    .map(|(_, i)| *i)
-            })
-        };
-        let by_id = |d: &Decoder| {
-            id.and_then(|s| d.tools_by_id.iter().find(|(k, _)| k == s).map(|(_, i)| *i))
-        };
-        let (block, new) = match by_index(self).or_else(|| by_id(self)) {
-            Some(i) => (i, false),
+        let found = index
+            .and_then(|n| self.tools_by_index.get(&n))
+            .or_else(|| id.and_then(|s| self.tools_by_id.get(s)))
+            .copied();
+        let block = match found {
+            Some(i) => i,
             None => {
                 let name = call
                     .pointer("/function/name")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                (b.start_tool(id.unwrap_or(""), name, out), true)
+                let i = b.start_tool(id.unwrap_or(""), name, out);
+                if let Some(id) = id {
+                    self.first_with_id.entry(id.to_string()).or_insert(i);
+                }
+                i
             }
         };
+        // A new block, or one first seen without an index, takes this index.
         if let Some(n) = index {
-            // A block first seen without an index takes this one.
-            let known = self.tools_by_index.iter().any(|(_, i)| *i == block);
-            if new || !known {
-                self.tools_by_index.push((n, block));
+            if self.indexed.insert(block) {
+                self.tools_by_index.insert(n, block);
             }
         }
         if let Some(id) = id {
-            self.tools_by_id.retain(|(k, _)| k != id);
-            self.tools_by_id.push((id.to_string(), block));
+            self.tools_by_id.insert(id.to_string(), block);
         }
         block
     }
@@ -992,12 +994,16 @@ impl api::Decoder for Decoder {
             b.delta(i, t, out);
         }
         if let Some(Value::Array(calls)) = delta.get("tool_calls") {
-            for call in calls {
+            // Entries that are not objects are skipped (pi's decoder would throw on `null`).
+            for call in calls.iter().filter(|c| c.is_object()) {
                 let i = self.tool_block(call, b, out);
                 if let Some(Content::ToolCall(tc)) = b.block_mut(i) {
                     if tc.id.is_empty() {
                         if let Some(id) = call.get("id").and_then(Value::as_str) {
                             tc.id = id.to_string();
+                            if !id.is_empty() {
+                                self.first_with_id.entry(id.to_string()).or_insert(i);
+                            }
                         }
                     }
                     if tc.name.is_empty() {
@@ -1022,15 +1028,12 @@ impl api::Decoder for Decoder {
                 {
                     continue;
                 }
-                let id = d.get("id").and_then(Value::as_str);
-                let signature = js_json(d);
-                if let Some(Content::ToolCall(tc)) = b
-                    .msg
-                    .content
-                    .iter_mut()
-                    .find(|c| matches!(c, Content::ToolCall(tc) if Some(tc.id.as_str()) == id))
-                {
-                    tc.thought_signature = Some(signature);
+                let block = d
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| self.first_with_id.get(id));
+                if let Some(Content::ToolCall(tc)) = block.and_then(|i| b.block_mut(*i)) {
+                    tc.thought_signature = Some(js_json(d));
                 }
             }
         }
@@ -1038,5 +1041,69 @@ impl api::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         self.complete(b, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::api::Decoder as _;
+
+    fn feed(lines: &[&str]) -> (AssistantMessage, Vec<StreamEvent>) {
+        let model = crate::llm::faux::model();
+        let mut b = Builder::new(&model);
+        let mut d = Decoder::default();
+        let mut out = Vec::new();
+        for l in lines {
+            let ev = SseEvent {
+                event: None,
+                data: l.to_string(),
+                id: None,
+                retry: None,
+            };
+            d.event(&ev, &mut b, &mut out);
+        }
+        d.end(&mut b, &mut out);
+        (b.msg, out)
+    }
+
+    use crate::message::AssistantMessage;
+
+    #[test]
+    fn odd_chunks_are_skipped_not_trusted() {
+        let (m, _) = feed(&[
+            "null",
+            "[]",
+            "5",
+            r#"{"choices":[null]}"#,
+            r#"{"choices":{"0":1}}"#,
+            r#"{"choices":[{"delta":{"content":7,"tool_calls":[null,5,{"index":-1},{"index":1e30}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"finish_reason":7,"delta":{"reasoning_details":[{"type":"reasoning.encrypted","id":"nope","data":"x"}]}}]}"#,
+        ]);
+        assert_eq!(m.stop_reason, StopReason::Stop);
+        // Entries that are not objects are skipped; any number is an index.
+        let calls = m.tool_calls().count();
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn many_tool_calls_stay_linear() {
+        // 20,000 parallel calls, then a detail for each: maps, not scans.
+        let mut lines = Vec::new();
+        for i in 0..20_000 {
+            lines.push(format!(
+                r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{i},"id":"c{i}","function":{{"name":"f","arguments":"{{}}"}}}}]}}}}]}}"#
+            ));
+        }
+        for i in 0..20_000 {
+            lines.push(format!(
+                r#"{{"choices":[{{"delta":{{"reasoning_details":[{{"type":"reasoning.encrypted","id":"c{i}","data":"d"}}]}}}}]}}"#
+            ));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (m, _) = feed(&refs);
+        assert_eq!(m.tool_calls().count(), 20_000);
+        assert!(m.tool_calls().all(|t| t.thought_signature.is_some()));
     }
 }
