@@ -266,8 +266,18 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
                 Some(json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}));
         }
     } else if model.reasoning {
-        // Thinking off on a reasoning model is said explicitly.
-        thinking = Some(json!({"type": "disabled"}));
+        // Thinking off on a reasoning model is said explicitly (pi 0.87.1: unless its thinking
+        // map says it cannot be turned off).
+        let cannot_disable = req.compat.is_087()
+            && req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(ThinkingLevel::Off))
+                == Some(None);
+        if !cannot_disable {
+            thinking = Some(json!({"type": "disabled"}));
+        }
     }
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
