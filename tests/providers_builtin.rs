@@ -117,6 +117,8 @@ fn anthropic_compatible() {
         "vercel_gpt",
         "anthropic_opus47",
         "anthropic_off",
+        "anthropic_no_stop",
+        "anthropic_no_start",
     ]);
 }
 

@@ -627,6 +627,8 @@ pub struct Decoder {
     stop: Option<StopReason>,
     tool_names: Vec<String>,
     oauth: bool,
+    /// `message_start` was seen.
+    started: bool,
 }
 
 impl Decoder {
@@ -636,6 +638,7 @@ impl Decoder {
             stop: None,
             tool_names: req.tools.iter().map(|t| t.name.clone()).collect(),
             oauth: is_oauth(req),
+            started: false,
         }
     }
 
@@ -697,6 +700,7 @@ impl api::Decoder for Decoder {
             .unwrap_or("");
         match kind {
             "message_start" => {
+                self.started = true;
                 let m = &v["message"];
                 b.msg.response_id = m.get("id").and_then(Value::as_str).map(str::to_string);
                 let u = &m["usage"];
@@ -824,10 +828,19 @@ impl api::Decoder for Decoder {
         }
     }
 
+    /// The body ended without `message_stop`: an error once the message started (pi's
+    /// `Anthropic stream ended before message_stop`), else an empty, finished message.
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        match self.stop {
-            Some(s) => b.finish(s, out),
-            None => b.fail(api::TERMINATED.into(), false, None, out),
+        if self.started {
+            b.fail(
+                "Anthropic stream ended before message_stop".into(),
+                false,
+                None,
+                out,
+            );
+        } else {
+            b.start(out);
+            b.finish(self.stop.unwrap_or(StopReason::Stop), out);
         }
     }
 }

@@ -258,6 +258,15 @@ if __name__ == "__main__":
     tool_an("anthropic_opus47", "anthropic", "claude-opus-4-7", "medium")
     tool_an("anthropic_off", "anthropic", "claude-sonnet-4-5", "off", think=False)
 
+    # Anthropic streams that end early (cleanly): after message_start, and before it.
+    if want("anthropic_no_stop"):
+        body = an_text("MiniMax-M2.7")
+        save("anthropic_no_stop", rec("x", "minimax", "MiniMax-M2.7", [Reply(body[:body.index("event: message_stop")])],
+                                      ["hello"], "off", settings=NORETRY))
+    if want("anthropic_no_start"):
+        save("anthropic_no_start", rec("x", "minimax", "MiniMax-M2.7", [Reply("event: ping\ndata: {\"type\":\"ping\"}\n\n")],
+                                       ["hello"], "off", settings=NORETRY))
+
     # Stream details of openai-completions (one provider, every case).
     P, M = "deepseek", "deepseek-v4-flash"
 
