@@ -126,6 +126,7 @@ fn anthropic_compatible() {
 fn completions_stream_details() {
     check(&[
         "stream_interleaved",
+        "stream_reasoning_fields",
         "stream_content_filter",
         "stream_unknown_finish",
         "stream_error_chunk",

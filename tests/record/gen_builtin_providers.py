@@ -287,6 +287,10 @@ if __name__ == "__main__":
         + chunk(M, {"tool_calls": [{"index": 1, "function": {"arguments": "{\"command\":\"pwd\"}"}}]})
         + chunk(M, {"tool_calls": [{"id": "call_c", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"true\"}"}}]})
         + chunk(M, {}, "tool_calls") + chunk(M, choices=False, usage=USAGE1) + DONE, then=cc_text(M))
+    one("stream_reasoning_fields",
+        chunk(M, {"role": "assistant", "reasoning_text": "one"}) + chunk(M, {"reasoning_content": " two", "reasoning": " dup"})
+        + chunk(M, {"reasoning": "", "reasoning_content": "", "reasoning_text": " three"}) + chunk(M, {"content": "Answer."})
+        + chunk(M, {}, "stop", choice_usage={"prompt_tokens": 10, "completion_tokens": 3}) + DONE)
     one("stream_content_filter", chunk(M, {"content": "Partial"}) + chunk(M, {}, "content_filter") + DONE)
     one("stream_unknown_finish", chunk(M, {"content": "Partial"}) + chunk(M, {}, "insufficient_system_resource") + chunk(M, choices=False, usage=USAGE2) + DONE)
     one("stream_error_chunk", chunk(M, {"content": "Partial"})
