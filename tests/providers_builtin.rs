@@ -22,6 +22,7 @@ const CHUNKS: &[usize] = &[0, 1, 7];
 const HEADERS: &[&str] = &[
     "authorization",
     "x-api-key",
+    "x-goog-api-key",
     "cf-aig-authorization",
     "user-agent",
     "anthropic-beta",
