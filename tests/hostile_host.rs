@@ -1,0 +1,146 @@
+//! A demanding host and a hostile one, through the real binary: commands at awkward moments
+//! (while an export renders, while streaming, during dialogs), input no sane client sends, and
+//! what must still hold then — every command answered, `abort` answered at once, stdout only
+//! protocol frames.
+
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::World;
+
+/// A session file of `pairs` user/assistant exchanges on one branch (markdown and code in each,
+/// so the export has real work to do).
+fn write_long_session(path: &Path, pairs: usize) {
+    let mut text = json!({"type":"session","version":3,"id":"long-1",
+        "timestamp":"2026-11-24T10:00:00.000Z","cwd":"/w"})
+    .to_string();
+    text.push('\n');
+    let mut parent = Value::Null;
+    for i in 0..pairs {
+        let (u, a) = (format!("u{i}"), format!("a{i}"));
+        let user = json!({"type":"message","id":u,"parentId":parent,"timestamp":"2026-11-24T10:00:01.000Z",
+            "message":{"role":"user","content":format!("question {i} with **markdown** and `code`"),"timestamp":1}});
+        let assistant = json!({"type":"message","id":a,"parentId":u,"timestamp":"2026-11-24T10:00:02.000Z",
+            "message":{"role":"assistant","content":[{"type":"text","text":format!("answer {i}\n\n```rust\nfn main() {{ println!(\"x\"); }}\n```\n")}],
+                "api":"a","provider":"p","model":"m",
+                "usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,
+                         "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+                "stopReason":"stop","timestamp":2}});
+        text.push_str(&user.to_string());
+        text.push('\n');
+        text.push_str(&assistant.to_string());
+        text.push('\n');
+        parent = Value::String(a);
+    }
+    fs::write(path, text).unwrap();
+}
+
+fn faux_on_session(w: &World, session: &Path) -> support::Pith {
+    w.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--session",
+        session.to_str().unwrap(),
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// export_html renders off the state machine
+
+/// Rendering a long session takes a while (seconds in a debug build); commands sent after
+/// `export_html` — `get_state`, `abort` — are answered meanwhile, and the export's own response
+/// is unchanged when it comes.
+#[test]
+fn commands_are_answered_while_export_html_renders() {
+    let w = World::new();
+    let session = w.tmp().join("long.jsonl");
+    write_long_session(&session, 5000);
+    let mut p = faux_on_session(&w, &session);
+    let out = w.tmp().join("long.html");
+    p.send(json!({"id":"e","type":"export_html","outputPath":out.to_str().unwrap()}));
+    p.send(json!({"id":"s","type":"get_state"}));
+    p.send(json!({"id":"a","type":"abort"}));
+    let frames = p.recv_until(|v| v["type"] == "response" && v["id"] == "e");
+    let order: Vec<&str> = frames
+        .iter()
+        .filter(|v| v["type"] == "response")
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["s", "a", "e"], "{frames:#?}");
+    assert_eq!(
+        frames.last().unwrap(),
+        &json!({"id":"e","type":"response","command":"export_html","success":true,
+                "data":{"path":out.to_str().unwrap()}})
+    );
+    let page = fs::read_to_string(&out).unwrap();
+    assert!(page.contains("answer 4999"));
+    assert!(page.ends_with("</html>\n"), "{}", &page[page.len() - 100..]);
+    let (status, rest) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+/// stdin closed right after `export_html`: the export still finishes and is answered before pith
+/// exits; an export that fails is answered with its error, as before.
+#[test]
+fn export_html_is_answered_before_pith_exits_at_end_of_input() {
+    let w = World::new();
+    let session = w.tmp().join("long.jsonl");
+    write_long_session(&session, 1000);
+    let mut p = faux_on_session(&w, &session);
+    let out = w.tmp().join("long.html");
+    let bad = w.tmp().join("no-such-dir").join("x.html");
+    p.send(json!({"id":"e","type":"export_html","outputPath":out.to_str().unwrap()}));
+    p.send(json!({"id":"f","type":"export_html","outputPath":bad.to_str().unwrap()}));
+    let (status, rest) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+    let mut frames: Vec<Value> = rest
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    frames.sort_by_key(|v| v["id"].as_str().unwrap().to_string());
+    assert_eq!(
+        frames,
+        [
+            json!({"id":"e","type":"response","command":"export_html","success":true,
+                "data":{"path":out.to_str().unwrap()}}),
+            json!({"id":"f","type":"response","command":"export_html","success":false,
+                "error":format!("Failed to write {}: No such file or directory (os error 2)", bad.display())}),
+        ]
+    );
+    assert!(fs::read_to_string(&out).unwrap().contains("answer 999"));
+}
+
+/// SIGTERM while an export renders: pith exits with 143 at once and leaves no temporary page.
+#[test]
+fn sigterm_during_export_html_leaves_no_temporary_file() {
+    let w = World::new();
+    let session = w.tmp().join("long.jsonl");
+    write_long_session(&session, 5000);
+    let mut p = faux_on_session(&w, &session);
+    let dir = w.tmp().join("out");
+    fs::create_dir(&dir).unwrap();
+    let out = dir.join("long.html");
+    p.send(json!({"id":"e","type":"export_html","outputPath":out.to_str().unwrap()}));
+    // Commands are handled in order: once `get_state` is answered, the export has started.
+    p.call(json!({"type":"get_state"}), "s");
+    let st = std::process::Command::new("kill")
+        .args(["-TERM", &p.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(p.wait(support::TIMEOUT).code(), Some(143));
+    let left: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".pith-export-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
