@@ -9,7 +9,60 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::World;
+use support::anthropic::{Sse, text};
+use support::{World, fake_rpc, fake_world};
+
+fn have_python() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+macro_rules! need_python {
+    () => {
+        if !have_python() {
+            eprintln!("SKIPPED: python3 not found (the hostile MCP servers need it)");
+            return;
+        }
+    };
+}
+
+/// An MCP server written for one test: `body` handles `msg` (the parsed line; `send(obj)`
+/// writes one). Saved in the world, run with python3.
+fn mcp_server(w: &World, name: &str, body: &str) -> String {
+    let path = w.tmp().join(format!("{name}.py"));
+    let script = format!(
+        "import json, sys, time\n\
+         def send(m):\n    sys.stdout.write(json.dumps(m) + \"\\n\"); sys.stdout.flush()\n\
+         def answer(msg, r):\n    send({{\"jsonrpc\": \"2.0\", \"id\": msg[\"id\"], \"result\": r}})\n\
+         INIT = {{\"protocolVersion\": \"2025-06-18\", \"capabilities\": {{\"tools\": {{}}}}, \"serverInfo\": {{\"name\": \"t\", \"version\": \"1\"}}}}\n\
+         for line in sys.stdin:\n    if not line.strip(): continue\n    msg = json.loads(line)\n{}",
+        body.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    );
+    fs::write(&path, script).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn p_stderr(lines: &std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> String {
+    lines.lock().unwrap().join("\n")
+}
+
+fn mcp_settings(w: &World, servers: &[(&str, &str)]) {
+    let mut map = serde_json::Map::new();
+    for (name, script) in servers {
+        map.insert(
+            name.to_string(),
+            json!({"command": "python3", "args": [script]}),
+        );
+    }
+    w.write_agent_file(
+        "settings.json",
+        &json!({"mcpServers": map, "pith": {"mcpStartupTimeoutSeconds": 20}}).to_string(),
+    );
+}
 
 /// A session file of `pairs` user/assistant exchanges on one branch (markdown and code in each,
 /// so the export has real work to do).
@@ -143,4 +196,45 @@ fn sigterm_during_export_html_leaves_no_temporary_file() {
         .filter(|n| n.starts_with(".pith-export-"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP servers that misbehave
+
+/// A server announcing 12,000 tools in one page: pith offers the first 10,000 (the cap it already
+/// applied across pages), says so on stderr, and the rest of the run goes on as usual.
+#[test]
+fn an_mcp_server_with_too_many_tools_is_capped() {
+    need_python!();
+    let (w, llm) = fake_world(vec![Sse::numbered(1).reply(&[text(&["ok"])])]);
+    let many = mcp_server(
+        &w,
+        "many",
+        r#"if msg.get("method") == "initialize": answer(msg, INIT)
+elif msg.get("method") == "tools/list": answer(msg, {"tools": [{"name": "t%d" % i, "description": "d", "inputSchema": {"type": "object"}} for i in range(12000)]})"#,
+    );
+    mcp_settings(&w, &[("many", &many)]);
+    let mut p = w.spawn(&fake_rpc(&[]));
+    let p_err = p.stderr.clone();
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let body: Value = serde_json::from_str(&llm.requests()[0].body).unwrap();
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 4 + 10_000);
+    assert_eq!(names[4], "mcp__many__t0");
+    assert_eq!(names[4 + 9_999], "mcp__many__t9999");
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+    let stderr = p_stderr(&p_err);
+    assert!(
+        stderr.contains(
+            "pith: MCP server many: 12000 tools listed; only the first 10000 are offered"
+        ),
+        "{stderr}"
+    );
 }

@@ -435,9 +435,12 @@ impl Plugins {
     /// skipped (first wins).
     pub fn remote_tools(&self) -> Vec<RemoteTool> {
         let mut out: Vec<RemoteTool> = Vec::new();
+        // Names already taken (a set: a server may offer thousands of tools, and this runs
+        // several times per turn).
+        let mut taken: std::collections::HashSet<&str> = Default::default();
         for (i, e) in self.exts.iter().enumerate().filter(|(_, e)| e.ready()) {
             for t in &e.tools {
-                if out.iter().any(|r| r.name == t.name) {
+                if !taken.insert(&t.name) {
                     continue;
                 }
                 out.push(RemoteTool {
@@ -456,7 +459,7 @@ impl Plugins {
             .filter(|(_, s)| s.life == Life::Ready)
         {
             for (name, t) in &s.tools {
-                if out.iter().any(|r| &r.name == name) {
+                if !taken.insert(name) {
                     continue;
                 }
                 out.push(RemoteTool {
