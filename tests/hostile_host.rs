@@ -46,8 +46,23 @@ fn mcp_server(w: &World, name: &str, body: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn p_stderr(lines: &std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> String {
-    lines.lock().unwrap().join("\n")
+/// The stderr lines containing `needle`, once there is at least one (the reader thread may lag
+/// behind the process).
+fn stderr_with(lines: &std::sync::Arc<std::sync::Mutex<Vec<String>>>, needle: &str) -> Vec<String> {
+    let start = std::time::Instant::now();
+    loop {
+        let found: Vec<String> = lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .cloned()
+            .collect();
+        if !found.is_empty() || start.elapsed() > support::TIMEOUT {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn mcp_settings(w: &World, servers: &[(&str, &str)]) {
@@ -230,11 +245,35 @@ elif msg.get("method") == "tools/list": answer(msg, {"tools": [{"name": "t%d" % 
     assert_eq!(names[4 + 9_999], "mcp__many__t9999");
     let (status, _) = p.finish(support::TIMEOUT);
     assert!(status.success());
-    let stderr = p_stderr(&p_err);
-    assert!(
-        stderr.contains(
-            "pith: MCP server many: 12000 tools listed; only the first 10000 are offered"
-        ),
-        "{stderr}"
+    assert_eq!(
+        stderr_with(&p_err, "tools listed"),
+        ["pith: MCP server many: 12000 tools listed; only the first 10000 are offered"]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions edited by hand or torn
+
+/// A session whose last line was cut (a crash mid-write) opens with one warning on stderr,
+/// worded once ("Warning: Warning: …" before).
+#[test]
+fn a_torn_session_is_reported_once_on_stderr() {
+    let w = World::new();
+    let session = w.tmp().join("torn.jsonl");
+    write_long_session(&session, 2);
+    let text = fs::read_to_string(&session).unwrap();
+    fs::write(&session, &text[..text.len() - 20]).unwrap();
+    let mut p = faux_on_session(&w, &session);
+    let err = p.stderr.clone();
+    let r = p.call(json!({"type":"get_messages"}), "m");
+    assert_eq!(r["data"]["messages"].as_array().unwrap().len(), 3);
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+    assert_eq!(
+        stderr_with(&err, "torn.jsonl"),
+        [format!(
+            "Warning: session file {}: dropped an incomplete last line (line 5)",
+            session.display()
+        )]
     );
 }
