@@ -277,3 +277,103 @@ fn a_torn_session_is_reported_once_on_stderr() {
         )]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Session operations while a run streams
+
+/// `--faux-script` file in the world's tmp dir; `--mode rpc` on it with sessions in `sessions/`.
+fn faux_scripted(w: &World, lines: &[Value]) -> support::Pith {
+    let script = w.tmp().join("faux.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(&script, text).unwrap();
+    let sessions = w.tmp().join("sessions");
+    w.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        script.to_str().unwrap(),
+        "--session-dir",
+        sessions.to_str().unwrap(),
+    ])
+}
+
+fn texts(messages: &Value) -> Vec<String> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let c = &m["content"];
+            let t = c[0]["text"].as_str().or(c.as_str()).unwrap_or("");
+            format!("{}: {t}", m["role"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// `fork` and `clone` while the agent streams stop the run silently, as `new_session` and
+/// `switch_session` do (pi tears the session down for all four): the reply in flight is not
+/// written into the new session, and the agent is idle at once.
+#[test]
+fn fork_and_clone_while_streaming_stop_the_run() {
+    for op in ["fork", "clone"] {
+        let w = World::new();
+        let slow = "a slow answer in many pieces ".repeat(6);
+        let mut p = faux_scripted(
+            &w,
+            &[
+                json!({"text":"first"}),
+                json!({"text": slow, "delayMs": 20}),
+                json!({"text":"third"}),
+            ],
+        );
+        p.send(json!({"id":"p1","type":"prompt","message":"one"}));
+        p.recv_until(|v| v["type"] == "agent_settled");
+        p.send(json!({"id":"p2","type":"prompt","message":"two"}));
+        p.recv_until(|v| v["type"] == "message_update");
+        let fm = p.call(json!({"type":"get_fork_messages"}), "fm");
+        let two = fm["data"]["messages"][1]["entryId"].clone();
+        let r = if op == "fork" {
+            p.call(json!({"type":"fork","entryId":two}), "f")
+        } else {
+            p.call(json!({"type":"clone"}), "f")
+        };
+        assert_eq!(r["success"], true, "{r}");
+        let st = p.call(json!({"type":"get_state"}), "s");
+        assert_eq!(st["data"]["isStreaming"], false, "{op}: {st}");
+        let m = p.call(json!({"type":"get_messages"}), "m");
+        let expected: &[&str] = if op == "fork" {
+            &["user: one", "assistant: first"]
+        } else {
+            &["user: one", "assistant: first", "user: two"]
+        };
+        assert_eq!(texts(&m["data"]["messages"]), expected, "{op}");
+        // Idle: a prompt without streamingBehavior is accepted, and it is the only run.
+        p.send(json!({"id":"p3","type":"prompt","message":"three"}));
+        let frames = p.recv_until(|v| v["type"] == "agent_settled");
+        assert_eq!(
+            frames[0],
+            json!({"id":"p3","type":"response","command":"prompt","success":true}),
+            "{op}: {frames:#?}"
+        );
+        let ends: Vec<&Value> = frames.iter().filter(|v| v["type"] == "agent_end").collect();
+        assert_eq!(ends.len(), 1, "{op}: {frames:#?}");
+        // The session file: the reply in flight is nowhere, the new run's reply follows "three".
+        let file = st["data"]["sessionFile"].as_str().unwrap();
+        let written: Vec<Value> = fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["type"] == "message")
+            .map(|e| e["message"].clone())
+            .collect();
+        let mut want = expected.to_vec();
+        let reply = format!("assistant: {}", slow);
+        want.extend(["user: three", reply.as_str()]);
+        assert_eq!(texts(&Value::Array(written)), want, "{op}");
+        p.finish(support::TIMEOUT);
+    }
+}
