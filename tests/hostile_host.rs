@@ -377,3 +377,47 @@ fn fork_and_clone_while_streaming_stop_the_run() {
         p.finish(support::TIMEOUT);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Models
+
+/// The offline model can be selected back with `set_model` after switching away from it (a test
+/// host that moves between providers mid-session), as `--model faux` selects it at start.
+#[test]
+fn set_model_selects_the_faux_model_too() {
+    let (w, _llm) = fake_world(vec![]);
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+    ]);
+    let r = p.call(
+        json!({"type":"set_model","provider":"fake","modelId":"fake-model"}),
+        "a",
+    );
+    assert_eq!(r["data"]["id"], "fake-model", "{r}");
+    let r = p.call(
+        json!({"type":"set_model","provider":"faux","modelId":"faux"}),
+        "b",
+    );
+    assert_eq!(
+        r,
+        json!({"id":"b","type":"response","command":"set_model","success":true,
+            "data":{"id":"faux","name":"Faux (offline)","api":"faux","provider":"faux","baseUrl":"",
+                "reasoning":false,"input":["text","image"],
+                "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0},
+                "contextWindow":200000,"maxTokens":16384}})
+    );
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    let frames = p.recv_until(|v| v["type"] == "agent_settled");
+    let end = frames.iter().find(|v| v["type"] == "agent_end").unwrap();
+    assert_eq!(
+        end["messages"][1]["content"][0]["text"],
+        "This is the faux provider. You said: hi"
+    );
+    p.finish(support::TIMEOUT);
+}

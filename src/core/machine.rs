@@ -934,7 +934,10 @@ impl Machine {
             .available(&self.auth)
             .into_iter()
             .find(|m| m.provider == provider && m.id == model_id)
-            .cloned();
+            .cloned()
+            // The offline model is in no registry (never listed), but `--model faux` is not the
+            // only way to it: a host that switched away must be able to come back.
+            .or_else(|| (provider == "faux" && model_id == "faux").then(crate::llm::faux::model));
         let Some(model) = found else {
             return Err(format!("Model not found: {provider}/{model_id}"));
         };
