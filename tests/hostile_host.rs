@@ -421,3 +421,69 @@ fn set_model_selects_the_faux_model_too() {
     );
     p.finish(support::TIMEOUT);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Secrets
+
+/// MCP servers are third-party programs: like the MCP SDK's stdio client, pith gives them only
+/// HOME, LOGNAME, PATH, SHELL, TERM, USER and what their configuration's `env` names (`${VAR}`
+/// passes one on explicitly) — not the provider keys in pith's own environment.
+#[test]
+fn mcp_servers_do_not_inherit_provider_keys() {
+    need_python!();
+    let w = World::new();
+    let dump = w.tmp().join("env.json");
+    let server = mcp_server(
+        &w,
+        "envdump",
+        &format!(
+            "if msg.get(\"method\") == \"initialize\":\n    import os; open({:?}, \"w\").write(json.dumps(dict(os.environ)))\n    answer(msg, {{\"protocolVersion\": \"2025-06-18\", \"capabilities\": {{}}, \"serverInfo\": {{\"name\": \"t\", \"version\": \"1\"}}}})",
+            dump.to_str().unwrap()
+        ),
+    );
+    w.write_agent_file(
+        "settings.json",
+        &json!({"mcpServers": {"envdump": {"command": "python3", "args": [server],
+            "env": {"MY_SETTING": "on", "PASSED_ON": "${GITHUB_TOKEN}"}}}})
+        .to_string(),
+    );
+    let mut cmd = w.command(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+    ]);
+    cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret-1")
+        .env("OPENAI_API_KEY", "sk-secret-2")
+        .env("GITHUB_TOKEN", "ghp-explicit")
+        .env("USER", "tester");
+    let mut p = support::Pith::spawn_cmd(cmd);
+    // A prompt waits for the servers' start-up: then the dump is written. (The interpreter and
+    // a pyenv shim may add variables of their own; only what pith passes on is checked.)
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    p.finish(support::TIMEOUT);
+    let env: serde_json::Map<String, Value> =
+        serde_json::from_str(&fs::read_to_string(&dump).unwrap()).unwrap();
+    for secret in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GITHUB_TOKEN",
+        "PI_CODING_AGENT_DIR",
+        "TMPDIR",
+    ] {
+        assert!(
+            !env.contains_key(secret),
+            "{secret} reached the server: {env:?}"
+        );
+    }
+    for wanted in ["HOME", "PATH", "USER", "MY_SETTING", "PASSED_ON"] {
+        assert!(env.contains_key(wanted), "{wanted} missing: {env:?}");
+    }
+    assert_eq!(env["MY_SETTING"], "on");
+    assert_eq!(env["PASSED_ON"], "ghp-explicit");
+    assert_eq!(env["HOME"], w.dir.path().join("home").to_str().unwrap());
+}

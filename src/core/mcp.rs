@@ -29,6 +29,7 @@ impl Machine {
             program: cfg.command.clone().into(),
             args: cfg.args.clone(),
             env: cfg.env.clone(),
+            inherit_env: false,
             cwd: cfg.cwd.clone().unwrap_or_else(|| self.cwd.clone()),
         };
         let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;

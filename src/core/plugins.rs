@@ -580,6 +580,7 @@ impl Machine {
             program: entry.path.clone(),
             args: Vec::new(),
             env: vec![("PITH_EXTENSION_PROTOCOL".into(), "1".into())],
+            inherit_env: true,
             cwd: self.cwd.clone(),
         };
         let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
