@@ -487,3 +487,59 @@ fn mcp_servers_do_not_inherit_provider_keys() {
     assert_eq!(env["PASSED_ON"], "ghp-explicit");
     assert_eq!(env["HOME"], w.dir.path().join("home").to_str().unwrap());
 }
+
+// ---------------------------------------------------------------------------------------------
+// A hostile checkout
+
+/// A checkout whose `AGENTS.md` is a symlink to `/dev/zero`, whose `.pi/settings.json` and
+/// `.mcp.json` are FIFOs nobody writes to, and whose `CLAUDE.md` one level up is larger than any
+/// prompt: pith starts, answers, and runs the prompt with neither (each skipped with a warning on
+/// stderr) instead of reading without end or blocking forever.
+#[test]
+fn project_files_that_never_end_are_skipped() {
+    let (w, llm) = fake_world(vec![Sse::numbered(1).reply(&[text(&["ok"])])]);
+    let project = w.cwd().join("repo");
+    fs::create_dir_all(project.join(".pi")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", project.join("AGENTS.md")).unwrap();
+    for fifo in [project.join(".pi/settings.json"), project.join(".mcp.json")] {
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let big = fs::File::create(w.cwd().join("CLAUDE.md")).unwrap();
+    big.set_len(64 * 1024 * 1024).unwrap(); // sparse: costs no disk
+    let mut cmd = w.command(&fake_rpc(&["--no-session"]));
+    cmd.current_dir(&project);
+    let mut p = support::Pith::spawn_cmd(cmd);
+    let err = p.stderr.clone();
+    let r = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(r["success"], true);
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    let frames = p.recv_until(|v| v["type"] == "agent_settled");
+    assert_eq!(frames[0]["success"], true, "{frames:#?}");
+    let body: Value = serde_json::from_str(&llm.requests()[0].body).unwrap();
+    let system = body["system"].to_string();
+    assert!(
+        !system.contains("AGENTS.md") && !system.contains("CLAUDE.md"),
+        "{system}"
+    );
+    p.finish(support::TIMEOUT);
+    for name in ["AGENTS.md", "settings.json", ".mcp.json"] {
+        let lines = stderr_with(&err, name);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("is not a regular file; ignored")),
+            "{name}: {lines:?}"
+        );
+    }
+    let lines = stderr_with(&err, "CLAUDE.md");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("is larger than 16 MiB; ignored")),
+        "{lines:?}"
+    );
+}

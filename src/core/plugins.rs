@@ -80,7 +80,9 @@ impl PluginConfig {
         let mut mcp = Vec::new();
         if !no_mcp {
             let project_path = cwd.join(".mcp.json");
-            let project = match std::fs::read_to_string(&project_path) {
+            let project = match crate::files::read_text(&project_path).map_err(|e| {
+                warnings.extend(e.warning(&project_path));
+            }) {
                 Ok(text) => match serde_json::from_str::<Value>(&text) {
                     Ok(v) => Some(v),
                     Err(e) => {
