@@ -282,12 +282,12 @@ fn a_torn_session_is_reported_once_on_stderr() {
 // Session operations while a run streams
 
 /// `--faux-script` file in the world's tmp dir; `--mode rpc` on it with sessions in `sessions/`.
-fn faux_scripted(w: &World, lines: &[Value]) -> support::Pith {
+fn faux_scripted(w: &World, lines: &[Value], extra: &[&str]) -> support::Pith {
     let script = w.tmp().join("faux.jsonl");
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     fs::write(&script, text).unwrap();
     let sessions = w.tmp().join("sessions");
-    w.spawn(&[
+    let mut args = vec![
         "--mode",
         "rpc",
         "--provider",
@@ -298,7 +298,9 @@ fn faux_scripted(w: &World, lines: &[Value]) -> support::Pith {
         script.to_str().unwrap(),
         "--session-dir",
         sessions.to_str().unwrap(),
-    ])
+    ];
+    args.extend_from_slice(extra);
+    w.spawn(&args)
 }
 
 fn texts(messages: &Value) -> Vec<String> {
@@ -329,6 +331,7 @@ fn fork_and_clone_while_streaming_stop_the_run() {
                 json!({"text": slow, "delayMs": 20}),
                 json!({"text":"third"}),
             ],
+            &[],
         );
         p.send(json!({"id":"p1","type":"prompt","message":"one"}));
         p.recv_until(|v| v["type"] == "agent_settled");
@@ -542,4 +545,44 @@ fn project_files_that_never_end_are_skipped() {
             .any(|l| l.contains("is larger than 16 MiB; ignored")),
         "{lines:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool approval
+
+/// `--confirm-tools bash` shows the whole command: what the host approves is what runs. A long
+/// command whose last line is the dangerous one was cut after 40 lines before, so the host saw
+/// only the harmless start.
+#[test]
+fn confirm_tools_shows_the_whole_bash_command() {
+    let w = World::new();
+    let mut command: String = (0..60).map(|i| format!("echo step {i}\n")).collect();
+    command.push_str("rm -rf ~/precious");
+    let mut p = faux_scripted(
+        &w,
+        &[
+            json!({"toolCalls":[{"name":"bash","arguments":{"command":command}}]}),
+            json!({"text":"ok"}),
+        ],
+        &["--confirm-tools", "bash"],
+    );
+    p.send(json!({"id":"p","type":"prompt","message":"go"}));
+    let frames = p.recv_until(|v| v["type"] == "extension_ui_request");
+    let req = frames.last().unwrap();
+    assert_eq!(req["title"], "Allow bash?");
+    assert_eq!(
+        req["message"].as_str().unwrap(),
+        format!("Run this command:\n{command}")
+    );
+    p.send(json!({"type":"extension_ui_response","id":req["id"],"confirmed":false}));
+    let frames = p.recv_until(|v| v["type"] == "agent_settled");
+    let end = frames
+        .iter()
+        .find(|v| v["type"] == "tool_execution_end")
+        .unwrap();
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "Tool call denied: the user declined to run bash."
+    );
+    p.finish(support::TIMEOUT);
 }
