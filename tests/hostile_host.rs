@@ -586,3 +586,62 @@ fn confirm_tools_shows_the_whole_bash_command() {
     );
     p.finish(support::TIMEOUT);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The README's `make run`
+
+/// `fixtures/demo/run.sh` (what `make run` runs) shows a whole conversation and ends; with a
+/// binary that dies at start it ends too (it waited for `agent_settled` forever before).
+#[test]
+fn the_demo_runs_and_ends_even_when_pith_cannot_start() {
+    let demo = support::fixture("demo/run.sh");
+    let run = |bin: &str| {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new(&demo)
+            .arg(bin)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut out = String::new();
+            use std::io::Read;
+            let _ = stdout.read_to_string(&mut out);
+            out
+        });
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if start.elapsed() > support::TIMEOUT {
+                // The script and everything it started (a hang guard, not a timing check).
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", &format!("-{}", child.id())])
+                    .status();
+                panic!("the demo did not end");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        (status, reader.join().unwrap())
+    };
+    let (status, out) = run(env!("CARGO_BIN_EXE_pith"));
+    assert!(status.success());
+    assert!(out.contains("{\"type\":\"agent_settled\"}"), "{out}");
+    assert!(
+        out.contains("\"command\":\"get_session_stats\",\"success\":true"),
+        "{out}"
+    );
+    // A "pith" that reads the first commands, then fails without answering.
+    let w = World::new();
+    let broken = w.tmp().join("broken-pith");
+    fs::write(&broken, "#!/bin/sh\nhead -n 2 >/dev/null\nexit 3\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&broken, fs::Permissions::from_mode(0o755)).unwrap();
+    let (status, out) = run(broken.to_str().unwrap());
+    assert!(!status.success());
+    assert_eq!(out, "");
+}
