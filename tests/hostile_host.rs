@@ -645,3 +645,32 @@ fn the_demo_runs_and_ends_even_when_pith_cannot_start() {
     assert!(!status.success());
     assert_eq!(out, "");
 }
+
+/// `switch_session` to something that is not a regular file (a FIFO nobody writes to, a device)
+/// is refused at once, and the current session stays; it blocked the state machine forever.
+#[test]
+fn switch_session_to_a_fifo_or_device_is_refused() {
+    let w = World::new();
+    let fifo = w.tmp().join("session.fifo");
+    let st = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut p = faux_scripted(&w, &[json!({"text":"hi"})], &[]);
+    p.send(json!({"id":"p","type":"prompt","message":"one"}));
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let before = p.call(json!({"type":"get_state"}), "s1");
+    for target in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let r = p.call(json!({"type":"switch_session","sessionPath":target}), "sw");
+        assert_eq!(
+            r,
+            json!({"id":"sw","type":"response","command":"switch_session","success":false,
+                "error":format!("Cannot read session file {target}: not a regular file")})
+        );
+    }
+    let after = p.call(json!({"type":"get_state"}), "s2");
+    assert_eq!(after["data"]["sessionFile"], before["data"]["sessionFile"]);
+    assert_eq!(after["data"]["messageCount"], 2);
+    p.finish(support::TIMEOUT);
+}

@@ -60,6 +60,14 @@ impl Machine {
             self.start_fresh_session();
             return Ok(Some(json!({ "cancelled": false })));
         }
+        // A FIFO would block the state machine in `open` until someone writes to it, a device
+        // like /dev/zero would be read without end: only regular files are session files.
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir()) {
+            return Err(format!(
+                "Cannot read session file {}: not a regular file",
+                path.display()
+            ));
+        }
         let mut loaded = Session::open(&path)?;
         self.discard_run();
         self.flush_deferred_bash();
