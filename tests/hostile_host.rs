@@ -674,3 +674,61 @@ fn switch_session_to_a_fifo_or_device_is_refused() {
     assert_eq!(after["data"]["messageCount"], 2);
     p.finish(support::TIMEOUT);
 }
+
+/// A host that asks for 20 exports at once: they render one at a time, in order (the state
+/// machine never competes with a crowd of render threads), at most 8 wait (each holds a copy of
+/// the session), the others are refused at once; every command gets exactly one answer, and
+/// commands sent meanwhile are answered before the renders are done.
+#[test]
+fn a_flood_of_exports_is_bounded() {
+    let w = World::new();
+    let session = w.tmp().join("long.jsonl");
+    write_long_session(&session, 1000);
+    let mut p = faux_on_session(&w, &session);
+    let mut burst = Vec::new();
+    for k in 0..20 {
+        let out = w.tmp().join(format!("e{k}.html"));
+        let cmd =
+            json!({"id":format!("e{k}"),"type":"export_html","outputPath":out.to_str().unwrap()});
+        burst.extend_from_slice(format!("{cmd}\n").as_bytes());
+    }
+    burst.extend_from_slice(b"{\"id\":\"s\",\"type\":\"get_state\"}\n");
+    p.send_raw(&burst);
+    let mut answered: Vec<String> = Vec::new();
+    let mut ok: Vec<String> = Vec::new();
+    let mut state_at = None;
+    while answered.len() < 21 {
+        let v = p.recv();
+        if v["type"] != "response" {
+            continue;
+        }
+        let id = v["id"].as_str().unwrap().to_string();
+        if id == "s" {
+            state_at = Some(ok.len());
+        } else if v["success"] == true {
+            assert_eq!(
+                v["data"]["path"],
+                w.tmp().join(format!("{id}.html")).to_str().unwrap()
+            );
+            ok.push(id.clone());
+        } else {
+            assert_eq!(
+                v["error"],
+                "Too many exports in progress (8); send export_html again when one has finished"
+            );
+        }
+        answered.push(id);
+    }
+    let mut sorted = answered.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 21, "{answered:?}");
+    assert!(ok.len() < 20 && ok.len() >= 8, "{ok:?}");
+    let in_order: Vec<String> = (0..20)
+        .map(|k| format!("e{k}"))
+        .filter(|id| ok.contains(id))
+        .collect();
+    assert_eq!(ok, in_order);
+    assert!(state_at.is_some_and(|n| n < ok.len()), "{answered:?}");
+    p.finish(support::TIMEOUT);
+}
