@@ -738,6 +738,7 @@ mod tests {
             max_tokens: 1,
             headers: None,
             compat: None,
+            shape: Default::default(),
         }
     }
 
