@@ -7,9 +7,12 @@
 //! Flushing follows the reference exactly (spec 11.5): nothing is written until an assistant
 //! message exists; then the header and all buffered entries are written at once, and from then on
 //! each new entry is appended as one line. A session without a directory is in memory only.
+//! A write that fails (full disk, read-only directory) leaves no torn line and loses nothing:
+//! the entries wait in memory for the next write ([`WriteNotice`] tells the host).
 //!
 //! - `entry`: one line, raw plus a parsed view.
 //! - `store`: file reading/writing, migrations, locating session files.
+//! - `repair`: what a damaged file still holds (entries glued onto cut lines, links over them).
 //! - `tree`: branch walking, context reconstruction, statistics.
 //! - `export_html`: the self-contained HTML export.
 //! - `ids`: UUID v7 session ids, 8-hex entry ids, ISO timestamps.
@@ -784,9 +787,8 @@ impl Drop for Session {
         self.retry_writes();
         if let Some(error) = &self.write_failure {
             eprintln!(
-                "Error: {} session entries could not be written to {}: {error}",
-                self.entries.len() - self.saved,
-                self.file.as_deref().unwrap_or(Path::new("")).display()
+                "Error: {} session entries were not saved: {error}",
+                self.entries.len() - self.saved
             );
         }
     }

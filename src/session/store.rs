@@ -3,7 +3,8 @@
 //! (`--continue`, `--session <path or id prefix>`, the default per-project directory).
 //!
 //! Writes are small: one `write` of one line per appended entry (the first flush writes the
-//! header and the buffered entries in a single `write`). Whole-file rewrites (migration, a
+//! header and the buffered entries in a single `write`). A write that fails part-way is cut back
+//! to the last complete line ([`append`]). Whole-file rewrites (migration, a
 //! corrupt file replaced by a fresh header) go through a temporary file and a rename.
 
 use std::fs::{self, OpenOptions};

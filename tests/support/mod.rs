@@ -79,7 +79,20 @@ impl World {
     /// The `pith` binary with `args`, run in this world: its cwd, and only PATH, HOME, TMPDIR
     /// and PI_CODING_AGENT_DIR in the environment. Stdio is left to the caller.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_pith"));
+        self.wrapped_command(&[], args)
+    }
+    /// [`World::command`] run by another program: `wrapper` (e.g. `["unshare", "-m", …]`), then
+    /// the `pith` binary and `args`.
+    pub fn wrapped_command(&self, wrapper: &[&str], args: &[&str]) -> Command {
+        let pith = env!("CARGO_BIN_EXE_pith");
+        let mut c = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(pith);
+                c
+            }
+            None => Command::new(pith),
+        };
         c.args(args)
             .current_dir(self.cwd())
             .env_clear()
@@ -103,12 +116,18 @@ pub struct Pith {
     lines: Receiver<String>,
     /// Every frame read so far, in order.
     pub seen: Vec<Value>,
+    /// Every stderr line so far (also echoed to the test's stderr).
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        let mut child = world
-            .command(args)
+        Pith::start(world.command(args))
+    }
+
+    /// Start a prepared command (see [`World::command`], [`World::wrapped_command`]).
+    pub fn start(mut command: Command) -> Pith {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -129,9 +148,12 @@ impl Pith {
             }
         });
         let stderr = child.stderr.take().expect("stderr");
+        let stderr_lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = stderr_lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[pith stderr] {line}");
+                kept.lock().expect("stderr lines").push(line);
             }
         });
         let stdin = child.stdin.take();
@@ -140,7 +162,13 @@ impl Pith {
             stdin,
             lines: rx,
             seen: Vec::new(),
+            stderr: stderr_lines,
         }
+    }
+
+    /// The stderr lines read so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().expect("stderr lines").clone()
     }
 
     pub fn send(&mut self, v: Value) {
