@@ -294,6 +294,10 @@ struct OutputBuffer {
     file: Option<(PathBuf, File)>,
     /// Bytes of the current (last) line of the whole output.
     last_line_bytes: usize,
+    /// Bytes and `\n`s of the whole (decoded, sanitised) output, not only of the buffered tail:
+    /// the totals a truncation reports.
+    text_bytes: usize,
+    newlines: usize,
 }
 
 impl OutputBuffer {
@@ -306,6 +310,8 @@ impl OutputBuffer {
             raw_total: 0,
             file: None,
             last_line_bytes: 0,
+            text_bytes: 0,
+            newlines: 0,
         }
     }
 
@@ -335,6 +341,8 @@ impl OutputBuffer {
             Some(i) => self.last_line_bytes = text.len() - i - 1,
             None => self.last_line_bytes += text.len(),
         }
+        self.text_bytes += text.len();
+        self.newlines += text.bytes().filter(|&b| b == b'\n').count();
         if self.file.is_none() && self.raw_total > DEFAULT_MAX_BYTES {
             self.open_file();
         }
@@ -373,7 +381,16 @@ impl OutputBuffer {
     }
 
     fn snapshot(&self) -> Truncation {
-        truncate_tail(&self.joined(), DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
+        self.truncate(&self.joined())
+    }
+
+    /// The tail of the buffered `text`, with the totals of the whole output (the buffer may
+    /// hold only its last part): 100 MB of output is `total_bytes` 100,000,000.
+    fn truncate(&self, text: &str) -> Truncation {
+        let mut t = truncate_tail(text, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        t.total_bytes = self.text_bytes;
+        t.total_lines = self.newlines + 1;
+        t
     }
 
     fn into_outcome(
@@ -383,7 +400,7 @@ impl OutputBuffer {
         timed_out: bool,
     ) -> CommandOutcome {
         let raw_output = self.joined();
-        let truncation = truncate_tail(&raw_output, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+        let truncation = self.truncate(&raw_output);
         // A truncated result always points at a file holding the whole output.
         if truncation.truncated && self.file.is_none() {
             self.open_file();
