@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 pub mod cost;
+pub mod error_body;
 pub mod faux;
 pub mod google;
 pub mod http;

@@ -205,8 +205,10 @@ impl Api {
         }
     }
 
-    /// The `errorMessage` for an HTTP error response.
+    /// The `errorMessage` for an HTTP error response (an HTML page or a long text reduced to
+    /// what identifies the error: `error_body.rs`).
     pub fn http_error_message(self, status: u16, body: &str) -> String {
+        let body = &*crate::llm::error_body::readable(body);
         match self {
             Api::Anthropic => stainless_message(status, body, false),
             Api::OpenAiCompletions | Api::OpenAiResponses => stainless_message(status, body, true),
