@@ -107,7 +107,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         em.emit_all(&mut out);
         return;
     };
-    let mut builder = Builder::new(&req.model);
+    let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
     let mut out = Vec::new();
     match api.prepare(&req) {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
@@ -643,6 +643,8 @@ pub struct Builder {
     pub finished: bool,
     /// Raw argument JSON per content index (empty for non-tool blocks).
     args: Vec<String>,
+    /// The request's API key: blanked out of error messages (a proxy may echo it back).
+    secret: Option<String>,
 }
 
 impl Builder {
@@ -653,7 +655,17 @@ impl Builder {
             started: false,
             finished: false,
             args: Vec::new(),
+            secret: None,
         }
+    }
+
+    /// Never let `key` through in an error message (keys shorter than 8 bytes and the
+    /// `<authenticated>` sentinel of ambient credentials are no secrets worth a search).
+    pub fn redacting(mut self, key: Option<&str>) -> Builder {
+        self.secret = key
+            .filter(|k| k.len() >= 8 && !k.starts_with('<'))
+            .map(str::to_string);
+        self
     }
 
     /// Emit `Start` (once).
@@ -840,6 +852,12 @@ impl Builder {
             StopReason::Aborted
         } else {
             StopReason::Error
+        };
+        let message = match &self.secret {
+            Some(key) if message.contains(key.as_str()) => {
+                message.replace(key.as_str(), "[redacted]")
+            }
+            _ => message,
         };
         self.msg.error_message = Some(message);
         out.push(StreamEvent::Error {
