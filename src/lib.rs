@@ -11,6 +11,8 @@ pub mod compaction;
 pub mod compat;
 pub mod config;
 pub mod core;
+#[doc(hidden)]
+pub mod harness;
 pub mod io;
 pub mod json;
 pub mod llm;

@@ -132,10 +132,10 @@ fn visible_text(page: &str) -> (String, String) {
         }
         match name.as_str() {
             "title" => in_title = !closing,
-            "script" | "style" | "noscript" | "template" | "svg" if !closing => {
-                if !tag.ends_with('/') {
-                    hidden = Some(name);
-                }
+            "script" | "style" | "noscript" | "template" | "svg"
+                if !closing && !tag.ends_with('/') =>
+            {
+                hidden = Some(name);
             }
             "p" | "div" | "br" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "li" | "tr" | "hr"
             | "pre" | "center" | "table" | "section" | "header" | "footer" | "main" | "body"

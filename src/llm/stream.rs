@@ -195,7 +195,7 @@ impl Api {
         }
     }
 
-    fn decoder(self, req: &LlmRequest) -> Box<dyn Decoder> {
+    pub(crate) fn decoder(self, req: &LlmRequest) -> Box<dyn Decoder> {
         use crate::llm::{anthropic, google, openai_completions, openai_responses};
         match self {
             Api::Anthropic => Box::new(anthropic::Decoder::new(req)),

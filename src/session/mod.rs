@@ -179,7 +179,12 @@ impl Session {
         }
         match Session::open(path) {
             Ok(s) => Ok(s),
-            Err(e) if store::read_header(path).is_none() && std::fs::read(path).is_ok() => {
+            // A readable regular file without a header (never a device: `/dev/zero` has no end).
+            Err(e)
+                if path.is_file()
+                    && std::fs::File::open(path).is_ok()
+                    && store::read_header(path).is_none() =>
+            {
                 let mut s = Session::new(cwd, Some(dir), None);
                 s.file = Some(path.to_path_buf());
                 let header = format!("{}\n", store::to_line(&s.header));

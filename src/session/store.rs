@@ -127,7 +127,14 @@ pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, S
     let shown = path.display();
     let file =
         fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
+    // A device or a FIFO (`/dev/zero`, say) would be read without end.
+    if !meta.is_file() {
+        return Err(format!("Session file {shown} is not a regular file"));
+    }
+    let len = meta.len();
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
     }
