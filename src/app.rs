@@ -7,6 +7,7 @@ use crate::cli::{self, Mode, Options};
 use crate::config::{self, Settings};
 use crate::core::machine::{Channels, Exit, Machine, Startup};
 use crate::core::system_prompt;
+use crate::initial_message;
 use crate::io;
 use crate::llm::models::{
     Auth, Registry, initial_model, parse_scoped_models, process_env, resolve_cli_model,
@@ -19,6 +20,12 @@ use std::sync::Arc;
 
 /// Run pith with parsed options; returns the process exit code.
 pub fn run(opts: Options) -> i32 {
+    for w in &opts.warnings {
+        eprintln!("{w}");
+    }
+    if let Some(search) = &opts.list_models {
+        return list_models(search.as_deref());
+    }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
         eprintln!("Error: @file arguments are not supported in RPC mode");
         return cli::EXIT_USAGE;
@@ -30,26 +37,91 @@ pub fn run(opts: Options) -> i32 {
             return cli::EXIT_FAILURE;
         }
     };
+    if opts.verbose {
+        report_startup(&startup);
+    }
     match opts.mode {
         Mode::Rpc => run_rpc(startup),
-        Mode::Print | Mode::Json => {
-            let mut parts: Vec<String> = opts.messages.clone();
-            for f in &opts.file_args {
-                match std::fs::read_to_string(f) {
-                    Ok(t) => parts.push(t),
-                    Err(e) => {
-                        eprintln!("Error: cannot read @{f}: {e}");
-                        return cli::EXIT_USAGE;
-                    }
-                }
+        Mode::Print | Mode::Json => match oneshot_prompts(&opts, &startup.cwd) {
+            Ok(prompts) if prompts.is_empty() => {
+                eprintln!("Error: no prompt given (pith -p \"prompt\", @files or piped stdin)");
+                cli::EXIT_USAGE
             }
-            if parts.is_empty() {
-                eprintln!("Error: no prompt given (pith -p \"prompt\")");
-                return cli::EXIT_USAGE;
+            Ok(_) if startup.model.is_none() => {
+                // pi stops here too, before any output.
+                eprintln!("{}", crate::list_models::NO_MODELS);
+                cli::EXIT_FAILURE
             }
-            run_oneshot(startup, opts.mode, parts.join("\n\n"))
+            Ok(prompts) => run_oneshot(startup, opts.mode, prompts),
+            Err(e) => {
+                eprintln!("{e}");
+                cli::EXIT_FAILURE
+            }
+        },
+    }
+}
+
+/// Print/json mode: piped stdin, the @files and the messages as pi turns them into prompts.
+fn oneshot_prompts(
+    opts: &Options,
+    cwd: &std::path::Path,
+) -> Result<Vec<initial_message::Prompt>, String> {
+    let stdin = initial_message::read_piped_stdin()?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let (text, images) = initial_message::file_arguments(&opts.file_args, cwd, home.as_deref())?;
+    Ok(initial_message::compose(
+        stdin,
+        text,
+        images,
+        &opts.messages,
+    ))
+}
+
+/// `--list-models [search]`: pi's table of the models that have a key, on stdout.
+fn list_models(search: Option<&str>) -> i32 {
+    let agent_dir = config::agent_dir();
+    let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    let (auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    let models = registry.available(&auth);
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in crate::list_models::lines(&models, search) {
+        if writeln!(out, "{line}").is_err() {
+            break;
         }
     }
+    cli::EXIT_OK
+}
+
+/// `--verbose`: what pith starts with, on stderr.
+fn report_startup(s: &Startup) {
+    match &s.model {
+        Some(m) => eprintln!(
+            "pith: model {}/{} (thinking {})",
+            m.provider,
+            m.id,
+            s.thinking.as_str()
+        ),
+        None => eprintln!("pith: no model selected"),
+    }
+    match s.session.file() {
+        Some(f) => eprintln!("pith: session {} ({})", f.display(), s.session.id()),
+        None => eprintln!("pith: session in memory ({})", s.session.id()),
+    }
+    if !s.no_context_files {
+        for (path, _) in system_prompt::context_files(&s.cwd, &s.agent_dir) {
+            eprintln!("pith: context file {}", path.display());
+        }
+    }
+    let tools: Vec<&str> = s.tools.iter().map(|t| t.name()).collect();
+    eprintln!("pith: tools {}", tools.join(", "));
+    eprintln!("pith: protocol pi {}", s.compat.as_str());
 }
 
 /// Worker events (LLM deltas, tool updates) queued for the machine at most. Enough to keep the
@@ -84,6 +156,14 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     };
     let mut session = if opts.no_session {
         Session::new(&cwd_str, None, None)
+    } else if let Some(arg) = &opts.fork {
+        let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
+            cwd.join(arg)
+        } else {
+            resolve_session_arg(arg, &session_dir)?
+        };
+        Session::fork_from(&path, &cwd_str, session_dir.clone())
+            .map_err(|e| format!("Error: {e}"))?
     } else if let Some(arg) = &opts.session {
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
             cwd.join(arg)
@@ -223,11 +303,12 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             &cwd,
             &agent_dir,
         ),
-        append_system_prompt: system_prompt::append_prompt(
-            opts.append_system_prompt.as_deref(),
+        append_system_prompt: system_prompt::append_prompts(
+            &opts.append_system_prompt,
             &cwd,
             &agent_dir,
         ),
+        no_context_files: opts.no_context_files,
         cwd,
         agent_dir,
         settings,
@@ -247,7 +328,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of
 /// going to stdout as they are. Print mode writes the final assistant text; json mode writes
 /// every event line. Exit 1 (message on stderr) when the prompt or the run fails.
-fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
+fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Prompt>) -> i32 {
     let (input_tx, input_rx) = crossbeam_channel::bounded(4);
     let (_control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
@@ -256,13 +337,48 @@ fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
     if signals.is_err() {
         eprintln!("pith: cannot listen for signals");
     }
-    let cmd = serde_json::json!({"type": "prompt", "message": prompt});
-    let _ = input_tx.send(io::stdin::Input::Json(cmd));
-    let _ = input_tx.send(io::stdin::Input::Eof);
+    // json mode starts with the session header, as pi's.
+    let header = (mode == Mode::Json).then(|| {
+        format!(
+            "{}\n",
+            crate::session::store::to_line(startup.session.header())
+        )
+    });
+    // The prompts go in one at a time: the next once the previous run has settled (as pi awaits
+    // each prompt); a refused prompt ends the sequence. Dropping the sender ends the input.
+    let mut pending: std::collections::VecDeque<serde_json::Value> = prompts
+        .into_iter()
+        .map(|p| {
+            let mut cmd = serde_json::json!({"type": "prompt", "message": p.text});
+            if !p.images.is_empty() {
+                cmd["images"] = serde_json::to_value(&p.images).unwrap_or_default();
+            }
+            cmd
+        })
+        .collect();
+    let mut input = Some(input_tx);
+    let mut send_next =
+        move |input: &mut Option<crossbeam_channel::Sender<io::stdin::Input>>| match (
+            pending.pop_front(),
+            input.as_ref(),
+        ) {
+            (Some(cmd), Some(tx)) => {
+                if tx.send(io::stdin::Input::Json(cmd)).is_err() {
+                    input.take();
+                }
+            }
+            _ => {
+                input.take();
+            }
+        };
+    send_next(&mut input);
     let collector = std::thread::spawn(move || {
         use std::io::Write;
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
+        if let Some(h) = header {
+            let _ = out.write_all(h.as_bytes()).and_then(|_| out.flush());
+        }
         let mut failure: Option<String> = None;
         let mut final_text: Option<String> = None;
         for line in stdout_rx.iter() {
@@ -273,8 +389,12 @@ fn run_oneshot(startup: Startup, mode: Mode, prompt: String) -> i32 {
             if ty == "response" {
                 if v.get("success") == Some(&serde_json::Value::Bool(false)) {
                     failure = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
+                    input.take();
                 }
                 continue;
+            }
+            if ty == "agent_settled" {
+                send_next(&mut input);
             }
             if mode == Mode::Json && out.write_all(&line).and_then(|_| out.flush()).is_err() {
                 break;

@@ -32,9 +32,22 @@ pub struct Options {
     pub continue_session: bool,
     pub api_key: Option<String>,
     pub system_prompt: Option<String>,
-    pub append_system_prompt: Option<String>,
+    /// `--append-system-prompt`, once per use (each a file or text; joined with blank lines).
+    pub append_system_prompt: Vec<String>,
     /// `None` = the default tool set; `Some(list)` from `--tools` / `--no-tools`.
     pub tools: Option<Vec<String>>,
+    /// `--no-builtin-tools` / `-nbt`: no built-in tool unless `--tools` names it.
+    pub no_builtin_tools: bool,
+    /// `--no-context-files` / `-nc`: no `AGENTS.md` / `CLAUDE.md` in the system prompt.
+    pub no_context_files: bool,
+    /// `--fork <path|id>`: start from a copy of that session.
+    pub fork: Option<String>,
+    /// `--list-models [search]`: print the available models and exit.
+    pub list_models: Option<Option<String>>,
+    /// `--verbose`: start-up details on stderr.
+    pub verbose: bool,
+    /// One line each for flags pi has that mean nothing without a terminal (printed on stderr).
+    pub warnings: Vec<String>,
     pub faux_script: Option<String>,
     pub partials: Partials,
     /// `--compat`: which pi protocol version to emit (None = settings, else 0.73).
@@ -50,6 +63,83 @@ pub enum Parsed {
     Run(Box<Options>),
     Help,
     Version,
+    /// One of pi's own commands (`pi install`, `pi list`, `pi config`, `pi auth` ...): pith has
+    /// none of them; the text says so.
+    PiCommand(String),
+}
+
+/// pi's subcommands (its package manager, config TUI and 0.87's `auth`), recognised as the first
+/// argument as pi does, so `pith list` is not taken for a prompt.
+const PI_COMMANDS: &[&str] = &[
+    "install",
+    "remove",
+    "uninstall",
+    "update",
+    "list",
+    "config",
+    "auth",
+];
+
+/// pi's multi-letter short options, spelled out before lexopt reads them (it would take `-nt`
+/// for `-n -t`).
+const MULTI_LETTER_SHORT: &[(&str, &str)] = &[
+    ("-nt", "--no-tools"),
+    ("-nbt", "--no-builtin-tools"),
+    ("-nc", "--no-context-files"),
+];
+
+/// Options that take a value (so a value that looks like `-nt` is left alone).
+const TAKES_VALUE: &[&str] = &[
+    "--mode",
+    "--provider",
+    "--model",
+    "--thinking",
+    "--models",
+    "--session-dir",
+    "--session",
+    "--fork",
+    "--api-key",
+    "--system-prompt",
+    "--append-system-prompt",
+    "--tools",
+    "-t",
+    "--faux-script",
+    "--rpc-partials",
+    "--compat",
+    "--theme",
+    "--use-theme",
+    "--tui-mode",
+];
+
+fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut value_next = false;
+    let mut rest = false;
+    for a in args {
+        let s = a.to_str();
+        if rest || value_next {
+            value_next = false;
+            out.push(a);
+            continue;
+        }
+        if s == Some("--") {
+            rest = true;
+        } else if let Some((_, long)) = MULTI_LETTER_SHORT
+            .iter()
+            .find(|(short, _)| Some(*short) == s)
+        {
+            out.push(OsString::from(long));
+            continue;
+        }
+        value_next = s.is_some_and(|s| TAKES_VALUE.contains(&s));
+        out.push(a);
+    }
+    out
+}
+
+/// A flag pi has for its terminal UI: accepted, with one warning line.
+fn terminal_only(flag: &str, what: &str) -> String {
+    format!("Warning: {flag} {what}; pith has no terminal UI, ignored")
 }
 
 pub const HELP: &str = "\
@@ -60,27 +150,41 @@ USAGE:
     pith -p [OPTIONS] \"prompt\"         print the final answer, exit
     pith --mode json [OPTIONS] \"prompt\" every event as a JSON line, exit
 
+USAGE (print and json modes):
+    pith -p [OPTIONS] [@files...] [messages...]
+    Piped stdin, the @files and the first message make the first prompt (in that order, as pi);
+    each further message is sent as its own prompt after the previous run.
+
 OPTIONS:
-    --mode <rpc|json|print>        Mode (default: rpc, or print when a prompt is given)
+    --mode <rpc|json|print|text>   Mode (default: rpc, or print when a prompt is given)
     -p, --print                    Print mode
     --provider <name>              Provider of --model
     --model <pattern>              Model id, provider/id, fuzzy pattern; ':<level>' suffix sets thinking
     --thinking <level>             off, minimal, low, medium, high, xhigh
     --models <p1,p2,...>           Models for cycle_model (globs and ':<level>' allowed)
+    --list-models [search]         List the available models (fuzzy search) and exit
     --api-key <key>                API key for the selected model's provider (not persisted)
     --system-prompt <text|file>    Replace the system prompt
-    --append-system-prompt <text|file>  Append to the system prompt
-    --tools <a,b,...>              Tools to enable: read,bash,edit,write,grep,find,ls
-    --no-tools                     Start without built-in tools
+    --append-system-prompt <text|file>  Append to the system prompt (repeatable)
+    --no-context-files, -nc        No AGENTS.md / CLAUDE.md in the system prompt
+    --tools, -t <a,b,...>          Tools to enable: read,bash,edit,write,grep,find,ls
+    --no-tools, -nt                Start without tools
+    --no-builtin-tools, -nbt       Start without built-in tools (--tools still adds some)
     --no-session                   Keep the session in memory only
     --session-dir <dir>            Directory for session files
-    --session <path|id-prefix>     Open a session file
+    --session <path|id-prefix>     Open a session file (a new one at a path that does not exist)
+    --fork <path|id-prefix>        Start a new session from a copy of that session
     -c, --continue                 Continue the most recent session of this directory
+    --verbose                      Start-up details (model, session, context files, tools) on stderr
+    --offline                      Accepted (pith makes no start-up network requests)
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
     -h, --help                     Show this help
     -v, --version                  Show the version
+
+    pi's terminal-UI flags (--resume/-r, --theme, --no-themes, --use-theme, --tui-mode) are
+    accepted and ignored with a warning.
 
 ENVIRONMENT:
     PI_CODING_AGENT_DIR            Config dir (default ~/.pi/agent): settings.json, models.json, auth.json, sessions/
@@ -107,7 +211,17 @@ fn comma_list(s: &str) -> Vec<String> {
 
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String> {
     use lexopt::prelude::*;
-    let mut p = lexopt::Parser::from_args(args);
+    let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(cmd) = args
+        .first()
+        .and_then(|a| a.to_str())
+        .filter(|a| PI_COMMANDS.contains(a))
+    {
+        return Ok(Parsed::PiCommand(format!(
+            "pith: `{cmd}` is a command of pi (its package manager, configuration UI and logins); pith has none. Run pi for it, or give the prompt as `pith -p \"{cmd} ...\"`."
+        )));
+    }
+    let mut p = lexopt::Parser::from_args(spell_out_short_options(args));
     let mut mode: Option<Mode> = None;
     let mut o = Options {
         mode: Mode::Rpc,
@@ -121,8 +235,14 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         continue_session: false,
         api_key: None,
         system_prompt: None,
-        append_system_prompt: None,
+        append_system_prompt: Vec::new(),
         tools: None,
+        no_builtin_tools: false,
+        no_context_files: false,
+        fork: None,
+        list_models: None,
+        verbose: false,
+        warnings: Vec::new(),
         faux_script: None,
         partials: Partials::Full,
         compat: None,
@@ -130,6 +250,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         file_args: Vec::new(),
     };
     let mut no_tools = false;
+    let mut resume = false;
     let mut tools: Option<Vec<String>> = None;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
@@ -151,9 +272,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             Long("model") => o.model = Some(value(&mut p, "--model")?),
             Long("thinking") => {
                 let v = value(&mut p, "--thinking")?;
-                o.thinking = Some(ThinkingLevel::parse(&v).ok_or_else(|| {
-                    format!("--thinking: unknown level '{v}' (expected off, minimal, low, medium, high, xhigh)")
-                })?);
+                // As pi: an unknown level is a warning and the flag is ignored.
+                match ThinkingLevel::parse(&v) {
+                    Some(l) => o.thinking = Some(l),
+                    None => o.warnings.push(format!(
+                        "Warning: Invalid thinking level \"{v}\". Valid values: off, minimal, low, medium, high, xhigh"
+                    )),
+                }
             }
             Long("models") => o.models = comma_list(&value(&mut p, "--models")?),
             Long("no-session") => o.no_session = true,
@@ -162,11 +287,66 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             Short('c') | Long("continue") => o.continue_session = true,
             Long("api-key") => o.api_key = Some(value(&mut p, "--api-key")?),
             Long("system-prompt") => o.system_prompt = Some(value(&mut p, "--system-prompt")?),
-            Long("append-system-prompt") => {
-                o.append_system_prompt = Some(value(&mut p, "--append-system-prompt")?)
-            }
-            Long("tools") => tools = Some(comma_list(&value(&mut p, "--tools")?)),
+            Long("append-system-prompt") => o
+                .append_system_prompt
+                .push(value(&mut p, "--append-system-prompt")?),
+            Long("tools") | Short('t') => tools = Some(comma_list(&value(&mut p, "--tools")?)),
             Long("no-tools") => no_tools = true,
+            Long("no-builtin-tools") => o.no_builtin_tools = true,
+            Long("no-context-files") => o.no_context_files = true,
+            Long("fork") => o.fork = Some(value(&mut p, "--fork")?),
+            Long("list-models") => {
+                // As pi: the next argument is the search unless it looks like a flag or @file.
+                let search = match p.optional_value() {
+                    Some(v) => v.into_string().ok(),
+                    None => match p.try_raw_args() {
+                        Some(mut raw) => match raw.peek().and_then(|a| a.to_str()) {
+                            Some(a) if !a.starts_with('-') && !a.starts_with('@') => {
+                                raw.next().and_then(|a| a.into_string().ok())
+                            }
+                            _ => None,
+                        },
+                        None => None,
+                    },
+                };
+                o.list_models = Some(search);
+            }
+            Long("verbose") => o.verbose = true,
+            Short('r') | Long("resume") => {
+                resume = true;
+                o.warnings.push(
+                "Warning: --resume opens pi's interactive session picker; pith has no terminal UI, ignored (use --session <path|id> or --continue)".to_string(),
+            )
+            }
+            Long("theme") => {
+                value(&mut p, "--theme")?;
+                o.warnings.push(terminal_only(
+                    "--theme",
+                    "loads a theme for pi's terminal UI",
+                ));
+            }
+            Long("no-themes") => o
+                .warnings
+                .push(terminal_only("--no-themes", "concerns pi's terminal UI")),
+            Long("use-theme") => {
+                value(&mut p, "--use-theme")?;
+                o.warnings.push(terminal_only(
+                    "--use-theme",
+                    "selects a theme of pi's terminal UI",
+                ));
+            }
+            Long("tui-mode") => {
+                let v = value(&mut p, "--tui-mode")?;
+                if v != "regular" && v != "fullscreen" {
+                    return Err(format!(
+                        "Invalid TUI mode \"{v}\". Valid values: regular, fullscreen"
+                    ));
+                }
+                o.warnings.push(terminal_only(
+                    "--tui-mode",
+                    "sets how pi's terminal UI draws",
+                ));
+            }
             Long("faux-script") => o.faux_script = Some(value(&mut p, "--faux-script")?),
             Long("rpc-partials") => {
                 o.partials = match value(&mut p, "--rpc-partials")?.as_str() {
@@ -198,10 +378,29 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     o.messages.push(v);
                 }
             }
-            _ => return Err(arg.unexpected().to_string()),
+            Long(name) => return Err(format!("Unknown option: --{name}")),
+            Short(c) => return Err(format!("Unknown option: -{c}")),
         }
     }
-    o.tools = match (no_tools, tools) {
+    if o.fork.is_some() {
+        let conflicting: Vec<&str> = [
+            (o.session.is_some(), "--session"),
+            (o.continue_session, "--continue"),
+            (resume, "--resume"),
+            (o.no_session, "--no-session"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, f)| *f)
+        .collect();
+        if !conflicting.is_empty() {
+            return Err(format!(
+                "--fork cannot be combined with {}",
+                conflicting.join(", ")
+            ));
+        }
+    }
+    o.tools = match (no_tools || o.no_builtin_tools, tools) {
         (true, t) => Some(t.unwrap_or_default()),
         (false, t) => t,
     };
@@ -253,10 +452,96 @@ mod tests {
     }
 
     #[test]
+    fn every_flag_of_pi_is_accepted() {
+        let o = run(&[
+            "-t",
+            "read,ls",
+            "-nc",
+            "--verbose",
+            "--offline",
+            "--append-system-prompt",
+            "one",
+            "--append-system-prompt",
+            "two.md",
+            "--theme",
+            "t.json",
+            "--no-themes",
+            "--use-theme",
+            "dark",
+            "--tui-mode",
+            "fullscreen",
+            "--fork",
+            "abc",
+        ])
+        .unwrap();
+        assert_eq!(o.tools, Some(vec!["read".to_string(), "ls".to_string()]));
+        assert!(o.no_context_files && o.verbose);
+        assert_eq!(o.append_system_prompt, ["one", "two.md"]);
+        assert_eq!(o.fork.as_deref(), Some("abc"));
+        assert_eq!(o.warnings.len(), 4, "{:?}", o.warnings);
+        assert!(o.warnings.iter().all(|w| w.starts_with("Warning: --")));
+        let o = run(&["-r"]).unwrap();
+        assert_eq!(o.warnings.len(), 1);
+        assert!(o.warnings[0].contains("--session <path|id> or --continue"));
+        assert_eq!(run(&["-nt"]).unwrap().tools, Some(vec![]));
+        let o = run(&["-nbt", "--tools", "read"]).unwrap();
+        assert!(o.no_builtin_tools);
+        assert_eq!(o.tools, Some(vec!["read".to_string()]));
+        assert_eq!(run(&["-nbt"]).unwrap().tools, Some(vec![]));
+        // A value that looks like a short alias is still a value.
+        assert_eq!(
+            run(&["--system-prompt", "-nt"])
+                .unwrap()
+                .system_prompt
+                .as_deref(),
+            Some("-nt")
+        );
+        assert_eq!(run(&["--list-models"]).unwrap().list_models, Some(None));
+        assert_eq!(
+            run(&["--list-models", "sonnet", "-p", "x"])
+                .unwrap()
+                .list_models,
+            Some(Some("sonnet".into()))
+        );
+        assert_eq!(
+            run(&["--list-models", "--verbose"]).unwrap().list_models,
+            Some(None)
+        );
+        assert_eq!(
+            run(&["--list-models=gpt"]).unwrap().list_models,
+            Some(Some("gpt".into()))
+        );
+        assert!(matches!(
+            parse(["list", "--x"].iter().map(OsString::from)),
+            Ok(Parsed::PiCommand(_))
+        ));
+        // A prompt that starts with such a word is still a prompt when it is not the first word.
+        assert_eq!(run(&["-p", "list files"]).unwrap().messages, ["list files"]);
+    }
+
+    #[test]
     fn errors() {
         assert!(run(&["--bogus"]).unwrap_err().contains("--bogus"));
         assert!(run(&["--mode", "tui"]).is_err());
-        assert!(run(&["--thinking", "max"]).is_err());
+        // As pi: an unknown thinking level is a warning, not an error.
+        let o = run(&["--thinking", "bogus"]).unwrap();
+        assert_eq!(o.thinking, None);
+        assert_eq!(
+            o.warnings,
+            [
+                "Warning: Invalid thinking level \"bogus\". Valid values: off, minimal, low, medium, high, xhigh"
+            ]
+        );
+        assert_eq!(
+            run(&["--bogus", "x"]).unwrap_err(),
+            "Unknown option: --bogus"
+        );
+        assert_eq!(run(&["-x"]).unwrap_err(), "Unknown option: -x");
+        assert!(run(&["--tui-mode", "sideways"]).is_err());
+        assert_eq!(
+            run(&["--fork", "a.jsonl", "--no-session", "-c"]).unwrap_err(),
+            "--fork cannot be combined with --continue, --no-session"
+        );
         assert!(run(&["--model"]).is_err());
         assert!(run(&["--compat", "1.0"]).is_err());
     }

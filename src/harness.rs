@@ -121,6 +121,7 @@ pub fn rpc_input(data: &[u8]) {
             .collect(),
         custom_system_prompt: None,
         append_system_prompt: None,
+        no_context_files: true,
         faux_script: None,
         partials: crate::rpc::event::Partials::Full,
         compat: crate::compat::Compat::default(),

@@ -13,8 +13,10 @@ pub mod config;
 pub mod core;
 #[doc(hidden)]
 pub mod harness;
+pub mod initial_message;
 pub mod io;
 pub mod json;
+pub mod list_models;
 pub mod llm;
 pub mod message;
 pub mod retry;

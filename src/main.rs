@@ -12,6 +12,10 @@ fn main() {
             0
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
+        Ok(pith::cli::Parsed::PiCommand(text)) => {
+            eprintln!("{text}");
+            pith::cli::EXIT_FAILURE
+        }
         Err(e) => {
             eprintln!("pith: {e}\nTry 'pith --help' for more information.");
             pith::cli::EXIT_USAGE

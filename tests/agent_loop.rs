@@ -743,8 +743,9 @@ fn steer_during_streaming_is_a_new_turn_after_turn_end() {
     );
 }
 
-/// Two bash calls, the first slow; a steer arrives after the fast one ended.
-fn steer_during_tools(mode: &str, marker: &str) -> (Setup, Vec<Value>) {
+/// Two bash calls, the first slow; a steer arrives after the fast one ended. `mode`: the
+/// interrupt mode to set first (`None`: the default).
+fn steer_during_tools(mode: Option<&str>, marker: &str) -> (Setup, Vec<Value>) {
     let mut s = setup(vec![
         reply(&[
             bash("t_slow", &format!("sleep 1.5; echo {marker}")),
@@ -752,9 +753,11 @@ fn steer_during_tools(mode: &str, marker: &str) -> (Setup, Vec<Value>) {
         ]),
         reply(&[text(&["Acknowledged the steer."])]),
     ]);
-    let r =
-        s.p.call(json!({"type":"set_interrupt_mode","mode":mode}), "im");
-    assert_eq!(r["success"], true, "{r}");
+    if let Some(mode) = mode {
+        let r =
+            s.p.call(json!({"type":"set_interrupt_mode","mode":mode}), "im");
+        assert_eq!(r["success"], true, "{r}");
+    }
     prompt(&mut s.p, "p1", "Run the two commands");
     s.p.recv_until(|v| v["type"] == "tool_execution_end" && v["toolCallId"] == "t_fast");
     s.p.send(json!({"type":"prompt","id":"p2","message":"Change of plan",
@@ -765,8 +768,18 @@ fn steer_during_tools(mode: &str, marker: &str) -> (Setup, Vec<Value>) {
 
 #[test]
 fn steer_during_tools_wait_mode_lets_tools_finish() {
+    for mode in [Some("wait"), None] {
+        steer_during_tools_lets_tools_finish(mode);
+    }
+}
+
+/// Interrupt mode `wait` (the default, pi's behaviour): the running tools finish, nothing is
+/// skipped, and the steering message starts the next turn.
+fn steer_during_tools_lets_tools_finish(mode: Option<&str>) {
     let marker = unique_marker("wait");
-    let (_s, f) = steer_during_tools("wait", &marker);
+    let (mut s, f) = steer_during_tools(mode, &marker);
+    let st = s.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["interruptMode"], "wait", "{st}");
     assert_eq!(
         kinds_collapsed(&f),
         [
@@ -864,6 +877,59 @@ fn steer_during_tools_immediate_mode_skips_the_running_tool() {
     );
     std::thread::sleep(Duration::from_millis(200));
     assert_no_process(&marker);
+}
+
+/// A steer that arrives while the model is still streaming its tool calls: in the default `wait`
+/// mode (pi 0.73.1 and 0.87.1: the agent loop looks at steering only after the whole batch) every
+/// call runs; in `immediate` mode the calls are skipped before they start.
+fn steer_while_tool_calls_stream(mode: Option<&str>) -> Vec<Value> {
+    let marker = unique_marker("prep");
+    let mut s = setup(vec![
+        reply(&[
+            text(&["Running", " two", " commands", " now"]),
+            bash("t_a", &format!("echo {marker}")),
+            bash("t_b", "echo b"),
+        ])
+        .chunked(48, Duration::from_millis(60)),
+        reply(&[text(&["Acknowledged."])]),
+    ]);
+    if let Some(mode) = mode {
+        let r =
+            s.p.call(json!({"type":"set_interrupt_mode","mode":mode}), "im");
+        assert_eq!(r["success"], true, "{r}");
+    }
+    prompt(&mut s.p, "p1", "Run them");
+    s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
+    s.p.send(json!({"type":"steer","id":"s1","message":"Actually stop"}));
+    let f = settled(&mut s.p);
+    let ends: Vec<(String, bool)> = ["t_a", "t_b"].iter().map(|id| end_text(&f, id)).collect();
+    let user = f
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .map(|v| user_text(&v["message"]))
+        .collect::<Vec<_>>();
+    assert_eq!(user, ["Actually stop"], "the steer starts the next turn");
+    if mode == Some("immediate") {
+        let skipped = ("Skipped due to queued user message.".to_string(), true);
+        assert_eq!(ends, [skipped.clone(), skipped]);
+    } else {
+        assert_eq!(
+            ends,
+            [(format!("{marker}\n"), false), ("b\n".to_string(), false)]
+        );
+    }
+    f
+}
+
+#[test]
+fn steer_while_tool_calls_stream_skips_nothing_by_default() {
+    steer_while_tool_calls_stream(None);
+    steer_while_tool_calls_stream(Some("wait"));
+}
+
+#[test]
+fn steer_while_tool_calls_stream_skips_them_in_immediate_mode() {
+    steer_while_tool_calls_stream(Some("immediate"));
 }
 
 #[test]
@@ -1113,6 +1179,7 @@ fn abort_and_prompt_while_streaming() {
     assert_eq!(
         k,
         [
+            "queue_update [] []",
             "message_end assistant",
             "turn_end",
             "agent_end",
@@ -1183,6 +1250,71 @@ fn images_in_both_shapes_reach_the_request() {
             {"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/4AAQ"}}
         ]}])
     );
+}
+
+#[test]
+fn seed_000_attachments_and_data_url_images_reach_the_request() {
+    let mut s = setup(vec![reply(&[text(&["Seen."])])]);
+    s.p.send(json!({"type":"prompt","id":"p1","message":"Look","images":[
+        {"type":"image","source":{"type":"url","url":"data:image/gif;base64,R0lGOD"}}
+    ],"attachments":[
+        {"id":"a1","type":"image","fileName":"shot.png","mimeType":"image/png","size":8,
+         "content":"iVBORw0KGgo="},
+        {"id":"a2","type":"document","fileName":"notes.pdf","mimeType":"application/pdf","size":5,
+         "content":"JVBERi0=","extractedText":"Quarterly numbers"}
+    ]}));
+    let f = settled(&mut s.p);
+    assert_eq!(kinds(&f)[0], "response prompt ok");
+    let user = find(&f, |v| {
+        v["type"] == "message_end" && v["message"]["role"] == "user"
+    });
+    assert_eq!(
+        user["message"]["content"],
+        json!([{"type":"text","text":"Look"},
+               {"type":"image","data":"R0lGOD","mimeType":"image/gif"},
+               {"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},
+               {"type":"text","text":"\n\n[Document: notes.pdf]\nQuarterly numbers"}])
+    );
+    let body = request_body(&s.llm, 0);
+    assert_eq!(
+        strip_cache_control(body["messages"].clone()),
+        json!([{"role":"user","content":[
+            {"type":"text","text":"Look"},
+            {"type":"image","source":{"type":"base64","media_type":"image/gif","data":"R0lGOD"}},
+            {"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},
+            {"type":"text","text":"\n\n[Document: notes.pdf]\nQuarterly numbers"}
+        ]}])
+    );
+}
+
+#[test]
+fn input_that_cannot_be_mapped_is_refused_not_dropped() {
+    let mut s = setup(vec![]);
+    let cases = [
+        (
+            json!({"type":"prompt","message":"m","images":[
+                {"type":"image","source":{"type":"url","url":"https://example.com/cat.png"}}]}),
+            "prompt: images[0]: image URL \"https://example.com/cat.png\" is not supported: pith does not fetch images; send the image as base64 (a data: URL or source type \"base64\")",
+        ),
+        (
+            json!({"type":"follow_up","message":"m","attachments":[
+                {"id":"a","type":"document","fileName":"scan.pdf","mimeType":"application/pdf","size":1,"content":"JVBE"}]}),
+            "follow_up: attachments[0]: document \"scan.pdf\" has no \"extractedText\": pith sends documents to the model as text only",
+        ),
+    ];
+    for (i, (cmd, err)) in cases.into_iter().enumerate() {
+        let ty = cmd["type"].clone();
+        let id = format!("x{i}");
+        assert_eq!(
+            s.p.call(cmd, &id),
+            json!({"id":id,"type":"response","command":ty,"success":false,"error":err})
+        );
+    }
+    // Nothing was queued or started.
+    let st = s.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["pendingMessageCount"], 0);
+    assert_eq!(st["data"]["messageCount"], 0);
+    assert!(s.llm.requests().is_empty());
 }
 
 #[test]
@@ -1349,6 +1481,74 @@ fn bash_exit_code_is_a_tool_error() {
 }
 
 #[test]
+fn abort_and_prompt_drops_the_queues_with_a_queue_update() {
+    let mut s = setup(vec![slow_text(200, 15), reply(&[text(&["New run."])])]);
+    prompt(&mut s.p, "p1", "Long");
+    s.p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
+    s.p.send(json!({"type":"steer","id":"s1","message":"Steer me"}));
+    s.p.send(json!({"type":"follow_up","id":"f1","message":"Then this"}));
+    s.p.recv_until(|v| v["id"] == "f1");
+    s.p.send(json!({"type":"abort_and_prompt","id":"ap","message":"Instead this"}));
+    let f = s.p.recv_until(|v| v["type"] == "agent_settled");
+    let k: Vec<String> = kinds_collapsed(&f)
+        .into_iter()
+        .filter(|k| !k.starts_with("update "))
+        .collect();
+    assert_eq!(
+        k,
+        [
+            "queue_update [] []",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "response abort_and_prompt ok",
+            "agent_start",
+            "turn_start",
+            "message_start user",
+            "message_end user",
+            "message_start assistant",
+            "message_end assistant",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    // The dropped messages are never delivered.
+    let users: Vec<&str> = f
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .map(|v| user_text(&v["message"]))
+        .collect();
+    assert_eq!(users, ["Instead this"]);
+    let st = s.p.call(json!({"type":"get_state"}), "gs");
+    assert_eq!(st["data"]["pendingMessageCount"], 0);
+}
+
+#[test]
+fn abort_and_prompt_while_idle_drops_idle_steering_too() {
+    let mut s = setup(vec![reply(&[text(&["Only this."])])]);
+    s.p.send(json!({"type":"steer","id":"s1","message":"Queued while idle"}));
+    s.p.recv_until(|v| v["id"] == "s1");
+    s.p.send(json!({"type":"abort_and_prompt","id":"ap","message":"Fresh start"}));
+    let f = settled(&mut s.p);
+    assert_eq!(
+        kinds_collapsed(&f)[..4],
+        [
+            "queue_update [] []",
+            "response abort_and_prompt ok",
+            "agent_start",
+            "turn_start"
+        ]
+    );
+    let users: Vec<&str> = f
+        .iter()
+        .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .map(|v| user_text(&v["message"]))
+        .collect();
+    assert_eq!(users, ["Fresh start"]);
+}
+
+#[test]
 fn abort_and_prompt_while_a_tool_runs() {
     let marker = unique_marker("ap_tool");
     let mut s = setup(vec![
@@ -1364,6 +1564,7 @@ fn abort_and_prompt_while_a_tool_runs() {
     assert_eq!(
         kinds_collapsed(&f),
         [
+            "queue_update [] []",
             "tool_execution_end t1",
             "message_start toolResult",
             "message_end toolResult",

@@ -662,3 +662,228 @@ fn a_second_overflow_in_a_row_gives_up() {
     assert_eq!(st["data"]["isStreaming"], false);
     assert_eq!(st["data"]["isCompacting"], false);
 }
+
+// ------------------------------------------------------------------------------------------------
+// The live context and the one rebuilt from the file (issue 9, item 9)
+
+/// `get_messages` with the roles and texts only (timestamps and usage compared elsewhere).
+fn context_shape(p: &mut Pith) -> Vec<String> {
+    messages(p)
+        .iter()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap_or("?");
+            let text = match &m["content"] {
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(""),
+                Value::String(s) => s.clone(),
+                _ => m["summary"].as_str().unwrap_or("").to_string(),
+            };
+            format!("{role}:{text}")
+        })
+        .collect()
+}
+
+/// Switch to a new session and back: the context pith rebuilds from the file.
+fn rebuilt_shape(p: &mut Pith) -> (Vec<String>, Value) {
+    let st = p.call(json!({"type":"get_state"}), "gs-before");
+    let file = st["data"]["sessionFile"].clone();
+    let r = p.call(json!({"type":"new_session"}), "ns");
+    assert_eq!(r["success"], true, "{r}");
+    let r = p.call(json!({"type":"switch_session","sessionPath":file}), "sw");
+    assert_eq!(r["success"], true, "{r}");
+    let st = p.call(json!({"type":"get_state"}), "gs-after");
+    (context_shape(p), st["data"]["messageCount"].clone())
+}
+
+/// A threshold compaction whose summary is still on its way when the next prompt arrives (the
+/// prompt waits for it), then a manual compaction that keeps only the last exchange: after each,
+/// the context pith runs on equals the context rebuilt from the session file (as
+/// `buildSessionContext` rebuilds it: summary, kept messages, everything after), in both
+/// protocol versions.
+#[test]
+fn the_live_context_after_compactions_equals_the_one_rebuilt_from_the_file() {
+    for compat in ["0.73", "0.87"] {
+        let long = "x".repeat(800);
+        let srv = FakeLlm::start(vec![
+            text(1, &["First reply."]),
+            Reply::sse(text_sse(2, &["Big."], 19500)),
+            summary_reply().chunked(16, Duration::from_millis(20)),
+            text(3, &["Third reply."]),
+            summary_reply(),
+            text(4, &["Fourth reply."]),
+        ]);
+        let world = World::new();
+        tiny_model(&world, srv.port);
+        let sessions = world.dir.path().join("sessions");
+        let mut p = world.spawn(&[
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "tiny-model",
+            "--rpc-partials",
+            "none",
+            "--compat",
+            compat,
+            "--session-dir",
+            sessions.to_str().expect("utf-8"),
+        ]);
+        run(&mut p, "p1", "Hello");
+        // The second reply is over the threshold: a compaction starts after agent_end, and the
+        // third prompt arrives while its summary streams.
+        p.send(json!({"id":"p2","type":"prompt","message":long}));
+        p.recv_until(|v| v["type"] == "auto_compaction_start");
+        p.send(json!({"id":"p3","type":"prompt","message":"Third"}));
+        let f = p.recv_until(|v| v["type"] == "agent_settled");
+        let k = kinds(&f);
+        let end = k.iter().position(|k| k == "auto_compaction_end");
+        let answered = k.iter().position(|k| k == "response:prompt");
+        assert!(end < answered, "{compat}: the prompt waits: {k:?}");
+        let bash = p.call(json!({"type":"bash","command":"echo kept"}), "b1");
+        assert_eq!(bash["success"], true, "{bash}");
+        let live = context_shape(&mut p);
+        let count = p.call(json!({"type":"get_state"}), "gs")["data"]["messageCount"].clone();
+        assert_eq!(count, json!(live.len()));
+        assert!(live[0].starts_with("compactionSummary:"), "{live:?}");
+        let (rebuilt, rebuilt_count) = rebuilt_shape(&mut p);
+        assert_eq!(rebuilt, live, "{compat}: after the threshold compaction");
+        assert_eq!(rebuilt_count, count);
+
+        // A manual compaction (keepRecentTokens 100 keeps the last exchange only), then a turn.
+        let r = p.call(json!({"type":"compact"}), "c1");
+        assert_eq!(r["success"], true, "{r}");
+        p.recv_until(|v| v["type"] == "agent_settled");
+        run(&mut p, "p4", "Fourth");
+        let live = context_shape(&mut p);
+        assert!(live[0].starts_with("compactionSummary:"), "{live:?}");
+        assert_eq!(
+            live.last().map(String::as_str),
+            Some("assistant:Fourth reply."),
+            "{live:#?}"
+        );
+        let count = p.call(json!({"type":"get_state"}), "gs2")["data"]["messageCount"].clone();
+        assert_eq!(count, json!(live.len()));
+        let (rebuilt, rebuilt_count) = rebuilt_shape(&mut p);
+        assert_eq!(rebuilt, live, "{compat}: after the manual compaction");
+        assert_eq!(rebuilt_count, count);
+        drop(world);
+    }
+}
+
+/// `get_session_stats` after a compaction: pi 0.73.1 counts the context it keeps (summary and
+/// kept messages), pi 0.87.1 every message of the session file and all their usage.
+#[test]
+fn session_stats_count_the_kept_context_in_073_and_the_whole_session_in_087() {
+    for compat in ["0.73", "0.87"] {
+        let (world, srv) = fake_world(vec![
+            text(1, &["First reply."]),
+            text(2, &["Second reply."]),
+            summary_reply(),
+            text(3, &["Third reply."]),
+        ]);
+        world.write_agent_file(
+            "settings.json",
+            &json!({"compaction":{"keepRecentTokens":5}}).to_string(),
+        );
+        let sessions = world.dir.path().join("sessions");
+        let mut p = world.spawn(&fake_rpc_on(
+            "fake-model",
+            &[
+                "--rpc-partials",
+                "none",
+                "--compat",
+                compat,
+                "--session-dir",
+                sessions.to_str().expect("utf-8"),
+            ],
+        ));
+        run(&mut p, "p1", "First");
+        run(&mut p, "p2", "Second");
+        let r = p.call(json!({"type":"compact"}), "c1");
+        assert_eq!(r["success"], true, "{r}");
+        p.recv_until(|v| v["type"] == "agent_settled");
+        run(&mut p, "p3", "Third");
+        let ctx = messages(&mut p);
+        let stats = p.call(json!({"type":"get_session_stats"}), "st")["data"].clone();
+        let file: Vec<Value> = session_entries(&mut p)
+            .into_iter()
+            .filter(|e| e["type"] == "message")
+            .map(|e| e["message"].clone())
+            .collect();
+        let counted = if compat == "0.87" { &file } else { &ctx };
+        let count = |role: &str| counted.iter().filter(|m| m["role"] == role).count();
+        assert_eq!(
+            stats["userMessages"],
+            json!(count("user")),
+            "{compat}: {stats} {counted:#?}"
+        );
+        assert_eq!(
+            stats["assistantMessages"],
+            json!(count("assistant")),
+            "{compat}"
+        );
+        assert_eq!(stats["totalMessages"], json!(counted.len()), "{compat}");
+        // Usage: every counted assistant message (2 output tokens, 100 input each).
+        let assistants = count("assistant") as u64;
+        assert_eq!(
+            stats["tokens"]["input"],
+            json!(100 * assistants),
+            "{compat}"
+        );
+        assert_eq!(stats["tokens"]["output"], json!(2 * assistants), "{compat}");
+        if compat == "0.87" {
+            // The compacted first exchange is still counted.
+            assert_eq!(stats["userMessages"], 3);
+            assert_eq!(stats["assistantMessages"], 3);
+        } else {
+            assert!(stats["userMessages"].as_u64() < Some(3), "{stats}");
+        }
+        assert_eq!(srv.requests().len(), 4);
+        drop(world);
+    }
+}
+
+/// An overflow recovery drops the failed reply and continues; whether the continuation runs or
+/// an `abort` cancels it during the pause before it, the live context equals the rebuilt one.
+#[test]
+fn overflow_recovery_keeps_the_live_context_equal_to_the_rebuilt_one() {
+    for abort_in_pause in [false, true] {
+        let mut e = start(
+            vec![overflow(), summary_reply(), text(2, &["Fits", " now."])],
+            "fake-model",
+            true,
+            |_| {},
+        );
+        e.p.send(json!({"id":"p1","type":"prompt","message":"Hello"}));
+        e.p.recv_until(|v| v["type"] == "auto_compaction_end");
+        if abort_in_pause {
+            // Usually lands in the 100 ms pause (the continuation is cancelled); on a slow
+            // machine it may abort the continuation's run instead. Either way the invariant holds.
+            let r = e.p.call(json!({"type":"abort"}), "ab");
+            assert_eq!(r["success"], true, "{r}");
+        }
+        e.p.recv_until(|v| v["type"] == "agent_settled");
+        let live = context_shape(&mut e.p);
+        assert_eq!(live[0], format!("compactionSummary:{SUMMARY}"));
+        assert_eq!(live[1], "user:Hello");
+        if !abort_in_pause {
+            assert_eq!(
+                live,
+                [
+                    live[0].clone(),
+                    live[1].clone(),
+                    "assistant:Fits now.".into()
+                ]
+            );
+        }
+        let count = e.p.call(json!({"type":"get_state"}), "gs")["data"]["messageCount"].clone();
+        assert_eq!(count, json!(live.len()));
+        let (rebuilt, rebuilt_count) = rebuilt_shape(&mut e.p);
+        assert_eq!(rebuilt, live, "abort in the pause: {abort_in_pause}");
+        assert_eq!(rebuilt_count, count);
+    }
+}

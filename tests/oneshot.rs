@@ -156,6 +156,7 @@ fn a_tool_call_runs_before_the_final_answer() {
     assert_eq!(
         kinds(&frames),
         [
+            "session",
             "agent_start",
             "turn_start",
             "message_start:user",
@@ -206,9 +207,17 @@ fn json_mode_prints_every_event_and_ends_settled() {
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert!(stdout(&o).ends_with('\n'));
     let frames = json_lines(&o);
+    // The session header comes first, as pi writes it.
+    let h = &frames[0];
+    assert_eq!(
+        h,
+        &json!({"type":"session","version":3,"id":h["id"],"timestamp":h["timestamp"],
+            "cwd":w.cwd().to_str().unwrap()})
+    );
     assert_eq!(
         kinds(&frames),
         [
+            "session",
             "agent_start",
             "turn_start",
             "message_start:user",
@@ -274,6 +283,7 @@ fn a_provider_error_in_json_mode_exits_1_after_the_events() {
     assert_eq!(
         kinds(&frames),
         [
+            "session",
             "agent_start",
             "turn_start",
             "message_start:user",
@@ -309,7 +319,13 @@ fn no_model_exits_1_with_a_message_on_stderr() {
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         assert_eq!(stdout(&o), "", "{args:?}");
         let err = stderr(&o);
-        assert!(err.contains("No model selected."), "{args:?} stderr: {err}");
+        // As pi: no model is a start-up error, before any output (its text points at /login,
+        // which pith does not have).
+        assert_eq!(
+            err,
+            format!("{}\n", pith::list_models::NO_MODELS),
+            "{args:?}"
+        );
     }
 }
 

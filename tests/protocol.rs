@@ -51,7 +51,7 @@ fn get_state_has_every_field_in_order() {
     assert_eq!(
         s,
         json!({"thinkingLevel":"off","isStreaming":false,"isCompacting":false,"steeringMode":"one-at-a-time",
-               "followUpMode":"one-at-a-time","interruptMode":"immediate","sessionId":"<sid>",
+               "followUpMode":"one-at-a-time","interruptMode":"wait","sessionId":"<sid>",
                "autoCompactionEnabled":true,"messageCount":0,"pendingMessageCount":0,"queuedMessageCount":0})
     );
 }
@@ -63,7 +63,7 @@ fn setters_change_state_and_answer_without_data() {
     for (cmd, id) in [
         (json!({"type":"set_steering_mode","mode":"all"}), "a"),
         (json!({"type":"set_follow_up_mode","mode":"all"}), "b"),
-        (json!({"type":"set_interrupt_mode","mode":"wait"}), "c"),
+        (json!({"type":"set_interrupt_mode","mode":"immediate"}), "c"),
         (json!({"type":"set_auto_compaction","enabled":false}), "d"),
         (json!({"type":"set_auto_retry","enabled":false}), "e"),
     ] {
@@ -77,7 +77,7 @@ fn setters_change_state_and_answer_without_data() {
     let s = state(&mut p, "s");
     assert_eq!(s["steeringMode"], "all");
     assert_eq!(s["followUpMode"], "all");
-    assert_eq!(s["interruptMode"], "wait");
+    assert_eq!(s["interruptMode"], "immediate");
     assert_eq!(s["autoCompactionEnabled"], false);
     // RPC setters never write the global settings file.
     assert!(!w.agent_dir().join("settings.json").exists());

@@ -575,11 +575,13 @@ fn new_session_clone_and_switch_session_back_and_forth() {
     let b_msgs = messages(&mut p, "gm1");
     let be = entries(&b);
     assert_eq!(be[0]["parentSession"], a.to_str().unwrap());
-    // new_session records the thinking level but not the model.
+    // new_session records the model and the thinking level it starts with (pi 0.73.1 and 0.87.1
+    // both write them into every new session).
     assert_eq!(
         types(&be),
         [
             "session",
+            "model_change",
             "thinking_level_change",
             "message:user",
             "message:assistant"
@@ -683,7 +685,7 @@ fn appending_after_a_cut_line_starts_on_a_fresh_line() {
 }
 
 #[test]
-fn switch_session_to_garbage_or_missing_file_fails_and_keeps_the_session() {
+fn switch_session_to_garbage_fails_and_keeps_the_session() {
     let env = Env::new(replies(&["Reply one."]));
     let mut p = env.spawn(&[]);
     prompt(&mut p, "p1", "First prompt");
@@ -695,29 +697,94 @@ fn switch_session_to_garbage_or_missing_file_fails_and_keeps_the_session() {
         "this is not json\n\u{0}\u{1}binary\n{\"type\":\"x\"}\n",
     )
     .unwrap();
-    let missing = env.w.tmp().join("missing.jsonl");
-    for (i, path) in [&garbage, &missing].into_iter().enumerate() {
-        let r = p.call(
-            json!({"type":"switch_session","sessionPath":path.to_str().unwrap()}),
-            &format!("sw{i}"),
-        );
-        assert_eq!(r["success"], false, "{r}");
-        assert_eq!(r["command"], "switch_session", "{r}");
-        let err = r["error"].as_str().expect("error text");
-        assert!(
-            err.contains(path.to_str().unwrap()),
-            "the error should name the file: {err}"
-        );
-        let st = state(&mut p, &format!("s{}", i + 1));
-        assert_eq!(st["sessionFile"], file.to_str().unwrap());
-        assert_eq!(messages(&mut p, &format!("gm{}", i + 1)), msgs);
-    }
-    // The garbage file is left alone; the missing one is not created.
+    let r = p.call(
+        json!({"type":"switch_session","sessionPath":garbage.to_str().unwrap()}),
+        "sw",
+    );
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["command"], "switch_session", "{r}");
+    let err = r["error"].as_str().expect("error text");
+    assert!(
+        err.contains(garbage.to_str().unwrap()),
+        "the error should name the file: {err}"
+    );
+    let st = state(&mut p, "s1");
+    assert_eq!(st["sessionFile"], file.to_str().unwrap());
+    assert_eq!(messages(&mut p, "gm1"), msgs);
+    // The garbage file is left alone (pi would replace it by a fresh header).
     assert_eq!(
         fs::read_to_string(&garbage).unwrap(),
         "this is not json\n\u{0}\u{1}binary\n{\"type\":\"x\"}\n"
     );
-    assert!(!missing.exists());
+}
+
+#[test]
+fn switch_session_to_a_missing_file_starts_a_new_session_written_there() {
+    let env = Env::new(replies(&["Reply one.", "Reply two."]));
+    let mut p = env.spawn(&[]);
+    prompt(&mut p, "p1", "First prompt");
+    let first = session_file(&mut p, "s0");
+    let old_id = state(&mut p, "s1")["sessionId"].clone();
+    ok(
+        &mut p,
+        json!({"type":"set_thinking_level","level":"low"}),
+        "tl",
+    );
+    let first_text = fs::read_to_string(&first).unwrap();
+    // A path in a directory that does not exist yet either.
+    let fresh = env.w.tmp().join("elsewhere/deeper/fresh.jsonl");
+    let r = p.call(
+        json!({"type":"switch_session","sessionPath":fresh.to_str().unwrap()}),
+        "sw",
+    );
+    assert_eq!(
+        r,
+        json!({"id":"sw","type":"response","command":"switch_session","success":true,
+               "data":{"cancelled":false}})
+    );
+    let st = state(&mut p, "s2");
+    assert_eq!(st["sessionFile"], fresh.to_str().unwrap());
+    assert_ne!(st["sessionId"], old_id);
+    assert_eq!(st["messageCount"], 0);
+    assert_eq!(st["model"]["id"], "fake-model");
+    assert_eq!(st["thinkingLevel"], "low");
+    assert!(st.get("sessionName").is_none(), "{st}");
+    assert_eq!(messages(&mut p, "gm0"), Vec::<Value>::new());
+    // Written from the first assistant message on, as every session.
+    assert!(!fresh.exists());
+    prompt(&mut p, "p2", "Second prompt");
+    let e = entries(&fresh);
+    assert_eq!(
+        types(&e),
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message:user",
+            "message:assistant"
+        ]
+    );
+    assert_eq!(e[0]["id"], st["sessionId"]);
+    assert_eq!(e[0]["cwd"], env.w.cwd().to_str().unwrap());
+    assert!(e[0].get("parentSession").is_none(), "{}", e[0]);
+    assert_eq!(e[1]["provider"], "fake");
+    assert_eq!(e[1]["modelId"], "fake-model");
+    assert_eq!(e[2]["thinkingLevel"], "low");
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm1")),
+        ["user:Second prompt", "assistant:Reply two."]
+    );
+    // The first session is untouched, and switching back to it works.
+    assert_eq!(fs::read_to_string(&first).unwrap(), first_text);
+    ok(
+        &mut p,
+        json!({"type":"switch_session","sessionPath":first.to_str().unwrap()}),
+        "back",
+    );
+    assert_eq!(
+        user_texts(&messages(&mut p, "gm2")),
+        ["user:First prompt", "assistant:Reply one."]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

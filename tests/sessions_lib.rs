@@ -793,3 +793,59 @@ fn export_of_the_oracle_session() {
         "pi-session-n_export_html.session.html"
     );
 }
+
+fn failed(text: &str) -> AgentMessage {
+    let AgentMessage::Assistant(mut a) = assistant(text) else {
+        unreachable!()
+    };
+    a.stop_reason = StopReason::Error;
+    a.error_message = Some("529 overloaded".into());
+    AgentMessage::Assistant(a)
+}
+
+/// A failed reply followed by another reply before the next user message was retried: the
+/// context leaves it out (the agent dropped it when the retry started), in memory and after a
+/// reload, through both the loading path (`take_context`) and `build_context`. A failed reply
+/// nothing retried stays.
+#[test]
+fn retried_failures_are_left_out_of_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new("/w", Some(dir.path().to_path_buf()), None);
+    for m in [
+        user("q1"),
+        failed("e1"),
+        failed("e2"),
+        assistant("a1"),
+        user("q2"),
+        failed("e3"),
+        AgentMessage::BashExecution(BashExecutionMessage {
+            command: "ls".into(),
+            output: "x".into(),
+            exit_code: Some(0),
+            cancelled: false,
+            truncated: false,
+            full_output_path: None,
+            timestamp: 1,
+            exclude_from_context: None,
+        }),
+        assistant("a2"),
+        user("q3"),
+        failed("e4"),
+    ] {
+        s.append_message(&m);
+    }
+    let want = ["q1", "a1", "q2", "", "a2", "q3", "e4"];
+    let texts_of = |ms: &[AgentMessage]| -> Vec<String> {
+        ms.iter()
+            .map(|m| match m {
+                AgentMessage::BashExecution(_) => String::new(),
+                other => texts(std::slice::from_ref(other)).remove(0),
+            })
+            .collect()
+    };
+    assert_eq!(texts_of(&s.build_context()), want);
+    let file = s.file().unwrap().to_path_buf();
+    let mut loaded = Session::open(&file).unwrap();
+    assert_eq!(texts_of(&loaded.build_context()), want);
+    assert_eq!(texts_of(&loaded.take_context()), want);
+}

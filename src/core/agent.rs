@@ -444,7 +444,8 @@ impl Machine {
     }
 
     /// Start every call (spec 6.3, parallel mode): all `tool_execution_start` first, immediate
-    /// errors right after their start, steering queued meanwhile skips the rest.
+    /// errors right after their start; in interrupt mode `immediate`, steering queued meanwhile
+    /// skips the rest.
     fn start_tools(&mut self, assistant: AgentMessage, calls: Vec<ToolCall>) {
         self.batch += 1;
         let batch = self.batch;
@@ -485,7 +486,11 @@ impl Machine {
                 self.emit_tool_end(r);
             }
             slots.push(slot);
-            steering = self.steering.take();
+            // Interrupt mode `wait` (the default, pi's behaviour) never skips a call: steering
+            // waits for the whole batch. `immediate` (oh-my-pi) skips the calls not yet started.
+            if self.interrupt_mode == crate::rpc::command::InterruptMode::Immediate {
+                steering = self.steering.take();
+            }
             if !steering.is_empty() {
                 for (j, _, _) in runnable.drain(..) {
                     let r = result_message(&slots[j].call, Err(SKIPPED.to_string()));

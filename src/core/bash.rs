@@ -1,7 +1,8 @@
-//! The RPC `bash` command: the command runs on its own thread (in its own process group, via
-//! [`crate::tools::process`]) while the state machine keeps answering other commands; `abort_bash`
-//! kills the group at once. The result is recorded as a `bashExecution` message (no event), which
-//! reaches the model on the next prompt.
+//! The RPC `bash` command: each command runs on its own thread (in its own process group, via
+//! [`crate::tools::process`]) while the state machine keeps answering other commands. Several may
+//! run at once, as in the reference (each is answered when it ends); `abort_bash` kills every
+//! running group at once. Each result is recorded as its own `bashExecution` message (no event),
+//! in the order the commands finish, which reaches the model on the next prompt.
 
 use serde_json::Value;
 
@@ -12,12 +13,10 @@ use crate::message::{AgentMessage, BashExecutionMessage, now_ms};
 use crate::rpc::response;
 use crate::tools::process::{CommandOutcome, CommandSpec, run_command};
 
-/// Error of a second `bash` while one runs (the reference silently orphaned the first).
-pub const ALREADY_RUNNING: &str =
-    "A bash command is already running. Send abort_bash first or wait for its response.";
-
-/// The RPC bash command in flight.
+/// One RPC bash command in flight.
 pub struct BashJob {
+    /// pith's own number for the job (the command's `id` need not be unique).
+    pub job: u64,
     pub id: Option<Value>,
     pub command: String,
     pub cancel: CancelSource,
@@ -26,9 +25,8 @@ pub struct BashJob {
 impl Machine {
     /// Start `command` on the bash thread; the response is sent when it finishes.
     pub(crate) fn start_bash(&mut self, command: String, id: Option<Value>) -> Result<(), String> {
-        if self.bash.is_some() {
-            return Err(ALREADY_RUNNING.to_string());
-        }
+        self.bash_seq += 1;
+        let job = self.bash_seq;
         let (cancel, token) = cancel_pair();
         let tx = self.worker_tx.clone();
         let cwd = self.cwd.clone();
@@ -50,10 +48,14 @@ impl Machine {
                     path_prepend: Some(&bin),
                 };
                 let outcome = run_command(&spec, std::time::Duration::from_secs(3600), &mut |_| {});
-                let _ = tx.send(Worker::BashDone(Box::new(outcome)));
+                let _ = tx.send(Worker::BashDone {
+                    job,
+                    outcome: Box::new(outcome),
+                });
             })
             .map_err(|e| format!("Cannot start the bash thread: {e}"))?;
-        self.bash = Some(BashJob {
+        self.bash.push(BashJob {
+            job,
             id,
             command,
             cancel,
@@ -61,16 +63,19 @@ impl Machine {
         Ok(())
     }
 
-    /// `abort_bash`: kill the running command's process group (its response follows).
+    /// `abort_bash`: kill every running command's process group (their responses follow).
     pub(crate) fn abort_bash(&mut self) {
-        if let Some(job) = self.bash.as_mut() {
+        for job in &mut self.bash {
             job.cancel.cancel();
         }
     }
 
-    /// The bash thread finished: answer, and record the execution.
-    pub(crate) fn on_bash_done(&mut self, outcome: Result<CommandOutcome, String>) {
-        let Some(job) = self.bash.take() else { return };
+    /// A bash thread finished: answer its command, and record the execution.
+    pub(crate) fn on_bash_done(&mut self, job: u64, outcome: Result<CommandOutcome, String>) {
+        let Some(pos) = self.bash.iter().position(|j| j.job == job) else {
+            return;
+        };
+        let job = self.bash.remove(pos);
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {

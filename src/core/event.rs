@@ -31,8 +31,11 @@ pub enum Worker {
     RetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
-    /// The RPC `bash` command finished (or could not start).
-    BashDone(Box<Result<crate::tools::process::CommandOutcome, String>>),
+    /// RPC `bash` command number `job` finished (or could not start).
+    BashDone {
+        job: u64,
+        outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
+    },
 }
 
 #[derive(Debug)]

@@ -43,6 +43,8 @@ pub struct Startup {
     pub tools: Vec<Arc<dyn Tool>>,
     pub custom_system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
+    /// `--no-context-files`.
+    pub no_context_files: bool,
     pub faux_script: Option<PathBuf>,
     pub partials: Partials,
     /// The pi protocol version pith emits.
@@ -91,13 +93,13 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    #[allow(dead_code)] // read by the 0.87 emitters as they land (issue 9)
     pub(crate) compat: Compat,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) custom_system_prompt: Option<String>,
     pub(crate) append_system_prompt: Option<String>,
+    pub(crate) no_context_files: bool,
     pub(crate) faux_script: Option<PathBuf>,
 
     pub(crate) model: Option<Model>,
@@ -118,8 +120,10 @@ pub struct Machine {
     pub(crate) run: Option<Run>,
     /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
     exit_signal: Option<i32>,
-    /// The RPC `bash` command in flight.
-    pub(crate) bash: Option<crate::core::bash::BashJob>,
+    /// The RPC `bash` commands in flight (several may run at once).
+    pub(crate) bash: Vec<crate::core::bash::BashJob>,
+    /// Number of the latest RPC `bash` job.
+    pub(crate) bash_seq: u64,
     /// Bash executions that finished during a run: recorded before the next prompt.
     pub(crate) deferred_bash: Vec<AgentMessage>,
     /// Consecutive failed attempts of the current auto-retry sequence.
@@ -162,6 +166,7 @@ impl Machine {
             tools: s.tools,
             custom_system_prompt: s.custom_system_prompt,
             append_system_prompt: s.append_system_prompt,
+            no_context_files: s.no_context_files,
             faux_script: s.faux_script,
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
@@ -170,7 +175,8 @@ impl Machine {
             run: None,
             retry_attempt: 0,
             exit_signal: None,
-            bash: None,
+            bash: Vec::new(),
+            bash_seq: 0,
             deferred_bash: Vec::new(),
             retry_wait: None,
             retry_seq: 0,
@@ -183,7 +189,8 @@ impl Machine {
             batch: 0,
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
-            interrupt_mode: InterruptMode::Immediate,
+            // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
+            interrupt_mode: InterruptMode::Wait,
             auto_compaction: s.settings.compaction_enabled(),
             auto_retry: s.settings.retry_enabled(),
             cwd: s.cwd,
@@ -271,7 +278,7 @@ impl Machine {
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
-            Event::Worker(Worker::BashDone(outcome)) => self.on_bash_done(*outcome),
+            Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
         }
         None
     }
@@ -280,7 +287,7 @@ impl Machine {
     pub(crate) fn is_idle(&self) -> bool {
         self.run.is_none()
             && self.retry_wait.is_none()
-            && self.bash.is_none()
+            && self.bash.is_empty()
             && self.compaction.is_none()
             && self.continue_wait.is_none()
     }
@@ -308,7 +315,8 @@ impl Machine {
         self.abort_bash();
         // Give tool and bash threads a moment to kill their process groups and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || self.bash.is_some()) && std::time::Instant::now() < deadline {
+        while (self.run.is_some() || !self.bash.is_empty()) && std::time::Instant::now() < deadline
+        {
             match self.worker_rx_timeout(deadline) {
                 Some(w) => {
                     let _ = self.handle_event(Event::Worker(w));
@@ -431,6 +439,8 @@ impl Machine {
             }
             Command::Abort => {
                 if self.continue_wait.take().is_some() {
+                    // No continuation: the context is the session's (the failed reply is back).
+                    self.messages = self.session.build_context();
                     self.send(response::success(id, "abort", None));
                     self.settle();
                     return Err(DEFERRED.to_string());
@@ -459,11 +469,13 @@ impl Machine {
                 Ok(None)
             }
             Command::AbortAndPrompt(input) => {
+                // Queued messages are dropped, and hosts see it: one `queue_update` with both
+                // queues empty, as pi's clearQueue emits (always, even when they were empty).
+                self.steering.clear();
+                self.follow_up.clear();
+                self.emit_queue_update();
                 if self.run.is_some() {
-                    // Discard queued messages, abort, then prompt once the run has ended.
-                    self.steering.clear();
-                    self.follow_up.clear();
-                    // Set first: aborting a stream ends the run synchronously, and the end of the
+                    // Abort, then prompt once the run has ended. Set first: aborting a stream ends the run synchronously, and the end of the
                     // run is what starts the waiting prompt.
                     self.set_pending_prompt(input, id.cloned(), "abort_and_prompt");
                     self.abort_run(None);
@@ -494,9 +506,10 @@ impl Machine {
                 },
             )),
             Command::GetSessionStats => {
-                let stats = self.session.stats(
+                let stats = self.session.stats_for(
                     &self.messages,
                     self.model.as_ref().map(|m| m.context_window),
+                    self.compat,
                 );
                 Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
             }
@@ -579,11 +592,13 @@ impl Machine {
             return Ok(None);
         }
         let Some(model) = self.model.clone() else {
-            return Err("No model selected.\n\nUse /login or set an API key environment variable. See docs/providers.md\n\nThen use /model to select a model.".to_string());
+            return Err(format!(
+                "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
+            ));
         };
         if model.api != "faux" && self.api_key(&model.provider).is_none() {
             return Err(format!(
-                "No API key found for {}.\n\nUse /login or set an API key environment variable. See docs/providers.md",
+                "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
             ));
         }
@@ -695,6 +710,7 @@ impl Machine {
             tools: &names,
             custom: self.custom_system_prompt.as_deref(),
             append: self.append_system_prompt.as_deref(),
+            no_context_files: self.no_context_files,
             date: &crate::core::system_prompt::utc_date(),
         })
     }
@@ -924,6 +940,10 @@ fn command_name(c: &str) -> &'static str {
         "prompt"
     }
 }
+
+/// How to give pith a key (pi's text here points at its `/login` command and docs, which pith
+/// does not have).
+const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
 
 /// Internal marker: the handler answers later (or has answered itself); no response now.
 const DEFERRED: &str = "\u{0}deferred";

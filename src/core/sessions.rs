@@ -1,6 +1,7 @@
 //! Session commands: `new_session`, `switch_session`, `fork` / `branch`, `clone`. Each replaces
 //! the session object the machine owns and rebuilds the agent's context from it; a running turn
-//! is stopped silently first where the reference does so (new, switch).
+//! is stopped silently first where the reference does so (new, switch). `switch_session` to a
+//! file that does not exist starts a new empty session to be written there, as the reference.
 
 use std::path::PathBuf;
 
@@ -15,6 +16,8 @@ type Reply = Result<Option<Value>, String>;
 impl Machine {
     pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Reply {
         self.discard_run();
+        // A bash result still waiting for the next prompt belongs to the session it ran in.
+        self.flush_deferred_bash();
         let dir = self
             .session
             .session_dir()
@@ -22,15 +25,44 @@ impl Machine {
             .filter(|_| self.session.is_persisted());
         let cwd = self.cwd.to_string_lossy().to_string();
         self.session = Session::new(&cwd, dir, parent_session);
+        self.start_fresh_session();
+        Ok(Some(json!({ "cancelled": false })))
+    }
+
+    /// A session that was just created: it records the model and thinking level it starts with
+    /// (so a resume restores them), as the reference does for every new session; then the
+    /// context (empty) and queues are reset.
+    fn start_fresh_session(&mut self) {
+        if let Some(m) = &self.model {
+            let (provider, id) = (m.provider.clone(), m.id.clone());
+            self.session.append_model_change(&provider, &id);
+        }
         self.session.append_thinking_level_change(self.thinking);
         self.reset_context();
-        Ok(Some(json!({ "cancelled": false })))
     }
 
     pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Reply {
         let path = self.cwd.join(session_path);
+        if !path.exists() {
+            // The reference starts a new empty session that will be written at that path.
+            self.discard_run();
+            self.flush_deferred_bash();
+            let cwd = self.cwd.to_string_lossy().to_string();
+            let mut fresh = Session::create_at(&path, &cwd);
+            if let Some(dir) = self
+                .session
+                .session_dir()
+                .filter(|_| self.session.is_persisted())
+            {
+                fresh.set_session_dir(dir.to_path_buf());
+            }
+            self.session = fresh;
+            self.start_fresh_session();
+            return Ok(Some(json!({ "cancelled": false })));
+        }
         let mut loaded = Session::open(&path)?;
         self.discard_run();
+        self.flush_deferred_bash();
         if let Some(dir) = self
             .session
             .session_dir()

@@ -13,6 +13,8 @@ pub struct PromptInputs<'a> {
     pub tools: &'a [(&'a str, &'a str)],
     pub custom: Option<&'a str>,
     pub append: Option<&'a str>,
+    /// `--no-context-files`: leave `AGENTS.md` / `CLAUDE.md` out.
+    pub no_context_files: bool,
     /// `YYYY-MM-DD` (UTC).
     pub date: &'a str,
 }
@@ -50,6 +52,20 @@ pub fn append_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<
             agent_dir.join("APPEND_SYSTEM.md"),
         ]),
     }
+}
+
+/// Every `--append-system-prompt` value (each a file or text) joined with blank lines, as pi
+/// joins them; without any, [`append_prompt`]'s files.
+pub fn append_prompts(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<String> {
+    if cli.is_empty() {
+        return append_prompt(None, cwd, agent_dir);
+    }
+    Some(
+        cli.iter()
+            .map(|v| file_or_literal(v, cwd))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    )
 }
 
 /// Context files: the global one, then one per directory from `/` down to cwd.
@@ -170,7 +186,11 @@ pub fn build(i: &PromptInputs<'_>) -> String {
         s.push_str("\n\n");
         s.push_str(a);
     }
-    let files = context_files(i.cwd, i.agent_dir);
+    let files = if i.no_context_files {
+        Vec::new()
+    } else {
+        context_files(i.cwd, i.agent_dir)
+    };
     if !files.is_empty() {
         s.push_str("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n");
         for (p, c) in files {
@@ -207,6 +227,7 @@ mod tests {
             tools: &tools,
             custom: None,
             append: None,
+            no_context_files: false,
             date: "2026-11-21",
         });
         assert!(p.starts_with("You are an expert coding assistant operating inside pi"));
@@ -237,6 +258,7 @@ mod tests {
             tools: &[],
             custom: Some("Custom."),
             append: Some("Appended."),
+            no_context_files: false,
             date: "2026-01-02",
         });
         assert!(p.starts_with("Custom.\n\nAppended.\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n## "));

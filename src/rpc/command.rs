@@ -51,18 +51,22 @@ pub enum StreamingBehavior {
     FollowUp,
 }
 
-/// A user message as sent by the host (`message` + optional `images`).
+/// A user message as sent by the host (`message` + optional `images`, and seed 000's
+/// `attachments`, already mapped onto content blocks).
 #[derive(Clone, Debug, PartialEq)]
 pub struct UserInput {
     pub text: String,
     pub images: Vec<ImageContent>,
+    /// Seed 000 `attachments`, in order: images as image blocks, documents as text blocks.
+    pub attachments: Vec<Content>,
 }
 
 impl UserInput {
-    /// Content blocks of the user message: the text, then the images.
+    /// Content blocks of the user message: the text, the images, then the attachments.
     pub fn content(&self) -> Vec<Content> {
         let mut c = vec![Content::text(self.text.clone())];
         c.extend(self.images.iter().cloned().map(Content::Image));
+        c.extend(self.attachments.iter().cloned());
         c
     }
 }
@@ -263,18 +267,84 @@ impl<'a> Fields<'a> {
                 .collect::<Result<_, _>>()?,
             other => return Err(self.err("images", "an array of images", other)),
         };
-        Ok(UserInput { text, images })
+        let attachments = match self.get("attachments") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    parse_attachment(v).map_err(|e| {
+                        DecodeError::Invalid(format!("{}: attachments[{i}]: {e}", self.command))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            other => return Err(self.err("attachments", "an array of attachments", other)),
+        };
+        Ok(UserInput {
+            text,
+            images,
+            attachments,
+        })
     }
 }
 
-/// Accepts both image shapes: `{type:"image",data,mimeType}` (seed 001) and
-/// `{type:"image",source:{type:"base64",mediaType,data}}` (seed 002).
+/// Seed 000's `Attachment` (`{id, type: "image"|"document", fileName, mimeType, size, content,
+/// extractedText?, preview?}`) onto today's content, as pi's agent once mapped it: an image is an
+/// image block (`content` is its base64 data), a document is its extracted text under a
+/// `[Document: <fileName>]` line. A document without `extractedText` has nothing that maps (no
+/// content type carries a raw document): an error, never a silent drop.
+fn parse_attachment(v: &Value) -> Result<Content, String> {
+    let obj = v.as_object().ok_or("expected an object")?;
+    let text = |k: &str| obj.get(k).and_then(Value::as_str);
+    match text("type") {
+        Some("image") => {
+            let data = text("content").ok_or("missing string \"content\" (base64 image data)")?;
+            let mime = text("mimeType").ok_or("missing string \"mimeType\"")?;
+            Ok(Content::Image(ImageContent {
+                data: data.to_string(),
+                mime_type: mime.to_string(),
+            }))
+        }
+        Some("document") => {
+            let name = text("fileName").unwrap_or("document");
+            match text("extractedText") {
+                Some(extracted) => Ok(Content::text(format!(
+                    "\n\n[Document: {name}]\n{extracted}"
+                ))),
+                None => Err(format!(
+                    "document \"{name}\" has no \"extractedText\": pith sends documents to the model as text only"
+                )),
+            }
+        }
+        Some(other) => Err(format!(
+            "unknown attachment type \"{other}\" (expected \"image\" or \"document\")"
+        )),
+        None => Err("missing string \"type\" (\"image\" or \"document\")".to_string()),
+    }
+}
+
+/// Accepts the image shapes of the seeds: `{type:"image",data,mimeType}` (seed 001),
+/// `{type:"image",source:{type:"base64",mediaType,data}}` (seed 002) and seed 003's URL source
+/// `{type:"image",source:{type:"url",url}}` when the URL is a `data:<mime>;base64,` URL. pith
+/// fetches nothing for the host: any other URL is an error naming it.
 fn parse_image(v: &Value) -> Result<ImageContent, String> {
     let obj = v.as_object().ok_or("expected an object")?;
     let text =
         |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
     if let Some(src) = obj.get("source") {
         let src = src.as_object().ok_or("\"source\" must be an object")?;
+        match src.get("type").and_then(Value::as_str) {
+            None | Some("base64") => {}
+            Some("url") => {
+                let url = text(src, "url").ok_or("missing string \"source.url\"")?;
+                return data_url_image(&url);
+            }
+            Some(other) => {
+                return Err(format!(
+                    "unknown image source type \"{other}\" (expected \"base64\" or \"url\")"
+                ));
+            }
+        }
         let data = text(src, "data").ok_or("missing string \"source.data\"")?;
         let mime = text(src, "mediaType")
             .or_else(|| text(src, "media_type"))
@@ -290,6 +360,25 @@ fn parse_image(v: &Value) -> Result<ImageContent, String> {
     Ok(ImageContent {
         data,
         mime_type: mime,
+    })
+}
+
+/// A `data:<mime>;base64,<data>` URL as an image; any other URL is refused (pith does not fetch).
+fn data_url_image(url: &str) -> Result<ImageContent, String> {
+    let shown: String = url.chars().take(80).collect();
+    let Some(rest) = url.strip_prefix("data:") else {
+        return Err(format!(
+            "image URL \"{shown}\" is not supported: pith does not fetch images; send the image as base64 (a data: URL or source type \"base64\")"
+        ));
+    };
+    let (meta, data) = rest.split_once(',').ok_or("malformed data: URL (no ',')")?;
+    let mime = meta
+        .strip_suffix(";base64")
+        .filter(|m| !m.is_empty())
+        .ok_or("only base64 data: URLs with a media type are supported (data:<mime>;base64,...)")?;
+    Ok(ImageContent {
+        data: data.to_string(),
+        mime_type: mime.to_string(),
     })
 }
 
@@ -448,6 +537,78 @@ mod tests {
                 mime_type: "image/jpeg".into()
             }
         );
+    }
+
+    #[test]
+    fn data_urls_are_images_other_urls_a_clear_error() {
+        let c = dec(json!({"type":"prompt","message":"m","images":[
+            {"type":"image","source":{"type":"url","url":"data:image/png;base64,QUJD"}}]}))
+        .unwrap();
+        let Command::Prompt { input, .. } = c else {
+            panic!()
+        };
+        assert_eq!(
+            input.images,
+            [ImageContent {
+                data: "QUJD".into(),
+                mime_type: "image/png".into()
+            }]
+        );
+        assert_eq!(
+            dec(json!({"type":"steer","message":"m","images":[
+                {"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]})),
+            Err(DecodeError::Invalid("steer: images[0]: image URL \"https://example.com/a.png\" is not supported: pith does not fetch images; send the image as base64 (a data: URL or source type \"base64\")".into()))
+        );
+        for bad in [
+            "data:image/png,QUJD",
+            "data:;base64,QUJD",
+            "data:image/png;base64",
+        ] {
+            let r = dec(json!({"type":"prompt","message":"m","images":[
+                {"type":"image","source":{"type":"url","url":bad}}]}));
+            assert!(matches!(r, Err(DecodeError::Invalid(_))), "{bad}: {r:?}");
+        }
+        assert_eq!(
+            dec(json!({"type":"prompt","message":"m","images":[
+                {"type":"image","source":{"type":"file","path":"/x"}}]})),
+            Err(DecodeError::Invalid("prompt: images[0]: unknown image source type \"file\" (expected \"base64\" or \"url\")".into()))
+        );
+    }
+
+    #[test]
+    fn seed_000_attachments_map_onto_content() {
+        let c = dec(json!({"type":"prompt","message":"m","attachments":[
+            {"id":"a1","type":"image","fileName":"x.png","mimeType":"image/png","size":3,"content":"QUJD"},
+            {"id":"a2","type":"document","fileName":"r.pdf","mimeType":"application/pdf","size":9,
+             "content":"JVBERi0=","extractedText":"Hello doc"}]}))
+        .unwrap();
+        let Command::Prompt { input, .. } = c else {
+            panic!()
+        };
+        assert_eq!(
+            input.content(),
+            [
+                Content::text("m".to_string()),
+                Content::Image(ImageContent {
+                    data: "QUJD".into(),
+                    mime_type: "image/png".into()
+                }),
+                Content::text("\n\n[Document: r.pdf]\nHello doc".to_string()),
+            ]
+        );
+        assert_eq!(
+            dec(json!({"type":"prompt","message":"m","attachments":[
+                {"id":"a2","type":"document","fileName":"r.pdf","mimeType":"application/pdf","size":9,"content":"JVBERi0="}]})),
+            Err(DecodeError::Invalid("prompt: attachments[0]: document \"r.pdf\" has no \"extractedText\": pith sends documents to the model as text only".into()))
+        );
+        assert!(matches!(
+            dec(json!({"type":"prompt","message":"m","attachments":[{"type":"video"}]})),
+            Err(DecodeError::Invalid(e)) if e == "prompt: attachments[0]: unknown attachment type \"video\" (expected \"image\" or \"document\")"
+        ));
+        assert!(matches!(
+            dec(json!({"type":"prompt","message":"m","attachments":{"a":1}})),
+            Err(DecodeError::Invalid(e)) if e == "prompt: field \"attachments\" must be an array of attachments, got an object"
+        ));
     }
 
     #[test]

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::compat::Compat;
 use crate::message::{AgentMessage, ThinkingLevel, UserContent};
 
 pub use entry::{Entry, EntryKind};
@@ -173,9 +174,7 @@ impl Session {
     pub fn open_or_create(path: &Path, cwd: &str) -> Result<Session, String> {
         let dir = parent_dir(path);
         if !path.exists() {
-            let mut s = Session::new(cwd, Some(dir), None);
-            s.file = Some(path.to_path_buf());
-            return Ok(s);
+            return Ok(Session::create_at(path, cwd));
         }
         match Session::open(path) {
             Ok(s) => Ok(s),
@@ -196,6 +195,38 @@ impl Session {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// A new empty session to be written at exactly `path` (from the first assistant message, as
+    /// always); later `new`/`fork` files go to its directory. The reference's `setSessionFile` for
+    /// a file that does not exist.
+    pub fn create_at(path: &Path, cwd: &str) -> Session {
+        let mut s = Session::new(cwd, Some(parent_dir(path)), None);
+        s.file = Some(path.to_path_buf());
+        s
+    }
+
+    /// `--fork <path|id>` (pi's `forkFrom`): a new session file in `dir` — a new id, this `cwd`,
+    /// `parentSession` naming the source — holding every entry of `source` (all branches),
+    /// written at once. The source is read as [`Session::open`] reads it (an older version is
+    /// migrated first).
+    pub fn fork_from(source: &Path, cwd: &str, dir: PathBuf) -> Result<Session, String> {
+        let mut src = Session::open(source).map_err(|e| format!("Cannot fork: {e}"))?;
+        let parent = source.to_string_lossy().into_owned();
+        let fresh = Session::new(cwd, Some(dir), Some(parent));
+        let file = fresh
+            .file
+            .clone()
+            .ok_or("Cannot fork: no session directory")?;
+        let mut text = format!("{}\n", store::to_line(&fresh.header));
+        for e in &src.entries {
+            text.push_str(e.line());
+            text.push('\n');
+        }
+        store::append(&file, &text, false).map_err(|e| e.message)?;
+        let mut forked = Session::open(&file)?;
+        forked.warnings.extend(src.take_warnings());
+        Ok(forked)
     }
 
     fn from_header(header: Map<String, Value>, path: &Path) -> Session {
@@ -765,21 +796,37 @@ impl Session {
         s
     }
 
-    /// `get_session_stats` over the agent's current context `messages`, with `contextUsage` for
-    /// the current model's context window.
+    /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] with 0.73).
     pub fn stats(&self, messages: &[AgentMessage], context_window: Option<u64>) -> SessionStats {
-        let (user, assistant, calls, results, tokens, cost) = tree::message_stats(messages);
+        self.stats_for(messages, context_window, Compat::V073)
+    }
+
+    /// `get_session_stats`, with `contextUsage` for the current model's context window over the
+    /// agent's current context `messages`. The counts and token sums: pi 0.73.1 takes them over
+    /// the context (after a compaction, the kept messages only); pi 0.87.1 over every entry of
+    /// the session file (all branches, compacted messages included, and the usage recorded on
+    /// compaction, branch summary and `usage` entries).
+    pub fn stats_for(
+        &self,
+        messages: &[AgentMessage],
+        context_window: Option<u64>,
+        compat: Compat,
+    ) -> SessionStats {
+        let counts = match compat {
+            Compat::V073 => tree::message_stats(messages),
+            Compat::V087 => tree::entry_stats(&self.entries),
+        };
         let path = self.path();
         SessionStats {
             session_file: self.parent_link(),
             session_id: self.id.clone(),
-            user_messages: user,
-            assistant_messages: assistant,
-            tool_calls: calls,
-            tool_results: results,
-            total_messages: messages.len() as u64,
-            tokens,
-            cost,
+            user_messages: counts.users,
+            assistant_messages: counts.assistants,
+            tool_calls: counts.tool_calls,
+            tool_results: counts.tool_results,
+            total_messages: counts.total,
+            tokens: counts.tokens,
+            cost: counts.cost,
             context_usage: tree::context_usage(&self.entries, &path, messages, context_window),
         }
     }

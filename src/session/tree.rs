@@ -39,6 +39,51 @@ pub struct ContextPlan {
 }
 
 pub fn context_plan(entries: &[Entry], path: &[usize]) -> ContextPlan {
+    let mut plan = compaction_plan(entries, path);
+    drop_retried_replies(entries, &mut plan.entries);
+    plan
+}
+
+/// A failed reply that was followed by another reply before the next user message was retried
+/// (auto-retry, or the continuation after an overflow compaction): the agent dropped it from its
+/// context when the retry started, so it is left out here too and the context rebuilt from a
+/// file is the one the agent ran on (pi 0.73.1 only drops it live, and shows it again after a
+/// resume; 0.87.1 records the drop as a `context_edit` entry). Requests never carry failed
+/// replies, so this changes what `get_messages` shows, not what the model sees.
+fn drop_retried_replies(entries: &[Entry], plan: &mut Vec<usize>) {
+    let mut last_reply: Option<usize> = None;
+    let mut retried: Vec<usize> = Vec::new();
+    for (pos, &i) in plan.iter().enumerate() {
+        match entries[i].kind() {
+            EntryKind::Message { role, .. } if role == "user" => last_reply = None,
+            EntryKind::Message { role, .. } if role == "assistant" => {
+                if let Some(prev) = last_reply {
+                    if entries[plan[prev]].is_failed_reply() {
+                        retried.push(prev);
+                    }
+                }
+                last_reply = Some(pos);
+            }
+            _ => {}
+        }
+    }
+    if retried.is_empty() {
+        return;
+    }
+    let mut k = 0;
+    let mut pos = 0;
+    plan.retain(|_| {
+        let keep = retried.get(k) != Some(&pos);
+        if !keep {
+            k += 1;
+        }
+        pos += 1;
+        keep
+    });
+}
+
+/// Spec 11.4: the latest compaction on the branch and the entries whose messages follow it.
+fn compaction_plan(entries: &[Entry], path: &[usize]) -> ContextPlan {
     let compaction_pos = path
         .iter()
         .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
@@ -191,29 +236,153 @@ fn js_opt_f64<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::E
     }
 }
 
-/// Counts and token sums over the context messages.
-pub fn message_stats(messages: &[AgentMessage]) -> (u64, u64, u64, u64, TokenStats, f64) {
-    let (mut users, mut assistants, mut calls, mut results) = (0, 0, 0, 0);
-    let mut t = TokenStats::default();
-    let mut cost = 0.0;
+/// The counts and token sums of `get_session_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MessageCounts {
+    pub users: u64,
+    pub assistants: u64,
+    pub tool_calls: u64,
+    pub tool_results: u64,
+    pub total: u64,
+    pub tokens: TokenStats,
+    pub cost: f64,
+}
+
+impl MessageCounts {
+    fn add_usage(&mut self, u: &UsageTotals) {
+        self.tokens.input += u.input;
+        self.tokens.output += u.output;
+        self.tokens.cache_read += u.cache_read;
+        self.tokens.cache_write += u.cache_write;
+        self.cost += u.cost.total;
+    }
+
+    fn finish(mut self) -> MessageCounts {
+        let t = &mut self.tokens;
+        t.total = t.input + t.output + t.cache_read + t.cache_write;
+        self
+    }
+}
+
+/// Counts and token sums over the context messages (pi 0.73.1).
+pub fn message_stats(messages: &[AgentMessage]) -> MessageCounts {
+    let mut c = MessageCounts {
+        total: messages.len() as u64,
+        ..MessageCounts::default()
+    };
     for m in messages {
         match m {
-            AgentMessage::User(_) => users += 1,
-            AgentMessage::ToolResult(_) => results += 1,
+            AgentMessage::User(_) => c.users += 1,
+            AgentMessage::ToolResult(_) => c.tool_results += 1,
             AgentMessage::Assistant(a) => {
-                assistants += 1;
-                calls += a.tool_calls().count() as u64;
-                t.input += a.usage.input;
-                t.output += a.usage.output;
-                t.cache_read += a.usage.cache_read;
-                t.cache_write += a.usage.cache_write;
-                cost += a.usage.cost.total;
+                c.assistants += 1;
+                c.tool_calls += a.tool_calls().count() as u64;
+                c.tokens.input += a.usage.input;
+                c.tokens.output += a.usage.output;
+                c.tokens.cache_read += a.usage.cache_read;
+                c.tokens.cache_write += a.usage.cache_write;
+                c.cost += a.usage.cost.total;
             }
             _ => {}
         }
     }
-    t.total = t.input + t.output + t.cache_read + t.cache_write;
-    (users, assistants, calls, results, t, cost)
+    c.finish()
+}
+
+/// The usage numbers the stats add up (absent fields count 0).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct UsageTotals {
+    input: u64,
+    output: u64,
+    #[serde(rename = "cacheRead")]
+    cache_read: u64,
+    #[serde(rename = "cacheWrite")]
+    cache_write: u64,
+    cost: CostTotal,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct CostTotal {
+    total: f64,
+}
+
+/// Only what the 0.87 stats read from an entry line.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct StatsLine {
+    usage: Option<UsageTotals>,
+    message: Option<StatsMessage>,
+}
+
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct StatsMessage {
+    usage: Option<UsageTotals>,
+    content: Option<StatsContent>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum StatsContent {
+    Blocks(Vec<BlockType>),
+    Other(serde::de::IgnoredAny),
+}
+
+#[derive(serde::Deserialize)]
+struct BlockType {
+    #[serde(rename = "type", default)]
+    ty: Option<String>,
+}
+
+/// Counts and token sums over every entry of the session file, all branches (pi 0.87.1's
+/// `getSessionStats`): every `message` entry counts (whatever its role), assistant and tool
+/// result messages add their usage, and so do `usage` entries and compaction / branch summary
+/// entries that carry one.
+pub fn entry_stats(entries: &[Entry]) -> MessageCounts {
+    let mut c = MessageCounts::default();
+    for e in entries {
+        let ty = e.entry_type();
+        let counted = ty == "usage" || ty == "compaction" || ty == "branch_summary";
+        let role = match e.kind() {
+            EntryKind::Message { role, .. } => Some(role.as_str()),
+            _ => None,
+        };
+        if !counted && !matches!(role, Some("assistant" | "toolResult")) {
+            if role.is_some() {
+                c.total += 1;
+                if role == Some("user") {
+                    c.users += 1;
+                }
+            }
+            continue;
+        }
+        let line: StatsLine = serde_json::from_str(e.line()).unwrap_or_default();
+        if counted {
+            if let Some(u) = &line.usage {
+                c.add_usage(u);
+            }
+            continue;
+        }
+        c.total += 1;
+        let msg = line.message.unwrap_or_default();
+        if role == Some("assistant") {
+            c.assistants += 1;
+            if let Some(StatsContent::Blocks(blocks)) = &msg.content {
+                c.tool_calls += blocks
+                    .iter()
+                    .filter(|b| b.ty.as_deref() == Some("toolCall"))
+                    .count() as u64;
+            }
+        } else {
+            c.tool_results += 1;
+        }
+        if let Some(u) = &msg.usage {
+            c.add_usage(u);
+        }
+    }
+    c.finish()
 }
 
 /// `contextUsage` for the given context and window (spec 4.9 / 10.2). `None` when the window is
