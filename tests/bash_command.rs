@@ -158,7 +158,10 @@ fn totals_of_20_mb_of_output_count_what_ran() {
     assert_eq!(d["outputLines"], 2000);
     assert_eq!(d["truncated"], true);
     let path = d["fullOutputPath"].as_str().expect("fullOutputPath");
-    assert_eq!(std::fs::metadata(path).expect("full output").len(), 20_000_000);
+    assert_eq!(
+        std::fs::metadata(path).expect("full output").len(),
+        20_000_000
+    );
 }
 
 #[test]
