@@ -412,3 +412,77 @@ fn wait_for_lost_line(p: &Pith) -> String {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A message as the library appends it.
+fn message(role: &str, text: &str) -> pith::message::AgentMessage {
+    use pith::message::{AgentMessage, AssistantMessage, Content, UserContent, UserMessage};
+    match role {
+        "user" => AgentMessage::User(UserMessage {
+            content: UserContent::Blocks(vec![Content::text(text)]),
+            timestamp: 1,
+        }),
+        _ => {
+            let mut a = AssistantMessage::empty("anthropic-messages", "fake", "fake-model");
+            a.content.push(Content::text(text));
+            AgentMessage::Assistant(a)
+        }
+    }
+}
+
+#[test]
+fn a_large_backlog_is_retried_at_most_once_a_second_and_always_on_close() {
+    use pith::session::{Session, WriteNotice};
+    let world = World::new();
+    // The session dir is a plain file at first: nothing can be created under it.
+    let dir = world.dir.path().join("blocked");
+    fs::write(&dir, "not a directory").unwrap();
+    let file = dir.join("s.jsonl");
+    let mut s = Session::create_at(&file, "/");
+    s.append_message(&message("user", "small"));
+    let failed = std::time::Instant::now();
+    s.append_message(&message("assistant", &"b".repeat(100_000)));
+    assert!(matches!(
+        s.take_write_notices()[..],
+        [WriteNotice::Failed { unsaved: 2, .. }]
+    ));
+    // The directory becomes possible; the backlog is over 64 KiB and the last attempt was just
+    // now, so the next entry waits with it instead of rewriting 100 KB right away...
+    fs::remove_file(&dir).unwrap();
+    fs::create_dir(&dir).unwrap();
+    s.append_message(&message("user", "next"));
+    // (Unless this machine took over a second for the lines above: then the retry is due.)
+    if failed.elapsed() < std::time::Duration::from_millis(900) {
+        assert!(!file.exists());
+        assert_eq!(s.unsaved_entries(), 3);
+    }
+    // ...and closing the session writes everything, in order.
+    drop(s);
+    let s = Session::open(&file).unwrap();
+    let texts: Vec<usize> = s
+        .build_context()
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap().len())
+        .collect();
+    assert_eq!(texts.len(), 3);
+    assert!(texts[1] > 100_000);
+
+    // A small backlog is retried with the very next entry.
+    let dir2 = world.dir.path().join("blocked2");
+    fs::write(&dir2, "x").unwrap();
+    let file2 = dir2.join("s.jsonl");
+    let mut s = Session::create_at(&file2, "/");
+    s.append_message(&message("user", "small"));
+    s.append_message(&message("assistant", "reply"));
+    fs::remove_file(&dir2).unwrap();
+    fs::create_dir(&dir2).unwrap();
+    s.append_message(&message("user", "next"));
+    assert_eq!(s.unsaved_entries(), 0);
+    let notices = s.take_write_notices();
+    assert!(matches!(
+        notices[..],
+        [
+            WriteNotice::Failed { .. },
+            WriteNotice::Resumed { saved: 3, .. }
+        ]
+    ));
+}

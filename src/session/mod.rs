@@ -81,6 +81,8 @@ pub struct Session {
     saved: usize,
     /// The error of the last write while writes keep failing (reported once, when they start).
     write_failure: Option<String>,
+    /// When the last failed write was tried (retries of a large backlog are spaced out).
+    failed_at: Option<std::time::Instant>,
     /// Write failures and recoveries not yet reported to the host.
     notices: Vec<WriteNotice>,
     warnings: Vec<String>,
@@ -135,6 +137,7 @@ impl Session {
             needs_newline: false,
             saved: 0,
             write_failure: None,
+            failed_at: None,
             notices: Vec::new(),
             warnings: Vec::new(),
         }
@@ -254,6 +257,7 @@ impl Session {
             needs_newline: false,
             saved: 0,
             write_failure: None,
+            failed_at: None,
             notices: Vec::new(),
             warnings: Vec::new(),
         }
@@ -431,7 +435,7 @@ impl Session {
         };
         let id = entry.id().to_string();
         self.push(entry);
-        self.persist();
+        self.persist(false);
         id
     }
 
@@ -441,11 +445,14 @@ impl Session {
     /// nothing as long as the process lives on and a later write succeeds. The first failure of
     /// a series is reported once (warning and [`WriteNotice::Failed`]); the first success after
     /// it gives [`WriteNotice::Resumed`].
-    fn persist(&mut self) {
+    fn persist(&mut self, now: bool) {
         let Some(path) = self.file.clone() else {
             return;
         };
         if !self.has_assistant || self.saved == self.entries.len() && self.header_written {
+            return;
+        }
+        if !now && self.backing_off() {
             return;
         }
         let mut text = String::new();
@@ -469,6 +476,7 @@ impl Session {
                 }
             }
             Err(e) => {
+                self.failed_at = Some(std::time::Instant::now());
                 // A torn line that could not be cut off: the next write starts a fresh line.
                 self.needs_newline |= e.torn;
                 if self.write_failure.is_none() {
@@ -487,10 +495,30 @@ impl Session {
         }
     }
 
-    /// Try again to write what earlier writes left out (nothing to do when nothing waits).
+    /// While writes fail, every new entry tries again with all that waits; once that is more
+    /// than 64 KiB, at most once a second (a long outage must not cost a growing write per entry).
+    fn backing_off(&self) -> bool {
+        const RETRY_FREELY_BYTES: usize = 64 * 1024;
+        let Some(at) = self.failed_at.filter(|_| self.write_failure.is_some()) else {
+            return false;
+        };
+        if at.elapsed() >= std::time::Duration::from_secs(1) {
+            return false;
+        }
+        let mut waiting = 0;
+        for e in &self.entries[self.saved..] {
+            waiting += e.line().len() + 1;
+            if waiting > RETRY_FREELY_BYTES {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Try again, now, to write what earlier writes left out (nothing to do when nothing waits).
     pub fn retry_writes(&mut self) {
         if self.write_failure.is_some() {
-            self.persist();
+            self.persist(true);
         }
     }
 
@@ -792,7 +820,7 @@ impl Session {
                 }
             }
         }
-        s.persist();
+        s.persist(true);
         s
     }
 
