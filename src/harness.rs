@@ -185,9 +185,14 @@ pub fn rpc_input(data: &[u8]) {
 /// once with "Connection error."). Cloning the full built-in list for every input would be most
 /// of the work.
 /// Hand the machine its workers' events until it is idle (each request fails at once; a bound
-/// of 10 s turns a hang into a failure).
+/// of 10 s turns a hang into a failure). An auto-retry back-off (seconds) is cut short: its
+/// timer's event is handed over at once (the timer's own, later, is stale and ignored).
 fn settle(machine: &mut Machine, workers: &crossbeam_channel::Receiver<Worker>) {
     while !machine.is_idle() {
+        if let Some(id) = machine.retry_wait.as_ref().map(|(id, _)| *id) {
+            let _ = machine.handle_event(Event::Worker(Worker::RetryDue { id }));
+            continue;
+        }
         match workers.recv_timeout(std::time::Duration::from_secs(10)) {
             Ok(w) => {
                 let _ = machine.handle_event(Event::Worker(w));
