@@ -10,11 +10,13 @@ build:
 run: build
 	./fixtures/demo/run.sh ./target/release/pith
 
-# The interop tests (pi's own RpcClient driving pith) run too when `make interop` has installed
-# what they need; otherwise they say that they are skipped.
+# The interop tests (pi's own RpcClient driving pith; real MCP servers) run too when `make interop`
+# has installed what they need; otherwise they say that they are skipped.
 test:
 	$(CARGO) test --all-targets
 	tests/interop/run.sh pith
+	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
+		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
 
 # pi 0.73.1's and pi 0.87.1's own TypeScript RpcClient drive pith through every method they expose
 # (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's.
@@ -56,3 +58,14 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+# Real MCP servers for tests/mcp_interop.rs, installed into an ignored folder:
+# @modelcontextprotocol/server-everything (npm) and mcp-server-time (PyPI, in a venv).
+MCP_INTEROP ?= target/interop-mcp
+.PHONY: interop-mcp
+interop: interop-mcp
+interop-mcp:
+	mkdir -p $(MCP_INTEROP)
+	npm install --prefix $(MCP_INTEROP)/npm --no-audit --no-fund --loglevel=error @modelcontextprotocol/server-everything@2026.8.31
+	python3 -m venv $(MCP_INTEROP)/venv
+	$(MCP_INTEROP)/venv/bin/pip install --quiet --disable-pip-version-check mcp-server-time==2026.10.19

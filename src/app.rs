@@ -134,11 +134,26 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
+    // The flag wins over settings `pith.compat`; default 0.73.
+    let compat = opts.compat.or(settings.compat()).unwrap_or_default();
+    // Project trust (`--approve` / `--no-approve`, pi 0.87.1's rules under 0.87): an untrusted
+    // project's `.pi` files are not read.
+    let (global, _) = Settings::load_global(&agent_dir);
+    let project_trusted = crate::trust::project_trusted(
+        compat,
+        opts.approve,
+        &cwd,
+        &agent_dir,
+        global.default_project_trust(),
+    );
+    let (settings, warnings) = if project_trusted {
+        (settings, warnings)
+    } else {
+        Settings::load_global(&agent_dir)
+    };
     for w in warnings {
         eprintln!("{w}");
     }
-    // The flag wins over settings `pith.compat`; default 0.73.
-    let compat = opts.compat.or(settings.compat()).unwrap_or_default();
     let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
@@ -154,8 +169,14 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         Some(d) => PathBuf::from(d),
         None => default_session_dir(&agent_dir, &cwd_str),
     };
+    if let Some(id) = &opts.session_id {
+        check_session_id(id, opts)?;
+    }
     let mut session = if opts.no_session {
-        Session::new(&cwd_str, None, None)
+        match &opts.session_id {
+            Some(id) => Session::with_id(&cwd_str, None, id),
+            None => Session::new(&cwd_str, None, None),
+        }
     } else if let Some(arg) = &opts.fork {
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
             cwd.join(arg)
@@ -164,6 +185,17 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         };
         Session::fork_from(&path, &cwd_str, session_dir.clone())
             .map_err(|e| format!("Error: {e}"))?
+    } else if let Some(id) = &opts.session_id {
+        // pi 0.87.1: the session of this directory with exactly this id, else a new one with it.
+        match find_session_by_id(&session_dir, id) {
+            Some(p) => Session::open(&p)?,
+            None => {
+                eprintln!(
+                    "Warning: No project session found with id '{id}'; creating a new session with that id."
+                );
+                Session::with_id(&cwd_str, Some(session_dir.clone()), id)
+            }
+        }
     } else if let Some(arg) = &opts.session {
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
             cwd.join(arg)
@@ -185,6 +217,14 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     };
     for w in session.take_warnings() {
         eprintln!("Warning: {w}");
+    }
+    if let Some(name) = &opts.name {
+        // pi 0.78: named from the start (on a new session the `session_info` entry is the root).
+        let name = name.trim();
+        if name.is_empty() {
+            return Err("Error: --name requires a non-empty value".to_string());
+        }
+        session.append_session_info(name);
     }
     let resumed = session
         .entries()
@@ -285,7 +325,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     let names: Vec<String> = match &opts.tools {
         Some(list) => list.clone(),
         None => tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect(),
-    };
+    }
+    .into_iter()
+    .filter(|n| !opts.exclude_tools.contains(n))
+    .collect();
     let mut active: Vec<Arc<dyn Tool>> = Vec::new();
     for n in &names {
         match tools::builtin_tool(n) {
@@ -297,16 +340,39 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         }
     }
 
+    let mode = match opts.mode {
+        Mode::Rpc => "rpc",
+        Mode::Json => "json",
+        Mode::Print => "print",
+    };
+    let (plugins, warnings) = crate::core::plugins::PluginConfig::resolve(
+        &opts.extensions,
+        opts.no_extensions,
+        opts.no_mcp,
+        opts.confirm_tools.as_deref(),
+        opts.confirm_timeout,
+        &settings,
+        &agent_dir,
+        &cwd,
+        mode,
+    );
+    for w in warnings {
+        eprintln!("{w}");
+    }
+
     Ok(Startup {
+        plugins,
         custom_system_prompt: system_prompt::custom_prompt(
             opts.system_prompt.as_deref(),
             &cwd,
             &agent_dir,
+            project_trusted,
         ),
         append_system_prompt: system_prompt::append_prompts(
             &opts.append_system_prompt,
             &cwd,
             &agent_dir,
+            project_trusted,
         ),
         no_context_files: opts.no_context_files,
         cwd,
@@ -323,6 +389,46 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         partials: opts.partials,
         compat,
     })
+}
+
+/// pi 0.87.1's `--session-id` rules: a safe id, not combined with `--session` / `--continue`.
+fn check_session_id(id: &str, opts: &Options) -> Result<(), String> {
+    let conflicts: Vec<&str> = [
+        opts.session.as_ref().map(|_| "--session"),
+        opts.continue_session.then_some("--continue"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !conflicts.is_empty() {
+        return Err(format!(
+            "Error: --session-id cannot be combined with {}",
+            conflicts.join(", ")
+        ));
+    }
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let valid = edge(id.chars().next())
+        && edge(id.chars().last())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !valid {
+        return Err("Error: Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', and start and end with an alphanumeric character".to_string());
+    }
+    Ok(())
+}
+
+/// The session file in `dir` whose header has exactly this id.
+fn find_session_by_id(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .find(|p| {
+            crate::session::store::read_header(p)
+                .is_some_and(|h| h.get("id").and_then(|v| v.as_str()) == Some(id))
+        })
 }
 
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of

@@ -52,10 +52,28 @@ pub struct Options {
     pub partials: Partials,
     /// `--compat`: which pi protocol version to emit (None = settings, else 0.73).
     pub compat: Option<Compat>,
+    /// `--session-id`: the exact id of the session to open or create (pi 0.77).
+    pub session_id: Option<String>,
+    /// `--name` / `-n`: the session's display name from the start (pi 0.78).
+    pub name: Option<String>,
+    /// `--exclude-tools` / `-xt`: tools left out of the active set (pi 0.77).
+    pub exclude_tools: Vec<String>,
+    /// `--approve` (`Some(true)`) / `--no-approve` (`Some(false)`): project trust for this run.
+    pub approve: Option<bool>,
     /// Positional arguments: the prompt in print/json mode.
     pub messages: Vec<String>,
     /// `@file` arguments (rejected in rpc mode).
     pub file_args: Vec<String>,
+    /// `-e/--extension PATH` (repeatable).
+    pub extensions: Vec<String>,
+    /// `--no-extensions` / `-ne`: no extensions from settings (`-e` ones still load).
+    pub no_extensions: bool,
+    /// `--no-mcp`: no MCP servers.
+    pub no_mcp: bool,
+    /// `--confirm-tools TOOLS` (comma list or `all`).
+    pub confirm_tools: Option<String>,
+    /// `--confirm-timeout SECONDS` (0 = no limit).
+    pub confirm_timeout: Option<u64>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -83,13 +101,20 @@ const PI_COMMANDS: &[&str] = &[
 /// pi's multi-letter short options, spelled out before lexopt reads them (it would take `-nt`
 /// for `-n -t`).
 const MULTI_LETTER_SHORT: &[(&str, &str)] = &[
+    ("-xt", "--exclude-tools"),
+    ("-na", "--no-approve"),
     ("-nt", "--no-tools"),
     ("-nbt", "--no-builtin-tools"),
     ("-nc", "--no-context-files"),
+    ("-ne", "--no-extensions"),
 ];
 
 /// Options that take a value (so a value that looks like `-nt` is left alone).
 const TAKES_VALUE: &[&str] = &[
+    "--session-id",
+    "--name",
+    "-n",
+    "--exclude-tools",
     "--mode",
     "--provider",
     "--model",
@@ -109,6 +134,10 @@ const TAKES_VALUE: &[&str] = &[
     "--theme",
     "--use-theme",
     "--tui-mode",
+    "-e",
+    "--extension",
+    "--confirm-tools",
+    "--confirm-timeout",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -160,7 +189,7 @@ OPTIONS:
     -p, --print                    Print mode
     --provider <name>              Provider of --model
     --model <pattern>              Model id, provider/id, fuzzy pattern; ':<level>' suffix sets thinking
-    --thinking <level>             off, minimal, low, medium, high, xhigh
+    --thinking <level>             off, minimal, low, medium, high, xhigh, max
     --models <p1,p2,...>           Models for cycle_model (globs and ':<level>' allowed)
     --list-models [search]         List the available models (fuzzy search) and exit
     --api-key <key>                API key for the selected model's provider (not persisted)
@@ -179,7 +208,18 @@ OPTIONS:
     --offline                      Accepted (pith makes no start-up network requests)
     --faux-script <file>           Script for the offline `faux` provider (see docs/faux.md)
     --rpc-partials <full|none>     message_update partial snapshots (default full)
+    --session-id <id>              Open the session with this exact id, or create it with that id
+    -n, --name <name>              Session name (a session_info entry first)
+    -xt, --exclude-tools <a,b,...> Tools to leave out of the active set
+    -a, --approve                  Trust project-local files (.pi/settings.json, SYSTEM.md, ...)
+    -na, --no-approve              Ignore project-local files for this run
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
+    -ne, --no-extensions           No extensions from settings (-e ones still load)
+    --no-mcp                       Start no MCP servers (settings mcpServers, .mcp.json)
+    --confirm-tools <a,b|all>      Ask the host (extension_ui_request confirm) before these tools run
+    --confirm-timeout <seconds>    How long that confirmation waits (default 60; 0 = no limit)
+    --                             End of options: everything after is the prompt
     -h, --help                     Show this help
     -v, --version                  Show the version
 
@@ -246,8 +286,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         faux_script: None,
         partials: Partials::Full,
         compat: None,
+        session_id: None,
+        name: None,
+        exclude_tools: Vec::new(),
+        approve: None,
         messages: Vec::new(),
         file_args: Vec::new(),
+        extensions: Vec::new(),
+        no_extensions: false,
+        no_mcp: false,
+        confirm_tools: None,
+        confirm_timeout: None,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -276,7 +325,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                 match ThinkingLevel::parse(&v) {
                     Some(l) => o.thinking = Some(l),
                     None => o.warnings.push(format!(
-                        "Warning: Invalid thinking level \"{v}\". Valid values: off, minimal, low, medium, high, xhigh"
+                        "Warning: Invalid thinking level \"{v}\". Valid values: off, minimal, low, medium, high, xhigh, max"
                     )),
                 }
             }
@@ -365,6 +414,25 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
+            Long("session-id") => o.session_id = Some(value(&mut p, "--session-id")?),
+            Short('n') | Long("name") => o.name = Some(value(&mut p, "--name")?),
+            Long("exclude-tools") => {
+                o.exclude_tools
+                    .extend(comma_list(&value(&mut p, "--exclude-tools")?));
+            }
+            Short('a') | Long("approve") => o.approve = Some(true),
+            Long("no-approve") => o.approve = Some(false),
+            Short('e') | Long("extension") => o.extensions.push(value(&mut p, "--extension")?),
+            Long("no-extensions") => o.no_extensions = true,
+            Long("no-mcp") => o.no_mcp = true,
+            Long("confirm-tools") => o.confirm_tools = Some(value(&mut p, "--confirm-tools")?),
+            Long("confirm-timeout") => {
+                let v = value(&mut p, "--confirm-timeout")?;
+                o.confirm_timeout =
+                    Some(v.trim().parse().map_err(|_| {
+                        format!("--confirm-timeout: '{v}' is not a number of seconds")
+                    })?);
+            }
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -449,6 +517,47 @@ mod tests {
             Some(Compat::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
+        let o = run(&[
+            "--session-id",
+            "fixed-1",
+            "-n",
+            "Startup Name",
+            "-xt",
+            "bash, edit",
+            "-na",
+        ])
+        .unwrap();
+        assert_eq!(o.session_id.as_deref(), Some("fixed-1"));
+        assert_eq!(o.name.as_deref(), Some("Startup Name"));
+        assert_eq!(o.exclude_tools, ["bash", "edit"]);
+        assert_eq!(o.approve, Some(false));
+        assert_eq!(run(&["-a"]).unwrap().approve, Some(true));
+        assert_eq!(
+            run(&["--thinking", "max"]).unwrap().thinking,
+            Some(ThinkingLevel::Max)
+        );
+        // `--` ends the options: what follows is the prompt, `-xt` included.
+        let o = run(&["--", "-xt", "--help"]).unwrap();
+        assert_eq!(o.messages, ["-xt", "--help"]);
+        assert_eq!(o.mode, Mode::Print);
+        let o = run(&[
+            "-e",
+            "a.sh",
+            "--extension",
+            "b.py",
+            "-ne",
+            "--no-mcp",
+            "--confirm-tools",
+            "bash,write",
+            "--confirm-timeout",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(o.extensions, vec!["a.sh", "b.py"]);
+        assert!(o.no_extensions && o.no_mcp);
+        assert_eq!(o.confirm_tools.as_deref(), Some("bash,write"));
+        assert_eq!(o.confirm_timeout, Some(5));
+        assert!(run(&["--confirm-timeout", "soon"]).is_err());
     }
 
     #[test]
@@ -529,7 +638,7 @@ mod tests {
         assert_eq!(
             o.warnings,
             [
-                "Warning: Invalid thinking level \"bogus\". Valid values: off, minimal, low, medium, high, xhigh"
+                "Warning: Invalid thinking level \"bogus\". Valid values: off, minimal, low, medium, high, xhigh, max"
             ]
         );
         assert_eq!(

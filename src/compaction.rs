@@ -279,7 +279,7 @@ pub struct FileOps {
 
 impl FileOps {
     /// Record the `path` argument of every read/write/edit call of an assistant message.
-    fn add_message(&mut self, message: &AgentMessage) {
+    pub(crate) fn add_message(&mut self, message: &AgentMessage) {
         let AgentMessage::Assistant(a) = message else {
             return;
         };
@@ -433,7 +433,7 @@ fn compaction_message(e: &Entry) -> Option<AgentMessage> {
 }
 
 /// File lists recorded by a previous pi-generated compaction (not one supplied by a hook).
-fn add_previous_details(entry: &Entry, ops: &mut FileOps) {
+pub(crate) fn add_previous_details(entry: &Entry, ops: &mut FileOps) {
     let raw = entry.raw();
     if raw.get("fromHook").is_some_and(js_truthy) {
         return;
@@ -624,7 +624,7 @@ pub fn summary_requests(
 
 /// The user text of a history request (`generateSummary`). Empty previous summary and empty
 /// instructions count as absent, as in JavaScript.
-fn history_prompt(
+pub(crate) fn history_prompt(
     messages: &[AgentMessage],
     previous_summary: Option<&str>,
     custom_instructions: Option<&str>,
@@ -651,7 +651,7 @@ fn history_prompt(
     text
 }
 
-fn serialize_agent_messages(messages: &[AgentMessage]) -> String {
+pub(crate) fn serialize_agent_messages(messages: &[AgentMessage]) -> String {
     serialize_conversation(&to_llm(messages, false))
 }
 

@@ -37,6 +37,147 @@ impl Compat {
     }
 }
 
+use crate::message::StopReason;
+use crate::tools::ToolOutput;
+
+/// Texts that differ between the versions, all in one place.
+pub struct Texts {
+    /// The empty assistant message of the extra turn that ends a run aborted while its tools ran
+    /// (spec 5.4 F): its stop reason and error text.
+    pub aborted_between_turns: (StopReason, &'static str),
+    /// `compact` on a session with nothing to summarise.
+    pub nothing_to_compact: &'static str,
+}
+
+const TEXTS_073: Texts = Texts {
+    aborted_between_turns: (StopReason::Aborted, "Request was aborted."),
+    nothing_to_compact: "Nothing to compact (session too small)",
+};
+
+const TEXTS_087: Texts = Texts {
+    aborted_between_turns: (StopReason::Error, "This operation was aborted"),
+    nothing_to_compact: "Nothing to compact (session too small)",
+};
+
+impl Compat {
+    pub fn texts(self) -> &'static Texts {
+        match self {
+            Compat::V073 => &TEXTS_073,
+            Compat::V087 => &TEXTS_087,
+        }
+    }
+
+    /// Commands this version lists in `get_commands` before any template, skill or extension:
+    /// pi 0.87.1 ships an inline `llama` extension command.
+    pub fn builtin_commands(self) -> Vec<serde_json::Value> {
+        match self {
+            Compat::V073 => Vec::new(),
+            Compat::V087 => vec![serde_json::json!({
+                "name": "llama",
+                "description": "Manage llama.cpp router models",
+                "source": "extension",
+                "sourceInfo": {
+                    "path": "<inline:llama.cpp>",
+                    "source": "inline",
+                    "scope": "temporary",
+                    "origin": "top-level"
+                }
+            })],
+        }
+    }
+
+    /// A context rebuilt from a session as this version sees it: pi 0.73.1 has no system
+    /// messages, so those a 0.87 session file holds are left out.
+    pub fn context(
+        self,
+        mut messages: Vec<crate::message::AgentMessage>,
+    ) -> Vec<crate::message::AgentMessage> {
+        if self == Compat::V073 {
+            messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+        }
+        messages
+    }
+
+    /// pi 0.87.1 answers `abort` after the aborted run's `agent_settled`; pi 0.73.1 right after
+    /// its `agent_end`.
+    pub fn abort_answered_after_settle(self) -> bool {
+        self == Compat::V087
+    }
+
+    /// Variables every child process gets (pi sets them on its own process): `PI_CODING_AGENT`,
+    /// and since 0.84 `AI_AGENT`.
+    pub fn child_env(self) -> Vec<(String, Option<String>)> {
+        let mut env = vec![("PI_CODING_AGENT".to_string(), Some("true".to_string()))];
+        if self == Compat::V087 {
+            env.push(("AI_AGENT".to_string(), Some("pi".to_string())));
+        }
+        env
+    }
+
+    /// The bash tool's environment: [`Compat::child_env`], and under 0.87 the session's
+    /// `PI_SESSION_ID`, `PI_SESSION_FILE` (removed for an in-memory session), `PI_PROVIDER`,
+    /// `PI_MODEL` and `PI_REASONING_LEVEL`.
+    pub fn tool_env(
+        self,
+        session_id: &str,
+        session_file: Option<&std::path::Path>,
+        model: Option<(&str, &str)>,
+        thinking: &str,
+    ) -> Vec<(String, Option<String>)> {
+        let mut env = self.child_env();
+        if self == Compat::V087 {
+            let mut set = |k: &str, v: Option<String>| env.push((k.to_string(), v));
+            set("PI_SESSION_ID", Some(session_id.to_string()));
+            set(
+                "PI_SESSION_FILE",
+                session_file.map(|f| f.to_string_lossy().into_owned()),
+            );
+            set("PI_PROVIDER", model.map(|m| m.0.to_string()));
+            set("PI_MODEL", model.map(|m| m.1.to_string()));
+            set("PI_REASONING_LEVEL", Some(thinking.to_string()));
+        }
+        env
+    }
+
+    /// pith's `agent_settled` after a manual compaction (0.73, where it is pith's own event);
+    /// pi 0.87.1 emits it only after runs, and a manual compaction is none.
+    pub fn settles_after_manual_compaction(self) -> bool {
+        self == Compat::V073
+    }
+
+    /// A tool's result as this version words it. The tools produce pi 0.73.1's result plus
+    /// edit's `details.patch`; 0.87 drops the write tool's byte count, 0.73 the patch.
+    pub fn shape_tool_output(self, tool: &str, out: &mut ToolOutput) {
+        match (self, tool) {
+            (Compat::V087, "write") => {
+                for c in &mut out.content {
+                    if let crate::message::Content::Text(t) = c {
+                        if let Some(short) = write_text_087(&t.text) {
+                            t.text = short;
+                        }
+                    }
+                }
+            }
+            (Compat::V073, "edit") => {
+                if let Some(serde_json::Value::Object(d)) = &mut out.details {
+                    d.shift_remove("patch");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `Successfully wrote 17 bytes to notes.txt` → `Successfully wrote to notes.txt`.
+fn write_text_087(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("Successfully wrote ")?;
+    let (count, path) = rest.split_once(" bytes to ")?;
+    count
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| format!("Successfully wrote to {path}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +190,21 @@ mod tests {
         assert_eq!(Compat::parse("0.80"), None);
         assert_eq!(Compat::default(), Compat::V073);
         assert!(Compat::V087.is_087() && !Compat::V073.is_087());
+    }
+
+    #[test]
+    fn write_result_text_per_version() {
+        let mut out = crate::tools::text_output("Successfully wrote 17 bytes to notes.txt");
+        Compat::V073.shape_tool_output("write", &mut out);
+        assert_eq!(
+            out,
+            crate::tools::text_output("Successfully wrote 17 bytes to notes.txt")
+        );
+        Compat::V087.shape_tool_output("write", &mut out);
+        assert_eq!(
+            out,
+            crate::tools::text_output("Successfully wrote to notes.txt")
+        );
+        assert_eq!(write_text_087("Successfully wrote x bytes to a"), None);
     }
 }

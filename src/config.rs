@@ -70,6 +70,18 @@ impl Settings {
         (Settings { raw }, warnings)
     }
 
+    /// Only the global `settings.json` (an untrusted project's own file is ignored).
+    pub fn load_global(agent_dir: &Path) -> (Settings, Vec<String>) {
+        let mut warnings = Vec::new();
+        let raw = read_object(&agent_dir.join("settings.json"), &mut warnings);
+        (Settings { raw }, warnings)
+    }
+
+    /// `defaultProjectTrust` (pi 0.79): `always`, `never` or `ask`.
+    pub fn default_project_trust(&self) -> Option<&str> {
+        self.str("defaultProjectTrust")
+    }
+
     pub fn from_value(v: Value) -> Settings {
         Settings {
             raw: v.as_object().cloned().unwrap_or_default(),
@@ -136,6 +148,12 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(2000)
     }
+    /// pi 0.87.1's cap on agent-level retry delays (`retry.maxAgentDelayMs`, default 60 s).
+    pub fn retry_max_agent_delay_ms(&self) -> u64 {
+        self.nested("retry", "maxAgentDelayMs")
+            .and_then(Value::as_u64)
+            .unwrap_or(60_000)
+    }
     pub fn retry_max_delay_ms(&self) -> u64 {
         self.nested("retry", "maxDelayMs")
             .and_then(Value::as_u64)
@@ -174,6 +192,45 @@ impl Settings {
     /// pith's own: seconds without a byte from the provider before the stream is failed (default 120).
     pub fn stream_stall_timeout_secs(&self) -> u64 {
         self.nested("pith", "streamStallTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(120)
+    }
+    /// `mcpServers` (the widely used MCP client format; merged by server name like any object).
+    pub fn mcp_servers(&self) -> Option<&Value> {
+        self.get("mcpServers")
+    }
+    /// pith's own: `pith.confirmTools` (a comma list, `all`, or an array of tool names).
+    pub fn confirm_tools(&self) -> Option<crate::ext::approval::ConfirmTools> {
+        self.nested("pith", "confirmTools")
+            .and_then(crate::ext::approval::ConfirmTools::from_setting)
+    }
+    /// pith's own: seconds a `--confirm-tools` dialog waits (default 60; 0 = no limit).
+    pub fn confirm_timeout_secs(&self) -> u64 {
+        self.nested("pith", "confirmTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(60)
+    }
+    /// pith's own: seconds an extension has to register and to answer each call (default 60).
+    pub fn extension_timeout_secs(&self) -> u64 {
+        self.nested("pith", "extensionTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(60)
+    }
+    /// pith's own: seconds an extension's tool may run without a `tool_update` (default 600).
+    pub fn extension_tool_timeout_secs(&self) -> u64 {
+        self.nested("pith", "extensionToolTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(600)
+    }
+    /// pith's own: seconds an MCP server has for `initialize` and `tools/list` (default 30).
+    pub fn mcp_startup_timeout_secs(&self) -> u64 {
+        self.nested("pith", "mcpStartupTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(30)
+    }
+    /// pith's own: seconds an MCP `tools/call` may take without progress (default 120).
+    pub fn mcp_tool_timeout_secs(&self) -> u64 {
+        self.nested("pith", "mcpToolTimeoutSeconds")
             .and_then(Value::as_u64)
             .unwrap_or(120)
     }

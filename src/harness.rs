@@ -66,6 +66,15 @@ fn split_lines(data: &[u8], cap: usize, seed: Option<&[u8]>) -> Vec<Frame> {
     out
 }
 
+/// The protocol version an input is run under: 0.87 when its first byte is odd (so both
+/// versions' emitters get fuzzed, and an input always runs the same way).
+fn compat_for(data: &[u8]) -> crate::compat::Compat {
+    match data.first() {
+        Some(b) if b % 2 == 1 => crate::compat::Compat::V087,
+        _ => crate::compat::Compat::V073,
+    }
+}
+
 /// A private temporary directory for this process (the machine's cwd, session files).
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -124,7 +133,12 @@ pub fn rpc_input(data: &[u8]) {
         no_context_files: true,
         faux_script: None,
         partials: crate::rpc::event::Partials::Full,
-        compat: crate::compat::Compat::default(),
+        compat: compat_for(data),
+        plugins: crate::core::plugins::PluginConfig {
+            ui: true,
+            mode: "rpc",
+            ..Default::default()
+        },
         cwd,
     };
     let mut machine = Machine::new(
@@ -147,15 +161,12 @@ pub fn rpc_input(data: &[u8]) {
         let mut answered = true;
         if let Input::Json(Value::Object(obj)) = &input {
             if let Some(Value::String(ty)) = obj.get("type") {
-                let decoded = crate::rpc::command::decode(ty, obj);
+                let _ = crate::rpc::command::decode(ty, obj);
                 if executes_outside(obj) {
                     continue;
                 }
-                // Answered by nothing, by design (no extension is waiting for it).
-                answered = !matches!(
-                    decoded,
-                    Ok(crate::rpc::command::Command::ExtensionUiResponse)
-                );
+                // Answers a dialog: no response of its own, by design.
+                answered = ty != "extension_ui_response";
             }
         }
         commands += usize::from(answered);
@@ -258,9 +269,12 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         max_tokens: None,
         timeouts: crate::llm::Timeouts::default(),
         faux_script: None,
+        compat: compat_for(data),
+        no_cache: false,
     };
     let mut decoder = kind.decoder(&req);
     let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
+    b.compat = req.compat;
     let mut out = Vec::new();
     let mut parser = SseParser::new();
     let mut events = Vec::new();

@@ -249,7 +249,10 @@ pub fn js_f64<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Token usage of one assistant message. `cache_write_1h` (Anthropic) and `reasoning` are pi
+/// 0.87.1's additions: the decoders fill them under `--compat 0.87` only
+/// (`llm::stream::Builder::compat`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
 pub struct Usage {
     pub input: u64,
     pub output: u64,
@@ -260,6 +263,39 @@ pub struct Usage {
     #[serde(rename = "totalTokens")]
     pub total_tokens: u64,
     pub cost: Cost,
+    #[serde(rename = "cacheWrite1h", default)]
+    pub cache_write_1h: Option<u64>,
+    #[serde(default)]
+    pub reasoning: Option<u64>,
+}
+
+/// The reference's key order: `reasoning` sits before `totalTokens` where the OpenAI decoder
+/// builds the object with it, and `cacheWrite1h` (then a late `reasoning`) after `cost` where the
+/// Anthropic decoder adds them to an existing object.
+impl Serialize for Usage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let early_reasoning = self.cache_write_1h.is_none();
+        let n =
+            6 + usize::from(self.cache_write_1h.is_some()) + usize::from(self.reasoning.is_some());
+        let mut m = s.serialize_map(Some(n))?;
+        m.serialize_entry("input", &self.input)?;
+        m.serialize_entry("output", &self.output)?;
+        m.serialize_entry("cacheRead", &self.cache_read)?;
+        m.serialize_entry("cacheWrite", &self.cache_write)?;
+        if let (true, Some(r)) = (early_reasoning, self.reasoning) {
+            m.serialize_entry("reasoning", &r)?;
+        }
+        m.serialize_entry("totalTokens", &self.total_tokens)?;
+        m.serialize_entry("cost", &self.cost)?;
+        if let Some(w) = self.cache_write_1h {
+            m.serialize_entry("cacheWrite1h", &w)?;
+            if let Some(r) = self.reasoning {
+                m.serialize_entry("reasoning", &r)?;
+            }
+        }
+        m.end()
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -275,6 +311,9 @@ pub enum StopReason {
     Error,
     #[serde(rename = "aborted")]
     Aborted,
+    /// pi 0.87.1: an assistant message still streaming (its `message_start`).
+    #[serde(rename = "pending")]
+    Pending,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -299,6 +338,13 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub response_id: Option<String>,
+    /// pi 0.87.1: the provider's own stop reason (`end_turn`, `tool_use`, `stop`, ...).
+    #[serde(
+        rename = "rawStopReason",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub raw_stop_reason: Option<String>,
     #[serde(
         rename = "errorMessage",
         default,
@@ -330,6 +376,7 @@ impl AssistantMessage {
             stop_reason: self.stop_reason,
             timestamp: self.timestamp,
             response_id: self.response_id.clone(),
+            raw_stop_reason: self.raw_stop_reason.clone(),
             error_message: self.error_message.clone(),
         }
     }
@@ -417,6 +464,69 @@ pub struct CompactionSummaryMessage {
     pub timestamp: u64,
 }
 
+/// A tool as a system message declares it to the model (pi 0.87.1 `toolsAdded`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolDeclaration {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    #[serde(
+        rename = "constrainedSampling",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub constrained_sampling: Option<Value>,
+}
+
+/// A tool a system message withdraws (`toolsRemoved`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolRef {
+    pub name: String,
+}
+
+/// pi 0.87.1's `role:"system"` message: the system prompt as named sections (a later message
+/// patches them by name, `null` removes one) and the tools it declares or withdraws. Only
+/// emitted under `--compat 0.87`; see `core/system_message.rs`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct SystemMessage {
+    pub content: UserContent,
+    #[serde(default)]
+    pub sections: Option<serde_json::Map<String, Value>>,
+    pub timestamp: u64,
+    #[serde(rename = "toolsAdded", default)]
+    pub tools_added: Option<Vec<ToolDeclaration>>,
+    #[serde(rename = "toolsRemoved", default)]
+    pub tools_removed: Option<Vec<ToolRef>>,
+    /// Written in the key order of a replayed checkpoint (`toolsAdded` before `timestamp`, as the
+    /// reference's compaction checkpoint has it) instead of a fresh message's.
+    #[serde(skip)]
+    pub checkpoint: bool,
+}
+
+impl Serialize for SystemMessage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("SystemMessage", 5)?;
+        m.serialize_field("content", &self.content)?;
+        if let Some(x) = &self.sections {
+            m.serialize_field("sections", x)?;
+        }
+        if !self.checkpoint {
+            m.serialize_field("timestamp", &self.timestamp)?;
+        }
+        if let Some(x) = &self.tools_added {
+            m.serialize_field("toolsAdded", x)?;
+        }
+        if let Some(x) = &self.tools_removed {
+            m.serialize_field("toolsRemoved", x)?;
+        }
+        if self.checkpoint {
+            m.serialize_field("timestamp", &self.timestamp)?;
+        }
+        m.end()
+    }
+}
+
 /// Every message the agent keeps in its context. Serialised with `role` first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
@@ -435,6 +545,9 @@ pub enum AgentMessage {
     BranchSummary(BranchSummaryMessage),
     #[serde(rename = "compactionSummary")]
     CompactionSummary(CompactionSummaryMessage),
+    /// pi 0.87.1 only (`--compat 0.87`): the system prompt and tools as a transcript message.
+    #[serde(rename = "system")]
+    System(SystemMessage),
 }
 
 /// A message as sent to a provider (after `convertToLlm`): only these three roles exist there.
@@ -462,16 +575,19 @@ pub enum ThinkingLevel {
     Medium,
     High,
     Xhigh,
+    /// pi 0.80: only on models whose thinking level map names it; elsewhere it clamps down.
+    Max,
 }
 
 impl ThinkingLevel {
-    pub const ALL: [ThinkingLevel; 6] = [
+    pub const ALL: [ThinkingLevel; 7] = [
         ThinkingLevel::Off,
         ThinkingLevel::Minimal,
         ThinkingLevel::Low,
         ThinkingLevel::Medium,
         ThinkingLevel::High,
         ThinkingLevel::Xhigh,
+        ThinkingLevel::Max,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -482,6 +598,7 @@ impl ThinkingLevel {
             ThinkingLevel::Medium => "medium",
             ThinkingLevel::High => "high",
             ThinkingLevel::Xhigh => "xhigh",
+            ThinkingLevel::Max => "max",
         }
     }
 

@@ -84,6 +84,53 @@ pub fn is_transient(error_message: &str) -> bool {
     TRANSIENT.iter().any(|p| matches(p, error_message))
 }
 
+/// pi 0.87.1's additions to the transient patterns.
+const TRANSIENT_087: &[&str] = &[
+    "currently experiencing high demand",
+    "520",
+    "524",
+    "exceeded request buffer limit while retrying upstream",
+    "getaddrinfo",
+    "enotfound",
+    "eai_again",
+    "socket connection was closed",
+    "stream ended before message_stop",
+    "stream ended before a terminal response event",
+    "you can retry your request",
+    "try your request again",
+    "please retry your request",
+    "resourceexhausted",
+];
+
+/// pi 0.87.1: quota and billing exhaustion is never retried, whatever else the text says.
+const NOT_TRANSIENT_087: &[&str] = &[
+    "gousagelimiterror",
+    "freeusagelimiterror",
+    "monthly usage limit reached",
+    "available balance",
+    "insufficient_quota",
+    "out of budget",
+    "quota exceeded",
+    "billing",
+];
+
+/// pi 0.87.1's `isRetryableAssistantError` text test.
+pub fn is_transient_087(error_message: &str) -> bool {
+    !NOT_TRANSIENT_087.iter().any(|p| matches(p, error_message))
+        && TRANSIENT
+            .iter()
+            .chain(TRANSIENT_087)
+            .any(|p| matches(p, error_message))
+}
+
+/// pi 0.87.1's `retryDelayMs`: `baseDelayMs * 2^(attempt-1)` capped at `maxAgentDelayMs`; a
+/// provider's `retry-after` is not consulted at this level.
+pub fn delay_ms_087(base_ms: u64, attempt: u32, max_ms: u64) -> u64 {
+    base_ms
+        .saturating_mul(1u64 << (attempt.saturating_sub(1)).min(30))
+        .min(max_ms)
+}
+
 /// `baseDelayMs * 2^(attempt-1)`, capped at `max_ms`; a provider's `retry-after` wins when given
 /// (also capped).
 pub fn delay_ms(base_ms: u64, attempt: u32, retry_after_ms: Option<u64>, max_ms: u64) -> u64 {
@@ -142,6 +189,17 @@ mod tests {
         ] {
             assert!(!is_transient(e), "{e}");
         }
+    }
+
+    #[test]
+    fn transient_errors_087() {
+        assert!(is_transient_087("529 overloaded"));
+        assert!(is_transient_087("getaddrinfo ENOTFOUND api.example.com"));
+        assert!(!is_transient("getaddrinfo ENOTFOUND api.example.com"));
+        assert!(!is_transient_087("429 insufficient_quota: rate limit"));
+        assert!(is_transient("429 insufficient_quota: rate limit"));
+        assert_eq!(delay_ms_087(2000, 1, 60000), 2000);
+        assert_eq!(delay_ms_087(2000, 7, 60000), 60000);
     }
 
     #[test]

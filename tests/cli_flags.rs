@@ -440,7 +440,7 @@ fn terminal_only_flags_are_accepted_with_one_warning_each() {
          Warning: --resume opens pi's interactive session picker; pith has no terminal UI, ignored (use --session <path|id> or --continue)\n\
          Warning: --use-theme selects a theme of pi's terminal UI; pith has no terminal UI, ignored\n\
          Warning: --tui-mode sets how pi's terminal UI draws; pith has no terminal UI, ignored\n\
-         Warning: Invalid thinking level \"loud\". Valid values: off, minimal, low, medium, high, xhigh\n"
+         Warning: Invalid thinking level \"loud\". Valid values: off, minimal, low, medium, high, xhigh, max\n"
     );
     // The invalid level was ignored: the default (medium) thinking budget went out.
     assert_eq!(

@@ -37,6 +37,7 @@ fn anthropic_body_bytes_are_exact() {
             model: "m".into(),
             usage: Usage::default(),
             stop_reason: stop,
+            raw_stop_reason: None,
             error_message: None,
             timestamp: 1,
             response_id: None,

@@ -18,6 +18,7 @@ fn ctx(dir: &Path) -> ToolContext {
         cancel: CancelToken::never(),
         shell_path: None,
         shell_command_prefix: None,
+        env: Vec::new(),
     }
 }
 
@@ -174,9 +175,14 @@ fn edit_success_and_errors() {
     )
     .unwrap();
     assert_eq!(text(&out), "Successfully replaced 1 block(s) in notes.txt.");
+    // The tool always computes pi 0.87.1's `patch`; the machine drops it under `--compat 0.73`.
     assert_eq!(
         out.details,
-        Some(json!({"diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma", "firstChangedLine": 2}))
+        Some(json!({
+            "diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma",
+            "patch": "--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n",
+            "firstChangedLine": 2
+        }))
     );
     assert_eq!(
         run(
@@ -582,6 +588,9 @@ fn rpc_runner_sanitises_and_reports_totals() {
         timeout: None,
         sanitize: true,
         path_prepend: None,
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(o.output, "red\nerr\n");
@@ -612,6 +621,9 @@ fn rpc_runner_cancel_result() {
             timeout: None,
             sanitize: true,
             path_prepend: None,
+            env: &[],
+            on_text: None,
+            line_counting: Default::default(),
         };
         run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap()
     });
@@ -632,6 +644,9 @@ fn rpc_runner_cancel_result() {
         timeout: None,
         sanitize: true,
         path_prepend: None,
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert_eq!(
@@ -665,6 +680,9 @@ fn rpc_runner_prepends_path() {
         timeout: None,
         sanitize: true,
         path_prepend: Some(bin),
+        env: &[],
+        on_text: None,
+        line_counting: Default::default(),
     };
     let o = run_command(&spec, Duration::from_millis(100), &mut |_| {}).unwrap();
     assert!(o.output.starts_with("/opt/pith-test-bin:"), "{}", o.output);

@@ -5,8 +5,9 @@
 //! Figures:
 //! - cold start: spawn → first response to `get_state` (median of 30 runs);
 //! - short conversation: peak RSS of a faux run with three tool calls;
-//! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots and with
-//!   `--rpc-partials none`: wall time, output bytes, peak RSS;
+//! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots, with
+//!   `--rpc-partials none` and with `--compat 0.87` (delta-only + live usage): wall time, output
+//!   bytes, peak RSS;
 //! - session load: a 10,000-entry session file opened with `--session`, time to `get_state`.
 
 #[path = "../../tests/support/fake_llm.rs"]
@@ -223,6 +224,8 @@ fn models_json(agent: &Path, base_url: &str) {
     std::fs::write(agent.join("models.json"), text).expect("models.json");
 }
 
+/// `partials`: `full` / `none` (0.73's `message_update` with or without snapshots) or `0.87`
+/// (`--compat 0.87`: delta-only with the live usage).
 fn long_stream(partials: &str) {
     let chunks = 20_000;
     let srv = FakeLlm::start(vec![
@@ -230,27 +233,33 @@ fn long_stream(partials: &str) {
     ]);
     let s = Scratch::new(&format!("stream-{partials}"));
     models_json(&s.0.join("agent"), &srv.base_url());
-    let mut child = spawn(
-        &s,
-        &[
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--rpc-partials",
-            partials,
-        ],
-    );
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+    ];
+    if partials == "0.87" {
+        args.extend(["--compat", "0.87"]);
+    } else {
+        args.extend(["--rpc-partials", partials]);
+    }
+    let mut child = spawn(&s, &args);
     let (t, bytes, rss, cpu) = drive(
         &mut child,
         &["{\"id\":1,\"type\":\"prompt\",\"message\":\"go\"}"],
         "agent_settled",
     );
     println!(
-        "{chunks}-chunk stream, --rpc-partials {partials}: {:.0} ms, pith CPU {:.2} s, {:.1} MiB out, peak RSS {:.1} MiB",
+        "{chunks}-chunk stream, {}: {:.0} ms, pith CPU {:.2} s, {:.1} MiB out, peak RSS {:.1} MiB",
+        if partials == "0.87" {
+            "--compat 0.87".to_string()
+        } else {
+            format!("--rpc-partials {partials}")
+        },
         ms(t),
         cpu,
         bytes as f64 / (1024.0 * 1024.0),
@@ -328,5 +337,6 @@ fn main() {
     short_conversation();
     long_stream("none");
     long_stream("full");
+    long_stream("0.87");
     session_load();
 }

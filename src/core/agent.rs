@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::cancel::{CancelSource, cancel_pair};
+use crate::cancel::{CancelSource, CancelToken, cancel_pair};
 use crate::core::event::{ToolEvent, Worker};
 use crate::core::machine::Machine;
+use crate::core::plugins::RemoteTool;
 use crate::core::queues::Queued;
 use crate::llm::stream::StreamHandle;
 use crate::llm::{LlmRequest, Model, StreamEvent, Timeouts, ToolSchema};
@@ -17,7 +18,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
-use crate::rpc::event::{Event as Frame, Partials, UpdateKind};
+use crate::rpc::event::{Event as Frame, Partials, UpdateBody, UpdateKind};
 use crate::rpc::partial::PartialEncoder;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
 
@@ -40,6 +41,11 @@ pub struct Run {
     pub thinking: ThinkingLevel,
     pub system_prompt: String,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The built-in tools as the requests of this run offer them (built once per run, in this
+    /// protocol version's wording).
+    pub schemas: Vec<ToolSchema>,
+    /// Tools of extensions and MCP servers (an extension's tool replaces a built-in of its name).
+    pub remote: Vec<RemoteTool>,
     /// Messages created during this run (for `agent_end`).
     pub new_messages: Vec<AgentMessage>,
     pub phase: Phase,
@@ -60,6 +66,9 @@ pub enum Phase {
         partial: Option<AssistantMessage>,
         /// Its JSON, kept up to date block by block for `message_update` snapshots.
         encoder: PartialEncoder,
+        /// `--compat 0.87`: the live usage's JSON, serialised when the usage changes (each
+        /// delta-only `message_update` carries it).
+        usage_json: Vec<u8>,
     },
     /// Tool calls of `assistant` are running.
     Tools(ToolBatch),
@@ -68,10 +77,24 @@ pub enum Phase {
 pub struct ToolBatch {
     pub batch: u64,
     pub assistant: AgentMessage,
+    /// One per call prepared so far (all of them once preparation is over).
     pub slots: Vec<Slot>,
     pub cancel: CancelSource,
     /// Steering that skipped calls during preparation (delivered next turn).
     pub steering: Vec<Queued>,
+    /// The calls of the assistant message.
+    pub calls: Vec<ToolCall>,
+    /// Prepared calls waiting for the end of preparation: (index, tool, validated arguments).
+    pub runnable: Vec<(usize, Exec, Value)>,
+    token: CancelToken,
+}
+
+/// How a call runs: a built-in tool on a worker thread, or a tool of an extension or an MCP
+/// server (a message to its process; the answer comes back as a worker event).
+#[derive(Clone)]
+pub enum Exec {
+    Builtin(Arc<dyn Tool>),
+    Remote(RemoteTool),
 }
 
 pub struct Slot {
@@ -117,6 +140,28 @@ fn output_json(o: &ToolOutput) -> Value {
         r.insert("details".into(), d.clone());
     }
     Value::Object(r)
+}
+
+/// The tools as a run's requests offer them (pi 0.73.1's schemas).
+fn tool_schemas(tools: &[Arc<dyn Tool>]) -> Vec<ToolSchema> {
+    tools
+        .iter()
+        .map(|t| ToolSchema {
+            name: t.name().to_string(),
+            description: t.description(),
+            parameters: t.parameters(),
+        })
+        .collect()
+}
+
+/// A usage as JSON (JavaScript number forms), for the live `usage` of `message_update`.
+fn usage_bytes(u: &crate::message::Usage) -> Vec<u8> {
+    let mut out = Vec::with_capacity(192);
+    if crate::rpc::response::write_js(&mut out, u).is_err() {
+        out.clear();
+        out.extend_from_slice(b"{}");
+    }
+    out
 }
 
 /// Apply one stream event to the machine's copy of the partial message.
@@ -200,12 +245,22 @@ impl Machine {
         let Some(model) = self.model.clone() else {
             return;
         };
+        let remote = self.plugins.remote_tools();
         let tools = self.tools.clone();
+        let (system_message, system_prompt, schemas) = if self.compat.is_087() {
+            let (update, text) = self.system_update_087(!prompts.is_empty(), &remote);
+            let schemas = crate::core::system_message::request_tools(&self.tools);
+            (update, text, schemas)
+        } else {
+            (None, self.system_prompt(), tool_schemas(&tools))
+        };
         let run = Run {
-            system_prompt: self.system_prompt(),
+            system_prompt,
             model,
             thinking: self.thinking,
             tools,
+            schemas,
+            remote,
             new_messages: Vec::new(),
             phase: Phase::Starting,
             abort_waiters: Vec::new(),
@@ -214,6 +269,9 @@ impl Machine {
         self.run = Some(run);
         self.emit(&Frame::AgentStart);
         self.emit(&Frame::TurnStart);
+        if let Some(m) = system_message {
+            self.deliver(AgentMessage::System(m));
+        }
         for p in prompts {
             self.deliver(p);
         }
@@ -267,7 +325,7 @@ impl Machine {
                 steering: &steering,
                 follow_up: &follow_up,
             });
-            self.deliver(AgentMessage::User(q.message));
+            self.deliver(q.message);
         }
         self.start_llm_call();
     }
@@ -276,13 +334,22 @@ impl Machine {
         let Some(run) = self.run.as_ref() else { return };
         if run.aborting {
             // The reference's loop does not look at the abort signal between turns: the next
-            // request fails at once as aborted (spec 5.4 F).
+            // request fails at once as aborted (spec 5.4 F; pi 0.87.1 words it as an error).
             let mut m = AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
-            m.stop_reason = StopReason::Aborted;
-            m.error_message = Some(ABORTED_REQUEST.to_string());
+            let (stop, text) = self.compat.texts().aborted_between_turns;
+            m.stop_reason = stop;
+            m.error_message = Some(text.to_string());
             self.finish_assistant(m, true);
             return;
         }
+        if !self.plugins.exts.is_empty() || !self.plugins.servers.is_empty() {
+            // Extensions re-register and MCP servers change their tools between turns.
+            let remote = self.plugins.remote_tools();
+            if let Some(run) = self.run.as_mut() {
+                run.remote = remote;
+            }
+        }
+        let Some(run) = self.run.as_ref() else { return };
         let (api_key, model) = match self.request_credentials(&run.model) {
             Ok(c) => c,
             Err(e) => {
@@ -300,13 +367,15 @@ impl Machine {
             system_prompt: run.system_prompt.clone(),
             messages: crate::core::context::to_llm(&self.messages, self.settings.block_images()),
             tools: run
-                .tools
+                .schemas
                 .iter()
-                .map(|t| ToolSchema {
-                    name: t.name().to_string(),
-                    description: t.description(),
-                    parameters: t.parameters(),
-                })
+                .filter(|t| !run.remote.iter().any(|r| r.name == t.name))
+                .cloned()
+                .chain(run.remote.iter().map(|r| ToolSchema {
+                    name: r.name.clone(),
+                    description: r.description.clone(),
+                    parameters: r.parameters.clone(),
+                }))
                 .collect(),
             thinking: run.thinking,
             session_id: Some(self.session_id.clone()),
@@ -316,6 +385,8 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
+            compat: self.compat,
+            no_cache: false,
             model,
         };
         self.generation += 1;
@@ -331,17 +402,21 @@ impl Machine {
                 handle,
                 partial: None,
                 encoder: PartialEncoder::new(),
+                usage_json: Vec::new(),
             };
         }
     }
 
     /// An event from an LLM stream thread.
     pub(crate) fn on_llm_event(&mut self, generation: u64, ev: StreamEvent) {
+        let compat = self.compat;
+        let full = self.partials == Partials::Full && !compat.is_087();
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Streaming {
             generation: g,
             partial,
             encoder,
+            usage_json,
             ..
         } = &mut run.phase
         else {
@@ -351,9 +426,17 @@ impl Machine {
             return; // a cancelled stream's late events
         }
         match ev {
-            StreamEvent::Start { partial: p } => {
-                encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
+            StreamEvent::Start { partial: mut p } => {
+                if compat.is_087() {
+                    *usage_json = usage_bytes(&p.usage);
+                } else {
+                    encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
+                }
                 *partial = Some(p.clone());
+                if compat.is_087() {
+                    // pi 0.87.1 marks a message that is still streaming.
+                    p.stop_reason = StopReason::Pending;
+                }
                 let m = AgentMessage::Assistant(p);
                 self.emit(&Frame::MessageStart { message: &m });
             }
@@ -376,7 +459,9 @@ impl Machine {
             other => {
                 let Some(p) = partial.as_mut() else { return };
                 apply_event(p, &other);
-                let full = self.partials == Partials::Full;
+                if let (StreamEvent::Meta { .. }, true) = (&other, compat.is_087()) {
+                    *usage_json = usage_bytes(&p.usage);
+                }
                 if full {
                     encoder.update(&other, p);
                 }
@@ -395,7 +480,9 @@ impl Machine {
                     StreamEvent::ThinkingEnd { index, content, .. } => {
                         (UpdateKind::ThinkingEnd(content), *index)
                     }
-                    StreamEvent::ToolCallStart { index, .. } => (UpdateKind::ToolCallStart, *index),
+                    StreamEvent::ToolCallStart { index, id, name } => {
+                        (UpdateKind::ToolCallStart { id, name }, *index)
+                    }
                     StreamEvent::ToolCallDelta { index, delta } => {
                         (UpdateKind::ToolCallDelta(delta), *index)
                     }
@@ -404,8 +491,14 @@ impl Machine {
                     }
                     _ => return,
                 };
-                let snapshot = full.then_some((encoder, &*p));
-                let line = crate::rpc::event::message_update(&kind, index, snapshot);
+                let body = if compat.is_087() {
+                    UpdateBody::Live { usage_json }
+                } else if full {
+                    UpdateBody::Snapshot(encoder, p)
+                } else {
+                    UpdateBody::Lean
+                };
+                let line = crate::rpc::event::message_update(&kind, index, body);
                 self.send(line);
             }
         }
@@ -443,83 +536,230 @@ impl Machine {
         }
     }
 
-    /// Start every call (spec 6.3, parallel mode): all `tool_execution_start` first, immediate
-    /// errors right after their start; in interrupt mode `immediate`, steering queued meanwhile
-    /// skips the rest.
+    /// Start a tool batch (spec 6.3, parallel mode): prepare every call in order (its
+    /// `tool_execution_start`, lookup, validation and gate, immediate errors right after their
+    /// start; in interrupt mode `immediate`, steering queued meanwhile skips the rest), then start
+    /// the runnable ones together.
     fn start_tools(&mut self, assistant: AgentMessage, calls: Vec<ToolCall>) {
         self.batch += 1;
-        let batch = self.batch;
         let (cancel, token) = cancel_pair();
-        let tools: Vec<Arc<dyn Tool>> = self
-            .run
-            .as_ref()
-            .map(|r| r.tools.clone())
-            .unwrap_or_default();
-        let mut slots: Vec<Slot> = Vec::with_capacity(calls.len());
-        let mut runnable: Vec<(usize, Arc<dyn Tool>, Value)> = Vec::new();
-        let mut steering: Vec<Queued> = Vec::new();
-        for (i, call) in calls.iter().enumerate() {
+        let Some(run) = self.run.as_mut() else { return };
+        run.phase = Phase::Tools(ToolBatch {
+            batch: self.batch,
+            assistant,
+            slots: Vec::with_capacity(calls.len()),
+            cancel,
+            steering: Vec::new(),
+            calls,
+            runnable: Vec::new(),
+            token,
+        });
+        self.prepare_tools();
+    }
+
+    fn batch_mut(&mut self) -> Option<&mut ToolBatch> {
+        match self.run.as_mut().map(|r| &mut r.phase) {
+            Some(Phase::Tools(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The tool (built-in, or an extension's / MCP server's) a call names in this run.
+    fn resolve_tool(&self, name: &str) -> Option<Exec> {
+        let run = self.run.as_ref()?;
+        if let Some(r) = run.remote.iter().find(|r| r.name == name) {
+            return Some(Exec::Remote(r.clone()));
+        }
+        run.tools
+            .iter()
+            .find(|t| t.name() == name)
+            .map(|t| Exec::Builtin(t.clone()))
+    }
+
+    /// Prepare the calls not prepared yet. A gate that waits for an answer (an extension's
+    /// `tool_call` handler, a `--confirm-tools` dialog) stops here; [`Machine::gate_done`]
+    /// resumes. When every call is prepared, the runnable ones start.
+    fn prepare_tools(&mut self) {
+        loop {
+            let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
+            let Some(b) = self.batch_mut() else { return };
+            let (batch, i) = (b.batch, b.slots.len());
+            let Some(call) = b.calls.get(i).cloned() else {
+                break;
+            };
             self.emit(&Frame::ToolExecutionStart {
                 tool_call_id: &call.id,
                 tool_name: &call.name,
                 args: &call.arguments,
             });
-            let mut slot = Slot {
-                call: call.clone(),
-                result: None,
-            };
-            match tools.iter().find(|t| t.name() == call.name) {
-                None => {
-                    slot.result = Some(result_message(
-                        call,
-                        Err(format!("Tool {} not found", call.name)),
-                    ))
-                }
-                Some(tool) => {
-                    match crate::tools::prepare_and_validate(tool.as_ref(), &call.arguments) {
-                        Ok(args) => runnable.push((i, tool.clone(), args)),
-                        Err(e) => slot.result = Some(result_message(call, Err(e))),
+            let mut result: Option<ToolResult> = None;
+            let mut ready: Option<(Exec, Value)> = None;
+            match self.resolve_tool(&call.name) {
+                None => result = Some(Err(format!("Tool {} not found", call.name))),
+                Some(exec) => match validate_for(&exec, &call.arguments) {
+                    Err(e) => result = Some(Err(e)),
+                    Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
+                    Ok(args) if self.gate_needed(&call.name) => {
+                        if let Some(b) = self.batch_mut() {
+                            b.slots.push(Slot {
+                                call: call.clone(),
+                                result: None,
+                            });
+                        }
+                        match self.start_gate(batch, i, &call, exec.clone(), args) {
+                            None => return, // waiting: gate_done resumes
+                            Some(Ok(args)) => ready = Some((exec, args)),
+                            Some(Err(e)) => result = Some(Err(e)),
+                        }
+                        if let Some(b) = self.batch_mut() {
+                            b.slots.pop();
+                        }
                     }
-                }
+                    Ok(args) => ready = Some((exec, args)),
+                },
             }
-            if let Some(r) = &slot.result {
+            let r = result.map(|r| result_message(&call, r));
+            if let Some(r) = &r {
                 self.emit_tool_end(r);
             }
-            slots.push(slot);
-            // Interrupt mode `wait` (the default, pi's behaviour) never skips a call: steering
-            // waits for the whole batch. `immediate` (oh-my-pi) skips the calls not yet started.
-            if self.interrupt_mode == crate::rpc::command::InterruptMode::Immediate {
-                steering = self.steering.take();
+            let Some(b) = self.batch_mut() else { return };
+            b.slots.push(Slot { call, result: r });
+            if let Some((exec, args)) = ready {
+                b.runnable.push((i, exec, args));
             }
-            if !steering.is_empty() {
-                for (j, _, _) in runnable.drain(..) {
-                    let r = result_message(&slots[j].call, Err(SKIPPED.to_string()));
-                    self.emit_tool_end(&r);
-                    slots[j].result = Some(r);
-                }
-                for c in &calls[i + 1..] {
-                    self.emit(&Frame::ToolExecutionStart {
-                        tool_call_id: &c.id,
-                        tool_name: &c.name,
-                        args: &c.arguments,
-                    });
-                    let r = result_message(c, Err(SKIPPED.to_string()));
-                    self.emit_tool_end(&r);
-                    slots.push(Slot {
-                        call: c.clone(),
-                        result: Some(r),
-                    });
-                }
+            if self.skip_for_steering(i) {
                 break;
             }
         }
-        let ctx = ToolContext {
-            cwd: self.cwd.clone(),
-            cancel: token,
-            shell_path: self.settings.shell_path().map(str::to_string),
-            shell_command_prefix: self.settings.shell_command_prefix().map(str::to_string),
+        self.spawn_runnable();
+    }
+
+    /// The gate of call `index` of `batch` decided: `Ok(arguments)` runs it, `Err` is its
+    /// error result. Preparation goes on with the next call.
+    pub(crate) fn gate_done(
+        &mut self,
+        batch: u64,
+        index: usize,
+        exec: Exec,
+        decision: Result<Value, String>,
+    ) {
+        let Some(b) = self.batch_mut() else { return };
+        if b.batch != batch || b.slots.len() != index + 1 || b.slots[index].result.is_some() {
+            return;
+        }
+        match decision {
+            Ok(args) => b.runnable.push((index, exec, args)),
+            Err(e) => {
+                let r = result_message(&b.slots[index].call, Err(e));
+                b.slots[index].result = Some(r.clone());
+                self.emit_tool_end(&r);
+            }
+        }
+        if self.skip_for_steering(index) {
+            self.spawn_runnable();
+            return;
+        }
+        self.prepare_tools();
+    }
+
+    /// Steering arrived while call `i` was prepared: the runnable calls and the rest are
+    /// skipped (their steering is delivered next turn). True if it did.
+    fn skip_for_steering(&mut self, i: usize) -> bool {
+        // Interrupt mode `wait` (the default, pi's behaviour) never skips a call: steering
+        // waits for the whole batch. `immediate` (oh-my-pi) skips the calls not yet started.
+        if self.interrupt_mode != crate::rpc::command::InterruptMode::Immediate {
+            return false;
+        }
+        let steering = self.steering.take();
+        if steering.is_empty() {
+            return false;
+        }
+        let Some(b) = self.batch_mut() else {
+            return false;
         };
-        for (index, tool, args) in runnable {
+        b.steering = steering;
+        let runnable: Vec<usize> = b.runnable.drain(..).map(|(j, _, _)| j).collect();
+        let rest: Vec<ToolCall> = b.calls[i + 1..].to_vec();
+        for j in runnable {
+            let Some(b) = self.batch_mut() else { break };
+            let r = result_message(&b.slots[j].call, Err(SKIPPED.to_string()));
+            b.slots[j].result = Some(r.clone());
+            self.emit_tool_end(&r);
+        }
+        for c in rest {
+            self.emit(&Frame::ToolExecutionStart {
+                tool_call_id: &c.id,
+                tool_name: &c.name,
+                args: &c.arguments,
+            });
+            let r = result_message(&c, Err(SKIPPED.to_string()));
+            self.emit_tool_end(&r);
+            if let Some(b) = self.batch_mut() {
+                b.slots.push(Slot {
+                    call: c,
+                    result: Some(r),
+                });
+            }
+        }
+        true
+    }
+
+    /// Every call is prepared: start the runnable ones (built-ins on worker threads, remote
+    /// ones as messages to their process).
+    fn spawn_runnable(&mut self) {
+        let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
+        let cwd = self.cwd.clone();
+        let shell_path = self.settings.shell_path().map(str::to_string);
+        let shell_command_prefix = self.settings.shell_command_prefix().map(str::to_string);
+        let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
+        let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
+        let env = self.compat.tool_env(
+            &self.session_id,
+            self.session.file(),
+            run_model
+                .as_ref()
+                .map(|(m, _)| (m.provider.as_str(), m.id.as_str())),
+            thinking.as_str(),
+        );
+        let Some(b) = self.batch_mut() else { return };
+        let batch = b.batch;
+        let runnable = std::mem::take(&mut b.runnable);
+        let ctx = ToolContext {
+            env,
+            cwd,
+            cancel: b.token.clone(),
+            shell_path,
+            shell_command_prefix,
+        };
+        for (index, exec, args) in runnable {
+            let Some(call) = self
+                .batch_mut()
+                .and_then(|b| b.slots.get(index))
+                .map(|s| s.call.clone())
+            else {
+                continue;
+            };
+            if aborting {
+                let r = result_message(&call, Err(crate::tools::ABORTED.to_string()));
+                self.emit_tool_end(&r);
+                if let Some(b) = self.batch_mut() {
+                    b.slots[index].result = Some(r);
+                }
+                continue;
+            }
+            let tool = match exec {
+                Exec::Builtin(t) => t,
+                Exec::Remote(rt) => {
+                    if let Err(e) = self.start_remote_tool(batch, index, &rt, &call, &args) {
+                        let r = result_message(&call, Err(e));
+                        self.emit_tool_end(&r);
+                        if let Some(b) = self.batch_mut() {
+                            b.slots[index].result = Some(r);
+                        }
+                    }
+                    continue;
+                }
+            };
             let initial = tool.initial_update();
             let tx = self.worker_tx.clone();
             let ctx = ctx.clone();
@@ -542,39 +782,32 @@ impl Machine {
                 });
             if spawned.is_ok() {
                 if let Some(first) = initial {
-                    let (id, name, a) = (
-                        &slots[index].call.id,
-                        &slots[index].call.name,
-                        &slots[index].call.arguments,
-                    );
                     let partial = output_json(&first);
                     self.emit(&Frame::ToolExecutionUpdate {
-                        tool_call_id: id,
-                        tool_name: name,
-                        args: a,
+                        tool_call_id: &call.id,
+                        tool_name: &call.name,
+                        args: &call.arguments,
                         partial_result: &partial,
                     });
                 }
             }
             if let Err(e) = spawned {
-                let r = result_message(
-                    &slots[index].call,
-                    Err(format!("Cannot start tool thread: {e}")),
-                );
+                let r = result_message(&call, Err(format!("Cannot start tool thread: {e}")));
                 self.emit_tool_end(&r);
-                slots[index].result = Some(r);
+                if let Some(b) = self.batch_mut() {
+                    b.slots[index].result = Some(r);
+                }
             }
         }
-        if let Some(run) = self.run.as_mut() {
-            run.phase = Phase::Tools(ToolBatch {
-                batch,
-                assistant,
-                slots,
-                cancel,
-                steering,
-            });
-        }
         self.maybe_finish_tools();
+    }
+
+    /// The call of slot `index` of the current batch `batch`.
+    pub(crate) fn tool_call_of(&self, batch: u64, index: usize) -> Option<ToolCall> {
+        match self.run.as_ref().map(|r| &r.phase) {
+            Some(Phase::Tools(b)) if b.batch == batch => b.slots.get(index).map(|s| s.call.clone()),
+            _ => None,
+        }
     }
 
     fn emit_tool_end(&mut self, r: &ToolResultMessage) {
@@ -589,6 +822,7 @@ impl Machine {
 
     /// A tool worker reported.
     pub(crate) fn on_tool_event(&mut self, batch: u64, index: usize, ev: ToolEvent) {
+        let compat = self.compat;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Tools(b) = &mut run.phase else {
             return;
@@ -617,18 +851,37 @@ impl Machine {
                     partial_result: &partial,
                 });
             }
-            ToolEvent::Done(r) => {
-                let msg = result_message(&slot.call, r);
-                slot.result = Some(msg.clone());
-                self.emit_tool_end(&msg);
-                if self.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
-                    && !self.steering.is_empty()
-                {
-                    self.skip_running_tools();
+            ToolEvent::Done(mut r) => {
+                // The built-in tools' result texts in this protocol version's words.
+                if let Ok(out) = &mut r {
+                    compat.shape_tool_output(&slot.call.name, out);
                 }
-                self.maybe_finish_tools();
+                self.tool_finished(batch, index, r)
             }
         }
+    }
+
+    /// Record the final result of call `index` of `batch` (after extensions reviewed it).
+    pub(crate) fn finish_tool_slot(&mut self, batch: u64, index: usize, r: ToolResult) {
+        let Some(b) = self.batch_mut() else { return };
+        if b.batch != batch {
+            return;
+        }
+        let Some(slot) = b.slots.get_mut(index) else {
+            return;
+        };
+        if slot.result.is_some() {
+            return; // already skipped or aborted
+        }
+        let msg = result_message(&slot.call, r);
+        slot.result = Some(msg.clone());
+        self.emit_tool_end(&msg);
+        if self.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
+            && !self.steering.is_empty()
+        {
+            self.skip_running_tools();
+        }
+        self.maybe_finish_tools();
     }
 
     /// Interrupt mode `immediate`: a steering message is waiting, so calls still running are
@@ -648,6 +901,8 @@ impl Machine {
             return;
         }
         b.cancel.cancel();
+        let batch = b.batch;
+        self.cancel_remote_calls(batch);
         for r in &skipped {
             self.emit_tool_end(r);
         }
@@ -659,7 +914,7 @@ impl Machine {
         let Phase::Tools(b) = &mut run.phase else {
             return;
         };
-        if b.slots.iter().any(|s| s.result.is_none()) {
+        if b.slots.len() < b.calls.len() || b.slots.iter().any(|s| s.result.is_none()) {
             return;
         }
         let results: Vec<AgentMessage> = b
@@ -682,6 +937,7 @@ impl Machine {
 
     /// After `turn_end`: another turn (tool results, steering, follow-ups) or the end of the run.
     fn after_turn(&mut self, had_tool_calls: bool, steering: Vec<Queued>) {
+        self.flush_after_turn_messages();
         let pending = if steering.is_empty() {
             self.steering.take()
         } else {
@@ -704,18 +960,34 @@ impl Machine {
     /// `agent_end`, answer waiting aborts, then what follows a run.
     fn end_run(&mut self) {
         let Some(run) = self.run.take() else { return };
-        self.emit(&Frame::AgentEnd {
-            messages: &run.new_messages,
-        });
-        for id in &run.abort_waiters {
-            let line = crate::rpc::response::success(id.as_ref(), "abort", None);
-            self.send(line);
-        }
         let last = run.new_messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,
         });
-        self.after_run(last, run.aborting);
+        // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
+        let will_retry = self.compat.is_087().then(|| {
+            !run.aborting
+                && self.pending_prompt.is_none()
+                && last.as_ref().is_some_and(|a| self.retry_planned(a))
+        });
+        self.emit(&Frame::AgentEnd {
+            messages: &run.new_messages,
+            will_retry,
+        });
+        // pi 0.73.1 answers `abort` right after `agent_end`; pi 0.87.1 once the run has settled.
+        let answer_aborts = |m: &mut Machine| {
+            for id in &run.abort_waiters {
+                let line = crate::rpc::response::success(id.as_ref(), "abort", None);
+                m.send(line);
+            }
+        };
+        if self.compat.abort_answered_after_settle() {
+            self.after_run(last, run.aborting);
+            answer_aborts(self);
+        } else {
+            answer_aborts(self);
+            self.after_run(last, run.aborting);
+        }
     }
 
     /// Abort the current run; the response is sent once the run has ended. `waiter`:
@@ -758,9 +1030,21 @@ impl Machine {
                 self.generation += 1; // ignore the stream's late events
                 self.finish_assistant(message, !started);
             }
-            Phase::Tools(b) => b.cancel.cancel(),
+            Phase::Tools(b) => {
+                b.cancel.cancel();
+                let batch = b.batch;
+                self.abort_remote(batch);
+            }
             Phase::Starting => {}
         }
         true
+    }
+}
+
+/// Prepare and validate a call's arguments for the tool that runs it.
+fn validate_for(exec: &Exec, args: &Value) -> Result<Value, String> {
+    match exec {
+        Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
+        Exec::Remote(r) => crate::tools::validate::validate_args(&r.name, &r.parameters, args),
     }
 }

@@ -8,21 +8,37 @@ use crate::message::{AgentMessage, AssistantMessage, StopReason};
 use crate::rpc::event::Event as Frame;
 
 impl Machine {
-    /// After a run that ended with an error: schedule a retry (true) or give up.
-    pub(crate) fn maybe_schedule_retry(&mut self, a: &AssistantMessage) -> bool {
+    /// `a` ended with an error that auto-retry handles (enabled, transient, not an overflow).
+    fn retryable(&self, a: &AssistantMessage) -> bool {
         let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
             return false;
         };
-        if a.stop_reason != StopReason::Error
-            || !self.auto_retry
-            || !crate::retry::is_transient(err)
-        {
+        let transient = if self.compat.is_087() {
+            crate::retry::is_transient_087(err)
+        } else {
+            crate::retry::is_transient(err)
+        };
+        if a.stop_reason != StopReason::Error || !self.auto_retry || !transient {
             return false;
         }
         let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
-        if crate::compaction::is_context_overflow(a, window) {
+        !crate::compaction::is_context_overflow(a, window)
+    }
+
+    /// Whether [`Machine::maybe_schedule_retry`] will schedule a retry after `a` (pi 0.87.1's
+    /// `agent_end.willRetry`).
+    pub(crate) fn retry_planned(&self, a: &AssistantMessage) -> bool {
+        self.retryable(a) && self.retry_attempt < self.settings.retry_max_retries()
+    }
+
+    /// After a run that ended with an error: schedule a retry (true) or give up.
+    pub(crate) fn maybe_schedule_retry(&mut self, a: &AssistantMessage) -> bool {
+        if !self.retryable(a) {
             return false;
         }
+        let Some(err) = a.error_message.as_deref() else {
+            return false;
+        };
         self.retry_attempt += 1;
         let max = self.settings.retry_max_retries();
         if self.retry_attempt > max {
@@ -35,21 +51,34 @@ impl Machine {
             });
             return false;
         }
-        let delay = crate::retry::delay_ms(
-            self.settings.retry_base_delay_ms(),
-            self.retry_attempt,
-            self.last_retry_after.take(),
-            self.settings.retry_max_delay_ms(),
-        );
+        let retry_after = self.last_retry_after.take();
+        let delay = if self.compat.is_087() {
+            crate::retry::delay_ms_087(
+                self.settings.retry_base_delay_ms(),
+                self.retry_attempt,
+                self.settings.retry_max_agent_delay_ms(),
+            )
+        } else {
+            crate::retry::delay_ms(
+                self.settings.retry_base_delay_ms(),
+                self.retry_attempt,
+                retry_after,
+                self.settings.retry_max_delay_ms(),
+            )
+        };
         self.emit(&Frame::AutoRetryStart {
             attempt: self.retry_attempt,
             max_attempts: max,
             delay_ms: delay,
             error_message: err,
         });
-        // The failed message leaves the context (it stays in the session file).
+        // The failed message leaves the context (it stays in the session file); pi 0.87.1 records
+        // that as a `context_edit` entry and announces it.
         if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
             self.messages.pop();
+            if self.compat.is_087() {
+                self.record_context_edit();
+            }
         }
         self.retry_seq += 1;
         let cancel = crate::retry::start_timer(
@@ -59,6 +88,18 @@ impl Machine {
         );
         self.retry_wait = Some((self.retry_seq, cancel));
         true
+    }
+
+    /// `context_edit` for the failed reply (the session's leaf), then `entry_appended`.
+    pub(crate) fn record_context_edit(&mut self) {
+        let Some(target) = self.session.leaf_id().map(str::to_string) else {
+            return;
+        };
+        let entry = self.session.append_context_edit(&target);
+        self.flush_session_warnings();
+        if let Some(entry) = entry {
+            self.emit(&Frame::EntryAppended { entry: &entry });
+        }
     }
 
     /// The first non-error assistant message after retries ends them successfully.

@@ -20,15 +20,31 @@ pub struct BashJob {
     pub id: Option<Value>,
     pub command: String,
     pub cancel: CancelSource,
+    /// `excludeFromContext`: recorded, but never sent to the model.
+    pub exclude_from_context: bool,
 }
 
 impl Machine {
     /// Start `command` on the bash thread; the response is sent when it finishes.
-    pub(crate) fn start_bash(&mut self, command: String, id: Option<Value>) -> Result<(), String> {
+    pub(crate) fn start_bash(
+        &mut self,
+        command: String,
+        exclude_from_context: bool,
+        id: Option<Value>,
+    ) -> Result<(), String> {
         self.bash_seq += 1;
         let job = self.bash_seq;
         let (cancel, token) = cancel_pair();
         let tx = self.worker_tx.clone();
+        // pi 0.87.1 streams the output as `bash_execution_update` and counts lines without the
+        // empty piece after a final newline.
+        let stream = self.compat.is_087();
+        let counting = if stream {
+            crate::tools::truncate::LineCounting::IgnoreFinalNewline
+        } else {
+            crate::tools::truncate::LineCounting::Split
+        };
+        let env = self.compat.child_env();
         let cwd = self.cwd.clone();
         let shell = self.settings.shell_path().map(str::to_string);
         let prefix = self.settings.shell_command_prefix().map(str::to_string);
@@ -37,6 +53,13 @@ impl Machine {
         std::thread::Builder::new()
             .name("bash".into())
             .spawn(move || {
+                let updates = tx.clone();
+                let on_text = move |delta: &str| {
+                    let _ = updates.send(Worker::BashOutput {
+                        job,
+                        delta: delta.to_string(),
+                    });
+                };
                 let spec = CommandSpec {
                     command: &cmd,
                     cwd: &cwd,
@@ -46,6 +69,9 @@ impl Machine {
                     timeout: None,
                     sanitize: true,
                     path_prepend: Some(&bin),
+                    env: &env,
+                    on_text: if stream { Some(&on_text) } else { None },
+                    line_counting: counting,
                 };
                 let outcome = run_command(&spec, std::time::Duration::from_secs(3600), &mut |_| {});
                 let _ = tx.send(Worker::BashDone {
@@ -59,8 +85,21 @@ impl Machine {
             id,
             command,
             cancel,
+            exclude_from_context,
         });
         Ok(())
+    }
+
+    /// A piece of a running command's output (pi 0.87.1 only).
+    pub(crate) fn on_bash_output(&mut self, job: u64, delta: &str) {
+        let Some(j) = self.bash.iter().find(|j| j.job == job) else {
+            return;
+        };
+        let id = j.id.clone();
+        self.emit(&crate::rpc::event::Event::BashExecutionUpdate {
+            id: id.as_ref(),
+            delta,
+        });
     }
 
     /// `abort_bash`: kill every running command's process group (their responses follow).
@@ -101,7 +140,7 @@ impl Machine {
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned()),
             timestamp: now_ms(),
-            exclude_from_context: None,
+            exclude_from_context: job.exclude_from_context.then_some(true),
         });
         if self.run.is_some() {
             // The reference defers it to the next prompt so the running turn's context is stable.

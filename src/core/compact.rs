@@ -9,13 +9,13 @@
 
 use serde_json::{Value, json};
 
-use crate::compaction::{self, Preparation, SummaryKind, Trigger};
+use crate::compaction::{self, Preparation, SummaryKind, SummaryRequest, Trigger};
 use crate::core::event::Worker;
 use crate::core::machine::Machine;
 use crate::llm::stream::StreamHandle;
 use crate::llm::{LlmRequest, StreamEvent, Timeouts};
 use crate::message::{
-    AgentMessage, AssistantMessage, Content, LlmMessage, UserContent, UserMessage, now_ms,
+    AgentMessage, AssistantMessage, Content, LlmMessage, Usage, UserContent, UserMessage, now_ms,
 };
 use crate::rpc::event::Event as Frame;
 use crate::rpc::response;
@@ -46,6 +46,14 @@ pub struct Compaction {
     /// One slot per summary request: generation, kind, handle, result.
     pub parts: Vec<Part>,
     pub will_retry: bool,
+    /// pi 0.87.1: requests not started yet (they run one after the other).
+    pub queued: Vec<SummaryRequest>,
+    /// pi 0.87.1: usage of the summary replies so far.
+    pub usage: Option<Usage>,
+    /// pi 0.87.1: a failed summary request waiting to be retried (timer id, cancel, request).
+    pub retry_wait: Option<(u64, crate::cancel::CancelSource, SummaryRequest)>,
+    /// pi 0.87.1: attempts retried for the current request (0: none).
+    pub retry_attempt: u32,
 }
 
 pub struct Part {
@@ -53,6 +61,8 @@ pub struct Part {
     pub kind: SummaryKind,
     pub handle: StreamHandle,
     pub result: Option<Result<String, String>>,
+    /// The request, kept to retry it (pi 0.87.1).
+    pub request: SummaryRequest,
 }
 
 fn settings_of(m: &Machine) -> compaction::Settings {
@@ -63,7 +73,99 @@ fn settings_of(m: &Machine) -> compaction::Settings {
     }
 }
 
+/// pi 0.87.1's `combineUsage`: field by field.
+fn combine_usage(a: Usage, b: Usage) -> Usage {
+    let opt = |x: Option<u64>, y: Option<u64>| {
+        (x.is_some() || y.is_some()).then(|| x.unwrap_or(0) + y.unwrap_or(0))
+    };
+    Usage {
+        input: a.input + b.input,
+        output: a.output + b.output,
+        cache_read: a.cache_read + b.cache_read,
+        cache_write: a.cache_write + b.cache_write,
+        total_tokens: a.total_tokens + b.total_tokens,
+        cost: crate::message::Cost {
+            input: a.cost.input + b.cost.input,
+            output: a.cost.output + b.cost.output,
+            cache_read: a.cost.cache_read + b.cost.cache_read,
+            cache_write: a.cost.cache_write + b.cost.cache_write,
+            total: a.cost.total + b.cost.total,
+        },
+        cache_write_1h: opt(a.cache_write_1h, b.cache_write_1h),
+        reasoning: opt(a.reasoning, b.reasoning),
+    }
+}
+
+/// A summarizer reply as text, or pi 0.87.1's failure: an error, a reply cut at the token cap,
+/// a tool call.
+fn response_text_087(kind: SummaryKind, reply: &AssistantMessage) -> Result<String, String> {
+    let label = match kind {
+        SummaryKind::History => "Summarization",
+        SummaryKind::TurnPrefix => "Turn prefix summarization",
+    };
+    if reply.stop_reason == crate::message::StopReason::Length {
+        return Err(format!(
+            "{label} failed: {}",
+            crate::compaction_087::TRUNCATED_SUMMARY
+        ));
+    }
+    if reply.stop_reason != crate::message::StopReason::Error && reply.tool_calls().next().is_some()
+    {
+        return Err(format!("{label} attempted to call a tool"));
+    }
+    compaction::response_text(kind, reply)
+}
+
 impl Machine {
+    /// The compaction preparation of this protocol version.
+    fn prepare_compaction(&self, settings: &compaction::Settings) -> Result<Preparation, String> {
+        if self.compat.is_087() {
+            crate::compaction_087::prepare(&self.session.branch_path(), settings)
+        } else {
+            compaction::prepare(&self.session, settings)
+        }
+    }
+
+    /// `compaction_start`: pi 0.73.1 names automatic ones `auto_compaction_start` (seed 001),
+    /// pi 0.87.1 gives every compaction `compaction_start` with its reason.
+    fn emit_compaction_start(&mut self, reason: Reason) {
+        if reason == Reason::Manual || self.compat.is_087() {
+            self.emit(&Frame::CompactionStart {
+                reason: reason.as_str(),
+            });
+        } else {
+            self.emit(&Frame::AutoCompactionStart {
+                reason: reason.as_str(),
+            });
+        }
+    }
+
+    fn emit_compaction_end(
+        &mut self,
+        reason: Reason,
+        result: Option<&Value>,
+        aborted: bool,
+        will_retry: bool,
+        error_message: Option<&str>,
+    ) {
+        if reason == Reason::Manual || self.compat.is_087() {
+            self.emit(&Frame::CompactionEnd {
+                reason: reason.as_str(),
+                result,
+                aborted,
+                will_retry,
+                error_message,
+            });
+        } else {
+            self.emit(&Frame::AutoCompactionEnd {
+                result,
+                aborted,
+                will_retry,
+                error_message,
+            });
+        }
+    }
+
     /// `compact`: answer comes when the summary is done (or failed).
     pub(crate) fn cmd_compact(
         &mut self,
@@ -77,7 +179,17 @@ impl Machine {
             return Err("No model selected".to_string());
         }
         self.discard_run();
-        let prep = compaction::prepare(&self.session, &settings_of(self))?;
+        let prep = match self.prepare_compaction(&settings_of(self)) {
+            Ok(p) => p,
+            // pi 0.87.1 reports a refused manual compaction as a failed one.
+            Err(e) if self.compat.is_087() => {
+                self.emit_compaction_start(Reason::Manual);
+                let msg = format!("{}{e}", compaction::COMPACTION_FAILED_PREFIX);
+                self.emit_compaction_end(Reason::Manual, None, false, false, Some(&msg));
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         self.start_compaction(Reason::Manual, prep, custom.as_deref(), id, false);
         Ok(())
     }
@@ -104,39 +216,47 @@ impl Machine {
         let (reason, will_retry) = match compaction::check(last, &input) {
             None => return false,
             Some(Trigger::OverflowRetryExhausted) => {
-                self.emit(&Frame::AutoCompactionEnd {
-                    result: None,
-                    aborted: false,
-                    will_retry: false,
-                    error_message: Some(compaction::OVERFLOW_RETRY_EXHAUSTED),
-                });
+                self.emit_compaction_end(
+                    Reason::Overflow,
+                    None,
+                    false,
+                    false,
+                    Some(compaction::OVERFLOW_RETRY_EXHAUSTED),
+                );
                 return false;
             }
             Some(Trigger::Overflow) => {
                 if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
                     self.messages.pop();
+                    if self.compat.is_087() {
+                        // pi 0.87.1 records the dropped attempt as a `context_edit`.
+                        self.record_context_edit();
+                    }
                 }
                 self.overflow_recovery_attempted = true;
                 (Reason::Overflow, true)
             }
             Some(Trigger::Threshold) => (Reason::Threshold, false),
         };
-        self.emit(&Frame::AutoCompactionStart {
-            reason: reason.as_str(),
-        });
-        match compaction::prepare(&self.session, &settings) {
+        if self.compat.is_087() {
+            // pi 0.87.1 prepares first and starts nothing when there is nothing to compact.
+            return match self.prepare_compaction(&settings) {
+                Ok(prep) => {
+                    self.start_compaction(reason, prep, None, None, will_retry);
+                    true
+                }
+                Err(_) => false,
+            };
+        }
+        self.emit_compaction_start(reason);
+        match self.prepare_compaction(&settings) {
             Ok(prep) => {
                 self.start_compaction(reason, prep, None, None, will_retry);
                 true
             }
             Err(_) => {
                 // Nothing to compact: the reference ends quietly (no result, no message).
-                self.emit(&Frame::AutoCompactionEnd {
-                    result: None,
-                    aborted: false,
-                    will_retry: false,
-                    error_message: None,
-                });
+                self.emit_compaction_end(reason, None, false, false, None);
                 false
             }
         }
@@ -150,99 +270,239 @@ impl Machine {
         id: Option<Value>,
         will_retry: bool,
     ) {
-        if reason == Reason::Manual {
-            self.emit(&Frame::CompactionStart {
-                reason: reason.as_str(),
-            });
+        if reason == Reason::Manual || self.compat.is_087() {
+            self.emit_compaction_start(reason);
         }
         let Some(model) = self.model.clone() else {
             return;
         };
         let thinking = model.reasoning.then_some(self.thinking);
-        let (api_key, request_model) = match self.request_credentials(&model) {
-            Ok(c) => c,
-            Err(e) => {
-                let c = Compaction {
-                    reason,
-                    id,
-                    prep,
-                    parts: Vec::new(),
-                    will_retry: false,
-                };
-                self.compaction_failed(&c, &e);
-                return;
-            }
+        let settings = settings_of(self);
+        let mut requests = if self.compat.is_087() {
+            crate::compaction_087::summary_requests(
+                &prep,
+                custom,
+                &settings,
+                thinking,
+                model.max_tokens,
+            )
+        } else {
+            compaction::summary_requests(&prep, custom, &settings, thinking)
         };
-        let requests = compaction::summary_requests(&prep, custom, &settings_of(self), thinking);
-        let mut parts = Vec::new();
-        for r in requests {
-            let req = LlmRequest {
-                api_key: api_key.clone(),
-                system_prompt: r.system_prompt,
-                messages: vec![LlmMessage::User(UserMessage {
-                    content: UserContent::Blocks(vec![Content::text(r.user_text)]),
-                    timestamp: now_ms(),
-                })],
-                tools: Vec::new(),
-                thinking: r.reasoning.unwrap_or(crate::message::ThinkingLevel::Off),
-                session_id: None,
-                max_tokens: Some(r.max_tokens),
-                timeouts: Timeouts {
-                    connect: std::time::Duration::from_secs(self.settings.connect_timeout_secs()),
-                    stall: std::time::Duration::from_secs(
-                        self.settings.stream_stall_timeout_secs(),
-                    ),
-                },
-                faux_script: self.faux_script.clone(),
-                model: request_model.clone(),
-            };
-            self.generation += 1;
-            let generation = self.generation;
-            let tx = self.worker_tx.clone();
-            let handle = crate::llm::stream::spawn(
-                req,
-                Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
-            );
-            parts.push(Part {
-                generation,
-                kind: r.kind,
-                handle,
-                result: None,
-            });
-        }
+        // pi 0.87.1 runs the requests one after the other; 0.73.1 in parallel.
+        let queued = if self.compat.is_087() && requests.len() > 1 {
+            requests.split_off(1)
+        } else {
+            Vec::new()
+        };
         self.compaction = Some(Compaction {
             reason,
             id,
             prep,
-            parts,
+            parts: Vec::new(),
             will_retry,
+            queued,
+            usage: None,
+            retry_wait: None,
+            retry_attempt: 0,
         });
+        for r in requests {
+            if let Err(e) = self.spawn_summary(r) {
+                if let Some(c) = self.compaction.take() {
+                    self.compaction_failed(c, &e);
+                }
+                return;
+            }
+        }
         self.finish_compaction_if_done();
+    }
+
+    /// Start one summary request of the compaction in flight.
+    fn spawn_summary(&mut self, r: SummaryRequest) -> Result<(), String> {
+        let Some(model) = self.model.clone() else {
+            return Err("No model selected".to_string());
+        };
+        let (api_key, request_model) = self.request_credentials(&model)?;
+        let req = LlmRequest {
+            api_key,
+            system_prompt: r.system_prompt.clone(),
+            messages: vec![LlmMessage::User(UserMessage {
+                content: UserContent::Blocks(vec![Content::text(r.user_text.clone())]),
+                timestamp: now_ms(),
+            })],
+            tools: Vec::new(),
+            thinking: r.reasoning.unwrap_or(crate::message::ThinkingLevel::Off),
+            session_id: None,
+            max_tokens: Some(r.max_tokens),
+            timeouts: Timeouts {
+                connect: std::time::Duration::from_secs(self.settings.connect_timeout_secs()),
+                stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
+            },
+            faux_script: self.faux_script.clone(),
+            compat: self.compat,
+            // pi 0.87.1 writes no cache for a one-off summary.
+            no_cache: self.compat.is_087(),
+            model: request_model,
+        };
+        self.generation += 1;
+        let generation = self.generation;
+        let tx = self.worker_tx.clone();
+        let handle = crate::llm::stream::spawn(
+            req,
+            Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
+        );
+        if let Some(c) = self.compaction.as_mut() {
+            c.parts.push(Part {
+                generation,
+                kind: r.kind,
+                handle,
+                result: None,
+                request: r,
+            });
+        }
+        Ok(())
     }
 
     /// A stream event that may belong to a summary request. True if it did.
     pub(crate) fn on_compaction_stream(&mut self, generation: u64, ev: &StreamEvent) -> bool {
+        let v087 = self.compat.is_087();
         let Some(c) = self.compaction.as_mut() else {
             return false;
         };
-        let Some(part) = c.parts.iter_mut().find(|p| p.generation == generation) else {
+        let Some(index) = c.parts.iter().position(|p| p.generation == generation) else {
             return false;
         };
-        match ev {
-            StreamEvent::Done { message } | StreamEvent::Error { message, .. } => {
-                part.result = Some(compaction::response_text(part.kind, message));
+        let (StreamEvent::Done { message } | StreamEvent::Error { message, .. }) = ev else {
+            return true;
+        };
+        if !v087 {
+            let part = &mut c.parts[index];
+            part.result = Some(compaction::response_text(part.kind, message));
+            self.finish_compaction_if_done();
+            return true;
+        }
+        // pi 0.87.1: a transient failure is retried with the agent's retry policy.
+        if self.summary_retry_planned(message) {
+            if let Some(c) = self.compaction.as_mut() {
+                let part = c.parts.remove(index);
+                self.schedule_summary_retry(part.request, message);
             }
-            _ => {}
+            return true;
+        }
+        let Some(c) = self.compaction.as_mut() else {
+            return true;
+        };
+        let retried = c.retry_attempt > 0;
+        c.retry_attempt = 0;
+        let part = &mut c.parts[index];
+        let result = response_text_087(part.kind, message);
+        if result.is_ok() {
+            c.usage = Some(match c.usage {
+                Some(u) => combine_usage(u, message.usage),
+                None => message.usage,
+            });
+        }
+        let ok = result.is_ok();
+        part.result = Some(result);
+        if retried {
+            self.emit(&Frame::SummarizationRetryFinished);
+        }
+        if ok {
+            let next = self
+                .compaction
+                .as_mut()
+                .and_then(|c| (!c.queued.is_empty()).then(|| c.queued.remove(0)));
+            if let Some(r) = next {
+                if let Err(e) = self.spawn_summary(r) {
+                    if let Some(c) = self.compaction.take() {
+                        self.compaction_failed(c, &e);
+                    }
+                    return true;
+                }
+            }
         }
         self.finish_compaction_if_done();
         true
+    }
+
+    /// pi 0.87.1's `retryAssistantCall` test for a summary reply.
+    fn summary_retry_planned(&self, reply: &AssistantMessage) -> bool {
+        let Some(c) = self.compaction.as_ref() else {
+            return false;
+        };
+        reply.stop_reason == crate::message::StopReason::Error
+            && self.auto_retry
+            && c.retry_attempt < self.settings.retry_max_retries()
+            && reply
+                .error_message
+                .as_deref()
+                .is_some_and(|e| !e.is_empty() && crate::retry::is_transient_087(e))
+    }
+
+    fn schedule_summary_retry(&mut self, request: SummaryRequest, reply: &AssistantMessage) {
+        let max = self.settings.retry_max_retries();
+        let base = self.settings.retry_base_delay_ms();
+        let cap = self.settings.retry_max_agent_delay_ms();
+        let Some(c) = self.compaction.as_mut() else {
+            return;
+        };
+        c.retry_attempt += 1;
+        let attempt = c.retry_attempt;
+        let delay = crate::retry::delay_ms_087(base, attempt, cap);
+        let error = reply.error_message.clone().unwrap_or_default();
+        self.emit(&Frame::SummarizationRetryScheduled {
+            attempt,
+            max_attempts: max,
+            delay_ms: delay,
+            error_message: &error,
+        });
+        self.retry_seq += 1;
+        let cancel = crate::retry::start_timer_with(
+            Worker::SummaryRetryDue { id: self.retry_seq },
+            std::time::Duration::from_millis(delay),
+            self.worker_tx.clone(),
+        );
+        if let Some(c) = self.compaction.as_mut() {
+            c.retry_wait = Some((self.retry_seq, cancel, request));
+        }
+    }
+
+    /// The backoff before a summary retry is over: run the request again.
+    pub(crate) fn on_summary_retry_due(&mut self, id: u64) {
+        let Some(c) = self.compaction.as_mut() else {
+            return;
+        };
+        if c.retry_wait.as_ref().is_none_or(|(i, _, _)| *i != id) {
+            return;
+        }
+        let Some((_, _, request)) = c.retry_wait.take() else {
+            return;
+        };
+        let reason = c.reason.as_str();
+        self.emit(&Frame::SummarizationRetryAttemptStart {
+            source: "compaction",
+            reason: Some(reason),
+        });
+        if let Err(e) = self.spawn_summary(request) {
+            if let Some(c) = self.compaction.take() {
+                self.compaction_failed(c, &e);
+            }
+        }
     }
 
     fn finish_compaction_if_done(&mut self) {
         let Some(c) = self.compaction.as_ref() else {
             return;
         };
-        if c.parts.iter().any(|p| p.result.is_none()) {
+        let failed = c.parts.iter().any(|p| matches!(p.result, Some(Err(_))));
+        if !failed
+            && (c.parts.iter().any(|p| p.result.is_none())
+                || !c.queued.is_empty()
+                || c.retry_wait.is_some())
+        {
+            return;
+        }
+        if failed && c.parts.iter().any(|p| p.result.is_none()) && !self.compat.is_087() {
             return;
         }
         let Some(c) = self.compaction.take() else {
@@ -260,58 +520,81 @@ impl Machine {
             }
         }
         if let Some(e) = error {
-            self.compaction_failed(&c, &e);
+            self.compaction_failed(c, &e);
             return;
         }
-        let summary = compaction::final_summary(&c.prep, history.as_deref(), prefix.as_deref());
         let details = compaction::details(&c.prep);
-        self.session.append_compaction(
-            &summary,
-            &c.prep.first_kept_entry_id,
-            c.prep.tokens_before,
-            Some(details.clone()),
-            Some(false),
-        );
-        self.messages = self.session.build_context();
+        let result = if self.compat.is_087() {
+            let summary = crate::compaction_087::final_summary(
+                &c.prep,
+                history.as_deref(),
+                prefix.as_deref(),
+            );
+            let usage = c
+                .usage
+                .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
+            let declared = crate::core::system_message::Declared::of(&self.messages);
+            self.session.append_compaction_087(
+                &summary,
+                &c.prep.first_kept_entry_id,
+                c.prep.tokens_before,
+                Some(details.clone()),
+                usage.clone(),
+                |ms| {
+                    declared
+                        .checkpoint(ms)
+                        .map(|m| serde_json::to_value(AgentMessage::System(m)).unwrap_or_default())
+                },
+            );
+            self.messages = self.compat.context(self.session.build_context());
+            let after = crate::compaction_087::estimated_tokens_after(&self.messages);
+            let mut r = json!({
+                "summary": summary,
+                "firstKeptEntryId": c.prep.first_kept_entry_id,
+                "tokensBefore": c.prep.tokens_before,
+                "estimatedTokensAfter": after,
+            });
+            if let (Some(u), Value::Object(m)) = (usage, &mut r) {
+                m.insert("usage".into(), u);
+            }
+            r["details"] = details;
+            r
+        } else {
+            let summary = compaction::final_summary(&c.prep, history.as_deref(), prefix.as_deref());
+            self.session.append_compaction(
+                &summary,
+                &c.prep.first_kept_entry_id,
+                c.prep.tokens_before,
+                Some(details.clone()),
+                Some(false),
+            );
+            self.messages = self.compat.context(self.session.build_context());
+            json!({
+                "summary": summary,
+                "firstKeptEntryId": c.prep.first_kept_entry_id,
+                "tokensBefore": c.prep.tokens_before,
+                "details": details,
+            })
+        };
         self.flush_session_warnings();
-        let result = json!({
-            "summary": summary,
-            "firstKeptEntryId": c.prep.first_kept_entry_id,
-            "tokensBefore": c.prep.tokens_before,
-            "details": details,
-        });
         match c.reason {
             Reason::Manual => {
-                self.emit(&Frame::CompactionEnd {
-                    reason: c.reason.as_str(),
-                    result: Some(&result),
-                    aborted: false,
-                    will_retry: false,
-                    error_message: None,
-                });
+                self.emit_compaction_end(c.reason, Some(&result), false, false, None);
                 self.send(response::success(c.id.as_ref(), "compact", Some(&result)));
             }
-            _ => self.emit(&Frame::AutoCompactionEnd {
-                result: Some(&result),
-                aborted: false,
-                will_retry: c.will_retry,
-                error_message: None,
-            }),
+            reason => self.emit_compaction_end(reason, Some(&result), false, c.will_retry, None),
         }
-        self.after_compaction(c.will_retry);
+        self.after_compaction(c.will_retry, c.reason);
     }
 
-    fn compaction_failed(&mut self, c: &Compaction, e: &str) {
+    fn compaction_failed(&mut self, mut c: Compaction, e: &str) {
+        for p in c.parts.iter_mut().filter(|p| p.result.is_none()) {
+            p.handle.cancel();
+        }
         match c.reason {
             Reason::Manual => {
                 let msg = format!("{}{e}", compaction::COMPACTION_FAILED_PREFIX);
-                self.emit(&Frame::CompactionEnd {
-                    reason: c.reason.as_str(),
-                    result: None,
-                    aborted: false,
-                    will_retry: false,
-                    error_message: Some(&msg),
-                });
+                self.emit_compaction_end(c.reason, None, false, false, Some(&msg));
                 self.send(response::error(c.id.as_ref(), Some("compact"), e));
             }
             reason => {
@@ -321,15 +604,10 @@ impl Machine {
                     compaction::AUTO_COMPACTION_FAILED_PREFIX
                 };
                 let msg = format!("{prefix}{e}");
-                self.emit(&Frame::AutoCompactionEnd {
-                    result: None,
-                    aborted: false,
-                    will_retry: false,
-                    error_message: Some(&msg),
-                });
+                self.emit_compaction_end(reason, None, false, false, Some(&msg));
             }
         }
-        self.after_compaction(false);
+        self.after_compaction(false, c.reason);
     }
 
     /// `abort` during a compaction really cancels it (the reference's did not).
@@ -340,34 +618,26 @@ impl Machine {
         for p in &mut c.parts {
             p.handle.cancel();
         }
-        match c.reason {
-            Reason::Manual => {
-                self.emit(&Frame::CompactionEnd {
-                    reason: c.reason.as_str(),
-                    result: None,
-                    aborted: true,
-                    will_retry: false,
-                    error_message: None,
-                });
-                self.send(response::error(
-                    c.id.as_ref(),
-                    Some("compact"),
-                    compaction::COMPACTION_CANCELLED,
-                ));
-            }
-            _ => self.emit(&Frame::AutoCompactionEnd {
-                result: None,
-                aborted: true,
-                will_retry: false,
-                error_message: None,
-            }),
+        if let Some((_, mut cancel, _)) = c.retry_wait.take() {
+            // pi 0.87.1 closes the summary retry before the compaction.
+            cancel.cancel();
+            self.emit(&Frame::SummarizationRetryFinished);
+        }
+        self.emit_compaction_end(c.reason, None, true, false, None);
+        if c.reason == Reason::Manual {
+            self.send(response::error(
+                c.id.as_ref(),
+                Some("compact"),
+                compaction::COMPACTION_CANCELLED,
+            ));
         }
         self.drop_pending_prompt("Prompt cancelled by abort");
         true
     }
 
-    /// What follows a compaction: the overflow retry, a prompt that waited for it, or settling.
-    fn after_compaction(&mut self, will_retry: bool) {
+    /// What follows a compaction: the overflow retry, a prompt that waited for it, or settling
+    /// (pi 0.87.1 does not settle after a manual compaction: no run was involved).
+    fn after_compaction(&mut self, will_retry: bool, reason: Reason) {
         if will_retry {
             // The context rebuilt from the session ends with the failed reply again: drop it and
             // continue. A *silent* overflow (a successful reply over the window) is not retried,
@@ -403,14 +673,13 @@ impl Machine {
                 q
             };
             self.emit_queue_update();
-            let prompts = queued
-                .into_iter()
-                .map(|q| AgentMessage::User(q.message))
-                .collect();
+            let prompts = queued.into_iter().map(|q| q.message).collect();
             self.start_run(prompts);
             return;
         }
-        self.settle();
+        if reason != Reason::Manual || self.compat.settles_after_manual_compaction() {
+            self.settle();
+        }
     }
 
     /// The pause after an overflow compaction is over: re-run from the compacted context.

@@ -64,6 +64,8 @@ pub fn to_llm(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> 
                 ),
                 b.timestamp,
             ),
+            // pi 0.87.1's system messages become the request's system prompt, not a message.
+            AgentMessage::System(_) => continue,
             AgentMessage::CompactionSummary(c) => user_text(
                 format!(
                     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n{}\n</summary>",

@@ -29,12 +29,31 @@ pub enum Worker {
     },
     /// The auto-retry delay number `id` is over.
     RetryDue { id: u64 },
+    /// The backoff before retrying a failed summary request (number `id`) is over (pi 0.87.1).
+    SummaryRetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
+    /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).
+    BashOutput { job: u64, delta: String },
     /// RPC `bash` command number `job` finished (or could not start).
     BashDone {
         job: u64,
         outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
+    },
+    /// A line from extension number `ext`, or its end (`core/ext.rs`).
+    Ext {
+        ext: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// A line from MCP server number `server`, or its end (`core/mcp.rs`).
+    Mcp {
+        server: usize,
+        event: crate::io::child::ChildEvent,
+    },
+    /// The spawner thread started (or failed to start) an extension or MCP server process.
+    Spawned {
+        target: crate::core::plugins::Target,
+        result: Result<crate::io::child::ChildHandle, String>,
     },
 }
 
@@ -46,9 +65,14 @@ pub enum ToolEvent {
     Done(ToolResult),
 }
 
+// `Worker` carries whole assistant messages (the stream's partials and finals); boxing
+// them would touch every decoder for ~7 KiB saved on a 128-slot channel per agent.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Event {
     Input(Input),
     Control(Control),
     Worker(Worker),
+    /// A deadline of an extension, MCP server or dialog passed (`core/plugins.rs`).
+    Timer,
 }

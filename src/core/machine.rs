@@ -49,6 +49,8 @@ pub struct Startup {
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
+    /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
+    pub plugins: crate::core::plugins::PluginConfig,
 }
 
 /// Channels the machine listens on and writes to.
@@ -94,6 +96,8 @@ pub struct Machine {
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
     pub(crate) compat: Compat,
+    /// `--compat 0.87`: the rendered system prompt of the last declared sections.
+    pub(crate) prompt_cache: crate::core::system_message::PromptCache,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -145,6 +149,8 @@ pub struct Machine {
     pub(crate) generation: u64,
     /// Number of the latest tool batch.
     pub(crate) batch: u64,
+    /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
+    pub(crate) plugins: crate::core::plugins::Plugins,
 }
 
 /// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
@@ -152,7 +158,7 @@ type Reply = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.session.take_context();
+        let messages = s.compat.context(s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -187,6 +193,7 @@ impl Machine {
             overflow_recovery_attempted: false,
             generation: 0,
             batch: 0,
+            plugins: crate::core::plugins::Plugins::new(s.plugins),
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
             // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
@@ -198,13 +205,22 @@ impl Machine {
             settings: s.settings,
             partials: s.partials,
             compat: s.compat,
+            prompt_cache: Default::default(),
             model: s.model,
             thinking: s.thinking,
         }
     }
 
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
+    /// Extensions and MCP servers start first (in the background) and stop at the end.
     pub fn run(mut self) -> Exit {
+        self.start_plugins();
+        let exit = self.run_loop();
+        self.stop_plugins(matches!(exit, Exit::Signal(_)));
+        exit
+    }
+
+    fn run_loop(&mut self) -> Exit {
         loop {
             if let Some(sig) = self.exit_signal {
                 return self.shutdown_on_signal(sig);
@@ -213,9 +229,10 @@ impl Machine {
                 self.cancel_all_work();
                 return Exit::ClientGone;
             }
-            if self.input_closed && self.is_idle() {
+            if self.input_closed && self.is_idle() && !self.plugins.busy() {
                 return Exit::InputClosed;
             }
+            let timer = self.plugins.timer();
             let event = select! {
                 recv(self.control_rx) -> c => match c {
                     Ok(c) => Event::Control(c),
@@ -229,6 +246,7 @@ impl Machine {
                     Ok(w) => Event::Worker(w),
                     Err(_) => continue,
                 },
+                recv(timer) -> _ => Event::Timer,
             };
             if let Some(exit) = self.handle_event(event) {
                 return exit;
@@ -236,7 +254,7 @@ impl Machine {
         }
     }
 
-    fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
+    pub(crate) fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
         self.worker_rx.recv_deadline(deadline).ok()
     }
 
@@ -261,6 +279,7 @@ impl Machine {
             )),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
+                self.end_dialogs(); // nobody is left to answer them
                 // Nothing will read from stdin again; a closed input must not wake the loop.
                 self.input_rx = crossbeam_channel::never();
             }
@@ -278,7 +297,13 @@ impl Machine {
             Event::Worker(Worker::Tool { batch, index, event }) => self.on_tool_event(batch, index, event),
             Event::Worker(Worker::RetryDue { id }) => self.on_retry_due(id),
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
+            Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
+            Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
+            Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
+            Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
+            Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
+            Event::Timer => self.on_plugin_timer(),
         }
         None
     }
@@ -362,6 +387,9 @@ impl Machine {
 
     pub(crate) fn emit(&mut self, frame: &Frame<'_>) {
         let line = response::line(frame);
+        if !self.plugins.exts.is_empty() {
+            self.forward_event(&line);
+        }
         self.send(line);
     }
 
@@ -384,6 +412,10 @@ impl Machine {
             ));
             return;
         };
+        if obj.get("type").and_then(Value::as_str) == Some("extension_ui_response") {
+            self.on_ui_response(&obj); // unknown ids are ignored, as in the reference
+            return;
+        }
         let id = obj.get("id").cloned();
         let ty = match obj.get("type") {
             Some(Value::String(t)) => t.clone(),
@@ -411,10 +443,10 @@ impl Machine {
                 return;
             }
         };
-        if matches!(cmd, Command::ExtensionUiResponse) {
-            return; // no extensions: nothing is waiting for it (the reference ignores stale ids too)
-        }
-        let reply = self.handle_command(cmd, id.as_ref());
+        let reply = match self.before_command(&cmd, id.as_ref(), &ty) {
+            Some(r) => r,
+            None => self.handle_command(cmd, id.as_ref()),
+        };
         let line = match reply {
             Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
             Err(msg) if msg == DEFERRED => return,
@@ -445,14 +477,26 @@ impl Machine {
                     self.settle();
                     return Err(DEFERRED.to_string());
                 }
+                let manual = self
+                    .compaction
+                    .as_ref()
+                    .is_some_and(|c| c.reason == crate::core::compact::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
-                    self.settle();
+                    if !manual || self.compat.settles_after_manual_compaction() {
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.cancel_retry() {
-                    self.send(response::success(id, "abort", None));
-                    self.settle();
+                    // pi 0.87.1 answers once the run has settled (as for an aborted run).
+                    if self.compat.abort_answered_after_settle() {
+                        self.settle();
+                        self.send(response::success(id, "abort", None));
+                    } else {
+                        self.send(response::success(id, "abort", None));
+                        self.settle();
+                    }
                     return Err(DEFERRED.to_string());
                 }
                 if self.abort_run(Some(id.cloned())) {
@@ -483,8 +527,11 @@ impl Machine {
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
-            Command::Bash { command } => {
-                self.start_bash(command, id.cloned())?;
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
+                self.start_bash(command, exclude_from_context, id.cloned())?;
                 Err(DEFERRED.to_string())
             }
             Command::AbortBash => {
@@ -505,14 +552,7 @@ impl Machine {
                     None => json!({}),
                 },
             )),
-            Command::GetSessionStats => {
-                let stats = self.session.stats_for(
-                    &self.messages,
-                    self.model.as_ref().map(|m| m.context_window),
-                    self.compat,
-                );
-                Ok(Some(serde_json::to_value(stats).unwrap_or(Value::Null)))
-            }
+            Command::GetSessionStats => Ok(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
                 Ok(None)
@@ -543,7 +583,17 @@ impl Machine {
                 self.flush_session_warnings();
                 Ok(None)
             }
-            Command::GetCommands => Ok(Some(json!({ "commands": [] }))),
+            Command::GetCommands => Ok(Some(self.get_commands_data())),
+            Command::ClearQueue => Ok(Some(self.cmd_clear_queue())),
+            Command::GetAvailableThinkingLevels => Ok(Some(self.available_thinking_levels())),
+            Command::GetEntries { since } => {
+                self.cmd_get_entries(id, since.as_deref());
+                Err(DEFERRED.to_string())
+            }
+            Command::GetTree => {
+                self.cmd_get_tree(id);
+                Err(DEFERRED.to_string())
+            }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
             Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
             Command::Fork { entry_id } => self.cmd_fork(&entry_id),
@@ -579,6 +629,9 @@ impl Machine {
         id: Option<&Value>,
         command: &str,
     ) -> Reply {
+        if let Some(r) = self.try_extension_command(&input.text, id, command_name(command)) {
+            return r;
+        }
         let busy = self.run.is_some()
             || self.retry_wait.is_some()
             || self.continue_wait.is_some()
@@ -590,6 +643,12 @@ impl Machine {
             };
             self.enqueue(input, b);
             return Ok(None);
+        }
+        if self.plugins.starting() {
+            // Extensions and MCP servers are still starting: the prompt runs with their tools.
+            self.set_pending_prompt(input, id.cloned(), command_name(command));
+            self.plugins.prompt_waits_startup = true;
+            return Err(DEFERRED.to_string());
         }
         let Some(model) = self.model.clone() else {
             return Err(format!(
@@ -619,17 +678,19 @@ impl Machine {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
         });
-        self.start_run(vec![message]);
+        let mut messages = vec![message];
+        messages.extend(self.take_next_turn_messages());
+        self.start_run(messages);
         Err(DEFERRED.to_string())
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
         let q = Queued {
             text: input.text.clone(),
-            message: UserMessage {
+            message: AgentMessage::User(UserMessage {
                 content: UserContent::Blocks(input.content()),
                 timestamp: now_ms(),
-            },
+            }),
         };
         match behavior {
             StreamingBehavior::Steer => self.steering.push(q),
@@ -642,10 +703,18 @@ impl Machine {
     /// `switch_session`: the reference disconnects from the agent before aborting).
     pub(crate) fn discard_run(&mut self) {
         if let Some(mut run) = self.run.take() {
+            let mut dropped_batch = None;
             match &mut run.phase {
                 crate::core::agent::Phase::Streaming { handle, .. } => handle.cancel(),
-                crate::core::agent::Phase::Tools(b) => b.cancel.cancel(),
+                crate::core::agent::Phase::Tools(b) => {
+                    b.cancel.cancel();
+                    dropped_batch = Some(b.batch);
+                }
                 crate::core::agent::Phase::Starting => {}
+            }
+            if let Some(b) = dropped_batch {
+                self.cancel_remote_calls(b);
+                self.drop_gate(b);
             }
             self.generation += 1;
             self.batch += 1;
@@ -674,7 +743,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();
@@ -703,7 +772,14 @@ impl Machine {
     }
 
     pub(crate) fn system_prompt(&self) -> String {
-        let names: Vec<(&str, &str)> = self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        let remote = self.plugins.remote_tools();
+        let mut names: Vec<(&str, &str)> =
+            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        names.extend(
+            remote
+                .iter()
+                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
+        );
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
@@ -717,7 +793,20 @@ impl Machine {
 
     /// Record a finished message in the session (written per the session's flushing rules).
     pub(crate) fn persist_message(&mut self, m: &AgentMessage) {
-        self.session.append_message(m);
+        match m {
+            // Extensions' messages are `custom_message` entries, as the reference writes them.
+            AgentMessage::Custom(c) => {
+                self.session.append_custom_message(
+                    &c.custom_type,
+                    &c.content,
+                    c.display,
+                    c.details.clone(),
+                );
+            }
+            _ => {
+                self.session.append_message(m);
+            }
+        }
         self.flush_session_warnings();
     }
 
@@ -946,4 +1035,4 @@ fn command_name(c: &str) -> &'static str {
 const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
 
 /// Internal marker: the handler answers later (or has answered itself); no response now.
-const DEFERRED: &str = "\u{0}deferred";
+pub(crate) const DEFERRED: &str = "\u{0}deferred";

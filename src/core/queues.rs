@@ -2,14 +2,15 @@
 
 use std::collections::VecDeque;
 
-use crate::message::UserMessage;
+use crate::message::AgentMessage;
 use crate::rpc::command::QueueMode;
 
-/// A queued user message and the text shown in `queue_update`.
+/// A queued message (a user message, or an extension's custom message) and the text shown in
+/// `queue_update`.
 #[derive(Clone, Debug)]
 pub struct Queued {
     pub text: String,
-    pub message: UserMessage,
+    pub message: AgentMessage,
 }
 
 #[derive(Debug)]
@@ -52,15 +53,15 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserContent;
+    use crate::message::{UserContent, UserMessage};
 
     fn q(t: &str) -> Queued {
         Queued {
             text: t.into(),
-            message: UserMessage {
+            message: AgentMessage::User(UserMessage {
                 content: UserContent::Text(t.into()),
                 timestamp: 0,
-            },
+            }),
         }
     }
 

@@ -104,7 +104,7 @@ impl Machine {
         let (forked, text) = self.session.fork_at(entry_id)?;
         self.session = forked;
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.flush_session_warnings();
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
@@ -112,7 +112,7 @@ impl Machine {
     pub(crate) fn cmd_clone(&mut self) -> Reply {
         self.session = self.session.clone_branch();
         self.session_id = self.session.id().to_string();
-        self.messages = self.session.build_context();
+        self.messages = self.compat.context(self.session.build_context());
         self.flush_session_warnings();
         Ok(Some(json!({ "cancelled": false })))
     }

@@ -32,33 +32,49 @@ fn read_first(paths: &[PathBuf]) -> Option<String> {
     paths.iter().find_map(|p| std::fs::read_to_string(p).ok())
 }
 
+/// The candidates for `name`: the project's `.pi/<name>` (when the project is trusted, see
+/// [`crate::trust`]), then the config dir's.
+fn candidates(name: &str, cwd: &Path, agent_dir: &Path, trusted: bool) -> Vec<PathBuf> {
+    let project = trusted.then(|| cwd.join(".pi").join(name));
+    project.into_iter().chain([agent_dir.join(name)]).collect()
+}
+
 /// Custom prompt: the CLI value, else `.pi/SYSTEM.md` in cwd, else `SYSTEM.md` in the config dir.
-pub fn custom_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+pub fn custom_prompt(
+    cli: Option<&str>,
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> Option<String> {
     match cli {
         Some(v) => Some(file_or_literal(v, cwd)),
-        None => read_first(&[
-            cwd.join(".pi").join("SYSTEM.md"),
-            agent_dir.join("SYSTEM.md"),
-        ]),
+        None => read_first(&candidates("SYSTEM.md", cwd, agent_dir, trusted)),
     }
 }
 
 /// Appended text: the CLI value, else `.pi/APPEND_SYSTEM.md` in cwd, else in the config dir.
-pub fn append_prompt(cli: Option<&str>, cwd: &Path, agent_dir: &Path) -> Option<String> {
+pub fn append_prompt(
+    cli: Option<&str>,
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> Option<String> {
     match cli {
         Some(v) => Some(file_or_literal(v, cwd)),
-        None => read_first(&[
-            cwd.join(".pi").join("APPEND_SYSTEM.md"),
-            agent_dir.join("APPEND_SYSTEM.md"),
-        ]),
+        None => read_first(&candidates("APPEND_SYSTEM.md", cwd, agent_dir, trusted)),
     }
 }
 
 /// Every `--append-system-prompt` value (each a file or text) joined with blank lines, as pi
 /// joins them; without any, [`append_prompt`]'s files.
-pub fn append_prompts(cli: &[String], cwd: &Path, agent_dir: &Path) -> Option<String> {
+pub fn append_prompts(
+    cli: &[String],
+    cwd: &Path,
+    agent_dir: &Path,
+    trusted: bool,
+) -> Option<String> {
     if cli.is_empty() {
-        return append_prompt(None, cwd, agent_dir);
+        return append_prompt(None, cwd, agent_dir, trusted);
     }
     Some(
         cli.iter()

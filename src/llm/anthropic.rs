@@ -27,7 +27,13 @@ fn is_adaptive(model: &Model) -> bool {
         .any(|p| model.id.contains(p))
 }
 
-fn cache_control(model: &Model) -> Value {
+/// The cache breakpoint marker, `None` for a request that must not write the cache (pi 0.87.1's
+/// summaries: `cacheRetention: "none"`).
+fn cache_control(req: &LlmRequest) -> Option<Value> {
+    (!req.no_cache).then(|| cache_control_for(&req.model))
+}
+
+fn cache_control_for(model: &Model) -> Value {
     let long = std::env::var("PI_CACHE_RETENTION").is_ok_and(|v| v == "long");
     if long && model.base_url.contains("api.anthropic.com") {
         json!({"type": "ephemeral", "ttl": "1h"})
@@ -76,8 +82,17 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
             "true".into(),
         ),
         ("x-stainless-lang".into(), "js".into()),
-        ("x-stainless-timeout".into(), "600".into()),
+        (
+            "x-stainless-timeout".into(),
+            if req.compat.is_087() { "300" } else { "600" }.into(),
+        ),
     ];
+    // pi 0.87.1 sends its own User-Agent instead of the SDK's.
+    let sdk_agent = if req.compat.is_087() {
+        crate::llm::http::pi_user_agent()
+    } else {
+        "Anthropic/JS 0.91.1".to_string()
+    };
     if !betas.is_empty() {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
@@ -89,9 +104,9 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (Some(k), false) => {
             h.push(("x-api-key".into(), k.clone()));
-            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+            h.push(("user-agent".into(), sdk_agent));
         }
-        (None, _) => h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into())),
+        (None, _) => h.push(("user-agent".into(), sdk_agent)),
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
     h
@@ -108,13 +123,13 @@ pub fn build_body(req: &LlmRequest) -> Value {
 pub fn body_bytes(req: &LlmRequest) -> Vec<u8> {
     let model = &req.model;
     let oauth = is_oauth(req);
-    let cc = cache_control(model);
-    let rest = body_fields(req, &cc, oauth);
+    let cc = cache_control(req);
+    let rest = body_fields(req, cc.as_ref(), oauth);
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"model\":");
     put(&mut out, &model.id);
     out.extend_from_slice(b",\"messages\":");
-    write_messages(&mut out, req, &cc, oauth);
+    write_messages(&mut out, req, cc.as_ref(), oauth);
     for (k, v) in &rest {
         out.push(b',');
         put(&mut out, k);
@@ -126,7 +141,7 @@ pub fn body_bytes(req: &LlmRequest) -> Vec<u8> {
 }
 
 /// Every body field after `messages`, in the reference's order.
-fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> {
+fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
     let model = &req.model;
     let mut body = Map::new();
 
@@ -169,11 +184,15 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
     body.insert("stream".into(), json!(true));
 
     let mut system = Vec::new();
+    let block = |text: &str| match cc {
+        Some(cc) => json!({"type": "text", "text": text, "cache_control": cc}),
+        None => json!({"type": "text", "text": text}),
+    };
     if oauth {
-        system.push(json!({"type": "text", "text": CLAUDE_CODE_IDENTITY, "cache_control": cc}));
+        system.push(block(CLAUDE_CODE_IDENTITY));
     }
     if !req.system_prompt.is_empty() {
-        system.push(json!({"type": "text", "text": req.system_prompt, "cache_control": cc}));
+        system.push(block(&req.system_prompt));
     }
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
@@ -193,17 +212,26 @@ fn body_fields(req: &LlmRequest, cc: &Value, oauth: bool) -> Map<String, Value> 
                     .get("required")
                     .cloned()
                     .unwrap_or_else(|| json!([]));
+                let mut schema =
+                    json!({"type": "object", "properties": props, "required": required});
+                // The reference's shape, plus the definitions `$ref`s in the properties point at
+                // (MCP servers' schemas use them; no built-in tool has any).
+                for k in ["$defs", "definitions"] {
+                    if let Some(d) = t.parameters.get(k) {
+                        schema[k] = d.clone();
+                    }
+                }
                 json!({
                     "name": wire_tool_name(&t.name, oauth),
                     "description": t.description,
                     "eager_input_streaming": true,
-                    "input_schema": {"type": "object", "properties": props, "required": required},
+                    "input_schema": schema,
                 })
             })
             .collect::<Vec<Value>>();
         let mut tools = tools;
         // The reference also marks the end of the tool list as a cache breakpoint.
-        if let Some(Value::Object(last)) = tools.last_mut() {
+        if let (Some(Value::Object(last)), Some(cc)) = (tools.last_mut(), cc) {
             last.insert("cache_control".into(), cc.clone());
         }
         body.insert("tools".into(), Value::Array(tools));
@@ -357,7 +385,7 @@ fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>
 
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
-fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) {
+fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
@@ -371,11 +399,11 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: &Value, oauth: bool) 
         }
         let last = n + 1 == planned.len();
         // The cache breakpoint goes on the last block of the last message when it is the user's.
-        let cc_at = |k: usize, len: usize| (last && k + 1 == len).then_some(cc);
+        let cc_at = |k: usize, len: usize| cc.filter(|_| last && k + 1 == len);
         match m {
             Planned::UserText(s) if last => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                put_text_block(out, s, Some(cc));
+                put_text_block(out, s, cc);
                 out.extend_from_slice(b"]}");
             }
             Planned::UserText(s) => {
@@ -578,6 +606,13 @@ impl stream::Decoder for Decoder {
                     cache_write: usage_field(u, "cache_creation_input_tokens").unwrap_or(0),
                     ..Default::default()
                 };
+                if b.compat.is_087() {
+                    usage.cache_write_1h = Some(
+                        u.pointer("/cache_creation/ephemeral_1h_input_tokens")
+                            .and_then(Value::as_u64)
+                            .unwrap_or(0),
+                    );
+                }
                 usage.total_tokens =
                     usage.input + usage.output + usage.cache_read + usage.cache_write;
                 b.set_usage(usage, out);
@@ -636,6 +671,9 @@ impl stream::Decoder for Decoder {
             }
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    if b.compat.is_087() {
+                        b.msg.raw_stop_reason = Some(r.to_string());
+                    }
                     match map_stop(r) {
                         Ok(s) => self.stop = Some(s),
                         Err(e) => {
@@ -657,6 +695,13 @@ impl stream::Decoder for Decoder {
                     }
                     if let Some(x) = usage_field(u, "cache_creation_input_tokens") {
                         usage.cache_write = x;
+                    }
+                    if let Some(x) = u
+                        .pointer("/output_tokens_details/thinking_tokens")
+                        .and_then(Value::as_u64)
+                        .filter(|_| b.compat.is_087())
+                    {
+                        usage.reasoning = Some(x);
                     }
                     usage.total_tokens =
                         usage.input + usage.output + usage.cache_read + usage.cache_write;

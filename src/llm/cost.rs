@@ -24,6 +24,25 @@ pub fn apply(prices: &ModelCost, usage: &mut Usage) {
     usage.cost = calculate(prices, usage);
 }
 
+/// pi 0.87.1's `calculateCost`: cache writes priced as `(cacheWrite · short + input · 2 · 1h) /
+/// 1e6` (1-hour writes cost twice the input price; the operation order changes the floats).
+pub fn calculate_087(prices: &ModelCost, usage: &Usage) -> Cost {
+    let long = usage.cache_write_1h.unwrap_or(0).min(usage.cache_write);
+    let short = usage.cache_write - long;
+    let input = prices.input / 1_000_000.0 * usage.input as f64;
+    let output = prices.output / 1_000_000.0 * usage.output as f64;
+    let cache_read = prices.cache_read / 1_000_000.0 * usage.cache_read as f64;
+    let cache_write =
+        (prices.cache_write * short as f64 + prices.input * 2.0 * long as f64) / 1_000_000.0;
+    Cost {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total: input + output + cache_read + cache_write,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

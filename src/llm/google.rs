@@ -285,6 +285,9 @@ impl stream::Decoder for Decoder {
             .and_then(|c| c.get("finishReason"))
             .and_then(Value::as_str)
         {
+            if b.compat.is_087() {
+                b.msg.raw_stop_reason = Some(r.to_string());
+            }
             self.finish = Some(match r {
                 "STOP" => StopReason::Stop,
                 "MAX_TOKENS" => StopReason::Length,
@@ -301,6 +304,7 @@ impl stream::Decoder for Decoder {
                 cache_read: cached,
                 cache_write: 0,
                 total_tokens: n("totalTokenCount"),
+                reasoning: b.compat.is_087().then(|| n("thoughtsTokenCount")),
                 ..Default::default()
             };
             b.set_usage(usage, out);

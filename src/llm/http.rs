@@ -185,6 +185,26 @@ fn load_pem_file(path: &Path, out: &mut Vec<ureq::tls::Certificate<'static>>) {
     }
 }
 
+/// pi 0.87.1's `User-Agent`: `pi (<platform> <kernel release>; <arch>)` in Node's words
+/// (`linux`, `darwin`; `x64`, `arm64`).
+pub fn pi_user_agent() -> String {
+    let platform = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        other => other,
+    };
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!("pi ({platform} {release}; {arch})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

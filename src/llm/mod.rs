@@ -125,6 +125,10 @@ pub struct LlmRequest {
     pub timeouts: Timeouts,
     /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
+    /// The pi version whose request pith imitates (headers, tool schemas).
+    pub compat: crate::compat::Compat,
+    /// Write no prompt-cache breakpoints (pi 0.87.1's summary requests).
+    pub no_cache: bool,
 }
 
 #[derive(Clone, Copy, Debug)]

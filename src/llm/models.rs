@@ -90,7 +90,7 @@ pub fn supported_thinking_levels(
         .filter(|&level| match map.and_then(|m| m.get(level)) {
             Some(None) => false,
             Some(Some(_)) => true,
-            None => level != ThinkingLevel::Xhigh,
+            None => !matches!(level, ThinkingLevel::Xhigh | ThinkingLevel::Max),
         })
         .collect()
 }

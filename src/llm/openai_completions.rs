@@ -111,9 +111,14 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     let mut h: Vec<(String, String)> = vec![
         ("accept".into(), "application/json".into()),
         ("content-type".into(), "application/json".into()),
-        ("user-agent".into(), "OpenAI/JS 6.26.0".into()),
-        ("x-stainless-lang".into(), "js".into()),
     ];
+    if req.compat.is_087() {
+        h.push(("user-agent".into(), crate::llm::http::pi_user_agent()));
+        h.push(("x-stainless-timeout".into(), "300".into()));
+    } else {
+        h.push(("user-agent".into(), "OpenAI/JS 6.26.0".into()));
+    }
+    h.push(("x-stainless-lang".into(), "js".into()));
     if let Some(k) = &req.api_key {
         h.push(("authorization".into(), format!("Bearer {k}")));
     }
@@ -158,7 +163,18 @@ pub fn build_body(req: &LlmRequest) -> Value {
                 f.insert("name".into(), json!(t.name));
                 f.insert("description".into(), json!(t.description));
                 f.insert("parameters".into(), t.parameters.clone());
-                if c.supports_strict_mode {
+                // pi 0.87.1 assumes no strict mode unless the model's compat says so.
+                let strict = if req.compat.is_087() {
+                    model
+                        .compat
+                        .as_ref()
+                        .and_then(|m| m.get("supportsStrictMode"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                } else {
+                    c.supports_strict_mode
+                };
+                if strict {
                     f.insert("strict".into(), json!(false));
                 }
                 json!({"type": "function", "function": f})
@@ -460,19 +476,26 @@ impl stream::Decoder for Decoder {
             let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             let cached = n("/prompt_tokens_details/cached_tokens");
             let input = n("/prompt_tokens").saturating_sub(cached);
-            let output = n("/completion_tokens") + n("/completion_tokens_details/reasoning_tokens");
+            let reasoning = n("/completion_tokens_details/reasoning_tokens");
+            // pi 0.87.1: completion_tokens already counts reasoning, which is reported apart.
+            let v087 = b.compat.is_087();
+            let output = n("/completion_tokens") + if v087 { 0 } else { reasoning };
             let usage = Usage {
                 input,
                 output,
                 cache_read: cached,
                 cache_write: 0,
                 total_tokens: input + output + cached,
+                reasoning: v087.then_some(reasoning),
                 ..Default::default()
             };
             b.set_usage(usage, out);
         }
         let Some(choice) = choice else { return };
         if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
+            if b.compat.is_087() {
+                b.msg.raw_stop_reason = Some(r.to_string());
+            }
             match map_finish(r) {
                 Ok(s) => self.finish = Some(s),
                 Err(e) => {

@@ -273,14 +273,27 @@ impl stream::Decoder for Decoder {
                 let r = &v["response"];
                 let n = |p: &str| r.pointer(p).and_then(Value::as_u64).unwrap_or(0);
                 let cached = n("/usage/input_tokens_details/cached_tokens");
+                let v087 = b.compat.is_087();
                 let usage = Usage {
                     input: n("/usage/input_tokens").saturating_sub(cached),
                     output: n("/usage/output_tokens"),
                     cache_read: cached,
                     cache_write: 0,
                     total_tokens: n("/usage/total_tokens"),
+                    reasoning: v087.then(|| n("/usage/output_tokens_details/reasoning_tokens")),
                     ..Default::default()
                 };
+                if let (true, Some(status)) = (v087, r.get("status").and_then(Value::as_str)) {
+                    b.msg.raw_stop_reason = Some(
+                        match r
+                            .pointer("/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                        {
+                            Some(why) => format!("{status}.{why}"),
+                            None => status.to_string(),
+                        },
+                    );
+                }
                 let mut events = Vec::new();
                 b.set_usage(usage, &mut events);
                 let tier = r.get("service_tier").and_then(Value::as_str);

@@ -108,6 +108,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         return;
     };
     let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
+    builder.compat = req.compat;
     let mut out = Vec::new();
     match api.prepare(&req) {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
@@ -645,6 +646,9 @@ pub struct Builder {
     args: Vec<String>,
     /// The request's API key: blanked out of error messages (a proxy may echo it back).
     secret: Option<String>,
+    /// The pi version whose message shapes the decoders produce: pi 0.87.1 adds
+    /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`.
+    pub compat: crate::compat::Compat,
 }
 
 impl Builder {
@@ -656,6 +660,7 @@ impl Builder {
             finished: false,
             args: Vec::new(),
             secret: None,
+            compat: Default::default(),
         }
     }
 
@@ -797,7 +802,11 @@ impl Builder {
 
     /// Replace the usage (cost recomputed) and report it.
     pub fn set_usage(&mut self, mut usage: Usage, out: &mut Vec<StreamEvent>) {
-        crate::llm::cost::apply(&self.prices, &mut usage);
+        usage.cost = if self.compat.is_087() {
+            crate::llm::cost::calculate_087(&self.prices, &usage)
+        } else {
+            crate::llm::cost::calculate(&self.prices, &usage)
+        };
         self.msg.usage = usage;
         if self.started {
             out.push(StreamEvent::Meta {

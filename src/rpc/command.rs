@@ -105,6 +105,8 @@ pub enum Command {
     AbortRetry,
     Bash {
         command: String,
+        /// pi 0.77: recorded, but left out of the LLM context.
+        exclude_from_context: bool,
     },
     AbortBash,
     GetSessionStats,
@@ -125,6 +127,16 @@ pub enum Command {
     GetLastAssistantText,
     SetSessionName(String),
     GetCommands,
+    /// pi 0.84: empty both queues, answer what they held.
+    ClearQueue,
+    /// pi 0.81: the current model's thinking levels.
+    GetAvailableThinkingLevels,
+    /// pi 0.79: the session's entries (after `since`) and the leaf.
+    GetEntries {
+        since: Option<String>,
+    },
+    /// pi 0.79: the session's entries as a tree.
+    GetTree,
     /// A reply to an extension UI request; pith loads no extensions, so it is ignored silently.
     ExtensionUiResponse,
 }
@@ -165,6 +177,10 @@ pub const COMMAND_NAMES: &[&str] = &[
     "set_session_name",
     "get_commands",
     "extension_ui_response",
+    "clear_queue",
+    "get_available_thinking_levels",
+    "get_entries",
+    "get_tree",
 ];
 
 /// Why a command could not be decoded.
@@ -455,6 +471,10 @@ pub fn decode(command: &str, obj: &Map<String, Value>) -> Result<Command, Decode
         "abort_retry" => Command::AbortRetry,
         "bash" => Command::Bash {
             command: f.string("command")?,
+            exclude_from_context: match f.get("excludeFromContext") {
+                None => false,
+                Some(_) => f.boolean("excludeFromContext")?,
+            },
         },
         "abort_bash" => Command::AbortBash,
         "get_session_stats" => Command::GetSessionStats,
@@ -473,6 +493,12 @@ pub fn decode(command: &str, obj: &Map<String, Value>) -> Result<Command, Decode
         "set_session_name" => Command::SetSessionName(f.string("name")?),
         "get_commands" => Command::GetCommands,
         "extension_ui_response" => Command::ExtensionUiResponse,
+        "clear_queue" => Command::ClearQueue,
+        "get_available_thinking_levels" => Command::GetAvailableThinkingLevels,
+        "get_entries" => Command::GetEntries {
+            since: f.opt_string("since")?,
+        },
+        "get_tree" => Command::GetTree,
         _ => return Err(DecodeError::Unknown),
     })
 }

@@ -17,6 +17,9 @@ pub enum Event<'a> {
     AgentStart,
     AgentEnd {
         messages: &'a [AgentMessage],
+        /// pi 0.87.1 only: an auto-retry follows this run.
+        #[serde(rename = "willRetry", skip_serializing_if = "Option::is_none")]
+        will_retry: Option<bool>,
     },
     TurnStart,
     TurnEnd {
@@ -109,6 +112,32 @@ pub enum Event<'a> {
     },
     /// pith's addition: the agent is idle and nothing (retry, compaction, queued message) is pending.
     AgentSettled,
+    /// pi 0.87.1: a chunk of the RPC `bash` command's output (`id` of the command, when it had one).
+    BashExecutionUpdate {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Value>,
+        delta: &'a str,
+    },
+    /// pi 0.87.1: a session entry was appended outside a message (`context_edit` after a retry).
+    EntryAppended {
+        entry: &'a Value,
+    },
+    /// pi 0.87.1: a summary request (compaction, branch summary) failed and is retried.
+    SummarizationRetryScheduled {
+        attempt: u32,
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        #[serde(rename = "errorMessage")]
+        error_message: &'a str,
+    },
+    SummarizationRetryAttemptStart {
+        source: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
+    SummarizationRetryFinished,
     /// pith's addition: writing the session file failed (once per series of failures); the
     /// unsaved entries are kept in memory and written with the next successful write.
     SessionWriteError {
@@ -144,18 +173,29 @@ pub enum UpdateKind<'a> {
     ThinkingStart,
     ThinkingDelta(&'a str),
     ThinkingEnd(&'a str),
-    ToolCallStart,
+    /// `id` and `toolName` are written under `--compat 0.87` only.
+    ToolCallStart {
+        id: &'a str,
+        name: &'a str,
+    },
     ToolCallDelta(&'a str),
     ToolCallEnd(&'a ToolCall),
 }
 
-/// Serialise one `message_update` line. `snapshot`: the partial message (and its incremental
-/// encoder) to write as `partial` and `message`; `None` with `--rpc-partials none`.
-pub fn message_update(
-    kind: &UpdateKind<'_>,
-    index: usize,
-    snapshot: Option<(&mut PartialEncoder, &AssistantMessage)>,
-) -> Vec<u8> {
+/// What a `message_update` carries besides its delta.
+pub enum UpdateBody<'a> {
+    /// pi 0.73.1: the partial message (and its incremental encoder) as `partial` and `message`.
+    Snapshot(&'a mut PartialEncoder, &'a AssistantMessage),
+    /// `--rpc-partials none` under 0.73: the delta only.
+    Lean,
+    /// pi 0.87.1: delta-only, with the live cumulative `usage` (its JSON, serialised once per
+    /// usage change rather than per delta); `toolcall_start` names its call.
+    Live { usage_json: &'a [u8] },
+}
+
+/// Serialise one `message_update` line.
+pub fn message_update(kind: &UpdateKind<'_>, index: usize, body: UpdateBody<'_>) -> Vec<u8> {
+    let live = matches!(body, UpdateBody::Live { .. });
     let (name, extra): (&str, Option<(&str, String)>) = match kind {
         UpdateKind::TextStart => ("text_start", None),
         UpdateKind::TextDelta(d) => ("text_delta", Some(("delta", json_str(d)))),
@@ -163,18 +203,33 @@ pub fn message_update(
         UpdateKind::ThinkingStart => ("thinking_start", None),
         UpdateKind::ThinkingDelta(d) => ("thinking_delta", Some(("delta", json_str(d)))),
         UpdateKind::ThinkingEnd(c) => ("thinking_end", Some(("content", json_str(c)))),
-        UpdateKind::ToolCallStart => ("toolcall_start", None),
+        UpdateKind::ToolCallStart { id, name } if live => (
+            "toolcall_start",
+            Some((
+                "id",
+                format!("{},\"toolName\":{}", json_str(id), json_str(name)),
+            )),
+        ),
+        UpdateKind::ToolCallStart { .. } => ("toolcall_start", None),
         UpdateKind::ToolCallDelta(d) => ("toolcall_delta", Some(("delta", json_str(d)))),
         UpdateKind::ToolCallEnd(t) => ("toolcall_end", Some(("toolCall", tool_call_json(t)))),
     };
-    let snap: &[u8] = match snapshot {
-        Some((encoder, partial)) => encoder.snapshot(partial),
-        None => &[],
+    let (snap, usage): (&[u8], &[u8]) = match body {
+        UpdateBody::Snapshot(encoder, partial) => (encoder.snapshot(partial), &[]),
+        UpdateBody::Lean => (&[], &[]),
+        UpdateBody::Live { usage_json } => (&[], usage_json),
     };
     let extra_len = extra.as_ref().map_or(0, |(k, v)| k.len() + v.len() + 4);
     // Exact size: frames wait in a bounded queue, and slack would multiply by its length.
-    let mut out = Vec::with_capacity(96 + name.len() + extra_len + 2 * snap.len());
-    out.extend_from_slice(b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"");
+    let mut out =
+        Vec::with_capacity(96 + name.len() + extra_len + 2 * snap.len() + usage.len() + 9);
+    out.extend_from_slice(b"{\"type\":\"message_update\",");
+    if !usage.is_empty() {
+        out.extend_from_slice(b"\"usage\":");
+        out.extend_from_slice(usage);
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"assistantMessageEvent\":{\"type\":\"");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\",\"contentIndex\":");
     out.extend_from_slice(index.to_string().as_bytes());
@@ -230,7 +285,7 @@ mod tests {
         let full = String::from_utf8(message_update(
             &UpdateKind::TextDelta("Hi"),
             0,
-            Some((&mut enc, &m)),
+            UpdateBody::Snapshot(&mut enc, &m),
         ))
         .unwrap();
         let v: Value = serde_json::from_str(&full).unwrap();
@@ -238,11 +293,36 @@ mod tests {
         assert_eq!(v["assistantMessageEvent"]["partial"], v["message"]);
         assert_eq!(v["message"]["role"], "assistant");
         assert_eq!(v["message"]["content"][0]["text"], "Hi");
-        let lean =
-            String::from_utf8(message_update(&UpdateKind::TextDelta("Hi"), 0, None)).unwrap();
+        let lean = String::from_utf8(message_update(
+            &UpdateKind::TextDelta("Hi"),
+            0,
+            UpdateBody::Lean,
+        ))
+        .unwrap();
         assert_eq!(
             lean,
             "{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"text_delta\",\"contentIndex\":0,\"delta\":\"Hi\"}}\n"
+        );
+        let start = UpdateKind::ToolCallStart {
+            id: "t1",
+            name: "bash",
+        };
+        let old = String::from_utf8(message_update(&start, 2, UpdateBody::Lean)).unwrap();
+        assert_eq!(
+            old,
+            "{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"toolcall_start\",\"contentIndex\":2}}\n"
+        );
+        let live = String::from_utf8(message_update(
+            &start,
+            2,
+            UpdateBody::Live {
+                usage_json: b"{\"input\":1}",
+            },
+        ))
+        .unwrap();
+        assert_eq!(
+            live,
+            "{\"type\":\"message_update\",\"usage\":{\"input\":1},\"assistantMessageEvent\":{\"type\":\"toolcall_start\",\"contentIndex\":2,\"id\":\"t1\",\"toolName\":\"bash\"}}\n"
         );
     }
 

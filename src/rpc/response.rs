@@ -32,6 +32,25 @@ pub fn success(id: Option<&Value>, command: &str, data: Option<&Value>) -> Vec<u
     })
 }
 
+/// A success line whose `data` is already serialised JSON (large data spliced, not rebuilt).
+pub fn success_raw(id: Option<&Value>, command: &str, data: &[u8]) -> Vec<u8> {
+    let mut head = line(&Envelope {
+        id,
+        ty: "response",
+        command: Some(command),
+        success: true,
+        data: None,
+        error: None,
+    });
+    // `…,"success":true}\n` → `…,"success":true,"data":<data>}\n`
+    head.truncate(head.len().saturating_sub(2));
+    head.reserve_exact(data.len() + 10);
+    head.extend_from_slice(b",\"data\":");
+    head.extend_from_slice(data);
+    head.extend_from_slice(b"}\n");
+    head
+}
+
 pub fn error(id: Option<&Value>, command: Option<&str>, message: &str) -> Vec<u8> {
     line(&Envelope {
         id,
@@ -77,6 +96,10 @@ mod tests {
         assert_eq!(
             String::from_utf8(success(None, "cycle_model", Some(&Value::Null))).unwrap(),
             "{\"type\":\"response\",\"command\":\"cycle_model\",\"success\":true,\"data\":null}\n"
+        );
+        assert_eq!(
+            String::from_utf8(success_raw(Some(&id), "get_tree", b"{\"tree\":[]}")).unwrap(),
+            "{\"id\":42,\"type\":\"response\",\"command\":\"get_tree\",\"success\":true,\"data\":{\"tree\":[]}}\n"
         );
         assert_eq!(
             String::from_utf8(error(None, Some("parse"), "bad")).unwrap(),

@@ -209,6 +209,8 @@ fn render_message(m: &AgentMessage, h: &mut String) {
             h.push_str("</section>\n");
         }
         AgentMessage::Assistant(a) => render_assistant(a, h),
+        // The system prompt (pi 0.87.1 transcripts) is not part of the conversation shown.
+        AgentMessage::System(_) => {}
         AgentMessage::ToolResult(r) => {
             let class = if r.is_error {
                 "tool-result error"

@@ -21,6 +21,7 @@ pub mod entry;
 pub mod export_html;
 pub mod ids;
 pub mod line;
+pub mod projection;
 pub mod repair;
 pub mod store;
 pub mod tree;
@@ -141,6 +142,25 @@ impl Session {
             notices: Vec::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// A new empty session with a chosen id (`--session-id`); its file is
+    /// `<session_dir>/<timestamp>_<id>.jsonl`.
+    pub fn with_id(cwd: &str, session_dir: Option<PathBuf>, id: &str) -> Session {
+        let mut s = Session::new(cwd, session_dir, None);
+        s.id = id.to_string();
+        s.header.insert("id".into(), Value::String(id.into()));
+        let timestamp = s
+            .header
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        s.file = s
+            .session_dir
+            .as_ref()
+            .map(|d| d.join(store::session_file_name(&timestamp, id)));
+        s
     }
 
     /// Load a session file. Unparsable lines (e.g. a last line cut by a crash) are dropped with a
@@ -370,6 +390,11 @@ impl Session {
         self.entries.push(entry);
         self.leaf = Some(index);
         index
+    }
+
+    /// The index of entry `i`'s parent (`None` at a root or a missing parent).
+    pub fn parent_index(&self, i: usize) -> Option<usize> {
+        self.parent_of(i)
     }
 
     /// The index of entry `i`'s parent.
@@ -611,6 +636,49 @@ impl Session {
         self.append_raw(raw)
     }
 
+    /// pi 0.87.1's `compaction` entry: also the summary requests' `usage` and the system prompt
+    /// checkpoint (`systemMessage`, stamped with the entry's time) that replaces the system
+    /// messages of the summarized part. `checkpoint` gets the entry's timestamp in Unix ms.
+    pub fn append_compaction_087(
+        &mut self,
+        summary: &str,
+        first_kept_entry_id: &str,
+        tokens_before: u64,
+        details: Option<Value>,
+        usage: Option<Value>,
+        checkpoint: impl FnOnce(u64) -> Option<Value>,
+    ) -> String {
+        let new = self.new_entry();
+        let ms = ids::parse_iso_ms(&new.timestamp).unwrap_or(0);
+        let raw = new.standard(
+            "compaction",
+            vec![
+                ("summary", Some(summary.into())),
+                ("firstKeptEntryId", Some(first_kept_entry_id.into())),
+                ("tokensBefore", Some(tokens_before.into())),
+                ("details", details),
+                ("usage", usage),
+                ("fromHook", Some(Value::Bool(false))),
+                ("systemMessage", checkpoint(ms)),
+            ],
+        );
+        self.append_raw(raw)
+    }
+
+    /// pi 0.87.1's `context_edit`: `target_id`'s messages leave the context (`replacement:
+    /// null`). Returns the entry as written (for `entry_appended`).
+    pub fn append_context_edit(&mut self, target_id: &str) -> Option<Value> {
+        let raw = self.new_entry().standard(
+            "context_edit",
+            vec![
+                ("targetId", Some(target_id.into())),
+                ("replacement", Some(Value::Null)),
+            ],
+        );
+        let id = self.append_raw(raw);
+        self.entry(&id).map(|e| Value::Object(e.raw().clone()))
+    }
+
     /// A `custom` entry (extension state, not in the context).
     pub fn append_custom(&mut self, custom_type: &str, data: Option<Value>) -> String {
         let raw = self.new_entry().fields_first(
@@ -723,9 +791,8 @@ impl Session {
         let plan = tree::context_plan(&self.entries, &self.path());
         let mut messages: Vec<AgentMessage> = plan
             .compaction
-            .and_then(|c| tree::compaction_summary(&self.entries[c]))
-            .into_iter()
-            .collect();
+            .map(|c| tree::compaction_messages(&self.entries[c]))
+            .unwrap_or_default();
         messages.reserve(plan.entries.len());
         for i in plan.entries {
             if let Some(m) = self.entries[i].take_context_message() {

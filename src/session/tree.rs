@@ -88,9 +88,11 @@ fn compaction_plan(entries: &[Entry], path: &[usize]) -> ContextPlan {
         .iter()
         .rposition(|&i| matches!(entries[i].kind(), EntryKind::Compaction { .. }));
     let Some(cpos) = compaction_pos else {
+        let mut all = path.to_vec();
+        drop_edited(entries, &mut all);
         return ContextPlan {
             compaction: None,
-            entries: path.to_vec(),
+            entries: all,
         };
     };
     let EntryKind::Compaction {
@@ -106,11 +108,45 @@ fn compaction_plan(entries: &[Entry], path: &[usize]) -> ContextPlan {
     let first_kept = path[..cpos]
         .iter()
         .position(|&i| entries[i].id() == first_kept_entry_id);
-    let mut kept: Vec<usize> = first_kept.map_or_else(Vec::new, |start| path[start..cpos].to_vec());
+    // System messages before the compaction are replaced by its checkpoint (pi 0.87.1).
+    let mut kept: Vec<usize> = first_kept.map_or_else(Vec::new, |start| {
+        path[start..cpos]
+            .iter()
+            .copied()
+            .filter(|&i| !is_system_message(&entries[i]))
+            .collect()
+    });
     kept.extend_from_slice(&path[cpos + 1..]);
+    drop_edited(entries, &mut kept);
     ContextPlan {
         compaction: Some(path[cpos]),
         entries: kept,
+    }
+}
+
+fn is_system_message(e: &Entry) -> bool {
+    matches!(e.kind(), EntryKind::Message { role, .. } if role == "system")
+}
+
+/// pi 0.87.1's `context_edit` entries with `replacement: null` take their target out of the
+/// context (a failed attempt before an auto-retry); the target stays in the file.
+fn drop_edited(entries: &[Entry], plan: &mut Vec<usize>) {
+    let targets: Vec<String> = plan
+        .iter()
+        .filter(|&&i| entries[i].entry_type() == "context_edit")
+        .filter_map(|&i| {
+            let raw = entries[i].raw();
+            match raw.get("replacement") {
+                None | Some(serde_json::Value::Null) => raw
+                    .get("targetId")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string),
+                Some(_) => None,
+            }
+        })
+        .collect();
+    if !targets.is_empty() {
+        plan.retain(|&i| !targets.iter().any(|t| t == entries[i].id()));
     }
 }
 
@@ -130,14 +166,30 @@ pub fn compaction_summary(entry: &Entry) -> Option<AgentMessage> {
     }
 }
 
+/// What a compaction entry puts at the start of the context: its system checkpoint (pi 0.87.1's
+/// `systemMessage`, when it has one), then its summary.
+pub fn compaction_messages(entry: &Entry) -> Vec<AgentMessage> {
+    let checkpoint = (entry.line().contains("\"systemMessage\""))
+        .then(|| entry.raw().get("systemMessage").cloned())
+        .flatten()
+        .and_then(|v| serde_json::from_value::<crate::message::SystemMessage>(v).ok())
+        .map(|mut m| {
+            m.checkpoint = true;
+            AgentMessage::System(m)
+        });
+    checkpoint
+        .into_iter()
+        .chain(compaction_summary(entry))
+        .collect()
+}
+
 /// The context messages of a branch (spec 11.4).
 pub fn build_context(entries: &[Entry], path: &[usize]) -> Vec<AgentMessage> {
     let plan = context_plan(entries, path);
     let mut messages: Vec<AgentMessage> = plan
         .compaction
-        .and_then(|c| compaction_summary(&entries[c]))
-        .into_iter()
-        .collect();
+        .map(|c| compaction_messages(&entries[c]))
+        .unwrap_or_default();
     messages.extend(
         plan.entries
             .iter()
@@ -455,7 +507,7 @@ pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
     }
 }
 
-fn js_len(s: &str) -> u64 {
+pub(crate) fn js_len(s: &str) -> u64 {
     s.encode_utf16().count() as u64
 }
 
@@ -468,6 +520,27 @@ fn blocks_chars(blocks: &[Content]) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// A system message's size as pi 0.87.1 estimates it: its text, every section's text and the
+/// tool declarations as JSON.
+fn system_chars(m: &crate::message::SystemMessage) -> u64 {
+    let content = match &m.content {
+        UserContent::Text(s) => js_len(s),
+        UserContent::Blocks(b) => blocks_chars(b),
+    };
+    let sections: u64 = m
+        .sections
+        .iter()
+        .flat_map(|s| s.values())
+        .filter_map(|v| v.as_str())
+        .map(js_len)
+        .sum();
+    let tools = m
+        .tools_added
+        .as_ref()
+        .map_or(0, |t| js_len(&serde_json::to_string(t).unwrap_or_default()));
+    content + sections + tools
 }
 
 /// `estimateTokens` (spec 10.2): characters / 4, rounded up.
@@ -504,6 +577,7 @@ pub fn estimate_tokens(m: &AgentMessage) -> u64 {
         AgentMessage::BashExecution(b) => js_len(&b.command) + js_len(&b.output),
         AgentMessage::BranchSummary(b) => js_len(&b.summary),
         AgentMessage::CompactionSummary(c) => js_len(&c.summary),
+        AgentMessage::System(sm) => system_chars(sm),
     };
     chars.div_ceil(4)
 }

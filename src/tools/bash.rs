@@ -72,6 +72,9 @@ impl Tool for BashTool {
             timeout: timeout.map(Duration::from_secs_f64),
             sanitize: false,
             path_prepend: None,
+            env: &ctx.env,
+            on_text: None,
+            line_counting: Default::default(),
         };
         let outcome = run_command(&spec, UPDATE_THROTTLE, &mut |snap| {
             let mut details = Map::new();

@@ -93,6 +93,8 @@ impl Tool for EditTool {
             edits.len()
         ));
         let mut details = json!({"diff": diff});
+        // pi 0.87.1 adds a standard unified patch (dropped again under `--compat 0.73`).
+        details["patch"] = json!(unified_patch(path, &base, &new_content, 4));
         if let Some(line) = first_changed {
             details["firstChangedLine"] = json!(line);
         }
@@ -393,6 +395,107 @@ fn diff_parts<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(Kind, Vec<&'a str>)> {
     parts
 }
 
+/// pi 0.87.1's `details.patch`: jsdiff's `createTwoFilesPatch(path, path, old, new)` with
+/// `context` lines and file headers only (`--- path`, `+++ path`, hunks, `\ No newline at end
+/// of file` where a side lacks its final newline).
+pub fn unified_patch(path: &str, old: &str, new: &str, context: usize) -> String {
+    let a = line_tokens(old);
+    let b = line_tokens(new);
+    let parts = diff_parts(&a, &b);
+    struct Hunk {
+        old_start: usize,
+        old_lines: usize,
+        new_start: usize,
+        new_lines: usize,
+        lines: Vec<String>,
+    }
+    let mut hunks: Vec<Hunk> = Vec::new();
+    let (mut old_start, mut new_start) = (0usize, 0usize);
+    let mut cur: Vec<String> = Vec::new();
+    let (mut old_line, mut new_line) = (1usize, 1usize);
+    let n = parts.len();
+    for (i, (kind, lines)) in parts.iter().enumerate() {
+        if *kind != Kind::Same {
+            if old_start == 0 {
+                old_start = old_line;
+                new_start = new_line;
+                if i > 0 {
+                    let prev = &parts[i - 1].1;
+                    cur = prev[prev.len().saturating_sub(context)..]
+                        .iter()
+                        .map(|l| format!(" {l}"))
+                        .collect();
+                    old_start -= cur.len();
+                    new_start -= cur.len();
+                }
+            }
+            let sign = if *kind == Kind::Added { '+' } else { '-' };
+            cur.extend(lines.iter().map(|l| format!("{sign}{l}")));
+            if *kind == Kind::Added {
+                new_line += lines.len();
+            } else {
+                old_line += lines.len();
+            }
+        } else {
+            if old_start != 0 {
+                // jsdiff appends an empty part: the last real part is at n - 1.
+                if lines.len() <= context * 2 && i + 1 < n {
+                    cur.extend(lines.iter().map(|l| format!(" {l}")));
+                } else {
+                    let size = lines.len().min(context);
+                    cur.extend(lines[..size].iter().map(|l| format!(" {l}")));
+                    hunks.push(Hunk {
+                        old_start,
+                        old_lines: old_line - old_start + size,
+                        new_start,
+                        new_lines: new_line - new_start + size,
+                        lines: std::mem::take(&mut cur),
+                    });
+                    old_start = 0;
+                    new_start = 0;
+                }
+            }
+            old_line += lines.len();
+            new_line += lines.len();
+        }
+    }
+    if old_start != 0 {
+        hunks.push(Hunk {
+            old_start,
+            old_lines: old_line - old_start,
+            new_start,
+            new_lines: new_line - new_start,
+            lines: cur,
+        });
+    }
+    let mut out = format!("--- {path}\n+++ {path}\n");
+    for mut h in hunks {
+        if h.old_lines == 0 {
+            h.old_start = h.old_start.saturating_sub(1);
+        }
+        if h.new_lines == 0 {
+            h.new_start = h.new_start.saturating_sub(1);
+        }
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            h.old_start, h.old_lines, h.new_start, h.new_lines
+        ));
+        for l in &h.lines {
+            match l.strip_suffix('\n') {
+                Some(body) => {
+                    out.push_str(body);
+                    out.push('\n');
+                }
+                None => {
+                    out.push_str(l);
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The reference's `generateDiffString`: numbered lines (`+N`, `-N`, ` N`), `context` lines of
 /// context around changes, ` ...` for skipped runs. Returns the first changed line (new file).
 pub fn diff_string(old: &str, new: &str, context: usize) -> (String, Option<usize>) {
@@ -482,6 +585,34 @@ mod tests {
         let (d, first) = diff_string("alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n", 4);
         assert_eq!(d, " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma");
         assert_eq!(first, Some(2));
+    }
+
+    #[test]
+    fn unified_patch_like_jsdiff() {
+        assert_eq!(
+            unified_patch(
+                "notes.txt",
+                "alpha\nbeta\ngamma\n",
+                "alpha\nBETA\ngamma\n",
+                4
+            ),
+            "--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n"
+        );
+        // No final newline on either side.
+        assert_eq!(
+            unified_patch("f", "a\nb", "a\nc", 4),
+            "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+        );
+        // Two changes far apart: two hunks with 4 lines of context each.
+        let old: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+        let new = old.replace("l2\n", "L2\n").replace("l19\n", "L19\n");
+        let p = unified_patch("f", &old, &new, 4);
+        assert!(
+            p.starts_with("--- f\n+++ f\n@@ -1,6 +1,6 @@\n l1\n-l2\n+L2\n l3\n"),
+            "{p}"
+        );
+        assert!(p.contains("@@ -15,6 +15,6 @@\n l15\n"), "{p}");
+        assert!(p.ends_with("+L19\n l20\n"), "{p}");
     }
 
     #[test]

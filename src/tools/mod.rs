@@ -30,6 +30,9 @@ pub struct ToolContext {
     pub shell_path: Option<String>,
     /// settings `shellCommandPrefix`.
     pub shell_command_prefix: Option<String>,
+    /// Environment for child processes (`None` removes a variable): pi's `PI_CODING_AGENT`,
+    /// and under `--compat 0.87` `AI_AGENT` and the session's `PI_*` variables.
+    pub env: Vec<(String, Option<String>)>,
 }
 
 pub trait Tool: Send + Sync {

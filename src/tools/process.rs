@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, bounded, select};
+use crossbeam_channel::{bounded, select};
 
-use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, truncate_tail};
+use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation};
 use crate::cancel::CancelToken;
 
 unsafe extern "C" {
@@ -49,6 +49,13 @@ pub struct CommandSpec<'a> {
     /// A directory put in front of `PATH` unless already there (the reference's
     /// `<agentDir>/bin`).
     pub path_prepend: Option<&'a Path>,
+    /// Environment for the child: `Some` sets a variable, `None` removes it.
+    pub env: &'a [(String, Option<String>)],
+    /// Called with each piece of (sanitised) output text as it arrives (pi 0.87.1's
+    /// `bash_execution_update`).
+    pub on_text: Option<&'a (dyn Fn(&str) + Sync)>,
+    /// How the final output's lines are counted for truncation.
+    pub line_counting: super::truncate::LineCounting,
 }
 
 /// How a command ended, with its (tail-truncated) output.
@@ -143,7 +150,14 @@ pub fn run_command(
         _ => spec.command.to_string(),
     };
     let (reader, writer) = std::io::pipe().map_err(|e| e.to_string())?;
-    let writer2 = writer.try_clone().map_err(|e| e.to_string())?;
+    // Streaming output (pi 0.87.1's RPC bash) reads stdout and stderr apart, as pi does, so each
+    // write arrives as its own piece; otherwise one pipe keeps their exact interleaving.
+    let (reader2, writer2) = if spec.on_text.is_some() {
+        let (r, w) = std::io::pipe().map_err(|e| e.to_string())?;
+        (Some(r), w)
+    } else {
+        (None, writer.try_clone().map_err(|e| e.to_string())?)
+    };
     let mut cmd = Command::new(&shell);
     cmd.arg("-c")
         .arg(&full_command)
@@ -155,12 +169,24 @@ pub fn run_command(
     if let Some(dir) = spec.path_prepend {
         cmd.env("PATH", prepend_path(dir));
     }
+    for (k, v) in spec.env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
     let spawned = cmd.spawn();
     drop(cmd); // closes our copies of the write end, so EOF means "all writers gone"
     let mut child = spawned.map_err(|e| e.to_string())?;
-    let chunks = spawn_reader(reader);
+    let (chunk_tx, chunks) = bounded::<Vec<u8>>(64);
+    match reader2 {
+        Some(r2) => spawn_pair_reader(reader, r2, chunk_tx),
+        None => spawn_reader(reader, chunk_tx),
+    }
 
     let mut out = OutputBuffer::new(spec.sanitize);
+    out.counting = spec.line_counting;
+    out.on_text = spec.on_text;
     let started = Instant::now();
     let mut last_update: Option<Instant> = None;
     let mut dirty = false;
@@ -250,8 +276,7 @@ fn prepend_path(dir: &Path) -> std::ffi::OsString {
 }
 
 #[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
-fn spawn_reader(mut reader: std::io::PipeReader) -> Receiver<Vec<u8>> {
-    let (tx, rx) = bounded::<Vec<u8>>(64);
+fn spawn_reader(mut reader: std::io::PipeReader, tx: crossbeam_channel::Sender<Vec<u8>>) {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
@@ -267,7 +292,79 @@ fn spawn_reader(mut reader: std::io::PipeReader) -> Receiver<Vec<u8>> {
             }
         }
     });
-    rx
+}
+
+#[repr(C)]
+struct PollFd {
+    fd: i32,
+    events: i16,
+    revents: i16,
+}
+
+#[cfg(target_os = "linux")]
+type NFds = std::ffi::c_ulong;
+#[cfg(not(target_os = "linux"))]
+type NFds = std::ffi::c_uint;
+
+unsafe extern "C" {
+    fn poll(fds: *mut PollFd, nfds: NFds, timeout: i32) -> i32;
+}
+
+const POLLIN: i16 = 0x1;
+const POLLERR: i16 = 0x8;
+const POLLHUP: i16 = 0x10;
+
+/// One thread reading two pipes (stdout, stderr) in the order their data arrives: `poll(2)`
+/// says which are readable, stdout first when both are. Two threads would race each other.
+#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
+fn spawn_pair_reader(
+    a: std::io::PipeReader,
+    b: std::io::PipeReader,
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+) {
+    use std::os::fd::AsRawFd;
+    std::thread::spawn(move || {
+        let mut pipes = [Some(a), Some(b)];
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            let mut fds: Vec<PollFd> = pipes
+                .iter()
+                .map(|p| PollFd {
+                    fd: p.as_ref().map_or(-1, |r| r.as_raw_fd()),
+                    events: POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            if fds.iter().all(|f| f.fd < 0) {
+                break;
+            }
+            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the whole call;
+            // negative fds are ignored by poll(2).
+            let n = unsafe { poll(fds.as_mut_ptr(), fds.len() as NFds, -1) };
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            for (i, f) in fds.iter().enumerate() {
+                if f.revents & (POLLIN | POLLHUP | POLLERR) == 0 {
+                    continue;
+                }
+                let Some(r) = pipes[i].as_mut() else { continue };
+                match r.read(&mut buf) {
+                    Ok(0) => pipes[i] = None,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => pipes[i] = None,
+                }
+            }
+        }
+    });
 }
 
 /// SIGKILL the child's process group (its pid is the group id), falling back to the child alone.
@@ -284,8 +381,10 @@ fn kill_group(child: &Child) {
 }
 
 /// The rolling output buffer with spill-over to a temp file.
-struct OutputBuffer {
+struct OutputBuffer<'a> {
     sanitize: bool,
+    counting: super::truncate::LineCounting,
+    on_text: Option<&'a (dyn Fn(&str) + Sync)>,
     /// Incomplete UTF-8 sequence carried to the next chunk.
     pending: Vec<u8>,
     chunks: VecDeque<String>,
@@ -300,10 +399,12 @@ struct OutputBuffer {
     newlines: usize,
 }
 
-impl OutputBuffer {
-    fn new(sanitize: bool) -> OutputBuffer {
+impl<'a> OutputBuffer<'a> {
+    fn new(sanitize: bool) -> OutputBuffer<'a> {
         OutputBuffer {
             sanitize,
+            counting: Default::default(),
+            on_text: None,
             pending: Vec::new(),
             chunks: VecDeque::new(),
             buffered: 0,
@@ -336,6 +437,9 @@ impl OutputBuffer {
         let text = if self.sanitize { sanitize(&text) } else { text };
         if text.is_empty() {
             return;
+        }
+        if let Some(f) = self.on_text {
+            f(&text);
         }
         match text.rfind('\n') {
             Some(i) => self.last_line_bytes = text.len() - i - 1,
@@ -381,15 +485,27 @@ impl OutputBuffer {
     }
 
     fn snapshot(&self) -> Truncation {
-        self.truncate(&self.joined())
+        self.truncate(&self.joined(), super::truncate::LineCounting::Split)
     }
 
     /// The tail of the buffered `text`, with the totals of the whole output (the buffer may
     /// hold only its last part): 100 MB of output is `total_bytes` 100,000,000.
-    fn truncate(&self, text: &str) -> Truncation {
-        let mut t = truncate_tail(text, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+    fn truncate(&self, text: &str, counting: super::truncate::LineCounting) -> Truncation {
+        use super::truncate::LineCounting;
+        let mut t = super::truncate::truncate_tail_counting(
+            text,
+            DEFAULT_MAX_LINES,
+            DEFAULT_MAX_BYTES,
+            counting,
+        );
         t.total_bytes = self.text_bytes;
-        t.total_lines = self.newlines + 1;
+        t.total_lines = match counting {
+            LineCounting::Split => self.newlines + 1,
+            // No line for the empty piece after a final newline (`last_line_bytes` is 0 then).
+            LineCounting::IgnoreFinalNewline => {
+                self.newlines + usize::from(self.last_line_bytes > 0)
+            }
+        };
         t
     }
 
@@ -400,7 +516,7 @@ impl OutputBuffer {
         timed_out: bool,
     ) -> CommandOutcome {
         let raw_output = self.joined();
-        let truncation = self.truncate(&raw_output);
+        let truncation = self.truncate(&raw_output, self.counting);
         // A truncated result always points at a file holding the whole output.
         if truncation.truncated && self.file.is_none() {
             self.open_file();

@@ -123,9 +123,41 @@ pub fn truncate_head(content: &str, max_lines: usize, max_bytes: usize) -> Trunc
     result
 }
 
+/// How lines are counted: pi 0.73.1 counts the empty piece after a final newline as a line; pi
+/// 0.87.1 (`splitLinesForCounting`) does not, and an empty text has no line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineCounting {
+    #[default]
+    Split,
+    IgnoreFinalNewline,
+}
+
+impl LineCounting {
+    fn lines(self, content: &str) -> Vec<&str> {
+        let mut lines: Vec<&str> = content.split('\n').collect();
+        if self == LineCounting::IgnoreFinalNewline && content.ends_with('\n') {
+            lines.pop();
+        }
+        if self == LineCounting::IgnoreFinalNewline && content.is_empty() {
+            lines.clear();
+        }
+        lines
+    }
+}
+
 /// Keep whole lines from the end; a single last line longer than `max_bytes` keeps its tail.
 pub fn truncate_tail(content: &str, max_lines: usize, max_bytes: usize) -> Truncation {
-    let lines: Vec<&str> = content.split('\n').collect();
+    truncate_tail_counting(content, max_lines, max_bytes, LineCounting::Split)
+}
+
+/// [`truncate_tail`] with the given line counting.
+pub fn truncate_tail_counting(
+    content: &str,
+    max_lines: usize,
+    max_bytes: usize,
+    counting: LineCounting,
+) -> Truncation {
+    let lines: Vec<&str> = counting.lines(content);
     let total_lines = lines.len();
     if total_lines <= max_lines && content.len() <= max_bytes {
         return Truncation::untouched(content, total_lines, max_lines, max_bytes);
@@ -189,6 +221,19 @@ pub fn truncate_line(line: &str, max_chars: usize) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tail_counting_per_version() {
+        let text: String = (1..=5000).map(|i| format!("{i}\n")).collect();
+        let old = truncate_tail(&text, 2000, 51200);
+        assert_eq!(old.total_lines, 5001);
+        assert!(old.content.starts_with("3002\n") && old.content.ends_with("5000\n"));
+        let new = truncate_tail_counting(&text, 2000, 51200, LineCounting::IgnoreFinalNewline);
+        assert_eq!(new.total_lines, 5000);
+        assert!(new.content.starts_with("3001\n") && new.content.ends_with("\n5000"));
+        let empty = truncate_tail_counting("", 2000, 51200, LineCounting::IgnoreFinalNewline);
+        assert_eq!((empty.total_lines, empty.truncated), (0, false));
+    }
 
     #[test]
     fn format_size_matches_reference() {

@@ -15,15 +15,12 @@ const RpcClient = await loadRpcClient("0.87");
 const world = await makeWorld({ version: "0.87", agent: opts.agent, pith: opts.pith, settings: WORLD_SETTINGS, files: WORLD_FILES });
 const checks = new Checks(`interop: pi 0.87.1 RpcClient -> ${opts.agent}${opts.agent === "pith" ? " --compat 0.87" : ""}`, opts);
 
-/** Features of the compat087 branch (issue 9, first half) that have not landed here yet. */
-const PENDING_087 = "0.87 command not in pith yet (compat087 branch)";
-
 async function extra(c, checks) {
-	await checks.pending("getAvailableThinkingLevels", PENDING_087, async () => {
+	await checks.check("getAvailableThinkingLevels", async () => {
 		assert.deepEqual(await c.getAvailableThinkingLevels(), ["off", "minimal", "low", "medium", "high"]);
 	});
 
-	await checks.pending("clearQueue", PENDING_087, async () => {
+	await checks.check("clearQueue", async () => {
 		const settled = eventsUntil(c, (e) => e.type === "agent_settled");
 		await c.prompt("[[slow:200]] queue then clear");
 		await nextEvent(c, (e) => e.type === "message_update");
@@ -35,12 +32,12 @@ async function extra(c, checks) {
 		await cleared;
 		assert.equal((await c.getState()).pendingMessageCount, 0);
 		await settled;
-	}).catch(() => {});
+	});
 	// Whatever clearQueue did, let a run it left behind end before the next step.
 	await c.abort().catch(() => {});
 
 	let leafId;
-	await checks.pending("getEntries", PENDING_087, async () => {
+	await checks.check("getEntries", async () => {
 		const all = await c.getEntries();
 		assert.ok(Array.isArray(all.entries) && all.entries.length > 0);
 		assert.equal(all.leafId, all.entries[all.entries.length - 1].id);
@@ -50,7 +47,7 @@ async function extra(c, checks) {
 		await assert.rejects(c.getEntries("nope1234"), /Entry not found: nope1234/);
 	});
 
-	await checks.pending("getTree", PENDING_087, async () => {
+	await checks.check("getTree", async () => {
 		const tree = await c.getTree();
 		assert.ok(Array.isArray(tree.tree) && tree.tree.length >= 1);
 		assert.equal(typeof tree.leafId, "string");

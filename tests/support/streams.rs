@@ -37,6 +37,8 @@ pub fn request(model: Model, messages: Vec<LlmMessage>) -> LlmRequest {
             stall: Duration::from_secs(10),
         },
         faux_script: None,
+        compat: Default::default(),
+        no_cache: false,
     }
 }
 

@@ -555,13 +555,13 @@ fn scoped_models_globs_fuzzy_and_levels() {
     );
 
     let (scoped, warnings) =
-        parse_scoped_models(&reg, &auth, &pats(&["fake-oai-model:max, FAKE-MODEL"]));
+        parse_scoped_models(&reg, &auth, &pats(&["fake-oai-model:ultra, FAKE-MODEL"]));
     let got: Vec<&str> = scoped.iter().map(|(m, _)| m.id.as_str()).collect();
     assert_eq!(got, ["fake-oai-model", "fake-model"]);
     assert_eq!(
         warnings,
         [
-            "Warning: Invalid thinking level \"max\" in pattern \"fake-oai-model:max\". Using default instead."
+            "Warning: Invalid thinking level \"ultra\" in pattern \"fake-oai-model:ultra\". Using default instead."
         ]
     );
 }

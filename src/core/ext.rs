@@ -1,0 +1,669 @@
+//! The machine's reactions to extensions (docs/extensions.md): their messages (registration,
+//! answers, tool updates, UI calls, messages for the conversation), their failures (isolation),
+//! the events they subscribed to, slash commands, and the session operations they may cancel.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::core::event::ToolEvent;
+use crate::core::machine::{DEFERRED, Machine};
+use crate::core::plugins::{Call, CallKind, Life, SessionOp, SessionOpKind};
+use crate::ext::protocol::{self as proto, DecodeError, DeliverAs, FromExt};
+use crate::io::child::{self, ChildEvent};
+use crate::message::{AgentMessage, CustomMessage, UserContent, UserMessage, now_ms};
+use crate::rpc::command::{Command, StreamingBehavior};
+use crate::rpc::response;
+
+type Reply = Result<Option<Value>, String>;
+
+impl Machine {
+    /// A line (or the end) of extension `i`.
+    pub(crate) fn on_ext_event(&mut self, i: usize, event: ChildEvent) {
+        let Some(ext) = self.plugins.exts.get(i) else {
+            return;
+        };
+        if ext.life == Life::Dead {
+            return;
+        }
+        match event {
+            ChildEvent::Line(v) => match proto::decode(&v) {
+                Ok(msg) => self.on_ext_message(i, msg),
+                Err(DecodeError::Version(e)) => self.isolate(i, "startup", &e),
+                Err(DecodeError::Invalid(e)) => {
+                    let path = self.plugins.exts[i].path.clone();
+                    self.extension_error(&path, "protocol", &format!("invalid message: {e}"));
+                }
+            },
+            ChildEvent::Garbage { error, line } => self.isolate(
+                i,
+                "protocol",
+                &format!("wrote a line that is not JSON ({error}): {line}"),
+            ),
+            ChildEvent::Oversized { bytes } => self.isolate(
+                i,
+                "protocol",
+                &format!(
+                    "wrote a line of {bytes} bytes (the limit is {} bytes)",
+                    crate::core::plugins::EXT_LIMITS.max_line
+                ),
+            ),
+            ChildEvent::Flood => self.isolate(
+                i,
+                "protocol",
+                &format!(
+                    "flooded pith with more than {} messages in one second",
+                    crate::core::plugins::EXT_LIMITS.max_lines_per_sec
+                ),
+            ),
+            ChildEvent::Exited { status } => {
+                if self.plugins.stopping {
+                    return;
+                }
+                if matches!(self.plugins.exts[i].life, Life::Starting(_)) {
+                    let error = format!("exited before registering ({status})");
+                    self.isolate(i, "startup", &error);
+                } else {
+                    self.isolate(i, "process", &format!("exited ({status})"));
+                }
+            }
+        }
+        self.check_startup_done();
+    }
+
+    fn on_ext_message(&mut self, i: usize, msg: FromExt) {
+        match msg {
+            FromExt::Register(r) => {
+                let was_starting = matches!(self.plugins.exts[i].life, Life::Starting(_));
+                let e = &mut self.plugins.exts[i];
+                if let Some(n) = r.name.filter(|n| !n.is_empty()) {
+                    e.name = n;
+                }
+                e.tools = r.tools;
+                e.commands = r.commands;
+                e.events = r.events;
+                e.life = Life::Ready;
+                if was_starting && e.wants("session_start") {
+                    let mut ev = json!({"type": "session_start", "reason": "startup"});
+                    self.add_session_fields(&mut ev);
+                    self.ext_write(i, proto::event(None, &ev));
+                }
+            }
+            FromExt::Result { id, outcome } => self.on_ext_result(i, id, outcome),
+            FromExt::ToolUpdate { id, output } => {
+                let Some(call) = self.plugins.exts[i].calls.get_mut(&id) else {
+                    return;
+                };
+                let CallKind::Tool { batch, index } = call.kind else {
+                    return;
+                };
+                call.deadline = Instant::now() + call.timeout;
+                self.on_tool_event(batch, index, ToolEvent::Update(output));
+            }
+            FromExt::Ui { id, request } => self.ext_ui(i, id, request),
+            FromExt::SendMessage(m) => {
+                let message = AgentMessage::Custom(CustomMessage {
+                    custom_type: m.custom_type,
+                    content: m.content,
+                    display: m.display,
+                    details: m.details,
+                    timestamp: now_ms(),
+                });
+                self.ext_send_message(i, message, m.trigger_turn, m.deliver_as);
+            }
+            FromExt::SendUserMessage {
+                content,
+                deliver_as,
+            } => {
+                let content = match content {
+                    UserContent::Text(t) => {
+                        UserContent::Blocks(vec![crate::message::Content::text(t)])
+                    }
+                    b => b,
+                };
+                let message = AgentMessage::User(UserMessage {
+                    content,
+                    timestamp: now_ms(),
+                });
+                self.ext_send_message(i, message, Some(true), deliver_as);
+            }
+        }
+    }
+
+    /// The answer to call `id` of extension `i`.
+    fn on_ext_result(&mut self, i: usize, id: u64, outcome: Result<Value, String>) {
+        let Some(call) = self.plugins.exts[i].calls.remove(&id) else {
+            return; // late (timed out, cancelled) or unknown: ignored
+        };
+        let path = self.plugins.exts[i].path.clone();
+        let failed = |m: &mut Machine, e: &str| m.extension_error(&path, &call.event, e);
+        match call.kind {
+            CallKind::ToolCall => {
+                let decision = match outcome {
+                    Ok(v) => Ok(proto::decode_tool_call_result(&v)),
+                    Err(e) => {
+                        failed(self, &e);
+                        Err(e)
+                    }
+                };
+                self.gate_ext_answer(i, id, decision);
+            }
+            CallKind::Review { batch, index } => {
+                if let Err(e) = &outcome {
+                    failed(self, e);
+                }
+                self.review_answer(batch, index, outcome.ok());
+            }
+            CallKind::SessionOp(op) => {
+                let cancel = match &outcome {
+                    Ok(v) => proto::decode_cancel(v),
+                    Err(e) => {
+                        failed(self, e);
+                        false
+                    }
+                };
+                self.advance_session_op(op, cancel);
+            }
+            CallKind::Tool { batch, index } => {
+                let r = proto::decode_tool_result(outcome);
+                self.tool_finished(batch, index, r);
+            }
+            CallKind::Command { id, command, name } => {
+                if let Err(e) = outcome {
+                    self.extension_error(&format!("command:{name}"), "command", &e);
+                }
+                self.send(response::success(id.as_ref(), command, None));
+            }
+        }
+    }
+
+    /// Stop extension `i` for good: `extension_error`, its process group killed, everything it
+    /// owed answered with its failure default (tool calls blocked, session operations go ahead,
+    /// tools fail, commands answered), its dialogs forgotten, its tools and commands gone.
+    pub(crate) fn isolate(&mut self, i: usize, event: &str, error: &str) {
+        let Some(e) = self.plugins.exts.get_mut(i) else {
+            return;
+        };
+        if e.life == Life::Dead {
+            return;
+        }
+        e.life = Life::Dead;
+        if let Some(h) = e.handle.as_ref() {
+            h.signal(child::SIGKILL);
+        }
+        let path = e.path.clone();
+        let name = e.name.clone();
+        let calls: Vec<(u64, Call)> = e.calls.drain().collect();
+        e.dialogs_open = 0;
+        self.plugins.dialogs.retain(|_, d| {
+            !matches!(d.owner, crate::core::plugins::DialogOwner::Ext { ext, .. } if ext == i)
+        });
+        self.extension_error(&path, event, error);
+        for (id, call) in calls {
+            match call.kind {
+                CallKind::ToolCall => self.gate_ext_answer(i, id, Err(format!("{name}: {error}"))),
+                CallKind::Review { batch, index } => self.review_answer(batch, index, None),
+                CallKind::SessionOp(op) => self.advance_session_op(op, false),
+                CallKind::Tool { batch, index } => self.tool_finished(
+                    batch,
+                    index,
+                    Err(format!("Extension \"{name}\" failed: {error}")),
+                ),
+                CallKind::Command { id, command, .. } => {
+                    self.send(response::success(id.as_ref(), command, None))
+                }
+            }
+        }
+        // Questions not yet asked of it are skipped.
+        if let Some(g) = self.plugins.gate.as_mut() {
+            g.exts.retain(|x| *x != i);
+        }
+        for r in self.plugins.reviews.values_mut() {
+            r.exts.retain(|x| *x != i);
+        }
+        for op in self.plugins.ops.values_mut() {
+            op.exts.retain(|x| *x != i);
+        }
+        self.check_startup_done();
+    }
+
+    /// Send a blocking event to extension `i`; the answer comes back as `kind`.
+    pub(crate) fn ext_call(&mut self, i: usize, event: &Value, kind: CallKind) -> u64 {
+        let id = self.plugins.fresh_id();
+        let name = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("event")
+            .to_string();
+        let line = proto::event(Some(id), event);
+        self.ext_register_call(i, id, name, kind, line);
+        id
+    }
+
+    /// Record a pending call and write its line.
+    pub(crate) fn ext_register_call(
+        &mut self,
+        i: usize,
+        id: u64,
+        event: String,
+        kind: CallKind,
+        line: Vec<u8>,
+    ) {
+        let timeout = match kind {
+            CallKind::Tool { .. } => self.plugins.cfg.ext_tool_timeout,
+            _ => self.plugins.cfg.ext_timeout,
+        };
+        let deadline = Instant::now() + timeout;
+        if let Some(e) = self.plugins.exts.get_mut(i) {
+            e.calls.insert(
+                id,
+                Call {
+                    kind,
+                    deadline,
+                    timeout,
+                    event,
+                },
+            );
+        }
+        self.ext_write(i, line);
+    }
+
+    /// A frame pith emitted: a notification to the extensions subscribed to its type
+    /// (`turn_start` / `turn_end` gain pi's `turnIndex` and `timestamp`).
+    pub(crate) fn forward_event(&mut self, line: &[u8]) {
+        let Some(ty) = frame_type(line) else { return };
+        if ty == "agent_start" {
+            self.plugins.turn_index = 0;
+        }
+        let subs = self.plugins.subscribers(ty);
+        if !subs.is_empty() {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let out = if ty == "turn_start" || ty == "turn_end" {
+                let mut v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("turnIndex".into(), json!(self.plugins.turn_index));
+                    if ty == "turn_start" {
+                        m.insert("timestamp".into(), json!(now_ms()));
+                    }
+                }
+                proto::event(None, &v)
+            } else {
+                proto::event_raw(body)
+            };
+            for i in subs {
+                self.ext_write(i, out.clone());
+            }
+        }
+        if ty == "turn_end" {
+            self.plugins.turn_index += 1;
+        }
+    }
+
+    /// A notification of an extension-only event (`session_start`, ...).
+    pub(crate) fn notify_extensions(&mut self, event: &Value) {
+        let Some(ty) = event.get("type").and_then(Value::as_str) else {
+            return;
+        };
+        let subs = self.plugins.subscribers(ty);
+        if subs.is_empty() {
+            return;
+        }
+        let line = proto::event(None, event);
+        for i in subs {
+            self.ext_write(i, line.clone());
+        }
+    }
+
+    // ---- commands ------------------------------------------------------------------------
+
+    /// `prompt` with `/name args` naming an extension command: run it (even while streaming);
+    /// the response follows when it has finished.
+    pub(crate) fn try_extension_command(
+        &mut self,
+        text: &str,
+        id: Option<&Value>,
+        command: &'static str,
+    ) -> Option<Reply> {
+        let rest = text.strip_prefix('/')?;
+        let (name, args) = match rest.find(' ') {
+            Some(p) => (&rest[..p], &rest[p + 1..]),
+            None => (rest, ""),
+        };
+        let i = self.extension_command_owner(name)?;
+        let call_id = self.plugins.fresh_id();
+        let line = proto::command(call_id, name, args);
+        let kind = CallKind::Command {
+            id: id.cloned(),
+            command,
+            name: name.to_string(),
+        };
+        self.ext_register_call(i, call_id, "command".to_string(), kind, line);
+        Some(Err(DEFERRED.to_string()))
+    }
+
+    fn extension_command_owner(&self, name: &str) -> Option<usize> {
+        self.plugins
+            .exts
+            .iter()
+            .position(|e| e.ready() && e.commands.iter().any(|c| c.name == name))
+    }
+
+    /// `get_commands`' data. (Extension commands only so far; templates and skills join them
+    /// in the shared command list.)
+    pub(crate) fn get_commands_data(&self) -> Value {
+        let mut commands = self.extension_commands_json();
+        // pi 0.87.1's inline extensions (llama) load after the configured ones.
+        commands.extend(self.compat.builtin_commands());
+        json!({ "commands": commands })
+    }
+
+    /// The extension commands for `get_commands` (`source: "extension"`), in load order: under
+    /// 0.73 with `path`, under 0.87 with `sourceInfo`. Kept in one function so it can move into
+    /// the shared command list.
+    pub(crate) fn extension_commands_json(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for e in self.plugins.exts.iter().filter(|e| e.ready()) {
+            for c in &e.commands {
+                let mut m = serde_json::Map::new();
+                m.insert("name".into(), json!(c.name));
+                if let Some(d) = &c.description {
+                    m.insert("description".into(), json!(d));
+                }
+                m.insert("source".into(), json!("extension"));
+                if self.compat.is_087() {
+                    let mut si = serde_json::Map::new();
+                    si.insert("path".into(), json!(e.path));
+                    si.insert("source".into(), json!(e.entry.origin.source()));
+                    si.insert("scope".into(), json!(e.entry.origin.scope()));
+                    si.insert("origin".into(), json!("top-level"));
+                    if let Some(b) = &e.entry.base_dir {
+                        si.insert("baseDir".into(), json!(b.to_string_lossy()));
+                    }
+                    m.insert("sourceInfo".into(), Value::Object(si));
+                } else {
+                    m.insert("path".into(), json!(e.path));
+                }
+                out.push(Value::Object(m));
+            }
+        }
+        out
+    }
+
+    /// Commands that need the extensions before the machine's own handler: session operations
+    /// (extensions may cancel them; `session_start` follows them) and `steer` / `follow_up`
+    /// naming an extension command (an error, as in pi). `None`: handle as usual.
+    pub(crate) fn before_command(
+        &mut self,
+        cmd: &Command,
+        id: Option<&Value>,
+        ty: &str,
+    ) -> Option<Reply> {
+        if self.plugins.exts.is_empty() {
+            return None;
+        }
+        let kind = match cmd {
+            Command::GetCommands
+                if self
+                    .plugins
+                    .exts
+                    .iter()
+                    .any(|e| matches!(e.life, Life::Starting(_))) =>
+            {
+                // Extensions still registering: answer once they have (or failed).
+                self.plugins.waiting_commands.push(id.cloned());
+                return Some(Err(DEFERRED.to_string()));
+            }
+            Command::Steer(input) | Command::FollowUp(input) => {
+                let name = input.text.strip_prefix('/')?.split(' ').next()?;
+                self.extension_command_owner(name)?;
+                return Some(Err(format!(
+                    "Extension command \"/{name}\" cannot be queued. Use prompt() or execute the command when not streaming."
+                )));
+            }
+            Command::NewSession { parent_session } => SessionOpKind::New {
+                parent: parent_session.clone(),
+            },
+            Command::SwitchSession { session_path } => SessionOpKind::Switch {
+                path: session_path.clone(),
+            },
+            Command::Fork { entry_id } => SessionOpKind::Fork {
+                entry_id: entry_id.clone(),
+            },
+            Command::Clone => SessionOpKind::Clone,
+            _ => return None,
+        };
+        let event = match kind {
+            SessionOpKind::New { .. } | SessionOpKind::Switch { .. } => "session_before_switch",
+            _ => "session_before_fork",
+        };
+        let exts = self.plugins.subscribers(event);
+        if exts.is_empty() {
+            return Some(self.run_session_op(&kind));
+        }
+        let op = self.plugins.fresh_id();
+        self.plugins.ops.insert(
+            op,
+            SessionOp {
+                kind,
+                id: id.cloned(),
+                command: ty.to_string(),
+                exts,
+            },
+        );
+        self.advance_session_op(op, false);
+        Some(Err(DEFERRED.to_string()))
+    }
+
+    /// The next extension's answer to session operation `op` (or its failure: not cancelled).
+    pub(crate) fn advance_session_op(&mut self, op: u64, cancel: bool) {
+        let Some(o) = self.plugins.ops.get_mut(&op) else {
+            return;
+        };
+        if !cancel {
+            if let Some(i) = o.exts.pop_front() {
+                let event = match &o.kind {
+                    SessionOpKind::New { .. } => {
+                        json!({"type": "session_before_switch", "reason": "new"})
+                    }
+                    SessionOpKind::Switch { path } => json!({
+                        "type": "session_before_switch",
+                        "reason": "resume",
+                        "targetSessionFile": self.cwd.join(path).to_string_lossy(),
+                    }),
+                    SessionOpKind::Fork { entry_id } => json!({
+                        "type": "session_before_fork",
+                        "entryId": entry_id,
+                        "position": "before",
+                    }),
+                    SessionOpKind::Clone => json!({
+                        "type": "session_before_fork",
+                        "entryId": self.session.leaf_id().unwrap_or_default(),
+                        "position": "at",
+                    }),
+                };
+                self.ext_call(i, &event, CallKind::SessionOp(op));
+                return;
+            }
+        }
+        let Some(o) = self.plugins.ops.remove(&op) else {
+            return;
+        };
+        let reply = if cancel {
+            Ok(Some(json!({"cancelled": true})))
+        } else {
+            self.run_session_op(&o.kind)
+        };
+        let line = match reply {
+            Ok(data) => response::success(o.id.as_ref(), &o.command, data.as_ref()),
+            Err(e) => response::error(o.id.as_ref(), Some(&o.command), &e),
+        };
+        self.send(line);
+    }
+
+    /// Run a session operation the extensions allowed; `session_shutdown` and `session_start`
+    /// tell them about it.
+    fn run_session_op(&mut self, kind: &SessionOpKind) -> Reply {
+        let previous = self.session.file().map(|f| f.to_string_lossy().to_string());
+        let reason = match kind {
+            SessionOpKind::New { .. } => "new",
+            SessionOpKind::Switch { .. } => "resume",
+            _ => "fork",
+        };
+        let reply = match kind {
+            SessionOpKind::New { parent } => self.cmd_new_session(parent.clone()),
+            SessionOpKind::Switch { path } => self.cmd_switch_session(path),
+            SessionOpKind::Fork { entry_id } => self.cmd_fork(entry_id),
+            SessionOpKind::Clone => self.cmd_clone(),
+        };
+        if reply.is_ok() {
+            let target = self.session.file().map(|f| f.to_string_lossy().to_string());
+            let mut down = json!({"type": "session_shutdown", "reason": reason});
+            if let Some(t) = target {
+                down["targetSessionFile"] = json!(t);
+            }
+            self.notify_extensions(&down);
+            let mut start = json!({"type": "session_start", "reason": reason});
+            if let Some(p) = previous {
+                start["previousSessionFile"] = json!(p);
+            }
+            self.add_session_fields(&mut start);
+            self.notify_extensions(&start);
+        }
+        reply
+    }
+
+    /// pith's additions to `session_start`: the session now current (an extension has no other
+    /// way to learn it).
+    fn add_session_fields(&self, ev: &mut Value) {
+        ev["sessionId"] = json!(self.session_id);
+        if let Some(f) = self.session.file() {
+            ev["sessionFile"] = json!(f.to_string_lossy());
+        }
+    }
+
+    // ---- messages for the conversation ------------------------------------------------------
+
+    /// pi's `sendMessage` / `sendUserMessage`: while the agent runs, queued (steer, follow-up)
+    /// or added after the turn; idle, a new run (`triggerTurn`) or just recorded.
+    fn ext_send_message(
+        &mut self,
+        i: usize,
+        message: AgentMessage,
+        trigger_turn: Option<bool>,
+        deliver_as: Option<DeliverAs>,
+    ) {
+        if deliver_as == Some(DeliverAs::NextTurn) {
+            self.plugins.next_turn.push(message);
+            return;
+        }
+        let running = self.run.is_some();
+        if running && trigger_turn != Some(false) {
+            let behavior = match deliver_as {
+                Some(DeliverAs::FollowUp) => StreamingBehavior::FollowUp,
+                _ => StreamingBehavior::Steer,
+            };
+            self.enqueue_message(message, behavior);
+            return;
+        }
+        if running {
+            self.plugins.after_turn.push(message);
+            return;
+        }
+        if trigger_turn == Some(true) {
+            if let Err(e) = self.start_run_for_extension(message) {
+                let path = self.plugins.exts[i].path.clone();
+                self.extension_error(&path, "send_message", &e);
+            }
+            return;
+        }
+        self.record_extension_message(message);
+    }
+
+    /// Record a message outside a turn: session, context, `message_start` / `message_end`.
+    pub(crate) fn record_extension_message(&mut self, m: AgentMessage) {
+        self.persist_message(&m);
+        self.messages.push(m.clone());
+        self.emit(&crate::rpc::event::Event::MessageStart { message: &m });
+        self.emit(&crate::rpc::event::Event::MessageEnd { message: &m });
+    }
+
+    /// Messages sent without a turn while the agent ran: recorded once the turn is over.
+    pub(crate) fn flush_after_turn_messages(&mut self) {
+        for m in std::mem::take(&mut self.plugins.after_turn) {
+            self.record_extension_message(m);
+        }
+    }
+
+    /// An idle agent asked by an extension to run with `message`.
+    fn start_run_for_extension(&mut self, message: AgentMessage) -> Result<(), String> {
+        if !self.is_idle() || self.pending_prompt.is_some() {
+            let behavior = StreamingBehavior::FollowUp;
+            self.enqueue_message(message, behavior);
+            return Ok(());
+        }
+        let Some(model) = self.model.clone() else {
+            return Err("No model selected.".to_string());
+        };
+        if model.api != "faux" && self.api_key(&model.provider).is_none() {
+            return Err(format!("No API key found for {}.", model.provider));
+        }
+        self.flush_deferred_bash();
+        self.start_run(vec![message]);
+        Ok(())
+    }
+
+    /// Queue a message for delivery during the run (`queue_update` shows its text).
+    fn enqueue_message(&mut self, message: AgentMessage, behavior: StreamingBehavior) {
+        let text = match &message {
+            AgentMessage::User(u) => content_text(&u.content),
+            AgentMessage::Custom(c) => content_text(&c.content),
+            _ => String::new(),
+        };
+        let q = crate::core::queues::Queued { text, message };
+        match behavior {
+            StreamingBehavior::Steer => self.steering.push(q),
+            StreamingBehavior::FollowUp => self.follow_up.push(q),
+        }
+        self.emit_queue_update();
+    }
+
+    /// `sendMessage` with `deliverAs: "nextTurn"`: the messages the next prompt carries.
+    pub(crate) fn take_next_turn_messages(&mut self) -> Vec<AgentMessage> {
+        std::mem::take(&mut self.plugins.next_turn)
+    }
+}
+
+fn content_text(c: &UserContent) -> String {
+    match c {
+        UserContent::Text(t) => t.clone(),
+        UserContent::Blocks(b) => b
+            .iter()
+            .filter_map(|c| match c {
+                crate::message::Content::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+    }
+}
+
+/// The `type` of a serialised frame (`{"type":"<name>",...`).
+fn frame_type(line: &[u8]) -> Option<&str> {
+    let rest = line.strip_prefix(b"{\"type\":\"")?;
+    let end = rest.iter().position(|b| *b == b'"')?;
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_type;
+
+    #[test]
+    fn frame_types() {
+        assert_eq!(
+            frame_type(b"{\"type\":\"turn_start\"}\n"),
+            Some("turn_start")
+        );
+        assert_eq!(frame_type(b"{\"id\":1}"), None);
+    }
+}

@@ -1,0 +1,833 @@
+//! Extensions and MCP servers as the state machine sees them: their processes (started in the
+//! background when the machine starts, stopped with it), the calls waiting for their answers,
+//! the UI dialogs waiting for the host, and the one timer that enforces every deadline
+//! (per-call timeouts, dialog timeouts, start-up). The machine's loop selects on
+//! [`Plugins::timer`] next to its channels; nothing here blocks.
+//!
+//! The reactions live next to this file: `core/ext.rs` (extension messages, commands, session
+//! hooks, events), `core/gate.rs` (tool gates: extensions' `tool_call`, `--confirm-tools`, UI
+//! dialogs, remote tool calls, `tool_result` review), `core/mcp.rs` (MCP servers).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::{Value, json};
+
+use crate::core::event::Worker;
+use crate::core::machine::Machine;
+use crate::ext::approval::ConfirmTools;
+use crate::ext::load::ExtEntry;
+use crate::ext::protocol::{CommandSpec, ToolSpec};
+use crate::io::child::{self, ChildHandle, Limits};
+use crate::mcp::config::ServerConfig;
+use crate::mcp::protocol::McpTool;
+use crate::message::AgentMessage;
+use crate::rpc::response;
+
+/// Output limits of an extension: one line up to 16 MiB, at most 1000 lines per second, 1024
+/// lines queued for it.
+pub const EXT_LIMITS: Limits = Limits {
+    max_line: 16 * 1024 * 1024,
+    max_lines_per_sec: 1000,
+    write_queue: 1024,
+};
+
+/// MCP servers may log a lot; their cap is higher.
+pub const MCP_LIMITS: Limits = Limits {
+    max_line: 16 * 1024 * 1024,
+    max_lines_per_sec: 10_000,
+    write_queue: 1024,
+};
+
+/// Everything the plugin host starts with (resolved by `app` from CLI and settings).
+#[derive(Clone, Debug, Default)]
+pub struct PluginConfig {
+    pub extensions: Vec<ExtEntry>,
+    pub mcp: Vec<ServerConfig>,
+    pub confirm_tools: ConfirmTools,
+    /// `--confirm-timeout` (None: wait forever).
+    pub confirm_timeout: Option<Duration>,
+    /// Per-call timeout of an extension (also its time to register).
+    pub ext_timeout: Duration,
+    /// The same for its tools' calls (each `tool_update` restarts it).
+    pub ext_tool_timeout: Duration,
+    pub mcp_startup_timeout: Duration,
+    pub mcp_call_timeout: Duration,
+    /// A host can answer dialogs (RPC mode); otherwise dialogs resolve at once as cancelled.
+    pub ui: bool,
+    /// `rpc`, `json` or `print` (told to extensions in `hello`).
+    pub mode: &'static str,
+}
+
+impl PluginConfig {
+    /// Resolve from the command line and settings. Warnings are for stderr.
+    #[allow(clippy::too_many_arguments)]
+    pub fn resolve(
+        cli_extensions: &[String],
+        no_extensions: bool,
+        no_mcp: bool,
+        confirm_tools: Option<&str>,
+        confirm_timeout: Option<u64>,
+        settings: &crate::config::Settings,
+        agent_dir: &Path,
+        cwd: &Path,
+        mode: &'static str,
+    ) -> (PluginConfig, Vec<String>) {
+        let (extensions, mut warnings) =
+            crate::ext::load::resolve(cli_extensions, no_extensions, agent_dir, cwd);
+        let mut mcp = Vec::new();
+        if !no_mcp {
+            let project_path = cwd.join(".mcp.json");
+            let project = match std::fs::read_to_string(&project_path) {
+                Ok(text) => match serde_json::from_str::<Value>(&text) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        warnings.push(format!(
+                            "Warning: cannot parse {}: {e}; ignored",
+                            project_path.display()
+                        ));
+                        None
+                    }
+                },
+                Err(_) => None,
+            };
+            let env = |k: &str| std::env::var(k).ok();
+            let (servers, w) = crate::mcp::config::resolve(
+                settings.mcp_servers(),
+                project.as_ref().map(|v| (v, cwd)),
+                cwd,
+                &env,
+            );
+            mcp = servers;
+            warnings.extend(w);
+        }
+        let confirm_tools = match confirm_tools {
+            Some(s) => ConfirmTools::parse(s),
+            None => settings.confirm_tools().unwrap_or_default(),
+        };
+        let secs = confirm_timeout.unwrap_or_else(|| settings.confirm_timeout_secs());
+        (
+            PluginConfig {
+                extensions,
+                mcp,
+                confirm_tools,
+                confirm_timeout: (secs > 0).then(|| Duration::from_secs(secs)),
+                ext_timeout: Duration::from_secs(settings.extension_timeout_secs().max(1)),
+                ext_tool_timeout: Duration::from_secs(
+                    settings.extension_tool_timeout_secs().max(1),
+                ),
+                mcp_startup_timeout: Duration::from_secs(
+                    settings.mcp_startup_timeout_secs().max(1),
+                ),
+                mcp_call_timeout: Duration::from_secs(settings.mcp_tool_timeout_secs().max(1)),
+                ui: mode == "rpc",
+                mode,
+            },
+            warnings,
+        )
+    }
+}
+
+/// Which process a spawn was for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Ext(usize),
+    Mcp(usize),
+}
+
+/// A process for the spawner thread to start.
+pub struct SpawnRequest {
+    pub target: Target,
+    pub spec: child::Spec,
+    pub limits: Limits,
+}
+
+/// The thread that starts the processes. Off the machine thread, because each fork waits for
+/// the child's exec (milliseconds each on a busy machine, which would delay the first
+/// responses); and alive until pith stops, because a child's parent-death signal
+/// (`PR_SET_PDEATHSIG`) fires when the thread that forked it ends.
+fn spawn_spawner(worker_tx: Sender<Worker>) -> Option<Sender<SpawnRequest>> {
+    let (tx, rx) = crossbeam_channel::unbounded::<SpawnRequest>();
+    let started = std::thread::Builder::new()
+        .name("spawner".into())
+        .spawn(move || {
+            for req in rx {
+                let result = spawn_now(&req, &worker_tx);
+                if worker_tx
+                    .send(Worker::Spawned {
+                        target: req.target,
+                        result,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+    started.ok().map(|_| tx)
+}
+
+fn spawn_now(req: &SpawnRequest, worker_tx: &Sender<Worker>) -> Result<ChildHandle, String> {
+    let tx = worker_tx.clone();
+    let on_event: Box<dyn FnMut(child::ChildEvent) -> bool + Send> = match req.target {
+        Target::Ext(ext) => Box::new(move |event| tx.send(Worker::Ext { ext, event }).is_ok()),
+        Target::Mcp(server) => {
+            Box::new(move |event| tx.send(Worker::Mcp { server, event }).is_ok())
+        }
+    };
+    child::spawn(&req.spec, req.limits, on_event)
+}
+
+/// A tool that does not run in pith: an extension's or an MCP server's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RemoteTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub snippet: Option<String>,
+    pub owner: Owner,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Owner {
+    Ext(usize),
+    /// Server number and the server's own name for the tool.
+    Mcp {
+        server: usize,
+        tool: String,
+    },
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Life {
+    /// Started, not registered / initialised yet (until the deadline).
+    Starting(Instant),
+    Ready,
+    Dead,
+}
+
+/// A call pith made to an extension and waits for.
+pub struct Call {
+    pub kind: CallKind,
+    pub deadline: Instant,
+    /// How long it may take (restarted by progress and by the end of a dialog).
+    pub timeout: Duration,
+    /// The event (or message) name reported if it fails.
+    pub event: String,
+}
+
+pub enum CallKind {
+    /// The tool gate's question (`tool_call`).
+    ToolCall,
+    /// A `tool_result` review of call `index` of batch `batch`.
+    Review { batch: u64, index: usize },
+    /// A `session_before_*` question of session operation `op`.
+    SessionOp(u64),
+    /// `execute_tool` for call `index` of batch `batch`.
+    Tool { batch: u64, index: usize },
+    /// A slash command run from a prompt (answered when it finishes).
+    Command {
+        id: Option<Value>,
+        command: &'static str,
+        name: String,
+    },
+}
+
+pub struct Ext {
+    pub entry: ExtEntry,
+    /// `extensionPath` of its errors.
+    pub path: String,
+    pub name: String,
+    pub handle: Option<ChildHandle>,
+    pub life: Life,
+    pub tools: Vec<ToolSpec>,
+    pub commands: Vec<CommandSpec>,
+    pub events: Vec<String>,
+    pub calls: HashMap<u64, Call>,
+    /// Dialogs it asked for that the host has not answered: its deadlines wait meanwhile.
+    pub dialogs_open: usize,
+}
+
+impl Ext {
+    pub fn ready(&self) -> bool {
+        self.life == Life::Ready
+    }
+    pub fn wants(&self, event: &str) -> bool {
+        self.ready() && self.events.iter().any(|e| e == event)
+    }
+}
+
+/// A request pith sent to an MCP server.
+pub enum McpReq {
+    Initialize,
+    List,
+    Call {
+        batch: u64,
+        index: usize,
+        tool: String,
+    },
+}
+
+pub struct Server {
+    pub cfg: ServerConfig,
+    pub handle: Option<ChildHandle>,
+    pub life: Life,
+    /// `(agent name, the server's tool)`.
+    pub tools: Vec<(String, McpTool)>,
+    pub requests: HashMap<u64, (McpReq, Instant)>,
+    pub next_id: u64,
+    /// Pages of a `tools/list` in progress.
+    pub listing: Option<Vec<McpTool>>,
+    /// `notifications/tools/list_changed` arrived while listing: list again.
+    pub list_again: bool,
+    pub protocol_version: String,
+}
+
+impl Server {
+    pub fn path(&self) -> String {
+        format!("mcp:{}", self.cfg.name)
+    }
+}
+
+/// Who waits for a dialog's answer.
+pub enum DialogOwner {
+    Ext {
+        ext: usize,
+        reply_id: Value,
+    },
+    /// The tool gate (`--confirm-tools`).
+    Gate,
+}
+
+pub struct Dialog {
+    pub owner: DialogOwner,
+    pub method: &'static str,
+    pub deadline: Option<Instant>,
+}
+
+/// The tool gate of the call being prepared: extensions' `tool_call` in load order, then
+/// `--confirm-tools`.
+pub struct Gate {
+    pub batch: u64,
+    pub index: usize,
+    pub call_id: String,
+    pub tool: String,
+    pub args: Value,
+    pub exec: crate::core::agent::Exec,
+    pub exts: VecDeque<usize>,
+    pub approval_pending: bool,
+    /// Waiting for this extension's answer or this dialog.
+    pub waiting: Option<GateWait>,
+}
+
+pub enum GateWait {
+    Ext { ext: usize, call: u64 },
+    Dialog(String),
+}
+
+/// A `tool_result` review in progress.
+pub struct Review {
+    pub result: crate::tools::ToolResult,
+    pub exts: VecDeque<usize>,
+}
+
+/// A session operation waiting for extensions' `session_before_*` answers.
+pub struct SessionOp {
+    pub kind: SessionOpKind,
+    pub id: Option<Value>,
+    pub command: String,
+    pub exts: VecDeque<usize>,
+}
+
+#[derive(Clone, Debug)]
+pub enum SessionOpKind {
+    New { parent: Option<String> },
+    Switch { path: String },
+    Fork { entry_id: String },
+    Clone,
+}
+
+/// The plugin host's state, owned by the machine.
+#[derive(Default)]
+pub struct Plugins {
+    pub cfg: PluginConfig,
+    pub exts: Vec<Ext>,
+    pub servers: Vec<Server>,
+    pub dialogs: HashMap<String, Dialog>,
+    pub gate: Option<Gate>,
+    pub reviews: HashMap<(u64, usize), Review>,
+    pub ops: HashMap<u64, SessionOp>,
+    pub next_id: u64,
+    pub turn_index: u64,
+    /// `sendMessage` with `deliverAs: "nextTurn"`: added to the next prompt.
+    pub next_turn: Vec<AgentMessage>,
+    /// `sendMessage` without a turn while the agent runs: added after the current turn.
+    pub after_turn: Vec<AgentMessage>,
+    /// A prompt waits for extensions and servers to finish starting.
+    pub prompt_waits_startup: bool,
+    /// `get_commands` requests waiting for extensions to register (their ids).
+    pub waiting_commands: Vec<Option<Value>>,
+    /// Extensions whose failure was noticed where it could not be handled (a full input queue
+    /// while writing an event): isolated at the next timer tick.
+    pub failures: Vec<(usize, String, String)>,
+    timer: Option<(Instant, Receiver<Instant>)>,
+    pub stopping: bool,
+    /// The host's stdin is closed: no dialog can be answered any more.
+    pub input_closed: bool,
+    /// The spawner thread's queue (dropped at the end: the thread ends).
+    spawner: Option<Sender<SpawnRequest>>,
+}
+
+impl Plugins {
+    pub fn new(cfg: PluginConfig) -> Plugins {
+        Plugins {
+            cfg,
+            next_id: 1,
+            ..Plugins::default()
+        }
+    }
+
+    /// Any extension or server configured (else every hook is a no-op).
+    pub fn active(&self) -> bool {
+        !self.exts.is_empty() || !self.servers.is_empty() || !self.cfg.confirm_tools.is_none()
+    }
+
+    pub fn fresh_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// An extension or server is still starting.
+    pub fn starting(&self) -> bool {
+        self.exts
+            .iter()
+            .any(|e| matches!(e.life, Life::Starting(_)))
+            || self
+                .servers
+                .iter()
+                .any(|s| matches!(s.life, Life::Starting(_)))
+    }
+
+    /// Work the process must finish before it may exit at end of input: a prompt waiting for
+    /// start-up, extension commands and session operations in flight.
+    pub fn busy(&self) -> bool {
+        self.prompt_waits_startup
+            || !self.waiting_commands.is_empty()
+            || !self.ops.is_empty()
+            || self.exts.iter().any(|e| {
+                e.calls
+                    .values()
+                    .any(|c| matches!(c.kind, CallKind::Command { .. }))
+            })
+    }
+
+    /// Ready extensions subscribed to `event`, in load order.
+    pub fn subscribers(&self, event: &str) -> VecDeque<usize> {
+        (0..self.exts.len())
+            .filter(|i| self.exts[*i].wants(event))
+            .collect()
+    }
+
+    /// The tools of ready extensions and servers, in load order; a name already taken is
+    /// skipped (first wins).
+    pub fn remote_tools(&self) -> Vec<RemoteTool> {
+        let mut out: Vec<RemoteTool> = Vec::new();
+        for (i, e) in self.exts.iter().enumerate().filter(|(_, e)| e.ready()) {
+            for t in &e.tools {
+                if out.iter().any(|r| r.name == t.name) {
+                    continue;
+                }
+                out.push(RemoteTool {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    parameters: t.parameters.clone(),
+                    snippet: t.prompt_snippet.clone(),
+                    owner: Owner::Ext(i),
+                });
+            }
+        }
+        for (i, s) in self
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.life == Life::Ready)
+        {
+            for (name, t) in &s.tools {
+                if out.iter().any(|r| &r.name == name) {
+                    continue;
+                }
+                out.push(RemoteTool {
+                    name: name.clone(),
+                    description: t.description.clone(),
+                    parameters: t.input_schema.clone(),
+                    snippet: None,
+                    owner: Owner::Mcp {
+                        server: i,
+                        tool: t.name.clone(),
+                    },
+                });
+            }
+        }
+        out
+    }
+
+    /// The earliest deadline of anything waiting.
+    fn next_deadline(&self) -> Option<Instant> {
+        if !self.failures.is_empty() {
+            return Some(Instant::now());
+        }
+        let mut best: Option<Instant> = None;
+        let mut take = |t: Instant| {
+            if best.is_none_or(|b| t < b) {
+                best = Some(t);
+            }
+        };
+        for e in &self.exts {
+            if let Life::Starting(t) = e.life {
+                take(t);
+            }
+            if e.dialogs_open == 0 {
+                for c in e.calls.values() {
+                    take(c.deadline);
+                }
+            }
+        }
+        for s in &self.servers {
+            for (_, t) in s.requests.values() {
+                take(*t);
+            }
+        }
+        for d in self.dialogs.values() {
+            if let Some(t) = d.deadline {
+                take(t);
+            }
+        }
+        best
+    }
+
+    /// A channel that delivers when the earliest deadline passes (never, if there is none).
+    pub fn timer(&mut self) -> Receiver<Instant> {
+        if !self.active() {
+            return crossbeam_channel::never();
+        }
+        match self.next_deadline() {
+            None => {
+                self.timer = None;
+                crossbeam_channel::never()
+            }
+            Some(t) => match &self.timer {
+                Some((at, rx)) if *at == t => rx.clone(),
+                _ => {
+                    let rx = crossbeam_channel::at(t);
+                    self.timer = Some((t, rx.clone()));
+                    rx
+                }
+            },
+        }
+    }
+}
+
+/// A random UUID v4 for `extension_ui_request` ids (pi uses `crypto.randomUUID()`).
+pub fn uuid_v4() -> String {
+    let mut b = [0u8; 16];
+    crate::session::ids::random_bytes(&mut b);
+    b[6] = 0x40 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+impl Machine {
+    /// Start every configured extension and MCP server. Spawning is quick (fork + exec); the
+    /// handshakes happen in the background, as their lines arrive.
+    pub(crate) fn start_plugins(&mut self) {
+        if self.plugins.cfg.extensions.is_empty() && self.plugins.cfg.mcp.is_empty() {
+            return;
+        }
+        self.plugins.spawner = spawn_spawner(self.worker_tx.clone());
+        let entries = self.plugins.cfg.extensions.clone();
+        for entry in entries {
+            self.start_extension(entry);
+        }
+        let servers = self.plugins.cfg.mcp.clone();
+        for cfg in servers {
+            self.start_mcp_server(cfg);
+        }
+    }
+
+    fn start_extension(&mut self, entry: ExtEntry) {
+        let index = self.plugins.exts.len();
+        let path = entry.path.to_string_lossy().to_string();
+        let name = entry
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| path.clone());
+        let spec = child::Spec {
+            program: entry.path.clone(),
+            args: Vec::new(),
+            env: vec![("PITH_EXTENSION_PROTOCOL".into(), "1".into())],
+            cwd: self.cwd.clone(),
+        };
+        let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
+        self.plugins.exts.push(Ext {
+            entry,
+            path,
+            name,
+            handle: None,
+            life: Life::Starting(deadline),
+            tools: Vec::new(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            calls: HashMap::new(),
+            dialogs_open: 0,
+        });
+        self.spawn_child(SpawnRequest {
+            target: Target::Ext(index),
+            spec,
+            limits: EXT_LIMITS,
+        });
+    }
+
+    /// Hand a process to the spawner thread (or start it here if there is none).
+    pub(crate) fn spawn_child(&mut self, req: SpawnRequest) {
+        if let Some(tx) = &self.plugins.spawner {
+            if let Err(e) = tx.send(req) {
+                let req = e.into_inner();
+                let result = spawn_now(&req, &self.worker_tx);
+                self.on_spawned(req.target, result);
+            }
+            return;
+        }
+        let result = spawn_now(&req, &self.worker_tx);
+        self.on_spawned(req.target, result);
+    }
+
+    /// A process started (or could not): the extension gets `hello`, the MCP server
+    /// `initialize`.
+    pub(crate) fn on_spawned(&mut self, target: Target, result: Result<ChildHandle, String>) {
+        match (target, result) {
+            (Target::Ext(i), Ok(h)) => {
+                if self.plugins.stopping || self.plugins.exts[i].life == Life::Dead {
+                    h.signal(child::SIGKILL);
+                    return;
+                }
+                self.plugins.exts[i].handle = Some(h);
+                self.ext_hello(i);
+            }
+            (Target::Ext(i), Err(e)) => {
+                let ext = &mut self.plugins.exts[i];
+                if ext.life != Life::Dead {
+                    ext.life = Life::Dead;
+                    let path = ext.path.clone();
+                    self.extension_error(&path, "startup", &e);
+                }
+            }
+            (Target::Mcp(i), Ok(h)) => {
+                if self.plugins.stopping || self.plugins.servers[i].life == Life::Dead {
+                    h.signal(child::SIGKILL);
+                    return;
+                }
+                self.plugins.servers[i].handle = Some(h);
+                self.mcp_initialize(i);
+            }
+            (Target::Mcp(i), Err(e)) => self.fail_server(i, "startup", &e),
+        }
+        self.check_startup_done();
+    }
+
+    fn ext_hello(&mut self, index: usize) {
+        let session = match self.session.file() {
+            Some(f) => json!({"id": self.session_id, "file": f.to_string_lossy()}),
+            None => json!({"id": self.session_id}),
+        };
+        let hello = crate::ext::protocol::hello(
+            env!("CARGO_PKG_VERSION"),
+            &self.cwd.to_string_lossy(),
+            self.plugins.cfg.mode,
+            self.compat.as_str(),
+            &session,
+        );
+        self.ext_write(index, hello);
+    }
+
+    /// Queue a line for extension `i`. A full queue means it does not read its input: it is
+    /// isolated at the next timer tick (not here: writes happen in the middle of other work).
+    pub(crate) fn ext_write(&mut self, i: usize, line: Vec<u8>) -> bool {
+        let Some(h) = self.plugins.exts.get(i).and_then(|e| e.handle.as_ref()) else {
+            return false;
+        };
+        match h.write(line) {
+            Ok(()) => true,
+            Err(child::WriteError::Full) => {
+                self.plugins.failures.push((
+                    i,
+                    "protocol".into(),
+                    format!(
+                        "does not read its input ({} messages queued)",
+                        EXT_LIMITS.write_queue
+                    ),
+                ));
+                false
+            }
+            Err(child::WriteError::Closed) => false,
+        }
+    }
+
+    /// The `extension_error` event (also logged to stderr).
+    pub(crate) fn extension_error(&mut self, path: &str, event: &str, error: &str) {
+        eprintln!("pith: extension {path}: {event}: {error}");
+        let frame = json!({
+            "type": "extension_error",
+            "extensionPath": path,
+            "event": event,
+            "error": error,
+        });
+        self.send(response::line(&frame));
+    }
+
+    /// Deadlines passed: isolate hung extensions, time out dialogs and MCP requests.
+    pub(crate) fn on_plugin_timer(&mut self) {
+        for (i, event, error) in std::mem::take(&mut self.plugins.failures) {
+            self.isolate(i, &event, &error);
+        }
+        let now = Instant::now();
+        let timeout = self.plugins.cfg.ext_timeout.as_secs();
+        for i in 0..self.plugins.exts.len() {
+            let e = &self.plugins.exts[i];
+            if let Life::Starting(t) = e.life {
+                if t <= now {
+                    self.isolate(
+                        i,
+                        "startup",
+                        &format!("did not register within {timeout} seconds"),
+                    );
+                    continue;
+                }
+            }
+            if e.dialogs_open > 0 {
+                continue;
+            }
+            let late: Option<(String, u64)> = e
+                .calls
+                .values()
+                .filter(|c| c.deadline <= now)
+                .map(|c| (c.event.clone(), c.timeout.as_secs()))
+                .next();
+            if let Some((event, secs)) = late {
+                self.isolate(
+                    i,
+                    &event,
+                    &format!("did not answer {event} within {secs} seconds"),
+                );
+            }
+        }
+        let expired: Vec<String> = self
+            .plugins
+            .dialogs
+            .iter()
+            .filter(|(_, d)| d.deadline.is_some_and(|t| t <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.resolve_dialog(&id, crate::ext::ui::Answer::TimedOut);
+        }
+        self.mcp_timeouts(now);
+        self.check_startup_done();
+    }
+
+    /// Once nothing is starting any more, a prompt that waited for start-up runs.
+    pub(crate) fn check_startup_done(&mut self) {
+        let exts_starting = self
+            .plugins
+            .exts
+            .iter()
+            .any(|e| matches!(e.life, Life::Starting(_)));
+        if !exts_starting && !self.plugins.waiting_commands.is_empty() {
+            for id in std::mem::take(&mut self.plugins.waiting_commands) {
+                let data = self.get_commands_data();
+                self.send(response::success(id.as_ref(), "get_commands", Some(&data)));
+            }
+        }
+        if self.plugins.prompt_waits_startup && !self.plugins.starting() {
+            self.plugins.prompt_waits_startup = false;
+            self.run_pending_prompt();
+        }
+    }
+
+    /// pith is exiting: `session_shutdown` to subscribers, stdin closed, a short wait for the
+    /// processes to exit, then their process groups are killed.
+    pub(crate) fn stop_plugins(&mut self, quick: bool) {
+        if self.plugins.exts.is_empty() && self.plugins.servers.is_empty() {
+            return;
+        }
+        self.plugins.stopping = true;
+        let ev = json!({"type": "session_shutdown", "reason": "quit"});
+        for i in self.plugins.subscribers("session_shutdown") {
+            self.ext_write(i, crate::ext::protocol::event(None, &ev));
+        }
+        let mut live = 0;
+        for e in &mut self.plugins.exts {
+            if let Some(h) = e.handle.as_mut() {
+                h.close_input();
+                live += 1;
+            }
+        }
+        for s in &mut self.plugins.servers {
+            if let Some(h) = s.handle.as_mut() {
+                h.close_input();
+                live += 1;
+            }
+        }
+        let grace = Duration::from_millis(if quick { 100 } else { 500 });
+        let deadline = Instant::now() + grace;
+        while live > 0 {
+            match self.worker_rx_timeout(deadline) {
+                Some(Worker::Ext {
+                    event: child::ChildEvent::Exited { .. },
+                    ..
+                })
+                | Some(Worker::Mcp {
+                    event: child::ChildEvent::Exited { .. },
+                    ..
+                }) => live -= 1,
+                Some(Worker::Spawned { result: Ok(h), .. }) => h.signal(child::SIGKILL),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let pids: Vec<i32> = self
+            .plugins
+            .exts
+            .iter()
+            .filter_map(|e| e.handle.as_ref().map(|h| h.pid))
+            .chain(
+                self.plugins
+                    .servers
+                    .iter()
+                    .filter_map(|s| s.handle.as_ref().map(|h| h.pid)),
+            )
+            .collect();
+        for pid in &pids {
+            child::signal_group(*pid, child::SIGTERM);
+        }
+        if live > 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for pid in &pids {
+            child::signal_group(*pid, child::SIGKILL);
+        }
+        // The spawner thread ends; anything it started late dies with it (parent-death signal).
+        self.plugins.spawner = None;
+    }
+}

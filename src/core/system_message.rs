@@ -1,0 +1,575 @@
+//! pi 0.87.1's system prompt (`--compat 0.87`): named sections instead of one text, carried in
+//! the transcript as `role:"system"` messages.
+//!
+//! The pure part builds the sections (`preamble`, `<tools>`, `<rules>`, `<addendum>`,
+//! `<project_context>`, `<cwd>`), the tool declarations, and the message that patches what the
+//! transcript already declares ([`Declared::update`]); rendering the sections gives the
+//! request's system prompt. pi's `<docs>` section (paths of its installed documentation) is left
+//! out: pith has no documentation tree to point at (docs/rpc.md).
+//!
+//! The machine glue at the bottom decides when a run declares a change: before the prompt of a
+//! run whose sections or tools differ from what the context already declares (the first prompt of
+//! a session, after a tool change, or on a session written under another prompt). The rendered
+//! prompt is cached by its sections, so a run whose prompt did not change reuses the text.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::core::machine::Machine;
+use crate::core::plugins::RemoteTool;
+use crate::message::{AgentMessage, SystemMessage, ToolDeclaration, ToolRef, UserContent};
+use crate::tools::Tool;
+
+/// pi's identity paragraph: the `preamble` section when no custom prompt replaces it.
+pub const PREAMBLE: &str = "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.";
+
+/// Inputs that decide the sections.
+pub struct SectionInputs<'a> {
+    pub cwd: &'a Path,
+    /// `(name, one-liner)` of each active tool, in order.
+    pub tools: &'a [(&'a str, &'a str)],
+    /// `--system-prompt` / `SYSTEM.md`: replaces the preamble, tools and rules.
+    pub custom: Option<&'a str>,
+    /// `--append-system-prompt` / `APPEND_SYSTEM.md`: the `addendum` section.
+    pub append: Option<&'a str>,
+    /// `AGENTS.md` / `CLAUDE.md` files, global first.
+    pub context_files: &'a [(PathBuf, String)],
+}
+
+/// Per-tool rules (the tools' `promptGuidelines` in pi 0.87.1).
+fn tool_rules(name: &str) -> &'static [&'static str] {
+    match name {
+        "read" => &["Use read to examine files instead of cat or sed."],
+        "bash" => {
+            &["You can inspect PI_* environment variables for current model and session details."]
+        }
+        "edit" => &[
+            "Use edit for precise changes (edits[].oldText must match exactly)",
+            "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
+            "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
+            "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
+        ],
+        "write" => &["Use write only for new files or complete rewrites."],
+        _ => &[],
+    }
+}
+
+fn rules(tools: &[(&str, &str)]) -> String {
+    let has = |n: &str| tools.iter().any(|(t, _)| *t == n);
+    let mut rules: Vec<&str> = Vec::new();
+    if has("bash") && !has("grep") && !has("find") && !has("ls") {
+        rules.push("Use bash for file operations like ls, rg, find");
+    }
+    let always = [
+        "Be concise in your responses",
+        "Show file paths clearly when working with files",
+    ];
+    for rule in tools
+        .iter()
+        .flat_map(|(t, _)| tool_rules(t))
+        .copied()
+        .chain(always)
+    {
+        if !rules.contains(&rule) {
+            rules.push(rule);
+        }
+    }
+    rules
+        .iter()
+        .map(|r| format!("- {r}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The sections in pi's order, each but the preamble wrapped in `<name>` tags.
+pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
+    let mut raw: Vec<(&str, String)> = Vec::new();
+    match i.custom {
+        Some(c) => raw.push(("preamble", c.to_string())),
+        None => {
+            raw.push(("preamble", PREAMBLE.to_string()));
+            let list = if i.tools.is_empty() {
+                "(none)".to_string()
+            } else {
+                i.tools
+                    .iter()
+                    .map(|(n, s)| format!("- {n}: {s}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            raw.push((
+                "tools",
+                format!("{list}\n\nIn addition to the tools above, you may have access to other custom tools depending on the project."),
+            ));
+            raw.push(("rules", rules(i.tools)));
+        }
+    }
+    if let Some(a) = i.append.filter(|a| !a.is_empty()) {
+        raw.push(("addendum", a.to_string()));
+    }
+    if !i.context_files.is_empty() {
+        let mut parts = vec!["Project-specific instructions and guidelines:".to_string()];
+        for (p, c) in i.context_files {
+            parts.push(format!(
+                "<project_instructions path=\"{}\">\n{c}\n</project_instructions>",
+                p.display()
+            ));
+        }
+        raw.push(("project_context", parts.join("\n\n")));
+    }
+    raw.push(("cwd", i.cwd.display().to_string().replace('\\', "/")));
+    raw.into_iter()
+        .map(|(name, text)| {
+            let v = if name == "preamble" {
+                text
+            } else {
+                format!("<{name}>\n{text}\n</{name}>")
+            };
+            (name.to_string(), Value::String(v))
+        })
+        .collect()
+}
+
+/// pi 0.87.1's context files: the config dir's, then one per directory from `/` down to cwd;
+/// per directory the first of `AGENTS.override.md`, `AGENTS.md`, `AGENTS.MD`, `CLAUDE.md`,
+/// `CLAUDE.MD` that is a file, with a leading BOM removed.
+pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
+    const NAMES: [&str; 5] = [
+        "AGENTS.override.md",
+        "AGENTS.md",
+        "AGENTS.MD",
+        "CLAUDE.md",
+        "CLAUDE.MD",
+    ];
+    let pick = |dir: &Path| -> Option<(PathBuf, String)> {
+        NAMES.iter().find_map(|n| {
+            let p = dir.join(n);
+            if !p.is_file() {
+                return None;
+            }
+            let text = std::fs::read_to_string(&p).ok()?;
+            let text = text
+                .strip_prefix('\u{feff}')
+                .map(str::to_string)
+                .unwrap_or(text);
+            Some((p, text))
+        })
+    };
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(f) = pick(agent_dir) {
+        out.push(f);
+    }
+    let mut dirs: Vec<&Path> = cwd.ancestors().collect();
+    dirs.reverse();
+    for d in dirs {
+        if let Some(f) = pick(d) {
+            if !out.iter().any(|(p, _)| *p == f.0) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// A system message rendered as one prompt: its text, then each section's text.
+pub fn render(content: &str, sections: &Map<String, Value>) -> String {
+    let mut parts: Vec<&str> = Vec::with_capacity(sections.len() + 1);
+    if !content.is_empty() {
+        parts.push(content);
+    }
+    parts.extend(
+        sections
+            .values()
+            .filter_map(Value::as_str)
+            .filter(|s| !s.is_empty()),
+    );
+    parts.join("\n\n")
+}
+
+/// A built-in tool as pi 0.87.1 declares it: the read tool lists `bmp`, bash's argument is a
+/// "Shell command", edit's schema has no `additionalProperties`, and the four default tools ask
+/// for constrained sampling.
+pub fn declaration(tool: &dyn Tool) -> ToolDeclaration {
+    let name = tool.name();
+    let mut description = tool.description();
+    let mut parameters = tool.parameters();
+    match name {
+        "read" => {
+            description = description.replace("(jpg, png, gif, webp)", "(jpg, png, gif, webp, bmp)")
+        }
+        "bash" => {
+            if let Some(d) = parameters.pointer_mut("/properties/command/description") {
+                *d = json!("Shell command to execute");
+            }
+        }
+        "edit" => strip_additional_properties(&mut parameters),
+        _ => {}
+    }
+    let constrained = matches!(name, "read" | "bash" | "edit" | "write")
+        .then(|| json!({"type": "json_schema", "strict": "prefer"}));
+    ToolDeclaration {
+        name: name.to_string(),
+        description,
+        parameters,
+        constrained_sampling: constrained,
+    }
+}
+
+fn strip_additional_properties(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.shift_remove("additionalProperties");
+            m.values_mut().for_each(strip_additional_properties);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_additional_properties),
+        _ => {}
+    }
+}
+
+/// The tools as a 0.87 request offers them (their declarations).
+pub fn request_tools(tools: &[std::sync::Arc<dyn Tool>]) -> Vec<crate::llm::ToolSchema> {
+    tools
+        .iter()
+        .map(|t| {
+            let d = declaration(t.as_ref());
+            crate::llm::ToolSchema {
+                name: d.name,
+                description: d.description,
+                parameters: d.parameters,
+            }
+        })
+        .collect()
+}
+
+/// What the system messages of a context declare, replayed in order (pi's
+/// `getCurrentSystemMessage`): sections patched by name, tools added and withdrawn.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Declared {
+    pub content: Vec<String>,
+    pub sections: Map<String, Value>,
+    pub tools: Vec<ToolDeclaration>,
+    /// The first system message's timestamp (`None`: no system message).
+    pub timestamp: Option<u64>,
+}
+
+impl Declared {
+    pub fn of(messages: &[AgentMessage]) -> Declared {
+        let mut d = Declared::default();
+        for m in messages {
+            if let AgentMessage::System(s) = m {
+                d.apply(s);
+            }
+        }
+        d
+    }
+
+    pub fn apply(&mut self, m: &SystemMessage) {
+        self.timestamp.get_or_insert(m.timestamp);
+        let text = match &m.content {
+            UserContent::Text(t) => t.clone(),
+            blocks => blocks.joined_text(),
+        };
+        if !text.is_empty() {
+            self.content.push(text);
+        }
+        for (name, v) in m.sections.iter().flatten() {
+            if v.is_null() {
+                self.sections.shift_remove(name);
+            } else {
+                self.sections.insert(name.clone(), v.clone());
+            }
+        }
+        for r in m.tools_removed.iter().flatten() {
+            self.tools.retain(|t| t.name != r.name);
+        }
+        for t in m.tools_added.iter().flatten() {
+            match self.tools.iter_mut().find(|x| x.name == t.name) {
+                Some(slot) => *slot = t.clone(),
+                None => self.tools.push(t.clone()),
+            }
+        }
+    }
+
+    /// The prompt the model has (the request's system prompt).
+    pub fn render(&self) -> String {
+        render(&self.content.join("\n\n"), &self.sections)
+    }
+
+    /// The message that brings the context to `sections` and `tools`: changed sections, `null`
+    /// for dropped ones, tools added or redefined, tools withdrawn. `None` when nothing changed.
+    pub fn update(
+        &self,
+        sections: Option<&Map<String, Value>>,
+        tools: &[ToolDeclaration],
+        timestamp: u64,
+    ) -> Option<SystemMessage> {
+        let patch: Map<String, Value> = match sections {
+            None => Map::new(),
+            Some(want) => {
+                let mut p: Map<String, Value> = want
+                    .iter()
+                    .filter(|(k, v)| self.sections.get(*k) != Some(*v))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                for k in self.sections.keys().filter(|k| !want.contains_key(*k)) {
+                    p.insert(k.clone(), Value::Null);
+                }
+                p
+            }
+        };
+        let added: Vec<ToolDeclaration> = tools
+            .iter()
+            .filter(|t| !self.tools.iter().any(|x| x == *t))
+            .cloned()
+            .collect();
+        let removed: Vec<ToolRef> = self
+            .tools
+            .iter()
+            .filter(|x| !tools.iter().any(|t| t == *x))
+            .map(|x| ToolRef {
+                name: x.name.clone(),
+            })
+            .collect();
+        if patch.is_empty() && added.is_empty() && removed.is_empty() {
+            return None;
+        }
+        Some(SystemMessage {
+            content: UserContent::Text(String::new()),
+            sections: (!patch.is_empty()).then_some(patch),
+            timestamp,
+            tools_added: (!added.is_empty()).then_some(added),
+            tools_removed: (!removed.is_empty()).then_some(removed),
+            checkpoint: false,
+        })
+    }
+
+    /// The whole declared state as one message (a compaction's checkpoint).
+    pub fn checkpoint(&self, timestamp: u64) -> Option<SystemMessage> {
+        if self.timestamp.is_none() && self.tools.is_empty() {
+            return None;
+        }
+        Some(SystemMessage {
+            content: UserContent::Text(self.content.join("\n\n")),
+            sections: (!self.sections.is_empty()).then(|| self.sections.clone()),
+            timestamp,
+            tools_added: (!self.tools.is_empty()).then(|| self.tools.clone()),
+            tools_removed: None,
+            checkpoint: true,
+        })
+    }
+}
+
+/// The rendered prompt of the last sections seen, so an unchanged prompt is not rebuilt.
+#[derive(Default)]
+pub struct PromptCache {
+    sections: Map<String, Value>,
+    rendered: String,
+}
+
+impl PromptCache {
+    fn get(&mut self, d: &Declared) -> String {
+        if d.content.is_empty() && d.sections == self.sections && !self.rendered.is_empty() {
+            return self.rendered.clone();
+        }
+        let text = d.render();
+        if d.content.is_empty() {
+            self.sections = d.sections.clone();
+            self.rendered = text.clone();
+        }
+        text
+    }
+}
+
+impl Machine {
+    /// The sections this process would declare now.
+    fn wanted_sections(&self, remote: &[RemoteTool]) -> Map<String, Value> {
+        let mut names: Vec<(&str, &str)> =
+            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
+        names.extend(
+            remote
+                .iter()
+                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
+        );
+        let files = context_files(&self.cwd, &self.agent_dir);
+        sections(&SectionInputs {
+            cwd: &self.cwd,
+            tools: &names,
+            custom: self.custom_system_prompt.as_deref(),
+            append: self.append_system_prompt.as_deref(),
+            context_files: &files,
+        })
+    }
+
+    /// Under `--compat 0.87`, at the start of a run: the system message that brings the context
+    /// to this process's prompt and tools (sections only for a run that starts with a prompt,
+    /// as pi: a retry only declares tool changes), and the prompt text the requests carry.
+    pub(crate) fn system_update_087(
+        &mut self,
+        with_prompt: bool,
+        remote: &[RemoteTool],
+    ) -> (Option<SystemMessage>, String) {
+        let mut declared = Declared::of(&self.messages);
+        let wanted = with_prompt.then(|| self.wanted_sections(remote));
+        // The built-ins (less those an extension replaces), then extensions' and MCP tools.
+        let tools: Vec<ToolDeclaration> = self
+            .tools
+            .iter()
+            .filter(|t| !remote.iter().any(|r| r.name == t.name()))
+            .map(|t| declaration(t.as_ref()))
+            .chain(remote.iter().map(|r| ToolDeclaration {
+                name: r.name.clone(),
+                description: r.description.clone(),
+                parameters: r.parameters.clone(),
+                constrained_sampling: None,
+            }))
+            .collect();
+        let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
+        if let Some(u) = &update {
+            declared.apply(u);
+        }
+        let text = self.prompt_cache.get(&declared);
+        (update, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_tools() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("read", "Read file contents"),
+            ("bash", "Execute bash commands (ls, grep, find, etc.)"),
+            (
+                "edit",
+                "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
+            ),
+            ("write", "Create or overwrite files"),
+        ]
+    }
+
+    #[test]
+    fn default_sections_and_their_rendering() {
+        let tools = default_tools();
+        let s = sections(&SectionInputs {
+            cwd: Path::new("/w"),
+            tools: &tools,
+            custom: None,
+            append: None,
+            context_files: &[],
+        });
+        let names: Vec<&str> = s.keys().map(String::as_str).collect();
+        assert_eq!(names, ["preamble", "tools", "rules", "cwd"]);
+        assert_eq!(s["cwd"], "<cwd>\n/w\n</cwd>");
+        let text = render("", &s);
+        assert!(text.starts_with(&format!(
+            "{PREAMBLE}\n\n<tools>\n- read: Read file contents\n"
+        )));
+        assert!(text.contains("</tools>\n\n<rules>\n- Use bash for file operations like ls, rg, find\n- Use read to examine files instead of cat or sed.\n- You can inspect PI_* environment variables for current model and session details.\n"));
+        assert!(text.ends_with(
+            "- Show file paths clearly when working with files\n</rules>\n\n<cwd>\n/w\n</cwd>"
+        ));
+    }
+
+    #[test]
+    fn custom_prompt_append_and_context_files() {
+        let s = sections(&SectionInputs {
+            cwd: Path::new("/w"),
+            tools: &[],
+            custom: Some("Custom."),
+            append: Some("More."),
+            context_files: &[(PathBuf::from("/w/AGENTS.md"), "Be nice.".into())],
+        });
+        assert_eq!(
+            render("", &s),
+            "Custom.\n\n<addendum>\nMore.\n</addendum>\n\n<project_context>\nProject-specific instructions and guidelines:\n\n<project_instructions path=\"/w/AGENTS.md\">\nBe nice.\n</project_instructions>\n</project_context>\n\n<cwd>\n/w\n</cwd>"
+        );
+        let none = sections(&SectionInputs {
+            cwd: Path::new("/w"),
+            tools: &[],
+            custom: None,
+            append: None,
+            context_files: &[],
+        });
+        assert!(render("", &none).contains("<tools>\n(none)\n\nIn addition"));
+    }
+
+    #[test]
+    fn updates_patch_sections_and_tools() {
+        let tools = default_tools();
+        let want = sections(&SectionInputs {
+            cwd: Path::new("/w"),
+            tools: &tools,
+            custom: None,
+            append: None,
+            context_files: &[],
+        });
+        let decl = |n: &str| ToolDeclaration {
+            name: n.into(),
+            description: format!("{n} tool"),
+            parameters: json!({"type": "object"}),
+            constrained_sampling: None,
+        };
+        let empty = Declared::default();
+        let first = empty
+            .update(Some(&want), &[decl("read"), decl("bash")], 7)
+            .unwrap();
+        assert_eq!(first.sections.as_ref(), Some(&want));
+        assert_eq!(first.tools_added.as_ref().map(Vec::len), Some(2));
+        let mut d = Declared::of(&[AgentMessage::System(first)]);
+        assert_eq!(d.render(), render("", &want));
+        // Nothing changed: no message.
+        assert!(
+            d.update(Some(&want), &[decl("read"), decl("bash")], 8)
+                .is_none()
+        );
+        // A retry (no sections) with the same tools: nothing either.
+        assert!(d.update(None, &[decl("read"), decl("bash")], 8).is_none());
+        // cwd changed, bash withdrawn.
+        let mut moved = want.clone();
+        moved.insert("cwd".into(), json!("<cwd>\n/x\n</cwd>"));
+        moved.shift_remove("rules");
+        let u = d.update(Some(&moved), &[decl("read")], 9).unwrap();
+        assert_eq!(
+            serde_json::to_value(AgentMessage::System(u.clone())).unwrap(),
+            json!({"role": "system", "content": "", "sections": {"rules": null, "cwd": "<cwd>\n/x\n</cwd>"},
+                   "timestamp": 9, "toolsRemoved": [{"name": "bash"}]})
+        );
+        d.apply(&u);
+        assert_eq!(d.sections, moved);
+        assert_eq!(d.tools, vec![decl("read")]);
+        let cp = d.checkpoint(10).unwrap();
+        assert_eq!(
+            serde_json::to_string(&AgentMessage::System(cp)).unwrap(),
+            format!(
+                "{{\"role\":\"system\",\"content\":\"\",\"sections\":{},\"toolsAdded\":[{{\"name\":\"read\",\"description\":\"read tool\",\"parameters\":{{\"type\":\"object\"}}}}],\"timestamp\":10}}",
+                serde_json::to_string(&moved).unwrap()
+            )
+        );
+    }
+
+    #[test]
+    fn declarations_of_the_built_in_tools() {
+        let read = declaration(crate::tools::builtin_tool("read").unwrap().as_ref());
+        assert!(read.description.contains("(jpg, png, gif, webp, bmp)"));
+        assert_eq!(
+            read.constrained_sampling,
+            Some(json!({"type": "json_schema", "strict": "prefer"}))
+        );
+        let bash = declaration(crate::tools::builtin_tool("bash").unwrap().as_ref());
+        assert_eq!(
+            bash.parameters["properties"]["command"]["description"],
+            "Shell command to execute"
+        );
+        let edit = declaration(crate::tools::builtin_tool("edit").unwrap().as_ref());
+        assert!(
+            !serde_json::to_string(&edit.parameters)
+                .unwrap()
+                .contains("additionalProperties")
+        );
+        let ls = declaration(crate::tools::builtin_tool("ls").unwrap().as_ref());
+        assert_eq!(ls.constrained_sampling, None);
+    }
+}

@@ -1,0 +1,376 @@
+//! A child process that speaks JSON lines (extensions, MCP servers): spawned in its own process
+//! group, with one reader thread (its stdout → parsed values → the state machine) and one writer
+//! thread (lines from the machine → its stdin). Its stderr is inherited: it goes to pith's stderr,
+//! never to stdout.
+//!
+//! The machine never blocks on a child: it hands lines to the writer with `try_send` on a
+//! bounded channel (a child that stops reading fills it, and the machine treats that as a
+//! failure), and the reader sends on the machine's bounded worker channel (a child that writes
+//! faster than pith handles its messages is slowed down by the pipe). One line is capped
+//! ([`crate::rpc::frame::LineSplitter`]: longer lines are skipped without being buffered) and so is
+//! the number of lines per second (a flood stops the reader and is reported).
+//!
+//! The reader owns the `Child`: after end of output it waits for the exit and reports it, so no
+//! zombie is left behind. Killing is by process group (`kill(-pgid)`), which reaches whatever the
+//! child started (`npx` → `node`). On Linux the child also gets `PR_SET_PDEATHSIG(SIGKILL)`, so it
+//! does not outlive a pith that is killed outright.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use serde_json::Value;
+
+use crate::rpc::frame::{Frame, LineSplitter};
+
+unsafe extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+#[cfg(target_os = "linux")]
+unsafe extern "C" {
+    fn prctl(option: i32, arg2: u64, arg3: u64, arg4: u64, arg5: u64) -> i32;
+}
+
+pub const SIGKILL: i32 = 9;
+pub const SIGTERM: i32 = 15;
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Added to (or replacing in) pith's own environment.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// Limits of one child's output.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Longest accepted line in bytes.
+    pub max_line: usize,
+    /// Most lines accepted within one second; more is a flood.
+    pub max_lines_per_sec: u32,
+    /// Lines the machine may queue for the writer before the child counts as not reading.
+    pub write_queue: usize,
+}
+
+/// What the reader thread reports.
+#[derive(Debug)]
+pub enum ChildEvent {
+    /// One line that parsed as JSON.
+    Line(Value),
+    /// A line that is not JSON (the parser's message and the start of the line).
+    Garbage { error: String, line: String },
+    /// A line longer than [`Limits::max_line`] (skipped).
+    Oversized { bytes: usize },
+    /// More than [`Limits::max_lines_per_sec`] lines in one second: the reader stopped.
+    Flood,
+    /// The process exited (after its stdout closed); `status` describes how.
+    Exited { status: String },
+}
+
+/// The machine's handle on a running child.
+#[derive(Debug)]
+pub struct ChildHandle {
+    pub pid: i32,
+    tx: Option<Sender<Vec<u8>>>,
+}
+
+/// Why a line could not be handed to the writer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WriteError {
+    /// The queue is full: the child does not read its input.
+    Full,
+    /// The writer is gone (the child closed its input or exited).
+    Closed,
+}
+
+impl ChildHandle {
+    /// Queue one line (a `\n` is added). Never blocks.
+    pub fn write(&self, mut line: Vec<u8>) -> Result<(), WriteError> {
+        let Some(tx) = &self.tx else {
+            return Err(WriteError::Closed);
+        };
+        line.push(b'\n');
+        match tx.try_send(line) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(WriteError::Full),
+            Err(TrySendError::Disconnected(_)) => Err(WriteError::Closed),
+        }
+    }
+
+    /// Close the child's stdin once what is queued has been written.
+    pub fn close_input(&mut self) {
+        self.tx = None;
+    }
+
+    /// Signal the whole process group.
+    pub fn signal(&self, sig: i32) {
+        signal_group(self.pid, sig);
+    }
+}
+
+/// Signal process group `pgid` (the child's pid: it leads its own group).
+pub fn signal_group(pgid: i32, sig: i32) {
+    if pgid > 0 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+        unsafe {
+            kill(-pgid, sig);
+        }
+    }
+}
+
+/// Start `spec`. `on_event` runs on the reader thread; returning false stops the reader.
+pub fn spawn(
+    spec: &Spec,
+    limits: Limits,
+    on_event: Box<dyn FnMut(ChildEvent) -> bool + Send>,
+) -> Result<ChildHandle, String> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                const PR_SET_PDEATHSIG: i32 = 1;
+                prctl(PR_SET_PDEATHSIG, SIGKILL as u64, 0, 0, 0);
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+    let pid = child.id() as i32;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        signal_group(pid, SIGKILL);
+        let _ = child.wait();
+        return Err("cannot open the child's pipes".to_string());
+    };
+    let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(limits.write_queue);
+    let name = spec
+        .program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let writer = std::thread::Builder::new()
+        .name(format!("child-w-{name}"))
+        .spawn(move || write_loop(stdin, rx));
+    if let Err(e) = writer {
+        signal_group(pid, SIGKILL);
+        let _ = child.wait();
+        return Err(format!("cannot start a writer thread: {e}"));
+    }
+    let mut on_event = on_event;
+    let reader = std::thread::Builder::new()
+        .name(format!("child-r-{name}"))
+        .spawn(move || {
+            read_loop(stdout, limits, &mut on_event);
+            let status = match child.wait() {
+                Ok(s) => describe_status(s),
+                Err(e) => format!("cannot wait for it: {e}"),
+            };
+            on_event(ChildEvent::Exited { status });
+        });
+    if let Err(e) = reader {
+        signal_group(pid, SIGKILL);
+        return Err(format!("cannot start a reader thread: {e}"));
+    }
+    Ok(ChildHandle { pid, tx: Some(tx) })
+}
+
+fn describe_status(s: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "unknown status".to_string(),
+    }
+}
+
+fn write_loop(mut stdin: std::process::ChildStdin, rx: Receiver<Vec<u8>>) {
+    while let Ok(line) = rx.recv() {
+        if stdin.write_all(&line).is_err() {
+            return;
+        }
+        // Flush only when nothing else is queued: a burst goes out in few writes.
+        if rx.is_empty() && stdin.flush().is_err() {
+            return;
+        }
+    }
+}
+
+/// The reader: lines until end of output, a flood, or the machine no longer listening.
+fn read_loop(mut src: impl Read, limits: Limits, on_event: &mut dyn FnMut(ChildEvent) -> bool) {
+    let mut splitter = LineSplitter::new(limits.max_line);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut frames = Vec::new();
+    let mut window = Instant::now();
+    let mut in_window: u32 = 0;
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        splitter.feed(&buf[..n], &mut frames);
+        for frame in frames.drain(..) {
+            if window.elapsed() >= Duration::from_secs(1) {
+                window = Instant::now();
+                in_window = 0;
+            }
+            in_window += 1;
+            if in_window > limits.max_lines_per_sec {
+                on_event(ChildEvent::Flood);
+                return;
+            }
+            let ev = match frame {
+                Frame::Line(line) => match parse(&line) {
+                    Some(ev) => ev,
+                    None => continue,
+                },
+                Frame::Oversized { bytes } => ChildEvent::Oversized { bytes },
+            };
+            if !on_event(ev) {
+                return;
+            }
+        }
+    }
+    splitter.finish(&mut frames);
+    for frame in frames.drain(..) {
+        let ev = match frame {
+            Frame::Line(line) => match parse(&line) {
+                Some(ev) => ev,
+                None => continue,
+            },
+            Frame::Oversized { bytes } => ChildEvent::Oversized { bytes },
+        };
+        if !on_event(ev) {
+            return;
+        }
+    }
+}
+
+/// One line: blank lines are skipped (`None`), JSON becomes `Line`, anything else `Garbage`.
+fn parse(line: &[u8]) -> Option<ChildEvent> {
+    if line.iter().all(|b| b.is_ascii_whitespace()) {
+        return None;
+    }
+    Some(match serde_json::from_slice::<Value>(line) {
+        Ok(v) => ChildEvent::Line(v),
+        Err(e) => {
+            let text = String::from_utf8_lossy(&line[..line.len().min(80)]).to_string();
+            ChildEvent::Garbage {
+                error: e.to_string(),
+                line: text,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(input: &[u8], limits: Limits) -> Vec<String> {
+        let mut out = Vec::new();
+        read_loop(input, limits, &mut |ev| {
+            out.push(match ev {
+                ChildEvent::Line(v) => format!("line {v}"),
+                ChildEvent::Garbage { line, .. } => format!("garbage {line}"),
+                ChildEvent::Oversized { bytes } => format!("oversized {bytes}"),
+                ChildEvent::Flood => "flood".to_string(),
+                ChildEvent::Exited { status } => status,
+            });
+            true
+        });
+        out
+    }
+
+    const LIMITS: Limits = Limits {
+        max_line: 64,
+        max_lines_per_sec: 5,
+        write_queue: 4,
+    };
+
+    #[test]
+    fn lines_garbage_blank_and_oversized() {
+        let input = b"{\"a\":1}\n\n  \nnot json\n[1,2]";
+        assert_eq!(
+            collect(input, LIMITS),
+            vec!["line {\"a\":1}", "garbage not json", "line [1,2]"]
+        );
+        let long = format!("\"{}\"\n{{}}\n", "x".repeat(100));
+        assert_eq!(
+            collect(long.as_bytes(), LIMITS),
+            vec!["oversized 102", "line {}"]
+        );
+    }
+
+    #[test]
+    fn a_flood_stops_the_reader() {
+        let input = "{}\n".repeat(20);
+        let out = collect(input.as_bytes(), LIMITS);
+        assert_eq!(out.len(), 6);
+        assert_eq!(out.last().map(String::as_str), Some("flood"));
+    }
+
+    #[test]
+    fn spawn_talks_and_reports_the_exit() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let spec = Spec {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".into(), "read l; echo \"$l\"; exit 3".into()],
+            env: vec![],
+            cwd: std::env::temp_dir(),
+        };
+        let mut h = spawn(
+            &spec,
+            Limits {
+                max_line: 1024,
+                max_lines_per_sec: 100,
+                write_queue: 4,
+            },
+            Box::new(move |ev| tx.send(ev).is_ok()),
+        )
+        .unwrap();
+        h.write(b"{\"x\":true}".to_vec()).unwrap();
+        h.close_input();
+        let timeout = Duration::from_secs(10);
+        match rx.recv_timeout(timeout).unwrap() {
+            ChildEvent::Line(v) => assert_eq!(v, serde_json::json!({"x": true})),
+            other => panic!("{other:?}"),
+        }
+        match rx.recv_timeout(timeout).unwrap() {
+            ChildEvent::Exited { status } => assert_eq!(status, "exit code 3"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error() {
+        let spec = Spec {
+            program: PathBuf::from("/nonexistent/prog"),
+            args: vec![],
+            env: vec![],
+            cwd: std::env::temp_dir(),
+        };
+        let e = spawn(&spec, LIMITS, Box::new(|_| true)).err().unwrap();
+        assert!(e.starts_with("cannot start /nonexistent/prog:"), "{e}");
+    }
+}

@@ -1,0 +1,217 @@
+//! Which MCP servers to start: the widely used `mcpServers` format
+//! (`{"mcpServers":{"name":{"command","args","env","cwd"}}}`) from settings.json (user and project,
+//! merged by server name, project winning) and the project's `.mcp.json` (winning over both).
+//! `${VAR}` and `${VAR:-default}` are expanded in `command`, `args`, `env` values and `cwd`, as
+//! other MCP clients do. Only the stdio transport exists here; `"disabled": true` skips a server.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// Expand `${VAR}` and `${VAR:-default}`; an unset variable without a default is an error.
+pub fn expand_vars(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match env(name).filter(|v| !v.is_empty() || default.is_none()) {
+            Some(v) => out.push_str(&v),
+            None => match default {
+                Some(d) => out.push_str(d),
+                None => return Err(format!("environment variable {name} is not set")),
+            },
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn one(
+    name: &str,
+    v: &Value,
+    base: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<ServerConfig>, String> {
+    let Some(obj) = v.as_object() else {
+        return Err("expected an object".into());
+    };
+    if obj.get("disabled") == Some(&Value::Bool(true)) {
+        return Ok(None);
+    }
+    if let Some(t) = obj.get("type").and_then(Value::as_str) {
+        if t != "stdio" {
+            return Err(format!(
+                "transport \"{t}\" is not supported (pith speaks stdio only)"
+            ));
+        }
+    }
+    let command = match obj.get("command") {
+        Some(Value::String(c)) if !c.is_empty() => expand_vars(c, env)?,
+        _ => return Err("missing string \"command\"".into()),
+    };
+    let args = match obj.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => expand_vars(s, env),
+                Value::Number(n) => Ok(n.to_string()),
+                _ => Err("\"args\" must be an array of strings".to_string()),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"args\" must be an array of strings".into()),
+    };
+    let mut vars = Vec::new();
+    match obj.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let v = match v {
+                    Value::String(s) => expand_vars(s, env)?,
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => return Err(format!("env \"{k}\" must be a string")),
+                };
+                vars.push((k.clone(), v));
+            }
+        }
+        Some(_) => return Err("\"env\" must be an object".into()),
+    }
+    let cwd = match obj.get("cwd") {
+        Some(Value::String(c)) => Some(base.join(expand_vars(c, env)?)),
+        _ => None,
+    };
+    Ok(Some(ServerConfig {
+        name: name.to_string(),
+        command,
+        args,
+        env: vars,
+        cwd,
+    }))
+}
+
+/// The servers to start, in order (settings first, then `.mcp.json` entries not already
+/// named), and warnings for stderr. `settings`: the merged settings' `mcpServers`; `project`:
+/// the parsed `.mcp.json` and its directory.
+pub fn resolve(
+    settings: Option<&Value>,
+    project: Option<(&Value, &Path)>,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<ServerConfig>, Vec<String>) {
+    let mut merged: Vec<(String, Value, PathBuf, &str)> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut add = |map: &Map<String, Value>, base: &Path, origin: &'static str| {
+        for (name, v) in map {
+            match merged.iter_mut().find(|(n, ..)| n == name) {
+                Some(slot) => *slot = (name.clone(), v.clone(), base.to_path_buf(), origin),
+                None => merged.push((name.clone(), v.clone(), base.to_path_buf(), origin)),
+            }
+        }
+    };
+    match settings {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => add(m, cwd, "settings.json"),
+        Some(_) => {
+            warnings.push("Warning: settings \"mcpServers\" is not an object; ignored".into())
+        }
+    }
+    if let Some((v, dir)) = project {
+        match v.get("mcpServers") {
+            Some(Value::Object(m)) => add(m, dir, ".mcp.json"),
+            _ => warnings.push("Warning: .mcp.json has no \"mcpServers\" object; ignored".into()),
+        }
+    }
+    let mut out = Vec::new();
+    for (name, v, base, origin) in merged {
+        if !crate::ext::protocol::valid_tool_name(&name) || name.contains("__") {
+            warnings.push(format!(
+                "Warning: MCP server name \"{name}\" ({origin}) must be letters, digits, _ or - (no \"__\"); skipped"
+            ));
+            continue;
+        }
+        match one(&name, &v, &base, env) {
+            Ok(Some(c)) => out.push(c),
+            Ok(None) => {}
+            Err(e) => warnings.push(format!(
+                "Warning: MCP server \"{name}\" ({origin}): {e}; skipped"
+            )),
+        }
+    }
+    (out, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(k: &str) -> Option<String> {
+        match k {
+            "HOME" => Some("/home/u".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables() {
+        assert_eq!(expand_vars("${HOME}/x", &env).unwrap(), "/home/u/x");
+        assert_eq!(expand_vars("${NOPE:-d}", &env).unwrap(), "d");
+        assert_eq!(expand_vars("${EMPTY:-d}", &env).unwrap(), "d");
+        assert_eq!(expand_vars("${EMPTY}", &env).unwrap(), "");
+        assert_eq!(expand_vars("a${b", &env).unwrap(), "a${b");
+        assert_eq!(
+            expand_vars("${NOPE}", &env).unwrap_err(),
+            "environment variable NOPE is not set"
+        );
+    }
+
+    #[test]
+    fn merge_and_validate() {
+        let settings = json!({
+            "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
+            "web": {"type": "http", "url": "http://x"},
+            "off": {"command": "x", "disabled": true},
+            "bad name": {"command": "x"}
+        });
+        let project = json!({"mcpServers": {
+            "time": {"command": "${HOME}/bin/time", "env": {"TZ": "UTC"}},
+            "every": {"command": "npx", "args": ["-y", "server-everything"]}
+        }});
+        let (list, warnings) = resolve(
+            Some(&settings),
+            Some((&project, Path::new("/p"))),
+            Path::new("/cwd"),
+            &env,
+        );
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].name, "time");
+        assert_eq!(list[0].command, "/home/u/bin/time");
+        assert_eq!(list[0].env, vec![("TZ".to_string(), "UTC".to_string())]);
+        assert!(list[0].args.is_empty());
+        assert_eq!(list[1].name, "every");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings.iter().any(|w| w.contains("transport \"http\"")));
+    }
+}
