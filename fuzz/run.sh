@@ -15,6 +15,8 @@ seeds() {
         session_file) echo fixtures/sessions ;;
         tool_arguments) echo fixtures/fuzz/tool_arguments ;;
         error_body) echo fixtures/fuzz/error_body ;;
+        extension_message) echo fixtures/fuzz/extension_message ;;
+        mcp_message) echo fixtures/fuzz/mcp_message ;;
     esac
     if [ -d "fixtures/fuzz/regressions/$1" ]; then echo "fixtures/fuzz/regressions/$1"; fi
 }

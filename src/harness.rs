@@ -16,6 +16,9 @@
 //! - [`tool_arguments`]: argument preparation and validation for every built-in tool; what
 //!   passes validation passes it again unchanged.
 //! - [`error_body`]: an HTTP error body made readable stays bounded.
+//! - [`extension_message`], [`mcp_message`]: lines an extension or an MCP server writes, decoded
+//!   as the plugin host decodes them, with the tools they declare validated against their own
+//!   schemas; every line pith would write back (and every RPC frame) is one JSON line.
 //!
 //! Nothing here runs a shell command or writes outside a private temporary directory: the
 //! `bash` and `export_html` commands are only decoded, never executed.
@@ -451,5 +454,120 @@ pub fn error_body(data: &[u8]) {
         );
     } else if readable.len() > crate::llm::error_body::MAX_TEXT_BYTES + 40 {
         assert_eq!(readable, body, "only JSON passes long");
+    }
+}
+
+/// One line pith writes to a child or to stdout: JSON, no newline inside.
+fn check_line(line: &[u8]) {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    assert!(!body.contains(&b'\n'), "a line split in two");
+    serde_json::from_slice::<Value>(body).expect("a line that is not JSON");
+}
+
+/// A tool result as it goes into a `tool_execution_end` frame.
+fn check_output(o: &crate::tools::ToolOutput) {
+    let v = serde_json::json!({"content": o.content, "details": o.details});
+    check_line(&crate::rpc::response::line(&v));
+}
+
+/// The JSON values on the lines of `data` (what the child line reader hands over).
+fn json_lines(data: &[u8]) -> impl Iterator<Item = Value> + '_ {
+    data.split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+}
+
+/// Validate some arguments against a schema that came from outside (an extension's or an MCP
+/// server's tool): the validator must cope with any schema, and what passes passes again.
+fn validate_with(name: &str, schema: &Value, samples: &[&Value]) {
+    for args in samples {
+        if let Ok(valid) = crate::tools::validate::validate_args(name, schema, args) {
+            let again = crate::tools::validate::validate_args(name, schema, &valid)
+                .expect("validated arguments validate again");
+            assert_eq!(again, valid, "validation is not idempotent");
+        }
+    }
+}
+
+/// Lines an extension writes (`docs/extensions.md`), decoded as the plugin host does.
+pub fn extension_message(data: &[u8]) {
+    use crate::ext::protocol::{self, FromExt};
+    let empty = serde_json::json!({});
+    for v in json_lines(data) {
+        let _ = protocol::decode_tool_call_result(&v);
+        let _ = protocol::decode_cancel(&v);
+        if let Ok(out) = protocol::decode_tool_result(Ok(v.clone())) {
+            check_output(&out);
+        }
+        match protocol::decode(&v) {
+            Ok(FromExt::Register(reg)) => {
+                for t in &reg.tools {
+                    validate_with(&t.name, &t.parameters, &[&empty, &v]);
+                    check_line(&protocol::execute_tool(1, "call_1", &t.name, &v));
+                }
+                for c in &reg.commands {
+                    check_line(&protocol::command(2, &c.name, &c.name));
+                }
+            }
+            Ok(FromExt::Result { outcome, .. }) => {
+                let _ = protocol::decode_tool_result(outcome);
+            }
+            Ok(FromExt::ToolUpdate { output, .. }) => {
+                check_output(&output);
+            }
+            Ok(FromExt::Ui { id, request }) => {
+                check_line(&crate::rpc::response::line(&crate::ext::ui::request_frame(
+                    "ui-1", &request,
+                )));
+                if let (Some(id), Some(obj)) = (id, v.as_object()) {
+                    let answer = crate::ext::ui::parse_answer(obj);
+                    let fields = crate::ext::ui::answer_fields(request.method(), &answer);
+                    check_line(&protocol::ui_response(&id, fields));
+                }
+            }
+            Ok(FromExt::SendMessage(m)) => {
+                check_line(&crate::rpc::response::line(&m.content));
+            }
+            Ok(FromExt::SendUserMessage { content, .. }) => {
+                check_line(&crate::rpc::response::line(&content));
+            }
+            Err(_) => {}
+        }
+        check_line(&protocol::event(Some(3), &v));
+    }
+}
+
+/// Lines an MCP server writes (JSON-RPC), decoded as the plugin host does.
+pub fn mcp_message(data: &[u8]) {
+    use crate::mcp::protocol::{self, Incoming};
+    let empty = serde_json::json!({});
+    for v in json_lines(data) {
+        match protocol::classify(&v) {
+            Incoming::Response { result: Ok(r), .. } => {
+                let _ = protocol::check_initialize(&r);
+                if let Ok((tools, _cursor)) = protocol::parse_tools_page(&r) {
+                    for t in &tools {
+                        let name = protocol::tool_name("server", &t.name);
+                        assert!(!name.is_empty());
+                        validate_with(&name, &t.input_schema, &[&empty, &v]);
+                        check_line(&protocol::request(
+                            7,
+                            "tools/call",
+                            Some(protocol::call_params(&t.name, &v, 8)),
+                        ));
+                    }
+                }
+                if let Ok(out) = protocol::call_result(&r) {
+                    check_output(&out);
+                }
+            }
+            Incoming::Request { id, method } => {
+                check_line(&protocol::error_response(&id, -32601, &method));
+                check_line(&protocol::result_response(&id, v.clone()));
+            }
+            Incoming::Notification { params, .. } => {
+                let _ = protocol::progress_text(&params);
+            }
+            Incoming::Response { result: Err(_), .. } | Incoming::Invalid(_) => {}
+        }
     }
 }

@@ -17,6 +17,8 @@ fn harness(target: &str) -> fn(&[u8]) {
         "session_file" => pith::harness::session_file,
         "tool_arguments" => pith::harness::tool_arguments,
         "error_body" => pith::harness::error_body,
+        "extension_message" => pith::harness::extension_message,
+        "mcp_message" => pith::harness::mcp_message,
         other => panic!("no harness for fuzz target {other}"),
     }
 }
@@ -87,4 +89,6 @@ fn the_seed_corpora_pass() {
     assert!(replay("session_file", &["sessions"]) > 0);
     assert!(replay("tool_arguments", &["fuzz/tool_arguments"]) > 0);
     assert!(replay("error_body", &["fuzz/error_body"]) > 0);
+    assert!(replay("extension_message", &["fuzz/extension_message"]) > 0);
+    assert!(replay("mcp_message", &["fuzz/mcp_message"]) > 0);
 }
