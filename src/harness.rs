@@ -121,7 +121,7 @@ pub fn rpc_input(data: &[u8]) {
             "compaction": {"enabled": false}
         })),
         registry: registry().clone(),
-        auth: crate::llm::models::Auth::empty(std::sync::Arc::new(|_: &str| None)),
+        auth: auth(),
         model: None,
         thinking: crate::message::ThinkingLevel::Off,
         scoped_models: Vec::new(),
@@ -198,6 +198,14 @@ pub fn rpc_input(data: &[u8]) {
 /// A small registry: two custom providers at a port where nothing listens (a request fails at
 /// once with "Connection error."). Cloning the full built-in list for every input would be most
 /// of the work.
+/// Keys for the two providers of [`registry`] (so prompts run, and fail at the connection).
+fn auth() -> crate::llm::models::Auth {
+    let mut auth = crate::llm::models::Auth::empty(std::sync::Arc::new(|_: &str| None));
+    auth.set_runtime_key("fake", "k");
+    auth.set_runtime_key("other", "k");
+    auth
+}
+
 /// Hand the machine its workers' events until it is idle (each request fails at once; a bound
 /// of 10 s turns a hang into a failure). An auto-retry back-off (seconds) is cut short: its
 /// timer's event is handed over at once (the timer's own, later, is stale and ignored).
