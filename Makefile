@@ -1,7 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
 
-.PHONY: build run test lint static bench fmt clean interop interop-deps fuzz
+.PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 
 build:
 	$(CARGO) build --release
@@ -17,6 +17,12 @@ test:
 	tests/interop/run.sh pith
 	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
 		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
+	@if [ -z "$$PITH_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
+		echo "make test: tests/export_browser.rs SKIPPED its browser check of the HTML export (no chromium; apt-get install chromium)"; fi
+
+# Renew docs/export-*.png from the browser check (needs chromium).
+screenshots:
+	PITH_UPDATE_SCREENSHOTS=1 $(CARGO) test --test export_browser
 
 # pi 0.73.1's and pi 0.87.1's own TypeScript RpcClient drive pith through every method they expose
 # (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's.
@@ -42,11 +48,16 @@ static:
 
 # pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
 # setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
+# Then grep/find over a generated 100,000-file repository, pith beside pi 0.73.1 running rg and fd
+# (found on PATH): target/bench/tools.json.
 bench: build
 	$(CARGO) run --release --features bench --bin pith-bench
 	@if command -v python3 >/dev/null && [ -f ../shared/oracle/bench.py ]; then \
 		python3 tests/bench/compare.py $(BENCH_ARGS); \
 	else echo "bench: comparison with pi skipped (needs python3 and ../shared/oracle)"; fi
+	@if command -v python3 >/dev/null && [ -f ../shared/oracle/fakellm.py ]; then \
+		python3 tests/bench/tools.py $(BENCH_ARGS); \
+	else echo "bench: grep/find benchmark skipped (needs python3 and ../shared/oracle)"; fi
 
 # Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;
 # see fuzz/run.sh). FUZZ_TARGETS="sse rpc_input" runs only those.

@@ -16,6 +16,20 @@ seeds() {
         tool_arguments) echo fixtures/fuzz/tool_arguments ;;
         error_body) echo fixtures/fuzz/error_body ;;
         extension_message) echo fixtures/fuzz/extension_message ;;
+        provider_mistral | provider_codex) echo fixtures/openai fixtures/anthropic ;;
+        provider_bedrock) echo fixtures/fuzz/provider_bedrock ;;
+        resource_file)
+            echo fixtures/fuzz/resource_file
+            # The 839 frontmatter cases recorded from pi, one file each (needs python3).
+            if command -v python3 >/dev/null; then
+                mkdir -p target/fuzz-seeds/resource_file
+                python3 -c 'import json,sys
+for i,c in enumerate(json.load(open(sys.argv[1]))):
+    open("%s/case%03d.md" % (sys.argv[2], i), "w").write(c["input"])' \
+                    fixtures/skills/frontmatter_pi_0.73.1.json target/fuzz-seeds/resource_file
+                echo target/fuzz-seeds/resource_file
+            fi
+            ;;
         mcp_message) echo fixtures/fuzz/mcp_message ;;
     esac
     if [ -d "fixtures/fuzz/regressions/$1" ]; then echo "fixtures/fuzz/regressions/$1"; fi

@@ -23,6 +23,9 @@ pub fn run(opts: Options) -> i32 {
     for w in &opts.warnings {
         eprintln!("{w}");
     }
+    if let Some(input) = &opts.export {
+        return run_export(input, opts.messages.first().map(String::as_str));
+    }
     if let Some(search) = &opts.list_models {
         return list_models(search.as_deref());
     }
@@ -122,6 +125,21 @@ fn report_startup(s: &Startup) {
     let tools: Vec<&str> = s.tools.iter().map(|t| t.name()).collect();
     eprintln!("pith: tools {}", tools.join(", "));
     eprintln!("pith: protocol pi {}", s.compat.as_str());
+}
+
+/// `--export <session.jsonl> [out.html]`: write the HTML export and exit, with pi's messages.
+fn run_export(input: &str, output: Option<&str>) -> i32 {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    match crate::session::export_html::export_file(input, output, &cwd) {
+        Ok(path) => {
+            println!("Exported to: {path}");
+            cli::EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            cli::EXIT_FAILURE
+        }
+    }
 }
 
 /// Worker events (LLM deltas, tool updates) queued for the machine at most. Enough to keep the
@@ -360,7 +378,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         eprintln!("{w}");
     }
 
+    let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
+
     Ok(Startup {
+        resources,
         plugins,
         custom_system_prompt: system_prompt::custom_prompt(
             opts.system_prompt.as_deref(),
@@ -388,6 +409,32 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
         compat,
+    })
+}
+
+/// Where skills and prompt templates will be read from (on first use).
+fn resource_options(
+    opts: &Options,
+    settings: &Settings,
+    cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+    compat: crate::compat::Compat,
+    project_trusted: bool,
+) -> crate::resources::LazyResources {
+    let cwd = cwd.to_string_lossy().into_owned();
+    let agent_dir = crate::resources::paths::resolve(&cwd, &agent_dir.to_string_lossy());
+    crate::resources::LazyResources::new(crate::resources::LoadOptions {
+        cwd,
+        agent_dir,
+        home: config::home_dir().map(|h| h.to_string_lossy().into_owned()),
+        global_settings: settings.global().clone(),
+        project_settings: project_trusted.then(|| settings.project().clone()),
+        cli_skills: opts.skills.clone(),
+        cli_templates: opts.prompt_templates.clone(),
+        no_skills: opts.no_skills,
+        no_templates: opts.no_prompt_templates,
+        compat,
+        project_trusted,
     })
 }
 

@@ -11,11 +11,16 @@
 //! - [`provider_stream`]: one API's stream decoder over SSE events, as `llm/stream.rs` runs it,
 //!   then the machine's copy of the partial message and the spliced `message_update` snapshot:
 //!   the stream ends with exactly one final event, and the snapshot is the message's JSON.
+//! - [`provider_bedrock`]: lines `<event-type> <JSON payload>` encoded as AWS event-stream
+//!   messages (valid CRCs, so the fuzzer reaches the decoder; a `!` first byte sends the rest
+//!   raw instead, for the framing itself), then as [`provider_stream`].
 //! - [`session_file`]: the session loader on a file's bytes: every complete entry line is
 //!   loaded, the tree queries work, and an append followed by a reload keeps everything.
 //! - [`tool_arguments`]: argument preparation and validation for every built-in tool; what
 //!   passes validation passes it again unchanged.
 //! - [`error_body`]: an HTTP error body made readable stays bounded.
+//! - [`resource_file`]: a prompt template or skill file (YAML frontmatter, body) as both pi
+//!   versions read it, then expanded with arguments.
 //! - [`extension_message`], [`mcp_message`]: lines an extension or an MCP server writes, decoded
 //!   as the plugin host decodes them, with the tools they declare validated against their own
 //!   schemas; every line pith would write back (and every RPC frame) is one JSON line.
@@ -32,8 +37,8 @@ use serde_json::Value;
 use crate::core::event::{Event, Worker};
 use crate::core::machine::{Channels, Machine, Startup};
 use crate::io::stdin::{Input, parse_line};
+use crate::llm::api::{Builder, Framing};
 use crate::llm::sse::{SseEvent, SseParser};
-use crate::llm::stream::{Api, Builder};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{AgentMessage, AssistantMessage};
 use crate::rpc::frame::{Frame, LineSplitter};
@@ -137,6 +142,19 @@ pub fn rpc_input(data: &[u8]) {
         faux_script: None,
         partials: crate::rpc::event::Partials::Full,
         compat: compat_for(data),
+        resources: crate::resources::LazyResources::new(crate::resources::LoadOptions {
+            cwd: cwd.to_string_lossy().into_owned(),
+            agent_dir: cwd.join("agent").to_string_lossy().into_owned(),
+            home: None,
+            global_settings: serde_json::Map::new(),
+            project_settings: None,
+            cli_skills: Vec::new(),
+            cli_templates: Vec::new(),
+            no_skills: true,
+            no_templates: true,
+            compat: compat_for(data),
+            project_trusted: false,
+        }),
         plugins: crate::core::plugins::PluginConfig {
             ui: true,
             mode: "rpc",
@@ -259,10 +277,36 @@ pub fn sse(data: &[u8]) {
     }
 }
 
-/// One API's decoder over the SSE events of `data`, run as `llm/stream.rs` runs it; then the
-/// events applied to the machine's partial message and its `message_update` encoder.
+/// The frames of a body: SSE, or AWS event-stream messages (Bedrock), as `llm/stream.rs` cuts
+/// them.
+enum Frames {
+    Sse(SseParser),
+    EventStream(crate::llm::aws::Framer),
+}
+
+impl Frames {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+        match self {
+            Frames::Sse(p) => p.feed(bytes, out).map_err(|e| e.to_string()),
+            Frames::EventStream(p) => p.feed(bytes, out),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        match self {
+            Frames::Sse(p) => {
+                p.finish();
+                Ok(())
+            }
+            Frames::EventStream(p) => p.finish(),
+        }
+    }
+}
+
+/// One API's decoder over the frames of `data`, run as `llm/stream.rs` runs it; then the events
+/// applied to the machine's partial message and its `message_update` encoder.
 pub fn provider_stream(api: &str, data: &[u8]) {
-    let Some(kind) = Api::from_name(api) else {
+    let Some(kind) = crate::llm::stream::api_for(api) else {
         panic!("unknown api {api}");
     };
     let mut model = crate::llm::faux::model();
@@ -282,16 +326,20 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         faux_script: None,
         compat: compat_for(data),
         no_cache: false,
+        extra: Default::default(),
     };
     let mut decoder = kind.decoder(&req);
     let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
     b.compat = req.compat;
     let mut out = Vec::new();
-    let mut parser = SseParser::new();
+    let mut parser = match kind.framing() {
+        Framing::Sse => Frames::Sse(SseParser::new()),
+        Framing::EventStream => Frames::EventStream(Default::default()),
+    };
     let mut events = Vec::new();
     for chunk in pieces(data, data) {
         if let Err(e) = parser.feed(chunk, &mut events) {
-            b.fail(e.to_string(), false, None, &mut out);
+            b.fail(e, false, None, &mut out);
         }
         for ev in events.drain(..) {
             if b.finished {
@@ -304,7 +352,9 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         }
     }
     if !b.finished {
-        parser.finish();
+        if let Err(e) = parser.finish() {
+            b.fail(e, false, None, &mut out);
+        }
         decoder.end(&mut b, &mut out);
     }
     assert!(b.finished, "the stream ended without a final event");
@@ -578,4 +628,74 @@ pub fn mcp_message(data: &[u8]) {
             Incoming::Response { result: Err(_), .. } | Incoming::Invalid(_) => {}
         }
     }
+}
+
+/// A prompt template or a skill file, read as both versions read it, then expanded.
+pub fn resource_file(data: &[u8]) {
+    use crate::resources::{SourceInfo, skills, templates, yaml};
+    let content = String::from_utf8_lossy(data);
+    let _ = yaml::parse(&content);
+    let source = SourceInfo {
+        path: "/p/x".into(),
+        source: "local".into(),
+        scope: "temporary".into(),
+        origin: "top-level".into(),
+        base_dir: None,
+    };
+    // The first line doubles as the arguments of the expansions.
+    let args = content.lines().next().unwrap_or("");
+    for compat in [crate::compat::Compat::V073, crate::compat::Compat::V087] {
+        let (template, _) =
+            templates::from_file("/p/prompts/x.md", &content, compat, source.clone());
+        if let Some(t) = template {
+            let parsed = templates::parse_args(args, compat);
+            let _ = templates::substitute(&content, &parsed, compat);
+            let expanded =
+                templates::expand(&format!("/x {args}"), std::slice::from_ref(&t), compat);
+            assert!(
+                expanded.is_some(),
+                "a template does not expand its own command"
+            );
+        }
+        let (skill, _) =
+            skills::from_file("/p/skills/x/SKILL.md", &content, compat, source.clone());
+        if let Some(sk) = skill {
+            let _ = skills::format_for_prompt(std::slice::from_ref(&sk), skills::ReadTool::Read);
+            let _ = skills::expansion(&sk, &content, args);
+        }
+        let _ = skills::parse_command(&content);
+    }
+}
+
+/// Bedrock's event-stream: each line `<event-type> <payload>` becomes one message with valid
+/// CRCs (`exception:<name>` makes an exception message); a first byte `!` sends the rest raw.
+pub fn provider_bedrock(data: &[u8]) {
+    use crate::llm::aws::eventstream::encode;
+    let bytes = match data.strip_prefix(b"!") {
+        Some(raw) => raw.to_vec(),
+        None => {
+            let mut out = Vec::new();
+            for line in data.split(|&b| b == b'\n') {
+                let text = String::from_utf8_lossy(line);
+                let (kind, payload) = text.split_once(' ').unwrap_or((&text, ""));
+                let message = match kind.strip_prefix("exception:") {
+                    Some(name) => encode(
+                        &[(":message-type", "exception"), (":exception-type", name)],
+                        payload.as_bytes(),
+                    ),
+                    None => encode(
+                        &[
+                            (":message-type", "event"),
+                            (":event-type", kind),
+                            (":content-type", "application/json"),
+                        ],
+                        payload.as_bytes(),
+                    ),
+                };
+                out.extend_from_slice(&message);
+            }
+            out
+        }
+    };
+    provider_stream("bedrock-converse-stream", &bytes);
 }

@@ -338,6 +338,14 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub response_id: Option<String>,
+    /// The model the provider says answered, when it differs from `model` (OpenAI-compatible
+    /// routers). Set on the first chunk, so it comes before `rawStopReason`.
+    #[serde(
+        rename = "responseModel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub response_model: Option<String>,
     /// pi 0.87.1: the provider's own stop reason (`end_turn`, `tool_use`, `stop`, ...).
     #[serde(
         rename = "rawStopReason",
@@ -376,6 +384,7 @@ impl AssistantMessage {
             stop_reason: self.stop_reason,
             timestamp: self.timestamp,
             response_id: self.response_id.clone(),
+            response_model: self.response_model.clone(),
             raw_stop_reason: self.raw_stop_reason.clone(),
             error_message: self.error_message.clone(),
         }

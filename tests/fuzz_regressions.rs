@@ -14,6 +14,10 @@ fn harness(target: &str) -> fn(&[u8]) {
         }
         "provider_openai_responses" => |d| pith::harness::provider_stream("openai-responses", d),
         "provider_google" => |d| pith::harness::provider_stream("google-generative-ai", d),
+        "provider_mistral" => |d| pith::harness::provider_stream("mistral-conversations", d),
+        "provider_codex" => |d| pith::harness::provider_stream("openai-codex-responses", d),
+        "provider_bedrock" => pith::harness::provider_bedrock,
+        "resource_file" => pith::harness::resource_file,
         "session_file" => pith::harness::session_file,
         "tool_arguments" => pith::harness::tool_arguments,
         "error_body" => pith::harness::error_body,
@@ -85,6 +89,19 @@ fn the_seed_corpora_pass() {
         "provider_google",
     ] {
         assert!(replay(t, &sse) > 0);
+    }
+    assert!(replay("provider_mistral", &sse) > 0);
+    assert!(replay("provider_codex", &sse) > 0);
+    assert!(replay("provider_bedrock", &["fuzz/provider_bedrock"]) > 0);
+    assert!(replay("resource_file", &["fuzz/resource_file"]) > 0);
+    // The 839 frontmatter cases recorded from pi.
+    let cases = std::fs::read_to_string(fixtures().join("skills/frontmatter_pi_0.73.1.json"))
+        .expect("frontmatter cases");
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&cases).expect("json");
+    assert!(cases.len() > 800);
+    for c in &cases {
+        let input = c["input"].as_str().expect("input");
+        pith::harness::resource_file(input.as_bytes());
     }
     assert!(replay("session_file", &["sessions"]) > 0);
     assert!(replay("tool_arguments", &["fuzz/tool_arguments"]) > 0);

@@ -612,7 +612,7 @@ fn google_text_events_usage_cost_and_request() {
         body,
         json!({
             "contents": [{"role": "user", "parts": [{"text": "q"}]}],
-            "systemInstruction": {"parts": [{"text": "You are a test."}]},
+            "systemInstruction": {"parts": [{"text": "You are a test."}], "role": "user"},
             "generationConfig": {
                 "maxOutputTokens": 32000,
                 "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 8192}

@@ -41,6 +41,7 @@ fn anthropic_body_bytes_are_exact() {
             error_message: None,
             timestamp: 1,
             response_id: None,
+            response_model: None,
         })
     };
     let img = Content::Image(ImageContent {

@@ -911,7 +911,7 @@ fn export_html_to_a_given_path_is_self_contained_and_escaped() {
         format!("Run this {esc} please"),
         format!("Running {esc}"),
         format!("echo &#39;{esc}&#39;"),
-        format!(">{esc}\n"),
+        format!("<code>{esc}</code>"),
         format!("Done {esc}"),
     ] {
         assert!(html.contains(&want), "missing {want:?} in the export");

@@ -303,7 +303,12 @@ fn nothing_is_written_before_the_first_assistant_message() {
     assert!(!path.exists());
     assert!(!s.is_flushed());
     assert_eq!(
-        session::export_html(&s, Some(dir.path().join("x.html").to_str().unwrap())).unwrap_err(),
+        session::export_html(
+            &s,
+            Some(dir.path().join("x.html").to_str().unwrap()),
+            &Default::default()
+        )
+        .unwrap_err(),
         "Nothing to export yet - start a conversation first"
     );
     s.append_message(&assistant("hi"));
@@ -316,7 +321,7 @@ fn nothing_is_written_before_the_first_assistant_message() {
     mem.append_message(&assistant("hi"));
     assert_eq!(mem.file(), None);
     assert_eq!(
-        session::export_html(&mem, Some("/nonexistent/x.html")).unwrap_err(),
+        session::export_html(&mem, Some("/nonexistent/x.html"), &Default::default()).unwrap_err(),
         "Cannot export in-memory session to HTML"
     );
 }
@@ -752,11 +757,20 @@ fn export_escapes_every_piece_of_content() {
     s.append_compaction(evil, &first, 10, None, Some(false));
 
     let out = dir.path().join("out.html");
-    let returned = session::export_html(&s, Some(out.to_str().unwrap())).unwrap();
+    let returned =
+        session::export_html(&s, Some(out.to_str().unwrap()), &Default::default()).unwrap();
     assert_eq!(returned, out.to_str().unwrap());
     let html = fs::read_to_string(&out).unwrap();
+    // The page's own script and data blocks are the only script tags.
+    assert_eq!(
+        html.to_lowercase().matches("<script").count(),
+        html.matches("<script>(function").count()
+            + html.matches("<script>\n(function").count()
+            + html.matches("<script type=\"application/").count(),
+        "unescaped script tag in export"
+    );
     assert!(
-        !html.to_lowercase().contains("<script"),
+        !html.contains("<script>alert"),
         "unescaped script tag in export"
     );
     assert!(
@@ -771,7 +785,9 @@ fn export_escapes_every_piece_of_content() {
     );
     assert!(html.contains("bash&lt;script&gt;"));
     assert!(html.contains("ext&lt;script&gt;"));
-    assert!(html.contains("&quot;&lt;script&gt;&quot;: 1"));
+    assert!(html.contains(
+        "<span class=\"hp\">&quot;&lt;script&gt;&quot;</span>: <span class=\"hn\">1</span>"
+    ));
 }
 
 #[test]
@@ -780,14 +796,14 @@ fn export_of_the_oracle_session() {
     let path = copy_fixture(dir.path(), "n_export_html.session.jsonl");
     let s = Session::open(&path).unwrap();
     let out = dir.path().join("e.html");
-    session::export_html(&s, Some(out.to_str().unwrap())).unwrap();
+    session::export_html(&s, Some(out.to_str().unwrap()), &Default::default()).unwrap();
     let html = fs::read_to_string(&out).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(html.contains("<title>Session Export</title>"));
+    assert!(html.contains("<title>Session 01a20036-468c-731e-8dec-b050cc29b8e4 — pith</title>"));
     assert!(html.contains("Do something exportable"));
     assert!(html.contains("Done &lt;b&gt;bold?&lt;/b&gt;"));
-    assert!(html.contains("&quot;command&quot;: &quot;echo exported&quot;"));
-    assert!(html.contains("<pre>exported\n</pre>"));
+    assert!(html.contains("<span class=\"hk\">echo</span> exported</code>"));
+    assert!(html.contains("<pre class=\"code\"><code>exported</code></pre>"));
     assert_eq!(
         session::export_html::default_export_name(&path),
         "pi-session-n_export_html.session.html"

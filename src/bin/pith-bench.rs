@@ -3,12 +3,17 @@
 //! prints figures and asserts nothing. Built only with `--features bench`.
 //!
 //! Figures:
-//! - cold start: spawn → first response to `get_state` (median of 30 runs);
+//! - cold start: spawn → first response to `get_state` (median of 30 runs); the same with 200
+//!   skills and 200 prompt templates to load (to `get_state` and to `get_commands`);
 //! - short conversation: peak RSS of a faux run with three tool calls;
 //! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots, with
 //!   `--rpc-partials none` and with `--compat 0.87` (delta-only + live usage): wall time, output
 //!   bytes, peak RSS;
-//! - session load: a 10,000-entry session file opened with `--session`, time to `get_state`.
+//! - session load: a 10,000-entry session file opened with `--session`, time to `get_state`;
+//! - HTML export: `--export` of a 10,000-entry session with tools, thinking, markdown and
+//!   branches (kept as `target/bench/export-10k.jsonl` for `tests/bench/compare.py`): wall and CPU
+//!   time, page size; with Chromium installed, the page's load in a headless browser (parse to
+//!   viewer ready, and with a search over every entry).
 
 #[path = "../../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -84,6 +89,53 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn cold_start() {
     let s = Scratch::new("cold");
+    let (median, min) = time_first_response(&s, b"{\"id\":1,\"type\":\"get_state\"}\n");
+    println!("cold start to first response: median {median:.2} ms, min {min:.2} ms (30 runs)");
+}
+
+/// Skills and prompt templates a user might have: 100 of each in the config dir and 100 of each
+/// in the project, each file with frontmatter and a body of some lines.
+fn write_resources(s: &Scratch, n: usize) {
+    let body = "Step one: read the relevant files.\nStep two: run the script in scripts/run.sh.\n"
+        .repeat(20);
+    for (root, scope) in [
+        (s.0.join("agent"), "user"),
+        (s.0.join("cwd/.pi"), "project"),
+    ] {
+        for i in 0..n / 2 {
+            let dir = root.join(format!("skills/{scope}-skill-{i}"));
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let text = format!(
+                "---\nname: {scope}-skill-{i}\ndescription: Does task {i} for the {scope}; use it when the user asks about task {i}.\nmetadata:\n  version: \"1.0\"\n---\n# Skill {i}\n\n{body}"
+            );
+            std::fs::write(dir.join("SKILL.md"), text).expect("write");
+            let prompts = root.join("prompts");
+            std::fs::create_dir_all(&prompts).expect("mkdir");
+            let text = format!(
+                "---\ndescription: Template {i} of the {scope}\nargument-hint: \"<file>\"\n---\nReview $1 for task {i}.\n\n{body}"
+            );
+            std::fs::write(prompts.join(format!("{scope}-t{i}.md")), text).expect("write");
+        }
+    }
+}
+
+/// Cold start with 200 skills and 200 templates (loaded at start-up): to the first `get_state`
+/// response, and to the first `get_commands` response (which lists all 400).
+fn cold_start_resources() {
+    let s = Scratch::new("cold-resources");
+    write_resources(&s, 200);
+    let (median, min) = time_first_response(&s, b"{\"id\":1,\"type\":\"get_state\"}\n");
+    println!(
+        "cold start with 200 skills + 200 templates, to get_state: median {median:.2} ms, min {min:.2} ms (30 runs)"
+    );
+    let (median, min) = time_first_response(&s, b"{\"id\":1,\"type\":\"get_commands\"}\n");
+    println!(
+        "cold start with 200 skills + 200 templates, to get_commands: median {median:.2} ms, min {min:.2} ms (30 runs)"
+    );
+}
+
+/// Spawn → first response line, 30 times: (median, min) in ms.
+fn time_first_response(s: &Scratch, command: &[u8]) -> (f64, f64) {
     let mut times = Vec::new();
     for _ in 0..30 {
         let start = Instant::now();
@@ -100,9 +152,7 @@ fn cold_start() {
             ],
         );
         let mut stdin = child.stdin.take().expect("stdin");
-        stdin
-            .write_all(b"{\"id\":1,\"type\":\"get_state\"}\n")
-            .expect("write");
+        stdin.write_all(command).expect("write");
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
@@ -112,11 +162,7 @@ fn cold_start() {
         let _ = child.wait();
     }
     let min = times.iter().min().copied().unwrap_or_default();
-    println!(
-        "cold start to first response: median {:.2} ms, min {:.2} ms (30 runs)",
-        ms(median(times)),
-        ms(min)
-    );
+    (ms(median(times)), ms(min))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -333,10 +379,194 @@ fn main() {
         std::process::exit(1);
     }
     println!("pith bench ({})", pith_bin().display());
-    cold_start();
-    short_conversation();
-    long_stream("none");
-    long_stream("full");
-    long_stream("0.87");
-    session_load();
+    // PITH_BENCH_ONLY=export (or cold, short, stream, session): one group only.
+    let only = std::env::var("PITH_BENCH_ONLY").unwrap_or_default();
+    let on = |name: &str| only.is_empty() || only.split(',').any(|o| o == name);
+    if on("cold") {
+        cold_start();
+        cold_start_resources();
+    }
+    if on("short") {
+        short_conversation();
+    }
+    if on("stream") {
+        long_stream("none");
+        long_stream("full");
+        long_stream("0.87");
+    }
+    if on("session") {
+        session_load();
+    }
+    if on("export") {
+        export_html();
+    }
+}
+
+/// A 10,000-entry session like a long working session: turns of a user message, an assistant
+/// thinking and reading a file, the file, a test run and its output, an answer in markdown with
+/// code; every 40 turns a new branch from an earlier user message.
+fn write_export_session(path: &Path, n: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    writeln!(f, "{{\"type\":\"session\",\"version\":3,\"id\":\"01a20036-0000-7000-8000-0000000000e1\",\"timestamp\":\"2026-11-21T00:00:00.000Z\",\"cwd\":\"/home/dev/project\"}}").expect("write");
+    let code = "fn main() {\\n    let xs: Vec<u32> = (0..10).collect();\\n    for x in &xs {\\n        println!(\\\"{}\\\", x * 2); // double it\\n    }\\n}\\n";
+    let file: String = code.repeat(8);
+    let answer = format!(
+        "Here is the plan:\\n\\n1. Read `src/main.rs`\\n2. Change the **loop**\\n3. Run the tests\\n\\n| step | status |\\n|---|---|\\n| read | done |\\n| test | ok |\\n\\n```rust\\n{code}```\\n\\nThat should do it."
+    );
+    let tests: String = "test tests::case ... ok\\n".repeat(15);
+    let usage = "{\"input\":1200,\"output\":300,\"cacheRead\":5000,\"cacheWrite\":0,\"totalTokens\":6500,\"cost\":{\"input\":0.0036,\"output\":0.0045,\"cacheRead\":0.0015,\"cacheWrite\":0,\"total\":0.0096}}";
+    let asst = |content: &str, stop: &str| {
+        format!(
+            "{{\"role\":\"assistant\",\"content\":[{content}],\"api\":\"anthropic-messages\",\"provider\":\"anthropic\",\"model\":\"claude-sonnet-4-5\",\"usage\":{usage},\"stopReason\":\"{stop}\",\"timestamp\":1795299884931}}"
+        )
+    };
+    let mut parent: Option<usize> = None;
+    let mut users: Vec<Option<usize>> = Vec::new();
+    let mut i = 0usize;
+    let mut turn = 0usize;
+    while i < n {
+        if turn > 0 && turn % 40 == 0 {
+            // A new branch: the next user message replaces an earlier one.
+            parent = users[(turn * 7919) % users.len()];
+        }
+        let bodies = [
+            format!(
+                "{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"Please change step {turn} of the loop and explain why it works.\"}}],\"timestamp\":1795299884867}}"
+            ),
+            asst(
+                &format!(
+                    "{{\"type\":\"thinking\",\"thinking\":\"The user wants a change at step {turn}. Read the file first, then edit it carefully.\",\"thinkingSignature\":\"x\"}},{{\"type\":\"text\",\"text\":\"Let me read it.\"}},{{\"type\":\"toolCall\",\"id\":\"call_{turn}_r\",\"name\":\"read\",\"arguments\":{{\"path\":\"src/main.rs\"}}}}"
+                ),
+                "toolUse",
+            ),
+            format!(
+                "{{\"role\":\"toolResult\",\"toolCallId\":\"call_{turn}_r\",\"toolName\":\"read\",\"content\":[{{\"type\":\"text\",\"text\":\"{file}\"}}],\"isError\":false,\"timestamp\":1795299884900}}"
+            ),
+            asst(
+                &format!(
+                    "{{\"type\":\"toolCall\",\"id\":\"call_{turn}_b\",\"name\":\"bash\",\"arguments\":{{\"command\":\"cargo test --quiet 2>&1 | tail -20\"}}}}"
+                ),
+                "toolUse",
+            ),
+            format!(
+                "{{\"role\":\"toolResult\",\"toolCallId\":\"call_{turn}_b\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":\"running 15 tests\\n{tests}\\ntest result: ok. 15 passed\"}}],\"isError\":false,\"timestamp\":1795299884920}}"
+            ),
+            asst(
+                &format!("{{\"type\":\"text\",\"text\":\"{answer}\"}}"),
+                "stop",
+            ),
+        ];
+        for (k, body) in bodies.iter().enumerate() {
+            if i >= n {
+                break;
+            }
+            if k == 0 {
+                users.push(parent);
+            }
+            let p = parent.map_or("null".to_string(), |p| format!("\"{p:08x}\""));
+            writeln!(f, "{{\"type\":\"message\",\"id\":\"{i:08x}\",\"parentId\":{p},\"timestamp\":\"2026-11-21T00:00:00.000Z\",\"message\":{body}}}").expect("write");
+            parent = Some(i);
+            i += 1;
+        }
+        turn += 1;
+    }
+}
+
+/// CPU seconds (user + system) of this process's waited-for children so far.
+fn children_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(13) + tick(14)) / 100.0
+}
+
+fn export_html() {
+    let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    std::fs::create_dir_all(&out_dir).expect("mkdir target/bench");
+    let session = out_dir.join("export-10k.jsonl");
+    write_export_session(&session, 10_000);
+    let page = out_dir.join("export-10k.html");
+    let mut times = Vec::new();
+    let runs = 7;
+    let cpu_before = children_cpu_secs();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let st = Command::new(pith_bin())
+            .args([
+                "--export",
+                &session.to_string_lossy(),
+                &page.to_string_lossy(),
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .expect("pith --export");
+        times.push(start.elapsed());
+        assert!(st.success(), "pith --export failed");
+    }
+    let cpu = (children_cpu_secs() - cpu_before) / runs as f64;
+    let session_mib = std::fs::metadata(&session).map_or(0, |m| m.len()) as f64 / 1048576.0;
+    let page_mib = std::fs::metadata(&page).map_or(0, |m| m.len()) as f64 / 1048576.0;
+    println!(
+        "HTML export of a 10,000-entry session ({session_mib:.1} MiB): {:.0} ms wall (median of {runs}), {:.0} ms CPU; page {page_mib:.1} MiB",
+        ms(median(times)),
+        cpu * 1000.0
+    );
+    match chromium() {
+        Some(browser) => {
+            // Times the page reports itself (ms after navigation): first content painted (a long
+            // page paints before it is parsed to the end) and the viewer script ready. One run
+            // each: dumping a DOM this size takes the browser several seconds.
+            let load = |suffix: &str| -> Option<(u64, u64)> {
+                let profile = std::env::temp_dir()
+                    .join(format!("pith-bench-chromium-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&profile);
+                let out = Command::new(&browser)
+                    .args([
+                        "--headless",
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--disable-background-networking",
+                        "--disable-component-update",
+                        "--disable-sync",
+                        "--no-first-run",
+                        "--dump-dom",
+                    ])
+                    .arg(format!("--user-data-dir={}", profile.display()))
+                    .arg(format!("file://{}{suffix}", page.display()))
+                    .stderr(Stdio::null())
+                    .output()
+                    .ok()?;
+                let _ = std::fs::remove_dir_all(&profile);
+                let dom = String::from_utf8_lossy(&out.stdout);
+                let head = &dom[..dom.len().min(4096)];
+                let attr = |name: &str| -> Option<u64> {
+                    head.split(&format!("{name}=\""))
+                        .nth(1)?
+                        .split('"')
+                        .next()?
+                        .parse()
+                        .ok()
+                };
+                Some((attr("data-fcp").unwrap_or(0), attr("data-ready")?))
+            };
+            match (load(""), load("?q=step%2099")) {
+                (Some((fcp, ready)), Some((_, search))) => println!(
+                    "  in headless Chromium (ms after navigation): first content painted {fcp}, viewer ready {ready}; with a search over every entry at start, ready {search}"
+                ),
+                _ => println!("  in Chromium: the page did not load"),
+            }
+        }
+        None => println!("  in Chromium: skipped (no chromium installed)"),
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PITH_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|d| ["chromium", "chromium-browser", "google-chrome"].map(|n| d.join(n)))
+        .find(|p| p.is_file())
 }

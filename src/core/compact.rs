@@ -342,6 +342,7 @@ impl Machine {
             compat: self.compat,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.compat.is_087(),
+            extra: self.request_extra(&request_model),
             model: request_model,
         };
         self.generation += 1;
@@ -349,7 +350,10 @@ impl Machine {
         let tx = self.worker_tx.clone();
         let handle = crate::llm::stream::spawn(
             req,
-            Box::new(move |event| tx.send(Worker::Llm { generation, event }).is_ok()),
+            Box::new(move |event| {
+                let event = Box::new(event);
+                tx.send(Worker::Llm { generation, event }).is_ok()
+            }),
         );
         if let Some(c) = self.compaction.as_mut() {
             c.parts.push(Part {

@@ -20,7 +20,11 @@ pub enum Control {
 #[derive(Debug)]
 pub enum Worker {
     /// An event of the LLM stream started as `generation`; stale generations are ignored.
-    Llm { generation: u64, event: StreamEvent },
+    /// Boxed: the final events carry a whole message, far larger than every other event.
+    Llm {
+        generation: u64,
+        event: Box<StreamEvent>,
+    },
     /// A tool of batch `batch` (call `index` of the assistant message) reported.
     Tool {
         batch: u64,
@@ -33,6 +37,8 @@ pub enum Worker {
     SummaryRetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
+    /// The grace after an abort is over: tool calls of `batch` still running are abandoned.
+    ToolsAbandoned { batch: u64 },
     /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).
     BashOutput { job: u64, delta: String },
     /// RPC `bash` command number `job` finished (or could not start).

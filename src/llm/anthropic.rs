@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
@@ -15,10 +15,14 @@ use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, User
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 const CLAUDE_CODE_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Bash", "Grep"];
 
+/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's
+/// tokens never count, whatever they look like.
 fn is_oauth(req: &LlmRequest) -> bool {
-    req.api_key
-        .as_deref()
-        .is_some_and(|k| k.contains("sk-ant-oat"))
+    req.model.provider != "github-copilot"
+        && req
+            .api_key
+            .as_deref()
+            .is_some_and(|k| k.contains("sk-ant-oat"))
 }
 
 fn is_adaptive(model: &Model) -> bool {
@@ -54,6 +58,32 @@ fn wire_tool_name(name: &str, oauth: bool) -> String {
     }
     name.to_string()
 }
+/// The `anthropic-messages` wire API.
+pub struct Anthropic;
+
+pub const API: Anthropic = Anthropic;
+
+impl WireApi for Anthropic {
+    fn name(&self) -> &'static str {
+        "anthropic-messages"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, false)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
@@ -64,11 +94,26 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     }
 }
 
+/// The model's `compat.supportsEagerToolInputStreaming` (default true): tools are sent with
+/// `eager_input_streaming`, else the fine-grained tool streaming beta is asked for.
+fn eager_tool_streaming(model: &Model) -> bool {
+    model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get("supportsEagerToolInputStreaming"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
+}
+
 pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
+    let copilot = req.model.provider == "github-copilot";
     let oauth = is_oauth(req);
     let mut betas: Vec<&str> = Vec::new();
     if oauth {
         betas.extend(["claude-code-20250219", "oauth-2025-04-20"]);
+    }
+    if !req.tools.is_empty() && !eager_tool_streaming(&req.model) {
+        betas.push("fine-grained-tool-streaming-2025-05-14");
     }
     if !is_adaptive(&req.model) {
         betas.push("interleaved-thinking-2025-05-14");
@@ -97,6 +142,11 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
     match (&req.api_key, oauth) {
+        // Copilot: the token as a bearer, the editor's identity from the model's headers.
+        (Some(k), _) if copilot => {
+            h.push(("authorization".into(), format!("Bearer {k}")));
+            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+        }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
             h.push(("user-agent".into(), "claude-cli/2.1.75".into()));
@@ -109,6 +159,9 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         (None, _) => h.push(("user-agent".into(), sdk_agent)),
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
+    if copilot {
+        crate::llm::openai_completions::copilot_headers(req, &mut h);
+    }
     h
 }
 
@@ -145,7 +198,7 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
     let model = &req.model;
     let mut body = Map::new();
 
-    let mut max_tokens = stream::default_max_tokens(req);
+    let mut max_tokens = api::default_max_tokens(req);
     if max_tokens == 0 {
         max_tokens = model.max_tokens / 3;
     }
@@ -221,12 +274,14 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
                         schema[k] = d.clone();
                     }
                 }
-                json!({
-                    "name": wire_tool_name(&t.name, oauth),
-                    "description": t.description,
-                    "eager_input_streaming": true,
-                    "input_schema": schema,
-                })
+                let mut tool = Map::new();
+                tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
+                tool.insert("description".into(), json!(t.description));
+                if eager_tool_streaming(&req.model) {
+                    tool.insert("eager_input_streaming".into(), json!(true));
+                }
+                tool.insert("input_schema".into(), schema);
+                Value::Object(tool)
             })
             .collect::<Vec<Value>>();
         let mut tools = tools;
@@ -575,7 +630,7 @@ fn map_stop(r: &str) -> Result<StopReason, String> {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
@@ -726,7 +781,7 @@ impl stream::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         match self.stop {
             Some(s) => b.finish(s, out),
-            None => b.fail(stream::TERMINATED.into(), false, None, out),
+            None => b.fail(api::TERMINATED.into(), false, None, out),
         }
     }
 }

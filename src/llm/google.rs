@@ -3,11 +3,37 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
-use crate::llm::transform::{is_same_model, transform_messages};
+use crate::llm::transform::transform_messages;
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent, now_ms};
+/// The `google-generative-ai` wire API.
+pub struct Google;
+
+pub const API: Google = Google;
+
+impl WireApi for Google {
+    fn name(&self) -> &'static str {
+        "google-generative-ai"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::google_error_message(status, body)
+    }
+
+    fn connection_error(&self) -> &'static str {
+        api::FETCH_FAILED
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
@@ -22,36 +48,91 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             req.model.id
         ),
         headers: h,
-        body: stream::json_body(&build_body(req)),
+        body: api::json_body(&build_body(req)),
     }
 }
 
-fn thinking_config(req: &LlmRequest) -> Option<Value> {
+/// Which SDK converter shapes the body: the Gemini API's (`mldev`) or Vertex AI's. They differ
+/// in key order only (`functionCall` `{args,name}` vs `{name,args}`, `inlineData`
+/// `{data,mimeType}` vs `{mimeType,data}`, function declarations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Gemini,
+    Vertex,
+}
+
+fn is_gemini3_pro(id: &str) -> bool {
+    after_prefix_matches(&id.to_lowercase(), "-pro")
+}
+
+fn is_gemini3_flash(id: &str) -> bool {
+    after_prefix_matches(&id.to_lowercase(), "-flash")
+}
+
+/// `/gemini-3(?:\.\d+)?<suffix>/`.
+fn after_prefix_matches(id: &str, suffix: &str) -> bool {
+    id.match_indices("gemini-3").any(|(i, m)| {
+        let mut rest = &id[i + m.len()..];
+        if let Some(r) = rest.strip_prefix('.') {
+            let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 {
+                rest = &r[digits..];
+            }
+        }
+        rest.starts_with(suffix)
+    })
+}
+
+fn is_gemma4(id: &str) -> bool {
+    let l = id.to_lowercase();
+    l.contains("gemma4") || l.contains("gemma-4")
+}
+
+/// The `thinkingConfig` pi sends (`None`: none at all).
+pub fn thinking_config(req: &LlmRequest, flavor: Flavor) -> Option<Value> {
     let m = &req.model;
-    if !m.reasoning || req.thinking == ThinkingLevel::Off {
+    if !m.reasoning {
         return None;
     }
-    let l = req.thinking;
     let id = m.id.as_str();
-    if id.contains("gemini-3") && id.contains("pro") {
-        let level = if matches!(l, ThinkingLevel::Minimal | ThinkingLevel::Low) {
-            "LOW"
+    let gemma = flavor == Flavor::Gemini && is_gemma4(id);
+    if req.thinking == ThinkingLevel::Off {
+        return Some(if is_gemini3_pro(id) {
+            json!({"thinkingLevel": "LOW"})
+        } else if is_gemini3_flash(id) || gemma {
+            json!({"thinkingLevel": "MINIMAL"})
         } else {
-            "HIGH"
-        };
-        return Some(json!({"includeThoughts": true, "thinkingLevel": level}));
+            json!({"thinkingBudget": 0})
+        });
     }
-    if id.contains("gemini-3") && id.contains("flash") {
-        let level = match l {
-            ThinkingLevel::Minimal => "MINIMAL",
-            ThinkingLevel::Low => "LOW",
-            ThinkingLevel::Medium => "MEDIUM",
-            _ => "HIGH",
+    let l = req.thinking;
+    if is_gemini3_pro(id) || is_gemini3_flash(id) || gemma {
+        let level = if is_gemini3_pro(id) {
+            if matches!(l, ThinkingLevel::Minimal | ThinkingLevel::Low) {
+                "LOW"
+            } else {
+                "HIGH"
+            }
+        } else if gemma {
+            if matches!(l, ThinkingLevel::Minimal | ThinkingLevel::Low) {
+                "MINIMAL"
+            } else {
+                "HIGH"
+            }
+        } else {
+            match l {
+                ThinkingLevel::Minimal => "MINIMAL",
+                ThinkingLevel::Low => "LOW",
+                ThinkingLevel::Medium => "MEDIUM",
+                _ => "HIGH",
+            }
         };
         return Some(json!({"includeThoughts": true, "thinkingLevel": level}));
     }
     let budgets: [i64; 4] = if id.contains("2.5-pro") {
         [128, 2048, 8192, 32768]
+    } else if id.contains("2.5-flash-lite") && flavor == Flavor::Gemini {
+        [512, 2048, 8192, 24576]
     } else if id.contains("2.5-flash") {
         [128, 2048, 8192, 24576]
     } else {
@@ -66,9 +147,67 @@ fn thinking_config(req: &LlmRequest) -> Option<Value> {
     Some(json!({"includeThoughts": true, "thinkingBudget": b}))
 }
 
-pub fn build_body(req: &LlmRequest) -> Value {
+/// A thought signature is replayed only to the same provider and model, and only when it is
+/// well-formed base64.
+fn valid_signature(same: bool, sig: Option<&str>) -> Option<String> {
+    let s = sig?;
+    let ok = same && !s.is_empty() && s.len() % 4 == 0 && {
+        let body = s.trim_end_matches('=');
+        s.len() - body.len() <= 2
+            && !body.is_empty()
+            && body
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+    };
+    ok.then(|| s.to_string())
+}
+
+fn requires_tool_call_id(id: &str) -> bool {
+    id.starts_with("claude-") || id.starts_with("gpt-oss-")
+}
+
+/// Gemini 3 and later (and non-Gemini models) take images inside function responses.
+fn multimodal_function_response(id: &str) -> bool {
+    let l = id.to_lowercase();
+    let rest = l
+        .strip_prefix("gemini-live-")
+        .or_else(|| l.strip_prefix("gemini-"));
+    match rest {
+        Some(r) => {
+            let digits: String = r.chars().take_while(char::is_ascii_digit).collect();
+            match digits.parse::<u32>() {
+                Ok(v) => v >= 3,
+                Err(_) => true,
+            }
+        }
+        None => true,
+    }
+}
+
+fn inline_data(flavor: Flavor, mime: &str, data: &str) -> Value {
+    match flavor {
+        Flavor::Gemini => json!({"inlineData": {"data": data, "mimeType": mime}}),
+        Flavor::Vertex => json!({"inlineData": {"mimeType": mime, "data": data}}),
+    }
+}
+
+fn content(parts: Vec<Value>, role: &str) -> Value {
+    json!({"parts": parts, "role": role})
+}
+
+/// The `contents` (pi's google-shared `convertMessages`, then the SDK converter's key order).
+pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
     let model = &req.model;
-    let msgs = transform_messages(&req.messages, model, None);
+    let with_ids = requires_tool_call_id(&model.id);
+    let normalize = |id: &str| {
+        if with_ids {
+            crate::llm::transform::sanitize_id(id, 64)
+        } else {
+            id.to_string()
+        }
+    };
+    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let images = model.input.iter().any(|i| i == "image");
     let mut contents: Vec<Value> = Vec::new();
     for m in &msgs {
         match m {
@@ -79,42 +218,66 @@ pub fn build_body(req: &LlmRequest) -> Value {
                         .iter()
                         .filter_map(|c| match c {
                             Content::Text(t) => Some(json!({"text": t.text})),
-                            Content::Image(i) => Some(
-                                json!({"inlineData": {"mimeType": i.mime_type, "data": i.data}}),
-                            ),
+                            Content::Image(i) => Some(inline_data(flavor, &i.mime_type, &i.data)),
                             _ => None,
                         })
                         .collect(),
                 };
                 if !parts.is_empty() {
-                    contents.push(json!({"role": "user", "parts": parts}));
+                    contents.push(content(parts, "user"));
                 }
             }
             LlmMessage::Assistant(a) => {
-                let same = is_same_model(a, model);
+                let same = a.provider == model.provider && a.model == model.id;
                 let mut parts = Vec::new();
                 for c in &a.content {
                     match c {
                         Content::Text(t) if !t.text.trim().is_empty() => {
-                            parts.push(json!({"text": t.text}))
-                        }
-                        Content::Thinking(t) if same && !t.thinking.trim().is_empty() => {
                             let mut p = Map::new();
-                            p.insert("thought".into(), json!(true));
+                            p.insert("text".into(), json!(t.text));
+                            if let Some(sig) = valid_signature(same, t.text_signature.as_deref()) {
+                                p.insert("thoughtSignature".into(), json!(sig));
+                            }
+                            parts.push(Value::Object(p));
+                        }
+                        Content::Thinking(t) if !t.thinking.trim().is_empty() => {
+                            let mut p = Map::new();
                             p.insert("text".into(), json!(t.thinking));
-                            if let Some(s) = &t.thinking_signature {
-                                p.insert("thoughtSignature".into(), json!(s));
+                            if same {
+                                p.insert("thought".into(), json!(true));
+                                if let Some(sig) =
+                                    valid_signature(same, t.thinking_signature.as_deref())
+                                {
+                                    p.insert("thoughtSignature".into(), json!(sig));
+                                }
                             }
                             parts.push(Value::Object(p));
                         }
                         Content::ToolCall(tc) => {
+                            let mut call = Map::new();
+                            let id = with_ids.then(|| json!(tc.id));
+                            match flavor {
+                                Flavor::Gemini => {
+                                    if let Some(id) = id {
+                                        call.insert("id".into(), id);
+                                    }
+                                    call.insert("args".into(), tc.arguments.clone());
+                                    call.insert("name".into(), json!(tc.name));
+                                }
+                                Flavor::Vertex => {
+                                    call.insert("name".into(), json!(tc.name));
+                                    call.insert("args".into(), tc.arguments.clone());
+                                    if let Some(id) = id {
+                                        call.insert("id".into(), id);
+                                    }
+                                }
+                            }
                             let mut p = Map::new();
-                            p.insert(
-                                "functionCall".into(),
-                                json!({"name": tc.name, "args": tc.arguments}),
-                            );
-                            if let Some(s) = &tc.thought_signature {
-                                p.insert("thoughtSignature".into(), json!(s));
+                            p.insert("functionCall".into(), Value::Object(call));
+                            if let Some(sig) =
+                                valid_signature(same, tc.thought_signature.as_deref())
+                            {
+                                p.insert("thoughtSignature".into(), json!(sig));
                             }
                             parts.push(Value::Object(p));
                         }
@@ -122,7 +285,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
                     }
                 }
                 if !parts.is_empty() {
-                    contents.push(json!({"role": "model", "parts": parts}));
+                    contents.push(content(parts, "model"));
                 }
             }
             LlmMessage::ToolResult(r) => {
@@ -134,53 +297,104 @@ pub fn build_body(req: &LlmRequest) -> Value {
                         _ => None,
                     })
                     .collect();
+                let text = text.join("\n");
+                let image_parts: Vec<Value> = if images {
+                    r.content
+                        .iter()
+                        .filter_map(|c| match c {
+                            Content::Image(i) => Some(inline_data(flavor, &i.mime_type, &i.data)),
+                            _ => None,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let has_images = !image_parts.is_empty();
+                let multimodal = multimodal_function_response(&model.id);
+                let value = if !text.is_empty() {
+                    text
+                } else if has_images {
+                    "(see attached image)".to_string()
+                } else {
+                    String::new()
+                };
                 let key = if r.is_error { "error" } else { "output" };
-                let part = json!({"functionResponse": {"name": r.tool_name, "response": {key: text.join("\n")}}});
+                let mut fr = Map::new();
+                fr.insert("name".into(), json!(r.tool_name));
+                fr.insert("response".into(), json!({ key: value }));
+                if has_images && multimodal {
+                    fr.insert("parts".into(), Value::Array(image_parts.clone()));
+                }
+                if with_ids {
+                    fr.insert("id".into(), json!(r.tool_call_id));
+                }
+                let part = json!({"functionResponse": Value::Object(fr)});
                 // Consecutive tool results share one user turn.
                 let merged = contents.last_mut().is_some_and(|last| {
-                    let is_fr = last["role"] == "user"
+                    let joins = last["role"] == "user"
                         && last["parts"]
                             .as_array()
-                            .is_some_and(|p| p.iter().all(|x| x.get("functionResponse").is_some()));
-                    if is_fr {
+                            .is_some_and(|p| p.iter().any(|x| x.get("functionResponse").is_some()));
+                    if joins {
                         if let Some(p) = last["parts"].as_array_mut() {
                             p.push(part.clone());
                         }
                     }
-                    is_fr
+                    joins
                 });
                 if !merged {
-                    contents.push(json!({"role": "user", "parts": [part]}));
+                    contents.push(content(vec![part], "user"));
+                }
+                if has_images && !multimodal {
+                    let mut parts = vec![json!({"text": "Tool result image:"})];
+                    parts.extend(image_parts);
+                    contents.push(content(parts, "user"));
                 }
             }
         }
     }
+    contents
+}
+
+/// The request body for either flavor.
+pub fn body_for(req: &LlmRequest, flavor: Flavor) -> Value {
     let mut body = Map::new();
-    body.insert("contents".into(), Value::Array(contents));
+    body.insert("contents".into(), Value::Array(contents(req, flavor)));
     if !req.system_prompt.is_empty() {
         body.insert(
             "systemInstruction".into(),
-            json!({"parts": [{"text": req.system_prompt}]}),
+            json!({"parts": [{"text": req.system_prompt}], "role": "user"}),
         );
     }
     if !req.tools.is_empty() {
         let decls: Vec<Value> = req
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}))
+            .map(|t| match flavor {
+                Flavor::Gemini => json!({"name": t.name, "description": t.description,
+                    "parametersJsonSchema": t.parameters}),
+                Flavor::Vertex => json!({"description": t.description, "name": t.name,
+                    "parametersJsonSchema": t.parameters}),
+            })
             .collect();
-        body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
+        body.insert("tools".into(), json!([{ "functionDeclarations": decls }]));
     }
     let mut generation = Map::new();
-    generation.insert(
-        "maxOutputTokens".into(),
-        json!(stream::default_max_tokens(req)),
-    );
-    if let Some(t) = thinking_config(req) {
+    let max = api::default_max_tokens(req);
+    if max > 0 {
+        generation.insert("maxOutputTokens".into(), json!(max));
+    }
+    if let Some(t) = thinking_config(req, flavor) {
         generation.insert("thinkingConfig".into(), t);
     }
-    body.insert("generationConfig".into(), Value::Object(generation));
+    if !generation.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(generation));
+    }
     Value::Object(body)
+}
+
+pub fn build_body(req: &LlmRequest) -> Value {
+    body_for(req, Flavor::Gemini)
 }
 
 #[derive(Default)]
@@ -201,7 +415,7 @@ impl Decoder {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
@@ -313,8 +527,10 @@ impl stream::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         self.close(b, out);
+        b.start(out);
         match self.finish {
-            None => b.fail(stream::TERMINATED.into(), false, None, out),
+            // A stream that ends without a finish reason is done as it stands (the reference).
+            None => b.finish(StopReason::Stop, out),
             // As in the reference, any tool call makes it toolUse, whatever the finish reason.
             Some(_) if b.msg.tool_calls().next().is_some() => b.finish(StopReason::ToolUse, out),
             Some(s) => b.finish(s, out),

@@ -81,11 +81,34 @@ pub fn post_json(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<HttpResponse, HttpError> {
-    let mut req = agent.post(url);
-    for (k, v) in headers {
-        req = req.header(k.as_str(), v.as_str());
+    send(agent, "POST", url, headers, Some(body))
+}
+
+/// One request: `GET` (no body) or `POST`.
+pub fn send(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> Result<HttpResponse, HttpError> {
+    let resp = match (method, body) {
+        ("GET", _) => {
+            let mut req = agent.get(url);
+            for (k, v) in headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            req.call()
+        }
+        (_, body) => {
+            let mut req = agent.post(url);
+            for (k, v) in headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            req.send(body.unwrap_or_default())
+        }
     }
-    let resp = req.send(body).map_err(classify)?;
+    .map_err(classify)?;
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
@@ -103,6 +126,16 @@ pub fn post_json(
         headers,
         body: Box::new(body),
     })
+}
+
+/// The whole body of a small response (token endpoints), at most `limit` bytes.
+pub fn read_small(resp: HttpResponse, limit: u64) -> Result<(u16, String), HttpError> {
+    let mut buf = Vec::new();
+    resp.body
+        .take(limit)
+        .read_to_end(&mut buf)
+        .map_err(|e| HttpError::Other(e.to_string()))?;
+    Ok((resp.status, String::from_utf8_lossy(&buf).into_owned()))
 }
 
 fn classify(e: ureq::Error) -> HttpError {

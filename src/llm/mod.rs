@@ -8,12 +8,22 @@
 //! machine (generation counter).
 
 pub mod anthropic;
+pub mod api;
+pub mod aws;
+pub mod azure_openai;
+pub mod bedrock;
 pub mod cost;
 pub mod error_body;
 pub mod faux;
 pub mod google;
+pub mod google_auth;
+pub mod google_vertex;
 pub mod http;
+pub mod lockfile;
+pub mod mistral;
 pub mod models;
+pub mod oauth;
+pub mod openai_codex;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod sse;
@@ -129,6 +139,40 @@ pub struct LlmRequest {
     pub compat: crate::compat::Compat,
     /// Write no prompt-cache breakpoints (pi 0.87.1's summary requests).
     pub no_cache: bool,
+    /// What some APIs need beyond the model and the key.
+    pub extra: RequestExtra,
+}
+
+/// Per-request facts from the registry and the credential store that only some APIs use.
+#[derive(Clone, Default)]
+pub struct RequestExtra {
+    /// A stored OAuth login to use (and refresh) instead of `api_key` ([`oauth`]).
+    pub oauth: Option<oauth::OAuthLogin>,
+    /// The model's `thinkingLevelMap` (provider-specific values per level).
+    pub thinking_map: Option<models::ThinkingLevelMap>,
+    /// The environment cloud APIs read their settings and ambient credentials from (AWS_*,
+    /// AZURE_OPENAI_*, GOOGLE_*); `None` = the process environment.
+    pub env: Option<models::Env>,
+}
+
+impl RequestExtra {
+    /// A variable of [`RequestExtra::env`] (the process environment when unset).
+    pub fn var(&self, name: &str) -> Option<String> {
+        match &self.env {
+            Some(env) => env(name),
+            None => std::env::var(name).ok(),
+        }
+    }
+}
+
+impl std::fmt::Debug for RequestExtra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestExtra")
+            .field("oauth", &self.oauth)
+            .field("thinking_map", &self.thinking_map)
+            .field("env", &self.env.as_ref().map(|_| "<env>"))
+            .finish()
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

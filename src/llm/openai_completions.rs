@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
 use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
@@ -94,6 +94,32 @@ pub fn compat(model: &Model) -> Compat {
     }
     c
 }
+/// The `openai-completions` wire API.
+pub struct OpenAiCompletions;
+
+pub const API: OpenAiCompletions = OpenAiCompletions;
+
+impl WireApi for OpenAiCompletions {
+    fn name(&self) -> &'static str {
+        "openai-completions"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, true)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     Prepared {
@@ -101,8 +127,14 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             "{}/chat/completions",
             req.model.base_url.trim_end_matches('/')
         ),
-        headers: sdk_headers(req),
-        body: stream::json_body(&build_body(req)),
+        headers: {
+            let mut h = sdk_headers(req);
+            if req.model.provider == "github-copilot" {
+                copilot_headers(req, &mut h);
+            }
+            h
+        },
+        body: api::json_body(&build_body(req)),
     }
 }
 
@@ -124,6 +156,31 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
     h
+}
+
+/// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`): who started the
+/// turn, the intent, and whether images are sent. They replace headers of the same name.
+pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
+    let initiator = match req.messages.last() {
+        Some(m) if !matches!(m, LlmMessage::User(_)) => "agent",
+        _ => "user",
+    };
+    let vision = req.messages.iter().any(|m| match m {
+        LlmMessage::User(u) => {
+            matches!(&u.content, UserContent::Blocks(b) if b.iter().any(|c| matches!(c, Content::Image(_))))
+        }
+        LlmMessage::ToolResult(r) => r.content.iter().any(|c| matches!(c, Content::Image(_))),
+        LlmMessage::Assistant(_) => false,
+    });
+    let mut put = |k: &str, v: &str| {
+        h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+        h.push((k.to_string(), v.to_string()));
+    };
+    put("X-Initiator", initiator);
+    put("Openai-Intent", "conversation-edits");
+    if vision {
+        put("Copilot-Vision-Request", "true");
+    }
 }
 
 pub fn normalize_id(id: &str) -> String {
@@ -152,7 +209,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     }
     body.insert(
         c.max_tokens_field.clone(),
-        json!(stream::default_max_tokens(req)),
+        json!(api::default_max_tokens(req)),
     );
     if !req.tools.is_empty() {
         let tools = req
@@ -437,7 +494,7 @@ fn map_finish(r: &str) -> Result<StopReason, String> {
     }
 }
 
-impl stream::Decoder for Decoder {
+impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         if ev.data == "[DONE]" {
             self.complete(b, out);
@@ -465,6 +522,13 @@ impl stream::Decoder for Decoder {
         }
         if b.msg.response_id.is_none() {
             b.msg.response_id = v.get("id").and_then(Value::as_str).map(str::to_string);
+        }
+        if b.msg.response_model.is_none() {
+            b.msg.response_model = v
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty() && *m != b.msg.model)
+                .map(str::to_string);
         }
         b.start(out);
         let choice = v.get("choices").and_then(|c| c.get(0));
@@ -568,7 +632,7 @@ impl stream::Decoder for Decoder {
         if self.finish.is_some() {
             self.complete(b, out);
         } else {
-            b.fail(stream::TERMINATED.into(), false, None, out);
+            b.fail(api::TERMINATED.into(), false, None, out);
         }
     }
 }

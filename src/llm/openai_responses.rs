@@ -1,35 +1,239 @@
-//! OpenAI Responses API (`openai-responses`, spec 8.3): request body (`input` items) and the
-//! decoder of the typed `response.*` event stream.
+//! OpenAI Responses API (`openai-responses`): request body and the decoder of the typed
+//! `response.*` event stream, as pi 0.73.1's `openai-responses-shared`. The conversion and the
+//! decoder are shared with Azure OpenAI (`azure_openai.rs`) and the ChatGPT Codex backend
+//! (`openai_codex.rs`), which differ in URL, headers and a few body fields.
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::stream::{self, Builder, Prepared};
-use crate::llm::transform::{is_same_model, transform_messages};
-use crate::llm::{LlmRequest, StreamEvent};
+use crate::llm::transform::{short_hash, transform_messages};
+use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
+/// Providers whose `call_id|item_id` tool-call ids are kept (pi's `OPENAI_TOOL_CALL_PROVIDERS`).
+pub const OPENAI_TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
+
+/// The `openai-responses` wire API.
+pub struct OpenAiResponses;
+
+pub const API: OpenAiResponses = OpenAiResponses;
+
+impl WireApi for OpenAiResponses {
+    fn name(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        Ok(prepare(req))
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::new(req))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        api::stainless_message(status, body, true)
+    }
+
+    fn stainless(&self) -> bool {
+        true
+    }
+}
+
+/// `PI_CACHE_RETENTION` (`short` unless `long` or `none`).
+pub fn cache_retention(req: &LlmRequest) -> String {
+    match req.extra.var("PI_CACHE_RETENTION").as_deref() {
+        Some("long") => "long".into(),
+        Some("none") => "none".into(),
+        _ => "short".into(),
+    }
+}
+
+fn compat_flag(model: &Model, key: &str) -> bool {
+    model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get(key))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
+}
+
 pub fn prepare(req: &LlmRequest) -> Prepared {
+    let mut headers = crate::llm::openai_completions::sdk_headers(req);
+    if req.model.provider == "github-copilot" {
+        crate::llm::openai_completions::copilot_headers(req, &mut headers);
+    }
+    if cache_retention(req) != "none" {
+        if let Some(s) = &req.session_id {
+            if compat_flag(&req.model, "sendSessionIdHeader") {
+                headers.push(("session_id".into(), s.clone()));
+            }
+            headers.push(("x-client-request-id".into(), s.clone()));
+        }
+    }
     Prepared {
         url: format!("{}/responses", req.model.base_url.trim_end_matches('/')),
-        headers: crate::llm::openai_completions::sdk_headers(req),
-        body: stream::json_body(&build_body(req)),
+        headers,
+        body: api::json_body(&build_body(req)),
+    }
+}
+
+/// The level to send: `thinkingLevelMap[level]` when mapped, else the level's name.
+pub fn effort_for(req: &LlmRequest, level: ThinkingLevel) -> Option<String> {
+    match req.extra.thinking_map.as_ref().and_then(|m| m.get(level)) {
+        Some(Some(v)) => Some(v.to_string()),
+        Some(None) => None,
+        None => Some(level.as_str().to_string()),
+    }
+}
+
+/// The `reasoning`/`include` fields of the OpenAI and Azure APIs; `effort: none` (or the map's
+/// value for `off`) when thinking is off, unless the map says `off` is unsupported.
+pub fn reasoning_fields(req: &LlmRequest, body: &mut Map<String, Value>, copilot: bool) {
+    if !req.model.reasoning {
+        return;
+    }
+    if req.thinking != ThinkingLevel::Off {
+        let effort = effort_for(req, req.thinking).unwrap_or_else(|| req.thinking.as_str().into());
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        return;
+    }
+    if copilot {
+        return;
+    }
+    match req
+        .extra
+        .thinking_map
+        .as_ref()
+        .and_then(|m| m.get(ThinkingLevel::Off))
+    {
+        Some(None) => {}
+        Some(Some(v)) => {
+            body.insert("reasoning".into(), json!({ "effort": v }));
+        }
+        None => {
+            body.insert("reasoning".into(), json!({"effort": "none"}));
+        }
     }
 }
 
 pub fn build_body(req: &LlmRequest) -> Value {
     let model = &req.model;
-    let mut input = Vec::new();
-    if !req.system_prompt.is_empty() {
+    let retention = cache_retention(req);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert(
+        "input".into(),
+        Value::Array(convert_messages(req, OPENAI_TOOL_CALL_PROVIDERS, true)),
+    );
+    body.insert("stream".into(), json!(true));
+    if retention != "none" {
+        if let Some(s) = &req.session_id {
+            body.insert("prompt_cache_key".into(), json!(s));
+        }
+        if retention == "long" && compat_flag(model, "supportsLongCacheRetention") {
+            body.insert("prompt_cache_retention".into(), json!("24h"));
+        }
+    }
+    body.insert("store".into(), json!(false));
+    let max = api::default_max_tokens(req);
+    if max > 0 {
+        body.insert("max_output_tokens".into(), json!(max));
+    }
+    if !req.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(req, json!(false))),
+        );
+    }
+    reasoning_fields(req, &mut body, model.provider == "github-copilot");
+    Value::Object(body)
+}
+
+/// Tools as function definitions (`strict` as given: `false`, or `null` for Codex).
+pub fn convert_tools(req: &LlmRequest, strict: Value) -> Vec<Value> {
+    req.tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "name": t.name, "description": t.description,
+                   "parameters": t.parameters, "strict": strict})
+        })
+        .collect()
+}
+
+/// `[a-zA-Z0-9_-]`, at most 64 characters, no trailing `_`.
+fn normalize_id_part(part: &str) -> String {
+    let s: String = part
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    s.trim_end_matches('_').to_string()
+}
+
+/// pi's text signature: `{"v":1,"id":…,"phase"?}` or a legacy plain id.
+fn parse_text_signature(sig: Option<&str>) -> Option<(String, Option<String>)> {
+    let sig = sig?;
+    if sig.starts_with('{') {
+        if let Ok(v) = serde_json::from_str::<Value>(sig) {
+            if v.get("v").and_then(Value::as_i64) == Some(1) {
+                if let Some(id) = v.get("id").and_then(Value::as_str) {
+                    let phase = v
+                        .get("phase")
+                        .and_then(Value::as_str)
+                        .filter(|p| *p == "commentary" || *p == "final_answer")
+                        .map(str::to_string);
+                    return Some((id.to_string(), phase));
+                }
+            }
+        }
+    }
+    Some((sig.to_string(), None))
+}
+
+/// The `input` items (pi's `convertResponsesMessages`).
+pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool) -> Vec<Value> {
+    let model = &req.model;
+    let keep_pairs = allowed.contains(&model.provider.as_str());
+    let normalize = |id: &str| -> String {
+        if !keep_pairs || !id.contains('|') {
+            return normalize_id_part(id);
+        }
+        let mut parts = id.split('|');
+        let call = normalize_id_part(parts.next().unwrap_or(""));
+        let item_raw = parts.next().unwrap_or("");
+        // Only foreign messages reach this normaliser: their item ids are re-derived.
+        let mut item = format!("fc_{}", short_hash(item_raw));
+        item.truncate(64);
+        if !item.starts_with("fc_") {
+            item = normalize_id_part(&format!("fc_{item}"));
+        }
+        format!("{call}|{item}")
+    };
+    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let images = model.input.iter().any(|i| i == "image");
+    let mut out = Vec::with_capacity(msgs.len() + 1);
+    if include_system && !req.system_prompt.is_empty() {
         let role = if model.reasoning {
             "developer"
         } else {
             "system"
         };
-        input.push(json!({"role": role, "content": req.system_prompt}));
+        out.push(json!({"role": role, "content": req.system_prompt}));
     }
-    let msgs = transform_messages(&req.messages, model, None);
-    for (mi, m) in msgs.iter().enumerate() {
+    let mut index = 0usize;
+    for m in &msgs {
         match m {
             LlmMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
@@ -38,60 +242,83 @@ pub fn build_body(req: &LlmRequest) -> Value {
                         .iter()
                         .filter_map(|c| match c {
                             Content::Text(t) => Some(json!({"type": "input_text", "text": t.text})),
-                            Content::Image(i) => {
-                                Some(json!({"type": "input_image", "detail": "auto",
-                                "image_url": format!("data:{};base64,{}", i.mime_type, i.data)}))
-                            }
+                            Content::Image(i) => Some(json!({"type": "input_image",
+                                "detail": "auto",
+                                "image_url": format!("data:{};base64,{}", i.mime_type, i.data)})),
                             _ => None,
                         })
                         .collect(),
                 };
-                if !parts.is_empty() {
-                    input.push(json!({"role": "user", "content": parts}));
+                if parts.is_empty() {
+                    continue;
                 }
+                out.push(json!({"role": "user", "content": parts}));
             }
             LlmMessage::Assistant(a) => {
-                let same = is_same_model(a, model);
-                for (bi, c) in a.content.iter().enumerate() {
+                let different_model =
+                    a.model != model.id && a.provider == model.provider && a.api == model.api;
+                let before = out.len();
+                for c in &a.content {
                     match c {
                         Content::Thinking(t) => {
                             if let Some(item) = t
                                 .thinking_signature
                                 .as_deref()
+                                .filter(|s| !s.is_empty())
                                 .and_then(|s| serde_json::from_str::<Value>(s).ok())
                             {
-                                input.push(item);
+                                out.push(item);
                             }
                         }
                         Content::Text(t) => {
-                            let id = t
-                                .text_signature
-                                .as_deref()
-                                .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                                .and_then(|v| {
-                                    v.get("id").and_then(Value::as_str).map(str::to_string)
-                                })
-                                .unwrap_or_else(|| format!("msg_{mi}_{bi}"));
-                            input.push(json!({"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": t.text, "annotations": []}],
-                                "status": "completed", "id": id}));
+                            let parsed = parse_text_signature(t.text_signature.as_deref());
+                            let (id, phase) = match parsed {
+                                Some((id, phase)) if !id.is_empty() => {
+                                    let id = if id.encode_utf16().count() > 64 {
+                                        format!("msg_{}", short_hash(&id))
+                                    } else {
+                                        id
+                                    };
+                                    (id, phase)
+                                }
+                                _ => (format!("msg_{index}"), None),
+                            };
+                            let mut item = Map::new();
+                            item.insert("type".into(), json!("message"));
+                            item.insert("role".into(), json!("assistant"));
+                            item.insert(
+                                "content".into(),
+                                json!([{"type": "output_text", "text": t.text, "annotations": []}]),
+                            );
+                            item.insert("status".into(), json!("completed"));
+                            item.insert("id".into(), json!(id));
+                            if let Some(p) = phase {
+                                item.insert("phase".into(), json!(p));
+                            }
+                            out.push(Value::Object(item));
                         }
                         Content::ToolCall(tc) => {
-                            let mut parts = tc.id.splitn(2, '|');
+                            let mut parts = tc.id.split('|');
                             let call_id = parts.next().unwrap_or("");
-                            let item_id = parts.next();
+                            let mut item_id = parts.next();
+                            if different_model && item_id.is_some_and(|i| i.starts_with("fc_")) {
+                                item_id = None;
+                            }
                             let mut item = Map::new();
                             item.insert("type".into(), json!("function_call"));
-                            if let (Some(id), true) = (item_id, same) {
+                            if let Some(id) = item_id {
                                 item.insert("id".into(), json!(id));
                             }
                             item.insert("call_id".into(), json!(call_id));
                             item.insert("name".into(), json!(tc.name));
                             item.insert("arguments".into(), json!(tc.arguments.to_string()));
-                            input.push(Value::Object(item));
+                            out.push(Value::Object(item));
                         }
                         _ => {}
                     }
+                }
+                if out.len() == before {
+                    continue;
                 }
             }
             LlmMessage::ToolResult(r) => {
@@ -103,93 +330,93 @@ pub fn build_body(req: &LlmRequest) -> Value {
                         _ => None,
                     })
                     .collect();
+                let text = text.join("\n");
+                let has_images = r.content.iter().any(|c| matches!(c, Content::Image(_)));
                 let call_id = r.tool_call_id.split('|').next().unwrap_or("");
-                input.push(json!({"type": "function_call_output", "call_id": call_id, "output": text.join("\n")}));
+                let output = if has_images && images {
+                    let mut parts = Vec::new();
+                    if !text.is_empty() {
+                        parts.push(json!({"type": "input_text", "text": text}));
+                    }
+                    for c in &r.content {
+                        if let Content::Image(i) = c {
+                            parts.push(json!({"type": "input_image", "detail": "auto",
+                                "image_url": format!("data:{};base64,{}", i.mime_type, i.data)}));
+                        }
+                    }
+                    Value::Array(parts)
+                } else if text.is_empty() {
+                    json!("(see attached image)")
+                } else {
+                    json!(text)
+                };
+                out.push(json!({"type": "function_call_output", "call_id": call_id,
+                    "output": output}));
             }
         }
+        index += 1;
     }
-    let reasoning_on = model.reasoning && req.thinking != ThinkingLevel::Off;
-    if model.reasoning && !reasoning_on && model.name.starts_with("gpt-5") {
-        input.push(json!({"role": "developer", "content": [{"type": "input_text", "text": "# Juice: 0 !important"}]}));
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert("input".into(), Value::Array(input));
-    body.insert("stream".into(), json!(true));
-    if let Some(s) = &req.session_id {
-        body.insert("prompt_cache_key".into(), json!(s));
-    }
-    body.insert("store".into(), json!(false));
-    body.insert(
-        "max_output_tokens".into(),
-        json!(stream::default_max_tokens(req)),
-    );
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "name": t.name, "description": t.description,
-                            "parameters": t.parameters, "strict": false})
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if reasoning_on {
-        let level = if req.thinking == ThinkingLevel::Xhigh && !model.supports_xhigh() {
-            ThinkingLevel::High
-        } else {
-            req.thinking
-        };
-        body.insert(
-            "reasoning".into(),
-            json!({"effort": level.as_str(), "summary": "auto"}),
-        );
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-    }
-    Value::Object(body)
+    out
 }
 
-#[derive(Default)]
+// ------------------------------------------------------------------------------------------------
+// The decoder (pi's `processResponsesStream`)
+
+/// How a stream's service tier is chosen (Codex prefers the requested one over `default`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    OpenAi,
+    Azure,
+    Codex,
+}
+
+#[derive(Clone, Debug)]
+enum Item {
+    Reasoning { summary: Vec<String> },
+    Message { parts: Vec<(bool, String)> },
+    FunctionCall,
+}
+
 pub struct Decoder {
-    /// Output item id → our content index.
-    items: Vec<(String, usize)>,
-    current: Option<usize>,
-    /// For the service-tier price multiplier.
+    flavor: Flavor,
     model_id: String,
+    current_item: Option<Item>,
+    /// The content index of the current block (`None` once its item is done).
+    current_block: Option<usize>,
+    stop: StopReason,
+    /// Codex: the stream ended at its completion event.
+    closed: bool,
 }
 
 impl Decoder {
     pub fn new(req: &LlmRequest) -> Decoder {
+        Decoder::with_flavor(req, Flavor::OpenAi)
+    }
+
+    pub fn with_flavor(req: &LlmRequest, flavor: Flavor) -> Decoder {
         Decoder {
+            flavor,
             model_id: req.model.id.clone(),
-            ..Decoder::default()
+            current_item: None,
+            current_block: None,
+            stop: StopReason::Stop,
+            closed: false,
         }
     }
-    fn find(&self, id: &str) -> Option<usize> {
-        self.items
-            .iter()
-            .find(|(i, _)| i == id)
-            .map(|(_, o)| *o)
-            .or(self.current)
-    }
-}
 
-impl stream::Decoder for Decoder {
-    fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        let v: Value = match serde_json::from_str(&ev.data) {
-            Ok(v) => v,
-            Err(e) => {
-                b.fail(
-                    format!("Could not parse SSE event data: {e}"),
-                    false,
-                    None,
-                    out,
-                );
-                return;
-            }
-        };
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    fn block_is(&self, b: &mut Builder, kind: &str) -> Option<usize> {
+        let i = self.current_block?;
+        let ok = matches!(
+            (kind, b.block_mut(i)),
+            ("thinking", Some(Content::Thinking(_)))
+                | ("text", Some(Content::Text(_)))
+                | ("tool", Some(Content::ToolCall(_)))
+        );
+        ok.then_some(i)
+    }
+
+    /// One decoded event `v` of type `kind`.
+    pub fn on_event(&mut self, kind: &str, v: &Value, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         let s = |p: &str| {
             v.pointer(p)
                 .and_then(Value::as_str)
@@ -198,91 +425,242 @@ impl stream::Decoder for Decoder {
         };
         match kind {
             "response.created" => {
-                b.msg.response_id = v
-                    .pointer("/response/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                b.start(out);
+                if let Some(id) = v.pointer("/response/id").and_then(Value::as_str) {
+                    b.msg.response_id = Some(id.to_string());
+                }
             }
             "response.output_item.added" => {
                 let item = &v["item"];
-                let id = s("/item/id");
-                let i = match item.get("type").and_then(Value::as_str) {
-                    Some("reasoning") => b.start_thinking(out),
-                    Some("message") => b.start_text(out),
-                    Some("function_call") => {
-                        let call = format!("{}|{}", s("/item/call_id"), id);
-                        b.start_tool(&call, &s("/item/name"), out)
+                match item.get("type").and_then(Value::as_str) {
+                    Some("reasoning") => {
+                        let summary = item
+                            .get("summary")
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter()
+                                    .map(|p| {
+                                        p.get("text")
+                                            .and_then(Value::as_str)
+                                            .unwrap_or("")
+                                            .to_string()
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        self.current_item = Some(Item::Reasoning { summary });
+                        self.current_block = Some(b.start_thinking(out));
                     }
-                    _ => return,
-                };
-                self.items.push((id, i));
-                self.current = Some(i);
-            }
-            "response.reasoning_summary_text.delta"
-            | "response.output_text.delta"
-            | "response.refusal.delta"
-            | "response.function_call_arguments.delta" => {
-                if let Some(i) = self.find(&s("/item_id")) {
-                    b.delta(i, &s("/delta"), out);
+                    Some("message") => {
+                        self.current_item = Some(Item::Message { parts: Vec::new() });
+                        self.current_block = Some(b.start_text(out));
+                    }
+                    Some("function_call") => {
+                        self.current_item = Some(Item::FunctionCall);
+                        let id = format!("{}|{}", s("/item/call_id"), s("/item/id"));
+                        let i = b.start_tool(&id, &s("/item/name"), out);
+                        let initial = s("/item/arguments");
+                        if !initial.is_empty() {
+                            b.preset_args(i, &initial);
+                        }
+                        self.current_block = Some(i);
+                    }
+                    _ => {}
                 }
             }
-            "response.function_call_arguments.done" => {
-                // The whole argument text: emit what the deltas did not deliver.
-                if let Some(i) = self.find(&s("/item_id")) {
-                    let full = s("/arguments");
-                    let tail = full.strip_prefix(b.raw_args(i)).map(str::to_string);
-                    if let Some(tail) = tail.filter(|t| !t.is_empty()) {
-                        b.delta(i, &tail, out);
+            "response.reasoning_summary_part.added" => {
+                if let Some(Item::Reasoning { summary }) = &mut self.current_item {
+                    summary.push(s("/part/text"));
+                }
+            }
+            "response.reasoning_summary_text.delta" => {
+                let block = self.block_is(b, "thinking");
+                if let (Some(Item::Reasoning { summary }), Some(i)) =
+                    (&mut self.current_item, block)
+                {
+                    if let Some(last) = summary.last_mut() {
+                        let d = s("/delta");
+                        last.push_str(&d);
+                        b.delta(i, &d, out);
                     }
                 }
             }
             "response.reasoning_summary_part.done" => {
-                if let Some(i) = self.find(&s("/item_id")) {
-                    b.delta(i, "\n\n", out);
+                let block = self.block_is(b, "thinking");
+                if let (Some(Item::Reasoning { summary }), Some(i)) =
+                    (&mut self.current_item, block)
+                {
+                    if let Some(last) = summary.last_mut() {
+                        last.push_str("\n\n");
+                        b.delta(i, "\n\n", out);
+                    }
+                }
+            }
+            "response.reasoning_text.delta" => {
+                if let (Some(Item::Reasoning { .. }), Some(i)) =
+                    (&self.current_item, self.block_is(b, "thinking"))
+                {
+                    b.delta(i, &s("/delta"), out);
+                }
+            }
+            "response.content_part.added" => {
+                if let Some(Item::Message { parts }) = &mut self.current_item {
+                    match v.pointer("/part/type").and_then(Value::as_str) {
+                        Some("output_text") => parts.push((false, s("/part/text"))),
+                        Some("refusal") => parts.push((true, s("/part/refusal"))),
+                        _ => {}
+                    }
+                }
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let refusal = kind == "response.refusal.delta";
+                let block = self.block_is(b, "text");
+                if let (Some(Item::Message { parts }), Some(i)) = (&mut self.current_item, block) {
+                    if let Some((is_refusal, text)) = parts.last_mut() {
+                        if *is_refusal == refusal {
+                            let d = s("/delta");
+                            text.push_str(&d);
+                            b.delta(i, &d, out);
+                        }
+                    }
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                if let (Some(Item::FunctionCall), Some(i)) =
+                    (&self.current_item, self.block_is(b, "tool"))
+                {
+                    b.delta(i, &s("/delta"), out);
+                }
+            }
+            "response.function_call_arguments.done" => {
+                if let (Some(Item::FunctionCall), Some(i)) =
+                    (&self.current_item, self.block_is(b, "tool"))
+                {
+                    let full = s("/arguments");
+                    let previous = b.raw_args(i).to_string();
+                    if let Some(tail) = full.strip_prefix(previous.as_str()) {
+                        if !tail.is_empty() {
+                            let tail = tail.to_string();
+                            b.delta(i, &tail, out);
+                        }
+                    } else {
+                        b.preset_args(i, &full);
+                    }
                 }
             }
             "response.output_item.done" => {
                 let item = &v["item"];
-                let Some(i) = self.find(&s("/item/id")) else {
-                    return;
-                };
-                let no_args = b.raw_args(i).is_empty();
-                match b.block_mut(i) {
-                    Some(Content::Thinking(t)) => {
-                        if let Some(text) = finished_reasoning_text(item) {
-                            t.thinking = text;
+                match item.get("type").and_then(Value::as_str) {
+                    Some("reasoning") => {
+                        if let Some(i) = self.block_is(b, "thinking") {
+                            let joined = |key: &str| {
+                                item.get(key)
+                                    .and_then(Value::as_array)
+                                    .map(|a| {
+                                        a.iter()
+                                            .map(|p| {
+                                                p.get("text").and_then(Value::as_str).unwrap_or("")
+                                            })
+                                            .collect::<Vec<_>>()
+                                            .join("\n\n")
+                                    })
+                                    .unwrap_or_default()
+                            };
+                            let (summary, content) = (joined("summary"), joined("content"));
+                            if let Some(Content::Thinking(t)) = b.block_mut(i) {
+                                if !summary.is_empty() {
+                                    t.thinking = summary;
+                                } else if !content.is_empty() {
+                                    t.thinking = content;
+                                }
+                                t.thinking_signature = Some(item.to_string());
+                            }
+                            b.end_block(i, out);
+                            self.current_block = None;
                         }
-                        t.thinking_signature = Some(item.to_string());
                     }
-                    Some(Content::Text(t)) => {
-                        if let Some(text) = finished_message_text(item) {
-                            t.text = text;
+                    Some("message") => {
+                        if let Some(i) = self.block_is(b, "text") {
+                            let text: String = item
+                                .get("content")
+                                .and_then(Value::as_array)
+                                .map(|a| {
+                                    a.iter()
+                                        .filter_map(|p| {
+                                            match p.get("type").and_then(Value::as_str) {
+                                                Some("output_text") => {
+                                                    p.get("text").and_then(Value::as_str)
+                                                }
+                                                _ => p.get("refusal").and_then(Value::as_str),
+                                            }
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            if let Some(Content::Text(t)) = b.block_mut(i) {
+                                t.text = text;
+                                t.text_signature = Some(text_signature(item));
+                            }
+                            b.end_block(i, out);
+                            self.current_block = None;
                         }
-                        t.text_signature = Some(text_signature(item));
                     }
-                    Some(Content::ToolCall(_)) if no_args => {
-                        let args = s("/item/arguments");
-                        b.delta(i, &args, out);
+                    Some("function_call") => {
+                        match self.block_is(b, "tool") {
+                            Some(i) => {
+                                if b.raw_args(i).is_empty() {
+                                    let args = item
+                                        .get("arguments")
+                                        .and_then(Value::as_str)
+                                        .filter(|a| !a.is_empty())
+                                        .unwrap_or("{}");
+                                    b.preset_args(i, args);
+                                }
+                                b.end_block(i, out);
+                            }
+                            None => {
+                                // No open block: the reference reports a call it never adds.
+                                let args = item
+                                    .get("arguments")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("{}");
+                                out.push(StreamEvent::ToolCallEnd {
+                                    index: b.msg.content.len().saturating_sub(1),
+                                    tool_call: crate::message::ToolCall {
+                                        id: format!("{}|{}", s("/item/call_id"), s("/item/id")),
+                                        name: s("/item/name"),
+                                        arguments: api::parse_partial_json(args),
+                                        thought_signature: None,
+                                    },
+                                });
+                            }
+                        }
+                        self.current_block = None;
                     }
                     _ => {}
                 }
-                b.end_block(i, out);
             }
-            "response.completed" | "response.incomplete" => {
+            "response.completed" | "response.done" | "response.incomplete"
+                if self.flavor == Flavor::Codex || kind == "response.completed" =>
+            {
                 let r = &v["response"];
-                let n = |p: &str| r.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-                let cached = n("/usage/input_tokens_details/cached_tokens");
+                if let Some(id) = r.get("id").and_then(Value::as_str) {
+                    b.msg.response_id = Some(id.to_string());
+                }
                 let v087 = b.compat.is_087();
-                let usage = Usage {
-                    input: n("/usage/input_tokens").saturating_sub(cached),
-                    output: n("/usage/output_tokens"),
-                    cache_read: cached,
-                    cache_write: 0,
-                    total_tokens: n("/usage/total_tokens"),
-                    reasoning: v087.then(|| n("/usage/output_tokens_details/reasoning_tokens")),
-                    ..Default::default()
-                };
+                let mut usage = b.msg.usage;
+                if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
+                    let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+                    let cached = n("/input_tokens_details/cached_tokens");
+                    usage = Usage {
+                        input: n("/input_tokens").saturating_sub(cached),
+                        output: n("/output_tokens"),
+                        cache_read: cached,
+                        cache_write: 0,
+                        total_tokens: n("/total_tokens"),
+                        reasoning: v087.then(|| n("/output_tokens_details/reasoning_tokens")),
+                        ..Default::default()
+                    };
+                }
                 if let (true, Some(status)) = (v087, r.get("status").and_then(Value::as_str)) {
                     b.msg.raw_stop_reason = Some(
                         match r
@@ -298,7 +676,7 @@ impl stream::Decoder for Decoder {
                 b.set_usage(usage, &mut events);
                 let tier = r.get("service_tier").and_then(Value::as_str);
                 let factor = service_tier_factor(&self.model_id, tier);
-                if factor != 1.0 {
+                if factor != 1.0 && self.flavor != Flavor::Azure {
                     scale_cost(&mut b.msg.usage.cost, factor);
                     for ev in &mut events {
                         if let StreamEvent::Meta { usage, .. } = ev {
@@ -307,66 +685,116 @@ impl stream::Decoder for Decoder {
                     }
                 }
                 out.append(&mut events);
-                let stop = match r.get("status").and_then(Value::as_str) {
+                let status = r.get("status").and_then(Value::as_str);
+                self.stop = match status {
                     Some("incomplete") => StopReason::Length,
                     Some("failed") | Some("cancelled") => StopReason::Error,
-                    _ if b.msg.tool_calls().next().is_some() => StopReason::ToolUse,
                     _ => StopReason::Stop,
                 };
-                b.start(out);
-                b.finish(stop, out);
+                if self.stop == StopReason::Stop && b.msg.tool_calls().next().is_some() {
+                    self.stop = StopReason::ToolUse;
+                }
+                if self.flavor == Flavor::Codex {
+                    self.closed = true;
+                }
             }
             "error" => {
-                let msg = format!("Error Code {}: {}", s("/code"), s("/message"));
+                let msg = if self.flavor == Flavor::Codex {
+                    let (code, message) = (s("/code"), s("/message"));
+                    let shown = if !message.is_empty() {
+                        message
+                    } else if !code.is_empty() {
+                        code
+                    } else {
+                        v.to_string()
+                    };
+                    format!("Codex error: {shown}")
+                } else {
+                    format!(
+                        "Error Code {}: {}",
+                        js_field(v, "code"),
+                        js_field(v, "message")
+                    )
+                };
                 b.fail(msg, false, None, out);
             }
             "response.failed" => {
-                let msg = match v.pointer("/response/error") {
-                    Some(e) if !e.is_null() => format!(
-                        "{}: {}",
-                        s("/response/error/code"),
-                        s("/response/error/message")
-                    ),
-                    _ => format!("incomplete: {}", s("/response/incomplete_details/reason")),
+                let msg = if self.flavor == Flavor::Codex {
+                    let m = s("/response/error/message");
+                    if m.is_empty() {
+                        "Codex response failed".to_string()
+                    } else {
+                        m
+                    }
+                } else {
+                    match v.pointer("/response/error").filter(|e| !e.is_null()) {
+                        Some(e) => {
+                            let f = |k: &str, d: &str| {
+                                e.get(k)
+                                    .and_then(Value::as_str)
+                                    .filter(|s| !s.is_empty())
+                                    .unwrap_or(d)
+                                    .to_string()
+                            };
+                            format!("{}: {}", f("code", "unknown"), f("message", "no message"))
+                        }
+                        None => match v
+                            .pointer("/response/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                            .filter(|r| !r.is_empty())
+                        {
+                            Some(r) => format!("incomplete: {r}"),
+                            None => "Unknown error (no error details in response)".to_string(),
+                        },
+                    }
                 };
                 b.fail(msg, false, None, out);
             }
             _ => {}
         }
     }
+}
 
-    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        b.fail(stream::TERMINATED.into(), false, None, out);
+/// A field as JavaScript's template string prints it (`undefined` when absent).
+fn js_field(v: &Value, k: &str) -> String {
+    match v.get(k) {
+        None => "undefined".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) => "null".into(),
+        Some(other) => other.to_string(),
     }
 }
 
-/// The final thinking text of a finished reasoning item, as the reference takes it: its summary
-/// parts joined by a blank line, else its content parts; `None` keeps the streamed text.
-fn finished_reasoning_text(item: &Value) -> Option<String> {
-    let joined = |key: &str| {
-        let parts = item.get(key)?.as_array()?;
-        let texts: Vec<&str> = parts
-            .iter()
-            .map(|p| p.get("text").and_then(Value::as_str).unwrap_or(""))
-            .collect();
-        Some(texts.join("\n\n")).filter(|t| !t.is_empty())
-    };
-    joined("summary").or_else(|| joined("content"))
-}
+impl api::Decoder for Decoder {
+    fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if self.closed {
+            return;
+        }
+        let v: Value = match serde_json::from_str(&ev.data) {
+            Ok(v) => v,
+            Err(e) => {
+                b.fail(
+                    format!("Could not parse SSE event data: {e}"),
+                    false,
+                    None,
+                    out,
+                );
+                return;
+            }
+        };
+        b.start(out);
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        self.on_event(&kind, &v, b, out);
+    }
 
-/// The final text of a finished message item: its `output_text` and `refusal` parts
-/// concatenated. `None` (keep the streamed text) when the item carries no content array.
-fn finished_message_text(item: &Value) -> Option<String> {
-    let parts = item.get("content")?.as_array()?;
-    Some(
-        parts
-            .iter()
-            .filter_map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("output_text") => p.get("text").and_then(Value::as_str),
-                _ => p.get("refusal").and_then(Value::as_str),
-            })
-            .collect(),
-    )
+    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        b.start(out);
+        b.finish(self.stop, out);
+    }
 }
 
 /// `{"v":1,"id":…,"phase"?}`, the reference's text signature for a message item.
@@ -400,4 +828,28 @@ fn scale_cost(cost: &mut crate::message::Cost, factor: f64) {
     cost.cache_read *= factor;
     cost.cache_write *= factor;
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_parts_and_text_signatures() {
+        assert_eq!(normalize_id_part("call.1|x__"), "call_1_x");
+        assert_eq!(normalize_id_part(&"a".repeat(70)).len(), 64);
+        assert_eq!(
+            parse_text_signature(Some(r#"{"v":1,"id":"msg_1","phase":"final_answer"}"#)),
+            Some(("msg_1".into(), Some("final_answer".into())))
+        );
+        assert_eq!(
+            parse_text_signature(Some(r#"{"v":1,"id":"msg_1","phase":"other"}"#)),
+            Some(("msg_1".into(), None))
+        );
+        assert_eq!(
+            parse_text_signature(Some("legacy_id")),
+            Some(("legacy_id".into(), None))
+        );
+        assert_eq!(parse_text_signature(None), None);
+    }
 }

@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::llm::Model;
 use crate::message::{
-    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ToolResultMessage, now_ms,
+    AssistantMessage, Content, LlmMessage, StopReason, TextContent, ToolResultMessage, UserContent,
+    now_ms,
 };
 
 /// Normalise `messages` for `model`. `normalize_id` maps a foreign tool-call id to one the target
@@ -34,17 +35,33 @@ pub fn transform_borrowed<'a>(
 ) -> Vec<Cow<'a, LlmMessage>> {
     let mut id_map: HashMap<String, String> = HashMap::new();
     let mut first: Vec<Cow<'a, LlmMessage>> = Vec::with_capacity(messages.len());
+    let images_ok = model.input.iter().any(|i| i == "image");
     for msg in messages {
         match msg {
-            LlmMessage::User(_) => first.push(Cow::Borrowed(msg)),
-            LlmMessage::ToolResult(r) => match id_map.get(&r.tool_call_id) {
-                Some(id) => {
-                    let mut r = r.clone();
-                    r.tool_call_id = id.clone();
-                    first.push(Cow::Owned(LlmMessage::ToolResult(r)));
+            LlmMessage::User(u) => match &u.content {
+                UserContent::Blocks(b) if !images_ok && has_image(b) => {
+                    let mut u = u.clone();
+                    u.content = UserContent::Blocks(replace_images(b, USER_IMAGE_PLACEHOLDER));
+                    first.push(Cow::Owned(LlmMessage::User(u)));
                 }
-                None => first.push(Cow::Borrowed(msg)),
+                _ => first.push(Cow::Borrowed(msg)),
             },
+            LlmMessage::ToolResult(r) => {
+                let id = id_map.get(&r.tool_call_id);
+                let downgrade = !images_ok && has_image(&r.content);
+                if id.is_none() && !downgrade {
+                    first.push(Cow::Borrowed(msg));
+                    continue;
+                }
+                let mut r = r.clone();
+                if let Some(id) = id {
+                    r.tool_call_id = id.clone();
+                }
+                if downgrade {
+                    r.content = replace_images(&r.content, TOOL_IMAGE_PLACEHOLDER);
+                }
+                first.push(Cow::Owned(LlmMessage::ToolResult(r)));
+            }
             LlmMessage::Assistant(a) if unchanged(a, model) => first.push(Cow::Borrowed(msg)),
             LlmMessage::Assistant(a) => first.push(Cow::Owned(LlmMessage::Assistant(
                 transform_assistant(a, model, normalize_id, &mut id_map),
@@ -78,6 +95,33 @@ pub fn transform_borrowed<'a>(
                 out.push(msg);
             }
         }
+    }
+    out
+}
+
+/// What replaces images for a model without image input (the reference's wording).
+pub const USER_IMAGE_PLACEHOLDER: &str = "(image omitted: model does not support images)";
+pub const TOOL_IMAGE_PLACEHOLDER: &str = "(tool image omitted: model does not support images)";
+
+fn has_image(blocks: &[Content]) -> bool {
+    blocks.iter().any(|b| matches!(b, Content::Image(_)))
+}
+
+/// Images become one placeholder text per run of images (a placeholder text already there
+/// counts), as the reference's `replaceImagesWithPlaceholder`.
+fn replace_images(blocks: &[Content], placeholder: &str) -> Vec<Content> {
+    let mut out = Vec::with_capacity(blocks.len());
+    let mut previous_was_placeholder = false;
+    for b in blocks {
+        if let Content::Image(_) = b {
+            if !previous_was_placeholder {
+                out.push(Content::text(placeholder));
+            }
+            previous_was_placeholder = true;
+            continue;
+        }
+        previous_was_placeholder = matches!(b, Content::Text(t) if t.text == placeholder);
+        out.push(b.clone());
     }
     out
 }
@@ -167,6 +211,37 @@ pub fn is_same_model(a: &AssistantMessage, model: &Model) -> bool {
     a.provider == model.provider && a.api == model.api && a.model == model.id
 }
 
+/// The reference's `shortHash`: two 32-bit multiplicative hashes over the UTF-16 code units,
+/// printed in base 36 (used to shorten and derive tool-call and item ids).
+pub fn short_hash(s: &str) -> String {
+    let mut h1: u32 = 0xdead_beef;
+    let mut h2: u32 = 0x41c6_ce57;
+    for ch in s.encode_utf16() {
+        let ch = u32::from(ch);
+        h1 = (h1 ^ ch).wrapping_mul(2_654_435_761);
+        h2 = (h2 ^ ch).wrapping_mul(1_597_334_677);
+    }
+    h1 = (h1 ^ (h1 >> 16)).wrapping_mul(2_246_822_507)
+        ^ (h2 ^ (h2 >> 13)).wrapping_mul(3_266_489_909);
+    h2 = (h2 ^ (h2 >> 16)).wrapping_mul(2_246_822_507)
+        ^ (h1 ^ (h1 >> 13)).wrapping_mul(3_266_489_909);
+    format!("{}{}", base36(h2), base36(h1))
+}
+
+fn base36(mut n: u32) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if n == 0 {
+        return "0".into();
+    }
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
 /// Replace every character outside `[a-zA-Z0-9_-]` with `_` and cut to `max` characters.
 pub fn sanitize_id(id: &str, max: usize) -> String {
     id.chars()
@@ -225,6 +300,15 @@ mod tests {
             arguments: serde_json::json!({}),
             thought_signature: Some("s".into()),
         })
+    }
+
+    #[test]
+    fn short_hash_matches_the_reference() {
+        // Values computed with pi-ai's `shortHash`.
+        assert_eq!(short_hash("toolcall:0"), "1nlso9v7di2pi");
+        assert_eq!(short_hash(""), "k4n83c7h0j2b");
+        assert_eq!(short_hash("call_abc|fc_123"), "jp01dsxufnom");
+        assert_eq!(short_hash("héllo 😀"), "1t90xbiinqdrp");
     }
 
     #[test]

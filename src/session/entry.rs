@@ -251,7 +251,7 @@ impl Entry {
 
     /// Like [`Entry::message`], but a message not parsed yet is parsed into a fresh value and
     /// not kept: for walks over many entries (the context, the fork list).
-    fn message_uncached(&self) -> Option<Cow<'_, AgentMessage>> {
+    pub fn message_uncached(&self) -> Option<Cow<'_, AgentMessage>> {
         let EntryKind::Message { message, role } = &self.kind else {
             return None;
         };

@@ -169,6 +169,16 @@ impl Session {
     /// `repair.rs`). Older versions are migrated and the file rewritten. A missing file or one
     /// without a valid header is an error. Later `fork`/new files go to the file's directory.
     pub fn open(path: &Path) -> Result<Session, String> {
+        Session::open_with(path, true)
+    }
+
+    /// [`Session::open`] for reading only (`--export`): an older file is migrated in memory and
+    /// left unchanged on disk.
+    pub fn open_read_only(path: &Path) -> Result<Session, String> {
+        Session::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, rewrite_migrated: bool) -> Result<Session, String> {
         let mut opening = Opening {
             path,
             loader: None,
@@ -181,7 +191,7 @@ impl Session {
         session.needs_newline = report.needs_newline;
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
-        if migrated {
+        if migrated && rewrite_migrated {
             let text = session.all_lines();
             match store::rewrite(path, &text) {
                 Ok(()) => session.needs_newline = false,
@@ -335,6 +345,11 @@ impl Session {
 
     pub fn leaf_id(&self) -> Option<&str> {
         self.leaf.map(|i| self.entries[i].id())
+    }
+
+    /// The leaf as an index into [`Session::entries`].
+    pub fn leaf_index(&self) -> Option<usize> {
+        self.leaf
     }
 
     /// The label currently set on an entry.

@@ -8,6 +8,8 @@ pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod procs;
+pub mod recorded;
+pub mod scenario;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
@@ -117,17 +119,22 @@ pub struct Pith {
     /// Every frame read so far, in order.
     pub seen: Vec<Value>,
     /// Every stderr line so far (also echoed to the test's stderr).
-    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
-        Pith::start(world.command(args))
+        Pith::spawn_cmd(world.command(args))
     }
 
     /// Start a prepared command (see [`World::command`], [`World::wrapped_command`]).
-    pub fn start(mut command: Command) -> Pith {
-        let mut child = command
+    pub fn start(command: Command) -> Pith {
+        Pith::spawn_cmd(command)
+    }
+
+    /// Spawn a prepared command (e.g. [`World::command`] with extra environment).
+    pub fn spawn_cmd(mut cmd: Command) -> Pith {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -148,12 +155,14 @@ impl Pith {
             }
         });
         let stderr = child.stderr.take().expect("stderr");
-        let stderr_lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let kept = stderr_lines.clone();
+        let err_lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = err_lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[pith stderr] {line}");
-                kept.lock().expect("stderr lines").push(line);
+                if let Ok(mut v) = sink.lock() {
+                    v.push(line);
+                }
             }
         });
         let stdin = child.stdin.take();
@@ -162,7 +171,7 @@ impl Pith {
             stdin,
             lines: rx,
             seen: Vec::new(),
-            stderr: stderr_lines,
+            stderr: err_lines,
         }
     }
 
@@ -237,6 +246,15 @@ impl Pith {
         cmd["id"] = Value::String(id.to_string());
         self.send(cmd);
         self.response(id)
+    }
+
+    /// The next frame within `d`, if one comes (`None` on timeout or EOF).
+    pub fn try_recv(&mut self, d: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(d).ok()?;
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        self.seen.push(v.clone());
+        Some(v)
     }
 
     /// No more frames for `d` (EOF also counts as "no more").

@@ -39,6 +39,7 @@ pub fn request(model: Model, messages: Vec<LlmMessage>) -> LlmRequest {
         faux_script: None,
         compat: Default::default(),
         no_cache: false,
+        extra: Default::default(),
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Auth {
     fallback: HashMap<String, String>,
     env: Env,
     cache: RefCell<HashMap<String, Option<String>>>,
+    /// Where `stored` came from (OAuth refreshes write it back).
+    path: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for Auth {
@@ -105,6 +107,7 @@ impl Auth {
             fallback: models_json_keys,
             env,
             cache: RefCell::new(HashMap::new()),
+            path: Some(path),
         };
         (auth, warnings)
     }
@@ -117,6 +120,7 @@ impl Auth {
             fallback: HashMap::new(),
             env,
             cache: RefCell::new(HashMap::new()),
+            path: None,
         }
     }
 
@@ -155,6 +159,11 @@ impl Auth {
                     let key = cred.get("key").and_then(Value::as_str).unwrap_or("");
                     return Some(self.resolve_cached(key));
                 }
+                Some("oauth") if crate::llm::oauth::is_refreshable(provider) => {
+                    // Used even when expired: the stream thread refreshes it (`oauth_login`).
+                    let access = cred.get("access").and_then(Value::as_str).unwrap_or("");
+                    return Some(Some(access.to_string()));
+                }
                 Some("oauth") => return Some(oauth_access_token(cred)),
                 _ => {}
             }
@@ -177,13 +186,38 @@ impl Auth {
         resolve_config_value_uncached(config, &self.env)
     }
 
-    pub(super) fn env(&self) -> &Env {
+    pub fn env(&self) -> &Env {
         &self.env
+    }
+
+    /// The stored OAuth login a request to `provider` uses, when that is where its key comes
+    /// from (no `--api-key` override) and pith can refresh it.
+    pub fn oauth_login(&self, provider: &str) -> Option<crate::llm::oauth::OAuthLogin> {
+        if self.runtime.get(provider).is_some_and(|k| !k.is_empty()) {
+            return None;
+        }
+        let Some(Value::Object(cred)) = self.stored.get(provider) else {
+            return None;
+        };
+        if cred.get("type").and_then(Value::as_str) != Some("oauth")
+            || !crate::llm::oauth::is_refreshable(provider)
+        {
+            return None;
+        }
+        let token_url = crate::llm::oauth::token_url_env(provider)
+            .and_then(|name| (self.env)(name))
+            .filter(|u| !u.is_empty());
+        Some(crate::llm::oauth::OAuthLogin {
+            provider: provider.to_string(),
+            auth_path: self.path.clone()?,
+            entry: cred.clone(),
+            token_url,
+        })
     }
 }
 
-/// An OAuth entry's access token while it is unexpired. Refreshing needs the provider's token
-/// endpoint, which this module does not call; an expired token yields no key.
+/// An OAuth entry's access token while it is unexpired, for logins pith cannot refresh (an
+/// expired token yields no key).
 fn oauth_access_token(cred: &serde_json::Map<String, Value>) -> Option<String> {
     let access = cred.get("access").and_then(Value::as_str)?;
     let expires = cred.get("expires").and_then(Value::as_f64).unwrap_or(0.0);
@@ -318,14 +352,17 @@ pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
     }
     match provider {
         "google-vertex" => {
-            let has_credentials = match get("GOOGLE_APPLICATION_CREDENTIALS") {
-                Some(path) => Path::new(&path).exists(),
-                None => get("HOME").is_some_and(|home| {
-                    Path::new(&home)
-                        .join(".config/gcloud/application_default_credentials.json")
-                        .exists()
-                }),
-            };
+            // pith also takes an access token from the environment (docs/rpc.md).
+            let has_token = get("GOOGLE_OAUTH_ACCESS_TOKEN").is_some();
+            let has_credentials = has_token
+                || match get("GOOGLE_APPLICATION_CREDENTIALS") {
+                    Some(path) => Path::new(&path).exists(),
+                    None => get("HOME").is_some_and(|home| {
+                        Path::new(&home)
+                            .join(".config/gcloud/application_default_credentials.json")
+                            .exists()
+                    }),
+                };
             let has_project =
                 get("GOOGLE_CLOUD_PROJECT").is_some() || get("GCLOUD_PROJECT").is_some();
             let has_location = get("GOOGLE_CLOUD_LOCATION").is_some();

@@ -20,6 +20,12 @@ pub(super) struct BuiltinModel {
     pub thinking: Option<&'static [(ThinkingLevel, Option<&'static str>)]>,
     /// The reference's `compat` object as JSON text.
     pub compat: Option<&'static str>,
+    /// When it differs from the provider's.
+    pub api: Option<&'static str>,
+    /// When it differs from the provider's.
+    pub base_url: Option<&'static str>,
+    /// Request headers the model always sends (GitHub Copilot's editor identification).
+    pub headers: Option<&'static [(&'static str, &'static str)]>,
 }
 
 /// Row constructor, kept short so the table stays one line per model.
@@ -42,6 +48,9 @@ pub(super) const fn m(
         max_tokens,
         thinking: None,
         compat: None,
+        api: None,
+        base_url: None,
+        headers: None,
     }
 }
 
@@ -52,6 +61,27 @@ impl BuiltinModel {
     ) -> Self {
         BuiltinModel {
             thinking: Some(map),
+            ..self
+        }
+    }
+
+    pub(super) const fn api(self, api: &'static str) -> Self {
+        BuiltinModel {
+            api: Some(api),
+            ..self
+        }
+    }
+
+    pub(super) const fn base_url(self, url: &'static str) -> Self {
+        BuiltinModel {
+            base_url: Some(url),
+            ..self
+        }
+    }
+
+    pub(super) const fn headers(self, headers: &'static [(&'static str, &'static str)]) -> Self {
+        BuiltinModel {
+            headers: Some(headers),
             ..self
         }
     }
@@ -75,9 +105,9 @@ impl BuiltinModel {
         Model {
             id: self.id.to_string(),
             name: self.name.to_string(),
-            api: provider.api.to_string(),
+            api: self.api.unwrap_or(provider.api).to_string(),
             provider: provider.name.to_string(),
-            base_url: provider.base_url.to_string(),
+            base_url: self.base_url.unwrap_or(provider.base_url).to_string(),
             reasoning: self.reasoning,
             input,
             cost: ModelCost {
@@ -88,7 +118,11 @@ impl BuiltinModel {
             },
             context_window: self.context_window,
             max_tokens: self.max_tokens,
-            headers: None,
+            headers: self.headers.map(|h| {
+                h.iter()
+                    .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+                    .collect()
+            }),
             compat,
         }
     }

@@ -72,8 +72,8 @@ fn oracle_models_json_gives_the_transcripts_available_models() {
         r#"{"id":"fake-model","name":"Fake Model","api":"anthropic-messages","provider":"fake","baseUrl":"http://127.0.0.1:40747","reasoning":true,"input":["text","image"],"cost":{"input":3,"output":15,"cacheRead":0.3,"cacheWrite":3.75},"contextWindow":200000,"maxTokens":16384}"#
     );
     // Custom providers come after all built-ins.
-    assert_eq!(reg.all().len(), 442 + 3);
-    assert_eq!(reg.all()[442].id, "fake-model");
+    assert_eq!(reg.all().len(), 626 + 3);
+    assert_eq!(reg.all()[626].id, "fake-model");
 }
 
 #[test]
@@ -88,17 +88,36 @@ fn builtin_table_order_and_serialisation() {
     assert_eq!(
         providers,
         [
+            "amazon-bedrock",
             "anthropic",
+            "azure-openai-responses",
             "cerebras",
+            "github-copilot",
             "google",
+            "google-vertex",
             "groq",
             "mistral",
             "openai",
+            "openai-codex",
             "openrouter",
             "xai"
         ]
     );
-    assert_eq!(reg.all()[0].id, "claude-3-5-haiku-20241022");
+    assert_eq!(reg.all()[0].id, "amazon.nova-2-lite-v1:0");
+    // Per-model API, base URL and headers (GitHub Copilot, Bedrock's EU models).
+    let copilot = reg.find("github-copilot", "gpt-5.4").unwrap();
+    assert_eq!(copilot.api, "openai-responses");
+    assert_eq!(
+        serde_json::to_string(&copilot.headers).unwrap(),
+        r#"{"User-Agent":"GitHubCopilotChat/0.35.0","Editor-Version":"vscode/1.107.0","Editor-Plugin-Version":"copilot-chat/0.35.0","Copilot-Integration-Id":"vscode-chat"}"#
+    );
+    let eu = reg
+        .find("amazon-bedrock", "eu.anthropic.claude-sonnet-4-6")
+        .unwrap();
+    assert_eq!(
+        eu.base_url,
+        "https://bedrock-runtime.eu-central-1.amazonaws.com"
+    );
     let sonnet = reg.find("anthropic", "claude-sonnet-4-5").unwrap();
     assert_eq!(
         serde_json::to_string(sonnet).unwrap(),
@@ -119,7 +138,7 @@ fn builtin_registry_builds_fast() {
     let t = std::time::Instant::now();
     let reg = Registry::builtin();
     let elapsed = t.elapsed();
-    assert_eq!(reg.all().len(), 442);
+    assert_eq!(reg.all().len(), 626);
     // 5 ms in release; a debug build on a busy machine gets more room.
     assert!(
         elapsed < std::time::Duration::from_millis(25),
@@ -203,7 +222,7 @@ fn provider_and_model_overrides_apply_to_builtins() {
         reg.all().last().unwrap().base_url,
         "https://api.openai.com/v1"
     );
-    assert_eq!(reg.all().len(), 443);
+    assert_eq!(reg.all().len(), 627);
 }
 
 #[test]
@@ -242,7 +261,7 @@ fn comments_and_trailing_commas_are_accepted() {
 fn malformed_models_json_is_a_warning_and_keeps_builtins() {
     let dir = write_models("{ not json");
     let (reg, warnings) = Registry::load(dir.path(), &|_: &str| None);
-    assert_eq!(reg.all().len(), 442);
+    assert_eq!(reg.all().len(), 626);
     assert_eq!(warnings.len(), 1);
     assert!(
         warnings[0].starts_with("Failed to parse models.json: "),

@@ -1,0 +1,578 @@
+//! The contract every provider API implements, below the stream runtime (`stream.rs`).
+//!
+//! An API is one module under `src/llm/` with a [`WireApi`] value: it builds the HTTP request from
+//! an [`LlmRequest`] ([`WireApi::prepare`]) and decodes the response frames into [`StreamEvent`]s
+//! with a [`Decoder`] that keeps the partial message in a [`Builder`]. `stream.rs` owns the
+//! threads, the HTTP exchange, cancellation and stalls, and dispatches to the APIs through one
+//! table (`stream::APIS`); no API module imports it.
+
+use serde_json::Value;
+
+use crate::llm::sse::SseEvent;
+use crate::llm::{LlmRequest, Model, ModelCost, StreamEvent};
+use crate::message::{
+    AssistantMessage, Content, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
+};
+
+/// Error text of a stream cancelled before the provider answered (the SDK's wording).
+pub const ABORTED_BEFORE_RESPONSE: &str = "Request was aborted.";
+/// Error text of a stream cancelled while the body was streaming (the fetch abort wording).
+pub const ABORTED_MID_STREAM: &str = "This operation was aborted";
+/// The connection broke while the body was streaming (undici's wording; matched by auto-retry).
+pub const TERMINATED: &str = "terminated";
+/// No connection could be made (the SDKs' wording; matched by auto-retry).
+pub const CONNECTION_ERROR: &str = "Connection error.";
+/// No connection could be made, for the Google API (Node's fetch wording; matched by auto-retry).
+pub const FETCH_FAILED: &str = "fetch failed";
+/// The request timed out before the response headers arrived.
+pub const TIMED_OUT: &str = "Request timed out.";
+/// A ready-to-send provider request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prepared {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    /// The serialised JSON body.
+    pub body: Vec<u8>,
+}
+
+/// A body built as a value, serialised (`serde_json` cannot fail on a `Value`).
+pub fn json_body(body: &Value) -> Vec<u8> {
+    serde_json::to_vec(body).unwrap_or_default()
+}
+
+/// Decodes one API's SSE events into [`StreamEvent`]s, keeping the partial message in a
+/// [`Builder`].
+pub trait Decoder: Send {
+    fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>);
+    /// The body ended cleanly; emit the final event if the stream has not already.
+    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>);
+}
+
+/// How a response body is cut into frames before it reaches the [`Decoder`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// `text/event-stream` ([`crate::llm::sse::SseParser`]).
+    Sse,
+    /// AWS `application/vnd.amazon.eventstream` ([`crate::llm::aws::eventstream`]): each message
+    /// becomes an [`SseEvent`] whose `event` is its `:event-type` (or `exception:<type>` /
+    /// `error:<code>`) and whose `data` is its payload.
+    EventStream,
+}
+
+/// One wire API (`model.api`): request builder, decoder and error wording.
+pub trait WireApi: Sync {
+    /// The `api` name models use (`anthropic-messages`, ...).
+    fn name(&self) -> &'static str;
+
+    /// The HTTP request for `req`. May block (credential files, token endpoints) only when
+    /// [`WireApi::prepare_blocks`] says so: then it runs on a worker thread of its own.
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String>;
+
+    /// Whether [`WireApi::prepare`] does I/O.
+    fn prepare_blocks(&self) -> bool {
+        false
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn Decoder>;
+
+    /// The `errorMessage` for an HTTP error response (`headers` lower-cased).
+    fn http_error_message(&self, status: u16, headers: &[(String, String)], body: &str) -> String;
+
+    /// The error text of a connection that could not be made: the SDK's wording.
+    fn connection_error(&self) -> &'static str {
+        CONNECTION_ERROR
+    }
+
+    /// A Stainless SDK (sends `x-stainless-retry-count`).
+    fn stainless(&self) -> bool {
+        false
+    }
+
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+}
+
+/// The Stainless SDKs' `APIError` message: `"<status> <msg>"`. For Anthropic `msg` comes from the
+/// whole body (`body.message`, else the body as JSON); for OpenAI from `body.error` (`.message`,
+/// else its JSON). A body that is not JSON is used verbatim.
+pub fn stainless_message(status: u16, body: &str, openai: bool) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let msg = match &parsed {
+        Some(v) => {
+            let err = if openai { v.get("error") } else { Some(v) };
+            match err {
+                Some(e) if !e.is_null() => match e.get("message") {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(m) if !m.is_null() => Some(m.to_string()),
+                    _ => Some(e.to_string()),
+                },
+                _ => None,
+            }
+        }
+        None if body.is_empty() => None,
+        None => Some(body.to_string()),
+    };
+    let mut text = match msg {
+        Some(m) => format!("{status} {m}"),
+        None => format!("{status} status code (no body)"),
+    };
+    if openai {
+        // OpenRouter puts the upstream provider's error in error.metadata.raw.
+        if let Some(raw) = parsed
+            .as_ref()
+            .and_then(|v| v.pointer("/error/metadata/raw"))
+            .and_then(Value::as_str)
+        {
+            text.push('\n');
+            text.push_str(raw);
+        }
+    }
+    text
+}
+
+/// The Google SDK's error text: the JSON error body re-serialised compactly; a body that is not
+/// JSON is wrapped as `{"error":{"message":…,"code":…,"status":<reason phrase>}}`.
+pub fn google_error_message(status: u16, body: &str) -> String {
+    match serde_json::from_str::<Value>(body) {
+        Ok(v) => v.to_string(),
+        Err(_) => serde_json::json!({
+            "error": {"message": body, "code": status, "status": reason_phrase(status)}
+        })
+        .to_string(),
+    }
+}
+
+/// HTTP reason phrases (what Node's fetch reports as `statusText`).
+pub fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}
+
+/// The assistant message under construction, shared by every decoder: opens, extends and closes
+/// content blocks and produces the matching events. Tool-call arguments accumulate as raw JSON
+/// text and are parsed once, when the block ends.
+pub struct Builder {
+    pub msg: AssistantMessage,
+    prices: ModelCost,
+    started: bool,
+    /// Set once `Done` or `Error` was produced; later calls are ignored.
+    pub finished: bool,
+    /// Raw argument JSON per content index (empty for non-tool blocks).
+    args: Vec<String>,
+    /// The pi version whose message shapes the decoders produce: pi 0.87.1 adds
+    /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`.
+    pub compat: crate::compat::Compat,
+    /// The request's API key: blanked out of error messages (a proxy may echo it back).
+    secret: Option<String>,
+}
+
+impl Builder {
+    pub fn new(model: &Model) -> Builder {
+        Builder {
+            msg: AssistantMessage::empty(&model.api, &model.provider, &model.id),
+            prices: model.cost,
+            started: false,
+            finished: false,
+            args: Vec::new(),
+            compat: Default::default(),
+            secret: None,
+        }
+    }
+
+    /// Never let `key` through in an error message (keys shorter than 8 bytes and the
+    /// `<authenticated>` sentinel of ambient credentials are no secrets worth a search).
+    pub fn redacting(mut self, key: Option<&str>) -> Builder {
+        self.secret = key
+            .filter(|k| k.len() >= 8 && !k.starts_with('<'))
+            .map(str::to_string);
+        self
+    }
+
+    /// Emit `Start` (once).
+    pub fn start(&mut self, out: &mut Vec<StreamEvent>) {
+        if !self.started {
+            self.started = true;
+            out.push(StreamEvent::Start {
+                partial: self.msg.clone(),
+            });
+        }
+    }
+
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    fn push_block(&mut self, c: Content) -> usize {
+        self.msg.content.push(c);
+        self.args.push(String::new());
+        self.msg.content.len() - 1
+    }
+
+    pub fn start_text(&mut self, out: &mut Vec<StreamEvent>) -> usize {
+        self.start(out);
+        let i = self.push_block(Content::text(""));
+        out.push(StreamEvent::TextStart { index: i });
+        i
+    }
+
+    pub fn start_thinking(&mut self, out: &mut Vec<StreamEvent>) -> usize {
+        self.start(out);
+        let i = self.push_block(Content::Thinking(ThinkingContent {
+            thinking: String::new(),
+            thinking_signature: None,
+            redacted: None,
+        }));
+        out.push(StreamEvent::ThinkingStart { index: i });
+        i
+    }
+
+    pub fn start_tool(&mut self, id: &str, name: &str, out: &mut Vec<StreamEvent>) -> usize {
+        self.start(out);
+        let i = self.push_block(Content::ToolCall(ToolCall {
+            id: id.to_string(),
+            name: name.to_string(),
+            arguments: Value::Object(Default::default()),
+            thought_signature: None,
+        }));
+        out.push(StreamEvent::ToolCallStart {
+            index: i,
+            id: id.to_string(),
+            name: name.to_string(),
+        });
+        i
+    }
+
+    /// Append `delta` to block `i` (text, thinking or tool arguments, whichever it is).
+    pub fn delta(&mut self, i: usize, delta: &str, out: &mut Vec<StreamEvent>) {
+        if delta.is_empty() && !matches!(self.msg.content.get(i), Some(Content::ToolCall(_))) {
+            return;
+        }
+        match self.msg.content.get_mut(i) {
+            Some(Content::Text(t)) => {
+                t.text.push_str(delta);
+                out.push(StreamEvent::TextDelta {
+                    index: i,
+                    delta: delta.to_string(),
+                });
+            }
+            Some(Content::Thinking(t)) => {
+                t.thinking.push_str(delta);
+                out.push(StreamEvent::ThinkingDelta {
+                    index: i,
+                    delta: delta.to_string(),
+                });
+            }
+            Some(Content::ToolCall(_)) => {
+                if let Some(a) = self.args.get_mut(i) {
+                    a.push_str(delta);
+                }
+                out.push(StreamEvent::ToolCallDelta {
+                    index: i,
+                    delta: delta.to_string(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Mutable access to block `i` (signatures, ids).
+    pub fn block_mut(&mut self, i: usize) -> Option<&mut Content> {
+        self.msg.content.get_mut(i)
+    }
+
+    /// Replace the raw argument text of tool block `i`, without an event (arguments a provider
+    /// sends whole rather than as deltas).
+    pub fn preset_args(&mut self, i: usize, raw: &str) {
+        if let Some(a) = self.args.get_mut(i) {
+            a.clear();
+            a.push_str(raw);
+        }
+    }
+
+    /// Raw tool arguments of block `i` so far.
+    pub fn raw_args(&self, i: usize) -> &str {
+        self.args.get(i).map(String::as_str).unwrap_or("")
+    }
+
+    /// Close block `i`, emitting its `*End` event.
+    pub fn end_block(&mut self, i: usize, out: &mut Vec<StreamEvent>) {
+        let args = self.args.get_mut(i).map(std::mem::take).unwrap_or_default();
+        match self.msg.content.get_mut(i) {
+            Some(Content::Text(TextContent {
+                text,
+                text_signature,
+            })) => out.push(StreamEvent::TextEnd {
+                index: i,
+                content: text.clone(),
+                signature: text_signature.clone(),
+            }),
+            Some(Content::Thinking(t)) => out.push(StreamEvent::ThinkingEnd {
+                index: i,
+                content: t.thinking.clone(),
+                signature: t.thinking_signature.clone(),
+            }),
+            Some(Content::ToolCall(tc)) => {
+                if !args.is_empty() {
+                    // The reference's `parseStreamingJson`: what parses of a truncated text.
+                    tc.arguments = parse_partial_json(&args);
+                }
+                out.push(StreamEvent::ToolCallEnd {
+                    index: i,
+                    tool_call: tc.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Replace the usage (cost recomputed) and report it.
+    pub fn set_usage(&mut self, mut usage: Usage, out: &mut Vec<StreamEvent>) {
+        usage.cost = if self.compat.is_087() {
+            crate::llm::cost::calculate_087(&self.prices, &usage)
+        } else {
+            crate::llm::cost::calculate(&self.prices, &usage)
+        };
+        self.msg.usage = usage;
+        if self.started {
+            out.push(StreamEvent::Meta {
+                usage,
+                response_id: self.msg.response_id.clone(),
+            });
+        }
+    }
+
+    /// The stream completed: `Done`, or `Error` when the provider's stop reason maps to error.
+    pub fn finish(&mut self, stop: StopReason, out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        if matches!(stop, StopReason::Error | StopReason::Aborted) {
+            self.fail(
+                "An unknown error occurred".into(),
+                stop == StopReason::Aborted,
+                None,
+                out,
+            );
+            return;
+        }
+        self.finished = true;
+        self.msg.stop_reason = stop;
+        out.push(StreamEvent::Done {
+            message: self.msg.clone(),
+        });
+    }
+
+    /// The stream failed: the final `Error` event carrying what was received so far.
+    pub fn fail(
+        &mut self,
+        message: String,
+        aborted: bool,
+        retry_after_ms: Option<u64>,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        // Tool calls still streaming keep what their arguments parse to so far.
+        for (i, raw) in self.args.iter().enumerate() {
+            if !raw.is_empty() {
+                if let Some(Content::ToolCall(tc)) = self.msg.content.get_mut(i) {
+                    tc.arguments = parse_partial_json(raw);
+                }
+            }
+        }
+        self.msg.stop_reason = if aborted {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        };
+        let message = match &self.secret {
+            Some(key) if message.contains(key.as_str()) => {
+                message.replace(key.as_str(), "[redacted]")
+            }
+            _ => message,
+        };
+        self.msg.error_message = Some(message);
+        out.push(StreamEvent::Error {
+            message: self.msg.clone(),
+            retry_after_ms,
+        });
+    }
+}
+
+/// A header's value (names compared case-insensitively).
+pub fn header_of<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Final parse of tool-call arguments: the JSON value, or `{}` when it does not parse.
+pub fn parse_args(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+/// Best-effort parse of possibly incomplete JSON (a tool call's arguments mid-stream): closes
+/// open strings and containers, dropping a trailing incomplete key or token; `{}` when nothing
+/// usable remains. One pass over the input plus at most three parse attempts.
+pub fn parse_partial_json(s: &str) -> Value {
+    let empty = || Value::Object(Default::default());
+    if s.trim().is_empty() {
+        return empty();
+    }
+    if let Ok(v) = serde_json::from_str(s) {
+        return v;
+    }
+    let bytes = s.as_bytes();
+    let mut stack: Vec<u8> = Vec::new();
+    let mut in_string = false;
+    let mut escape = false;
+    let mut string_is_key = false;
+    let mut expect_key = false;
+    let mut last_safe: Option<(usize, Vec<u8>)> = None;
+    for (i, &c) in bytes.iter().enumerate() {
+        if in_string {
+            if escape {
+                escape = false;
+            } else if c == b'\\' {
+                escape = true;
+            } else if c == b'"' {
+                in_string = false;
+                if !string_is_key {
+                    last_safe = Some((i + 1, stack.clone()));
+                }
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_string = true;
+                string_is_key = stack.last() == Some(&b'{') && expect_key;
+            }
+            b'{' | b'[' => {
+                stack.push(c);
+                expect_key = c == b'{';
+                last_safe = Some((i + 1, stack.clone()));
+            }
+            b'}' | b']' => {
+                stack.pop();
+                expect_key = false;
+                last_safe = Some((i + 1, stack.clone()));
+            }
+            b',' => {
+                last_safe = Some((i, stack.clone()));
+                expect_key = stack.last() == Some(&b'{');
+            }
+            b':' => expect_key = false,
+            _ => {}
+        }
+    }
+    let closers = |stack: &[u8]| -> String {
+        stack
+            .iter()
+            .rev()
+            .map(|&c| if c == b'{' { '}' } else { ']' })
+            .collect()
+    };
+    let mut candidates = Vec::with_capacity(3);
+    if in_string && !string_is_key {
+        let cut = if escape { &s[..s.len() - 1] } else { s };
+        candidates.push(format!("{cut}\"{}", closers(&stack)));
+    }
+    if !in_string {
+        candidates.push(format!("{s}{}", closers(&stack)));
+    }
+    if let Some((pos, st)) = last_safe {
+        candidates.push(format!("{}{}", &s[..pos], closers(&st)));
+    }
+    candidates
+        .iter()
+        .find_map(|c| serde_json::from_str::<Value>(c).ok())
+        .filter(|v| v.is_object() || v.is_array())
+        .unwrap_or_else(empty)
+}
+
+/// Default `max_tokens` of an agent request (spec 8).
+pub fn default_max_tokens(req: &LlmRequest) -> u64 {
+    req.max_tokens
+        .unwrap_or_else(|| req.model.max_tokens.min(32000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stainless_messages() {
+        let anth = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            stainless_message(529, anth, false),
+            r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+        );
+        assert_eq!(
+            stainless_message(500, "upstream exploded", false),
+            "500 upstream exploded"
+        );
+        assert_eq!(
+            stainless_message(500, "", false),
+            "500 status code (no body)"
+        );
+        let oai =
+            r#"{"error":{"message":"Rate limit reached for requests","type":"x","code":null}}"#;
+        assert_eq!(
+            stainless_message(429, oai, true),
+            "429 Rate limit reached for requests"
+        );
+        assert_eq!(
+            stainless_message(400, r#"{"foo":1}"#, true),
+            "400 status code (no body)"
+        );
+        let or = r#"{"error":{"message":"Provider returned error","metadata":{"raw":"boom"}}}"#;
+        assert_eq!(
+            stainless_message(502, or, true),
+            "502 Provider returned error\nboom"
+        );
+    }
+
+    #[test]
+    fn partial_json() {
+        use serde_json::json;
+        assert_eq!(parse_partial_json(""), json!({}));
+        assert_eq!(
+            parse_partial_json(r#"{"command":"ec"#),
+            json!({"command": "ec"})
+        );
+        assert_eq!(parse_partial_json(r#"{"comm"#), json!({}));
+        assert_eq!(parse_partial_json(r#"{"a":1,"b"#), json!({"a": 1}));
+        assert_eq!(parse_partial_json(r#"{"a":[1,2"#), json!({"a": [1, 2]}));
+        assert_eq!(parse_partial_json(r#"{"a":"x\"#), json!({"a": "x"}));
+        assert_eq!(
+            parse_partial_json(r#"{"a":{"b":"c"},"d":"#),
+            json!({"a": {"b": "c"}})
+        );
+        assert_eq!(
+            parse_partial_json(r#"{"a":"q\"uote"#),
+            json!({"a": "q\"uote"})
+        );
+        assert_eq!(parse_partial_json("not json"), json!({}));
+    }
+}

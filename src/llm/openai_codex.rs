@@ -1,0 +1,251 @@
+//! The ChatGPT Codex backend (`openai-codex-responses`, the `openai-codex` models a ChatGPT
+//! Plus/Pro login reaches): the Responses body with `instructions`, sent to
+//! `<base>/codex/responses` with the login's access token and the ChatGPT account id it carries,
+//! as pi 0.73.1 does over SSE.
+//!
+//! pi first tries a WebSocket transport and falls back to SSE (on Node 20, which the reference
+//! runs on, WebSocket is unavailable, so it always uses SSE); pith speaks SSE only.
+
+use serde_json::{Map, Value, json};
+
+use crate::llm::api::{self, Prepared, WireApi};
+use crate::llm::oauth::codex_account_id;
+use crate::llm::openai_responses::{
+    Decoder, Flavor, OPENAI_TOOL_CALL_PROVIDERS, convert_messages, convert_tools, effort_for,
+};
+use crate::llm::{LlmRequest, http};
+use crate::message::ThinkingLevel;
+
+const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
+
+/// The `openai-codex-responses` wire API.
+pub struct OpenAiCodex;
+
+pub const API: OpenAiCodex = OpenAiCodex;
+
+impl WireApi for OpenAiCodex {
+    fn name(&self) -> &'static str {
+        "openai-codex-responses"
+    }
+
+    fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
+        let Some(token) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
+            return Err(format!("No API key for provider: {}", req.model.provider));
+        };
+        let account = codex_account_id(token)
+            .ok_or_else(|| "Failed to extract accountId from token".to_string())?;
+        let mut headers: Vec<(String, String)> = Vec::new();
+        http::merge_model_headers(&mut headers, &req.model);
+        let mut set = |k: &str, v: String| {
+            headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
+            headers.push((k.to_string(), v));
+        };
+        set("Authorization", format!("Bearer {token}"));
+        set("chatgpt-account-id", account);
+        set("originator", "pi".into());
+        set("User-Agent", user_agent());
+        set("OpenAI-Beta", "responses=experimental".into());
+        set("accept", "text/event-stream".into());
+        set("content-type", "application/json".into());
+        if let Some(s) = &req.session_id {
+            set("session_id", s.clone());
+            set("x-client-request-id", s.clone());
+        }
+        Ok(Prepared {
+            url: codex_url(&req.model.base_url),
+            headers,
+            body: api::json_body(&build_body(req)),
+        })
+    }
+
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder::with_flavor(req, Flavor::Codex))
+    }
+
+    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+        error_message(status, body, now_ms())
+    }
+
+    fn connection_error(&self) -> &'static str {
+        api::FETCH_FAILED
+    }
+}
+
+fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+/// `pi (<platform> <release>; <arch>)`, Node's names.
+fn user_agent() -> String {
+    let platform = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        other => other,
+    };
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!("pi ({platform} {release}; {arch})")
+}
+
+/// `<base>/codex/responses` (a base already ending in `/codex` or `/codex/responses` is kept).
+pub fn codex_url(base: &str) -> String {
+    let raw = if base.trim().is_empty() {
+        DEFAULT_BASE_URL
+    } else {
+        base
+    };
+    let normalized = raw.trim_end_matches('/');
+    if normalized.ends_with("/codex/responses") {
+        normalized.to_string()
+    } else if normalized.ends_with("/codex") {
+        format!("{normalized}/responses")
+    } else {
+        format!("{normalized}/codex/responses")
+    }
+}
+
+pub fn build_body(req: &LlmRequest) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model.id));
+    body.insert("store".into(), json!(false));
+    body.insert("stream".into(), json!(true));
+    let instructions = if req.system_prompt.is_empty() {
+        "You are a helpful assistant."
+    } else {
+        req.system_prompt.as_str()
+    };
+    body.insert("instructions".into(), json!(instructions));
+    body.insert(
+        "input".into(),
+        Value::Array(convert_messages(req, OPENAI_TOOL_CALL_PROVIDERS, false)),
+    );
+    body.insert("text".into(), json!({"verbosity": "low"}));
+    body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    if let Some(s) = &req.session_id {
+        body.insert("prompt_cache_key".into(), json!(s));
+    }
+    body.insert("tool_choice".into(), json!("auto"));
+    body.insert("parallel_tool_calls".into(), json!(true));
+    if !req.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(req, Value::Null)),
+        );
+    }
+    if req.model.reasoning && req.thinking != ThinkingLevel::Off {
+        if let Some(effort) = effort_for(req, req.thinking) {
+            body.insert(
+                "reasoning".into(),
+                json!({"effort": effort, "summary": "auto"}),
+            );
+        }
+    }
+    Value::Object(body)
+}
+
+/// pi's `parseErrorResponse`: a friendly text for usage limits (and any 429), else the error's
+/// message, else the raw body.
+pub fn error_message(status: u16, body: &str, now_ms: f64) -> String {
+    let mut message = if body.is_empty() {
+        api::reason_phrase(status).to_string()
+    } else {
+        body.to_string()
+    };
+    if message.is_empty() {
+        message = "Request failed".into();
+    }
+    let mut friendly = None;
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        if let Some(err) = v
+            .get("error")
+            .filter(|e| !e.is_null() && *e != &json!(false))
+        {
+            let s = |k: &str| err.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+            let code = s("code").or(s("type")).unwrap_or("").to_ascii_lowercase();
+            let limited = [
+                "usage_limit_reached",
+                "usage_not_included",
+                "rate_limit_exceeded",
+            ]
+            .iter()
+            .any(|c| code.contains(c));
+            if limited || status == 429 {
+                let plan = s("plan_type")
+                    .map(|p| format!(" ({} plan)", p.to_lowercase()))
+                    .unwrap_or_default();
+                let when = err
+                    .get("resets_at")
+                    .and_then(Value::as_f64)
+                    .filter(|t| *t != 0.0)
+                    .map(|t| {
+                        let mins = ((t * 1000.0 - now_ms) / 60000.0).round().max(0.0);
+                        format!(" Try again in ~{mins} min.")
+                    })
+                    .unwrap_or_default();
+                friendly = Some(
+                    format!("You have hit your ChatGPT usage limit{plan}.{when}")
+                        .trim()
+                        .to_string(),
+                );
+            }
+            message = s("message")
+                .map(str::to_string)
+                .or_else(|| friendly.clone())
+                .unwrap_or(message);
+        }
+    }
+    friendly.unwrap_or(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            codex_url("https://chatgpt.com/backend-api/"),
+            "https://chatgpt.com/backend-api/codex/responses"
+        );
+        assert_eq!(codex_url("http://x/codex"), "http://x/codex/responses");
+        assert_eq!(
+            codex_url("http://x/codex/responses"),
+            "http://x/codex/responses"
+        );
+        assert_eq!(
+            codex_url(""),
+            "https://chatgpt.com/backend-api/codex/responses"
+        );
+    }
+
+    #[test]
+    fn error_texts() {
+        assert_eq!(
+            error_message(
+                429,
+                r#"{"error":{"type":"usage_limit_reached","message":"x","plan_type":"Plus","resets_at":600}}"#,
+                0.0
+            ),
+            "You have hit your ChatGPT usage limit (plus plan). Try again in ~10 min."
+        );
+        assert_eq!(
+            error_message(400, r#"{"error":{"message":"Unsupported parameter"}}"#, 0.0),
+            "Unsupported parameter"
+        );
+        assert_eq!(
+            error_message(503, "upstream connect error", 0.0),
+            "upstream connect error"
+        );
+        assert_eq!(error_message(500, "", 0.0), "Internal Server Error");
+    }
+}

@@ -1,0 +1,56 @@
+"""Record fixtures: pi's requests, response bytes and resulting messages, for one provider."""
+import base64, json, os, sys
+from cap import *
+
+def contexts(events):
+    """For each assistant message_end, the messages that ended before it and its stream events
+    ([type, contentIndex, delta] of every message_update)."""
+    msgs, out, updates = [], [], []
+    for e in events:
+        if e.get("type") == "message_start":
+            updates = []
+        if e.get("type") == "message_update":
+            a = e.get("assistantMessageEvent", {})
+            updates.append([a.get("type"), a.get("contentIndex"), a.get("delta")])
+        if e.get("type") == "message_end":
+            m = e["message"]
+            if m["role"] == "assistant":
+                raw = e.get("_raw", "")
+                prefix = '{"type":"message_end","message":'
+                assert raw.startswith(prefix) and raw.endswith("}"), raw[:80]
+                out.append((list(msgs), m, raw[len(prefix):-1], updates))
+            msgs.append(m)
+    return out
+
+def record(extract, provider, model, env, replies, prompts, files=None, settings=None, thinking=None, cwd_files=None):
+    files = dict(files or {})
+    if settings:
+        files["agent/settings.json"] = json.dumps(settings)
+    events, reqs, err = run_pi(["--provider", provider, "--model", model] + (["--thinking", thinking] if thinking else []),
+                               env, replies, prompts, files=files, cwd_files=cwd_files)
+    ctxs = contexts(events)
+    turns = []
+    for i, (ctx, msg, raw, updates) in enumerate(ctxs):
+        r = reqs[i] if i < len(reqs) else None
+        rep = replies[i] if i < len(replies) else None
+        turn = {"messages": ctx, "message": msg, "messageJson": raw, "updates": updates}
+        if r is not None:
+            body = r["body"]
+            sp, tools = extract(json.loads(body)) if body else ("", [])
+            turn["systemPrompt"] = sp
+            turn["tools"] = tools
+            hdr = dict(r["headers"])
+            for k in ("x-affinity", "session_id", "x-client-request-id"):
+                if k in hdr:
+                    turn["sessionId"] = hdr[k]
+                    break
+            if "sessionId" not in turn and body:
+                pk = json.loads(body).get("prompt_cache_key")
+                if pk:
+                    turn["sessionId"] = pk
+            turn["request"] = {"method": r["method"], "path": r["path"], "headers": r["headers"], "body": body}
+        if rep is not None:
+            turn["response"] = {"status": rep.status, "headers": rep.headers,
+                                "bodyBase64": base64.b64encode(rep.body).decode()}
+        turns.append(turn)
+    return {"provider": provider, "model": model, "thinking": thinking, "env": {k: v for k, v in env.items()}, "turns": turns, "requests": len(reqs)}

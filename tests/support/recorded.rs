@@ -1,0 +1,367 @@
+//! Conversations recorded from pi 0.73.1 against a local fake provider (`fixtures/<api>/*.json`):
+//! for every LLM request pi made, the context it had (system prompt, tools, messages), the exact
+//! request it sent, the response bytes the fake answered with, and the assistant message pi made
+//! of them. [`assert_bodies`] checks pith sends the same bytes for the same context;
+//! [`assert_replays`] serves the same bytes to pith (re-chunked down to single bytes) and checks it
+//! ends with the same message.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use base64::Engine;
+use pith::llm::models::Registry;
+use pith::llm::{LlmRequest, Model, StreamEvent, ToolSchema};
+use pith::message::{LlmMessage, ThinkingLevel};
+use serde_json::Value;
+
+use super::fake_llm::{FakeLlm, Recorded, Reply};
+use super::streams;
+
+/// Lower-cased header pairs.
+pub type Headers = Vec<(String, String)>;
+
+/// What pi sent: method, path, headers, body.
+pub type SentRequest = (String, String, Headers, String);
+
+/// What the fake answered: status, headers, body bytes.
+pub type Answer = (u16, Headers, Vec<u8>);
+
+pub struct Turn {
+    pub messages: Vec<LlmMessage>,
+    /// pi's final assistant message, as pi printed it in its `message_end`.
+    pub message_json: String,
+    /// pi's `message_update`s for it: `[type, contentIndex, delta]`.
+    pub updates: Vec<Value>,
+    pub system_prompt: String,
+    pub tools: Vec<ToolSchema>,
+    pub session_id: Option<String>,
+    /// What pi sent: method, path, lower-cased headers, body.
+    pub request: Option<SentRequest>,
+    /// What the fake answered: status, headers, body bytes.
+    pub response: Option<Answer>,
+}
+
+pub struct Fixture {
+    pub name: String,
+    /// The environment pi ran with (credentials, region, ...).
+    pub env: Vec<(String, String)>,
+    pub provider: String,
+    pub model: String,
+    pub thinking: Option<String>,
+    pub turns: Vec<Turn>,
+}
+
+pub fn load(name: &str) -> Fixture {
+    let text = super::streams::fixture_text(name);
+    let v: Value = serde_json::from_str(&text).expect("fixture json");
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let turns = v["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .map(|t| {
+            let messages: Vec<LlmMessage> =
+                serde_json::from_value(t["messages"].clone()).expect("messages");
+            let tools = t
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|x| ToolSchema {
+                            name: s(x, "name").unwrap_or_default(),
+                            description: s(x, "description").unwrap_or_default(),
+                            parameters: x["parameters"].clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let pairs = |h: &Value| -> Vec<(String, String)> {
+                match h {
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|p| {
+                            let k = p[0].as_str().unwrap_or("").to_ascii_lowercase();
+                            (k, p[1].as_str().unwrap_or("").to_string())
+                        })
+                        .collect(),
+                    Value::Object(m) => m
+                        .iter()
+                        .map(|(k, v)| {
+                            (k.to_ascii_lowercase(), v.as_str().unwrap_or("").to_string())
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            };
+            let request = t.get("request").map(|r| {
+                (
+                    s(r, "method").unwrap_or_default(),
+                    s(r, "path").unwrap_or_default(),
+                    pairs(&r["headers"]),
+                    s(r, "body").unwrap_or_default(),
+                )
+            });
+            let response = t.get("response").map(|r| {
+                let body = base64::engine::general_purpose::STANDARD
+                    .decode(s(r, "bodyBase64").unwrap_or_default())
+                    .expect("base64");
+                (
+                    r["status"].as_u64().unwrap_or(200) as u16,
+                    pairs(&r["headers"]),
+                    body,
+                )
+            });
+            Turn {
+                messages,
+                message_json: s(t, "messageJson").expect("messageJson"),
+                updates: t
+                    .get("updates")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+                system_prompt: s(t, "systemPrompt").unwrap_or_default(),
+                tools,
+                session_id: s(t, "sessionId"),
+                request,
+                response,
+            }
+        })
+        .collect();
+    let env = v
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Fixture {
+        env,
+        name: name.to_string(),
+        provider: s(&v, "provider").expect("provider"),
+        model: s(&v, "model").expect("model"),
+        thinking: s(&v, "thinking"),
+        turns,
+    }
+}
+
+/// The built-in model of the fixture, at `base_url`.
+pub fn model(fx: &Fixture, base_url: &str) -> Model {
+    let mut m = Registry::builtin()
+        .find(&fx.provider, &fx.model)
+        .unwrap_or_else(|| panic!("{}/{} is not built in", fx.provider, fx.model))
+        .clone();
+    m.base_url = base_url.to_string();
+    m
+}
+
+/// The request pith builds for turn `i`.
+pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmRequest {
+    let t = &fx.turns[i];
+    let asked = match fx.thinking.as_deref() {
+        Some(l) => serde_json::from_value(Value::String(l.into())).expect("level"),
+        None => ThinkingLevel::Medium,
+    };
+    // As the state machine does: the level clamped to what the model supports.
+    let levels = Registry::builtin().thinking_levels(&model);
+    let thinking = pith::llm::clamp_thinking(&levels, asked);
+    let mut req = streams::request(model, t.messages.clone());
+    req.api_key = Some(api_key.to_string());
+    req.system_prompt = t.system_prompt.clone();
+    req.tools = t.tools.clone();
+    req.thinking = thinking;
+    req.session_id = t.session_id.clone();
+    req.extra.thinking_map = Registry::builtin()
+        .thinking_level_map(&fx.provider, &fx.model)
+        .cloned();
+    let port = req
+        .model
+        .base_url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .unwrap_or("")
+        .to_string();
+    let env: Vec<(String, String)> = fx
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace("{PORT}", &port)))
+        .collect();
+    req.extra.env = Some(std::sync::Arc::new(move |k: &str| {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }));
+    req
+}
+
+/// pith's request for every recorded turn has pi's exact body (and `path`).
+pub fn assert_bodies(name: &str, base_url: &str, api_key: &str, adjust: &dyn Fn(&mut LlmRequest)) {
+    let fx = load(name);
+    for (i, t) in fx.turns.iter().enumerate() {
+        let Some((_, path, _, body)) = &t.request else {
+            continue;
+        };
+        let mut req = request(&fx, i, model(&fx, base_url), api_key);
+        adjust(&mut req);
+        let api = pith::llm::stream::api_for(&req.model.api).expect("api");
+        let prepared = api
+            .prepare(&req)
+            .unwrap_or_else(|e| panic!("{name} turn {i}: {e}"));
+        let got = String::from_utf8(prepared.body).expect("utf-8");
+        if &got != body {
+            let at = got
+                .bytes()
+                .zip(body.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(body.len()));
+            let lo = at.saturating_sub(120);
+            panic!(
+                "{name} turn {i}: body differs at byte {at}\n pith: …{}\n   pi: …{}",
+                &got[lo..(at + 120).min(got.len())],
+                &body[lo..(at + 120).min(body.len())]
+            );
+        }
+        let after_scheme = prepared.url.split_once("://").map_or("", |(_, r)| r);
+        let url_path = after_scheme
+            .find('/')
+            .map_or("/".to_string(), |i| after_scheme[i..].to_string());
+        assert_eq!(&url_path, path, "{name} turn {i}: path");
+    }
+}
+
+/// pith's final message for every recorded response equals pi's, whole and re-chunked.
+pub fn assert_replays(name: &str, api_key: &str, chunk_sizes: &[usize]) {
+    let fx = load(name);
+    for (i, t) in fx.turns.iter().enumerate() {
+        let Some((status, headers, body)) = &t.response else {
+            continue;
+        };
+        for &size in chunk_sizes {
+            let mut reply = Reply {
+                status: *status,
+                headers: headers.clone(),
+                ..Reply::sse(body.clone())
+            };
+            if size > 0 {
+                reply = reply.chunked(size, Duration::ZERO);
+            }
+            let srv = FakeLlm::start(vec![reply]);
+            let req = request(&fx, i, model(&fx, &srv.base_url()), api_key);
+            let events = streams::collect(req);
+            assert_eq!(
+                updates(&events),
+                t.updates,
+                "{name} turn {i}, chunks of {size}: pith's stream events differ from pi's"
+            );
+            let got = generated_ids(&final_json(&events));
+            let want = generated_ids(&without_timestamp(&t.message_json));
+            assert_eq!(
+                got, want,
+                "{name} turn {i}, chunks of {size}: pith's message differs from pi's"
+            );
+        }
+    }
+}
+
+/// The events a client sees as `message_update`s, as `[type, contentIndex, delta]` (pi's form).
+pub fn updates(events: &[StreamEvent]) -> Vec<Value> {
+    let u = |kind: &str, i: &usize, d: Option<&str>| {
+        serde_json::json!([
+            kind,
+            i,
+            d.map_or(Value::Null, |d| Value::String(d.to_string()))
+        ])
+    };
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextStart { index } => Some(u("text_start", index, None)),
+            StreamEvent::TextDelta { index, delta } => Some(u("text_delta", index, Some(delta))),
+            StreamEvent::TextEnd { index, .. } => Some(u("text_end", index, None)),
+            StreamEvent::ThinkingStart { index } => Some(u("thinking_start", index, None)),
+            StreamEvent::ThinkingDelta { index, delta } => {
+                Some(u("thinking_delta", index, Some(delta)))
+            }
+            StreamEvent::ThinkingEnd { index, .. } => Some(u("thinking_end", index, None)),
+            StreamEvent::ToolCallStart { index, .. } => Some(u("toolcall_start", index, None)),
+            StreamEvent::ToolCallDelta { index, delta } => {
+                Some(u("toolcall_delta", index, Some(delta)))
+            }
+            StreamEvent::ToolCallEnd { index, .. } => Some(u("toolcall_end", index, None)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Tool-call ids the Google APIs make up (`<name>_<epoch ms>_<n>`) with the time blanked.
+pub fn generated_ids(json: &str) -> String {
+    let b = json.as_bytes();
+    let mut out = String::with_capacity(json.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'_'
+            && i + 15 <= b.len()
+            && b[i + 1..i + 14].iter().all(u8::is_ascii_digit)
+            && b[i + 14] == b'_'
+        {
+            out.push_str("_<time>_");
+            i += 15;
+            continue;
+        }
+        let ch = json[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// The final message as pith prints it, without its timestamp.
+pub fn final_json(events: &[StreamEvent]) -> String {
+    let m = streams::final_message(events);
+    let mut buf = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, pith::json::JsFormatter);
+    serde::Serialize::serialize(&LlmMessage::Assistant(m.clone()), &mut ser).expect("json");
+    without_timestamp(&String::from_utf8(buf).expect("utf-8"))
+}
+
+/// `"timestamp":<digits>` removed from a message's JSON text (numbers compared as printed:
+/// costs are raw float products and must print exactly as pi prints them).
+pub fn without_timestamp(json: &str) -> String {
+    let Some(at) = json.find("\"timestamp\":") else {
+        return json.to_string();
+    };
+    let rest = &json[at + "\"timestamp\":".len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let mut end = at + "\"timestamp\":".len() + digits;
+    if json[end..].starts_with(',') {
+        end += 1;
+    }
+    format!("{}{}", &json[..at], &json[end..])
+}
+
+/// The requests a fake received, for header checks.
+pub fn requests(srv: &FakeLlm) -> Vec<Recorded> {
+    srv.requests()
+}
+
+/// pith sends these headers with pi's values for every recorded turn (names compared
+/// case-insensitively; a header pi did not send must be absent).
+pub fn assert_headers(name: &str, base_url: &str, api_key: &str, names: &[&str]) {
+    let fx = load(name);
+    for (i, t) in fx.turns.iter().enumerate() {
+        let Some((_, _, pi_headers, _)) = &t.request else {
+            continue;
+        };
+        let req = request(&fx, i, model(&fx, base_url), api_key);
+        let api = pith::llm::stream::api_for(&req.model.api).expect("api");
+        let prepared = api
+            .prepare(&req)
+            .unwrap_or_else(|e| panic!("{name} turn {i}: {e}"));
+        for h in names {
+            let ours = pith::llm::api::header_of(&prepared.headers, h);
+            let theirs = pith::llm::api::header_of(pi_headers, h);
+            assert_eq!(ours, theirs, "{name} turn {i}: header {h}");
+        }
+    }
+}
