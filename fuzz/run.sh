@@ -11,13 +11,13 @@ each=${FUZZ_SECONDS:-60}
 seeds() {
     case $1 in
         rpc_input) echo fixtures/fuzz/rpc_input ;;
-        sse | provider_*) echo fixtures/anthropic fixtures/openai fixtures/google ;;
         session_file) echo fixtures/sessions ;;
         tool_arguments) echo fixtures/fuzz/tool_arguments ;;
         error_body) echo fixtures/fuzz/error_body ;;
         extension_message) echo fixtures/fuzz/extension_message ;;
         provider_mistral | provider_codex) echo fixtures/openai fixtures/anthropic ;;
         provider_bedrock) echo fixtures/fuzz/provider_bedrock ;;
+        sse | provider_*) echo fixtures/anthropic fixtures/openai fixtures/google ;;
         resource_file)
             echo fixtures/fuzz/resource_file
             # The 839 frontmatter cases recorded from pi, one file each (needs python3).

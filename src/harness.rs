@@ -337,9 +337,17 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         Framing::EventStream => Frames::EventStream(Default::default()),
     };
     let mut events = Vec::new();
+    // As `stream_body`: a body that never gave an event but had text is an unexpected response.
+    let mut saw_event = false;
+    let mut preview = Vec::new();
     for chunk in pieces(data, data) {
         if let Err(e) = parser.feed(chunk, &mut events) {
             b.fail(e, false, None, &mut out);
+        }
+        saw_event |= !events.is_empty();
+        let room = crate::llm::stream::PREVIEW_BYTES.saturating_sub(preview.len());
+        if !saw_event {
+            preview.extend_from_slice(&chunk[..chunk.len().min(room)]);
         }
         for ev in events.drain(..) {
             if b.finished {
@@ -352,10 +360,15 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         }
     }
     if !b.finished {
-        if let Err(e) = parser.finish() {
-            b.fail(e, false, None, &mut out);
-        }
-        decoder.end(&mut b, &mut out);
+        let framing = parser.finish();
+        crate::llm::stream::end_of_body(
+            framing,
+            saw_event,
+            &preview,
+            decoder.as_mut(),
+            &mut b,
+            &mut out,
+        );
     }
     assert!(b.finished, "the stream ended without a final event");
     let finals = out

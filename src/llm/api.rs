@@ -204,7 +204,8 @@ impl Builder {
 
     /// Emit `Start` (once).
     pub fn start(&mut self, out: &mut Vec<StreamEvent>) {
-        if !self.started {
+        // Never after the final event.
+        if !self.started && !self.finished {
             self.started = true;
             out.push(StreamEvent::Start {
                 partial: self.msg.clone(),
