@@ -37,6 +37,7 @@ fn anthropic_model(base: &str) -> Model {
         max_tokens: 16384,
         headers: None,
         compat: None,
+        shape: Default::default(),
     }
 }
 
@@ -59,6 +60,7 @@ fn openai_model(base: &str) -> Model {
         max_tokens: 16384,
         headers: None,
         compat: None,
+        shape: Default::default(),
     }
 }
 

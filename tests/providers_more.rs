@@ -38,6 +38,7 @@ fn responses_model(base: &str) -> Model {
         max_tokens: 16384,
         headers: None,
         compat: None,
+        shape: Default::default(),
     }
 }
 
@@ -60,6 +61,7 @@ fn google_model(base: &str) -> Model {
         max_tokens: 65536,
         headers: None,
         compat: None,
+        shape: Default::default(),
     }
 }
 

@@ -15,10 +15,11 @@ use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, User
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 const CLAUDE_CODE_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Bash", "Grep"];
 
-/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's
-/// tokens never count, whatever they look like.
+/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's and
+/// Cloudflare AI Gateway's keys never count, whatever they look like.
 fn is_oauth(req: &LlmRequest) -> bool {
     req.model.provider != "github-copilot"
+        && !crate::llm::cloudflare::is_gateway(&req.model.provider)
         && req
             .api_key
             .as_deref()
@@ -26,20 +27,39 @@ fn is_oauth(req: &LlmRequest) -> bool {
 }
 
 fn is_adaptive(model: &Model) -> bool {
-    ["opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"]
-        .iter()
-        .any(|p| model.id.contains(p))
+    [
+        "opus-4-6",
+        "opus-4.6",
+        "opus-4-7",
+        "opus-4.7",
+        "sonnet-4-6",
+        "sonnet-4.6",
+    ]
+    .iter()
+    .any(|p| model.id.contains(p))
 }
 
 /// The cache breakpoint marker, `None` for a request that must not write the cache (pi 0.87.1's
 /// summaries: `cacheRetention: "none"`).
 fn cache_control(req: &LlmRequest) -> Option<Value> {
-    (!req.no_cache).then(|| cache_control_for(&req.model))
+    (!req.no_cache).then(|| cache_control_for(req))
 }
 
-fn cache_control_for(model: &Model) -> Value {
-    let long = std::env::var("PI_CACHE_RETENTION").is_ok_and(|v| v == "long");
-    if long && model.base_url.contains("api.anthropic.com") {
+/// `ttl: 1h` with `PI_CACHE_RETENTION=long` unless the model's
+/// `compat.supportsLongCacheRetention` is false.
+fn cache_control_for(req: &LlmRequest) -> Value {
+    let long = req
+        .extra
+        .var("PI_CACHE_RETENTION")
+        .is_some_and(|v| v == "long");
+    let supported = req
+        .model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get("supportsLongCacheRetention"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if long && supported {
         json!({"type": "ephemeral", "ttl": "1h"})
     } else {
         json!({"type": "ephemeral"})
@@ -69,7 +89,12 @@ impl WireApi for Anthropic {
     }
 
     fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
-        Ok(prepare(req))
+        let mut p = prepare(req);
+        if crate::llm::cloudflare::is_gateway(&req.model.provider) {
+            let base = crate::llm::cloudflare::resolve_base_url(req)?;
+            p.url = format!("{}/v1/messages", base.trim_end_matches('/'));
+        }
+        Ok(p)
     }
 
     fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
@@ -142,6 +167,12 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
     match (&req.api_key, oauth) {
+        // Cloudflare AI Gateway: the key in its own header, neither `x-api-key` nor a bearer.
+        (key, _) if crate::llm::cloudflare::is_gateway(&req.model.provider) => {
+            let key = key.as_deref().unwrap_or("");
+            h.push(("cf-aig-authorization".into(), format!("Bearer {key}")));
+            h.push(("user-agent".into(), sdk_agent));
+        }
         // Copilot: the token as a bearer, the editor's identity from the model's headers.
         (Some(k), _) if copilot => {
             h.push(("authorization".into(), format!("Bearer {k}")));
@@ -206,16 +237,18 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
     let mut output_config = None;
     if model.reasoning && req.thinking != ThinkingLevel::Off {
         if is_adaptive(model) {
-            let effort = match req.thinking {
+            // The model's `thinkingLevelMap` value for the level (Opus 4.6's `xhigh` is `max`).
+            let mapped = req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(req.thinking))
+                .flatten();
+            let effort = mapped.unwrap_or(match req.thinking {
                 ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
                 ThinkingLevel::Medium => "medium",
-                ThinkingLevel::Xhigh
-                    if model.id.contains("opus-4-6") || model.id.contains("opus-4.6") =>
-                {
-                    "max"
-                }
                 _ => "high",
-            };
+            });
             thinking = Some(json!({"type": "adaptive", "display": "summarized"}));
             output_config = Some(json!({ "effort": effort }));
         } else {
@@ -231,6 +264,19 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
             }
             thinking =
                 Some(json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}));
+        }
+    } else if model.reasoning {
+        // Thinking off on a reasoning model is said explicitly (pi 0.87.1: unless its thinking
+        // map says it cannot be turned off).
+        let cannot_disable = req.compat.is_087()
+            && req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(ThinkingLevel::Off))
+                == Some(None);
+        if !cannot_disable {
+            thinking = Some(json!({"type": "disabled"}));
         }
     }
     body.insert("max_tokens".into(), json!(max_tokens));
@@ -581,6 +627,8 @@ pub struct Decoder {
     stop: Option<StopReason>,
     tool_names: Vec<String>,
     oauth: bool,
+    /// `message_start` was seen.
+    started: bool,
 }
 
 impl Decoder {
@@ -590,6 +638,7 @@ impl Decoder {
             stop: None,
             tool_names: req.tools.iter().map(|t| t.name.clone()).collect(),
             oauth: is_oauth(req),
+            started: false,
         }
     }
 
@@ -651,6 +700,7 @@ impl api::Decoder for Decoder {
             .unwrap_or("");
         match kind {
             "message_start" => {
+                self.started = true;
                 let m = &v["message"];
                 b.msg.response_id = m.get("id").and_then(Value::as_str).map(str::to_string);
                 let u = &m["usage"];
@@ -778,10 +828,19 @@ impl api::Decoder for Decoder {
         }
     }
 
+    /// The body ended without `message_stop`: an error once the message started (pi's
+    /// `Anthropic stream ended before message_stop`), else an empty, finished message.
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        match self.stop {
-            Some(s) => b.finish(s, out),
-            None => b.fail(api::TERMINATED.into(), false, None, out),
+        if self.started {
+            b.fail(
+                "Anthropic stream ended before message_stop".into(),
+                false,
+                None,
+                out,
+            );
+        } else {
+            b.start(out);
+            b.finish(self.stop.unwrap_or(StopReason::Stop), out);
         }
     }
 }

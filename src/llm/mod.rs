@@ -12,6 +12,7 @@ pub mod api;
 pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod cloudflare;
 pub mod cost;
 pub mod error_body;
 pub mod faux;
@@ -21,6 +22,7 @@ pub mod google_vertex;
 pub mod http;
 pub mod lockfile;
 pub mod mistral;
+pub mod model_json;
 pub mod models;
 pub mod oauth;
 pub mod openai_codex;
@@ -48,8 +50,9 @@ pub struct ModelCost {
     pub cache_write: f64,
 }
 
-/// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...; the
+/// JSON is written by `model_json.rs`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Model {
     pub id: String,
     pub name: String,
@@ -68,6 +71,9 @@ pub struct Model {
     pub headers: Option<serde_json::Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<serde_json::Map<String, Value>>,
+    /// Its `thinkingLevelMap` and the place of its optional keys in its JSON.
+    #[serde(skip)]
+    pub shape: model_json::ModelShape,
 }
 
 impl Model {

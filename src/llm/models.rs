@@ -26,6 +26,7 @@ pub use auth::{Auth, Env, env_api_key, env_var_names, process_env, resolve_confi
 pub use resolve::{initial_model, parse_scoped_models, resolve_cli_model};
 
 use crate::llm::Model;
+use crate::llm::model_json::{Key, ModelShape};
 use crate::message::ThinkingLevel;
 use config::{Headers, ModelsConfig};
 
@@ -209,11 +210,13 @@ impl Registry {
                             model.base_url = url.clone();
                         }
                         model.compat = merge_compat(model.compat.take(), p.compat.as_ref());
+                        model.shape.assigned(Key::Compat);
                     }
                     if let Some((_, o)) = p.model_overrides.iter().find(|(id, _)| id == row.id) {
                         apply_override(&mut model, &mut thinking, o);
                     }
                 }
+                model.shape.thinking_level_map = thinking.clone();
                 reg.models.push(model);
                 reg.thinking.push(thinking);
             }
@@ -260,6 +263,7 @@ impl Registry {
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
                     headers: None,
                     compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
+                    shape: ModelShape::custom(def.thinking.clone()),
                 };
                 reg.upsert(model, def.thinking.clone());
             }
@@ -471,6 +475,7 @@ fn apply_override(
         for (level, value) in &map.0 {
             merged.set(*level, value.clone());
         }
+        model.shape.assigned(Key::ThinkingLevelMap);
     }
     if let Some(input) = &o.input {
         model.input = input.clone();
@@ -489,6 +494,7 @@ fn apply_override(
         cost.cache_write = cache_write.unwrap_or(cost.cache_write);
     }
     model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
+    model.shape.assigned(Key::Compat);
 }
 
 #[cfg(test)]

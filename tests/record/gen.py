@@ -22,11 +22,11 @@ def contexts(events):
             msgs.append(m)
     return out
 
-def record(extract, provider, model, env, replies, prompts, files=None, settings=None, thinking=None, cwd_files=None):
+def record(extract, provider, model, env, replies, prompts, files=None, settings=None, thinking=None, cwd_files=None, args=None):
     files = dict(files or {})
     if settings:
         files["agent/settings.json"] = json.dumps(settings)
-    events, reqs, err = run_pi(["--provider", provider, "--model", model] + (["--thinking", thinking] if thinking else []),
+    events, reqs, err = run_pi(["--provider", provider, "--model", model] + (["--thinking", thinking] if thinking else []) + (args or []),
                                env, replies, prompts, files=files, cwd_files=cwd_files)
     ctxs = contexts(events)
     turns = []

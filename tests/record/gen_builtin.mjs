@@ -1,19 +1,18 @@
 // Regenerates src/llm/models/builtin.rs from pi-ai's models.generated.js (pi 0.73.1):
 //   node tests/record/gen_builtin.mjs <path to @mariozechner/pi-ai/dist> > src/llm/models/builtin.rs
 // and prints the locale-sorted ids for fixtures/config/builtin_ids_locale_sorted.txt with --ids.
+//
+// Every built-in provider of pi 0.73.1 is shipped (`ONLY=a,b` narrows the list for experiments).
+// The table is text, one line per model, parsed when the registry is built (`table.rs`): about a
+// third of the size of the same rows as Rust structs, and no relocation per string in the static
+// binary.
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
 const dist = process.argv[2];
 const { MODELS } = await import(pathToFileURL(path.join(dist, "models.generated.js")).href);
 
-// The providers pith ships: every provider whose API pith speaks and whose requests need no
-// provider-specific handling pith lacks.
-const SHIPPED = process.env.ONLY ? process.env.ONLY.split(",") : [
-  "amazon-bedrock", "anthropic", "azure-openai-responses", "cerebras", "github-copilot", "google",
-  "google-vertex", "groq", "mistral", "openai", "openai-codex", "openrouter", "xai",
-];
-const providers = Object.keys(MODELS).filter((p) => SHIPPED.includes(p));
+const providers = Object.keys(MODELS).filter((p) => !process.env.ONLY || process.env.ONLY.split(",").includes(p));
 
 if (process.argv.includes("--ids")) {
   const ids = providers.flatMap((p) => Object.values(MODELS[p]).map((m) => m.id));
@@ -22,54 +21,92 @@ if (process.argv.includes("--ids")) {
   process.exit(0);
 }
 
+const KNOWN = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow", "maxTokens",
+  "compat", "thinkingLevelMap", "headers"];
+const fail = (why) => {
+  process.stderr.write(`gen_builtin: ${why}\n`);
+  process.exit(1);
+};
 const rustStr = (s) => JSON.stringify(s);
-const f = (n) => (Number.isInteger(n) ? `${n}.0` : String(n));
 const LEVEL = { off: "Off", minimal: "Minimal", low: "Low", medium: "Medium", high: "High", xhigh: "Xhigh" };
-const maps = [];
-const mapIndex = (tlm) => {
-  const key = JSON.stringify(tlm);
-  let i = maps.findIndex((m) => m.key === key);
+// Distinct values shared by index: thinking maps, compat objects, header sets.
+const interned = { tlm: [], compat: [], headers: [] };
+const intern = (kind, value) => {
+  const key = JSON.stringify(value);
+  let i = interned[kind].indexOf(key);
   if (i < 0) {
-    maps.push({ key, tlm });
-    i = maps.length - 1;
+    interned[kind].push(key);
+    i = interned[kind].length - 1;
   }
   return i;
 };
 const constName = (p) => p.toUpperCase().replace(/-/g, "_");
+const clean = (s, what) => {
+  if (typeof s !== "string" || /[|\n\r]/.test(s) || s.includes('"#')) fail(`${what} ${JSON.stringify(s)} cannot be written in a row`);
+  return s;
+};
 
 let body = "";
 for (const p of providers) {
   const models = Object.values(MODELS[p]);
   const api = models[0].api;
   const baseUrl = models[0].baseUrl;
-  body += `\npub(super) const ${constName(p)}: BuiltinProvider = BuiltinProvider {\n`;
-  body += `    name: ${rustStr(p)},\n    api: ${rustStr(api)},\n    base_url: ${rustStr(baseUrl)},\n    models: &[\n`;
+  const rows = [];
   for (const m of models) {
-    const image = m.input.includes("image");
+    const unknown = Object.keys(m).filter((k) => !KNOWN.includes(k));
+    if (unknown.length) fail(`${p}/${m.id}: fields ${unknown} are not carried by the table`);
+    if (m.provider !== p) fail(`${p}/${m.id}: provider ${m.provider}`);
+    if (!Number.isInteger(m.contextWindow) || !Number.isInteger(m.maxTokens)) fail(`${p}/${m.id}: non-integer limits`);
+    const input = m.input.join(",");
+    if (input !== "text" && input !== "text,image") fail(`${p}/${m.id}: input ${input}`);
     const c = m.cost;
-    body += `        m(${rustStr(m.id)}, ${rustStr(m.name)}, ${m.reasoning}, ${image}, [${f(c.input)}, ${f(c.output)}, ${f(c.cacheRead)}, ${f(c.cacheWrite)}], ${m.contextWindow}, ${m.maxTokens})`;
-    if (m.api !== api) body += `\n            .api(${rustStr(m.api)})`;
-    if (m.baseUrl !== baseUrl) body += `\n            .base_url(${rustStr(m.baseUrl)})`;
-    if (m.headers) body += `\n            .headers(&[${Object.entries(m.headers).map(([k, v]) => `(${rustStr(k)}, ${rustStr(v)})`).join(", ")}])`;
-    if (m.thinkingLevelMap) body += `\n            .thinking(TLM_${mapIndex(m.thinkingLevelMap)})`;
-    if (m.compat) body += `\n            .compat(${rustStr(JSON.stringify(m.compat))})`;
-    body += ",\n";
+    const cost = [c.input, c.output, c.cacheRead, c.cacheWrite].map((n) => {
+      if (typeof n !== "number" || !Number.isFinite(n)) fail(`${p}/${m.id}: cost ${n}`);
+      return String(n);
+    });
+    const flags = (m.reasoning ? "r" : "-") + (input === "text,image" ? "i" : "-");
+    let row = [clean(m.id, "id"), clean(m.name, "name"), flags, cost.join(" "), m.contextWindow, m.maxTokens].join("|");
+    if (m.thinkingLevelMap) {
+      for (const k of Object.keys(m.thinkingLevelMap)) if (!LEVEL[k]) fail(`${p}/${m.id}: thinking level ${k}`);
+      row += `|t${intern("tlm", m.thinkingLevelMap)}`;
+    }
+    if (m.compat) row += `|c${intern("compat", m.compat)}`;
+    if (m.headers) row += `|h${intern("headers", m.headers)}`;
+    if (m.api !== api) row += `|a${clean(m.api, "api")}`;
+    if (m.baseUrl !== baseUrl) row += `|u${clean(m.baseUrl, "baseUrl")}`;
+    rows.push(row);
   }
-  body += "    ],\n};\n";
+  body += `\npub(super) const ${constName(p)}: BuiltinProvider = BuiltinProvider {\n`;
+  body += `    name: ${rustStr(p)},\n    api: ${rustStr(api)},\n    base_url: ${rustStr(baseUrl)},\n`;
+  body += `    models: Rows(r#"\n${rows.join("\n")}\n"#),\n};\n`;
 }
 
-let out = `//! Built-in model table: the reference's \`models.generated.ts\` (pi-ai 0.73.1) for the providers pith
-//! ships, in the reference's provider order and file order. Facts only (ids, names, prices, limits).
+let out = `//! Built-in model table: the reference's \`models.generated.ts\` (pi-ai 0.73.1), every provider, in
+//! the reference's provider order and file order. Facts only (ids, names, prices, limits).
 //! Generated by \`tests/record/gen_builtin.mjs\` from the published package; do not edit by hand.
+//!
+//! One line per model: \`id|name|flags|input output cacheRead cacheWrite|contextWindow|maxTokens\`,
+//! flags \`r\` reasoning and \`i\` image input, then optional fields: \`t<n>\` thinking map, \`c<n>\`
+//! compat, \`h<n>\` headers (indexes into the tables below), \`a<api>\` and \`u<baseUrl>\` where they
+//! differ from the provider's.
 
-use super::table::{BuiltinProvider, m};
+use super::table::{BuiltinProvider, Rows};
 use crate::message::ThinkingLevel::{self, *};
 
 /// Distinct \`thinkingLevelMap\`s: \`None\` = level unsupported, \`Some(v)\` = provider-specific value.
+pub(super) const THINKING: &[&[(ThinkingLevel, Option<&str>)]] = &[
 `;
-maps.forEach(({ tlm }, i) => {
-  const entries = Object.entries(tlm).map(([k, v]) => `(${LEVEL[k]}, ${v === null ? "None" : `Some(${rustStr(v)})`})`);
-  out += `const TLM_${i}: &[(ThinkingLevel, Option<&str>)] = &[${entries.join(", ")}];\n`;
-});
-out += `\n/// Providers in the reference's registry order.\npub(super) const PROVIDERS: &[BuiltinProvider] = &[${providers.map(constName).join(", ")}];\n\n`;
+for (const key of interned.tlm) {
+  const entries = Object.entries(JSON.parse(key)).map(([k, v]) => `(${LEVEL[k]}, ${v === null ? "None" : `Some(${rustStr(v)})`})`);
+  out += `    &[${entries.join(", ")}],\n`;
+}
+out += `];\n\n/// Distinct \`compat\` objects, as JSON text.\npub(super) const COMPAT: &[&str] = &[\n`;
+for (const key of interned.compat) out += `    ${rustStr(key)},\n`;
+out += `];\n\n/// Distinct header sets.\npub(super) const HEADERS: &[&[(&str, &str)]] = &[\n`;
+for (const key of interned.headers) {
+  out += `    &[${Object.entries(JSON.parse(key)).map(([k, v]) => `(${rustStr(k)}, ${rustStr(v)})`).join(", ")}],\n`;
+}
+out += `];\n\n/// Providers in the reference's registry order.\npub(super) const PROVIDERS: &[BuiltinProvider] = &[\n`;
+out += providers.map((p) => `    ${constName(p)},\n`).join("");
+out += `];\n`;
 process.stdout.write(out + body);

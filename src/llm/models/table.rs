@@ -1,12 +1,13 @@
 //! Row types of the built-in model table (`builtin.rs`).
 //!
-//! The table is plain `const` data so start-up costs one pass that turns rows into [`Model`]s; no
-//! JSON is parsed for built-ins (only the two or three `compat` snippets, on demand).
+//! The table is text, one line per model, so the binary carries no struct (and no relocated
+//! pointer) per row; building the registry parses the lines it needs. No JSON is parsed for
+//! built-ins except the few distinct `compat` snippets.
 
 use crate::llm::{Model, ModelCost};
 use crate::message::ThinkingLevel;
 
-/// One built-in model. Provider-wide facts (`api`, `baseUrl`) live in [`BuiltinProvider`].
+/// One built-in model (a parsed row). Provider-wide facts (`api`, `baseUrl`) live in [`BuiltinProvider`].
 pub(super) struct BuiltinModel {
     pub id: &'static str,
     pub name: &'static str,
@@ -28,69 +29,68 @@ pub(super) struct BuiltinModel {
     pub headers: Option<&'static [(&'static str, &'static str)]>,
 }
 
-/// Row constructor, kept short so the table stays one line per model.
-pub(super) const fn m(
-    id: &'static str,
-    name: &'static str,
-    reasoning: bool,
-    image: bool,
-    cost: [f64; 4],
-    context_window: u64,
-    max_tokens: u64,
-) -> BuiltinModel {
-    BuiltinModel {
-        id,
-        name,
-        reasoning,
-        image,
-        cost,
-        context_window,
-        max_tokens,
-        thinking: None,
-        compat: None,
-        api: None,
-        base_url: None,
-        headers: None,
+/// The rows of one provider (`builtin.rs`): one model per line, parsed on iteration.
+#[derive(Clone, Copy)]
+pub(super) struct Rows(pub &'static str);
+
+impl Rows {
+    /// Number of models.
+    pub(super) fn len(self) -> usize {
+        self.into_iter().count()
+    }
+}
+
+impl IntoIterator for Rows {
+    type Item = BuiltinModel;
+    type IntoIter =
+        std::iter::FilterMap<std::str::Lines<'static>, fn(&'static str) -> Option<BuiltinModel>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.lines().filter_map(BuiltinModel::parse)
     }
 }
 
 impl BuiltinModel {
-    pub(super) const fn thinking(
-        self,
-        map: &'static [(ThinkingLevel, Option<&'static str>)],
-    ) -> Self {
-        BuiltinModel {
-            thinking: Some(map),
-            ..self
+    /// One row: `id|name|flags|costs|contextWindow|maxTokens[|t<n>|c<n>|h<n>|a<api>|u<url>]`. The
+    /// table is generated and checked by a test; a row that does not parse (or an empty line) is
+    /// skipped rather than trusted.
+    fn parse(line: &'static str) -> Option<BuiltinModel> {
+        let mut f = line.split('|');
+        let id = f.next().filter(|s| !s.is_empty())?;
+        let name = f.next()?;
+        let flags = f.next()?.as_bytes();
+        let mut cost = [0.0; 4];
+        let mut prices = f.next()?.split(' ');
+        for c in &mut cost {
+            *c = prices.next()?.parse().ok()?;
         }
-    }
-
-    pub(super) const fn api(self, api: &'static str) -> Self {
-        BuiltinModel {
-            api: Some(api),
-            ..self
+        let mut row = BuiltinModel {
+            id,
+            name,
+            reasoning: flags.first() == Some(&b'r'),
+            image: flags.get(1) == Some(&b'i'),
+            cost,
+            context_window: f.next()?.parse().ok()?,
+            max_tokens: f.next()?.parse().ok()?,
+            thinking: None,
+            compat: None,
+            api: None,
+            base_url: None,
+            headers: None,
+        };
+        for extra in f {
+            let (key, value) = extra.split_at_checked(1)?;
+            let index = || value.parse::<usize>().ok();
+            match key {
+                "t" => row.thinking = Some(*super::builtin::THINKING.get(index()?)?),
+                "c" => row.compat = Some(*super::builtin::COMPAT.get(index()?)?),
+                "h" => row.headers = Some(*super::builtin::HEADERS.get(index()?)?),
+                "a" => row.api = Some(value),
+                "u" => row.base_url = Some(value),
+                _ => return None,
+            }
         }
-    }
-
-    pub(super) const fn base_url(self, url: &'static str) -> Self {
-        BuiltinModel {
-            base_url: Some(url),
-            ..self
-        }
-    }
-
-    pub(super) const fn headers(self, headers: &'static [(&'static str, &'static str)]) -> Self {
-        BuiltinModel {
-            headers: Some(headers),
-            ..self
-        }
-    }
-
-    pub(super) const fn compat(self, json: &'static str) -> Self {
-        BuiltinModel {
-            compat: Some(json),
-            ..self
-        }
+        Some(row)
     }
 
     pub(super) fn to_model(&self, provider: &BuiltinProvider) -> Model {
@@ -123,6 +123,11 @@ impl BuiltinModel {
                     .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
                     .collect()
             }),
+            shape: crate::llm::model_json::ModelShape::builtin(
+                self.headers.is_some(),
+                compat.is_some(),
+                self.thinking.map(super::ThinkingLevelMap::from_static),
+            ),
             compat,
         }
     }
@@ -133,5 +138,19 @@ pub(super) struct BuiltinProvider {
     pub name: &'static str,
     pub api: &'static str,
     pub base_url: &'static str,
-    pub models: &'static [BuiltinModel],
+    pub models: Rows,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::builtin::PROVIDERS;
+
+    #[test]
+    fn every_row_parses() {
+        for p in PROVIDERS {
+            let lines = p.models.0.lines().filter(|l| !l.is_empty()).count();
+            assert_eq!(p.models.len(), lines, "{}: a row does not parse", p.name);
+            assert!(lines > 0, "{}", p.name);
+        }
+    }
 }
