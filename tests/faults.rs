@@ -310,8 +310,12 @@ fn reset_on_close(s: &TcpStream) {
 #[test]
 fn reset_mid_stream() {
     let srv = RawServer::start(|mut s| {
-        let _ =
-            s.write_all(format!("{SSE_HEAD}{}{}", stream_start(), text_delta("Half")).as_bytes());
+        // Chunked, so the end of the body is explicit: a reset can only be a broken stream
+        // (with a close-delimited body it may read as a clean end, which the decoder then
+        // reports as a stream without `message_stop`).
+        let body = format!("{}{}", stream_start(), text_delta("Half"));
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = s.write_all(format!("{head}{:x}\r\n{body}\r\n", body.len()).as_bytes());
         let _ = s.flush();
         std::thread::sleep(Duration::from_millis(100));
         // SO_LINGER 0: closing sends RST instead of FIN.
