@@ -252,3 +252,17 @@ fn a_file_cut_by_another_program_gets_a_fresh_line_before_the_next_entry() {
     assert_eq!(reopened.leaf_id(), Some(id.as_str()));
     assert_eq!(reopened.entry(&id).unwrap().parent_id(), Some("7c16e254"));
 }
+
+#[test]
+fn devices_and_fifos_are_refused_without_reading_or_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // Opening a FIFO for reading would wait for a writer forever.
+        let e = Session::open(&fifo).unwrap_err();
+        assert!(e.ends_with("is not a regular file"), "{e}");
+    }
+    let e = Session::open(Path::new("/dev/zero")).unwrap_err();
+    assert!(e.ends_with("is not a regular file"), "{e}");
+}

@@ -151,10 +151,7 @@ pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
     let pick = |dir: &Path| -> Option<(PathBuf, String)> {
         NAMES.iter().find_map(|n| {
             let p = dir.join(n);
-            if !p.is_file() {
-                return None;
-            }
-            let text = std::fs::read_to_string(&p).ok()?;
+            let text = crate::files::read_text_or_warn(&p)?;
             let text = text
                 .strip_prefix('\u{feff}')
                 .map(str::to_string)

@@ -54,7 +54,8 @@ pub struct ForkMessage {
 }
 
 /// One session: header, entries, tree index, leaf, and where (if anywhere) it is written.
-#[derive(Debug)]
+/// `Clone`: `export_html` renders a copy on a worker thread (`core/export.rs`).
+#[derive(Clone, Debug)]
 pub struct Session {
     header: Map<String, Value>,
     id: String,

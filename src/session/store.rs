@@ -125,13 +125,18 @@ impl<F: FnMut(&[u8], bool) -> LineRead> LineSink for F {
 /// and errors as [`read_objects`].
 pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, String> {
     let shown = path.display();
+    // A device would be read without end (`/dev/zero`), a FIFO would block the open itself:
+    // look before opening, and again at what was opened.
+    let regular = |m: &fs::Metadata| m.is_file();
+    if fs::metadata(path).is_ok_and(|m| !regular(&m)) {
+        return Err(format!("Session file {shown} is not a regular file"));
+    }
     let file =
         fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
     let meta = file
         .metadata()
         .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
-    // A device or a FIFO (`/dev/zero`, say) would be read without end.
-    if !meta.is_file() {
+    if !regular(&meta) {
         return Err(format!("Session file {shown} is not a regular file"));
     }
     let len = meta.len();

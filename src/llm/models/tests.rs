@@ -152,16 +152,9 @@ fn builtin_table_order_and_serialisation() {
 }
 
 #[test]
-fn builtin_registry_builds_fast() {
-    let t = std::time::Instant::now();
-    let reg = Registry::builtin();
-    let elapsed = t.elapsed();
-    assert_eq!(reg.all().len(), 969);
-    // 5 ms in release; a debug build on a busy machine gets more room.
-    assert!(
-        elapsed < std::time::Duration::from_millis(25),
-        "took {elapsed:?}"
-    );
+fn builtin_registry_has_every_model() {
+    // How long building it takes is measured by `make bench` (cold start), never asserted here.
+    assert_eq!(Registry::builtin().all().len(), 969);
 }
 
 #[test]
