@@ -3,7 +3,7 @@ CARGO ?= cargo
 # The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1) for `make bench`'s comparison.
 ORACLE ?= ../shared/oracle
 
-.PHONY: build run test lint static bench fmt clean interop interop-deps screenshots
+.PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 
 build:
 	$(CARGO) build --release
@@ -59,6 +59,11 @@ bench: build
 		python3 tests/bench/tools.py --oracle $(ORACLE) $(BENCH_ARGS) && \
 		python3 tests/bench/compare.py --oracle $(ORACLE) $(BENCH_ARGS); \
 	else echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
+
+# Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;
+# see fuzz/run.sh). FUZZ_TARGETS="sse rpc_input" runs only those.
+fuzz:
+	./fuzz/run.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -15,6 +15,7 @@ pub mod bedrock;
 pub mod body;
 pub mod cloudflare;
 pub mod cost;
+pub mod error_body;
 pub mod faux;
 pub mod google;
 pub mod google_auth;

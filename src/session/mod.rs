@@ -7,9 +7,12 @@
 //! Flushing follows the reference exactly (spec 11.5): nothing is written until an assistant
 //! message exists; then the header and all buffered entries are written at once, and from then on
 //! each new entry is appended as one line. A session without a directory is in memory only.
+//! A write that fails (full disk, read-only directory) leaves no torn line and loses nothing:
+//! the entries wait in memory for the next write ([`WriteNotice`] tells the host).
 //!
 //! - `entry`: one line, raw plus a parsed view.
 //! - `store`: file reading/writing, migrations, locating session files.
+//! - `repair`: what a damaged file still holds (entries glued onto cut lines, links over them).
 //! - `tree`: branch walking, context reconstruction, statistics.
 //! - `export_html`: the self-contained HTML export.
 //! - `ids`: UUID v7 session ids, 8-hex entry ids, ISO timestamps.
@@ -19,6 +22,7 @@ pub mod export_html;
 pub mod ids;
 pub mod line;
 pub mod projection;
+pub mod repair;
 mod short;
 pub mod store;
 pub mod stored;
@@ -83,7 +87,29 @@ pub struct Session {
     /// keep them in memory (`stored.rs`). `None` until there is a file (or when it cannot be
     /// opened: lines then stay in memory).
     stored: Option<Arc<SessionFile>>,
+    /// How many entries (in file order) are in the file; the rest wait for the next write.
+    saved: usize,
+    /// The error of the last write while writes keep failing (reported once, when they start).
+    write_failure: Option<String>,
+    /// When the last failed write was tried (retries of a large backlog are spaced out).
+    failed_at: Option<std::time::Instant>,
+    /// Write failures and recoveries not yet reported to the host.
+    notices: Vec<WriteNotice>,
     warnings: Vec<String>,
+}
+
+/// A change in whether the session file can be written, for the host (an event) and stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteNotice {
+    /// Writing failed (reported once until a write succeeds again); `unsaved` entries wait in
+    /// memory and are written by the next successful write.
+    Failed {
+        file: String,
+        error: String,
+        unsaved: usize,
+    },
+    /// A write succeeded again: the `saved` entries that were waiting are in the file now.
+    Resumed { file: String, saved: usize },
 }
 
 impl Session {
@@ -120,6 +146,10 @@ impl Session {
             has_assistant: false,
             needs_newline: false,
             stored: None,
+            saved: 0,
+            write_failure: None,
+            failed_at: None,
+            notices: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -144,9 +174,10 @@ impl Session {
     }
 
     /// Load a session file. Unparsable lines (e.g. a last line cut by a crash) are dropped with a
-    /// warning (see [`Session::take_warnings`]); older versions are migrated and the file
-    /// rewritten. A missing file or one without a valid header is an error. Later `fork`/new
-    /// files go to the file's directory.
+    /// warning (see [`Session::take_warnings`]), but what is intact around them is kept: a
+    /// complete entry glued onto a cut one, and the history before a lost entry (see
+    /// `repair.rs`). Older versions are migrated and the file rewritten. A missing file or one
+    /// without a valid header is an error. Later `fork`/new files go to the file's directory.
     pub fn open(path: &Path) -> Result<Session, String> {
         Session::open_with(path, true)
     }
@@ -160,9 +191,7 @@ impl Session {
     fn open_with(path: &Path, rewrite_migrated: bool) -> Result<Session, String> {
         // Current files are turned into entries line by line; older ones are collected whole
         // first, since migrating them renumbers every entry.
-        let mut loader: Option<Loader> = None;
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("Cannot open session file {}: {e}", path.display()))?;
+        let file = store::open_regular(path)?;
         // The open file the lines are read back from later (the same one read now, whatever
         // happens to the path). Without it, lines stay in memory.
         let stored = file
@@ -170,34 +199,20 @@ impl Session {
             .ok()
             .and_then(|f| SessionFile::from_file(f, path).ok());
         // Lines are parsed into entries on the fast path (possibly on a second thread), then
-        // added in file order; anything else takes the full path here.
+        // added in file order; anything else takes the full path in `Opening`.
         let prepare = |line: &[u8], at: u64| Loader::prepare(line, at, stored.as_ref());
-        let report = store::read_lines_from(&file, path, &prepare, |line, first, _, entry| {
-            if let (Some(l), Some(entry)) = (&mut loader, entry) {
-                if l.add_prepared(entry) {
-                    return store::LineRead::Object;
-                }
-            }
-            match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(obj)) => match &mut loader {
-                    Some(l) => {
-                        l.add(obj);
-                        store::LineRead::Object
-                    }
-                    None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
-                    None => {
-                        loader = Some(Loader::new(obj, path));
-                        store::LineRead::Object
-                    }
-                },
-                _ => store::LineRead::Unparsable,
-            }
-        })?;
-        let loader = loader.ok_or("Session file has no header")?;
-        let (mut session, migrated, entry_warnings) = loader.finish();
+        let mut opening = Opening {
+            path,
+            loader: None,
+            damage: Vec::new(),
+        };
+        let report = store::read_lines_from(&file, path, &prepare, &mut opening)?;
+        let loader = opening.loader.ok_or("Session file has no header")?;
+        let (mut session, migrated, entry_warnings) = loader.finish(opening.damage);
         if !migrated {
             session.stored = stored;
         }
+        session.saved = session.entries.len();
         // Grown by doubling while the file was read: a long session would keep up to half its
         // entry table empty.
         session.entries.shrink_to_fit();
@@ -206,8 +221,10 @@ impl Session {
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
         if migrated && rewrite_migrated {
-            let text = session.all_lines();
-            match store::rewrite(path, &text) {
+            match session
+                .all_lines()
+                .and_then(|text| store::rewrite(path, &text))
+            {
                 Ok(()) => session.needs_newline = false,
                 Err(e) => session.warnings.push(e),
             }
@@ -225,15 +242,19 @@ impl Session {
         }
         match Session::open(path) {
             Ok(s) => Ok(s),
-            Err(e) if store::read_header(path).is_none() && std::fs::read(path).is_ok() => {
+            // A readable regular file without a header (never a device: `/dev/zero` has no end).
+            Err(e)
+                if path.is_file()
+                    && std::fs::File::open(path).is_ok()
+                    && store::read_header(path).is_none() =>
+            {
                 let mut s = Session::new(cwd, Some(dir), None);
                 s.file = Some(path.to_path_buf());
                 let header = format!("{}\n", store::to_line(&s.header));
                 store::rewrite(path, &header)?;
                 s.header_written = true;
-                s.warnings.push(format!(
-                    "Warning: {e}; starting a fresh session at that path"
-                ));
+                s.warnings
+                    .push(format!("{e}; starting a fresh session at that path"));
                 Ok(s)
             }
             Err(e) => Err(e),
@@ -266,7 +287,7 @@ impl Session {
             text.push_str(&e.try_line().map_err(|e| format!("Cannot fork: {e}"))?);
             text.push('\n');
         }
-        store::append(&file, &text)?;
+        store::append(&file, &text, false).map_err(|e| e.message)?;
         let mut forked = Session::open(&file)?;
         forked.warnings.extend(src.take_warnings());
         Ok(forked)
@@ -296,6 +317,10 @@ impl Session {
             has_assistant: false,
             needs_newline: false,
             stored: None,
+            saved: 0,
+            write_failure: None,
+            failed_at: None,
+            notices: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -427,10 +452,45 @@ impl Session {
     fn parent_of(&self, i: usize) -> Option<usize> {
         match self.parents.get(i)? {
             Parent::Root => None,
-            Parent::At(p) => Some(*p),
+            Parent::At(p) | Parent::Bridged(p) => Some(*p),
             Parent::Lookup => self.entries[i]
                 .parent_id()
                 .and_then(|p| self.by_id.get(p).copied()),
+        }
+    }
+
+    /// After loading a damaged file: entries whose parent was on a lost line hang from where it
+    /// most likely hung instead of becoming roots (which would cut the history before them off
+    /// the branch).
+    fn repair_links(&mut self, repairs: &repair::Repairs, warnings: &mut Vec<String>) {
+        if repairs.is_empty() {
+            return;
+        }
+        for i in 0..self.entries.len() {
+            if !matches!(self.parents[i], Parent::Lookup) {
+                continue;
+            }
+            let Some(missing) = self.entries[i].parent_id() else {
+                continue;
+            };
+            if self.by_id.contains_key(missing) {
+                continue;
+            }
+            let by_id = &self.by_id;
+            let bridge = repairs.bridge(i, missing, |id| by_id.get(id).copied());
+            let (parent, to) = match bridge {
+                None => continue,
+                Some(repair::Bridge::Root) => (Parent::Root, "the start".to_string()),
+                Some(repair::Bridge::At(p)) => {
+                    (Parent::Bridged(p), self.entries[p].id().to_string())
+                }
+            };
+            warnings.push(format!(
+                "session file {}: entry {} hung from {missing}, which was lost with a damaged line; attached to {to}",
+                self.file.as_deref().unwrap_or(Path::new("")).display(),
+                self.entries[i].id(),
+            ));
+            self.parents[i] = parent;
         }
     }
 
@@ -450,40 +510,77 @@ impl Session {
             }
         };
         let id = entry.id().to_string();
-        let index = self.push(entry);
-        self.persist(index);
+        self.push(entry);
+        self.persist(false);
         id
     }
 
     /// Write per spec 11.5: nothing before an assistant message exists; then everything at once;
-    /// then one line per entry.
-    fn persist(&mut self, index: usize) {
+    /// then one line per entry. Entries a failed write left out are written by the next
+    /// attempt, in file order, before the new one: a full disk or a read-only directory loses
+    /// nothing as long as the process lives on and a later write succeeds. The first failure of
+    /// a series is reported once (warning and [`WriteNotice::Failed`]); the first success after
+    /// it gives [`WriteNotice::Resumed`].
+    fn persist(&mut self, now: bool) {
+        if let Err(e) = self.write_unsaved(now) {
+            self.warnings.push(e);
+        }
+    }
+
+    /// [`Session::persist`]; `Err` only when the line of an entry to write cannot be read back
+    /// (a copied entry whose file was changed in place): nothing is written then.
+    fn write_unsaved(&mut self, now: bool) -> Result<(), String> {
         let Some(path) = self.file.clone() else {
-            return;
+            return Ok(());
         };
-        if !self.has_assistant {
-            return;
+        if !self.has_assistant || self.saved == self.entries.len() && self.header_written {
+            return Ok(());
+        }
+        if !now && self.backing_off() {
+            return Ok(());
         }
         let mut text = String::new();
-        if self.needs_newline {
-            text.push('\n');
-        }
-        let first = if self.flushed { index } else { 0 };
-        if !self.flushed && !self.header_written {
+        if !self.header_written {
             text.push_str(&store::to_line(&self.header));
             text.push('\n');
         }
         let lines_at = text.len();
-        text.push_str(&self.entry_lines(first..self.entries.len()));
-        match store::append(&path, &text) {
+        text.push_str(&self.entry_lines(self.saved..self.entries.len())?);
+        match store::append(&path, &text, self.needs_newline) {
             Ok(at) => {
+                let first = self.saved;
+                let waited = self.entries.len() - self.saved;
+                self.saved = self.entries.len();
                 self.flushed = true;
                 self.header_written = true;
                 self.needs_newline = false;
                 self.forget_written(&path, first, at + lines_at as u64, &text[lines_at..]);
+                if self.write_failure.take().is_some() {
+                    self.notices.push(WriteNotice::Resumed {
+                        file: path.display().to_string(),
+                        saved: waited,
+                    });
+                }
             }
-            Err(e) => self.warnings.push(e),
+            Err(e) => {
+                self.failed_at = Some(std::time::Instant::now());
+                // A torn line that could not be cut off: the next write starts a fresh line.
+                self.needs_newline |= e.torn;
+                if self.write_failure.is_none() {
+                    self.warnings.push(format!(
+                        "{}; the session is kept in memory and written when writing works again",
+                        e.message
+                    ));
+                    self.notices.push(WriteNotice::Failed {
+                        file: path.display().to_string(),
+                        error: e.message.clone(),
+                        unsaved: self.entries.len() - self.saved,
+                    });
+                }
+                self.write_failure = Some(e.message);
+            }
         }
+        Ok(())
     }
 
     /// The lines `text` of entries `first..` are now in the file at `path` from offset `at`: read
@@ -506,21 +603,74 @@ impl Session {
         self.stored = Some(file);
     }
 
-    fn entry_lines(&self, range: std::ops::Range<usize>) -> String {
-        let mut text = String::new();
-        for e in &self.entries[range] {
-            text.push_str(&e.line());
-            text.push('\n');
+    /// While writes fail, every new entry tries again with all that waits; once that is more
+    /// than 64 KiB, at most once a second (a long outage must not cost a growing write per entry).
+    fn backing_off(&self) -> bool {
+        const RETRY_FREELY_BYTES: usize = 64 * 1024;
+        let Some(at) = self.failed_at.filter(|_| self.write_failure.is_some()) else {
+            return false;
+        };
+        if at.elapsed() >= std::time::Duration::from_secs(1) {
+            return false;
         }
-        text
+        let mut waiting = 0;
+        for e in &self.entries[self.saved..] {
+            waiting += e.line().len() + 1;
+            if waiting > RETRY_FREELY_BYTES {
+                return true;
+            }
+        }
+        false
     }
 
-    fn all_lines(&self) -> String {
-        format!(
+    /// Try again, now, to write what earlier writes left out (nothing to do when nothing waits).
+    pub fn retry_writes(&mut self) {
+        if self.write_failure.is_some() {
+            self.persist(true);
+        }
+    }
+
+    /// What dropping the session does for entries a failed write left in memory (one more
+    /// attempt, then a line on stderr for what is still lost), for a session that is left to
+    /// the OS at exit instead of dropped. Once: a later drop does nothing more.
+    pub fn close_writes(&mut self) {
+        self.retry_writes();
+        if let Some(error) = self.write_failure.take() {
+            eprintln!(
+                "Error: {} session entries were not saved: {error}",
+                self.entries.len() - self.saved
+            );
+        }
+    }
+
+    /// Entries that are only in memory because writing the session file failed.
+    pub fn unsaved_entries(&self) -> usize {
+        match self.write_failure {
+            Some(_) => self.entries.len() - self.saved,
+            None => 0,
+        }
+    }
+
+    /// Write failures and recoveries since the last call (see [`WriteNotice`]).
+    pub fn take_write_notices(&mut self) -> Vec<WriteNotice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    fn entry_lines(&self, range: std::ops::Range<usize>) -> Result<String, String> {
+        let mut text = String::new();
+        for e in &self.entries[range] {
+            text.push_str(&e.try_line()?);
+            text.push('\n');
+        }
+        Ok(text)
+    }
+
+    fn all_lines(&self) -> Result<String, String> {
+        Ok(format!(
             "{}\n{}",
             store::to_line(&self.header),
-            self.entry_lines(0..self.entries.len())
-        )
+            self.entry_lines(0..self.entries.len())?
+        ))
     }
 
     /// Append a `message` entry; returns its id.
@@ -844,22 +994,10 @@ impl Session {
                 }
             }
         }
-        if let (Some(path), true) = (s.file.clone(), s.has_assistant) {
-            let mut text = format!("{}\n", store::to_line(&s.header));
-            for e in &s.entries {
-                text.push_str(&e.try_line()?);
-                text.push('\n');
-            }
-            match store::append(&path, &text) {
-                Ok(at) => {
-                    s.flushed = true;
-                    s.header_written = true;
-                    let lines_at = text.find('\n').map_or(text.len(), |n| n + 1);
-                    s.forget_written(&path, 0, at + lines_at as u64, &text[lines_at..]);
-                }
-                Err(e) => s.warnings.push(e),
-            }
-        }
+        // Lines copied from this session's file are read back as they are written: one that
+        // cannot be (the file was changed in place) fails the whole copy before anything is
+        // written.
+        s.write_unsaved(true)?;
         Ok(s)
     }
 
@@ -899,7 +1037,14 @@ impl Session {
     }
 }
 
-/// Builds a [`Session`] from the objects of a file as they are read (header first).
+/// The last chance for entries a failed write left in memory: one more attempt when the session
+/// is closed (replaced by another one, or at exit), and a line on stderr for what is still lost.
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close_writes();
+    }
+}
+
 /// Where an entry's parent is.
 #[derive(Clone, Copy, Debug)]
 enum Parent {
@@ -910,8 +1055,90 @@ enum Parent {
     /// Not known when the entry was added (a forward reference, a dangling id, or ids repeated
     /// in the file): looked up by id at each walk.
     Lookup,
+    /// The parent was lost with a damaged line: the entry it most likely hung from
+    /// ([`Session::repair_links`]).
+    Bridged(usize),
 }
 
+/// [`Session::open`]'s reader: the loader once the header is read, and the damaged lines met.
+struct Opening<'p> {
+    path: &'p Path,
+    loader: Option<Loader>,
+    damage: Vec<repair::Damage>,
+}
+
+impl store::LineSink<Option<Entry>> for Opening<'_> {
+    fn line(
+        &mut self,
+        line: &[u8],
+        first: bool,
+        _at: u64,
+        prepared: Option<Entry>,
+    ) -> store::LineRead {
+        // Current files are turned into entries line by line (most already by
+        // `Loader::prepare`); older ones are collected whole first, since migrating them
+        // renumbers every entry.
+        if let (Some(l), Some(entry)) = (&mut self.loader, prepared) {
+            if l.add_prepared(entry) {
+                return store::LineRead::Object;
+            }
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(obj)) => match &mut self.loader {
+                Some(l) => {
+                    l.add(obj);
+                    store::LineRead::Object
+                }
+                None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
+                None => {
+                    self.loader = Some(Loader::new(obj, self.path));
+                    store::LineRead::Object
+                }
+            },
+            _ => store::LineRead::Unparsable,
+        }
+    }
+
+    fn damaged(&mut self, line: &[u8]) {
+        let Some(l) = &self.loader else { return };
+        // The line's own head, and that of every cut entry glued onto it.
+        let before = l.entries_so_far();
+        let starts = std::iter::once(0).chain(repair::object_starts(line));
+        for at in starts {
+            let head = repair::TornHead::read(&line[at..]);
+            if at == 0 || head.id.is_some() {
+                self.damage.push(repair::Damage {
+                    entries_before: before,
+                    head,
+                });
+            }
+        }
+    }
+
+    fn fragment(&mut self, part: &[u8], _first: bool) -> bool {
+        let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(part) else {
+            return false;
+        };
+        match &mut self.loader {
+            None if store::is_header(&obj) => {
+                self.loader = Some(Loader::new(obj, self.path));
+                true
+            }
+            None => false,
+            Some(l) => {
+                // An entry (a version 1 entry has no id yet), not a piece of the cut one.
+                let key = if l.session.is_some() { "id" } else { "type" };
+                let whole = obj.get(key).is_some_and(Value::is_string);
+                if whole {
+                    l.add(obj);
+                }
+                whole
+            }
+        }
+    }
+}
+
+/// Builds a [`Session`] from the objects of a file as they are read (header first).
 struct Loader {
     path: PathBuf,
     /// The session so far: entries are added as they are read. `None` for an older file, whose
@@ -974,11 +1201,21 @@ impl Loader {
         }
     }
 
+    /// Entries read so far (what a damaged line met now comes after).
+    fn entries_so_far(&self) -> usize {
+        match &self.session {
+            Some(s) => s.entries.len(),
+            None => self.legacy.len().saturating_sub(1),
+        }
+    }
+
     /// The session, whether it was migrated (its file must then be rewritten), and warnings
-    /// about skipped entries.
-    fn finish(self) -> (Session, bool, Vec<String>) {
+    /// about skipped entries and links repaired around the `damage`d lines.
+    fn finish(self, damage: Vec<repair::Damage>) -> (Session, bool, Vec<String>) {
         let mut warnings = self.warnings;
-        if let Some(session) = self.session {
+        let repairs = repair::Repairs::new(damage);
+        if let Some(mut session) = self.session {
+            session.repair_links(&repairs, &mut warnings);
             return (session, false, warnings);
         }
         let mut objects = self.legacy;
@@ -991,13 +1228,14 @@ impl Loader {
                 warnings.push(skipped_entry(&self.path, n + 1, &e));
             }
         }
+        session.repair_links(&repairs, &mut warnings);
         (session, migrated, warnings)
     }
 }
 
 fn skipped_entry(path: &Path, number: usize, error: &str) -> String {
     format!(
-        "Warning: session file {}: skipped entry {number}: {error}",
+        "session file {}: skipped entry {number}: {error}",
         path.display()
     )
 }

@@ -3,7 +3,8 @@
 //! (`--continue`, `--session <path or id prefix>`, the default per-project directory).
 //!
 //! Writes are small: one `write` of one line per appended entry (the first flush writes the
-//! header and the buffered entries in a single `write`). Whole-file rewrites (migration, a
+//! header and the buffered entries in a single `write`). A write that fails part-way is cut back
+//! to the last complete line ([`append`]). Whole-file rewrites (migration, a
 //! corrupt file replaced by a fresh header) go through a temporary file and a rename.
 
 use std::fs::{self, OpenOptions};
@@ -69,8 +70,9 @@ pub fn read_objects(
     path: &Path,
     mut each: impl FnMut(Map<String, Value>),
 ) -> Result<ReadReport, String> {
-    read_lines(path, |line, first, _| {
-        match serde_json::from_slice::<Value>(line) {
+    read_lines(
+        path,
+        &mut |line: &[u8], first| match serde_json::from_slice::<Value>(line) {
             Ok(Value::Object(obj)) => {
                 if first && !is_header(&obj) {
                     return LineRead::NotHeader;
@@ -79,8 +81,8 @@ pub fn read_objects(
                 LineRead::Object
             }
             _ => LineRead::Unparsable,
-        }
-    })
+        },
+    )
 }
 
 /// What the reader of [`read_lines`] made of one line.
@@ -93,18 +95,60 @@ pub enum LineRead {
     Unparsable,
 }
 
-/// The loop under [`read_objects`]: hands each non-blank line (with its `\n`, if any), whether
-/// no object was taken yet, and the line's offset in the file to `each`, which parses it as it
-/// likes. Warnings and errors as [`read_objects`].
-pub fn read_lines(
-    path: &Path,
-    mut each: impl FnMut(&[u8], bool, u64) -> LineRead,
-) -> Result<ReadReport, String> {
-    let file = fs::File::open(path)
-        .map_err(|e| format!("Cannot open session file {}: {e}", path.display()))?;
-    read_lines_from(&file, path, &|_, _| (), |line, first, at, ()| {
-        each(line, first, at)
-    })
+/// What [`read_lines`] hands the lines of a file to, with what a `prepare` stage made of each
+/// (`P`; nothing for [`read_lines`]).
+pub trait LineSink<P = ()> {
+    /// A non-blank line (with its `\n`, if any), whether no object was taken yet, its offset in
+    /// the file, and what `prepare` made of it. The sink parses it as it likes (the session
+    /// loader's fast path keeps canonical lines without building a `Value`).
+    fn line(&mut self, line: &[u8], first: bool, at: u64, prepared: P) -> LineRead;
+
+    /// A line that [`LineSink::line`] found unparsable, before the complete object that may be
+    /// glued onto its end is offered to [`LineSink::fragment`].
+    fn damaged(&mut self, _line: &[u8]) {}
+
+    /// The part of a damaged line from a `{"type":"` on: take it only if it is a complete object
+    /// of the file's kind (an entry), not a piece of the damaged one.
+    fn fragment(&mut self, part: &[u8], first: bool) -> bool;
+}
+
+impl<F: FnMut(&[u8], bool) -> LineRead> LineSink for F {
+    fn line(&mut self, line: &[u8], first: bool, _at: u64, (): ()) -> LineRead {
+        self(line, first)
+    }
+
+    fn fragment(&mut self, part: &[u8], first: bool) -> bool {
+        matches!(self(part, first), LineRead::Object)
+    }
+}
+
+/// The loop under [`read_objects`]: hands each non-blank line to `sink`. A line that does not
+/// parse may be the torn end of a cut write with a complete entry glued onto it (a writer that
+/// did not start the next line on a fresh one): that entry is kept (see `repair.rs`). Warnings
+/// and errors as [`read_objects`].
+pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, String> {
+    let file = open_regular(path)?;
+    read_lines_from(&file, path, &|_, _| (), sink)
+}
+
+/// Open a session file for reading, refusing anything but a regular file: a device would be
+/// read without end (`/dev/zero`), a FIFO would block the open itself. Looks before opening,
+/// and again at what was opened.
+pub fn open_regular(path: &Path) -> Result<fs::File, String> {
+    let shown = path.display();
+    let regular = |m: &fs::Metadata| m.is_file();
+    if fs::metadata(path).is_ok_and(|m| !regular(&m)) {
+        return Err(format!("Session file {shown} is not a regular file"));
+    }
+    let file =
+        fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
+    if !regular(&meta) {
+        return Err(format!("Session file {shown} is not a regular file"));
+    }
+    Ok(file)
 }
 
 /// Bytes read from the file at a time (a batch of whole lines).
@@ -113,24 +157,28 @@ const READ_CHUNK: usize = 256 * 1024;
 /// Files larger than this are prepared on two threads ([`read_lines_from`]).
 const PARALLEL_ABOVE: u64 = 2 * 1024 * 1024;
 
-/// [`read_lines`] over a file already open (`path` names it in messages), with a stage that
-/// runs first on every non-blank line, possibly on another thread and out of order:
-/// `prepare(line, offset)` (the session loader parses entries there). `each` then gets the lines
-/// in file order with what `prepare` made of them. A large file is read in batches of lines
-/// that two threads prepare in turn (the parse of a long session is most of resuming it); `each`
-/// runs on the calling thread only.
+/// [`read_lines`] over a file already open ([`open_regular`]; `path` names it in messages),
+/// with a stage that runs first on every non-blank line, possibly on another thread and out of
+/// order: `prepare(line, offset)` (the session loader parses entries there). `sink` then gets
+/// the lines in file order with what `prepare` made of them. A large file is read in batches of
+/// lines that two threads prepare in turn (the parse of a long session is most of resuming it);
+/// `sink` runs on the calling thread only.
 pub fn read_lines_from<P: Send>(
     file: &fs::File,
     path: &Path,
     prepare: &(dyn Fn(&[u8], u64) -> P + Sync),
-    mut each: impl FnMut(&[u8], bool, u64, P) -> LineRead,
+    sink: &mut impl LineSink<P>,
 ) -> Result<ReadReport, String> {
     let shown = path.display();
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let len = file
+        .metadata()
+        .map_err(|e| format!("Cannot read session file {shown}: {e}"))?
+        .len();
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
     }
     let mut lines = Lines {
+        shown: shown.to_string(),
         warnings: Vec::new(),
         needs_newline: false,
         seen_object: false,
@@ -199,7 +247,7 @@ pub fn read_lines_from<P: Send>(
                     (Some(b), Some(p)) => (b, p),
                     _ => from_worker.recv().map_err(|_| stopped())?,
                 };
-                if lines.take(&b, p, &mut each) {
+                if lines.take(&b, p, sink) {
                     return Ok(true);
                 }
             }
@@ -214,16 +262,12 @@ pub fn read_lines_from<P: Send>(
     if no_header {
         return Err(no_header_text());
     }
-    let mut warnings: Vec<String> = lines
-        .warnings
-        .iter()
-        .map(|n| format!("Warning: session file {shown}: skipped unparsable line {n}"))
-        .collect();
+    let mut warnings = lines.warnings;
     if let Some(n) = lines.failed_line {
         warnings.push(if lines.needs_newline {
-            format!("Warning: session file {shown}: dropped an incomplete last line (line {n})")
+            format!("session file {shown}: dropped an incomplete last line (line {n})")
         } else {
-            format!("Warning: session file {shown}: skipped unparsable line {n}")
+            format!("session file {shown}: skipped unparsable line {n}")
         });
     }
     if !lines.seen_object {
@@ -313,8 +357,10 @@ impl<R: Read> Batches<R> {
 
 /// The line-by-line bookkeeping of [`read_lines_from`], in file order.
 struct Lines {
-    /// Line numbers of unparsable lines followed by more lines.
-    warnings: Vec<usize>,
+    /// The file, as warnings name it.
+    shown: String,
+    /// Warnings about lines followed by more lines.
+    warnings: Vec<String>,
     needs_newline: bool,
     seen_object: bool,
     /// The latest non-empty line, when it did not parse: its warning depends on what follows.
@@ -323,13 +369,8 @@ struct Lines {
 }
 
 impl Lines {
-    /// Hand a batch's lines to `each`; `true` when the file has no header.
-    fn take<P>(
-        &mut self,
-        batch: &Batch,
-        prepared: Vec<P>,
-        each: &mut impl FnMut(&[u8], bool, u64, P) -> LineRead,
-    ) -> bool {
+    /// Hand a batch's lines to `sink`; `true` when the file has no header.
+    fn take<P>(&mut self, batch: &Batch, prepared: Vec<P>, sink: &mut impl LineSink<P>) -> bool {
         let mut prepared = prepared.into_iter();
         for (line, at) in batch.lines() {
             self.number += 1;
@@ -341,12 +382,28 @@ impl Lines {
                 continue;
             };
             if let Some(n) = self.failed_line.take() {
-                self.warnings.push(n);
+                let shown = &self.shown;
+                self.warnings
+                    .push(format!("session file {shown}: skipped unparsable line {n}"));
             }
-            match each(line, !self.seen_object, at, p) {
+            match sink.line(line, !self.seen_object, at, p) {
                 LineRead::Object => self.seen_object = true,
                 LineRead::NotHeader => return true,
-                LineRead::Unparsable => self.failed_line = Some(self.number),
+                LineRead::Unparsable => {
+                    sink.damaged(line);
+                    let glued = super::repair::object_starts(line)
+                        .find(|&from| sink.fragment(&line[from..], !self.seen_object));
+                    match glued {
+                        Some(_) => {
+                            self.seen_object = true;
+                            self.warnings.push(format!(
+                                "session file {}: line {} starts with a cut entry; kept the complete entry after it",
+                                self.shown, self.number
+                            ));
+                        }
+                        None => self.failed_line = Some(self.number),
+                    }
+                }
             }
         }
         false
@@ -415,24 +472,98 @@ pub fn migrate(
     true
 }
 
+/// A failed [`append`].
+#[derive(Debug)]
+pub struct AppendError {
+    /// What went wrong, for stderr and the `session_write_error` event.
+    pub message: String,
+    /// Part of the text stayed in the file and could not be cut off again: the file now ends in
+    /// a torn line, so the next write must start on a fresh line.
+    pub torn: bool,
+}
+
 /// Append `text` (whole lines, `\n`-terminated) to `path`, creating the file and its directory.
-/// Returns the offset of the text in the file.
-pub fn append(path: &Path, text: &str) -> Result<u64, String> {
+/// When the file does not end with `\n` (a line cut by a crash, by another program, or by an
+/// earlier failed write that could not be undone; `fresh_line` says the caller knows it is), a
+/// `\n` goes first so the text starts on a line of its own. A write that fails part-way (a full
+/// disk, a file size limit) never leaves half a line behind for the next append to be glued
+/// onto: the file is cut back to its length before the write, and when even that fails the
+/// error says the file is torn. Returns the offset of `text` in the file (entries remember it
+/// to read their lines back instead of keeping them; another writer appending at the same
+/// moment would make it wrong, and reading back notices that: `stored.rs`).
+pub fn append(path: &Path, text: &str, fresh_line: bool) -> Result<u64, AppendError> {
+    let fail = |message: String| AppendError {
+        message,
+        torn: false,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(|e| format!("Cannot create {}: {e}", dir.display()))?;
+        fs::create_dir_all(dir)
+            .map_err(|e| fail(format!("Cannot create {}: {e}", dir.display())))?;
     }
     let mut f = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("Cannot open {} for appending: {e}", path.display()))?;
-    // Where the text lands (entries remember it to read their lines back instead of keeping
-    // them). Another writer appending at the same moment would make it wrong; reading back
-    // notices that (`stored.rs`).
-    let at = f.metadata().map(|m| m.len()).unwrap_or(0);
-    f.write_all(text.as_bytes())
-        .map_err(|e| format!("Cannot write {}: {e}", path.display()))?;
-    Ok(at)
+        .map_err(|e| fail(format!("Cannot open {} for appending: {e}", path.display())))?;
+    let before = f
+        .metadata()
+        .map_err(|e| fail(format!("Cannot write {}: {e}", path.display())))?
+        .len();
+    let newline: &[u8] = if before > 0 && ends_mid_line(&f, before).unwrap_or(fresh_line) {
+        b"\n"
+    } else {
+        b""
+    };
+    let mut written = 0u64;
+    let mut result = Ok(());
+    for part in [newline, text.as_bytes()] {
+        if let Err(e) = write_counting(&mut f, part, &mut written) {
+            result = Err(e);
+            break;
+        }
+    }
+    let Err(e) = result else {
+        return Ok(before + newline.len() as u64);
+    };
+    let message = format!("Cannot write {}: {e}", path.display());
+    if written == 0 {
+        return Err(fail(message));
+    }
+    // Cut the partial write off again, but only if the file holds exactly what was there plus
+    // what this call wrote (never cut another writer's lines).
+    let cut = f.metadata().is_ok_and(|m| m.len() == before + written) && f.set_len(before).is_ok();
+    Err(AppendError {
+        message,
+        torn: !cut,
+    })
+}
+
+/// Whether the file's last byte (at `len - 1`) is something else than `\n`; `None` when it
+/// cannot be read.
+fn ends_mid_line(f: &fs::File, len: u64) -> Option<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut last = [0u8];
+    match f.read_at(&mut last, len.checked_sub(1)?) {
+        Ok(1) => Some(last[0] != b'\n'),
+        _ => None,
+    }
+}
+
+/// `write_all` that counts what reached the file, so a failure part-way can be undone.
+fn write_counting(f: &mut fs::File, mut buf: &[u8], written: &mut u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match f.write(buf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                *written += n as u64;
+                buf = &buf[n..];
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Replace `path` with `text` atomically (temporary file in the same directory, then rename).
@@ -689,9 +820,9 @@ mod tests {
         assert_eq!(
             report.warnings,
             [
-                format!("Warning: session file {shown}: skipped unparsable line 1"),
-                format!("Warning: session file {shown}: skipped unparsable line 4"),
-                format!("Warning: session file {shown}: dropped an incomplete last line (line 6)"),
+                format!("session file {shown}: skipped unparsable line 1"),
+                format!("session file {shown}: skipped unparsable line 4"),
+                format!("session file {shown}: dropped an incomplete last line (line 6)"),
             ]
         );
         fs::write(&path, &text[..text.len() - 2]).unwrap();
@@ -699,7 +830,7 @@ mod tests {
         assert!(!report.needs_newline);
         assert_eq!(
             report.warnings[2],
-            format!("Warning: session file {shown}: skipped unparsable line 6")
+            format!("session file {shown}: skipped unparsable line 6")
         );
         fs::write(&path, "{\"type\":\"message\",\"id\":\"a\"}\n").unwrap();
         assert!(read_objects(&path, |_| {}).is_err());
@@ -728,21 +859,34 @@ mod tests {
         fs::write(&path, &text).unwrap();
         let file = fs::File::open(&path).unwrap();
         let prepare = |line: &[u8], at: u64| (at, line.len());
-        let mut seen = Vec::new();
-        let report = read_lines_from(&file, &path, &prepare, |line, first, at, p| {
-            assert_eq!(p, (at, line.len()));
-            assert_eq!(
-                &text.as_bytes()[at as usize..at as usize + line.len()],
-                line
-            );
-            seen.push((at, first));
-            if line.starts_with(b"garbage") || !line.ends_with(b"\n") {
-                LineRead::Unparsable
-            } else {
-                LineRead::Object
+        struct Check<'t> {
+            text: &'t str,
+            seen: Vec<(u64, bool)>,
+        }
+        impl LineSink<(u64, usize)> for Check<'_> {
+            fn line(&mut self, line: &[u8], first: bool, at: u64, p: (u64, usize)) -> LineRead {
+                assert_eq!(p, (at, line.len()));
+                assert_eq!(
+                    &self.text.as_bytes()[at as usize..at as usize + line.len()],
+                    line
+                );
+                self.seen.push((at, first));
+                if line.starts_with(b"garbage") || !line.ends_with(b"\n") {
+                    LineRead::Unparsable
+                } else {
+                    LineRead::Object
+                }
             }
-        })
-        .unwrap();
+            fn fragment(&mut self, _: &[u8], _: bool) -> bool {
+                false
+            }
+        }
+        let mut check = Check {
+            text: &text,
+            seen: Vec::new(),
+        };
+        let report = read_lines_from(&file, &path, &prepare, &mut check).unwrap();
+        let seen = check.seen;
         // The reference: split by hand.
         let mut want = Vec::new();
         let mut at = 0u64;
@@ -760,11 +904,11 @@ mod tests {
         let shown = path.display();
         let mut warnings: Vec<String> = garbage
             .iter()
-            .map(|n| format!("Warning: session file {shown}: skipped unparsable line {n}"))
+            .map(|n| format!("session file {shown}: skipped unparsable line {n}"))
             .collect();
         let lines = text.split_inclusive('\n').count();
         warnings.push(format!(
-            "Warning: session file {shown}: dropped an incomplete last line (line {lines})"
+            "session file {shown}: dropped an incomplete last line (line {lines})"
         ));
         assert_eq!(report.warnings, warnings);
         assert!(report.needs_newline);
