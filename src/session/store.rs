@@ -190,6 +190,7 @@ pub fn read_lines_from<P: Send>(
         carry: Vec::new(),
         offset: 0,
         done: false,
+        spare: Vec::new(),
     };
     let read_error = |e: std::io::Error| format!("Cannot read session file {shown}: {e}");
     let stopped = || format!("Cannot read session file {shown}: the reading thread stopped");
@@ -250,6 +251,7 @@ pub fn read_lines_from<P: Send>(
                 if lines.take(&b, p, sink) {
                     return Ok(true);
                 }
+                batches.recycle(b);
             }
         }
         Ok(false)
@@ -304,10 +306,16 @@ impl Batch {
     }
 
     fn prepare<P>(&self, prepare: &(dyn Fn(&[u8], u64) -> P + Sync)) -> Vec<P> {
-        self.lines()
-            .filter(|(l, _)| !l.trim_ascii().is_empty())
-            .map(|(l, at)| prepare(l, at))
-            .collect()
+        // Sized once (counting is a fraction of parsing): a vector grown by doubling would copy
+        // its entries and touch fresh pages at every step.
+        let lines = self.bytes.iter().filter(|&&c| c == b'\n').count() + 1;
+        let mut out = Vec::with_capacity(lines);
+        out.extend(
+            self.lines()
+                .filter(|(l, _)| !l.trim_ascii().is_empty())
+                .map(|(l, at)| prepare(l, at)),
+        );
+        out
     }
 }
 
@@ -319,11 +327,26 @@ struct Batches<R> {
     /// Offset of `carry` in the file.
     offset: u64,
     done: bool,
+    /// Buffers of batches already taken, read into again: a long session is read through a
+    /// handful of buffers instead of one fresh allocation per batch (each a few hundred pages
+    /// the kernel would have to fault in and clear again).
+    spare: Vec<Vec<u8>>,
 }
 
 impl<R: Read> Batches<R> {
+    /// Hand a batch's buffer back once its lines are taken.
+    fn recycle(&mut self, batch: Batch) {
+        let mut bytes = batch.bytes;
+        if bytes.capacity() <= 2 * READ_CHUNK {
+            bytes.clear();
+            self.spare.push(bytes);
+        }
+    }
+
     fn next(&mut self) -> std::io::Result<Option<Batch>> {
-        let mut bytes = std::mem::take(&mut self.carry);
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        bytes.extend_from_slice(&self.carry);
+        self.carry.clear();
         loop {
             if !self.done {
                 let want = READ_CHUNK.saturating_sub(bytes.len()).max(READ_CHUNK / 4);
@@ -334,7 +357,7 @@ impl<R: Read> Batches<R> {
             }
             match bytes.iter().rposition(|&c| c == b'\n') {
                 Some(last) if !self.done => {
-                    self.carry = bytes[last + 1..].to_vec();
+                    self.carry.extend_from_slice(&bytes[last + 1..]);
                     bytes.truncate(last + 1);
                     break;
                 }
