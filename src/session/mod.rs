@@ -201,10 +201,14 @@ impl Session {
         // Lines are parsed into entries on the fast path (possibly on a second thread), then
         // added in file order; anything else takes the full path in `Opening`.
         let prepare = |line: &[u8], at: u64| Loader::prepare(line, at, stored.as_ref());
+        // Entries of a long session average most of a KiB (a turn's tool output and messages);
+        // capped, so a huge file of few lines does not reserve for millions.
+        let expect = file.metadata().map_or(0, |m| (m.len() / 1024).min(1 << 16) as usize);
         let mut opening = Opening {
             path,
             loader: None,
             damage: Vec::new(),
+            expect,
         };
         let report = store::read_lines_from(&file, path, &prepare, &mut opening)?;
         let loader = opening.loader.ok_or("Session file has no header")?;
@@ -1065,6 +1069,8 @@ struct Opening<'p> {
     path: &'p Path,
     loader: Option<Loader>,
     damage: Vec<repair::Damage>,
+    /// About how many entries the file holds (from its size), to size the entry tables once.
+    expect: usize,
 }
 
 impl store::LineSink<Option<Entry>> for Opening<'_> {
@@ -1091,7 +1097,7 @@ impl store::LineSink<Option<Entry>> for Opening<'_> {
                 }
                 None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
                 None => {
-                    self.loader = Some(Loader::new(obj, self.path));
+                    self.loader = Some(Loader::new(obj, self.path, self.expect));
                     store::LineRead::Object
                 }
             },
@@ -1121,7 +1127,7 @@ impl store::LineSink<Option<Entry>> for Opening<'_> {
         };
         match &mut self.loader {
             None if store::is_header(&obj) => {
-                self.loader = Some(Loader::new(obj, self.path));
+                self.loader = Some(Loader::new(obj, self.path, self.expect));
                 true
             }
             None => false,
@@ -1151,12 +1157,19 @@ struct Loader {
 }
 
 impl Loader {
-    fn new(header: Map<String, Value>, path: &Path) -> Loader {
+    /// `expect`: about how many entries follow (the tables are sized for them; they still grow
+    /// if there are more).
+    fn new(header: Map<String, Value>, path: &Path, expect: usize) -> Loader {
         let version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
         let (session, legacy) = if version < store::CURRENT_VERSION {
             (None, vec![header])
         } else {
-            (Some(Session::from_header(header, path)), Vec::new())
+            let mut s = Session::from_header(header, path);
+            // Grown step by step, the id table would hash every id again at each step.
+            s.entries.reserve(expect);
+            s.parents.reserve(expect);
+            s.by_id.reserve(expect);
+            (Some(s), Vec::new())
         };
         Loader {
             path: path.to_path_buf(),

@@ -306,10 +306,10 @@ impl Batch {
     }
 
     fn prepare<P>(&self, prepare: &(dyn Fn(&[u8], u64) -> P + Sync)) -> Vec<P> {
-        // Sized once (counting is a fraction of parsing): a vector grown by doubling would copy
-        // its entries and touch fresh pages at every step.
-        let lines = self.bytes.iter().filter(|&&c| c == b'\n').count() + 1;
-        let mut out = Vec::with_capacity(lines);
+        // Room for lines of 512 bytes on average (a long session's are longer), so the vector
+        // is not grown from four slots by doubling, copying its entries at every step; counting
+        // the lines first would cost more than that.
+        let mut out = Vec::with_capacity(self.bytes.len() / 512 + 8);
         out.extend(
             self.lines()
                 .filter(|(l, _)| !l.trim_ascii().is_empty())
