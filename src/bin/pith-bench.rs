@@ -484,6 +484,8 @@ fn many_turns(turns: usize) {
     );
     println!("| --- | --- | --- | --- | --- |");
     let mut walls = Vec::new();
+    // (request MB, CPU ms per turn) of each group, for the fit printed at the end.
+    let mut groups: Vec<(f64, f64)> = Vec::new();
     let mut cpu0 = cpu_secs(pid);
     let mut line = Vec::new();
     for t in 1..=turns {
@@ -508,6 +510,14 @@ fn many_turns(turns: usize) {
             let cpu = cpu_secs(pid);
             let n = walls.len();
             let last = sizes.lock().expect("lock").last().copied().unwrap_or(0);
+            let group_sizes: Vec<usize> = {
+                let all = sizes.lock().expect("lock");
+                all[all.len().saturating_sub(n)..].to_vec()
+            };
+            let mean_mb = group_sizes.iter().sum::<usize>() as f64
+                / group_sizes.len().max(1) as f64
+                / 1_048_576.0;
+            groups.push((mean_mb, (cpu - cpu0) * 1000.0 / n as f64));
             println!(
                 "| {}-{t} | {:.0} | {:.2} | {:.2} | {:.1} |",
                 t + 1 - n,
@@ -519,6 +529,26 @@ fn many_turns(turns: usize) {
             cpu0 = cpu;
         }
     }
+    // Least squares over the groups: CPU per turn = fixed + per_mb × request size. A fixed
+    // part that stays put and groups that sit on the line mean nothing grows with the number of
+    // turns as such (only with what each request holds).
+    let n = groups.len() as f64;
+    let (sx, sy) = groups
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = groups.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+    let sxy: f64 = groups.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let per_mb = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let fixed = my - per_mb * mx;
+    let fixed_parts: Vec<String> = groups
+        .iter()
+        .map(|(x, y)| format!("{:.2}", y - per_mb * x))
+        .collect();
+    println!(
+        "pith CPU per turn = {fixed:.2} ms + {per_mb:.2} ms per MB of request; per group, CPU minus the request part (ms): {}",
+        fixed_parts.join(", ")
+    );
     drop(stdin);
     let _ = child.wait();
 }

@@ -15,9 +15,14 @@ stay the same). The fake LLM is the oracle's `fakellm.py` run by `fakellm_wire.p
   parsed the body and written it to its log (what the oracle's script reports; for a 12 MB body
   that is tens of milliseconds of Python);
 - turn: prompt sent -> `agent_end`;
-- peak RSS: VmHWM sampled from /proc.
+- peak RSS: VmHWM sampled from /proc;
+- resume CPU: user + system time (wait4) of a process that resumes, answers `get_state` and
+  exits at the end of its input; turn CPU: that of a process that also takes the turn, less the
+  former. Both count every thread and do not depend on how loaded the machine is the way wall
+  times do.
 
-Prints `longsession: resume_ms=... wire_ms=... request_ms=... turn_ms=... peak_rss_mib=...`.
+Prints `longsession: resume_ms=... wire_ms=... request_ms=... turn_ms=... peak_rss_mib=...
+resume_cpu_ms=... turn_cpu_ms=...`.
 """
 import json
 import os
@@ -55,7 +60,22 @@ def hwm_kib(pid):
     return 0
 
 
-def one_run(cmd, work, source, models, marks, i):
+def reap(p, timeout):
+    """Wait for `p` (killed after `timeout` s) and return its CPU seconds (user + system) from
+    wait4: microsecond resolution, and the work of every thread, also those already gone."""
+    until = time.time() + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return ru.ru_utime + ru.ru_stime
+        if time.time() > until:
+            p.kill()
+            until = time.time() + 60
+        time.sleep(0.005)
+
+
+def one_run(cmd, work, source, models, marks, i, turn=True):
     d = os.path.join(work, f"run{i}")
     for sub in ("home", "userhome", "cwd", "tmp", "sessions"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
@@ -95,6 +115,8 @@ def one_run(cmd, work, source, models, marks, i):
         now = time.time()
         if resume is None and b'"get_state"' in line:
             resume = now - t0
+            if not turn:
+                break
             open(marks, "w").close()
             sent = time.time()
             p.stdin.write(b'{"id":"p","type":"prompt","message":"one more step"}\n')
@@ -106,11 +128,10 @@ def one_run(cmd, work, source, models, marks, i):
     stop[0] = True
     watchdog.cancel()
     p.stdin.close()
-    try:
-        p.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
+    cpu = reap(p, 60)
     shutil.rmtree(d, ignore_errors=True)
+    if not turn:
+        return {"resume_cpu_ms": cpu * 1000}
     wire = req = None
     with open(marks) as f:
         for line in f:
@@ -122,7 +143,7 @@ def one_run(cmd, work, source, models, marks, i):
     nan = float("nan")
     return {"resume_ms": resume * 1000 if resume else nan, "wire_ms": wire * 1000 if wire else nan,
             "request_ms": req * 1000 if req else nan, "turn_ms": end * 1000 if end else nan,
-            "peak_rss_mib": peak[0] / 1024}
+            "peak_rss_mib": peak[0] / 1024, "cpu_ms": cpu * 1000}
 
 
 def main():
@@ -148,10 +169,16 @@ def main():
         port = int(srv.stdout.readline().split()[1])
         with open(os.path.join(oracle, "config", "models.json.tmpl")) as f:
             models = f.read().replace("{PORT}", str(port))
-        res = [one_run(cmd, work, source, models, marks, i) for i in range(runs)]
+        res = []
+        for i in range(runs):
+            # Interleaved, so both kinds of run meet the same load.
+            res.append(one_run(cmd, work, source, models, marks, i))
+            res[-1].update(one_run(cmd, work, source, models, marks, i, turn=False))
     finally:
         srv.terminate()
     med = {k: statistics.median(r[k] for r in res) for k in res[0]}
+    # The turn's CPU: a resumed process that takes one turn, less one that only resumes.
+    med["turn_cpu_ms"] = med.pop("cpu_ms") - med["resume_cpu_ms"]
     print(f"session: {entries} entries, {os.path.getsize(source) / 1e6:.1f} MB")
     print("longsession: " + " ".join(f"{k}={v:.1f}" for k, v in med.items()))
     shutil.rmtree(work, ignore_errors=True)
