@@ -48,17 +48,21 @@ lint:
 static:
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl
 
-# pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export); grep/find over
-# a generated 100,000-file repository, pith beside pi 0.73.1 running rg and fd (found on PATH):
-# target/bench/tools.json; then one table, pith beside pi 0.73.1 / 0.87.1 (those installed by the
-# oracle's setup scripts) as ratios from one run: target/bench/results.json.
+# pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
+# target/bench/pith-bench.txt); grep/find over a generated 100,000-file repository, pith beside pi
+# 0.73.1 running rg and fd (found on PATH): target/bench/tools.json; then the one table printed,
+# pith beside pi 0.73.1 / 0.87.1 (those installed by the oracle's setup scripts) as ratios from one
+# run: target/bench/results.json.
 # BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.
 bench: build
-	$(CARGO) run --release --features bench --bin pith-bench
+	@mkdir -p target/bench
+	$(CARGO) run --release --features bench --bin pith-bench > target/bench/pith-bench.txt
 	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
-		python3 tests/bench/tools.py --oracle $(ORACLE) $(BENCH_ARGS) && \
-		python3 tests/bench/compare.py --oracle $(ORACLE) $(BENCH_ARGS); \
-	else echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
+		python3 tests/bench/tools.py --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt && \
+		python3 tests/bench/compare.py --oracle $(ORACLE) $(BENCH_ARGS) && \
+		echo "pith-bench's and grep/find's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
+	else cat target/bench/pith-bench.txt; \
+		echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
 
 # Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;
 # see fuzz/run.sh). FUZZ_TARGETS="sse rpc_input" runs only those.

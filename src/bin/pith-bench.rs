@@ -549,6 +549,19 @@ fn many_turns(turns: usize) {
         "pith CPU per turn = {fixed:.2} ms + {per_mb:.2} ms per MB of request; per group, CPU minus the request part (ms): {}",
         fixed_parts.join(", ")
     );
+    // For tests/bench/compare.py's table.
+    let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    let groups_json: Vec<String> = groups
+        .iter()
+        .map(|(mb, cpu)| format!("[{mb:.4},{cpu:.4}]"))
+        .collect();
+    let json = format!(
+        "{{\"turns\":{turns},\"fixed_ms\":{fixed:.4},\"per_mb_ms\":{per_mb:.4},\"groups\":[{}]}}\n",
+        groups_json.join(",")
+    );
+    if std::fs::create_dir_all(&out_dir).is_ok() {
+        let _ = std::fs::write(out_dir.join("turns.json"), json);
+    }
     drop(stdin);
     let _ = child.wait();
 }

@@ -1185,7 +1185,7 @@ impl Loader {
     /// is no file to read it back from). `None`: parse it fully. Pure: runs on any thread.
     fn prepare(line: &[u8], at: u64, file: Option<&Arc<SessionFile>>) -> Option<Entry> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let text = std::str::from_utf8(line).ok()?;
+        let text = line::utf8(line)?;
         let stored = file.and_then(|f| Stored::new(f, at, line));
         Entry::from_line(text, stored)
     }

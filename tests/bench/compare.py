@@ -17,13 +17,19 @@ oracle's own harnesses, run the same way for every agent:
   `--rpc-partials none`;
 - long session: resume a 20,000-entry session, one more turn (the oracle's bench/longsession.py
   session, run by tests/bench/longsession.py, which also marks the request on the wire: the body
-  read off the socket, before the fake server parses and logs it);
+  read off the socket, before the fake server parses and logs it), every agent's runs
+  interleaved; with the CPU time of the resume and of the turn (wait4), which the machine's load
+  does not inflate the way it does wall times;
 - density: streaming agents per GiB of PSS (bench/density.py; fewer pi agents, each needs
   ~200 MiB);
 - HTML export: `--export` of the 10,000-entry session pith-bench leaves in
   target/bench/export-10k.jsonl (wall time, median of 3; page size);
 - grep/find on a 100,000-file tree: from target/bench/tools.json, which tests/bench/tools.py
-  writes (`make bench` runs it first): the sum of its cases' medians, and its slowest case.
+  writes (`make bench` runs it first): the sum of its cases' medians, and its slowest case;
+- 1,000 turns in one process (pith only: pith-bench's `turns` group, target/bench/turns.json):
+  pith's CPU per turn fitted to a fixed part plus a part per MB of request, and the largest
+  departure of a group of a hundred turns from that line (flat: nothing grows with the number of
+  turns beyond what the request holds).
 
 Prints one table (ratio = pi / pith: how many times pith is faster or smaller) and writes the
 figures to target/bench/results.json. A benchmark, not a test: nothing is asserted.
@@ -59,6 +65,17 @@ def agents():
         else:
             print(f"skip {label}: not installed ({path}; see the oracle's setup scripts)", file=sys.stderr)
     return found
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def run(cmd, timeout=1800):
@@ -227,6 +244,19 @@ def tools(label):
     return {"tools_total_ms": sum(medians), "tools_max_ms": max(medians)}
 
 
+def turns():
+    """pith-bench's 1,000 turns in one process (target/bench/turns.json, written by `make bench`
+    just before): pith's CPU per turn = fixed + per_mb x request MB, and how far the groups of a
+    hundred turns stray from that line (the largest, in ms)."""
+    try:
+        with open(os.path.join(ROOT, "target", "bench", "turns.json")) as f:
+            t = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    spread = max(abs(cpu - t["fixed_ms"] - t["per_mb_ms"] * mb) for mb, cpu in t["groups"])
+    return {"turn_fixed_ms": t["fixed_ms"], "turn_per_mb_ms": t["per_mb_ms"], "turn_spread_ms": spread}
+
+
 def parse_kv(text, prefix):
     for line in text.splitlines():
         if line.startswith(prefix):
@@ -238,11 +268,27 @@ def main():
     found = agents()
     runs = 5 if QUICK else 15
     res = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
-           "agents": {}}
+           "cpu_model": cpu_model(), "load_start": os.getloadavg()[0], "agents": {}}
+    # The long session first, every agent's runs interleaved (each run is a few seconds of pi:
+    # run one agent after the other and a change in the machine's load becomes their ratio).
+    print("== long session (all agents, interleaved)", file=sys.stderr)
+    cmds = []
+    for _, cmd in found:
+        cmds += ["--", *cmd]
+    out = run([sys.executable, os.path.join(ROOT, "tests", "bench", "longsession.py"),
+               "--oracle", ORACLE, "--turns", "1000" if QUICK else "5000",
+               "--runs", "1" if QUICK else "5", *cmds])
+    lines = [l for l in out.splitlines() if l.startswith("longsession:")]
+    long_session = {label: parse_kv(l, "longsession:") for (label, _), l in zip(found, lines)}
     for label, cmd in found:
         print(f"== {label}", file=sys.stderr)
         pith = label == "pith"
         r = {}
+        ls = long_session.get(label, {})
+        r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
+        r["wire_ms"] = ls.get("wire_ms")
+        r["longsession_rss_mib"] = ls.get("peak_rss_mib")
+        r["resume_cpu_ms"], r["turn_cpu_ms"] = ls.get("resume_cpu_ms"), ls.get("turn_cpu_ms")
         b = bench_py(label, cmd, "cold,latency", runs)
         r["cold_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
         r["latency_ms"] = b.get("latency", {}).get("first_sse_text_chunk_to_text_delta_line_ms", {}).get("median")
@@ -262,21 +308,17 @@ def main():
                          ("--throughput", "20000:tok"))
             t = (t.get("throughput") or [{}])[0]
             r["stream20k_087_s"] = t.get("prompt_to_agent_end_s")
-        turns = "1000" if QUICK else "5000"
-        ls = parse_kv(run([sys.executable, os.path.join(ROOT, "tests", "bench", "longsession.py"),
-                           "--oracle", ORACLE, "--turns", turns, "--runs", "1" if QUICK else "5",
-                           "--", *cmd]), "longsession:")
-        r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
-        r["wire_ms"] = ls.get("wire_ms")
-        r["longsession_rss_mib"] = ls.get("peak_rss_mib")
         n = ("50" if QUICK else "200") if pith else "8"
         d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
         r["agents_per_gib"] = d.get("agents_per_gib")
         r.update(export_html(cmd))
         r.update(tools(label))
+        if pith:
+            r.update(turns())
         res["agents"][label] = r
         print(json.dumps(r), file=sys.stderr)
 
+    res["load_end"] = os.getloadavg()[0]
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(res, f, indent=2)
@@ -293,6 +335,11 @@ def main():
             ("long session: prompt -> request on the wire (ms)", "wire_ms", False),
             ("long session: prompt -> request logged by the fake LLM (ms)", "request_ms", False),
             ("long session: peak RSS (MiB)", "longsession_rss_mib", False),
+            ("long session: CPU to resume (ms)", "resume_cpu_ms", False),
+            ("long session: CPU of the turn (ms)", "turn_cpu_ms", False),
+            ("1,000 turns in one process: CPU per turn, fixed part (ms)", "turn_fixed_ms", False),
+            ("1,000 turns: CPU per turn per MB of request (ms)", "turn_per_mb_ms", False),
+            ("1,000 turns: largest group off that line (ms)", "turn_spread_ms", False),
             ("agents per GiB (PSS)", "agents_per_gib", True),
             ("HTML export, 10k entries (ms)", "export_ms", False),
             ("HTML export page (MiB)", "export_page_mib", False),
@@ -300,7 +347,8 @@ def main():
             ("grep/find, 100k files: slowest case (ms)", "tools_max_ms", False)]
     labels = list(res["agents"])
     head = "| | " + " | ".join(labels) + " | " + " | ".join(f"{l} / pith" for l in labels[1:]) + " |"
-    print(f"\n{res['date']}, {res['cpus']} CPUs ({res['machine']})\n")
+    print(f"\n{res['date']}, {res['cpu_model']}, {res['cpus']} CPUs ({res['machine']}); load average "
+          f"{res['load_start']:.1f} at the start, {res['load_end']:.1f} at the end\n")
     print(head)
     print("|" + " --- |" * (1 + 2 * len(labels) - 1))
     p = res["agents"]["pith"]

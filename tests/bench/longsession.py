@@ -3,7 +3,7 @@
 TURNS turns, ~4 entries a turn, and take one more turn), measured the same way for every agent,
 with one more figure: the request on the wire.
 
-  tests/bench/longsession.py [--oracle DIR] [--turns 5000] [--runs 3] -- AGENT_CMD...
+  tests/bench/longsession.py [--oracle DIR] [--turns 5000] [--runs 3] -- AGENT_CMD... [-- AGENT_CMD...]
 
 The session file is the oracle's (its `write_session`, loaded from the oracle's script so the two
 stay the same). The fake LLM is the oracle's `fakellm.py` run by `fakellm_wire.py`, which adds a
@@ -21,7 +21,7 @@ stay the same). The fake LLM is the oracle's `fakellm.py` run by `fakellm_wire.p
   former. Both count every thread and do not depend on how loaded the machine is the way wall
   times do.
 
-Prints `longsession: resume_ms=... wire_ms=... request_ms=... turn_ms=... peak_rss_mib=...
+Several agents: their runs are interleaved; one line each, in order. Prints `longsession: resume_ms=... wire_ms=... request_ms=... turn_ms=... peak_rss_mib=...
 resume_cpu_ms=... turn_cpu_ms=...`.
 """
 import json
@@ -149,9 +149,18 @@ def one_run(cmd, work, source, models, marks, i, turn=True):
 def main():
     a = sys.argv[1:]
     sep = a.index("--")
-    opts, cmd = a[:sep], a[sep + 1:]
-    if "/" in cmd[0]:
-        cmd[0] = os.path.abspath(cmd[0])  # the agent runs in its own directory
+    opts = a[:sep]
+    # One agent command, or several separated by `--`: their runs are interleaved, so every
+    # agent meets the same load.
+    cmds = [[]]
+    for word in a[sep + 1:]:
+        if word == "--":
+            cmds.append([])
+        else:
+            cmds[-1].append(word)
+    for cmd in cmds:
+        if "/" in cmd[0]:
+            cmd[0] = os.path.abspath(cmd[0])  # the agent runs in its own directory
 
     def opt(name, default):
         return type(default)(opts[opts.index(name) + 1]) if name in opts else default
@@ -169,18 +178,20 @@ def main():
         port = int(srv.stdout.readline().split()[1])
         with open(os.path.join(oracle, "config", "models.json.tmpl")) as f:
             models = f.read().replace("{PORT}", str(port))
-        res = []
+        res = [[] for _ in cmds]
         for i in range(runs):
-            # Interleaved, so both kinds of run meet the same load.
-            res.append(one_run(cmd, work, source, models, marks, i))
-            res[-1].update(one_run(cmd, work, source, models, marks, i, turn=False))
+            for cmd, r in zip(cmds, res):
+                # The turn and the resume alone back to back, so both meet the same load.
+                r.append(one_run(cmd, work, source, models, marks, i))
+                r[-1].update(one_run(cmd, work, source, models, marks, i, turn=False))
     finally:
         srv.terminate()
-    med = {k: statistics.median(r[k] for r in res) for k in res[0]}
-    # The turn's CPU: a resumed process that takes one turn, less one that only resumes.
-    med["turn_cpu_ms"] = med.pop("cpu_ms") - med["resume_cpu_ms"]
     print(f"session: {entries} entries, {os.path.getsize(source) / 1e6:.1f} MB")
-    print("longsession: " + " ".join(f"{k}={v:.1f}" for k, v in med.items()))
+    for r in res:
+        med = {k: statistics.median(x[k] for x in r) for k in r[0]}
+        # The turn's CPU: a resumed process that takes one turn, less one that only resumes.
+        med["turn_cpu_ms"] = med.pop("cpu_ms") - med["resume_cpu_ms"]
+        print("longsession: " + " ".join(f"{k}={v:.1f}" for k, v in med.items()))
     shutil.rmtree(work, ignore_errors=True)
 
 
