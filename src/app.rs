@@ -220,7 +220,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         } else {
             resolve_session_arg(arg, &session_dir)?
         };
-        let mut s = Session::open_or_create(&path, &cwd_str)?;
+        let mut s = Session::open_or_create(&path, &cwd_str).map_err(|e| format!("Error: {e}"))?;
         if opts.session_dir.is_some() {
             s.set_session_dir(session_dir.clone());
         }
