@@ -14,6 +14,8 @@ pub mod config;
 pub mod core;
 pub mod ext;
 pub mod files;
+#[doc(hidden)]
+pub mod harness;
 pub mod initial_message;
 pub mod io;
 pub mod json;

@@ -25,7 +25,7 @@ use crate::rpc::command::{
 };
 use crate::rpc::event::{Event as Frame, Partials};
 use crate::rpc::response;
-use crate::session::Session;
+use crate::session::{Session, WriteNotice};
 use crate::tools::Tool;
 
 /// Everything the machine starts with (resolved by `app` from the CLI, config and registry).
@@ -887,7 +887,24 @@ impl Machine {
 
     pub(crate) fn flush_session_warnings(&mut self) {
         for w in self.session.take_warnings() {
-            eprintln!("pith: session: {w}");
+            eprintln!("Warning: {w}");
+        }
+        for n in self.session.take_write_notices() {
+            self.emit(&match &n {
+                WriteNotice::Failed {
+                    file,
+                    error,
+                    unsaved,
+                } => Frame::SessionWriteError {
+                    session_file: file,
+                    error,
+                    unsaved_entries: *unsaved,
+                },
+                WriteNotice::Resumed { file, saved } => Frame::SessionWriteResumed {
+                    session_file: file,
+                    saved_entries: *saved,
+                },
+            });
         }
     }
 

@@ -79,7 +79,7 @@ impl Machine {
             loaded.set_session_dir(dir.to_path_buf());
         }
         for w in loaded.take_warnings() {
-            eprintln!("pith: session: {w}");
+            eprintln!("Warning: {w}");
         }
         self.session = loaded;
         if let Some((p, i)) = self.session.model() {

@@ -14,6 +14,7 @@ pub mod azure_openai;
 pub mod bedrock;
 pub mod cloudflare;
 pub mod cost;
+pub mod error_body;
 pub mod faux;
 pub mod google;
 pub mod google_auth;
