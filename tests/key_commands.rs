@@ -28,7 +28,15 @@ fn world_with_key(llm: &FakeLlm, api_key: &str) -> World {
 }
 
 fn spawn(w: &World) -> Pith {
-    w.spawn(&["--mode", "rpc", "--no-session", "--provider", "cmd", "--model", "m1"])
+    w.spawn(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "cmd",
+        "--model",
+        "m1",
+    ])
 }
 
 fn last_assistant(frames: &[Value]) -> Value {
@@ -36,7 +44,7 @@ fn last_assistant(frames: &[Value]) -> Value {
         .iter()
         .rev()
         .find(|v| v["type"] == "agent_end")
-        .expect("agent_end");
+        .unwrap_or_else(|| panic!("no agent_end in {frames:?}"));
     end["messages"]
         .as_array()
         .unwrap()
@@ -48,7 +56,9 @@ fn last_assistant(frames: &[Value]) -> Value {
 }
 
 fn count_lines(path: &std::path::Path) -> usize {
-    fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
+    fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
 }
 
 /// A key command that waits for a file: meanwhile `get_state` and `abort` are answered, the run
@@ -80,8 +90,10 @@ fn a_key_command_that_waits_blocks_nothing_and_abort_stops_it() {
         a,
         json!({"id":"a","type":"response","command":"abort","success":true})
     );
-    let frames = p.recv_until(|v| v["type"] == "agent_settled");
-    assert_eq!(last_assistant(&frames)["stopReason"], "aborted");
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let m = last_assistant(&p.seen);
+    assert_eq!(m["stopReason"], "aborted", "{m}");
+    assert_eq!(m["errorMessage"], "Request was aborted.", "{m}");
     assert_no_process_within(&marker, support::TIMEOUT);
     fs::write(&go, "").unwrap();
     assert_eq!(count_lines(&count), 0, "the aborted command ran to its end");
@@ -113,7 +125,10 @@ fn key_commands_run_as_often_as_pi_runs_them() {
     let auth_count = w0.tmp().join("auth-count");
     let w = world_with_key(
         &llm,
-        &format!("!echo run >> '{}'; printf sk-models", models_count.display()),
+        &format!(
+            "!echo run >> '{}'; printf sk-models",
+            models_count.display()
+        ),
     );
     let mut p = spawn(&w);
     for (i, id) in ["p1", "p2"].iter().enumerate() {

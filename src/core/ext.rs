@@ -621,7 +621,7 @@ impl Machine {
         let Some(model) = self.model.clone() else {
             return Err("No model selected.".to_string());
         };
-        if model.api != "faux" && self.api_key(&model.provider).is_none() {
+        if model.api != "faux" && !self.key_configured(&model.provider) {
             return Err(format!("No API key found for {}.", model.provider));
         }
         self.flush_deferred_bash();

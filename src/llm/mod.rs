@@ -159,6 +159,9 @@ pub struct RequestExtra {
     /// The environment cloud APIs read their settings and ambient credentials from (AWS_*,
     /// AZURE_OPENAI_*, GOOGLE_*); `None` = the process environment.
     pub env: Option<models::Env>,
+    /// Key and headers still to resolve because a `!command` gives them: the request's prepare
+    /// worker runs it ([`models::AuthPlan::resolve`]), never the state machine.
+    pub auth: Option<models::AuthPlan>,
 }
 
 impl RequestExtra {
@@ -177,6 +180,7 @@ impl std::fmt::Debug for RequestExtra {
             .field("oauth", &self.oauth)
             .field("thinking_map", &self.thinking_map)
             .field("env", &self.env.as_ref().map(|_| "<env>"))
+            .field("auth", &self.auth)
             .finish()
     }
 }

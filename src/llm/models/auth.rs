@@ -15,9 +15,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::os::unix::process::CommandExt;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -167,7 +167,11 @@ impl Auth {
         match self.stored_or_env_key(provider) {
             Some(ConfigValue::Ready(key)) => key.is_some(),
             Some(ConfigValue::Command { .. }) => true,
-            None => self.fallback.contains_key(provider),
+            None => match self.fallback.get(provider) {
+                Some(raw) if raw.starts_with('!') => true,
+                Some(raw) => resolve_config_value_uncached(raw, &self.env).is_some(),
+                None => false,
+            },
         }
     }
 
@@ -296,7 +300,11 @@ pub enum ConfigValue {
 impl fmt::Debug for ConfigValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigValue::Ready(v) => write!(f, "Ready({})", if v.is_some() { "<redacted>" } else { "None" }),
+            ConfigValue::Ready(v) => write!(
+                f,
+                "Ready({})",
+                if v.is_some() { "<redacted>" } else { "None" }
+            ),
             ConfigValue::Command { command, cache } => f
                 .debug_struct("Command")
                 .field("command", command)
@@ -358,7 +366,11 @@ impl ConfigValue {
 
     /// [`ConfigValue::resolve`] where no value is an error: pi's text, and why when it is not
     /// simply a failure.
-    pub fn resolve_or_err(&self, cancel: &CancelToken, description: &str) -> Result<String, String> {
+    pub fn resolve_or_err(
+        &self,
+        cancel: &CancelToken,
+        description: &str,
+    ) -> Result<String, String> {
         let command = match self {
             ConfigValue::Command { command, .. } => command.as_str(),
             ConfigValue::Ready(_) => "",
@@ -369,8 +381,10 @@ impl ConfigValue {
             Ok(None) => Err(format!(
                 "Failed to resolve {description} from shell command: {command}"
             )),
+            // Said so (pi's text ends at the command), in words the retry rules do not match:
+            // a command that hangs is not retried.
             Err(CommandFailure::TimedOut) => Err(format!(
-                "Failed to resolve {description} from shell command: {command} (timed out after {} s)",
+                "Failed to resolve {description} from shell command: {command} (still running after {} s: stopped)",
                 COMMAND_TIMEOUT.as_secs()
             )),
             Err(_) => Err(crate::llm::api::ABORTED_BEFORE_RESPONSE.to_string()),
@@ -394,7 +408,11 @@ pub fn resolve_config_value_uncached(config: &str, env: &Env) -> Option<String> 
 /// Runs `sh -c cmd` in its own process group with stdin and stderr closed, a time limit and
 /// bounded output; the whole group is killed on timeout or when `cancel` fires. The trimmed
 /// output, if the command succeeded and printed something.
-fn run_command(cmd: &str, timeout: Duration, cancel: &CancelToken) -> Result<String, CommandFailure> {
+fn run_command(
+    cmd: &str,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<String, CommandFailure> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
@@ -516,5 +534,53 @@ pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
             ambient.then(|| "<authenticated>".to_string())
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
+    use super::*;
+    use crate::cancel::cancel_pair;
+
+    #[test]
+    fn a_command_past_its_limit_is_stopped() {
+        let r = run_command(
+            "sleep 30",
+            Duration::from_millis(100),
+            &CancelToken::never(),
+        );
+        assert_eq!(r, Err(CommandFailure::TimedOut));
+    }
+
+    #[test]
+    fn a_cancelled_command_is_stopped() {
+        let (mut src, tok) = cancel_pair();
+        src.cancel();
+        let r = run_command("sleep 30", Duration::from_secs(30), &tok);
+        assert_eq!(r, Err(CommandFailure::Cancelled));
+    }
+
+    #[test]
+    fn output_is_trimmed_and_failure_is_failure() {
+        let never = CancelToken::never();
+        let r = run_command("printf ' k \\n'", COMMAND_TIMEOUT, &never);
+        assert_eq!(r.as_deref(), Ok("k"));
+        let r = run_command("printf k; exit 1", COMMAND_TIMEOUT, &never);
+        assert_eq!(r, Err(CommandFailure::Failed));
+    }
+
+    #[test]
+    fn a_failed_command_is_pis_error() {
+        let failed = ConfigValue::Command {
+            command: "exit 2".into(),
+            cache: None,
+        };
+        let e = failed
+            .resolve_or_err(&CancelToken::never(), "API key for provider \"p\"")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "Failed to resolve API key for provider \"p\" from shell command: exit 2"
+        );
     }
 }
