@@ -21,6 +21,8 @@ fn main() {
             pith::cli::EXIT_USAGE
         }
     };
+    // A lock on auth.json that a request's worker still holds (an OAuth refresh under way).
+    pith::llm::lockfile::release_all();
     std::process::exit(code);
 }
 

@@ -163,7 +163,7 @@ fn prepare_on_worker(
         .spawn(move || {
             let mut req = req;
             let prepared = match resolve_auth(&mut req, &cancel)
-                .and_then(|()| crate::llm::oauth::resolve(&mut req))
+                .and_then(|()| crate::llm::oauth::resolve(&mut req, &cancel))
             {
                 Ok(()) => api.prepare(&req),
                 Err(e) => Err(e),
