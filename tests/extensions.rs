@@ -767,7 +767,7 @@ fn confirm_tools_allow_deny_cancel_timeout_and_unlisted() {
     assert_eq!(f[0]["toolCallId"], "faux_1_1");
     let write = f.last().unwrap().clone();
     assert_eq!(write["title"], "Allow write?");
-    assert_eq!(write["message"], "Write 3 bytes to denied.txt:\nno");
+    assert_eq!(write["message"], "Write 3 bytes to denied.txt:\nno\n");
     answer(&mut p, &write, json!({"confirmed":false}));
     // read is not listed: no dialog.
     let f = p.recv_until(|f| f["type"] == "extension_ui_request");
