@@ -74,3 +74,92 @@ fn the_auth_lock_is_released_when_pith_exits_during_a_refresh() {
     assert_eq!(tokens.requests().len(), 1);
     assert!(llm.requests().is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// F: a host that goes away is noticed at once
+
+/// The host closes its end of pith's stdout while a tool runs for a minute and prints nothing:
+/// pith notices at once (not when the tool ends and the next write fails), stops the tool
+/// (its process is gone), writes what the run had to the session and exits.
+#[test]
+fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
+    use std::io::{BufRead, BufReader, Write};
+    let w = World::new();
+    let marker = support::procs::unique_marker("gone");
+    let script = w.tmp().join("faux.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            json!({"toolCalls":[{"name":"bash","arguments":{"command":format!("sleep 60; : {marker}")}}]}),
+            json!({"text":"never"})
+        ),
+    )
+    .unwrap();
+    let sessions = w.tmp().join("sessions");
+    let mut cmd = w.command(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        script.to_str().unwrap(),
+        "--session-dir",
+        sessions.to_str().unwrap(),
+    ]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"id":"p","type":"prompt","message":"go"}}"#).unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("tool_execution_start") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "stdout ended");
+    }
+    eventually("the tool runs", || {
+        !support::procs::pgrep(&marker).is_empty()
+    });
+    drop(out);
+    // The sleep would run for a minute: a hang guard well below that.
+    let status = support::wait_timeout(&mut child, support::TIMEOUT);
+    assert!(status.success(), "{status:?}");
+    support::procs::assert_no_process_within(&marker, support::TIMEOUT);
+    drop(stdin);
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .expect("a session file")
+        .unwrap()
+        .path();
+    let entries: Vec<serde_json::Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let messages: Vec<(String, String)> = entries
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| {
+            let m = &e["message"];
+            let what = match m["role"].as_str().unwrap() {
+                "toolResult" => m["content"][0]["text"].as_str().unwrap().to_string(),
+                _ => m["stopReason"].as_str().unwrap_or("").to_string(),
+            };
+            (m["role"].as_str().unwrap().to_string(), what)
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            ("user".to_string(), String::new()),
+            ("assistant".to_string(), "toolUse".to_string()),
+            ("toolResult".to_string(), "Command aborted".to_string()),
+            ("assistant".to_string(), "aborted".to_string()),
+        ]
+    );
+}
