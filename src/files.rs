@@ -62,6 +62,31 @@ pub fn read_text(path: &Path) -> Result<String, ReadError> {
     Ok(text)
 }
 
+/// The bytes of `path` if it is a regular file of at most `max` bytes, checked before and while
+/// reading (a file may grow meanwhile). For paths a user names (`@file` arguments): never a
+/// read without end, never a whole disk in memory.
+pub fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::NotFound,
+        _ => ReadError::Io(e),
+    })?;
+    if !meta.is_file() {
+        return Err(ReadError::NotAFile);
+    }
+    if meta.len() > max {
+        return Err(ReadError::TooLarge);
+    }
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(ReadError::TooLarge);
+    }
+    Ok(bytes)
+}
+
 /// [`read_text`], with any warning written to stderr at once.
 pub fn read_text_or_warn(path: &Path) -> Option<String> {
     match read_text(path) {
