@@ -163,3 +163,55 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// I: invalid UTF-8 and numbers beyond a double
+
+/// A command line with bytes that are not UTF-8 is read as pi reads it (they become U+FFFD), so
+/// the command runs and its id is echoed; an id like `1e400` (Infinity to JavaScript) runs the
+/// command and is echoed as `null`, as pi 0.73.1 echoes it. Both were parse errors without an id,
+/// so a client waiting on the id never got its answer.
+#[test]
+fn stray_bytes_and_overflowing_numbers_are_read_as_pi_reads_them() {
+    let w = World::new();
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+    ]);
+    p.send_raw(b"{\"id\":\"x\xffy\",\"type\":\"abort\"}\n");
+    assert_eq!(
+        p.recv(),
+        json!({"id":"x\u{fffd}y","type":"response","command":"abort","success":true})
+    );
+    p.send_raw(b"{\"id\":1e400,\"type\":\"get_state\"}\n");
+    let r = p.recv();
+    assert_eq!(r["id"], serde_json::Value::Null);
+    assert_eq!(r.as_object().unwrap().keys().next().unwrap(), "id");
+    assert_eq!(r["command"], "get_state");
+    assert_eq!(r["success"], true);
+    p.send_raw(b"{\"id\":-1e400,\"type\":\"set_session_name\",\"name\":\"n\xfe\"}\n");
+    let frames = p.recv_until(|v| v["type"] == "response");
+    assert_eq!(
+        frames,
+        [
+            json!({"type":"session_info_changed","name":"n\u{fffd}"}),
+            json!({"id":null,"type":"response","command":"set_session_name","success":true})
+        ]
+    );
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["data"]["sessionName"], "n\u{fffd}");
+    // Still a parse error where pi's is one: the stray byte breaks the JSON syntax here.
+    p.send_raw(b"{\"id\":\"a\",\"type\":\"get_state\"\xff}\n");
+    assert_eq!(
+        p.recv(),
+        json!({"type":"response","command":"parse","success":false,
+            "error":"Failed to parse command: expected `,` or `}` at line 1 column 29"})
+    );
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+}
