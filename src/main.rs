@@ -12,7 +12,7 @@ fn main() {
             0
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
-        Ok(pith::cli::Parsed::PiCommand(text)) => {
+        Ok(pith::cli::Parsed::PiCommand(text) | pith::cli::Parsed::Refused(text)) => {
             eprintln!("{text}");
             pith::cli::EXIT_FAILURE
         }

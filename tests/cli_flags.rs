@@ -460,10 +460,6 @@ fn only_what_neither_pi_accepts_exits_2() {
             vec!["--tui-mode", "sideways"],
             "Invalid TUI mode \"sideways\". Valid values: regular, fullscreen",
         ),
-        (
-            vec!["--mode", "tui"],
-            "--mode: unknown mode 'tui' (expected rpc, json or print)",
-        ),
     ] {
         let o = pith(&w, &args, None);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -510,4 +506,46 @@ fn help_lists_the_flags() {
     ] {
         assert!(h.contains(flag), "{flag} missing from --help");
     }
+}
+
+/// `--mode` with a value pi does not know, or without one: pi 0.87.1's message on stderr and
+/// exit 1 (pi 0.73.1 ignores the value and starts its terminal UI, which pith has not). Before,
+/// pith printed a message of its own and exited 2.
+#[test]
+fn an_invalid_mode_gets_pis_message() {
+    let w = World::new();
+    for (args, message) in [
+        (
+            &["--mode", "tui"][..],
+            "Error: Invalid mode \"tui\". Valid values: text, json, rpc\n",
+        ),
+        (
+            &["--mode"][..],
+            "Error: --mode requires text, json, or rpc\n",
+        ),
+        (
+            &["--mode", "--no-session"][..],
+            "Error: --mode requires text, json, or rpc\n",
+        ),
+    ] {
+        let o = pith(&w, args, None);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(out(&o), "");
+        assert_eq!(err(&o), message, "{args:?}");
+    }
+    let o = pith(
+        &w,
+        &[
+            "--mode",
+            "text",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "hi",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(out(&o), "This is the faux provider. You said: hi\n");
 }
