@@ -215,3 +215,34 @@ fn stray_bytes_and_overflowing_numbers_are_read_as_pi_reads_them() {
     let (status, _) = p.finish(support::TIMEOUT);
     assert!(status.success());
 }
+
+// ---------------------------------------------------------------------------------------------
+// J: the Makefile finds the binaries where cargo puts them
+
+/// With `CARGO_TARGET_DIR` set, cargo builds elsewhere: `make run`, `make test`'s interop step
+/// and `make bench` use the binaries there (they ran `target/…/pith`, which did not exist or was
+/// stale). Checked with `make -n` (what would run), so nothing is built.
+#[test]
+fn the_makefile_honours_cargo_target_dir() {
+    let Ok(out) = std::process::Command::new("make")
+        .args(["-n", "run", "test", "bench"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CARGO_TARGET_DIR", "/elsewhere/t")
+        .env("MAKEFLAGS", "")
+        .output()
+    else {
+        eprintln!("SKIPPED: make not found");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for expected in [
+        "./fixtures/demo/run.sh /elsewhere/t/release/pith",
+        "PITH_BIN=/elsewhere/t/debug/pith tests/interop/run.sh pith",
+        "python3 tests/bench/compare.py --pith /elsewhere/t/release/pith",
+        "python3 tests/bench/tools.py --pith /elsewhere/t/release/pith",
+    ] {
+        assert!(text.contains(expected), "{expected} not in:\n{text}");
+    }
+    assert!(!text.contains("target/release/pith"), "{text}");
+}
