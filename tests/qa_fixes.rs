@@ -246,3 +246,68 @@ fn the_makefile_honours_cargo_target_dir() {
     }
     assert!(!text.contains("target/release/pith"), "{text}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// J: the message queues are bounded
+
+/// A host that queues without end: the 1001st `follow_up` (or `steer`, or `prompt` with a
+/// `streamingBehavior`) is refused with a clear error, nothing is queued for it, and what was
+/// queued before is kept (`get_state` counts it; `abort` ends the run).
+#[test]
+fn the_message_queues_are_bounded() {
+    let w = World::new();
+    let script = w.tmp().join("faux.jsonl");
+    std::fs::write(
+        &script,
+        format!("{}\n", json!({"text":"a long answer","delayMs":2000})),
+    )
+    .unwrap();
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+        "--faux-script",
+        script.to_str().unwrap(),
+    ]);
+    let r = p.call(json!({"type":"prompt","message":"go"}), "p");
+    assert_eq!(r["success"], true);
+    let mut burst = Vec::new();
+    for k in 0..1000 {
+        burst.extend_from_slice(
+            format!(
+                "{}\n",
+                json!({"id":format!("f{k}"),"type":"follow_up","message":format!("m{k}")})
+            )
+            .as_bytes(),
+        );
+    }
+    p.send_raw(&burst);
+    p.response("f999");
+    let full = "Queue full: 1000 follow-up messages (3.8KB) are already waiting, the most pith queues (1000 messages or 64 MiB); wait until the agent takes them, or abort";
+    for (cmd, id) in [
+        (json!({"type":"follow_up","message":"one more"}), "f1000"),
+        (
+            json!({"type":"prompt","message":"one more","streamingBehavior":"followUp"}),
+            "p2",
+        ),
+    ] {
+        let r = p.call(cmd.clone(), id);
+        assert_eq!(
+            r,
+            json!({"id":id,"type":"response","command":cmd["type"],"success":false,"error":full})
+        );
+    }
+    // The steering queue is a queue of its own.
+    let r = p.call(json!({"type":"steer","message":"turn"}), "s");
+    assert_eq!(r["success"], true, "{r}");
+    let st = p.call(json!({"type":"get_state"}), "st");
+    assert_eq!(st["data"]["pendingMessageCount"], 1001);
+    let a = p.call(json!({"type":"abort"}), "a");
+    assert_eq!(a["success"], true);
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+}

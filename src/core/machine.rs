@@ -497,12 +497,12 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::Steer);
+                self.enqueue(input, StreamingBehavior::Steer)?;
                 Ok(None)
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::FollowUp);
+                self.enqueue(input, StreamingBehavior::FollowUp)?;
                 Ok(None)
             }
             Command::Abort => {
@@ -678,7 +678,7 @@ impl Machine {
             let Some(b) = behavior else {
                 return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
-            self.enqueue(input, b);
+            self.enqueue(input, b)?;
             return Ok(None);
         }
         if self.plugins.starting() {
@@ -721,7 +721,7 @@ impl Machine {
         Err(DEFERRED.to_string())
     }
 
-    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
+    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
         let q = Queued {
             text: input.text.clone(),
             message: AgentMessage::User(UserMessage {
@@ -729,11 +729,15 @@ impl Machine {
                 timestamp: now_ms(),
             }),
         };
-        match behavior {
-            StreamingBehavior::Steer => self.steering.push(q),
-            StreamingBehavior::FollowUp => self.follow_up.push(q),
-        }
+        let pushed = match behavior {
+            StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
+            StreamingBehavior::FollowUp => {
+                self.follow_up.push(q).map_err(|f| f.message("follow-up"))
+            }
+        };
+        pushed?;
         self.emit_queue_update();
+        Ok(())
     }
 
     /// Stop the current run without emitting its closing events (`new_session`,
