@@ -76,31 +76,7 @@ pub struct Model {
     pub shape: model_json::ModelShape,
 }
 
-impl Model {
-    /// Thinking levels this model accepts (spec 12.3).
-    pub fn available_thinking_levels(&self) -> &'static [ThinkingLevel] {
-        use ThinkingLevel::*;
-        if !self.reasoning {
-            &[Off]
-        } else if self.supports_xhigh() {
-            &[Off, Minimal, Low, Medium, High, Xhigh]
-        } else {
-            &[Off, Minimal, Low, Medium, High]
-        }
-    }
-
-    pub fn supports_xhigh(&self) -> bool {
-        ["gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"]
-            .iter()
-            .any(|p| self.id.contains(p))
-    }
-
-    /// Clamp a requested level to the available set: first available at or above, else below.
-    pub fn clamp_thinking(&self, level: ThinkingLevel) -> ThinkingLevel {
-        clamp_thinking(self.available_thinking_levels(), level)
-    }
-}
-
+/// `level` if `available` has it, else the first available level above it, else below it.
 pub fn clamp_thinking(available: &[ThinkingLevel], level: ThinkingLevel) -> ThinkingLevel {
     if available.contains(&level) {
         return level;

@@ -353,6 +353,17 @@ fn blocks(content: &[Value]) -> Vec<Content> {
     out
 }
 
+/// The texts of `content`'s text blocks.
+fn texts(content: &[Content]) -> Vec<&str> {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The text blocks of `content` held to the limits every tool's output has
 /// ([`DEFAULT_MAX_LINES`](crate::tools::truncate::DEFAULT_MAX_LINES) lines,
 /// [`DEFAULT_MAX_BYTES`](crate::tools::truncate::DEFAULT_MAX_BYTES)), keeping the head. Within
@@ -362,13 +373,7 @@ fn bound_text(content: Vec<Content>) -> (Vec<Content>, Option<Value>) {
     use crate::tools::truncate::{
         DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head,
     };
-    let texts: Vec<&str> = content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let texts = texts(&content);
     let bytes: usize = texts.iter().map(|t| t.len() + 1).sum();
     let lines: usize = texts.iter().map(|t| t.split('\n').count()).sum();
     if bytes <= DEFAULT_MAX_BYTES + 1 && lines <= DEFAULT_MAX_LINES {
@@ -444,14 +449,7 @@ pub fn call_result(result: &Value) -> ToolResult {
     }
     let (content, truncation) = bound_text(content);
     if obj.get("isError") == Some(&Value::Bool(true)) {
-        let text: Vec<&str> = content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let text = text.join("\n");
+        let text = texts(&content).join("\n");
         return Err(if text.is_empty() {
             "The MCP tool reported an error without a message".into()
         } else {
