@@ -496,7 +496,7 @@ pub fn progress_text(params: &Value) -> Option<(u64, String)> {
         match m.char_indices().nth(MAX_PROGRESS_CHARS) {
             Some((cut, _)) => {
                 text.push_str(&m[..cut]);
-                text.push_str("…");
+                text.push('…');
             }
             None => text.push_str(m),
         }
