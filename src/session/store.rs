@@ -398,12 +398,20 @@ impl Lines {
         for (line, at) in batch.lines() {
             self.number += 1;
             self.needs_newline = !line.ends_with(b"\n");
+            // What `prepare` made of the line (it saw every line that is not blank as it is).
             if line.trim_ascii().is_empty() {
                 continue;
             }
             let Some(p) = prepared.next() else {
                 continue;
             };
+            let (line, at) = match line.strip_prefix(BOM) {
+                Some(rest) if self.number == 1 => (rest, at + BOM.len() as u64),
+                _ => (line, at),
+            };
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
             if let Some(n) = self.failed_line.take() {
                 let shown = &self.shown;
                 self.warnings
@@ -432,6 +440,10 @@ impl Lines {
         false
     }
 }
+
+/// A UTF-8 byte-order mark, which some editors put at the start of a file: skipped there, as pi's
+/// reader does (JavaScript's `trim` counts it as whitespace).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// `{type: "session", id: <string>}`.
 pub fn is_header(obj: &Map<String, Value>) -> bool {
@@ -637,6 +649,7 @@ pub fn read_header(path: &Path) -> Option<Map<String, Value>> {
     BufReader::new(f.take(64 * 1024))
         .read_until(b'\n', &mut line)
         .ok()?;
+    let line = line.strip_prefix(BOM).unwrap_or(&line);
     match serde_json::from_slice::<Value>(line.trim_ascii()) {
         Ok(Value::Object(obj)) if is_header(&obj) => Some(obj),
         _ => None,
@@ -935,5 +948,48 @@ mod tests {
         ));
         assert_eq!(report.warnings, warnings);
         assert!(report.needs_newline);
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_skipped_on_both_paths() {
+        // A small file (one thread) and one over the parallel threshold: the header is read
+        // without the mark, and every line's offset still points at that line.
+        for entries in [3, 40_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.jsonl");
+            let mut text =
+                String::from("\u{feff}{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+            for i in 0..entries {
+                text.push_str(&format!(
+                    "{{\"type\":\"message\",\"id\":\"{i:08}\",\"pad\":\"{}\"}}\n",
+                    "x".repeat(40)
+                ));
+            }
+            fs::write(&path, &text).unwrap();
+            let file = fs::File::open(&path).unwrap();
+            struct Check<'t> {
+                text: &'t str,
+                n: usize,
+            }
+            impl LineSink<usize> for Check<'_> {
+                fn line(&mut self, line: &[u8], first: bool, at: u64, len: usize) -> LineRead {
+                    assert_eq!(line.first(), Some(&b'{'));
+                    assert_eq!(first, self.n == 0);
+                    let at = at as usize;
+                    assert_eq!(&self.text.as_bytes()[at..at + line.len()], line);
+                    // `prepare` saw the line as it is in the file, mark included.
+                    assert_eq!(len, line.len() + if self.n == 0 { 3 } else { 0 });
+                    self.n += 1;
+                    LineRead::Object
+                }
+                fn fragment(&mut self, _: &[u8], _: bool) -> bool {
+                    false
+                }
+            }
+            let mut check = Check { text: &text, n: 0 };
+            let report = read_lines_from(&file, &path, &|l: &[u8], _| l.len(), &mut check).unwrap();
+            assert_eq!(check.n, entries + 1);
+            assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+        }
     }
 }
