@@ -56,12 +56,13 @@ static:
 # pith beside pi 0.73.1 / 0.87.1 (those installed by the oracle's setup scripts) as ratios from one
 # run: target/bench/results.json.
 # BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.
-bench: build
+bench:
 	@mkdir -p target/bench
-	$(CARGO) run --release --features bench --bin pith-bench > target/bench/pith-bench.txt
+	$(CARGO) build --release --features bench
+	$(TARGET_DIR)/release/pith-bench > target/bench/pith-bench.txt
 	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
-		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt && \
-		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
+		python3 tests/bench/tools.py --pith $(abspath $(TARGET_DIR))/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt && \
+		python3 tests/bench/compare.py --pith $(abspath $(TARGET_DIR))/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
 		echo "pith-bench's and grep/find's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
 	else cat target/bench/pith-bench.txt; \
 		echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
