@@ -154,15 +154,22 @@ pub fn open_regular(path: &Path) -> Result<fs::File, String> {
 /// Bytes read from the file at a time (a batch of whole lines).
 const READ_CHUNK: usize = 256 * 1024;
 
-/// Files larger than this are prepared on two threads ([`read_lines_from`]).
+/// Files larger than this are prepared on more than one thread ([`read_lines_from`]).
 const PARALLEL_ABOVE: u64 = 2 * 1024 * 1024;
+
+/// At most this many threads help the calling one prepare a large file.
+const MAX_HELPERS: usize = 3;
+
+/// Batches read ahead of the one the calling thread adds next.
+const AHEAD: usize = 6;
 
 /// [`read_lines`] over a file already open ([`open_regular`]; `path` names it in messages),
 /// with a stage that runs first on every non-blank line, possibly on another thread and out of
 /// order: `prepare(line, offset)` (the session loader parses entries there). `sink` then gets
 /// the lines in file order with what `prepare` made of them. A large file is read in batches of
-/// lines that two threads prepare in turn (the parse of a long session is most of resuming it);
-/// `sink` runs on the calling thread only.
+/// lines that up to [`MAX_HELPERS`] scoped threads and the calling thread prepare, whichever is
+/// free taking the next (the parse of a long session is most of resuming it); `sink` runs on the
+/// calling thread only.
 pub fn read_lines_from<P: Send>(
     file: &fs::File,
     path: &Path,
@@ -194,65 +201,80 @@ pub fn read_lines_from<P: Send>(
     };
     let read_error = |e: std::io::Error| format!("Cannot read session file {shown}: {e}");
     let stopped = || format!("Cannot read session file {shown}: the reading thread stopped");
-    let parallel =
-        len > PARALLEL_ABOVE && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    // Helpers: one fewer than the cores this process may use (the calling thread is the other),
+    // at most three.
+    let helpers = if len > PARALLEL_ABOVE {
+        std::thread::available_parallelism().map_or(0, |n| (n.get() - 1).min(MAX_HELPERS))
+    } else {
+        0
+    };
     let no_header = std::thread::scope(|scope| -> Result<bool, String> {
-        let (to_worker, batches_rx) = crossbeam_channel::bounded::<Batch>(3);
-        let (prepared_tx, from_worker) = crossbeam_channel::bounded::<(Batch, Vec<P>)>(3);
-        let worker = parallel.then(|| {
-            std::thread::Builder::new()
+        // Batches read and not yet prepared, numbered in file order; any helper takes the next
+        // one, and so does the calling thread whenever the batch it must add next is not ready:
+        // no fixed share, so a thread the scheduler holds back (a busy machine) does not hold
+        // the others up.
+        let (todo_tx, todo_rx) = crossbeam_channel::bounded::<(usize, Batch)>(AHEAD);
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<(usize, Batch, Vec<P>)>();
+        let mut started = 0;
+        for _ in 0..helpers {
+            let (todo, done) = (todo_rx.clone(), done_tx.clone());
+            let spawned = std::thread::Builder::new()
                 .name("session-load".into())
                 .stack_size(crate::THREAD_STACK)
                 .spawn_scoped(scope, move || {
-                    for b in batches_rx {
+                    for (seq, b) in todo {
                         let p = b.prepare(prepare);
-                        if prepared_tx.send((b, p)).is_err() {
+                        if done.send((seq, b, p)).is_err() {
                             break;
                         }
                     }
-                })
-                .is_ok()
-        });
-        let parallel = worker == Some(true);
-        // Who prepares which batch, in file order (`true`: the worker). The calling thread also
-        // reads the file and adds every entry, so it prepares fewer: 2 of 5 keeps the two about
-        // equally busy on a long session.
-        const SHARE: [bool; 5] = [false, true, false, true, true];
-        let mut round: Vec<(Option<Batch>, Option<Vec<P>>)> = Vec::with_capacity(SHARE.len());
+                });
+            started += usize::from(spawned.is_ok());
+        }
+        drop(done_tx);
+        // Prepared batches that came back before their turn, by number.
+        let mut ready: std::collections::HashMap<usize, (Batch, Vec<P>)> =
+            std::collections::HashMap::new();
+        let (mut read, mut taken, mut at_end) = (0usize, 0usize, false);
         loop {
-            round.clear();
-            for &to_worker_share in &SHARE {
-                let Some(b) = batches.next().map_err(read_error)? else {
-                    break;
-                };
-                if parallel && to_worker_share {
-                    to_worker.send(b).map_err(|_| stopped())?;
-                    round.push((None, None));
-                } else {
-                    round.push((Some(b), None));
-                }
-                if !parallel {
-                    break;
+            // Keep up to AHEAD batches read ahead.
+            while !at_end && read - taken < AHEAD {
+                match batches.next().map_err(read_error)? {
+                    Some(b) if started > 0 => {
+                        todo_tx.send((read, b)).map_err(|_| stopped())?;
+                        read += 1;
+                    }
+                    Some(b) => {
+                        let p = b.prepare(prepare);
+                        ready.insert(read, (b, p));
+                        read += 1;
+                    }
+                    None => at_end = true,
                 }
             }
-            if round.is_empty() {
+            if taken == read {
                 break;
             }
-            for (b, p) in round.iter_mut() {
-                if let Some(b) = b {
-                    *p = Some(b.prepare(prepare));
+            let (b, p) = loop {
+                if let Some(x) = ready.remove(&taken) {
+                    break x;
                 }
-            }
-            for (b, p) in round.drain(..) {
-                let (b, p) = match (b, p) {
-                    (Some(b), Some(p)) => (b, p),
-                    _ => from_worker.recv().map_err(|_| stopped())?,
-                };
-                if lines.take(&b, p, sink) {
-                    return Ok(true);
+                if let Ok((seq, b, p)) = done_rx.try_recv() {
+                    ready.insert(seq, (b, p));
+                } else if let Ok((seq, b)) = todo_rx.try_recv() {
+                    let p = b.prepare(prepare);
+                    ready.insert(seq, (b, p));
+                } else {
+                    // Every batch up to this one is with a helper: wait for one to come back.
+                    let (seq, b, p) = done_rx.recv().map_err(|_| stopped())?;
+                    ready.insert(seq, (b, p));
                 }
-                batches.recycle(b);
+            };
+            taken += 1;
+            if lines.take(&b, p, sink) {
+                return Ok(true);
             }
+            batches.recycle(b);
         }
         Ok(false)
     })?;
