@@ -190,9 +190,9 @@ fn a_large_request_body_is_streamed_whole_with_its_content_length() {
     let sessions = w.dir.path().join("sessions");
     fs::create_dir_all(&sessions).unwrap();
     let file = sessions.join("big.jsonl");
-    // About 2.6 MB of history: over the 1 MiB threshold for streaming, and a file over the
-    // 2 MiB threshold for loading on two threads.
-    write_session(&file, &w.cwd(), 450, 5000);
+    // About 5.2 MB of history: over the 4 MiB threshold for streaming, and a file over the
+    // 2 MiB threshold for loading on more than one thread.
+    write_session(&file, &w.cwd(), 900, 5000);
     let mut p = spawn(&w, &file, &sessions);
     p.send(json!({"id":"p","type":"prompt","message":"one more step"}));
     let frames = p.recv_until(|v| v["type"] == "agent_end");
@@ -206,13 +206,13 @@ fn a_large_request_body_is_streamed_whole_with_its_content_length() {
     assert_eq!(reqs.len(), 1);
     let r = &reqs[0];
     let len: usize = r.header("content-length").unwrap().parse().unwrap();
-    assert!(len > 1024 * 1024, "{len}");
+    assert!(len > pith::llm::body::STREAM_ABOVE, "{len}");
     assert_eq!(r.body.len(), len);
     assert!(r.header("transfer-encoding").is_none());
     let body: Value = serde_json::from_str(&r.body).expect("the whole body is valid JSON");
     let msgs = body["messages"].as_array().unwrap();
     // Each turn: user, assistant tool call, user tool result, assistant text; then the prompt.
-    assert_eq!(msgs.len(), 450 * 4 + 1);
+    assert_eq!(msgs.len(), 900 * 4 + 1);
     assert_eq!(msgs[2]["content"][0]["type"], "tool_result");
     assert_eq!(
         msgs[2]["content"][0]["content"].as_str().unwrap().len(),

@@ -127,7 +127,8 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
     use std::io::Read;
     let out: String = "tool output with \"quotes\", tabs\t and é\n".repeat(60);
     let mut msgs = Vec::new();
-    for i in 0..400 {
+    // Enough turns for a body over the streaming threshold (each ~2.6 KB).
+    for i in 0..body::STREAM_ABOVE / 2000 {
         msgs.push(user(&format!("step {i}")));
         msgs.push(LlmMessage::Assistant(AssistantMessage {
             content: vec![Content::ToolCall(ToolCall {
@@ -174,5 +175,9 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
         "the streamed body differs from the whole body"
     );
     let v: serde_json::Value = serde_json::from_slice(&sent).unwrap();
-    assert_eq!(v["messages"].as_array().unwrap().len(), 1201);
+    // Three messages a turn, and the last prompt.
+    assert_eq!(
+        v["messages"].as_array().unwrap().len(),
+        3 * (body::STREAM_ABOVE / 2000) + 1
+    );
 }

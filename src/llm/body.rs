@@ -25,8 +25,10 @@ pub type WriteBody = fn(&LlmRequest, &mut BodySink);
 /// About how much of a body is handed on at a time.
 pub const CHUNK: usize = 64 * 1024;
 
-/// Bodies up to this size are built whole and sent as bytes.
-pub const STREAM_ABOVE: usize = 1024 * 1024;
+/// Bodies up to this size are built whole and sent as bytes: one pass instead of two, for at
+/// most this much memory while the request is sent (a context that makes such a body already
+/// holds about twice that).
+pub const STREAM_ABOVE: usize = 4 * 1024 * 1024;
 
 /// Where a body is written: [`BodySink::buf`], handed on whenever it holds a [`CHUNK`] and the
 /// writer reaches a [`BodySink::checkpoint`] (between messages of the history).
@@ -216,7 +218,7 @@ mod tests {
 
     #[test]
     fn streamed_bodies_are_the_bytes_of_the_whole_body() {
-        for n in [0, 1, 1000, 200_000] {
+        for n in [0, 1, 1000, 600_000] {
             let req = request(n);
             let whole = to_bytes(numbers, &req);
             match measure(numbers, &req) {
