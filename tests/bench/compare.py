@@ -308,6 +308,7 @@ def main():
                          ("--throughput", "20000:tok"))
             t = (t.get("throughput") or [{}])[0]
             r["stream20k_087_s"] = t.get("prompt_to_agent_end_s")
+            r["stream20k_087_cpu_s"] = t.get("agent_cpu_s")
         n = ("50" if QUICK else "200") if pith else "8"
         d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
         r["agents_per_gib"] = d.get("agents_per_gib")
@@ -331,6 +332,7 @@ def main():
             ("20k-chunk stream (s)", "stream20k_s", False), ("20k-chunk stream CPU (s)", "stream20k_cpu_s", False),
             ("20k-chunk stream, partials none (s)", "stream20k_none_s", False),
             ("20k-chunk stream, --compat 0.87 (s)", "stream20k_087_s", False),
+            ("20k-chunk stream CPU, --compat 0.87 (s)", "stream20k_087_cpu_s", False),
             ("long session: resume (ms)", "resume_ms", False),
             ("long session: prompt -> request on the wire (ms)", "wire_ms", False),
             ("long session: prompt -> request logged by the fake LLM (ms)", "request_ms", False),
@@ -357,9 +359,9 @@ def main():
         cells = ["" if v is None else f"{v:.3g}" for v in vals]
         ratios = []
         for l, v in zip(labels[1:], vals[1:]):
-            if key == "stream20k_s" and l == "pi 0.87.1":
+            if key in ("stream20k_s", "stream20k_cpu_s") and l == "pi 0.87.1":
                 # Same protocol on both sides: pi 0.87.1 against pith --compat 0.87.
-                key087 = p.get("stream20k_087_s")
+                key087 = p.get(key.replace("stream20k", "stream20k_087"))
                 ratios.append(f"{v / key087:.1f}x (vs 0.87)" if v and key087 else "")
                 continue
             if v is None or not p.get(key):
