@@ -9,7 +9,8 @@ Agents: target/release/pith (or --pith BIN), and each reference that is installe
 oracle's own harnesses, run the same way for every agent:
 
 - cold start: spawn -> first `get_state` response (bench.py `cold`); the same with 200 skills
-  and 200 prompt templates in the config dir, to `get_state` and to `get_commands`;
+  and 200 prompt templates in the config dir, to `get_state` and to `get_commands`; and the
+  floor: the same harness starting `bench-floor`, a program that only answers `get_state`;
 - idle and peak memory: VmHWM sampled from /proc (not wait4 rusage, which counts the Python
   parent's pages in a forked child): idle after `get_state`, peak over a prompt with a reply;
 - first-token latency: first SSE text chunk written -> its `text_delta` line read (bench.py);
@@ -280,6 +281,13 @@ def main():
                "--runs", "1" if QUICK else "5", *cmds])
     lines = [l for l in out.splitlines() if l.startswith("longsession:")]
     long_session = {label: parse_kv(l, "longsession:") for (label, _), l in zip(found, lines)}
+    # The harness's own share of a cold start: a program that only answers the first get_state
+    # (bench-floor, built next to pith by `make bench`), measured the same way.
+    floor_bin = os.path.join(os.path.dirname(found[0][1][0]), "bench-floor")
+    if os.access(floor_bin, os.X_OK):
+        print("== floor (bench-floor)", file=sys.stderr)
+        b = bench_py("floor", [floor_bin], "cold", runs)
+        res["cold_floor_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
     for label, cmd in found:
         print(f"== {label}", file=sys.stderr)
         pith = label == "pith"
@@ -371,6 +379,9 @@ def main():
             else:
                 ratios.append(f"{v / p[key]:.1f}x")
         print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    if res.get("cold_floor_ms"):
+        print(f"\ncold start floor: {res['cold_floor_ms']:.3g} ms, the same harness starting a program that only"
+              " answers get_state (bench-floor), in the same run")
     print(f"\nfigures: {OUT}")
 
 
