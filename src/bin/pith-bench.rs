@@ -144,7 +144,7 @@ fn time_first_response(s: &Scratch, command: &[u8]) -> (f64, f64) {
     for _ in 0..30 {
         let start = Instant::now();
         let mut child = spawn(
-            &s,
+            s,
             &[
                 "--mode",
                 "rpc",
@@ -499,6 +499,7 @@ fn many_turns(turns: usize) {
             line.clear();
             if out.read_until(b'\n', &mut line).expect("read") == 0 {
                 println!("pith stopped at turn {t}");
+                let _ = child.wait();
                 return;
             }
             if line.starts_with(b"{\"type\":\"agent_settled\"") {
