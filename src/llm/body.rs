@@ -125,14 +125,50 @@ pub enum Measured {
     Stream(u64),
 }
 
-/// The first pass: a small body kept, a large one counted.
+/// The first pass: a small body kept, a large one counted. A history whose text alone is over
+/// [`STREAM_ABOVE`] is counted from the start (the body holds at least that text), instead of
+/// being kept up to the limit first only to be dropped: a long session's turn would hold
+/// [`STREAM_ABOVE`] of body (and up to twice that of buffer) for nothing.
 pub fn measure(write: WriteBody, req: &LlmRequest) -> Measured {
-    let mut sink = BodySink::new(Out::KeepUpTo(STREAM_ABOVE));
+    let out = if history_text_bytes(req) > STREAM_ABOVE {
+        Out::Count
+    } else {
+        Out::KeepUpTo(STREAM_ABOVE)
+    };
+    let mut sink = BodySink::new(out);
     write(req, &mut sink);
     match sink.finish() {
         (_, Some(bytes)) => Measured::Bytes(bytes),
         (len, None) => Measured::Stream(len),
     }
+}
+
+/// The bytes of text in a request's history (text and thinking blocks, plain user text). Only a
+/// hint for [`measure`]: an estimate off either way changes how the body is sent, never its
+/// bytes.
+fn history_text_bytes(req: &LlmRequest) -> usize {
+    use crate::message::{Content, LlmMessage, UserContent};
+    let blocks = |content: &[Content]| -> usize {
+        content
+            .iter()
+            .map(|c| match c {
+                Content::Text(t) => t.text.len(),
+                Content::Thinking(t) => t.thinking.len(),
+                _ => 0,
+            })
+            .sum()
+    };
+    req.messages
+        .iter()
+        .map(|m| match m {
+            LlmMessage::User(u) => match &u.content {
+                UserContent::Text(t) => t.len(),
+                UserContent::Blocks(b) => blocks(b),
+            },
+            LlmMessage::Assistant(a) => blocks(&a.content),
+            LlmMessage::ToolResult(t) => blocks(&t.content),
+        })
+        .sum()
 }
 
 /// A body being written by its own thread, read in chunks (what the HTTP client sends).
