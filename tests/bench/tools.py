@@ -177,6 +177,11 @@ def agents():
             print("  warning: a version-manager shim on PATH adds its own start-up to every pi call;"
                   " put the real binary's directory first", file=sys.stderr)
         found.append(("pi 0.73.1", [pi, "--mode", "rpc"]))
+        latest = os.path.join(ORACLE, "ref-latest", "pi")
+        if os.access(latest, os.X_OK):
+            found.append(("pi 0.87.1", [latest, "--mode", "rpc"]))
+        else:
+            print(f"skip pi 0.87.1: not installed ({latest})", file=sys.stderr)
     return found
 
 
@@ -272,9 +277,10 @@ def main():
     labels = list(res["agents"])
     print(f"\n{res['date']}, {res['cpus']} CPUs ({res['machine']}); {FILES} files, median of {RUNS} "
           "(min); tool_execution_start -> tool_execution_end\n")
+    others = labels[1:]
     print("| case | " + " | ".join(f"{l} ms" for l in labels) + " | lines |"
-          + ("" if len(labels) < 2 else " pi / pith |"))
-    print("|" + " --- |" * (len(labels) + 2 + (len(labels) > 1)))
+          + "".join(f" {l} / pith |" for l in others))
+    print("|" + " --- |" * (2 * len(labels) + 1))
     for name, _, _ in CASES:
         cells = []
         for l in labels:
@@ -282,8 +288,9 @@ def main():
             cells.append("" if r["median_ms"] is None else f"{r['median_ms']:.0f} ({r['min_ms']:.0f})")
         lines = "/".join(str(res["agents"][l][name]["lines"]) for l in labels)
         row = f"| {name} | " + " | ".join(cells) + f" | {lines} |"
-        if len(labels) > 1:
-            a, b = res["agents"]["pith"][name]["median_ms"], res["agents"][labels[1]][name]["median_ms"]
+        a = res["agents"]["pith"][name]["median_ms"]
+        for l in others:
+            b = res["agents"][l][name]["median_ms"]
             row += f" {b / a:.1f}x |" if a and b else " |"
         print(row)
     print(f"\nfigures: {OUT}")
