@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use super::ls::finish_listing;
 use super::ordered_walk::{Entry, Visitor, Walker};
 use super::paths::resolve_to_cwd;
-use super::regular::{CancelRead, open_read, special_kind};
+use super::regular::{CancelRead, DirOpener, open_read, special_kind};
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 use super::walk::{Flavor, relative};
 use super::{
@@ -296,10 +296,11 @@ struct GrepVisitor<'a> {
     cancel: &'a CancelToken,
 }
 
-/// A search thread's searcher and the buffer it reads files into.
+/// A search thread's searcher, the buffer it reads files into, and how it opens them.
 struct SearchState {
     searcher: Searcher,
     buf: Vec<u8>,
+    opener: DirOpener,
 }
 
 impl Visitor for GrepVisitor<'_> {
@@ -315,6 +316,7 @@ impl Visitor for GrepVisitor<'_> {
         SearchState {
             searcher,
             buf: vec![0; READ_AHEAD],
+            opener: DirOpener::default(),
         }
     }
 
@@ -364,7 +366,7 @@ fn search_walked(
     // The walk saw a regular file. Should it have been swapped for a FIFO or a device since,
     // O_NONBLOCK keeps `open` and `read` from blocking and binary detection stops at the first
     // NUL, so no `fstat` is spent per file here.
-    let mut file = CancelRead::new(super::regular::open_nonblocking(path)?, stop);
+    let mut file = CancelRead::new(state.opener.open(path)?, stop);
     let buf = &mut state.buf;
     let mut len = 0;
     let mut end = false;
