@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""`make bench`'s tool benchmark: grep and find over a 100,000-file repository, pith beside pi
-0.73.1 (which spawns ripgrep and fd), through RPC tool calls.
+"""`make bench`'s tool benchmark: grep, find and ls over a 100,000-file repository, pith beside
+pi 0.73.1 and pi 0.87.1 (which spawn ripgrep and fd), through RPC tool calls.
 
   tests/bench/tools.py [--quick] [--runs N] [--files N] [--oracle DIR] [--pith BIN] [--no-pi]
-                       [--out target/bench/tools.json]
+                       [--also LABEL=BIN]... [--out target/bench/tools.json]
 
 The tree (generated once into target/bench/tree-<files>, reused while its recipe is unchanged)
 is a git working copy of a TypeScript monorepo: 50 packages with sources and tests, and per
 package an ignored `node_modules/` and `dist/` (root `.gitignore`) and `coverage/` (the
-package's own `.gitignore`), plus five 20 MB text files. Each agent gets the same scripted
-turns from the oracle's fake LLM (`fakellm.py`): one tool call per turn, every case once per
+package's own `.gitignore`), plus five 20 MB text files, and for `ls` one directory of 20,200
+entries in the ignored root `node_modules/`. Each agent gets the same scripted
+turns from the oracle's fake LLM (`fakellm.py`; without the oracle, pith alone is measured with
+its own offline `faux` provider playing them): one tool call per turn, every case once per
 round, after an untimed whole-tree search that warms the page cache; `--runs` rounds alternate
 between the agents so that changes in the machine's load hit both alike. The figure is the wall
 time from the `tool_execution_start` line to the `tool_execution_end` line as the driver reads
-them (median over the rounds, and min); both agents are measured the same way. pi needs `rg` and `fd` on PATH (as pi would find them); without them, or without
-the oracle's pi, only pith is measured.
+them (median over the rounds, and min); every agent is measured the same way. pi needs `rg`
+and `fd` on PATH (as pi would find them); without them, or without the oracle's pi, only pith
+is measured. `--also LABEL=BIN` adds another pith build (say, the one before a change).
 
 On a shared machine the figures are noisy: run with other work stopped, or compare medians of
 several runs. A benchmark, not a test: nothing is asserted.
@@ -54,6 +57,8 @@ CASES = [
     ("find *.json (whole tree)", "find", {"pattern": "*.json"}),
     ("find *.ts (limit 1000)", "find", {"pattern": "*.ts"}),
     ("find src/**/*.spec.ts", "find", {"pattern": "src/**/*.spec.ts", "limit": 5000}),
+    ("ls 20,000 entries (limit 500)", "ls", {"path": "node_modules/flat"}),
+    ("ls 20,000 entries (all)", "ls", {"path": "node_modules/flat", "limit": 25000}),
 ]
 
 WORDS = ("const let value result item index count total buffer request response handler agent "
@@ -125,6 +130,26 @@ def build_tree(root, files):
     return count, needles
 
 
+def flat_dir(root):
+    """`ls`'s case: one directory of 20,000 files and 200 directories, in the root's ignored
+    `node_modules/` (grep and find never see it)."""
+    flat = os.path.join(root, "node_modules", "flat")
+    stamp = os.path.join(root, "node_modules", ".flat-done")
+    if os.path.exists(stamp):
+        return
+    shutil.rmtree(flat, ignore_errors=True)
+    os.makedirs(flat)
+    rng = random.Random(7)
+    words = WORDS + ["Index", "README", "test_utils"]
+    for i in range(20000):
+        name = (rng.choice(words) + rng.choice(["_", "-", ".", ""]) + str(i)
+                + rng.choice([".ts", ".rs", ".json", "", ".d.ts"]))
+        open(os.path.join(flat, name), "w").close()
+    for i in range(200):
+        os.makedirs(os.path.join(flat, f"dir{i}"))
+    open(stamp, "w").close()
+
+
 def tree():
     root = os.path.join(ROOT, "target", "bench", f"tree-{FILES}")
     stamp = os.path.join(root, ".recipe")
@@ -132,6 +157,7 @@ def tree():
     try:
         with open(stamp) as f:
             if f.read() == want:
+                flat_dir(root)
                 return root
     except OSError:
         pass
@@ -140,6 +166,7 @@ def tree():
     n, needles = build_tree(root, FILES)
     with open(stamp, "w") as f:
         f.write(want)
+    flat_dir(root)
     print(f"tree: {n} files ({needles} with the rare literal) in {time.time() - t:.0f} s: {root}",
           file=sys.stderr)
     return root
@@ -162,6 +189,12 @@ def tool_version(path):
 
 def agents():
     found = [("pith", [arg("--pith", os.path.join(ROOT, "target", "release", "pith")), "--mode", "rpc"])]
+    # `--also LABEL=BIN` (repeatable): another pith build beside it, e.g. the one before a change.
+    a = sys.argv[1:]
+    for i, v in enumerate(a[:-1]):
+        if v == "--also" and "=" in a[i + 1]:
+            label, path = a[i + 1].split("=", 1)
+            found.append((label, [path, "--mode", "rpc"]))
     if "--no-pi" in sys.argv:
         return found
     pi = os.path.join(ORACLE, "ref", "node_modules", ".bin", "pi")
@@ -196,21 +229,31 @@ def measure(cmd, root, runs, warm_up):
         for _ in range(runs):
             turns.append({"tool_calls": [{"name": tool, "arguments": args}]})
     turns.append({"text": "done"})
-    script = os.path.join(work, "script.json")
-    with open(script, "w") as f:
-        json.dump({"turns": turns}, f)
-    srv = subprocess.Popen([sys.executable, os.path.join(ORACLE, "fakellm.py"), "--script", script],
-                           stdout=subprocess.PIPE, text=True)
-    port = int(srv.stdout.readline().split()[1])
-    with open(os.path.join(ORACLE, "config", "models.json.tmpl")) as f:
-        models = f.read().replace("{PORT}", str(port))
-    with open(os.path.join(work, "home", "models.json"), "w") as f:
-        f.write(models)
+    srv = None
+    if os.path.exists(os.path.join(ORACLE, "fakellm.py")):
+        script = os.path.join(work, "script.json")
+        with open(script, "w") as f:
+            json.dump({"turns": turns}, f)
+        srv = subprocess.Popen([sys.executable, os.path.join(ORACLE, "fakellm.py"), "--script", script],
+                               stdout=subprocess.PIPE, text=True)
+        port = int(srv.stdout.readline().split()[1])
+        with open(os.path.join(ORACLE, "config", "models.json.tmpl")) as f:
+            models = f.read().replace("{PORT}", str(port))
+        with open(os.path.join(work, "home", "models.json"), "w") as f:
+            f.write(models)
+        provider = ["--provider", "fake", "--model", "fake-model"]
+    else:
+        # No oracle (so no pi either): pith's own offline provider plays the same turns.
+        script = os.path.join(work, "faux.jsonl")
+        with open(script, "w") as f:
+            for t in turns:
+                f.write(json.dumps({"text": t["text"]} if "text" in t else
+                                   {"toolCalls": t["tool_calls"]}) + "\n")
+        provider = ["--provider", "faux", "--model", "faux", "--faux-script", script]
     env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "HOME": os.path.join(work, "userhome"),
            "PI_CODING_AGENT_DIR": os.path.join(work, "home"), "TMPDIR": os.path.join(work, "tmp"),
            "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
-    p = subprocess.Popen(cmd + ["--provider", "fake", "--model", "fake-model", "--no-session",
-                                "--tools", "read,grep,find,ls"],
+    p = subprocess.Popen(cmd + provider + ["--no-session", "--tools", "read,grep,find,ls"],
                          cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL)
     timer = threading.Timer(1800, p.kill)
@@ -241,7 +284,8 @@ def measure(cmd, root, runs, warm_up):
         p.wait(timeout=30)
     except subprocess.TimeoutExpired:
         p.kill()
-    srv.terminate()
+    if srv:
+        srv.terminate()
     shutil.rmtree(work, ignore_errors=True)
     out = {}
     for i, (name, _, _) in enumerate(CASES):
