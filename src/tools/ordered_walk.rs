@@ -33,6 +33,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 use ignore::{DirEntry, Error};
@@ -68,6 +69,9 @@ const PROGRESS_EVERY: usize = 64;
 const CHANNEL_BATCHES: usize = 16;
 /// Entries visited on the calling thread before the walk goes parallel.
 const SEQUENTIAL_BUDGET: usize = 2048;
+/// Time spent on the calling thread alone before the walk goes parallel (searching a few large
+/// files can take longer than walking thousands of entries).
+const SEQUENTIAL_TIME: Duration = Duration::from_millis(5);
 /// The most threads a walk uses.
 pub const MAX_THREADS: usize = 8;
 
@@ -83,8 +87,10 @@ pub struct Walker<'a> {
     pub limit: usize,
     /// The plan goes one level deeper while it has fewer than `threads × this` directories.
     pub units_per_thread: usize,
-    /// Entries visited on the calling thread before the other threads start.
+    /// The calling thread walks alone until it has visited this many entries or spent
+    /// `sequential_time`, whichever comes first; then the other threads start.
     pub sequential_budget: usize,
+    pub sequential_time: Duration,
 }
 
 impl<'a> Walker<'a> {
@@ -100,6 +106,7 @@ impl<'a> Walker<'a> {
             limit,
             units_per_thread: 8,
             sequential_budget: SEQUENTIAL_BUDGET,
+            sequential_time: SEQUENTIAL_TIME,
         }
     }
 
@@ -122,6 +129,7 @@ impl<'a> Walker<'a> {
         let mut taken = 0usize;
         let mut visits = 0usize;
         let mut resume = None;
+        let started = Instant::now();
         for entry in builder(&[self.root], self.cwd, &self.flavor).build() {
             if cancel.is_cancelled() {
                 return;
@@ -130,7 +138,9 @@ impl<'a> Walker<'a> {
                 if e.depth() == 0 {
                     continue;
                 }
-                if visits >= budget {
+                if visits >= budget
+                    || (budget != usize::MAX && started.elapsed() >= self.sequential_time)
+                {
                     resume = Some(e.path().to_path_buf());
                     break;
                 }
@@ -585,6 +595,7 @@ mod tests {
         w.threads = threads;
         w.units_per_thread = units;
         w.sequential_budget = budget;
+        w.sequential_time = Duration::MAX;
         let mut out = Vec::new();
         w.run(&Paths, &CancelToken::never(), &mut |p| {
             out.push(p);

@@ -15,7 +15,9 @@ its own offline `faux` provider playing them): one tool call per turn, every cas
 round, after an untimed whole-tree search that warms the page cache; `--runs` rounds alternate
 between the agents so that changes in the machine's load hit both alike. The figure is the wall
 time from the `tool_execution_start` line to the `tool_execution_end` line as the driver reads
-them (median over the rounds, and min); every agent is measured the same way. pi needs `rg`
+them (median over the rounds, and min), and the CPU time the agent process and the children it
+waited for (rg, fd) spent in between (from /proc, in clock ticks; on a loaded machine the wall
+time mostly says how much CPU the scheduler gave each agent); every agent is measured the same way. pi needs `rg`
 and `fd` on PATH (as pi would find them); without them, or without the oracle's pi, only pith
 is measured. `--also LABEL=BIN` adds another pith build (say, the one before a change).
 
@@ -218,6 +220,19 @@ def agents():
     return found
 
 
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ms(pid):
+    """CPU time of process `pid` and of its children it has waited for (pi's rg and fd), ms."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) * TICK_MS
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def measure(cmd, root, runs, warm_up):
     """One agent process answering every case `runs` times in a row: {case: [seconds]}."""
     work = tempfile.mkdtemp(prefix="pith-bench-tools-")
@@ -260,7 +275,7 @@ def measure(cmd, root, runs, warm_up):
     timer.start()
     p.stdin.write(b'{"id":"p","type":"prompt","message":"search"}\n')
     p.stdin.flush()
-    started, times, sizes = {}, [], []
+    started, times, sizes, cpus = {}, [], [], []
     warm = [warm_up]
     for line in p.stdout:
         now = time.perf_counter()
@@ -270,12 +285,15 @@ def measure(cmd, root, runs, warm_up):
             continue
         ev = json.loads(line)
         if ev["type"] == "tool_execution_start":
-            started[ev["toolCallId"]] = now
+            started[ev["toolCallId"]] = (now, cpu_ms(p.pid))
         elif ev["type"] == "tool_execution_end":
             if warm[0]:
                 warm[0] = False
                 continue
-            times.append(now - started[ev["toolCallId"]])
+            t0, c0 = started[ev["toolCallId"]]
+            c1 = cpu_ms(p.pid)
+            times.append(now - t0)
+            cpus.append(c1 - c0 if c0 is not None and c1 is not None else None)
             text = "".join(c.get("text", "") for c in ev["result"].get("content", []))
             sizes.append((ev.get("isError", False), text.count("\n") + 1, len(text)))
     timer.cancel()
@@ -291,6 +309,7 @@ def measure(cmd, root, runs, warm_up):
     for i, (name, _, _) in enumerate(CASES):
         s = sizes[i * runs] if i * runs < len(sizes) else None
         out[name] = {"times": times[i * runs:(i + 1) * runs],
+                     "cpus": cpus[i * runs:(i + 1) * runs],
                      "lines": s[1] if s else None, "error": s[0] if s else None}
     return out
 
@@ -308,13 +327,17 @@ def main():
             got = measure(cmd, root, 1, warm_up=True)
             agent = res["agents"].setdefault(label, {})
             for name, r in got.items():
-                a = agent.setdefault(name, {"times": [], "lines": r["lines"], "error": r["error"]})
+                a = agent.setdefault(name, {"times": [], "cpus": [], "lines": r["lines"],
+                                            "error": r["error"]})
                 a["times"].extend(r["times"])
+                a["cpus"].extend(c for c in r["cpus"] if c is not None)
     for agent in res["agents"].values():
         for r in agent.values():
             t = r.pop("times")
             r["median_ms"] = statistics.median(t) * 1000 if t else None
             r["min_ms"] = min(t) * 1000 if t else None
+            c = r.pop("cpus")
+            r["median_cpu_ms"] = statistics.median(c) if c else None
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(res, f, indent=2)
@@ -337,6 +360,19 @@ def main():
             b = res["agents"][l][name]["median_ms"]
             row += f" {b / a:.1f}x |" if a and b else " |"
         print(row)
+    # Wall time on a loaded machine mostly says how much CPU the scheduler gave each agent; the
+    # CPU time spent (the agent's and its child processes', from /proc, in clock ticks) does not
+    # depend on that.
+    print(f"\nCPU time of the agent process and its children (rg, fd), median ms "
+          f"({TICK_MS:.0f} ms ticks)\n")
+    print("| case | " + " | ".join(f"{l} CPU ms" for l in labels) + " |")
+    print("|" + " --- |" * (len(labels) + 1))
+    for name, _, _ in CASES:
+        cells = []
+        for l in labels:
+            c = res["agents"][l][name].get("median_cpu_ms")
+            cells.append("" if c is None else f"{c:.0f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
     print(f"\nfigures: {OUT}")
 
 
