@@ -75,6 +75,22 @@ const SEQUENTIAL_TIME: Duration = Duration::from_millis(5);
 /// The most threads a walk uses.
 pub const MAX_THREADS: usize = 8;
 
+/// The threads a walk uses: the cores the rest of the machine left idle over the last minute
+/// (`/proc/loadavg`, as `make -l` reads it), at least one. Where every core is busy already,
+/// more threads would only share the same CPU time and spend about a tenth more of it
+/// (contention in the kernel, subtrees set up twice); with many agents on one host, that is
+/// the usual case.
+fn idle_cores(cores: usize, loadavg: Option<&str>) -> usize {
+    let load = loadavg
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|l| l.parse::<f64>().ok())
+        .filter(|l| l.is_finite() && *l >= 0.0);
+    match load {
+        Some(load) => ((cores as f64 - load).ceil().max(1.0) as usize).min(cores),
+        None => cores,
+    }
+}
+
 /// A walk of `root` with `flavor`'s ignore rules.
 pub struct Walker<'a> {
     pub root: &'a Path,
@@ -95,9 +111,11 @@ pub struct Walker<'a> {
 
 impl<'a> Walker<'a> {
     pub fn new(root: &'a Path, cwd: &'a Path, flavor: Flavor, limit: usize) -> Walker<'a> {
-        let threads = std::thread::available_parallelism()
+        let cores = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(MAX_THREADS);
+        let load = std::fs::read_to_string("/proc/loadavg").ok();
+        let threads = idle_cores(cores, load.as_deref());
         Walker {
             root,
             cwd,
@@ -659,6 +677,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn threads_for_the_idle_cores() {
+        assert_eq!(idle_cores(2, Some("0.05 0.20 0.30 1/120 99")), 2);
+        assert_eq!(idle_cores(2, Some("0.99 0.20 0.30 1/120 99")), 2);
+        assert_eq!(idle_cores(2, Some("1.00 0.20 0.30 1/120 99")), 1);
+        assert_eq!(idle_cores(2, Some("7.5 0.20 0.30 1/120 99")), 1);
+        assert_eq!(idle_cores(8, Some("3.2 1 1 1/1 1")), 5);
+        assert_eq!(idle_cores(4, None), 4);
+        assert_eq!(idle_cores(4, Some("nan")), 4);
+        assert_eq!(idle_cores(4, Some("")), 4);
     }
 
     #[test]
