@@ -290,16 +290,31 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in warnings {
         eprintln!("{w}");
     }
-    if model.is_none() && !scoped_models.is_empty() && !resumed {
+    // What pi 0.87.1 applies again whenever it builds a session's runtime (new_session,
+    // switch_session, fork, clone): the CLI's model and level and the scoped pick.
+    let mut defaults = crate::core::machine::SessionDefaults {
+        cli_model: model.clone(),
+        cli_level,
+        scoped: None,
+        initial: initial_model(
+            &registry,
+            &auth,
+            settings.default_provider().zip(settings.default_model()),
+        ),
+    };
+    if model.is_none() && !scoped_models.is_empty() {
         let default = settings.default_provider().zip(settings.default_model());
         let pick = scoped_models
             .iter()
             .find(|(m, _)| default.is_some_and(|(p, i)| m.provider == p && m.id == i))
             .or_else(|| scoped_models.first());
         if let Some((m, level)) = pick {
-            model = Some(m.clone());
-            if cli_level.is_none() {
-                cli_level = *level;
+            defaults.scoped = Some((m.clone(), *level));
+            if !resumed {
+                model = Some(m.clone());
+                if cli_level.is_none() {
+                    cli_level = *level;
+                }
             }
         }
     }
@@ -325,6 +340,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         } else {
             None
         })
+        .or(model
+            .as_ref()
+            .filter(|_| compat.is_087())
+            .and_then(|m| settings.model_thinking_level(&m.provider, &m.id)))
         .or(settings.default_thinking_level())
         .unwrap_or(ThinkingLevel::Medium);
     let thinking = match &model {
@@ -400,6 +419,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         auth,
         model,
         thinking,
+        defaults,
         scoped_models,
         session,
         tools: active,

@@ -37,6 +37,8 @@ pub struct Startup {
     pub auth: Auth,
     pub model: Option<Model>,
     pub thinking: ThinkingLevel,
+    /// What `--compat 0.87` applies again to every session it switches to.
+    pub defaults: SessionDefaults,
     /// `--models` (or settings `enabledModels`) resolved: models for `cycle_model`.
     pub scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub session: Session,
@@ -51,6 +53,19 @@ pub struct Startup {
     pub compat: Compat,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
+}
+
+/// The choices pi 0.87.1 applies again whenever it builds the runtime of a session (it does so
+/// for `new_session`, `switch_session`, `fork` and `clone`): the CLI's model and thinking level
+/// (also a `--model pattern:level`), the scoped models' pick, and the first model otherwise.
+#[derive(Clone, Debug, Default)]
+pub struct SessionDefaults {
+    pub cli_model: Option<Model>,
+    pub cli_level: Option<ThinkingLevel>,
+    /// The scoped model a session without messages starts with, and its level.
+    pub scoped: Option<(Model, Option<ThinkingLevel>)>,
+    /// The settings' default model, else the first one with a key.
+    pub initial: Option<Model>,
 }
 
 /// Channels the machine listens on and writes to.
@@ -108,6 +123,8 @@ pub struct Machine {
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
+    /// See [`Startup::defaults`].
+    pub(crate) defaults: SessionDefaults,
     pub(crate) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(crate) steering: Queue,
     pub(crate) follow_up: Queue,
@@ -208,6 +225,7 @@ impl Machine {
             prompt_cache: Default::default(),
             model: s.model,
             thinking: s.thinking,
+            defaults: s.defaults,
         }
     }
 
@@ -903,7 +921,13 @@ impl Machine {
     fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
         self.session.append_model_change(&model.provider, &model.id);
-        let wanted = level.unwrap_or(if old_supports {
+        let wanted = level.unwrap_or(if self.compat.is_087() {
+            // pi 0.87.1: the model's own setting, else the settings' default, else the current.
+            self.settings
+                .model_thinking_level(&model.provider, &model.id)
+                .or(self.settings.default_thinking_level())
+                .unwrap_or(self.thinking)
+        } else if old_supports {
             self.thinking
         } else {
             self.settings

@@ -1,0 +1,175 @@
+//! `--compat 0.87`'s session runtime against `--compat 0.73`, over pipes: pi 0.87.1 rebuilds its
+//! runtime for every session it switches to (`new_session`, `switch_session`, `fork`, `clone`)
+//! from the command line again and no longer saves the RPC model and thinking setters, so those
+//! do not carry over to the next session; pi 0.73.1 saved them, so they did.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::anthropic::{Sse, text};
+use support::fake_llm::Reply;
+use support::frames::run;
+use support::{World, fake_rpc, fake_world};
+
+fn text_reply(n: usize, parts: &[&str]) -> Reply {
+    Sse::numbered(n).reply(&[text(parts)])
+}
+
+fn sessions_dir(w: &World) -> String {
+    let dir = w.dir.path().join("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.to_string_lossy().into_owned()
+}
+
+/// `get_state`'s model id and thinking level.
+fn model_and_level(p: &mut support::Pith, id: &str) -> (String, String) {
+    let st = p.call(json!({"type":"get_state"}), id)["data"].clone();
+    (
+        st["model"]["id"].as_str().unwrap_or("").to_string(),
+        st["thinkingLevel"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+fn pair(m: &str, l: &str) -> (String, String) {
+    (m.to_string(), l.to_string())
+}
+
+#[test]
+fn new_session_starts_from_the_command_line_under_087_only() {
+    for compat in ["0.73", "0.87"] {
+        let (w, _srv) = fake_world(vec![text_reply(1, &["One."])]);
+        w.write_agent_file("settings.json", r#"{"defaultThinkingLevel":"low"}"#);
+        let dir = sessions_dir(&w);
+        let mut p = w.spawn(&fake_rpc(&[
+            "--compat",
+            compat,
+            "--thinking",
+            "high",
+            "--session-dir",
+            &dir,
+        ]));
+        assert_eq!(model_and_level(&mut p, "s0"), pair("fake-model", "high"));
+        p.send(json!({"id":"t1","type":"set_thinking_level","level":"minimal"}));
+        assert_eq!(
+            p.recv(),
+            json!({"type":"thinking_level_changed","level":"minimal"})
+        );
+        assert_eq!(
+            p.recv(),
+            json!({"id":"t1","type":"response","command":"set_thinking_level","success":true})
+        );
+        // No event when the new session's level differs: pi builds a new runtime silently.
+        let r = p.call(json!({"type":"new_session"}), "n1");
+        assert_eq!(
+            r,
+            json!({"id":"n1","type":"response","command":"new_session","success":true,
+                   "data":{"cancelled":false}})
+        );
+        let want = if compat == "0.87" { "high" } else { "minimal" };
+        assert_eq!(model_and_level(&mut p, "s1"), pair("fake-model", want));
+        // A model set over RPC does not carry over either.
+        p.call(
+            json!({"type":"set_model","provider":"fake","modelId":"fake-model-2"}),
+            "m1",
+        );
+        p.call(json!({"type":"new_session"}), "n2");
+        let want = if compat == "0.87" {
+            pair("fake-model", "high")
+        } else {
+            pair("fake-model-2", "off")
+        };
+        assert_eq!(model_and_level(&mut p, "s2"), want);
+        // The new session records what it starts with.
+        let file = p.call(json!({"type":"get_state"}), "s3")["data"]["sessionFile"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        run(&mut p, "p1", "Hi");
+        let lines: Vec<Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[1]["type"], "model_change");
+        assert_eq!(lines[1]["modelId"], want.0.as_str());
+        assert_eq!(lines[2]["type"], "thinking_level_change");
+        assert_eq!(lines[2]["thinkingLevel"], want.1.as_str());
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn switch_session_fork_and_clone_restore_the_sessions_own_level_under_087() {
+    for compat in ["0.73", "0.87"] {
+        let (w, _srv) = fake_world(vec![text_reply(1, &["One."]), text_reply(2, &["Two."])]);
+        let dir = sessions_dir(&w);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--session-dir", &dir]));
+        p.call(json!({"type":"set_thinking_level","level":"high"}), "t1");
+        run(&mut p, "p1", "First");
+        let first = p.call(json!({"type":"get_state"}), "s1")["data"]["sessionFile"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        p.call(json!({"type":"set_thinking_level","level":"low"}), "t2");
+        // clone: the copy's own last level (low) in both versions.
+        p.call(json!({"type":"clone"}), "c1");
+        assert_eq!(model_and_level(&mut p, "s2"), pair("fake-model", "low"));
+        // fork before the first prompt: the copy holds the level set before it (high); 0.73
+        // keeps the current one.
+        let forks = p.call(json!({"type":"get_fork_messages"}), "f0")["data"]["messages"].clone();
+        p.call(json!({"type":"set_thinking_level","level":"minimal"}), "t3");
+        let entry = forks[0]["entryId"].as_str().unwrap().to_string();
+        p.call(json!({"type":"fork","entryId": entry}), "f1");
+        let want = if compat == "0.87" { "high" } else { "minimal" };
+        assert_eq!(model_and_level(&mut p, "s3"), pair("fake-model", want));
+        // new session: the default (medium) under 0.87.
+        p.call(json!({"type":"new_session"}), "n1");
+        let want = if compat == "0.87" { "medium" } else { want };
+        assert_eq!(model_and_level(&mut p, "s4"), pair("fake-model", want));
+        run(&mut p, "p2", "Second");
+        p.call(json!({"type":"set_thinking_level","level":"minimal"}), "t4");
+        // Back to the first session: its own level (the last one it recorded) in both.
+        p.call(json!({"type":"switch_session","sessionPath": first}), "w1");
+        let st = model_and_level(&mut p, "s5");
+        assert_eq!(st, pair("fake-model", "low"), "{compat}");
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn set_model_takes_the_per_model_setting_under_087() {
+    for compat in ["0.73", "0.87"] {
+        let (w, _srv) = fake_world(vec![]);
+        w.write_agent_file(
+            "settings.json",
+            r#"{"defaultThinkingLevel":"low","modelThinkingLevels":{"fake/fake-model":"minimal"}}"#,
+        );
+        let mut p = w.spawn(&support::fake_rpc_on(
+            "fake-model-2",
+            &["--compat", compat, "--no-session"],
+        ));
+        p.send(json!({"id":"m1","type":"set_model","provider":"fake","modelId":"fake-model"}));
+        let want = if compat == "0.87" { "minimal" } else { "low" };
+        assert_eq!(
+            p.recv(),
+            json!({"type":"thinking_level_changed","level": want})
+        );
+        assert_eq!(p.recv()["command"], "set_model");
+        // From a reasoning model to itself: 0.87 takes the setting again, 0.73 keeps the level.
+        p.call(json!({"type":"set_thinking_level","level":"high"}), "t1");
+        p.send(json!({"id":"m2","type":"set_model","provider":"fake","modelId":"fake-model"}));
+        let first = p.recv();
+        if compat == "0.87" {
+            assert_eq!(
+                first,
+                json!({"type":"thinking_level_changed","level":"minimal"})
+            );
+            assert_eq!(p.recv()["command"], "set_model");
+        } else {
+            assert_eq!(first["command"], "set_model");
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}
