@@ -1,7 +1,9 @@
-//! `--compat 0.87`'s session runtime against `--compat 0.73`, over pipes: pi 0.87.1 rebuilds its
-//! runtime for every session it switches to (`new_session`, `switch_session`, `fork`, `clone`)
-//! from the command line again and no longer saves the RPC model and thinking setters, so those
-//! do not carry over to the next session; pi 0.73.1 saved them, so they did.
+//! The second pass of `--compat 0.87` (issue 9) against `--compat 0.73`, over pipes: the session
+//! runtime (pi 0.87.1 rebuilds it for every session it switches to — `new_session`,
+//! `switch_session`, `fork`, `clone` — from the command line again and no longer saves the RPC
+//! model and thinking setters, so those do not carry over; pi 0.73.1 saved them, so they did),
+//! context files in nested git worktrees, `--session-id` with `--fork`, `--compat` and project
+//! trust, and tools that change during a run.
 
 mod support;
 
@@ -169,6 +171,55 @@ fn set_model_takes_the_per_model_setting_under_087() {
             assert_eq!(p.recv()["command"], "set_model");
         } else {
             assert_eq!(first["command"], "set_model");
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Context files in a git worktree nested in its main checkout
+
+#[test]
+fn a_nested_worktrees_agents_md_shadows_the_main_ones_under_087_only() {
+    for compat in ["0.73", "0.87"] {
+        let (w, srv) = fake_world(vec![text_reply(1, &["One."])]);
+        // The main checkout is the world's cwd; the worktree `feat` sits in `sub/feat`, laid out
+        // as `git worktree add` does.
+        let root = std::fs::canonicalize(w.cwd()).unwrap();
+        std::fs::create_dir_all(root.join(".git/worktrees/feat")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            root.join(".git/worktrees/feat/HEAD"),
+            "ref: refs/heads/feat\n",
+        )
+        .unwrap();
+        std::fs::write(root.join(".git/worktrees/feat/commondir"), "../..\n").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "main rules\n").unwrap();
+        let wt = root.join("sub/feat");
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", root.join(".git/worktrees/feat").display()),
+        )
+        .unwrap();
+        std::fs::write(wt.join("AGENTS.md"), "feature rules\n").unwrap();
+        let mut cmd = w.command(&fake_rpc(&["--compat", compat, "--no-session"]));
+        cmd.current_dir(&wt);
+        let mut p = support::Pith::spawn_cmd(cmd);
+        run(&mut p, "p1", "hi");
+        let body = support::frames::request_body(&srv, 0);
+        let system = body["system"][0]["text"].as_str().unwrap().to_string();
+        let main = format!("{}/AGENTS.md", root.display());
+        let feat = format!("{}/AGENTS.md", wt.display());
+        if compat == "0.87" {
+            let want = format!(
+                "<project_context>\nProject-specific instructions and guidelines:\n\n<project_instructions path=\"{feat}\">\nfeature rules\n\n</project_instructions>\n</project_context>"
+            );
+            assert!(system.contains(&want), "{system}");
+            assert!(!system.contains(&main), "{system}");
+        } else {
+            let want = format!("## {main}\n\nmain rules\n\n\n## {feat}\n\nfeature rules\n");
+            assert!(system.contains(&want), "{system}");
         }
         p.finish(Duration::from_secs(5));
     }
