@@ -152,11 +152,28 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
-    // The flag wins over settings `pith.compat`; default 0.73.
-    let compat = opts.compat.or(settings.compat()).unwrap_or_default();
     // Project trust (`--approve` / `--no-approve`, pi 0.87.1's rules under 0.87): an untrusted
     // project's `.pi` files are not read.
     let (global, _) = Settings::load_global(&agent_dir);
+    // The flag wins over settings `pith.compat`; default 0.73. A project's `pith.compat` counts
+    // only in a project trusted by pi 0.87.1's rules (under 0.87 an untrusted project's settings
+    // are never read, so it cannot choose the version that would read them).
+    let compat = opts.compat.unwrap_or_else(|| {
+        let own = global.compat().unwrap_or_default();
+        match settings.compat() {
+            Some(project) if project != own => {
+                let trusted = crate::trust::project_trusted(
+                    crate::compat::Compat::V087,
+                    opts.approve,
+                    &cwd,
+                    &agent_dir,
+                    global.default_project_trust(),
+                );
+                if trusted { project } else { own }
+            }
+            _ => own,
+        }
+    });
     let project_trusted = crate::trust::project_trusted(
         compat,
         opts.approve,
@@ -196,13 +213,24 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             None => Session::new(&cwd_str, None, None),
         }
     } else if let Some(arg) = &opts.fork {
+        // pi 0.87.1: `--session-id` names the fork, unless a session of this directory has it.
+        if let Some(id) = &opts.session_id {
+            if find_session_by_id(&session_dir, id).is_some() {
+                return Err(format!("Session already exists with id '{id}'"));
+            }
+        }
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
             cwd.join(arg)
         } else {
             resolve_session_arg(arg, &session_dir)?
         };
-        Session::fork_from(&path, &cwd_str, session_dir.clone())
-            .map_err(|e| format!("Error: {e}"))?
+        Session::fork_from(
+            &path,
+            &cwd_str,
+            session_dir.clone(),
+            opts.session_id.as_deref(),
+        )
+        .map_err(|e| format!("Error: {e}"))?
     } else if let Some(id) = &opts.session_id {
         // pi 0.87.1: the session of this directory with exactly this id, else a new one with it.
         match find_session_by_id(&session_dir, id) {

@@ -224,3 +224,122 @@ fn a_nested_worktrees_agents_md_shadows_the_main_ones_under_087_only() {
         p.finish(Duration::from_secs(5));
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// --session-id with --fork; a project's pith.compat and project trust
+
+/// A session file with one exchange, written where pith can fork it.
+fn source_session(path: &std::path::Path) {
+    let lines = [
+        json!({"type":"session","version":3,"id":"01900000-0000-7000-8000-000000000001",
+               "timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/x"}),
+        json!({"type":"model_change","id":"aaaa0001","parentId":null,
+               "timestamp":"2026-01-01T00:00:00.000Z","provider":"fake","modelId":"fake-model"}),
+        json!({"type":"message","id":"aaaa0002","parentId":"aaaa0001",
+               "timestamp":"2026-01-01T00:00:00.000Z",
+               "message":{"role":"user","content":[{"type":"text","text":"old"}],"timestamp":1}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_fork_takes_the_session_id_given() {
+    let (w, _srv) = fake_world(vec![]);
+    let dir = sessions_dir(&w);
+    let src = w.cwd().join("src.jsonl");
+    source_session(&src);
+    let mut p = w.spawn(&fake_rpc(&[
+        "--session-dir",
+        &dir,
+        "--fork",
+        "src.jsonl",
+        "--session-id",
+        "my-fork-1",
+    ]));
+    let st = p.call(json!({"type":"get_state"}), "s")["data"].clone();
+    assert_eq!(st["sessionId"], "my-fork-1");
+    let file = st["sessionFile"].as_str().unwrap().to_string();
+    assert!(file.ends_with("_my-fork-1.jsonl"), "{file}");
+    p.finish(Duration::from_secs(5));
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let cwd = std::fs::canonicalize(w.cwd()).unwrap();
+    assert_eq!(
+        header.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["type", "version", "id", "timestamp", "cwd", "parentSession"]
+    );
+    assert_eq!(header["id"], "my-fork-1");
+    assert_eq!(
+        header["parentSession"],
+        cwd.join("src.jsonl").to_string_lossy().as_ref()
+    );
+    // The same id again: that session exists, the fork is refused.
+    let out = w
+        .command(&fake_rpc(&[
+            "--session-dir",
+            &dir,
+            "--fork",
+            "src.jsonl",
+            "--session-id",
+            "my-fork-1",
+        ]))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Session already exists with id 'my-fork-1'\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_projects_compat_setting_needs_a_trusted_project() {
+    let w = World::new();
+    std::fs::create_dir_all(w.cwd().join(".pi")).unwrap();
+    // Which version runs: pi 0.87.1 lists its inline `llama` command, 0.73.1 lists none.
+    let version = |args: &[&str]| {
+        let mut a = vec!["--mode", "rpc", "--no-session"];
+        a.extend_from_slice(args);
+        let mut p = w.spawn(&a);
+        let cmds = p.call(json!({"type":"get_commands"}), "c")["data"]["commands"].clone();
+        if cmds.as_array().is_some_and(|c| c.is_empty()) {
+            "0.73"
+        } else {
+            "0.87"
+        }
+    };
+    std::fs::write(
+        w.cwd().join(".pi/settings.json"),
+        r#"{"pith":{"compat":"0.87"}}"#,
+    )
+    .unwrap();
+    // Untrusted (pi 0.87.1's rules): the project's choice is not read.
+    assert_eq!(version(&[]), "0.73");
+    assert_eq!(version(&["-a"]), "0.87");
+    assert_eq!(version(&["-a", "--compat", "0.73"]), "0.73");
+    // The other way round: a global 0.87 and a project asking for 0.73.
+    w.write_agent_file("settings.json", r#"{"pith":{"compat":"0.87"}}"#);
+    std::fs::write(
+        w.cwd().join(".pi/settings.json"),
+        r#"{"pith":{"compat":"0.73"}}"#,
+    )
+    .unwrap();
+    assert_eq!(version(&[]), "0.87");
+    assert_eq!(version(&["--approve"]), "0.73");
+    let key = std::fs::canonicalize(w.cwd()).unwrap();
+    w.write_agent_file(
+        "trust.json",
+        &json!({ key.to_string_lossy(): true }).to_string(),
+    );
+    assert_eq!(version(&[]), "0.73");
+    assert_eq!(version(&["-na"]), "0.87");
+}
