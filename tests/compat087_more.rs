@@ -10,7 +10,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text};
+use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::Reply;
 use support::frames::run;
 use support::{World, fake_rpc, fake_world};
@@ -225,6 +225,36 @@ fn a_nested_worktrees_agents_md_shadows_the_main_ones_under_087_only() {
     }
 }
 
+#[test]
+fn context_files_are_read_once_per_session_under_087() {
+    let (w, srv) = fake_world(vec![
+        text_reply(1, &["One."]),
+        text_reply(2, &["Two."]),
+        text_reply(3, &["Three."]),
+    ]);
+    std::fs::write(w.cwd().join("AGENTS.md"), "version one\n").unwrap();
+    let mut p = w.spawn(&fake_rpc(&["--compat", "0.87", "--no-session"]));
+    run(&mut p, "p1", "hi");
+    std::fs::write(w.cwd().join("AGENTS.md"), "version two\n").unwrap();
+    let frames = run(&mut p, "p2", "again");
+    assert!(
+        !frames
+            .iter()
+            .any(|f| f["type"] == "message_start" && f["message"]["role"] == "system")
+    );
+    let system = |i: usize| -> String {
+        let body: Value = serde_json::from_str(&srv.requests()[i].body).unwrap();
+        body["system"][0]["text"].as_str().unwrap().to_string()
+    };
+    assert!(system(1).contains("version one"));
+    // A new session reads them again.
+    p.call(json!({"type":"new_session"}), "n");
+    run(&mut p, "p3", "third");
+    assert!(system(2).contains("version two"));
+    assert!(!system(2).contains("version one"));
+    p.finish(Duration::from_secs(5));
+}
+
 // ------------------------------------------------------------------------------------------------
 // --session-id with --fork; a project's pith.compat and project trust
 
@@ -342,4 +372,143 @@ fn a_projects_compat_setting_needs_a_trusted_project() {
     );
     assert_eq!(version(&[]), "0.73");
     assert_eq!(version(&["-na"]), "0.87");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tools that change during a run
+
+/// An extension whose `loader` tool registers `late_tool` (with a prompt snippet), then
+/// `quiet_tool` (without), then withdraws `loader`, depending on its argument.
+const DYN_EXT: &str = r#"L='{"name":"loader","description":"Loads more tools","parameters":{"type":"object","properties":{"which":{"type":"string"}},"required":["which"]}}'
+LATE='{"name":"late_tool","description":"A tool registered mid-run","promptSnippet":"Say late things","parameters":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}'
+Q='{"name":"quiet_tool","description":"A tool without a snippet","parameters":{"type":"object","properties":{}}}'
+tools="$L"
+while IFS= read -r line; do
+  case "$line" in
+    *'"type":"hello"'*) echo "{\"type\":\"register\",\"protocol\":1,\"name\":\"dyn\",\"tools\":[$tools]}";;
+    *'"type":"execute_tool"'*)
+      id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+      case "$line" in
+        *'"which":"late"'*) tools="$tools,$LATE"; w=late;;
+        *'"which":"quiet"'*) tools="$tools,$Q"; w=quiet;;
+        *) tools="$LATE,$Q"; w=drop;;
+      esac
+      echo "{\"type\":\"register\",\"protocol\":1,\"name\":\"dyn\",\"tools\":[$tools]}"
+      echo "{\"type\":\"result\",\"id\":$id,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"loaded $w\"}]}}";;
+  esac
+done
+"#;
+
+fn loader_turn(n: usize, which: &str) -> Reply {
+    let args = format!("{{\"which\":\"{which}\"}}");
+    Sse::numbered(n).reply(&[
+        text(&["Loading."]),
+        tool_call(&format!("toolu_l{n}"), "loader", &[&args]),
+    ])
+}
+
+#[test]
+fn tools_changed_during_a_run_are_declared_before_the_next_turn_under_087() {
+    use std::os::unix::fs::PermissionsExt;
+    for compat in ["0.73", "0.87"] {
+        let (w, srv) = fake_world(vec![
+            loader_turn(1, "late"),
+            loader_turn(2, "quiet"),
+            loader_turn(3, "drop"),
+            text_reply(4, &["Done."]),
+        ]);
+        let ext = w.tmp().join("dyn.sh");
+        std::fs::write(&ext, format!("#!/bin/sh\n{DYN_EXT}")).unwrap();
+        std::fs::set_permissions(&ext, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ext = ext.to_string_lossy().into_owned();
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session", "-e", &ext]));
+        let frames = run(&mut p, "p1", "load tools");
+        // The system messages, without their timestamps, and what precedes each.
+        let systems: Vec<(Value, Value)> = frames
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f["type"] == "message_end" && f["message"]["role"] == "system")
+            .map(|(i, f)| {
+                let mut m = f["message"].clone();
+                m.as_object_mut().unwrap().remove("timestamp");
+                (frames[i - 2]["type"].clone(), m)
+            })
+            .collect();
+        let names = |i: usize| -> Vec<String> {
+            let body: Value = serde_json::from_str(&srv.requests()[i].body).unwrap();
+            body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(1),
+            ["read", "bash", "edit", "write", "loader", "late_tool"]
+        );
+        assert_eq!(
+            names(3),
+            ["read", "bash", "edit", "write", "late_tool", "quiet_tool"]
+        );
+        if compat == "0.73" {
+            assert!(systems.is_empty());
+            p.finish(Duration::from_secs(5));
+            continue;
+        }
+        assert_eq!(systems.len(), 4);
+        assert_eq!(systems[1].0, "turn_start");
+        assert_eq!(
+            systems[1].1,
+            json!({"role":"system","content":"",
+                "sections":{"tools":"<tools>\n- read: Read file contents\n- bash: Execute bash commands (ls, grep, find, etc.)\n- edit: Make precise file edits with exact text replacement, including multiple disjoint edits in one call\n- write: Create or overwrite files\n- late_tool: Say late things\n\nIn addition to the tools above, you may have access to other custom tools depending on the project.\n</tools>"},
+                "toolsAdded":[{"name":"late_tool","description":"A tool registered mid-run",
+                    "parameters":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}]})
+        );
+        // Only tools: no sections key.
+        assert_eq!(systems[2].0, "turn_start");
+        assert_eq!(
+            systems[2].1,
+            json!({"role":"system","content":"",
+                "toolsAdded":[{"name":"quiet_tool","description":"A tool without a snippet",
+                    "parameters":{"type":"object","properties":{}}}]})
+        );
+        assert_eq!(
+            systems[3].1,
+            json!({"role":"system","content":"","toolsRemoved":[{"name":"loader"}]})
+        );
+        // The request after the first change carries the new prompt.
+        let body: Value = serde_json::from_str(&srv.requests()[1].body).unwrap();
+        let system = body["system"][0]["text"].as_str().unwrap();
+        assert!(
+            system.contains("- late_tool: Say late things\n"),
+            "{system}"
+        );
+        // The run's messages include them.
+        let end = frames.iter().find(|f| f["type"] == "agent_end").unwrap();
+        let roles: Vec<&str> = end["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "assistant",
+                "toolResult",
+                "system",
+                "assistant",
+                "toolResult",
+                "system",
+                "assistant",
+                "toolResult",
+                "system",
+                "assistant"
+            ]
+        );
+        p.finish(Duration::from_secs(5));
+    }
 }

@@ -342,8 +342,11 @@ impl Machine {
             self.finish_assistant(m, true);
             return;
         }
-        if !self.plugins.exts.is_empty() || !self.plugins.servers.is_empty() {
-            // Extensions re-register and MCP servers change their tools between turns.
+        if !self.compat.is_087()
+            && (!self.plugins.exts.is_empty() || !self.plugins.servers.is_empty())
+        {
+            // Extensions re-register and MCP servers change their tools between turns (under
+            // 0.87 the turn's system message declared them already).
             let remote = self.plugins.remote_tools();
             if let Some(run) = self.run.as_mut() {
                 run.remote = remote;
@@ -949,16 +952,38 @@ impl Machine {
         };
         if had_tool_calls || !pending.is_empty() {
             self.emit(&Frame::TurnStart);
+            self.declare_tool_changes_087();
             self.continue_turn(pending, Source::Steering);
             return;
         }
         let follow = self.follow_up.take();
         if !follow.is_empty() {
             self.emit(&Frame::TurnStart);
+            self.declare_tool_changes_087();
             self.continue_turn(follow, Source::FollowUp);
             return;
         }
         self.end_run();
+    }
+
+    /// `--compat 0.87`, before every turn of a run after its first: pi 0.87.1 rebuilds the
+    /// prompt sections with the tools active now (an extension re-registered, an MCP server's
+    /// list changed) and declares what changed in a `role:"system"` message right after
+    /// `turn_start` (changed sections, `toolsAdded`, `toolsRemoved`; no sections key when only
+    /// tools changed). The run's requests then carry the new prompt and tools.
+    fn declare_tool_changes_087(&mut self) {
+        if !self.compat.is_087() || self.run.is_none() {
+            return;
+        }
+        let remote = self.plugins.remote_tools();
+        let (update, text) = self.system_update_087(true, &remote);
+        if let Some(run) = self.run.as_mut() {
+            run.system_prompt = text;
+            run.remote = remote;
+        }
+        if let Some(m) = update {
+            self.deliver(AgentMessage::System(m));
+        }
     }
 
     /// `agent_end`, answer waiting aborts, then what follows a run.

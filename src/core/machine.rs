@@ -113,6 +113,8 @@ pub struct Machine {
     pub(crate) compat: Compat,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
     pub(crate) prompt_cache: crate::core::system_message::PromptCache,
+    /// `--compat 0.87`: the context files, read once per session runtime.
+    pub(crate) context_files_087: Option<Vec<(PathBuf, String)>>,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -223,6 +225,7 @@ impl Machine {
             partials: s.partials,
             compat: s.compat,
             prompt_cache: Default::default(),
+            context_files_087: None,
             model: s.model,
             thinking: s.thinking,
             defaults: s.defaults,

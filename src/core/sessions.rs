@@ -54,6 +54,7 @@ impl Machine {
         if !self.compat.is_087() {
             return;
         }
+        self.context_files_087 = None;
         let d = self.defaults.clone();
         let existing = self
             .session

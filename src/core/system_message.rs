@@ -447,7 +447,13 @@ impl PromptCache {
 
 impl Machine {
     /// The sections this process would declare now.
-    fn wanted_sections(&self, remote: &[RemoteTool]) -> Map<String, Value> {
+    fn wanted_sections(&mut self, remote: &[RemoteTool]) -> Map<String, Value> {
+        // pi 0.87.1 reads the context files once per session runtime (at start-up and on every
+        // session switch), not before every run.
+        let files = self
+            .context_files_087
+            .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
+            .clone();
         let mut names: Vec<(&str, &str)> =
             self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
         // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
@@ -456,7 +462,6 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
-        let files = context_files(&self.cwd, &self.agent_dir);
         sections(&SectionInputs {
             cwd: &self.cwd,
             tools: &names,
