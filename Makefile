@@ -48,11 +48,16 @@ static:
 
 # pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
 # setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
+# Then grep/find over a generated 100,000-file repository, pith beside pi 0.73.1 running rg and fd
+# (found on PATH): target/bench/tools.json.
 bench: build
 	$(CARGO) run --release --features bench --bin pith-bench
 	@if command -v python3 >/dev/null && [ -f ../shared/oracle/bench.py ]; then \
 		python3 tests/bench/compare.py $(BENCH_ARGS); \
 	else echo "bench: comparison with pi skipped (needs python3 and ../shared/oracle)"; fi
+	@if command -v python3 >/dev/null && [ -f ../shared/oracle/fakellm.py ]; then \
+		python3 tests/bench/tools.py $(BENCH_ARGS); \
+	else echo "bench: grep/find benchmark skipped (needs python3 and ../shared/oracle)"; fi
 
 fmt:
 	$(CARGO) fmt --all

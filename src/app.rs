@@ -425,7 +425,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         eprintln!("{w}");
     }
 
+    let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
+
     Ok(Startup {
+        resources,
         plugins,
         custom_system_prompt: system_prompt::custom_prompt(
             opts.system_prompt.as_deref(),
@@ -454,6 +457,32 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
         compat,
+    })
+}
+
+/// Where skills and prompt templates will be read from (on first use).
+fn resource_options(
+    opts: &Options,
+    settings: &Settings,
+    cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+    compat: crate::compat::Compat,
+    project_trusted: bool,
+) -> crate::resources::LazyResources {
+    let cwd = cwd.to_string_lossy().into_owned();
+    let agent_dir = crate::resources::paths::resolve(&cwd, &agent_dir.to_string_lossy());
+    crate::resources::LazyResources::new(crate::resources::LoadOptions {
+        cwd,
+        agent_dir,
+        home: config::home_dir().map(|h| h.to_string_lossy().into_owned()),
+        global_settings: settings.global().clone(),
+        project_settings: project_trusted.then(|| settings.project().clone()),
+        cli_skills: opts.skills.clone(),
+        cli_templates: opts.prompt_templates.clone(),
+        no_skills: opts.no_skills,
+        no_templates: opts.no_prompt_templates,
+        compat,
+        project_trusted,
     })
 }
 

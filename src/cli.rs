@@ -76,6 +76,14 @@ pub struct Options {
     pub confirm_tools: Option<String>,
     /// `--confirm-timeout SECONDS` (0 = no limit).
     pub confirm_timeout: Option<u64>,
+    /// `--skill` paths (repeatable; loaded even with `--no-skills`).
+    pub skills: Vec<String>,
+    /// `--no-skills` / `-ns`: no discovery, no settings entries.
+    pub no_skills: bool,
+    /// `--prompt-template` paths (repeatable).
+    pub prompt_templates: Vec<String>,
+    /// `--no-prompt-templates` / `-np`.
+    pub no_prompt_templates: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -109,6 +117,8 @@ const MULTI_LETTER_SHORT: &[(&str, &str)] = &[
     ("-nbt", "--no-builtin-tools"),
     ("-nc", "--no-context-files"),
     ("-ne", "--no-extensions"),
+    ("-ns", "--no-skills"),
+    ("-np", "--no-prompt-templates"),
 ];
 
 /// Options that take a value (so a value that looks like `-nt` is left alone).
@@ -140,6 +150,8 @@ const TAKES_VALUE: &[&str] = &[
     "--extension",
     "--confirm-tools",
     "--confirm-timeout",
+    "--skill",
+    "--prompt-template",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -222,6 +234,10 @@ OPTIONS:
     --no-mcp                       Start no MCP servers (settings mcpServers, .mcp.json)
     --confirm-tools <a,b|all>      Ask the host (extension_ui_request confirm) before these tools run
     --confirm-timeout <seconds>    How long that confirmation waits (default 60; 0 = no limit)
+    --skill <path>                 Load a skill file or directory (repeatable)
+    -ns, --no-skills               No skill discovery (--skill paths still load)
+    --prompt-template <path>       Load a prompt template file or directory (repeatable)
+    -np, --no-prompt-templates     No prompt template discovery
     --                             End of options: everything after is the prompt
     -h, --help                     Show this help
     -v, --version                  Show the version
@@ -301,6 +317,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         no_mcp: false,
         confirm_tools: None,
         confirm_timeout: None,
+        skills: Vec::new(),
+        no_skills: false,
+        prompt_templates: Vec::new(),
+        no_prompt_templates: false,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -438,6 +458,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                         format!("--confirm-timeout: '{v}' is not a number of seconds")
                     })?);
             }
+            Long("skill") => o.skills.push(value(&mut p, "--skill")?),
+            Long("no-skills") => o.no_skills = true,
+            Long("prompt-template") => o.prompt_templates.push(value(&mut p, "--prompt-template")?),
+            Long("no-prompt-templates") => o.no_prompt_templates = true,
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),
@@ -525,6 +549,21 @@ mod tests {
         let o = run(&["--export", "s.jsonl", "out.html"]).unwrap();
         assert_eq!(o.export.as_deref(), Some("s.jsonl"));
         assert_eq!(o.messages, vec!["out.html".to_string()]);
+        let o = run(&[
+            "--skill",
+            "a",
+            "--skill",
+            "-ns",
+            "-ns",
+            "--prompt-template",
+            "t.md",
+            "-np",
+        ])
+        .unwrap();
+        assert_eq!(o.skills, ["a", "-ns"]);
+        assert_eq!(o.prompt_templates, ["t.md"]);
+        assert!(o.no_skills && o.no_prompt_templates);
+        assert!(run(&["--skill"]).is_err());
         let o = run(&[
             "--session-id",
             "fixed-1",

@@ -830,179 +830,45 @@ pub fn is_context_overflow(message: &AssistantMessage, context_window: u64) -> b
     }
 }
 
-/// The 0.73.1 error-message patterns, matched by hand (no regex crate). Every pattern is
-/// case-insensitive; the patterns are ASCII, and JavaScript's `/i` never folds a non-ASCII
-/// character to ASCII, so comparing an ASCII-lowercased message is exact.
+/// The 0.73.1 error-message patterns (pi-ai's `utils/overflow.js`) in the `regex` crate's syntax,
+/// with JavaScript's meaning kept: the message is ASCII-lowercased instead of `/i` (the patterns
+/// are ASCII, and JavaScript's `/i` never folds a non-ASCII character to ASCII), `.` excludes
+/// JavaScript's line terminators, `\d` is ASCII, `\s` is JavaScript's white space.
 mod overflow {
-    /// One step of a pattern. Matching is greedy without backtracking, which is exact for the
-    /// patterns below: what follows `Digits` never starts with a digit, what follows `Spaces`
-    /// never starts with a space.
-    #[derive(Clone, Copy)]
-    enum Tok {
-        Lit(&'static str),
-        /// `\d+`
-        Digits,
-        /// `(?:lit)?`
-        Opt(&'static str),
-        /// `(?:a|b)`: exactly one of the alternatives (none a prefix of another).
-        Alt(&'static [&'static str]),
-        /// `\s*`
-        Spaces,
-    }
+    use crate::retry::js_regex;
 
-    use Tok::*;
-
-    struct Pattern {
-        anchored: bool,
-        toks: &'static [Tok],
-    }
-
-    const fn anywhere(toks: &'static [Tok]) -> Pattern {
-        Pattern {
-            anchored: false,
-            toks,
-        }
-    }
-
-    const OVERFLOW: &[Pattern] = &[
-        anywhere(&[Lit("prompt is too long")]),
-        anywhere(&[Lit("request_too_large")]),
-        anywhere(&[Lit("input is too long for requested model")]),
-        anywhere(&[Lit("exceeds the context window")]),
-        // `input token count.*exceeds the maximum`: see `token_count_exceeds`.
-        anywhere(&[Lit("maximum prompt length is "), Digits]),
-        anywhere(&[Lit("reduce the length of the messages")]),
-        anywhere(&[Lit("maximum context length is "), Digits, Lit(" tokens")]),
-        anywhere(&[Lit("exceeds the limit of "), Digits]),
-        anywhere(&[Lit("exceeds the available context size")]),
-        anywhere(&[Lit("greater than the context length")]),
-        anywhere(&[Lit("context window exceeds limit")]),
-        anywhere(&[Lit("exceeded model token limit")]),
-        anywhere(&[
-            Lit("too large for model with "),
-            Digits,
-            Lit(" maximum context length"),
-        ]),
-        anywhere(&[Lit("model_context_window_exceeded")]),
-        anywhere(&[
-            Lit("prompt too long; exceeded "),
-            Opt("max "),
-            Lit("context length"),
-        ]),
-        anywhere(&[
-            Lit("context"),
-            Alt(&["_", " "]),
-            Lit("length"),
-            Alt(&["_", " "]),
-            Lit("exceeded"),
-        ]),
-        anywhere(&[Lit("too many tokens")]),
-        anywhere(&[Lit("token limit exceeded")]),
-        Pattern {
-            anchored: true,
-            toks: &[
-                Lit("4"),
-                Alt(&["00", "13"]),
-                Spaces,
-                Opt("status code"),
-                Spaces,
-                Lit("(no body)"),
-            ],
-        },
+    const OVERFLOW: &[&str] = &[
+        "prompt is too long",
+        "request_too_large",
+        "input is too long for requested model",
+        "exceeds the context window",
+        "input token count{DOT}*exceeds the maximum",
+        "maximum prompt length is [0-9]+",
+        "reduce the length of the messages",
+        "maximum context length is [0-9]+ tokens",
+        "exceeds the limit of [0-9]+",
+        "exceeds the available context size",
+        "greater than the context length",
+        "context window exceeds limit",
+        "exceeded model token limit",
+        "too large for model with [0-9]+ maximum context length",
+        "model_context_window_exceeded",
+        "prompt too long; exceeded (?:max )?context length",
+        "context[_ ]length[_ ]exceeded",
+        "too many tokens",
+        "token limit exceeded",
+        "^4(?:00|13){SPACE}*(?:status code)?{SPACE}*\\(no body\\)",
     ];
 
-    const NON_OVERFLOW: &[Pattern] = &[
-        Pattern {
-            anchored: true,
-            toks: &[Lit("throttling error:")],
-        },
-        Pattern {
-            anchored: true,
-            toks: &[Lit("service unavailable:")],
-        },
-        anywhere(&[Lit("rate limit")]),
-        anywhere(&[Lit("too many requests")]),
+    const NON_OVERFLOW: &[&str] = &[
+        "^(?:throttling error|service unavailable):",
+        "rate limit",
+        "too many requests",
     ];
 
     pub(super) fn is_overflow_error(message: &str) -> bool {
         let h = message.to_ascii_lowercase();
-        if NON_OVERFLOW.iter().any(|p| search(&h, p)) {
-            return false;
-        }
-        token_count_exceeds(&h) || OVERFLOW.iter().any(|p| search(&h, p))
-    }
-
-    /// `/input token count.*exceeds the maximum/`: `.` stops at line terminators, so both
-    /// parts must be on one line, the second after the first occurrence of the first.
-    fn token_count_exceeds(h: &str) -> bool {
-        h.split(['\n', '\r', '\u{2028}', '\u{2029}']).any(|line| {
-            const A: &str = "input token count";
-            line.find(A)
-                .is_some_and(|i| line[i + A.len()..].contains("exceeds the maximum"))
-        })
-    }
-
-    fn search(h: &str, p: &Pattern) -> bool {
-        if p.anchored {
-            return matches_at(h, 0, p.toks);
-        }
-        let Some(Lit(first)) = p.toks.first() else {
-            return false;
-        };
-        let mut from = 0;
-        while let Some(off) = h[from..].find(first) {
-            let at = from + off;
-            if matches_at(h, at, p.toks) {
-                return true;
-            }
-            // Every literal starts with an ASCII character, so `at + 1` is a char boundary.
-            from = at + 1;
-        }
-        false
-    }
-
-    fn matches_at(h: &str, pos: usize, toks: &[Tok]) -> bool {
-        let Some((tok, rest)) = toks.split_first() else {
-            return true;
-        };
-        let tail = &h[pos..];
-        match *tok {
-            Lit(l) => tail.starts_with(l) && matches_at(h, pos + l.len(), rest),
-            Digits => {
-                let n = tail.bytes().take_while(u8::is_ascii_digit).count();
-                n > 0 && matches_at(h, pos + n, rest)
-            }
-            Opt(l) => {
-                (tail.starts_with(l) && matches_at(h, pos + l.len(), rest))
-                    || matches_at(h, pos, rest)
-            }
-            Alt(alts) => alts
-                .iter()
-                .any(|a| tail.starts_with(a) && matches_at(h, pos + a.len(), rest)),
-            Spaces => {
-                let n: usize = tail
-                    .chars()
-                    .take_while(|&c| is_js_space(c))
-                    .map(char::len_utf8)
-                    .sum();
-                matches_at(h, pos + n, rest)
-            }
-        }
-    }
-
-    /// JavaScript's `\s`.
-    fn is_js_space(c: char) -> bool {
-        matches!(
-            c,
-            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-                ..='\u{200a}'
-                    | '\u{2028}'
-                    | '\u{2029}'
-                    | '\u{202f}'
-                    | '\u{205f}'
-                    | '\u{3000}'
-                    | '\u{feff}'
-        )
+        !js_regex(NON_OVERFLOW).is_match(&h) && js_regex(OVERFLOW).is_match(&h)
     }
 }
 

@@ -46,6 +46,9 @@ pub fn agent_dir() -> PathBuf {
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     raw: Map<String, Value>,
+    /// The two files as read (resource paths resolve against their own file's directory).
+    global: Map<String, Value>,
+    project: Map<String, Value>,
 }
 
 impl Settings {
@@ -53,9 +56,10 @@ impl Settings {
     /// for stderr) and counts as empty.
     pub fn load(agent_dir: &Path, cwd: &Path) -> (Settings, Vec<String>) {
         let mut warnings = Vec::new();
-        let mut raw = read_object(&agent_dir.join("settings.json"), &mut warnings);
+        let global = read_object(&agent_dir.join("settings.json"), &mut warnings);
         let project = read_object(&cwd.join(".pi").join("settings.json"), &mut warnings);
-        for (k, v) in project {
+        let mut raw = global.clone();
+        for (k, v) in project.clone() {
             match (raw.get_mut(&k), v) {
                 (Some(Value::Object(base)), Value::Object(over)) => {
                     for (k2, v2) in over {
@@ -67,14 +71,28 @@ impl Settings {
                 }
             }
         }
-        (Settings { raw }, warnings)
+        (
+            Settings {
+                raw,
+                global,
+                project,
+            },
+            warnings,
+        )
     }
 
     /// Only the global `settings.json` (an untrusted project's own file is ignored).
     pub fn load_global(agent_dir: &Path) -> (Settings, Vec<String>) {
         let mut warnings = Vec::new();
         let raw = read_object(&agent_dir.join("settings.json"), &mut warnings);
-        (Settings { raw }, warnings)
+        (
+            Settings {
+                global: raw.clone(),
+                raw,
+                project: Map::new(),
+            },
+            warnings,
+        )
     }
 
     /// `defaultProjectTrust` (pi 0.79): `always`, `never` or `ask`.
@@ -83,9 +101,22 @@ impl Settings {
     }
 
     pub fn from_value(v: Value) -> Settings {
+        let raw = v.as_object().cloned().unwrap_or_default();
         Settings {
-            raw: v.as_object().cloned().unwrap_or_default(),
+            global: raw.clone(),
+            raw,
+            project: Map::new(),
         }
+    }
+
+    /// The config dir's settings.json as read.
+    pub fn global(&self) -> &Map<String, Value> {
+        &self.global
+    }
+
+    /// The project's `.pi/settings.json` as read.
+    pub fn project(&self) -> &Map<String, Value> {
+        &self.project
     }
 
     fn get(&self, key: &str) -> Option<&Value> {
@@ -201,6 +232,13 @@ impl Settings {
         self.nested("pith", "streamStallTimeoutSeconds")
             .and_then(Value::as_u64)
             .unwrap_or(120)
+    }
+    /// pith's own: after stdin closed, seconds without any progress (no stream delta, no tool
+    /// output or result) before the work still running is aborted and pith exits (default 300).
+    pub fn eof_idle_timeout_secs(&self) -> u64 {
+        self.nested("pith", "eofIdleTimeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(300)
     }
     /// `mcpServers` (the widely used MCP client format; merged by server name like any object).
     pub fn mcp_servers(&self) -> Option<&Value> {

@@ -20,6 +20,7 @@ pub mod list_models;
 pub mod llm;
 pub mod mcp;
 pub mod message;
+pub mod resources;
 pub mod retry;
 pub mod rpc;
 pub mod session;

@@ -11,30 +11,30 @@ use crate::core::event::Worker;
 /// `abort` / `abort_retry` during the delay.
 pub const RETRY_CANCELLED: &str = "Retry cancelled";
 
-/// The reference's transient-error pattern, as alternatives of a tiny regex subset (see
-/// [`matches`]): `.` any char, `?` makes the previous item optional.
+/// The reference's transient-error pattern (0.73.1, `agent-session.js`), one alternative per
+/// entry; see [`js_regex`] for how JavaScript's meaning is kept.
 const TRANSIENT: &[&str] = &[
     "overloaded",
-    "provider.?returned.?error",
-    "rate.?limit",
+    "provider{DOT}?returned{DOT}?error",
+    "rate{DOT}?limit",
     "too many requests",
     "429",
     "500",
     "502",
     "503",
     "504",
-    "service.?unavailable",
-    "server.?error",
-    "internal.?error",
-    "network.?error",
-    "connection.?error",
-    "connection.?refused",
-    "connection.?lost",
-    "websocket.?closed",
-    "websocket.?error",
+    "service{DOT}?unavailable",
+    "server{DOT}?error",
+    "internal{DOT}?error",
+    "network{DOT}?error",
+    "connection{DOT}?error",
+    "connection{DOT}?refused",
+    "connection{DOT}?lost",
+    "websocket{DOT}?closed",
+    "websocket{DOT}?error",
     "other side closed",
     "fetch failed",
-    "upstream.?connect",
+    "upstream{DOT}?connect",
     "reset before headers",
     "socket hang up",
     "ended without",
@@ -47,41 +47,30 @@ const TRANSIENT: &[&str] = &[
     "stalled",
 ];
 
-/// One item of a pattern: a char (or `.` = any) that may be optional.
-fn items(pat: &str) -> Vec<(Option<char>, bool)> {
-    let mut out: Vec<(Option<char>, bool)> = Vec::new();
-    for c in pat.chars() {
-        match c {
-            '?' => {
-                if let Some(last) = out.last_mut() {
-                    last.1 = true;
-                }
-            }
-            '.' => out.push((None, false)),
-            c => out.push((Some(c), false)),
-        }
-    }
-    out
+/// One regex for JavaScript patterns written in lowercase ASCII, to be matched against an
+/// ASCII-lowercased message (JavaScript's `/i` never folds a non-ASCII character to ASCII, so
+/// that is exactly `/i`). `{DOT}` is JavaScript's `.` (any character but a line terminator),
+/// `{SPACE}` its `\s`. Only built when an error is classified, so it is not kept around.
+pub(crate) fn js_regex(alternatives: &[&str]) -> regex::Regex {
+    const DOT: &str = r"[^\n\r\x{2028}\x{2029}]";
+    const SPACE: &str = r"[\t\n\x0B\x0C\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}]";
+    let pattern = alternatives
+        .join("|")
+        .replace("{DOT}", DOT)
+        .replace("{SPACE}", SPACE);
+    // The patterns are constants: a failure here is a bug caught by the unit tests.
+    regex::Regex::new(&pattern)
+        .unwrap_or_else(|_| regex::Regex::new("[^\\s\\S]").expect("empty class"))
 }
 
-fn match_here(items: &[(Option<char>, bool)], text: &[char]) -> bool {
-    let Some(((want, optional), rest)) = items.split_first() else {
-        return true;
-    };
-    let first_ok = text.first().is_some_and(|c| want.is_none_or(|w| w == *c));
-    (first_ok && match_here(rest, &text[1..])) || (*optional && match_here(rest, text))
-}
-
-/// Does the (case-insensitive) pattern occur anywhere in `text`?
+/// Does the JavaScript pattern (lowercase, `/i`) occur anywhere in `text`?
 pub fn matches(pattern: &str, text: &str) -> bool {
-    let its = items(&pattern.to_lowercase());
-    let chars: Vec<char> = text.to_lowercase().chars().collect();
-    (0..=chars.len()).any(|i| match_here(&its, &chars[i..]))
+    js_regex(&[pattern]).is_match(&text.to_ascii_lowercase())
 }
 
 /// A transient failure worth retrying (context overflow is excluded by the caller).
 pub fn is_transient(error_message: &str) -> bool {
-    TRANSIENT.iter().any(|p| matches(p, error_message))
+    js_regex(TRANSIENT).is_match(&error_message.to_ascii_lowercase())
 }
 
 /// pi 0.87.1's additions to the transient patterns.
@@ -116,11 +105,9 @@ const NOT_TRANSIENT_087: &[&str] = &[
 
 /// pi 0.87.1's `isRetryableAssistantError` text test.
 pub fn is_transient_087(error_message: &str) -> bool {
-    !NOT_TRANSIENT_087.iter().any(|p| matches(p, error_message))
-        && TRANSIENT
-            .iter()
-            .chain(TRANSIENT_087)
-            .any(|p| matches(p, error_message))
+    let h = error_message.to_ascii_lowercase();
+    !js_regex(NOT_TRANSIENT_087).is_match(&h)
+        && (js_regex(TRANSIENT).is_match(&h) || js_regex(TRANSIENT_087).is_match(&h))
 }
 
 /// pi 0.87.1's `retryDelayMs`: `baseDelayMs * 2^(attempt-1)` capped at `maxAgentDelayMs`; a
@@ -203,11 +190,16 @@ mod tests {
     }
 
     #[test]
-    fn pattern_subset() {
-        assert!(matches("rate.?limit", "RATE_LIMIT"));
-        assert!(matches("rate.?limit", "ratelimit"));
+    fn javascript_meaning() {
+        assert!(matches("rate{DOT}?limit", "RATE_LIMIT"));
+        assert!(matches("rate{DOT}?limit", "ratelimit"));
+        assert!(!matches("rate{DOT}?limit", "rate\nlimit"));
+        assert!(!matches("rate{DOT}?limit", "rate\u{2028}limit"));
         assert!(matches("timed? out", "time out"));
         assert!(!matches("timed? out", "timedout"));
+        // JavaScript's /i does not fold the Kelvin sign or the long s to ASCII.
+        assert!(!is_transient("\u{17f}ervice unavailable"));
+        assert!(is_transient("SERVICE UNAVAILABLE"));
     }
 
     #[test]

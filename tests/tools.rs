@@ -221,6 +221,36 @@ fn edit_success_and_errors() {
 }
 
 #[test]
+fn edit_fuzzy_match_normalises_with_nfkc() {
+    // Recorded from pi 0.73.1's edit tool on the same file and arguments.
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    std::fs::write(
+        dir.path().join("a.txt"),
+        "const \u{fb01}le = \u{201c}\u{ff58}\u{201d};   \nnext\u{a0}line\n",
+    )
+    .unwrap();
+    let out = run(
+        "edit",
+        json!({"path": "a.txt", "edits": [{"oldText": "const file = \"x\";", "newText": "const file = 'y';"}]}),
+        &c,
+    )
+    .unwrap();
+    assert_eq!(text(&out), "Successfully replaced 1 block(s) in a.txt.");
+    // (pith also adds 0.87.1's `patch`, dropped under --compat 0.73.)
+    let details = out.details.unwrap();
+    assert_eq!(
+        details["diff"],
+        "-1 const file = \"x\";\n+1 const file = 'y';\n 2 next line"
+    );
+    assert_eq!(details["firstChangedLine"], 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "const file = 'y';\nnext line\n"
+    );
+}
+
+#[test]
 fn edit_keeps_crlf_and_bom() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.txt");
@@ -350,10 +380,12 @@ fn grep_formats_matches() {
         &c,
     ));
     assert_eq!(out, "No matches found");
+    // rg's --glob overrides ignore rules for the files it matches (src/gen/x.rs is
+    // gitignored), not for directories it does not match (build/).
     let out = ok_text(run("grep", json!({"pattern": "fn", "glob": "*.rs"}), &c));
     assert_eq!(
         out,
-        "a.rs:1: fn main() {}\nsrc/lib.rs:1: pub fn lib() {}\nsrc/lib.rs:2: // fn comment"
+        "a.rs:1: fn main() {}\nsrc/gen/x.rs:1: fn generated\nsrc/lib.rs:1: pub fn lib() {}\nsrc/lib.rs:2: // fn comment"
     );
     let out = ok_text(run("grep", json!({"pattern": "fn", "glob": "!src"}), &c));
     assert_eq!(out, "a.rs:1: fn main() {}\nkeep.log:1: fn kept");

@@ -3,7 +3,8 @@
 //! prints figures and asserts nothing. Built only with `--features bench`.
 //!
 //! Figures:
-//! - cold start: spawn → first response to `get_state` (median of 30 runs);
+//! - cold start: spawn → first response to `get_state` (median of 30 runs); the same with 200
+//!   skills and 200 prompt templates to load (to `get_state` and to `get_commands`);
 //! - short conversation: peak RSS of a faux run with three tool calls;
 //! - long stream: a 20,000-chunk Anthropic reply, with full partial snapshots, with
 //!   `--rpc-partials none` and with `--compat 0.87` (delta-only + live usage): wall time, output
@@ -88,6 +89,53 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn cold_start() {
     let s = Scratch::new("cold");
+    let (median, min) = time_first_response(&s, b"{\"id\":1,\"type\":\"get_state\"}\n");
+    println!("cold start to first response: median {median:.2} ms, min {min:.2} ms (30 runs)");
+}
+
+/// Skills and prompt templates a user might have: 100 of each in the config dir and 100 of each
+/// in the project, each file with frontmatter and a body of some lines.
+fn write_resources(s: &Scratch, n: usize) {
+    let body = "Step one: read the relevant files.\nStep two: run the script in scripts/run.sh.\n"
+        .repeat(20);
+    for (root, scope) in [
+        (s.0.join("agent"), "user"),
+        (s.0.join("cwd/.pi"), "project"),
+    ] {
+        for i in 0..n / 2 {
+            let dir = root.join(format!("skills/{scope}-skill-{i}"));
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let text = format!(
+                "---\nname: {scope}-skill-{i}\ndescription: Does task {i} for the {scope}; use it when the user asks about task {i}.\nmetadata:\n  version: \"1.0\"\n---\n# Skill {i}\n\n{body}"
+            );
+            std::fs::write(dir.join("SKILL.md"), text).expect("write");
+            let prompts = root.join("prompts");
+            std::fs::create_dir_all(&prompts).expect("mkdir");
+            let text = format!(
+                "---\ndescription: Template {i} of the {scope}\nargument-hint: \"<file>\"\n---\nReview $1 for task {i}.\n\n{body}"
+            );
+            std::fs::write(prompts.join(format!("{scope}-t{i}.md")), text).expect("write");
+        }
+    }
+}
+
+/// Cold start with 200 skills and 200 templates (loaded at start-up): to the first `get_state`
+/// response, and to the first `get_commands` response (which lists all 400).
+fn cold_start_resources() {
+    let s = Scratch::new("cold-resources");
+    write_resources(&s, 200);
+    let (median, min) = time_first_response(&s, b"{\"id\":1,\"type\":\"get_state\"}\n");
+    println!(
+        "cold start with 200 skills + 200 templates, to get_state: median {median:.2} ms, min {min:.2} ms (30 runs)"
+    );
+    let (median, min) = time_first_response(&s, b"{\"id\":1,\"type\":\"get_commands\"}\n");
+    println!(
+        "cold start with 200 skills + 200 templates, to get_commands: median {median:.2} ms, min {min:.2} ms (30 runs)"
+    );
+}
+
+/// Spawn → first response line, 30 times: (median, min) in ms.
+fn time_first_response(s: &Scratch, command: &[u8]) -> (f64, f64) {
     let mut times = Vec::new();
     for _ in 0..30 {
         let start = Instant::now();
@@ -104,9 +152,7 @@ fn cold_start() {
             ],
         );
         let mut stdin = child.stdin.take().expect("stdin");
-        stdin
-            .write_all(b"{\"id\":1,\"type\":\"get_state\"}\n")
-            .expect("write");
+        stdin.write_all(command).expect("write");
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
@@ -116,11 +162,7 @@ fn cold_start() {
         let _ = child.wait();
     }
     let min = times.iter().min().copied().unwrap_or_default();
-    println!(
-        "cold start to first response: median {:.2} ms, min {:.2} ms (30 runs)",
-        ms(median(times)),
-        ms(min)
-    );
+    (ms(median(times)), ms(min))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -342,6 +384,7 @@ fn main() {
     let on = |name: &str| only.is_empty() || only.split(',').any(|o| o == name);
     if on("cold") {
         cold_start();
+        cold_start_resources();
     }
     if on("short") {
         short_conversation();

@@ -26,6 +26,10 @@ use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
 pub const ABORTED_REQUEST: &str = "Request was aborted.";
 /// What a tool call gets when a queued steering message skips it.
 pub const SKIPPED: &str = "Skipped due to queued user message.";
+/// How long tools get to stop after an abort. A tool still running then (a worker stuck in a
+/// blocking system call) is abandoned: its call ends with `Operation aborted` at once, and
+/// whatever the worker reports later is ignored (its slot has a result, its batch is over).
+pub const ABORT_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Which queue delivered messages came from (for their `queue_update`).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -87,6 +91,9 @@ pub struct ToolBatch {
     /// Prepared calls waiting for the end of preparation: (index, tool, validated arguments).
     pub runnable: Vec<(usize, Exec, Value)>,
     token: CancelToken,
+    /// After an abort: the timer that abandons calls still running after [`ABORT_GRACE`]
+    /// (dropping it, when the batch ends first, stops it).
+    pub abandon: Option<CancelSource>,
 }
 
 /// How a call runs: a built-in tool on a worker thread, or a tool of an extension or an MCP
@@ -560,6 +567,7 @@ impl Machine {
             calls,
             runnable: Vec::new(),
             token,
+            abandon: None,
         });
         self.prepare_tools();
     }
@@ -1061,12 +1069,45 @@ impl Machine {
             }
             Phase::Tools(b) => {
                 b.cancel.cancel();
+                b.abandon = Some(crate::retry::start_timer_with(
+                    Worker::ToolsAbandoned { batch: b.batch },
+                    ABORT_GRACE,
+                    self.worker_tx.clone(),
+                ));
                 let batch = b.batch;
                 self.abort_remote(batch);
             }
             Phase::Starting => {}
         }
         true
+    }
+
+    /// [`ABORT_GRACE`] after an abort: calls that have not stopped are ended as aborted, so
+    /// the abort is answered whatever their workers are doing.
+    pub(crate) fn on_tools_abandoned(&mut self, batch: u64) {
+        let Some(run) = self.run.as_mut() else { return };
+        let Phase::Tools(b) = &mut run.phase else {
+            return;
+        };
+        if b.batch != batch {
+            return;
+        }
+        let mut ended = Vec::new();
+        for slot in b.slots.iter_mut().filter(|s| s.result.is_none()) {
+            let r = result_message(&slot.call, Err(crate::tools::ABORTED.to_string()));
+            slot.result = Some(r.clone());
+            ended.push(r);
+        }
+        for r in &ended {
+            eprintln!(
+                "pith: tool call {} ({}) did not stop within {} ms of the abort; abandoned",
+                r.tool_call_id,
+                r.tool_name,
+                ABORT_GRACE.as_millis()
+            );
+            self.emit_tool_end(r);
+        }
+        self.maybe_finish_tools();
     }
 }
 

@@ -12,6 +12,8 @@ use crate::core::plugins::{Call, CallKind, Life, SessionOp, SessionOpKind};
 use crate::ext::protocol::{self as proto, DecodeError, DeliverAs, FromExt};
 use crate::io::child::{self, ChildEvent};
 use crate::message::{AgentMessage, CustomMessage, UserContent, UserMessage, now_ms};
+use crate::resources::SourceInfo;
+use crate::resources::commands::{CommandSource, SlashCommand};
 use crate::rpc::command::{Command, StreamingBehavior};
 use crate::rpc::response;
 
@@ -348,42 +350,57 @@ impl Machine {
             .position(|e| e.ready() && e.commands.iter().any(|c| c.name == name))
     }
 
-    /// `get_commands`' data. (Extension commands only so far; templates and skills join them
-    /// in the shared command list.)
-    pub(crate) fn get_commands_data(&self) -> Value {
-        let mut commands = self.extension_commands_json();
-        // pi 0.87.1's inline extensions (llama) load after the configured ones.
-        commands.extend(self.compat.builtin_commands());
-        json!({ "commands": commands })
+    /// Does `text` (`/name args`) name a command of a running extension?
+    pub(crate) fn names_extension_command(&self, text: &str) -> bool {
+        let Some(rest) = text.strip_prefix('/') else {
+            return false;
+        };
+        let name = rest.split(' ').next().unwrap_or(rest);
+        self.extension_command_owner(name).is_some()
+    }
+
+    /// `get_commands`' data: extension commands (pi 0.87.1's inline extensions, `llama`, after
+    /// the configured ones), then prompt templates, then skills.
+    pub(crate) fn get_commands_data(&mut self) -> Value {
+        let mut extensions = self.extension_commands();
+        extensions.extend(
+            self.compat
+                .builtin_commands()
+                .into_iter()
+                .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
+        );
+        crate::resources::commands::CommandList::new(extensions, self.resources.get()).to_json()
     }
 
     /// The extension commands for `get_commands` (`source: "extension"`), in load order: under
-    /// 0.73 with `path`, under 0.87 with `sourceInfo`. Kept in one function so it can move into
-    /// the shared command list.
-    pub(crate) fn extension_commands_json(&self) -> Vec<Value> {
+    /// 0.73 with `path`, under 0.87 with `sourceInfo`.
+    pub(crate) fn extension_commands(&self) -> Vec<SlashCommand> {
         let mut out = Vec::new();
         for e in self.plugins.exts.iter().filter(|e| e.ready()) {
             for c in &e.commands {
-                let mut m = serde_json::Map::new();
-                m.insert("name".into(), json!(c.name));
-                if let Some(d) = &c.description {
-                    m.insert("description".into(), json!(d));
-                }
-                m.insert("source".into(), json!("extension"));
-                if self.compat.is_087() {
-                    let mut si = serde_json::Map::new();
-                    si.insert("path".into(), json!(e.path));
-                    si.insert("source".into(), json!(e.entry.origin.source()));
-                    si.insert("scope".into(), json!(e.entry.origin.scope()));
-                    si.insert("origin".into(), json!("top-level"));
-                    if let Some(b) = &e.entry.base_dir {
-                        si.insert("baseDir".into(), json!(b.to_string_lossy()));
-                    }
-                    m.insert("sourceInfo".into(), Value::Object(si));
+                let (path, source_info) = if self.compat.is_087() {
+                    let info = SourceInfo {
+                        path: e.path.clone(),
+                        source: e.entry.origin.source().to_string(),
+                        scope: e.entry.origin.scope().to_string(),
+                        origin: "top-level".to_string(),
+                        base_dir: e
+                            .entry
+                            .base_dir
+                            .as_ref()
+                            .map(|b| b.to_string_lossy().into_owned()),
+                    };
+                    (None, Some(info))
                 } else {
-                    m.insert("path".into(), json!(e.path));
-                }
-                out.push(Value::Object(m));
+                    (Some(e.path.clone()), None)
+                };
+                out.push(SlashCommand {
+                    name: c.name.clone(),
+                    description: c.description.as_ref().map(|d| json!(d)),
+                    source: CommandSource::Extension,
+                    path,
+                    source_info,
+                });
             }
         }
         out

@@ -51,6 +51,8 @@ pub struct Startup {
     pub partials: Partials,
     /// The pi protocol version pith emits.
     pub compat: Compat,
+    /// Skills and prompt templates (read on first use).
+    pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
 }
@@ -122,6 +124,7 @@ pub struct Machine {
     pub(crate) append_system_prompt: Option<String>,
     pub(crate) no_context_files: bool,
     pub(crate) faux_script: Option<PathBuf>,
+    pub(crate) resources: crate::resources::LazyResources,
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
@@ -193,6 +196,7 @@ impl Machine {
             append_system_prompt: s.append_system_prompt,
             no_context_files: s.no_context_files,
             faux_script: s.faux_script,
+            resources: s.resources,
             scoped_models: s.scoped_models,
             session_id: s.session.id().to_string(),
             session: s.session,
@@ -253,6 +257,13 @@ impl Machine {
             if self.input_closed && self.is_idle() && !self.plugins.busy() {
                 return Exit::InputClosed;
             }
+            // Once stdin is closed nobody can send `abort`: work that shows no progress at all
+            // for `pith.eofIdleTimeoutSeconds` (a stuck worker) is aborted and pith exits.
+            let idle_limit = if self.input_closed {
+                std::time::Duration::from_secs(self.settings.eof_idle_timeout_secs())
+            } else {
+                std::time::Duration::MAX
+            };
             let timer = self.plugins.timer();
             let event = select! {
                 recv(self.control_rx) -> c => match c {
@@ -268,6 +279,14 @@ impl Machine {
                     Err(_) => continue,
                 },
                 recv(timer) -> _ => Event::Timer,
+                default(idle_limit) => {
+                    eprintln!(
+                        "pith: stdin is closed and nothing progressed for {} s; aborting and exiting",
+                        idle_limit.as_secs()
+                    );
+                    self.cancel_all_work();
+                    return Exit::InputClosed;
+                }
             };
             if let Some(exit) = self.handle_event(event) {
                 return exit;
@@ -320,6 +339,7 @@ impl Machine {
             Event::Worker(Worker::ContinueDue { id }) => self.on_continue_due(id),
             Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
+            Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
             Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
@@ -481,12 +501,17 @@ impl Machine {
             Command::Prompt {
                 input,
                 streaming_behavior,
-            } => self.cmd_prompt(input, streaming_behavior, id, "prompt"),
+            } => {
+                let input = self.expand_input(input);
+                self.cmd_prompt(input, streaming_behavior, id, "prompt")
+            }
             Command::Steer(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::Steer);
                 Ok(None)
             }
             Command::FollowUp(input) => {
+                let input = self.expand_input(input);
                 self.enqueue(input, StreamingBehavior::FollowUp);
                 Ok(None)
             }
@@ -534,6 +559,7 @@ impl Machine {
                 Ok(None)
             }
             Command::AbortAndPrompt(input) => {
+                let input = self.expand_input(input);
                 // Queued messages are dropped, and hosts see it: one `queue_update` with both
                 // queues empty, as pi's clearQueue emits (always, even when they were empty).
                 self.steering.clear();
@@ -817,7 +843,23 @@ impl Machine {
         self.auth.api_key(provider)
     }
 
-    pub(crate) fn system_prompt(&self) -> String {
+    /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an
+    /// extension command: those run as they are); a skill file that cannot be read now is
+    /// reported as an `extension_error` event and the text stays as typed.
+    fn expand_input(&mut self, mut input: UserInput) -> UserInput {
+        if !input.text.starts_with('/') || self.names_extension_command(&input.text) {
+            return input;
+        }
+        let (text, error) = self.resources.get().expand(&input.text, self.compat);
+        if let Some(e) = error {
+            let line = response::line(&e.event());
+            self.send(line);
+        }
+        input.text = text;
+        input
+    }
+
+    pub(crate) fn system_prompt(&mut self) -> String {
         let remote = self.plugins.remote_tools();
         let mut names: Vec<(&str, &str)> =
             self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
@@ -826,7 +868,16 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
+        // Listed only when the model can read the files (pi: a `read` tool is active).
+        let skills = if names.iter().any(|(n, _)| *n == "read") {
+            self.resources
+                .get()
+                .skills_prompt(crate::resources::skills::ReadTool::Read)
+        } else {
+            String::new()
+        };
         crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+            skills: &skills,
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
             tools: &names,

@@ -35,6 +35,9 @@ pub struct SectionInputs<'a> {
     pub append: Option<&'a str>,
     /// `AGENTS.md` / `CLAUDE.md` files, global first.
     pub context_files: &'a [(PathBuf, String)],
+    /// The skills listing (`resources::skills::format_for_prompt`, trimmed): the `skills`
+    /// section; empty when no skill is listed.
+    pub skills: &'a str,
 }
 
 /// Per-tool rules (the tools' `promptGuidelines` in pi 0.87.1).
@@ -117,6 +120,9 @@ pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
             ));
         }
         raw.push(("project_context", parts.join("\n\n")));
+    }
+    if !i.skills.is_empty() {
+        raw.push(("skills", i.skills.to_string()));
     }
     raw.push(("cwd", i.cwd.display().to_string().replace('\\', "/")));
     raw.into_iter()
@@ -454,6 +460,21 @@ impl Machine {
             .context_files_087
             .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
             .clone();
+        // Skills are listed when the model can read their files: with read, else with bash.
+        let active = |n: &str| {
+            self.tools.iter().any(|t| t.name() == n) || remote.iter().any(|r| r.name == n)
+        };
+        let reader = if active("read") {
+            Some(crate::resources::skills::ReadTool::Read)
+        } else if active("bash") {
+            Some(crate::resources::skills::ReadTool::Bash)
+        } else {
+            None
+        };
+        let skills = match reader {
+            Some(tool) => self.resources.get().skills_prompt(tool).trim().to_string(),
+            None => String::new(),
+        };
         let mut names: Vec<(&str, &str)> =
             self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
         // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
@@ -468,6 +489,7 @@ impl Machine {
             custom: self.custom_system_prompt.as_deref(),
             append: self.append_system_prompt.as_deref(),
             context_files: &files,
+            skills: &skills,
         })
     }
 
@@ -614,6 +636,7 @@ mod tests {
             custom: None,
             append: None,
             context_files: &[],
+            skills: "",
         });
         let names: Vec<&str> = s.keys().map(String::as_str).collect();
         assert_eq!(names, ["preamble", "tools", "rules", "cwd"]);
@@ -636,10 +659,23 @@ mod tests {
             custom: Some("Custom."),
             append: Some("More."),
             context_files: &[(PathBuf::from("/w/AGENTS.md"), "Be nice.".into())],
+            skills: "",
         });
         assert_eq!(
             render("", &s),
             "Custom.\n\n<addendum>\nMore.\n</addendum>\n\n<project_context>\nProject-specific instructions and guidelines:\n\n<project_instructions path=\"/w/AGENTS.md\">\nBe nice.\n</project_instructions>\n</project_context>\n\n<cwd>\n/w\n</cwd>"
+        );
+        let with_skills = sections(&SectionInputs {
+            cwd: Path::new("/w"),
+            tools: &[],
+            custom: Some("Custom."),
+            append: None,
+            context_files: &[],
+            skills: "The following skills...",
+        });
+        assert_eq!(
+            render("", &with_skills),
+            "Custom.\n\n<skills>\nThe following skills...\n</skills>\n\n<cwd>\n/w\n</cwd>"
         );
         let none = sections(&SectionInputs {
             cwd: Path::new("/w"),
@@ -647,6 +683,7 @@ mod tests {
             custom: None,
             append: None,
             context_files: &[],
+            skills: "",
         });
         assert!(render("", &none).contains("<tools>\n(none)\n\nIn addition"));
     }
@@ -660,6 +697,7 @@ mod tests {
             custom: None,
             append: None,
             context_files: &[],
+            skills: "",
         });
         let decl = |n: &str| ToolDeclaration {
             name: n.into(),

@@ -13,6 +13,8 @@ pub struct PromptInputs<'a> {
     pub tools: &'a [(&'a str, &'a str)],
     pub custom: Option<&'a str>,
     pub append: Option<&'a str>,
+    /// The skills block (`resources::skills::format_for_prompt`), empty when none is listed.
+    pub skills: &'a str,
     /// `--no-context-files`: leave `AGENTS.md` / `CLAUDE.md` out.
     pub no_context_files: bool,
     /// `YYYY-MM-DD` (UTC).
@@ -213,6 +215,7 @@ pub fn build(i: &PromptInputs<'_>) -> String {
             s.push_str(&format!("## {}\n\n{}\n\n", p.display(), c));
         }
     }
+    s.push_str(i.skills);
     s.push_str(&format!("\nCurrent date: {}", i.date));
     s.push_str(&format!(
         "\nCurrent working directory: {}",
@@ -243,6 +246,7 @@ mod tests {
             tools: &tools,
             custom: None,
             append: None,
+            skills: "",
             no_context_files: false,
             date: "2026-11-21",
         });
@@ -274,6 +278,7 @@ mod tests {
             tools: &[],
             custom: Some("Custom."),
             append: Some("Appended."),
+            skills: "",
             no_context_files: false,
             date: "2026-01-02",
         });

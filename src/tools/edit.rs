@@ -2,14 +2,17 @@
 //! `edits: [{oldText, newText}]`, plus the legacy top-level `oldText`/`newText`).
 //!
 //! Every edit is matched against the original content (after BOM stripping and CRLF → LF); if
-//! an exact match fails, a fuzzy match ignoring trailing whitespace and Unicode quote/dash/space
-//! variants is tried, and then the whole file is processed in that normalised form, as the
+//! an exact match fails, a fuzzy match (NFKC, ignoring trailing whitespace and Unicode
+//! quote/dash/space variants) is tried, and then the whole file is processed in that normalised form, as the
 //! reference does. Line endings and the BOM are restored on write. The result carries the
 //! reference's numbered diff (`details.diff`) and the first changed line.
+
+use std::io::Read;
 
 use serde_json::{Value, json};
 
 use super::paths::resolve_to_cwd;
+use super::regular::{CancelRead, cancelled, open_read, refuse_special, write_regular};
 use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_str, check_cancel, text_output};
 
 pub struct EditTool;
@@ -61,6 +64,10 @@ impl Tool for EditTool {
         let edits = parse_edits(args)?;
         check_cancel(ctx)?;
         let abs = resolve_to_cwd(path, &ctx.cwd);
+        // A FIFO or device passes the reference's access check and then hangs its readFile.
+        if let Some(e) = refuse_special("edit", &abs) {
+            return Err(e);
+        }
         let writable = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -68,7 +75,15 @@ impl Tool for EditTool {
         if writable.is_err() || !abs.is_file() {
             return Err(format!("File not found: {path}"));
         }
-        let bytes = std::fs::read(&abs).map_err(|_| format!("File not found: {path}"))?;
+        let mut bytes = Vec::new();
+        let file = open_read(&abs, "edit").map_err(|e| match e {
+            Ok(special) => special,
+            Err(_) => format!("File not found: {path}"),
+        })?;
+        let stop = cancelled(&ctx.cancel);
+        CancelRead::new(file, &stop)
+            .read_to_end(&mut bytes)
+            .map_err(|_| format!("File not found: {path}"))?;
         check_cancel(ctx)?;
         let raw = String::from_utf8_lossy(&bytes);
         let (bom, content) = match raw.strip_prefix('\u{feff}') {
@@ -84,8 +99,10 @@ impl Tool for EditTool {
         } else {
             new_content.clone()
         };
-        std::fs::write(&abs, format!("{bom}{restored}"))
-            .map_err(|e| super::paths::node_error(&e, "open", &abs))?;
+        write_regular(&abs, format!("{bom}{restored}").as_bytes()).map_err(|e| match e {
+            Ok(special) => special,
+            Err(e) => super::paths::node_error(&e, "open", &abs),
+        })?;
         check_cancel(ctx)?;
         let (diff, first_changed) = diff_string(&base, &new_content, 4);
         let mut out = text_output(format!(
@@ -191,10 +208,12 @@ pub fn normalize_to_lf(text: &str) -> String {
     text.replace("\r\n", "\n").replace('\r', "\n")
 }
 
-/// Fuzzy form: trailing whitespace per line removed, smart quotes, dashes and special spaces
-/// replaced by ASCII. (The reference also applies NFKC, which needs Unicode tables pith lacks.)
+/// Fuzzy form, the reference's `normalizeForFuzzyMatch`: NFKC, trailing whitespace per line
+/// removed (JavaScript's `trimEnd`), smart quotes, dashes and special spaces replaced by ASCII.
 pub fn normalize_fuzzy(text: &str) -> String {
-    let trimmed: Vec<&str> = text.split('\n').map(str::trim_end).collect();
+    use unicode_normalization::UnicodeNormalization;
+    let nfkc: String = text.nfkc().collect();
+    let trimmed: Vec<&str> = nfkc.split('\n').map(js_trim_end).collect();
     trimmed
         .join("\n")
         .chars()
@@ -206,6 +225,12 @@ pub fn normalize_fuzzy(text: &str) -> String {
             c => c,
         })
         .collect()
+}
+
+/// JavaScript's `trimEnd`: white space and line terminators (which include U+FEFF but not
+/// U+0085, unlike Rust's `trim_end`).
+fn js_trim_end(s: &str) -> &str {
+    s.trim_end_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}')
 }
 
 /// Apply all edits to LF content; returns `(base, new)` where `base` is the content the edits

@@ -1,14 +1,25 @@
-//! The `find` tool: files and directories matching a glob (spec 14.8), in-process instead of
-//! fd. Hidden entries are included, `.gitignore` files are honoured and `.git` is skipped; a
-//! pattern without `/` matches names, one with `/` matches paths relative to the search dir.
+//! The `find` tool: files and directories matching a glob (spec 14.8) with fd's own crates,
+//! configured as the reference runs fd: `fd --glob --color=never --hidden --no-require-git
+//! --max-results N [--full-path] -- PATTERN PATH`, where a pattern containing `/` turns on
+//! `--full-path` and gets a leading `**/` unless it starts with `/` or `**/`.
+//!
+//! As in fd, the glob becomes a regex (`globset`, `*` never crossing `/`), matched against the
+//! entry's name, or with `--full-path` against its absolute path; smart case: the match ignores
+//! case unless the pattern has an uppercase letter. The walk is [`super::walk`]'s fd flavour.
+//! fd's lines are then relativised as the reference does (`dir/` for directories).
 
+use std::path::Path;
+
+use globset::GlobBuilder;
+use regex::bytes::{Regex, RegexBuilder};
 use serde_json::{Map, Value, json};
 
-use super::ignore::{Glob, walk};
-use super::ls::{effective_limit, finish_listing};
+use super::ls::finish_listing;
 use super::paths::resolve_to_cwd;
+use super::walk::{Flavor, builder, relative};
 use super::{
-    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, js_num,
+    js_value, text_output,
 };
 
 pub const DEFAULT_LIMIT: usize = 1000;
@@ -54,37 +65,56 @@ impl Tool for FindTool {
                 .unwrap_or("."),
             &ctx.cwd,
         );
-        if !root.exists() {
-            return Err(format!("Path not found: {}", root.display()));
+        // `limit ?? 1000`, passed to fd as `--max-results String(limit)`.
+        let limit = arg_f64(args, "limit").unwrap_or(DEFAULT_LIMIT as f64);
+        let max_results = max_results(limit)?;
+        if !root.is_dir() {
+            return Err(format!(
+                "[fd error]: Search path '{}' is not a directory.\n[fd error]: No valid search paths given.",
+                root.display()
+            ));
         }
-        let limit = effective_limit(arg_f64(args, "limit"), DEFAULT_LIMIT);
-        let matcher = PathGlob::new(pattern);
-        let mut results: Vec<String> = Vec::new();
-        let stop = || ctx.cancel.is_cancelled();
-        walk(&root, &stop, &mut |e| {
-            if matcher.is_match(e.rel) {
-                results.push(if e.is_dir {
-                    format!("{}/", e.rel)
-                } else {
-                    e.rel.to_string()
-                });
+        let matcher = FdGlob::new(pattern)?;
+        let mut lines: Vec<String> = Vec::new();
+        for entry in builder(&root, &ctx.cwd, Flavor::Fd).build() {
+            if ctx.cancel.is_cancelled() {
+                return Err(ABORTED.to_string());
             }
-            results.len() < limit
-        });
-        if ctx.cancel.is_cancelled() {
-            return Err(ABORTED.to_string());
+            // fd reports walk errors only with --show-errors.
+            let Ok(entry) = entry else { continue };
+            if entry.depth() == 0 || !matcher.is_match(entry.path()) {
+                continue;
+            }
+            let rel = relative(entry.path(), &root);
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            lines.push(if is_dir { format!("{rel}/") } else { rel });
+            if max_results.is_some_and(|m| lines.len() >= m) {
+                break;
+            }
         }
+        check_cancel(ctx)?;
+        // The reference reads fd's output with `readline` (a name with `\r` or `\n` in it
+        // becomes several lines) and trims each line.
+        let results: Vec<String> = lines
+            .join("\n")
+            .split("\r\n")
+            .flat_map(|l| l.split(['\r', '\n']))
+            .map(js_trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
         if results.is_empty() {
             return Ok(text_output("No files found matching pattern"));
         }
         let mut notices = Vec::new();
         let mut details = Map::new();
-        if results.len() >= limit {
+        if results.len() as f64 >= limit {
             notices.push(format!(
-                "{limit} results limit reached. Use limit={} for more, or refine pattern",
-                limit * 2
+                "{} results limit reached. Use limit={} for more, or refine pattern",
+                js_num(limit),
+                js_num(limit * 2.0)
             ));
-            details.insert("resultLimitReached".into(), json!(limit));
+            details.insert("resultLimitReached".into(), js_value(limit));
         }
         Ok(finish_listing(
             &results.join("\n"),
@@ -95,31 +125,159 @@ impl Tool for FindTool {
     }
 }
 
-/// fd's glob semantics: names unless the pattern has a `/`, then full relative paths.
-pub struct PathGlob {
-    glob: Glob,
-    whole_path: bool,
+/// JavaScript's `String.prototype.trim`.
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
-impl PathGlob {
-    pub fn new(pattern: &str) -> PathGlob {
-        let whole_path = pattern.contains('/');
-        let p = if whole_path && !pattern.starts_with("**") && !pattern.starts_with('/') {
+/// fd's `--max-results` as it parses `String(limit)`: `0` means no limit; anything else that
+/// is not a whole number fails as fd fails (the reference reports fd's stderr).
+fn max_results(limit: f64) -> Result<Option<usize>, String> {
+    let text = js_num(limit);
+    const HELP: &str = "\n\nFor more information, try '--help'.";
+    if limit < 0.0 || text.starts_with('-') {
+        // clap reads a leading `-` as a flag: `-1`/`-0…` are fd's own short flags.
+        return Err(if text.starts_with("-1") || text.starts_with("-0") {
+            format!(
+                "error: a value is required for '--max-results <count>' but none was supplied{HELP}"
+            )
+        } else {
+            format!(
+                "error: unexpected argument '{text}' found\n\n  tip: to pass '{text}' as a value, use '-- {text}'\n\nUsage: fd [OPTIONS] [pattern] [path]...{HELP}"
+            )
+        });
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "error: invalid value '{text}' for '--max-results <count>': invalid digit found in string{HELP}"
+        ));
+    }
+    match text.parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        Err(_) => Err(format!(
+            "error: invalid value '{text}' for '--max-results <count>': number too large to fit in target type{HELP}"
+        )),
+    }
+}
+
+/// fd's `--glob` matcher for the reference's pattern.
+pub struct FdGlob {
+    regex: Regex,
+    full_path: bool,
+}
+
+impl FdGlob {
+    pub fn new(pattern: &str) -> Result<FdGlob, String> {
+        let full_path = pattern.contains('/');
+        let effective = if full_path
+            && !pattern.starts_with('/')
+            && !pattern.starts_with("**/")
+            && pattern != "**"
+        {
             format!("**/{pattern}")
         } else {
-            pattern.trim_start_matches('/').to_string()
+            pattern.to_string()
         };
-        PathGlob {
-            glob: Glob::new(&p),
-            whole_path,
-        }
+        let regex_text = if effective.is_empty() {
+            String::new()
+        } else {
+            GlobBuilder::new(&effective)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("[fd error]: {e}"))?
+                .regex()
+                .to_string()
+        };
+        let case_sensitive = has_uppercase_char(&regex_text);
+        let regex = RegexBuilder::new(&regex_text)
+            .case_insensitive(!case_sensitive)
+            .dot_matches_new_line(true)
+            .build()
+            .map_err(|e| {
+                format!(
+                    "[fd error]: {e}\n\nNote: You can search for literal substrings with '--fixed-strings' or literal strings with '--exact' options (instead of a regular expression). Alternatively, you can also use the '--glob' option to match on a glob pattern."
+                )
+            })?;
+        Ok(FdGlob { regex, full_path })
     }
 
-    pub fn is_match(&self, rel: &str) -> bool {
-        if self.whole_path {
-            self.glob.is_match(rel)
+    /// Does the entry at `path` (absolute, as fd sees it under an absolute search path) match?
+    pub fn is_match(&self, path: &Path) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let subject = if self.full_path {
+            path.as_os_str()
         } else {
-            self.glob.is_match(rel.rsplit('/').next().unwrap_or(rel))
+            match path.file_name() {
+                Some(n) => n,
+                None => return false,
+            }
+        };
+        self.regex.is_match(subject.as_bytes())
+    }
+}
+
+/// fd's smart case: does the pattern's regex contain an uppercase literal or class bound?
+fn has_uppercase_char(pattern: &str) -> bool {
+    use regex_syntax::hir::{Class, Hir, HirKind, Literal};
+    fn walk(hir: &Hir) -> bool {
+        match hir.kind() {
+            HirKind::Literal(Literal(bytes)) => match std::str::from_utf8(bytes) {
+                Ok(s) => s.chars().any(char::is_uppercase),
+                Err(_) => bytes.iter().any(|b| char::from(*b).is_uppercase()),
+            },
+            HirKind::Class(Class::Unicode(ranges)) => ranges
+                .iter()
+                .any(|r| r.start().is_uppercase() || r.end().is_uppercase()),
+            HirKind::Class(Class::Bytes(ranges)) => ranges.iter().any(|r| {
+                char::from(r.start()).is_uppercase() || char::from(r.end()).is_uppercase()
+            }),
+            HirKind::Capture(c) => walk(&c.sub),
+            HirKind::Repetition(r) => walk(&r.sub),
+            HirKind::Concat(hirs) | HirKind::Alternation(hirs) => hirs.iter().any(walk),
+            _ => false,
         }
+    }
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .map(|hir| walk(&hir))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smart_case_and_full_path() {
+        let g = FdGlob::new("*.md").unwrap();
+        assert!(g.is_match(Path::new("/r/README.MD")));
+        let g = FdGlob::new("*.MD").unwrap();
+        assert!(!g.is_match(Path::new("/r/readme.md")));
+        let g = FdGlob::new("src/*.rs").unwrap();
+        assert!(g.is_match(Path::new("/r/src/a.rs")));
+        assert!(!g.is_match(Path::new("/r/src/x/a.rs")));
+        let g = FdGlob::new("*.{ts,tsx}").unwrap();
+        assert!(g.is_match(Path::new("/r/a.tsx")));
+    }
+
+    #[test]
+    fn max_results_as_fd_parses_it() {
+        assert_eq!(max_results(1000.0), Ok(Some(1000)));
+        assert_eq!(max_results(0.0), Ok(None));
+        assert!(max_results(2.5).unwrap_err().contains("invalid digit"));
+        assert!(
+            max_results(-1.0)
+                .unwrap_err()
+                .contains("a value is required")
+        );
+        assert!(
+            max_results(-5.0)
+                .unwrap_err()
+                .contains("unexpected argument '-5'")
+        );
+        assert!(max_results(1e20).unwrap_err().contains("number too large"));
     }
 }

@@ -1,26 +1,48 @@
-//! The `grep` tool: search file contents (spec 14.7), in-process instead of ripgrep.
+//! The `grep` tool: search file contents (spec 14.7) with ripgrep's own crates, configured as
+//! the reference runs ripgrep: `rg --json --line-number --color=never --hidden [--ignore-case]
+//! [--fixed-strings] [--glob G] -- PATTERN PATH`.
 //!
-//! Walks the search directory with ripgrep's defaults as the reference invokes it (`--hidden`,
-//! `.gitignore` honoured, `.git` and binary files skipped, symlinks not followed), matches each
-//! line with [`super::regex::Regex`] (or a literal), stops at `limit` matches and formats
-//! `path:N: text` / `path-N- text` blocks with the reference's notices.
+//! - The matcher is `grep-regex`'s, built with rg's settings (Unicode, `^`/`$` at line ends, `\n`
+//!   and NUL banned), so syntax, flags, classes and error texts are rg's; rg's hints are added to
+//!   its errors (`-U` for a literal `\n`, `-a` for a NUL).
+//! - The searcher is `grep-searcher`'s, line by line: binary files found while walking are
+//!   searched up to their first NUL (block by block, so matches before it are reported); a file
+//!   given explicitly is searched whole as rg searches it (as one memory block, NULs kept).
+//!   UTF-16 files with a BOM are transcoded, as rg does.
+//! - The walk is [`super::walk`]'s rg flavour; `--glob` is rg's override glob, relative to the
+//!   tool's working directory as rg's is to its cwd.
+//!
+//! The matches are then formatted the way the reference formats rg's JSON: `path:N: text`, or
+//! for context lines and lines that are not UTF-8, lines re-read from the file (split on
+//! `\r\n`, `\r` and `\n`) as `path-N- text` blocks.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde_json::{Map, Value, json};
 
-use super::ignore::{Glob, walk};
-use super::ls::{effective_limit, finish_listing};
+use super::ls::finish_listing;
 use super::paths::resolve_to_cwd;
-use super::regex::Regex;
+use super::regular::{CancelRead, open_read, special_kind};
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
+use super::walk::{Flavor, builder, relative};
 use super::{
-    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, js_num,
+    js_value, text_output,
 };
 
 pub const DEFAULT_LIMIT: usize = 100;
-/// Files larger than this are not searched (bounded memory).
-const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// An explicitly given file up to this size is searched as one block (rg memory-maps it);
+/// a larger one is streamed, which differs only in how NUL bytes split its lines.
+const EXPLICIT_SLICE_LIMIT: u64 = 64 * 1024 * 1024;
+/// The longest line grep holds in memory while walking (rg has no limit; a file with a longer
+/// line is skipped instead of growing pith's memory without bound).
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes kept of a line shown from a re-read file (more than 500 UTF-16 units need).
+const KEEP_LINE_BYTES: usize = 4 * GREP_MAX_LINE_LENGTH + 8;
 
 pub struct GrepTool;
 
@@ -69,219 +91,601 @@ impl Tool for GrepTool {
         );
         let meta =
             std::fs::metadata(&root).map_err(|_| format!("Path not found: {}", root.display()))?;
-        let ignore_case = args
-            .get("ignoreCase")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let literal = args
-            .get("literal")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let context = arg_f64(args, "context")
-            .filter(|c| *c > 0.0)
-            .map(|c| c.min(1e6) as usize)
-            .unwrap_or(0);
-        let limit = effective_limit(arg_f64(args, "limit"), DEFAULT_LIMIT);
-        let matcher = Matcher::new(pattern, literal, ignore_case)?;
-        let glob = arg_str(args, "glob")
-            .filter(|g| !g.is_empty())
-            .map(GlobFilter::new);
+        if let Some(kind) = special_kind(&meta) {
+            // rg would block on a FIFO and never finish /dev/zero.
+            return Err(super::regular::special_file_error("search", &root, kind));
+        }
+        let opts = Options {
+            ignore_case: args
+                .get("ignoreCase")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            literal: args
+                .get("literal")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            context: arg_f64(args, "context")
+                .filter(|c| *c > 0.0)
+                .map(|c| c.min(1e6) as usize)
+                .unwrap_or(0),
+            // `Math.max(1, limit ?? 100)`: a fractional limit stops at the next whole match.
+            limit: arg_f64(args, "limit")
+                .filter(|l| !l.is_nan())
+                .unwrap_or(DEFAULT_LIMIT as f64)
+                .max(1.0),
+        };
+        let glob = arg_str(args, "glob").filter(|g| !g.is_empty());
+        let found = search(pattern, &root, meta.is_dir(), glob, &opts, ctx)?;
+        format_result(found, &opts)
+    }
+}
 
-        let mut count = 0usize;
-        let mut lines_truncated = false;
-        let mut out_lines: Vec<String> = Vec::new();
-        let mut search_file = |path: &Path, display: &str| -> bool {
-            let Some(lines) = read_lines(path) else {
-                return true;
-            };
-            for (i, line) in lines.iter().enumerate() {
-                if count >= limit {
+struct Options {
+    ignore_case: bool,
+    literal: bool,
+    context: usize,
+    limit: f64,
+}
+
+/// One reported line.
+struct Match {
+    /// Index into [`Found::files`].
+    file: usize,
+    line: u64,
+    /// The line as rg's JSON carries it (`\r` removed, cut to 500 units); `None` when the line
+    /// is not UTF-8 (rg sends its bytes base64-encoded and the reference re-reads the file).
+    text: Option<(String, bool)>,
+}
+
+struct Found {
+    /// Searched files with matches: (path, displayed path).
+    files: Vec<(PathBuf, String)>,
+    matches: Vec<Match>,
+    limit_reached: bool,
+}
+
+/// rg's matcher for the reference's flags; errors are rg's stderr text.
+pub fn build_matcher(
+    pattern: &str,
+    literal: bool,
+    ignore_case: bool,
+) -> Result<RegexMatcher, String> {
+    let mut b = RegexMatcherBuilder::new();
+    b.multi_line(true)
+        .unicode(true)
+        .octal(false)
+        .fixed_strings(literal)
+        .case_insensitive(ignore_case)
+        .line_terminator(Some(b'\n'))
+        .dot_matches_new_line(false)
+        .ban_byte(Some(0));
+    b.build(pattern)
+        .map_err(|e| format!("rg: {}", suggest_text(suggest_multiline(e.to_string()))))
+}
+
+/// rg's hint after a literal line terminator in the pattern.
+fn suggest_multiline(msg: String) -> String {
+    if msg.contains("the literal") && msg.contains("not allowed") {
+        format!(
+            "{msg}\n\nConsider enabling multiline mode with the --multiline flag (or -U for short).\nWhen multiline mode is enabled, new line characters can be matched."
+        )
+    } else {
+        msg
+    }
+}
+
+/// rg's hint after a NUL in the pattern.
+fn suggest_text(msg: String) -> String {
+    if msg.contains("pattern contains \"\\0\"") {
+        format!(
+            "{msg}\n\nConsider enabling text mode with the --text flag (or -a for short). Otherwise,\nbinary detection is enabled and matching a NUL byte is impossible."
+        )
+    } else {
+        msg
+    }
+}
+
+fn search(
+    pattern: &str,
+    root: &Path,
+    is_dir: bool,
+    glob: Option<&str>,
+    opts: &Options,
+    ctx: &ToolContext,
+) -> Result<Found, String> {
+    // rg builds its globs before its matcher: a bad glob is reported first.
+    let mut overrides = ignore::overrides::OverrideBuilder::new(&ctx.cwd);
+    if let Some(g) = glob {
+        overrides.add(g).map_err(|e| format!("rg: {e}"))?;
+    }
+    let overrides = overrides.build().map_err(|e| format!("rg: {e}"))?;
+    let matcher = build_matcher(pattern, opts.literal, opts.ignore_case)?;
+    let mut found = Found {
+        files: Vec::new(),
+        matches: Vec::new(),
+        limit_reached: false,
+    };
+    let mut errors: Vec<String> = Vec::new();
+    let aborted = || ctx.cancel.is_cancelled();
+    if is_dir {
+        let walk = builder(root, &ctx.cwd, Flavor::Rg(overrides)).build();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_SEARCH_THREADS);
+        let mut take = |item: Searched| match item.hits {
+            Ok(hits) => found.add(item.path, item.display, hits, opts.limit),
+            Err(e) => {
+                errors.push(e);
+                false
+            }
+        };
+        if workers > 1 {
+            search_parallel(walk, root, &matcher, opts, ctx, workers, &mut take);
+        } else {
+            let mut searcher = walk_searcher();
+            for entry in walk {
+                if aborted() {
                     break;
                 }
-                if matcher.is_match(line) {
-                    count += 1;
-                    lines_truncated |=
-                        format_block(&lines, i + 1, context, display, &mut out_lines);
+                if let Some(item) =
+                    search_entry(entry, root, &mut searcher, &matcher, opts, &aborted)
+                {
+                    if take(item) {
+                        break;
+                    }
                 }
             }
-            count < limit
-        };
-        if meta.is_dir() {
-            let stop = || ctx.cancel.is_cancelled();
-            walk(&root, &stop, &mut |e| {
-                if e.is_dir || e.is_symlink {
-                    return true;
-                }
-                if glob.as_ref().is_some_and(|g| !g.accepts(e.rel)) {
-                    return true;
-                }
-                search_file(e.path, e.rel)
-            });
-        } else {
-            let name = root
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            search_file(&root, &name);
         }
-        if ctx.cancel.is_cancelled() {
-            return Err(ABORTED.to_string());
-        }
-        if count == 0 {
-            return Ok(text_output("No matches found"));
-        }
-        let mut notices = Vec::new();
-        let mut details = Map::new();
-        if count >= limit {
-            notices.push(format!(
-                "{limit} matches limit reached. Use limit={} for more, or refine pattern",
-                limit * 2
-            ));
-            details.insert("matchLimitReached".into(), json!(limit));
-        }
-        let mut after = Vec::new();
-        if lines_truncated {
-            after.push(format!("Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"));
-        }
-        let mut out = finish_listing(&out_lines.join("\n"), notices, after, details);
-        if lines_truncated {
-            let mut d = out
-                .details
-                .take()
-                .and_then(|v| v.as_object().cloned())
-                .unwrap_or_default();
-            d.insert("linesTruncated".into(), json!(true));
-            out.details = Some(Value::Object(d));
-        }
-        Ok(out)
-    }
-}
-
-/// Append the block for a match at line `n` (1-based) with `context` lines around it; returns
-/// whether a line had to be cut.
-fn format_block(
-    lines: &[String],
-    n: usize,
-    context: usize,
-    display: &str,
-    out: &mut Vec<String>,
-) -> bool {
-    let start = if context > 0 {
-        n.saturating_sub(context).max(1)
     } else {
-        n
-    };
-    let end = if context > 0 {
-        (n + context).min(lines.len())
-    } else {
-        n
-    };
-    let mut any_cut = false;
-    for cur in start..=end {
-        let text = lines
-            .get(cur - 1)
-            .map(|l| l.replace('\r', ""))
+        // An explicit file is always searched, binary or not (NULs do not stop it).
+        let mut searcher = SearcherBuilder::new().line_number(true).build();
+        searcher.set_binary_detection(BinaryDetection::convert(0));
+        let display = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let (text, cut) = truncate_line(&text, GREP_MAX_LINE_LENGTH);
-        any_cut |= cut;
-        let sep = if cur == n { ':' } else { '-' };
-        out.push(format!("{display}{sep}{cur}{sep} {text}"));
+        match search_explicit(&mut searcher, &matcher, root, opts, &aborted) {
+            Ok(hits) => {
+                found.add(root.to_path_buf(), display, hits, opts.limit);
+            }
+            Err(e) => errors.push(format!("rg: {}: {e}", root.display())),
+        }
     }
-    any_cut
+    check_cancel(ctx)?;
+    // rg exits with status 2 after an I/O error and the reference reports its stderr instead
+    // of the matches (unless it stopped rg at the match limit first).
+    if !errors.is_empty() && !found.limit_reached {
+        return Err(errors.join("\n"));
+    }
+    Ok(found)
 }
 
-/// A file's lines (CRLF/CR normalised as the reference re-reads them); `None` for unreadable,
-/// huge or binary (NUL-containing) files, which ripgrep skips.
-fn read_lines(path: &Path) -> Option<Vec<String>> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > MAX_FILE_BYTES {
+/// At most this many threads search files while the walk goes on.
+const MAX_SEARCH_THREADS: usize = 4;
+/// Walk entries handed to a search thread at a time.
+const SEARCH_CHUNK: usize = 16;
+
+/// The outcome of one walk entry: a searched file's lines, or an error in rg's words.
+struct Searched {
+    path: PathBuf,
+    display: String,
+    hits: Result<Hits, String>,
+}
+
+/// The lines one file contributed: line number and rg's JSON text (`None`: not UTF-8).
+type Hits = Vec<(u64, Option<(String, bool)>)>;
+
+impl Found {
+    /// Append a file's lines up to the limit; true once the limit is reached.
+    fn add(&mut self, path: PathBuf, display: String, hits: Hits, limit: f64) -> bool {
+        if hits.is_empty() {
+            return self.limit_reached;
+        }
+        let file = self.files.len();
+        self.files.push((path, display));
+        for (line, text) in hits {
+            self.matches.push(Match { file, line, text });
+            if self.matches.len() as f64 >= limit {
+                self.limit_reached = true;
+                break;
+            }
+        }
+        self.limit_reached
+    }
+}
+
+/// The searcher for files met while walking: line numbers, lines held in bounded memory.
+fn walk_searcher() -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .heap_limit(Some(MAX_LINE_BYTES))
+        .build()
+}
+
+/// Search one entry of the walk if it is a regular file (rg skips symlinks, devices, FIFOs and
+/// sockets it meets while walking); `None` for anything else.
+fn search_entry(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+    root: &Path,
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> Option<Searched> {
+    let entry = match entry {
+        Ok(e) => e,
+        Err(e) => {
+            return Some(Searched {
+                path: PathBuf::new(),
+                display: String::new(),
+                hits: Err(format!("rg: {e}")),
+            });
+        }
+    };
+    if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_file()) {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
-    if bytes.contains(&0) {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&bytes)
-        .replace("\r\n", "\n")
-        .replace('\r', "\n");
-    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
-    if text.ends_with('\n') {
-        lines.pop(); // ripgrep does not report the empty piece after the final newline
-    }
-    Some(lines)
+    let path = entry.into_path();
+    let display = relative(&path, root);
+    searcher.set_binary_detection(BinaryDetection::quit(0));
+    let hits = match search_stream(searcher, matcher, &path, opts, stop) {
+        // A line over MAX_LINE_BYTES: the file is skipped (documented in docs/rpc.md).
+        Err(e) if e.to_string().starts_with("configured allocation limit") => Ok(Vec::new()),
+        r => r.map_err(|e| format!("rg: {}: {e}", path.display())),
+    };
+    Some(Searched {
+        path,
+        display,
+        hits,
+    })
 }
 
-enum Matcher {
-    Literal(String, bool),
-    Regex(Regex),
+/// The walk on this thread's helper, the searches on `workers` threads, the results taken in
+/// walk order (so the output is the sequential search's, and the limit stops everything).
+fn search_parallel(
+    walk: ignore::Walk,
+    root: &Path,
+    matcher: &RegexMatcher,
+    opts: &Options,
+    ctx: &ToolContext,
+    workers: usize,
+    take: &mut dyn FnMut(Searched) -> bool,
+) {
+    use crossbeam_channel::bounded;
+    type Entry = Result<ignore::DirEntry, ignore::Error>;
+    let (mut done, done_token) = crate::cancel::cancel_pair();
+    let stop = || ctx.cancel.is_cancelled() || done_token.is_cancelled();
+    std::thread::scope(|scope| {
+        // Entries travel in numbered chunks (fewer wake-ups than one message per file).
+        let (work_tx, work_rx) = bounded::<(u64, Vec<Entry>)>(64);
+        let (result_tx, result_rx) = bounded::<(u64, Vec<Option<Searched>>)>(64);
+        scope.spawn(move || {
+            let mut seq = 0u64;
+            let mut chunk = Vec::with_capacity(SEARCH_CHUNK);
+            for entry in walk {
+                if stop() {
+                    return;
+                }
+                chunk.push(entry);
+                if chunk.len() == SEARCH_CHUNK {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(SEARCH_CHUNK));
+                    if work_tx.send((seq, full)).is_err() {
+                        return;
+                    }
+                    seq += 1;
+                }
+            }
+            if !chunk.is_empty() {
+                let _ = work_tx.send((seq, chunk));
+            }
+        });
+        for _ in 0..workers {
+            let (work_rx, result_tx) = (work_rx.clone(), result_tx.clone());
+            scope.spawn(move || {
+                let mut searcher = walk_searcher();
+                for (seq, entries) in work_rx {
+                    let mut items = Vec::with_capacity(entries.len());
+                    for entry in entries {
+                        if stop() {
+                            return;
+                        }
+                        items.push(search_entry(
+                            entry,
+                            root,
+                            &mut searcher,
+                            matcher,
+                            opts,
+                            &stop,
+                        ));
+                    }
+                    if result_tx.send((seq, items)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((work_rx, result_tx));
+        // Chunks arrive in any order: keep the early ones until their turn.
+        let mut next = 0u64;
+        let mut waiting: BTreeMap<u64, Vec<Option<Searched>>> = BTreeMap::new();
+        'results: for (seq, items) in &result_rx {
+            waiting.insert(seq, items);
+            while let Some(items) = waiting.remove(&next) {
+                next += 1;
+                for item in items {
+                    if ctx.cancel.is_cancelled() || item.is_some_and(&mut *take) {
+                        break 'results;
+                    }
+                }
+            }
+        }
+        // Stop the walk and the searches; the scope ends when they have.
+        done.cancel();
+        drop(result_rx);
+    });
 }
 
-impl Matcher {
-    fn new(pattern: &str, literal: bool, ignore_case: bool) -> Result<Matcher, String> {
-        if literal {
-            let p = if ignore_case {
-                pattern.to_lowercase()
-            } else {
-                pattern.to_string()
+fn search_stream(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &Path,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<Hits> {
+    // The walk saw a regular file. Should it have been swapped for a FIFO or a device since,
+    // O_NONBLOCK keeps `open` and `read` from blocking and binary detection stops at the first
+    // NUL, so no `fstat` is spent per file here.
+    let file = super::regular::open_nonblocking(path)?;
+    let mut sink = Collect::new(opts.limit, stop);
+    searcher.search_reader(matcher, CancelRead::new(file, stop), &mut sink)?;
+    Ok(sink.hits)
+}
+
+fn search_explicit(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &Path,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<Hits> {
+    let file = open_read(path, "search").map_err(|e| match e {
+        Ok(msg) => std::io::Error::other(msg),
+        Err(e) => e,
+    })?;
+    let len = file.metadata()?.len();
+    let mut reader = CancelRead::new(file, stop);
+    let mut sink = Collect::new(opts.limit, stop);
+    if len == 0 || len > EXPLICIT_SLICE_LIMIT {
+        searcher.search_reader(matcher, reader, &mut sink)?;
+    } else {
+        let mut bytes = Vec::with_capacity(len as usize);
+        (&mut reader)
+            .take(EXPLICIT_SLICE_LIMIT)
+            .read_to_end(&mut bytes)?;
+        searcher.search_slice(matcher, &bytes, &mut sink)?;
+    }
+    Ok(sink.hits)
+}
+
+/// The sink: a file's matching lines, at most `limit` of them (no file needs more).
+struct Collect<'a> {
+    hits: Hits,
+    limit: f64,
+    stop: &'a dyn Fn() -> bool,
+}
+
+impl<'a> Collect<'a> {
+    fn new(limit: f64, stop: &'a dyn Fn() -> bool) -> Collect<'a> {
+        Collect {
+            hits: Vec::new(),
+            limit,
+            stop,
+        }
+    }
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        if (self.stop)() {
+            return Err(std::io::Error::other(ABORTED));
+        }
+        let text = std::str::from_utf8(mat.bytes()).ok().map(|line| {
+            // The reference: `\r\n` → `\n`, every `\r` removed, one final `\n` removed.
+            let line = line.replace('\r', "");
+            let line = line.strip_suffix('\n').unwrap_or(&line);
+            truncate_line(line, GREP_MAX_LINE_LENGTH)
+        });
+        self.hits.push((mat.line_number().unwrap_or(0), text));
+        Ok((self.hits.len() as f64) < self.limit)
+    }
+}
+
+fn format_result(found: Found, opts: &Options) -> ToolResult {
+    if found.matches.is_empty() {
+        return Ok(text_output("No matches found"));
+    }
+    // Files whose lines must be re-read: context lines, or a matched line that is not UTF-8.
+    let mut wanted: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+    for m in &found.matches {
+        if opts.context > 0 || m.text.is_none() {
+            let c = opts.context as u64;
+            wanted
+                .entry(m.file)
+                .or_default()
+                .push((m.line.saturating_sub(c).max(1), m.line.saturating_add(c)));
+        }
+    }
+    let reread: BTreeMap<usize, Option<FileLines>> = wanted
+        .into_iter()
+        .map(|(f, ranges)| (f, FileLines::read(&found.files[f].0, &ranges)))
+        .collect();
+
+    let mut lines_truncated = false;
+    let mut out: Vec<String> = Vec::new();
+    for m in &found.matches {
+        let display = &found.files[m.file].1;
+        if let (0, Some((text, cut))) = (opts.context, &m.text) {
+            lines_truncated |= *cut;
+            out.push(format!("{display}:{}: {text}", m.line));
+            continue;
+        }
+        match reread.get(&m.file).and_then(Option::as_ref) {
+            None => out.push(format!("{display}:{}: (unable to read file)", m.line)),
+            Some(lines) => {
+                let c = opts.context as u64;
+                let start = if c > 0 {
+                    m.line.saturating_sub(c).max(1)
+                } else {
+                    m.line
+                };
+                let end = if c > 0 {
+                    (m.line + c).min(lines.total)
+                } else {
+                    m.line
+                };
+                for cur in start..=end {
+                    let (text, cut) = lines.get(cur);
+                    lines_truncated |= cut;
+                    let sep = if cur == m.line { ':' } else { '-' };
+                    out.push(format!("{display}{sep}{cur}{sep} {text}"));
+                }
+            }
+        }
+    }
+    let mut notices = Vec::new();
+    let mut details = Map::new();
+    if found.limit_reached {
+        notices.push(format!(
+            "{} matches limit reached. Use limit={} for more, or refine pattern",
+            js_num(opts.limit),
+            js_num(opts.limit * 2.0)
+        ));
+        details.insert("matchLimitReached".into(), js_value(opts.limit));
+    }
+    let mut after = Vec::new();
+    if lines_truncated {
+        after.push(format!(
+            "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+        ));
+    }
+    let mut out = finish_listing(&out.join("\n"), notices, after, details);
+    if lines_truncated {
+        let mut d = out
+            .details
+            .take()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        d.insert("linesTruncated".into(), json!(true));
+        out.details = Some(Value::Object(d));
+    }
+    Ok(out)
+}
+
+/// Lines of a file as the reference re-reads them (`readFile` as UTF-8, split on `\r\n`, `\r`
+/// and `\n`), streamed in bounded memory: only lines inside the wanted ranges are kept (cut to
+/// what a 500-unit display needs), plus the line count.
+struct FileLines {
+    total: u64,
+    kept: BTreeMap<u64, (String, bool)>,
+}
+
+impl FileLines {
+    /// `None` when the file cannot be read (the reference then prints `(unable to read file)`).
+    fn read(path: &Path, ranges: &[(u64, u64)]) -> Option<FileLines> {
+        let mut file = open_read(path, "search").ok()?;
+        let wanted = |n: u64| ranges.iter().any(|(a, b)| *a <= n && n <= *b);
+        let mut kept = BTreeMap::new();
+        let mut line_no = 1u64;
+        let mut cur: Vec<u8> = Vec::new();
+        let mut after_cr = false;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut finish = |n: u64, cur: &mut Vec<u8>| {
+            if wanted(n) {
+                // A line cut at KEEP_LINE_BYTES is over 500 UTF-16 units already, so the
+                // display (and its `... [truncated]`) is the same as for the whole line.
+                let text = String::from_utf8_lossy(cur);
+                kept.insert(n, truncate_line(&text, GREP_MAX_LINE_LENGTH));
+            }
+            cur.clear();
+        };
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
             };
-            return Ok(Matcher::Literal(p, ignore_case));
+            for &b in &buf[..n] {
+                match b {
+                    b'\n' if after_cr => after_cr = false,
+                    b'\n' | b'\r' => {
+                        finish(line_no, &mut cur);
+                        line_no += 1;
+                        after_cr = b == b'\r';
+                    }
+                    _ => {
+                        after_cr = false;
+                        if cur.len() < KEEP_LINE_BYTES && wanted(line_no) {
+                            cur.push(b);
+                        }
+                    }
+                }
+            }
         }
-        Regex::new(pattern, ignore_case)
-            .map(Matcher::Regex)
-            .map_err(|e| format!("regex parse error:\n    {pattern}\nerror: {e}"))
+        finish(line_no, &mut cur);
+        Some(FileLines {
+            total: line_no,
+            kept,
+        })
     }
 
-    fn is_match(&self, line: &str) -> bool {
-        match self {
-            Matcher::Literal(p, false) => line.contains(p.as_str()),
-            Matcher::Literal(p, true) => line.to_lowercase().contains(p.as_str()),
-            Matcher::Regex(r) => r.is_match(line),
-        }
+    /// Line `n` (1-based) for display; lines past the end are empty.
+    fn get(&self, n: u64) -> (String, bool) {
+        self.kept.get(&n).cloned().unwrap_or_default()
     }
 }
 
-/// ripgrep's `--glob`: `!` excludes; a glob without `/` matches the file name.
-struct GlobFilter {
-    glob: Glob,
-    negated: bool,
-    whole_path: bool,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl GlobFilter {
-    fn new(g: &str) -> GlobFilter {
-        let (negated, g) = match g.strip_prefix('!') {
-            Some(rest) => (true, rest),
-            None => (false, g),
-        };
-        let whole_path = g.contains('/');
-        GlobFilter {
-            glob: Glob::new(g.strip_prefix('/').unwrap_or(g)),
-            negated,
-            whole_path,
-        }
+    fn err(pattern: &str) -> String {
+        build_matcher(pattern, false, false)
+            .err()
+            .unwrap_or_default()
     }
 
-    fn accepts(&self, rel: &str) -> bool {
-        if self.negated {
-            // An excluding glob also excludes everything below a matching directory.
-            return !ancestors_and_self(rel).any(|p| self.matches(p));
-        }
-        self.matches(rel)
+    #[test]
+    fn regex_errors_are_rgs() {
+        assert_eq!(
+            err("a\\nb"),
+            "rg: the literal \"\\n\" is not allowed in a regex\n\nConsider enabling multiline mode with the --multiline flag (or -U for short).\nWhen multiline mode is enabled, new line characters can be matched."
+        );
+        assert_eq!(
+            err("(?<=a)b"),
+            "rg: regex parse error:\n    (?:(?<=a)b)\n       ^^^^\nerror: look-around, including look-ahead and look-behind, is not supported"
+        );
+        assert!(build_matcher("(?i)\\p{Greek}\\w+", false, false).is_ok());
+        assert!(build_matcher("a(b", true, false).is_ok());
     }
 
-    fn matches(&self, rel: &str) -> bool {
-        let subject = if self.whole_path {
-            rel
-        } else {
-            rel.rsplit('/').next().unwrap_or(rel)
-        };
-        self.glob.is_match(subject)
+    #[test]
+    fn reread_lines_split_like_the_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"one\r\ntwo\rthree\nfour\xff\n").unwrap();
+        let l = FileLines::read(&p, &[(1, 10)]).unwrap();
+        assert_eq!(l.total, 5);
+        assert_eq!(l.get(2).0, "two");
+        assert_eq!(l.get(3).0, "three");
+        assert_eq!(l.get(4).0, "four\u{fffd}");
+        assert_eq!(l.get(5).0, "");
+        std::fs::write(&p, "x".repeat(10_000)).unwrap();
+        let l = FileLines::read(&p, &[(1, 1)]).unwrap();
+        let (text, cut) = l.get(1);
+        assert!(cut);
+        assert_eq!(text, format!("{}... [truncated]", "x".repeat(500)));
     }
-}
-
-/// `a`, `a/b`, `a/b/c.rs` for `a/b/c.rs`.
-fn ancestors_and_self(rel: &str) -> impl Iterator<Item = &str> {
-    rel.match_indices('/')
-        .map(move |(i, _)| &rel[..i])
-        .chain(std::iter::once(rel))
 }

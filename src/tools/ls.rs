@@ -1,5 +1,6 @@
-//! The `ls` tool: one directory's entries, sorted case-insensitively, directories suffixed `/`
-//! (spec 14.9).
+//! The `ls` tool: one directory's entries in the reference's order ([`super::collate`]),
+//! directories suffixed `/` (spec 14.9). Entries are only `stat`ed, never opened, so FIFOs,
+//! sockets and devices are listed like any other name.
 
 use serde_json::{Map, Value, json};
 
@@ -55,17 +56,15 @@ impl Tool for LsTool {
             return Err(format!("Not a directory: {}", dir.display()));
         }
         let reader = std::fs::read_dir(&dir).map_err(|e| format!("Cannot read directory: {e}"))?;
-        let mut names: Vec<(String, String)> = reader
+        let mut names: Vec<String> = reader
             .filter_map(Result::ok)
-            .map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                (name.to_lowercase(), name)
-            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        names.sort();
+        // The reference: `a.toLowerCase().localeCompare(b.toLowerCase())` (ICU order).
+        names.sort_by(|a, b| super::collate::ls_order(a, b));
         let mut results = Vec::new();
         let mut limit_reached = false;
-        for (_, name) in names {
+        for name in names {
             check_cancel(ctx)?;
             if results.len() >= limit {
                 limit_reached = true;

@@ -59,17 +59,18 @@ pub trait Tool: Send + Sync {
 }
 
 pub mod bash;
+pub mod collate;
 pub mod edit;
 pub mod find;
 pub mod grep;
-pub mod ignore;
 pub mod ls;
 pub mod paths;
 pub mod process;
 pub mod read;
-pub mod regex;
+pub mod regular;
 pub mod truncate;
 pub mod validate;
+pub mod walk;
 pub mod write;
 
 /// Tools the reference enables when `--tools` is not given, in its order.
@@ -141,11 +142,22 @@ pub(crate) fn arg_f64(args: &Value, key: &str) -> Option<f64> {
     args.get(key).and_then(Value::as_f64)
 }
 
-/// A JS-style number text: `5`, not `5.0`.
-pub(crate) fn js_num(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e21 {
-        format!("{}", n as i64)
+/// A JSON number as JavaScript holds it: whole numbers as integers (`2`, not `2.0`).
+pub(crate) fn js_value(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        Value::from(n as i64)
     } else {
-        format!("{n}")
+        Value::from(n)
+    }
+}
+
+/// JavaScript's `String(n)`: `5`, not `5.0`; `1e+21`; `NaN`, `Infinity`.
+pub(crate) fn js_num(n: f64) -> String {
+    if n.is_nan() {
+        "NaN".to_string()
+    } else if n.is_infinite() {
+        if n > 0.0 { "Infinity" } else { "-Infinity" }.to_string()
+    } else {
+        crate::json::js_number(n)
     }
 }

@@ -7,9 +7,10 @@ use std::io::Read;
 use serde_json::{Value, json};
 
 use super::paths::{node_error, resolve_read_path};
+use super::regular::{CancelRead, cancelled, open_read, refuse_special};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size};
 use super::{
-    Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
+    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
 };
 use crate::message::{Content, ImageContent};
 
@@ -49,19 +50,35 @@ impl Tool for ReadTool {
         let path = arg_str(args, "path").ok_or("Invalid read arguments.")?;
         check_cancel(ctx)?;
         let abs = resolve_read_path(path, &ctx.cwd);
-        let file = std::fs::File::open(&abs).map_err(|e| node_error(&e, "access", &abs))?;
+        // A device, FIFO or socket never ends or blocks (the reference hangs on them).
+        if let Some(e) = refuse_special("read", &abs) {
+            return Err(e);
+        }
+        let file = match open_read(&abs, "read") {
+            Ok(f) => f,
+            Err(Ok(special)) => return Err(special),
+            Err(Err(e)) => return Err(node_error(&e, "access", &abs)),
+        };
+        let read_error = |e: std::io::Error| {
+            if ctx.cancel.is_cancelled() {
+                ABORTED.to_string()
+            } else {
+                node_error(&e, "read", &abs)
+            }
+        };
+        // Every read checks for an abort, so a huge file never holds one up.
+        let stop = cancelled(&ctx.cancel);
+        let mut file = CancelRead::new(file, &stop);
         // Sniff the first bytes (as the reference does) before deciding how to read.
         let mut head = Vec::with_capacity(SNIFF_BYTES);
-        let mut file = file;
         (&mut file)
             .take(SNIFF_BYTES as u64)
             .read_to_end(&mut head)
-            .map_err(|e| node_error(&e, "read", &abs))?;
+            .map_err(read_error)?;
         check_cancel(ctx)?;
         if let Some(mime) = image_mime(&head) {
             let mut bytes = head;
-            file.read_to_end(&mut bytes)
-                .map_err(|e| node_error(&e, "read", &abs))?;
+            file.read_to_end(&mut bytes).map_err(read_error)?;
             return Ok(ToolOutput {
                 content: vec![
                     Content::text(format!("Read image file [{mime}]")),
@@ -76,7 +93,7 @@ impl Tool for ReadTool {
         let reader = std::io::Cursor::new(head).chain(file);
         let (offset, limit) = (arg_f64(args, "offset"), arg_f64(args, "limit"));
         let (start, end) = selection(offset, limit);
-        let scan = scan_lines(reader, start, end).map_err(|e| node_error(&e, "read", &abs))?;
+        let scan = scan_lines(reader, start, end).map_err(read_error)?;
         format_text(&scan, path, offset, limit.is_some())
     }
 }

@@ -211,11 +211,19 @@ fn tail_bytes(s: &str, max: usize) -> &str {
 
 /// Cut one line to `max_chars` characters (UTF-16 units in the reference; chars here), marking
 /// the cut with `... [truncated]`. Returns whether it was cut.
-pub fn truncate_line(line: &str, max_chars: usize) -> (String, bool) {
-    match line.char_indices().nth(max_chars) {
-        None => (line.to_string(), false),
-        Some((idx, _)) => (format!("{}... [truncated]", &line[..idx]), true),
+/// `truncateLine`: lines longer than `max_units` UTF-16 code units (JavaScript's `length`) are cut
+/// there and marked. A surrogate pair straddling the cut is dropped whole (JavaScript would keep
+/// its lone first half, which a Rust string cannot hold).
+pub fn truncate_line(line: &str, max_units: usize) -> (String, bool) {
+    let mut units = 0;
+    for (idx, c) in line.char_indices() {
+        let next = units + c.len_utf16();
+        if next > max_units {
+            return (format!("{}... [truncated]", &line[..idx]), true);
+        }
+        units = next;
     }
+    (line.to_string(), false)
 }
 
 #[cfg(test)]

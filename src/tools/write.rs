@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::paths::{node_error, resolve_to_cwd};
+use super::regular::{refuse_special, write_regular};
 use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_str, check_cancel, text_output};
 
 pub struct WriteTool;
@@ -45,7 +46,14 @@ impl Tool for WriteTool {
             std::fs::create_dir_all(parent).map_err(|e| node_error(&e, "mkdir", parent))?;
         }
         check_cancel(ctx)?;
-        std::fs::write(&abs, content).map_err(|e| node_error(&e, "open", &abs))?;
+        // Writing into a FIFO blocks until a reader comes; devices are not files to write.
+        if let Some(e) = refuse_special("write", &abs) {
+            return Err(e);
+        }
+        write_regular(&abs, content.as_bytes()).map_err(|e| match e {
+            Ok(special) => special,
+            Err(e) => node_error(&e, "open", &abs),
+        })?;
         check_cancel(ctx)?;
         // The reference reports the JavaScript string length (UTF-16 units).
         let units = content.encode_utf16().count();

@@ -8,7 +8,8 @@ Agents: target/release/pith, and each reference that is installed in the oracle 
 0.87.1 into ref-latest/). A missing reference is reported and skipped. The measurements are the
 oracle's own harnesses, run the same way for every agent:
 
-- cold start: spawn -> first `get_state` response (bench.py `cold`);
+- cold start: spawn -> first `get_state` response (bench.py `cold`); the same with 200 skills
+  and 200 prompt templates in the config dir, to `get_state` and to `get_commands`;
 - idle and peak memory: VmHWM sampled from /proc (not wait4 rusage, which counts the Python
   parent's pages in a forked child): idle after `get_state`, peak over a prompt with a reply;
 - first-token latency: first SSE text chunk written -> its `text_delta` line read (bench.py);
@@ -139,6 +140,54 @@ def memory(cmd):
     return {"idle_mib": (idle or 0) / 1024, "peak_mib": peak[0] / 1024}
 
 
+def cold_resources(cmd, runs):
+    """Spawn -> first response, with 200 skills and 200 prompt templates in the config dir:
+    to `get_state` and to `get_commands` (which lists all 400: pith reads them on first use,
+    pi at start-up). Median of `runs`, in ms."""
+    work = tempfile.mkdtemp(prefix="pith-bench-res-")
+    for sub in ("home", "userhome", "cwd", "tmp"):
+        os.makedirs(os.path.join(work, sub), exist_ok=True)
+    body = "Step one: read the relevant files.\nStep two: run the script in scripts/run.sh.\n" * 20
+    for i in range(200):
+        d = os.path.join(work, "home", "skills", f"skill-{i}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "SKILL.md"), "w") as f:
+            f.write(f"---\nname: skill-{i}\ndescription: Does task {i}; use it when the user asks about task {i}.\n"
+                    f"metadata:\n  version: \"1.0\"\n---\n# Skill {i}\n\n{body}")
+        os.makedirs(os.path.join(work, "home", "prompts"), exist_ok=True)
+        with open(os.path.join(work, "home", "prompts", f"t{i}.md"), "w") as f:
+            f.write(f"---\ndescription: Template {i}\nargument-hint: \"<file>\"\n---\nReview $1 for task {i}.\n\n{body}")
+    with open(os.path.join(ORACLE, "config", "models.json.tmpl")) as f:
+        tmpl = f.read().replace("{PORT}", "9")
+    with open(os.path.join(work, "home", "models.json"), "w") as f:
+        f.write(tmpl)
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "HOME": os.path.join(work, "userhome"),
+           "PI_CODING_AGENT_DIR": os.path.join(work, "home"), "TMPDIR": os.path.join(work, "tmp"),
+           "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
+    out = {}
+    for command in ("get_state", "get_commands"):
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            p = subprocess.Popen(cmd + ["--provider", "fake", "--model", "fake-model", "--no-session"],
+                                 cwd=os.path.join(work, "cwd"), env=env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            p.stdin.write(('{"id":"c","type":"%s"}\n' % command).encode())
+            p.stdin.flush()
+            line = p.stdout.readline()
+            times.append((time.perf_counter() - t0) * 1000)
+            p.stdin.close()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            if b'"success":true' not in line:
+                print(f"  ! {command}: {line[:200]!r}", file=sys.stderr)
+        times.sort()
+        out[command] = times[len(times) // 2]
+    return {"cold_res_state_ms": out["get_state"], "cold_res_commands_ms": out["get_commands"]}
+
+
 def export_html(cmd):
     """`<agent> --export` of pith-bench's 10,000-entry session: median wall ms of 3, page MiB."""
     session = os.path.join(ROOT, "target", "bench", "export-10k.jsonl")
@@ -180,6 +229,7 @@ def main():
         r["cold_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
         r["latency_ms"] = b.get("latency", {}).get("first_sse_text_chunk_to_text_delta_line_ms", {}).get("median")
         r.update(memory(cmd))
+        r.update(cold_resources(cmd, runs))
         t = bench_py(label, cmd, "throughput", 1, ("--throughput", "20000:tok"))
         t = (t.get("throughput") or [{}])[0]
         r["stream20k_s"] = t.get("prompt_to_agent_end_s") if t.get("completed") else None
@@ -210,7 +260,10 @@ def main():
     with open(OUT, "w") as f:
         json.dump(res, f, indent=2)
 
-    rows = [("cold start (ms)", "cold_ms", False), ("idle memory (MiB)", "idle_mib", False),
+    rows = [("cold start (ms)", "cold_ms", False),
+            ("cold start, 200 skills + 200 templates, to get_state (ms)", "cold_res_state_ms", False),
+            ("cold start, 200 skills + 200 templates, to get_commands (ms)", "cold_res_commands_ms", False),
+            ("idle memory (MiB)", "idle_mib", False),
             ("peak memory, one turn (MiB)", "peak_mib", False), ("first token (ms)", "latency_ms", False),
             ("20k-chunk stream (s)", "stream20k_s", False), ("20k-chunk stream CPU (s)", "stream20k_cpu_s", False),
             ("20k-chunk stream, partials none (s)", "stream20k_none_s", False),

@@ -23,6 +23,9 @@ pub struct Reply {
     pub stall: Duration,
     /// After this many body bytes, close the connection abruptly.
     pub cut_after: Option<usize>,
+    /// Write the body one SSE event (`\n\n`-terminated) at a time, `chunk_delay` apart (the
+    /// oracle's `delay_ms`).
+    pub paced: bool,
 }
 
 impl Reply {
@@ -36,6 +39,7 @@ impl Reply {
             stall_after: None,
             stall: Duration::ZERO,
             cut_after: None,
+            paced: false,
         }
     }
 
@@ -66,6 +70,13 @@ impl Reply {
 
     pub fn cut_after(mut self, bytes: usize) -> Reply {
         self.cut_after = Some(bytes);
+        self
+    }
+
+    /// One SSE event per write, `delay` apart.
+    pub fn paced(mut self, delay: Duration) -> Reply {
+        self.paced = true;
+        self.chunk_delay = delay;
         self
     }
 }
@@ -159,6 +170,26 @@ fn read_request(stream: &TcpStream) -> Option<Recorded> {
     })
 }
 
+/// The body cut after each `\n\n` (one SSE event per piece).
+fn sse_events(b: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] == b'\n' && b[i + 1] == b'\n' {
+            out.push(&b[start..i + 2]);
+            start = i + 2;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    if start < b.len() {
+        out.push(&b[start..]);
+    }
+    out
+}
+
 fn write_reply(mut s: TcpStream, reply: &Reply) -> std::io::Result<()> {
     let streaming = reply.status == 200;
     let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", reply.status);
@@ -181,7 +212,12 @@ fn write_reply(mut s: TcpStream, reply: &Reply) -> std::io::Result<()> {
         reply.chunk_size
     };
     let mut sent = 0;
-    for piece in reply.body.chunks(size) {
+    let pieces: Vec<&[u8]> = if reply.paced {
+        sse_events(&reply.body)
+    } else {
+        reply.body.chunks(size).collect()
+    };
+    for piece in pieces {
         for (at, limit) in [(reply.stall_after, true), (reply.cut_after, false)] {
             if let Some(n) = at {
                 if sent >= n {

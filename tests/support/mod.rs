@@ -9,6 +9,7 @@ pub mod fake_llm;
 pub mod frames;
 pub mod procs;
 pub mod recorded;
+pub mod scenario;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
@@ -222,6 +223,15 @@ impl Pith {
         cmd["id"] = Value::String(id.to_string());
         self.send(cmd);
         self.response(id)
+    }
+
+    /// The next frame within `d`, if one comes (`None` on timeout or EOF).
+    pub fn try_recv(&mut self, d: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(d).ok()?;
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        self.seen.push(v.clone());
+        Some(v)
     }
 
     /// No more frames for `d` (EOF also counts as "no more").

@@ -12,10 +12,16 @@ import fs from "node:fs";
 import path from "node:path";
 import { eventsUntil, nextEvent, readSessionFile, sleep, textOf, trackMethods } from "./harness.mjs";
 
-/** Files written into the world before the agent starts (templates, skills, extensions). */
-export const WORLD_FILES = {};
+/**
+ * Files written into the world before the agent starts (templates, skills, extensions). In the
+ * config dir: pi 0.87 loads a project's `.pi` resources only for a trusted project.
+ */
+export const WORLD_FILES = {
+	"agent/prompts/review.md": "---\ndescription: Review a file\n---\nReview $1 carefully ($@)\n",
+	"agent/skills/demo/SKILL.md": "---\nname: demo\ndescription: A demo skill.\n---\n# Demo\n\nSay hi.\n",
+};
 /** `get_commands` names expected from WORLD_FILES (sorted). */
-export const EXPECTED_COMMANDS = [];
+export const EXPECTED_COMMANDS = ["review", "skill:demo"];
 /** Settings of the world: keep almost nothing at compaction so a short session really compacts. */
 export const WORLD_SETTINGS = { compaction: { keepRecentTokens: 5 } };
 
@@ -361,6 +367,23 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 		// pi 0.87 lists commands of its built-in inline extensions (`llama`): not the world's.
 		const cmds = (await c.getCommands()).filter((x) => x.sourceInfo?.source !== "inline");
 		assert.deepEqual(cmds.map((x) => x.name).sort(), EXPECTED_COMMANDS);
+	});
+
+	await checks.check("prompt: /template and /skill:name expand as pi expands them", async () => {
+		await c.promptAndWait("/review notes.txt \"a b\"");
+		await c.promptAndWait("/skill:demo  go now ");
+		await c.promptAndWait("/nope stays");
+		const users = shown(await c.getMessages())
+			.filter((m) => m.role === "user")
+			.map(textOf)
+			.slice(-3);
+		// (`world.agent` names the agent under test: the config dir is `<root>/agent`.)
+		const skill = path.join(world.root, "agent", "skills", "demo", "SKILL.md");
+		assert.deepEqual(users, [
+			"Review notes.txt carefully (notes.txt a b)",
+			`<skill name="demo" location="${skill}">\nReferences are relative to ${path.dirname(skill)}.\n\n# Demo\n\nSay hi.\n</skill>\n\ngo now`,
+			"/nope stays",
+		]);
 	});
 
 	await checks.check("getStderr", async () => {
