@@ -512,3 +512,74 @@ fn tools_changed_during_a_run_are_declared_before_the_next_turn_under_087() {
         p.finish(Duration::from_secs(5));
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// stdin end of file
+
+#[test]
+fn stdin_eof_under_087_cancels_everything_and_exits_at_once() {
+    let marker = format!("pith-eof-{}", std::process::id());
+    let (w, _srv) = fake_world(vec![
+        text_reply(1, &["First."]),
+        text_reply(2, &["one ", "two ", "three ", "four ", "five"])
+            .paced(Duration::from_millis(400)),
+    ]);
+    let dir = sessions_dir(&w);
+    let mut p = w.spawn(&fake_rpc(&["--compat", "0.87", "--session-dir", &dir]));
+    run(&mut p, "p1", "First");
+    let file = p.call(json!({"type":"get_state"}), "s")["data"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.send(json!({"id":"b1","type":"bash","command":format!("sleep 30 # {marker}")}));
+    p.send(json!({"id":"p2","type":"prompt","message":"Second"}));
+    p.recv_until(|v| v["assistantMessageEvent"]["type"] == "text_delta");
+    // stdin ends: nothing more is emitted — no message_end, agent_end or bash response.
+    let (status, rest) = p.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+    for line in &rest {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            v["type"] == "message_update" || v["type"] == "bash_execution_update",
+            "{line}"
+        );
+    }
+    // The bash command's process group is gone.
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The session keeps what was recorded before, and nothing of the cancelled work.
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = lines.last().unwrap();
+    assert_eq!(last["message"]["role"], "user");
+    assert_eq!(last["message"]["content"][0]["text"], "Second");
+}
+
+#[test]
+fn stdin_eof_under_073_lets_the_run_finish() {
+    let (w, _srv) = fake_world(vec![
+        text_reply(1, &["one ", "two ", "three"]).paced(Duration::from_millis(50)),
+    ]);
+    let mut p = w.spawn(&fake_rpc(&["--compat", "0.73", "--no-session"]));
+    p.send(json!({"id":"p1","type":"prompt","message":"go"}));
+    p.recv_until(|v| v["type"] == "agent_start");
+    let (status, rest) = p.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+    let kinds: Vec<Value> = rest
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].clone())
+        .filter(|t| t != "message_update")
+        .collect();
+    assert_eq!(kinds.last().unwrap(), "agent_settled");
+    assert!(kinds.contains(&json!("agent_end")));
+}

@@ -105,6 +105,9 @@ pub struct Machine {
     control_rx: Receiver<Control>,
     worker_rx: Receiver<Worker>,
     client_gone: bool,
+    /// `--compat 0.87` after stdin ended: nothing more is written (frames are dropped; what was
+    /// queued before is still flushed).
+    muted: bool,
     input_closed: bool,
     pub(crate) worker_tx: Sender<Worker>,
 
@@ -187,6 +190,7 @@ impl Machine {
             control_rx: ch.control,
             worker_rx: ch.worker,
             client_gone: false,
+            muted: false,
             input_closed: false,
             worker_tx: ch.worker_tx,
             registry: s.registry,
@@ -317,6 +321,7 @@ impl Machine {
                     crate::rpc::frame::MAX_LINE_BYTES
                 ),
             )),
+            Event::Input(Input::Eof) if self.compat.is_087() => return Some(self.dispose_087()),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
                 self.end_dialogs(); // nobody is left to answer them
@@ -365,6 +370,20 @@ impl Machine {
         Exit::Signal(sig)
     }
 
+    /// `--compat 0.87`, stdin ended: pi 0.87.1 disposes its runtime at once (`runtimeHost.dispose()`
+    /// in its rpc mode): it stops emitting, cancels whatever runs — the stream, tools, a retry
+    /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
+    /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
+    fn dispose_087(&mut self) -> Exit {
+        self.input_closed = true;
+        self.muted = true;
+        self.session.detach_file();
+        self.input_rx = crossbeam_channel::never();
+        self.end_dialogs();
+        self.cancel_all_work();
+        Exit::InputClosed
+    }
+
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
@@ -399,7 +418,7 @@ impl Machine {
     /// also listens to the control channel. After a signal (or when the host is gone) frames are
     /// dropped and the main loop exits.
     pub(crate) fn send(&mut self, line: Vec<u8>) {
-        if self.client_gone {
+        if self.client_gone || self.muted {
             return;
         }
         let line = match self.stdout.try_send(line) {

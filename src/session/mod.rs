@@ -303,6 +303,12 @@ impl Session {
         self.file.as_deref()
     }
 
+    /// Stop writing: later entries stay in memory only (pi 0.87.1 disconnects its session when
+    /// stdin ends, so the work it cancels then leaves no trace in the file).
+    pub fn detach_file(&mut self) {
+        self.file = None;
+    }
+
     pub fn session_dir(&self) -> Option<&Path> {
         self.session_dir.as_deref()
     }
