@@ -583,3 +583,175 @@ fn stdin_eof_under_073_lets_the_run_finish() {
     assert_eq!(kinds.last().unwrap(), "agent_settled");
     assert!(kinds.contains(&json!("agent_end")));
 }
+
+// ------------------------------------------------------------------------------------------------
+// Tools per version
+
+/// One prompt whose reply calls `calls` (`(id, tool, arguments)`) at once; the tool results by
+/// call id (`isError` and `result`).
+fn tool_results(p: &mut support::Pith) -> std::collections::HashMap<String, (bool, Value)> {
+    let frames = run(p, "p1", "go");
+    frames
+        .iter()
+        .filter(|f| f["type"] == "tool_execution_end")
+        .map(|f| {
+            (
+                f["toolCallId"].as_str().unwrap().to_string(),
+                (f["isError"].as_bool().unwrap(), f["result"].clone()),
+            )
+        })
+        .collect()
+}
+
+fn calls_reply(calls: &[(&str, &str, Value)]) -> Reply {
+    let blocks: Vec<_> = calls
+        .iter()
+        .map(|(id, name, args)| tool_call(id, name, &[&args.to_string()]))
+        .collect();
+    Sse::numbered(1).reply(&blocks)
+}
+
+/// A 24-bit 2x2 BMP: red, green / blue, white.
+const BMP_2X2: &[u8] = &[
+    0x42, 0x4d, 0x46, 0, 0, 0, 0, 0, 0, 0, 0x36, 0, 0, 0, 0x28, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 1,
+    0, 0x18, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x13, 0x0b, 0, 0, 0x13, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0xff, 0, 0, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0, 0xff, 0, 0, 0,
+];
+
+#[test]
+fn file_tools_follow_the_version() {
+    for compat in ["0.73", "0.87"] {
+        let v087 = compat == "0.87";
+        let (w, _srv) = fake_world(vec![
+            calls_reply(&[
+                ("r1", "read", json!({"path":"big.txt"})),
+                ("r2", "read", json!({"path":"dot.bmp"})),
+                (
+                    "e1",
+                    "edit",
+                    json!({"path":"f.txt","edits":[{"oldText":"say \"hi\" there","newText":"say \"bye\" there"}]}),
+                ),
+                (
+                    "e2",
+                    "edit",
+                    json!({"path":"g.txt","edits":[{"oldText":"one","newText":"ONE","extra":1}]}),
+                ),
+            ]),
+            text_reply(2, &["ok"]),
+        ]);
+        let big: String = (1..=2000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(w.cwd().join("big.txt"), &big).unwrap();
+        std::fs::write(w.cwd().join("dot.bmp"), BMP_2X2).unwrap();
+        std::fs::write(
+            w.cwd().join("f.txt"),
+            "alpha  \nsay \u{201c}hi\u{201d} there   \nbeta\t \ngamma\n",
+        )
+        .unwrap();
+        std::fs::write(w.cwd().join("g.txt"), "one\ntwo\n").unwrap();
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        let r = tool_results(&mut p);
+        // read: 2000 lines and a final newline are 2000 lines for 0.87.1, 2001 for 0.73.1.
+        let (err, read) = &r["r1"];
+        assert!(!err);
+        if v087 {
+            assert_eq!(read, &json!({"content":[{"type":"text","text": big}]}));
+        } else {
+            let text = read["content"][0]["text"].as_str().unwrap();
+            assert!(
+                text.ends_with(
+                    "line 2000\n\n[Showing lines 1-2000 of 2001. Use offset=2001 to continue.]"
+                ),
+                "{text}"
+            );
+            assert_eq!(read["details"]["truncation"]["totalLines"], 2001);
+        }
+        // read: a BMP is an image for 0.87.1, converted to PNG.
+        let (_, bmp) = &r["r2"];
+        if v087 {
+            assert_eq!(
+                bmp,
+                &json!({"content":[
+                    {"type":"text","text":"Read image file [image/png]\n[Image converted from image/bmp to image/png.]"},
+                    {"type":"image","data":"iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAHUlEQVR4AQESAO3/AP8AAP8A/wD/AAAA////////ScgJ962rVhsAAAAASUVORK5CYII=","mimeType":"image/png"}]})
+            );
+        } else {
+            assert_eq!(bmp["content"].as_array().unwrap().len(), 1);
+            assert_eq!(bmp["content"][0]["type"], "text");
+        }
+        // edit: a fuzzy match rewrites only its own line under 0.87.
+        let f = std::fs::read_to_string(w.cwd().join("f.txt")).unwrap();
+        if v087 {
+            assert_eq!(f, "alpha  \nsay \"bye\" there\nbeta\t \ngamma\n");
+        } else {
+            assert_eq!(f, "alpha\nsay \"bye\" there\nbeta\ngamma\n");
+        }
+        // edit: 0.87.1's schema allows more properties.
+        let (err, e2) = &r["e2"];
+        assert_eq!(*err, !v087, "{e2}");
+        let g = std::fs::read_to_string(w.cwd().join("g.txt")).unwrap();
+        assert_eq!(g, if v087 { "ONE\ntwo\n" } else { "one\ntwo\n" });
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn the_bash_tool_follows_the_version() {
+    for compat in ["0.73", "0.87"] {
+        let v087 = compat == "0.87";
+        let (w, _srv) = fake_world(vec![
+            calls_reply(&[
+                ("b1", "bash", json!({"command":"echo before; kill -9 $$"})),
+                ("b2", "bash", json!({"command":"echo t0","timeout":0})),
+                (
+                    "b3",
+                    "bash",
+                    json!({"command":"echo tbig","timeout":3_000_000}),
+                ),
+                ("b4", "bash", json!({"command":"seq 2000"})),
+            ]),
+            text_reply(2, &["ok"]),
+        ]);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        let r = tool_results(&mut p);
+        let text = |id: &str| r[id].1["content"][0]["text"].as_str().unwrap().to_string();
+        if v087 {
+            assert_eq!(r["b1"].0, true);
+            assert_eq!(text("b1"), "before\n\n\nCommand exited with code 137");
+            assert_eq!(
+                r["b2"].1,
+                json!({"content":[{"type":"text","text":"Invalid timeout: must be a finite number of seconds"}],"details":{}})
+            );
+            assert_eq!(
+                text("b3"),
+                "Invalid timeout: maximum is 2147483.647 seconds"
+            );
+            // 2000 lines and a final newline fit.
+            let all: String = (1..=2000).map(|i| format!("{i}\n")).collect();
+            assert_eq!(r["b4"].1, json!({"content":[{"type":"text","text": all}]}));
+        } else {
+            assert_eq!(
+                r["b1"],
+                (
+                    false,
+                    json!({"content":[{"type":"text","text":"before\n"}]})
+                )
+            );
+            assert_eq!(text("b2"), "t0\n");
+            assert_eq!(text("b3"), "tbig\n");
+            assert!(text("b4").starts_with("2\n3\n"));
+        }
+        // The RPC bash command: a signal is an exit code under 0.87.
+        let b = p.call(
+            json!({"type":"bash","command":"echo rpc; kill -9 $$"}),
+            "rb",
+        );
+        let data = &b["data"];
+        if v087 {
+            assert_eq!(data["exitCode"], 137);
+            assert_eq!(data["cancelled"], false);
+        } else {
+            assert!(data.get("exitCode").is_none(), "{b}");
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}

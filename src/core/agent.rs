@@ -611,7 +611,7 @@ impl Machine {
             let mut ready: Option<(Exec, Value)> = None;
             match self.resolve_tool(&call.name) {
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
-                Some(exec) => match validate_for(&exec, &call.arguments) {
+                Some(exec) => match validate_for(&exec, &call.arguments, self.compat) {
                     Err(e) => result = Some(Err(e)),
                     Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
                     Ok(args) if self.gate_needed(&call.name) => {
@@ -745,6 +745,7 @@ impl Machine {
             cancel: b.token.clone(),
             shell_path,
             shell_command_prefix,
+            compat: self.compat,
         };
         for (index, exec, args) in runnable {
             let Some(call) = self
@@ -1111,9 +1112,15 @@ impl Machine {
     }
 }
 
-/// Prepare and validate a call's arguments for the tool that runs it.
-fn validate_for(exec: &Exec, args: &Value) -> Result<Value, String> {
+/// Prepare and validate a call's arguments for the tool that runs it: under `--compat 0.87`
+/// against the schema pi 0.87.1 declares (edit's has no `additionalProperties`).
+fn validate_for(exec: &Exec, args: &Value, compat: crate::compat::Compat) -> Result<Value, String> {
     match exec {
+        Exec::Builtin(t) if compat.is_087() => {
+            let prepared = crate::tools::prepare_arguments(t.name(), args);
+            let schema = crate::core::system_message::declaration(t.as_ref()).parameters;
+            crate::tools::validate::validate_args(t.name(), &schema, &prepared)
+        }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
         Exec::Remote(r) => crate::tools::validate::validate_args(&r.name, &r.parameters, args),
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, select};
 
-use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, truncate_tail};
+use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation};
 use crate::cancel::CancelToken;
 
 unsafe extern "C" {
@@ -63,6 +63,8 @@ pub struct CommandSpec<'a> {
 pub struct CommandOutcome {
     /// `None` when the process was killed by a signal.
     pub exit_code: Option<i32>,
+    /// The signal that killed the shell, if one did.
+    pub signal: Option<i32>,
     /// Cancelled through the token, or killed by a signal.
     pub cancelled: bool,
     pub timed_out: bool,
@@ -82,6 +84,18 @@ pub struct CommandOutcome {
 }
 
 impl CommandOutcome {
+    /// pi 0.87.1: a shell killed by a signal that nobody asked for (not an abort, not the
+    /// timeout) exited with the shell convention's `128 + signal` (pi 0.73.1 reported no exit
+    /// code at all).
+    pub fn signal_as_exit_code_087(&mut self, cancelled_by_us: bool) {
+        if self.exit_code.is_none() && !cancelled_by_us && !self.timed_out {
+            if let Some(sig) = self.signal {
+                self.exit_code = Some(128 + sig);
+                self.cancelled = false;
+            }
+        }
+    }
+
     /// The RPC `bash` response `data` (BashResult): `output` (the tail when truncated),
     /// `exitCode` (omitted when killed by a signal), `cancelled`, `truncated`, `fullOutputPath`
     /// (whenever a temp file exists).
@@ -261,7 +275,9 @@ pub fn run_command(
     if exit_code.is_none() && !timed_out {
         cancelled = true;
     }
-    Ok(out.into_outcome(exit_code, cancelled, timed_out))
+    let mut outcome = out.into_outcome(exit_code, cancelled, timed_out);
+    outcome.signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    Ok(outcome)
 }
 
 /// `PATH` with `dir` in front (unchanged if it is already listed).
@@ -477,7 +493,12 @@ impl<'a> OutputBuffer<'a> {
     }
 
     fn snapshot(&self) -> Truncation {
-        truncate_tail(&self.joined(), DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES)
+        super::truncate::truncate_tail_counting(
+            &self.joined(),
+            DEFAULT_MAX_LINES,
+            DEFAULT_MAX_BYTES,
+            self.counting,
+        )
     }
 
     fn into_outcome(
@@ -503,6 +524,7 @@ impl<'a> OutputBuffer<'a> {
         });
         CommandOutcome {
             exit_code,
+            signal: None,
             cancelled,
             timed_out,
             output: truncation.content.clone(),
