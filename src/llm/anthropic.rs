@@ -132,6 +132,11 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
             if req.compat.is_087() { "300" } else { "600" }.into(),
         ),
     ];
+    if req.compat.is_087() {
+        h.extend(crate::llm::http::stainless_platform_087(
+            crate::llm::http::ANTHROPIC_SDK_087,
+        ));
+    }
     // pi 0.87.1 sends its own User-Agent instead of the SDK's.
     let sdk_agent = if req.compat.is_087() {
         crate::llm::http::pi_user_agent()

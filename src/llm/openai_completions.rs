@@ -147,6 +147,9 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     if req.compat.is_087() {
         h.push(("user-agent".into(), crate::llm::http::pi_user_agent()));
         h.push(("x-stainless-timeout".into(), "300".into()));
+        h.extend(crate::llm::http::stainless_platform_087(
+            crate::llm::http::OPENAI_SDK_087,
+        ));
     } else {
         h.push(("user-agent".into(), "OpenAI/JS 6.26.0".into()));
     }
