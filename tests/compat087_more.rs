@@ -715,7 +715,7 @@ fn the_bash_tool_follows_the_version() {
         let r = tool_results(&mut p);
         let text = |id: &str| r[id].1["content"][0]["text"].as_str().unwrap().to_string();
         if v087 {
-            assert_eq!(r["b1"].0, true);
+            assert!(r["b1"].0);
             assert_eq!(text("b1"), "before\n\n\nCommand exited with code 137");
             assert_eq!(
                 r["b2"].1,
@@ -751,6 +751,124 @@ fn the_bash_tool_follows_the_version() {
             assert_eq!(data["cancelled"], false);
         } else {
             assert!(data.get("exitCode").is_none(), "{b}");
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Strict tool schemas and pi 0.87.1's argument validation
+
+/// The oracle's models.json with `compat` set on every model of `provider`.
+fn models_with_compat(w: &World, port: u16, provider: &str, compat: Value) {
+    let t = std::fs::read_to_string(support::fixture("config/models.json.tmpl")).unwrap();
+    let mut v: Value = serde_json::from_str(&t.replace("{PORT}", &port.to_string())).unwrap();
+    for m in v["providers"][provider]["models"].as_array_mut().unwrap() {
+        m["compat"] = compat.clone();
+    }
+    w.write_agent_file("models.json", &v.to_string());
+}
+
+#[test]
+fn tools_asking_for_constrained_sampling_go_strict_under_087() {
+    let read_strict = json!({"type":"object","required":["path","offset","limit"],"properties":{
+        "path":{"type":"string","description":"Path to the file to read (relative or absolute)"},
+        "offset":{"anyOf":[{"type":"number","description":"Line number to start reading from (1-indexed)"},{"type":"null"}]},
+        "limit":{"anyOf":[{"type":"number","description":"Maximum number of lines to read"},{"type":"null"}]}},
+        "additionalProperties":false});
+    for compat in ["0.73", "0.87"] {
+        // OpenAI completions with the model's supportsStrictMode.
+        let srv = support::fake_llm::FakeLlm::start(vec![Reply::sse(
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_string(),
+        )]);
+        let w = World::new();
+        models_with_compat(
+            &w,
+            srv.port,
+            "fake-openai",
+            json!({"supportsStrictMode": true}),
+        );
+        let mut p = w.spawn(&support::fake_rpc_on(
+            "fake-oai-model",
+            &[
+                "--no-session",
+                "--compat",
+                compat,
+                "--provider",
+                "fake-openai",
+            ],
+        ));
+        run(&mut p, "p1", "Hi");
+        let body: Value = serde_json::from_str(&srv.requests()[0].body).unwrap();
+        let read = &body["tools"][0]["function"];
+        if compat == "0.87" {
+            assert_eq!(read["strict"], true);
+            assert_eq!(read["parameters"], read_strict);
+            assert_eq!(
+                serde_json::to_string(&read["parameters"]).unwrap(),
+                serde_json::to_string(&read_strict).unwrap(),
+                "key order"
+            );
+        } else {
+            assert_eq!(read["strict"], false);
+            assert_eq!(read["parameters"]["required"], json!(["path"]));
+        }
+        p.finish(Duration::from_secs(5));
+        // Anthropic with supportsStrictTools.
+        let (w, srv) = fake_world(vec![text_reply(1, &["ok"])]);
+        models_with_compat(&w, srv.port, "fake", json!({"supportsStrictTools": true}));
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        run(&mut p, "p1", "Hi");
+        let body: Value = serde_json::from_str(&srv.requests()[0].body).unwrap();
+        let read = &body["tools"][0];
+        if compat == "0.87" {
+            assert_eq!(read["strict"], true);
+            assert_eq!(read["input_schema"], read_strict);
+        } else {
+            assert!(read.get("strict").is_none());
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn arguments_are_validated_as_the_version_does() {
+    for compat in ["0.73", "0.87"] {
+        let (w, _srv) = fake_world(vec![
+            calls_reply(&[
+                (
+                    "v1",
+                    "read",
+                    json!({"path":"a.txt","offset":null,"limit":null}),
+                ),
+                (
+                    "v2",
+                    "edit",
+                    json!({"path":"a.txt","edits":[{"oldText":"hello"}]}),
+                ),
+                ("v3", "read", json!({})),
+            ]),
+            text_reply(2, &["ok"]),
+        ]);
+        std::fs::write(w.cwd().join("a.txt"), "hello\nworld\n").unwrap();
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        let r = tool_results(&mut p);
+        let text = |id: &str| r[id].1["content"][0]["text"].as_str().unwrap().to_string();
+        if compat == "0.87" {
+            assert_eq!(text("v1"), "hello\nworld\n");
+            assert!(text("v2").starts_with(
+                "Validation failed for tool \"edit\":\n  - edits.0.newText: must have required properties newText\n"
+            ));
+            assert!(text("v3").starts_with(
+                "Validation failed for tool \"read\":\n  - path: must have required properties path\n"
+            ));
+        } else {
+            assert!(text("v2").starts_with(
+                "Validation failed for tool \"edit\":\n  - edits/0: must have required property 'newText'\n"
+            ));
+            assert!(text("v3").starts_with(
+                "Validation failed for tool \"read\":\n  - path: must have required property 'path'\n"
+            ));
         }
         p.finish(Duration::from_secs(5));
     }

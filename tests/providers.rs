@@ -98,6 +98,7 @@ fn reference_tools() -> Vec<ToolSchema> {
             name: t["function"]["name"].as_str().expect("name").into(),
             description: t["function"]["description"].as_str().expect("desc").into(),
             parameters: t["function"]["parameters"].clone(),
+            constrained_sampling: None,
         })
         .collect()
 }

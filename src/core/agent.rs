@@ -157,6 +157,7 @@ fn tool_schemas(tools: &[Arc<dyn Tool>]) -> Vec<ToolSchema> {
             name: t.name().to_string(),
             description: t.description(),
             parameters: t.parameters(),
+            constrained_sampling: None,
         })
         .collect()
 }
@@ -385,6 +386,7 @@ impl Machine {
                     name: r.name.clone(),
                     description: r.description.clone(),
                     parameters: r.parameters.clone(),
+                    constrained_sampling: None,
                 }))
                 .collect(),
             thinking: run.thinking,
@@ -1119,9 +1121,11 @@ fn validate_for(exec: &Exec, args: &Value, compat: crate::compat::Compat) -> Res
         Exec::Builtin(t) if compat.is_087() => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
             let schema = crate::core::system_message::declaration(t.as_ref()).parameters;
-            crate::tools::validate::validate_args(t.name(), &schema, &prepared)
+            crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, true)
         }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
-        Exec::Remote(r) => crate::tools::validate::validate_args(&r.name, &r.parameters, args),
+        Exec::Remote(r) => {
+            crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, compat.is_087())
+        }
     }
 }

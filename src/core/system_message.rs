@@ -307,6 +307,7 @@ pub fn request_tools(tools: &[std::sync::Arc<dyn Tool>]) -> Vec<crate::llm::Tool
                 name: d.name,
                 description: d.description,
                 parameters: d.parameters,
+                constrained_sampling: d.constrained_sampling,
             }
         })
         .collect()

@@ -279,11 +279,28 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
                         schema[k] = d.clone();
                     }
                 }
+                // pi 0.87.1: with the model's `supportsStrictTools`, a tool asking for
+                // constrained sampling is sent strict (its strict schema, then the same
+                // type/properties/required).
+                let strict = req.compat.is_087()
+                    && crate::llm::strict::resolve_preferred(
+                        t,
+                        crate::llm::strict::compat_flag(&req.model, "supportsStrictTools", false),
+                    ) == Some(true);
+                if strict {
+                    if let Value::Object(mut s) = crate::llm::strict::parameters(t, Some(true)) {
+                        s.entry("properties").or_insert_with(|| json!({}));
+                        schema = Value::Object(s);
+                    }
+                }
                 let mut tool = Map::new();
                 tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
                 tool.insert("description".into(), json!(t.description));
                 if eager_tool_streaming(&req.model) {
                     tool.insert("eager_input_streaming".into(), json!(true));
+                }
+                if strict {
+                    tool.insert("strict".into(), json!(true));
                 }
                 tool.insert("input_schema".into(), schema);
                 Value::Object(tool)

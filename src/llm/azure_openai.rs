@@ -164,7 +164,11 @@ pub fn build_body(req: &LlmRequest, deployment: &str) -> Value {
     if !req.tools.is_empty() {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(req, json!(false))),
+            Value::Array(convert_tools(
+                req,
+                json!(false),
+                crate::llm::strict::compat_flag(&req.model, "supportsStrictMode", true),
+            )),
         );
     }
     openai_responses::reasoning_fields(req, &mut body, false);

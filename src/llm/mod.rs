@@ -27,6 +27,7 @@ pub mod openai_completions;
 pub mod openai_responses;
 pub mod sse;
 pub mod stream;
+pub mod strict;
 pub mod transform;
 
 use serde::{Deserialize, Serialize};
@@ -115,6 +116,9 @@ pub struct ToolSchema {
     pub description: String,
     /// JSON schema of the arguments (an object schema).
     pub parameters: Value,
+    /// pi 0.87.1's `constrainedSampling` request (`--compat 0.87` only; see [`strict`]).
+    #[serde(skip)]
+    pub constrained_sampling: Option<Value>,
 }
 
 /// Everything one LLM call needs. Built by the state machine, consumed by the streaming thread.

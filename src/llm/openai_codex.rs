@@ -139,7 +139,11 @@ pub fn build_body(req: &LlmRequest) -> Value {
     if !req.tools.is_empty() {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(req, Value::Null)),
+            Value::Array(convert_tools(
+                req,
+                Value::Null,
+                crate::llm::strict::compat_flag(&req.model, "supportsStrictMode", true),
+            )),
         );
     }
     if req.model.reasoning && req.thinking != ThinkingLevel::Off {

@@ -222,20 +222,24 @@ pub fn build_body(req: &LlmRequest) -> Value {
                 let mut f = Map::new();
                 f.insert("name".into(), json!(t.name));
                 f.insert("description".into(), json!(t.description));
-                f.insert("parameters".into(), t.parameters.clone());
-                // pi 0.87.1 assumes no strict mode unless the model's compat says so.
-                let strict = if req.compat.is_087() {
-                    model
-                        .compat
-                        .as_ref()
-                        .and_then(|m| m.get("supportsStrictMode"))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
+                if req.compat.is_087() {
+                    // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
+                    // it is supported, a tool asking for constrained sampling goes strict.
+                    let supported =
+                        crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
+                    let strict = crate::llm::strict::resolve_preferred(t, supported);
+                    f.insert(
+                        "parameters".into(),
+                        crate::llm::strict::parameters(t, strict),
+                    );
+                    if supported {
+                        f.insert("strict".into(), json!(strict.unwrap_or(false)));
+                    }
                 } else {
-                    c.supports_strict_mode
-                };
-                if strict {
-                    f.insert("strict".into(), json!(false));
+                    f.insert("parameters".into(), t.parameters.clone());
+                    if c.supports_strict_mode {
+                        f.insert("strict".into(), json!(false));
+                    }
                 }
                 json!({"type": "function", "function": f})
             })

@@ -148,20 +148,43 @@ pub fn build_body(req: &LlmRequest) -> Value {
     if !req.tools.is_empty() {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(req, json!(false))),
+            Value::Array(convert_tools(
+                req,
+                json!(false),
+                crate::llm::strict::compat_flag(model, "supportsStrictMode", false),
+            )),
         );
     }
     reasoning_fields(req, &mut body, model.provider == "github-copilot");
     Value::Object(body)
 }
 
-/// Tools as function definitions (`strict` as given: `false`, or `null` for Codex).
-pub fn convert_tools(req: &LlmRequest, strict: Value) -> Vec<Value> {
+/// Tools as function definitions (`strict` as given: `false`, or `null` for Codex). Under
+/// `--compat 0.87` as pi 0.87.1: where the provider supports strict schemas (`supported`, the
+/// model's `supportsStrictMode` or the API's default) a tool asking for constrained sampling is
+/// sent strict, and `strict` is left out where it is not supported.
+pub fn convert_tools(req: &LlmRequest, strict: Value, supported: bool) -> Vec<Value> {
     req.tools
         .iter()
         .map(|t| {
-            json!({"type": "function", "name": t.name, "description": t.description,
-                   "parameters": t.parameters, "strict": strict})
+            if !req.compat.is_087() {
+                return json!({"type": "function", "name": t.name, "description": t.description,
+                   "parameters": t.parameters, "strict": strict});
+            }
+            let wants = crate::llm::strict::resolve_preferred(t, supported);
+            let value = wants.map_or(strict.clone(), Value::Bool);
+            let mut f = Map::new();
+            f.insert("type".into(), json!("function"));
+            f.insert("name".into(), json!(t.name));
+            f.insert("description".into(), json!(t.description));
+            f.insert(
+                "parameters".into(),
+                crate::llm::strict::parameters(t, (value == json!(true)).then_some(true)),
+            );
+            if supported {
+                f.insert("strict".into(), value);
+            }
+            Value::Object(f)
         })
         .collect()
 }

@@ -415,8 +415,9 @@ fn preserve_unchanged_lines(
         );
     }
     const OUTSIDE: &str = "Replacement range is outside the base content.";
-    // Groups of replacements over the line range [first, end).
-    let mut groups: Vec<(usize, usize, Vec<(usize, usize, usize)>)> = Vec::new();
+    // Groups of replacements (start, len, edit) over the line range [first, end).
+    type Group = (usize, usize, Vec<(usize, usize, usize)>);
+    let mut groups: Vec<Group> = Vec::new();
     for &(start, len, i) in matched {
         let first = lines
             .iter()

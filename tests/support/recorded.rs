@@ -72,6 +72,7 @@ pub fn load(name: &str) -> Fixture {
                             name: s(x, "name").unwrap_or_default(),
                             description: s(x, "description").unwrap_or_default(),
                             parameters: x["parameters"].clone(),
+                            constrained_sampling: x.get("constrainedSampling").cloned(),
                         })
                         .collect()
                 })
