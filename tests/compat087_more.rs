@@ -873,3 +873,119 @@ fn arguments_are_validated_as_the_version_does() {
         p.finish(Duration::from_secs(5));
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// Truncated replies ("recoverable length")
+
+/// A reply cut by the output token limit (`max_tokens`).
+fn cut_reply(n: usize, blocks: &[support::anthropic::Block]) -> Reply {
+    let body = Sse::numbered(n)
+        .body(blocks)
+        .replace(
+            "\"stop_reason\":\"end_turn\"",
+            "\"stop_reason\":\"max_tokens\"",
+        )
+        .replace(
+            "\"stop_reason\":\"tool_use\"",
+            "\"stop_reason\":\"max_tokens\"",
+        );
+    Reply::sse(body)
+}
+
+#[test]
+fn a_truncated_reply_is_compacted_and_retried_under_087() {
+    for compat in ["0.73", "0.87"] {
+        let (w, srv) = fake_world(vec![
+            text_reply(1, &["First reply with some words in it."]),
+            cut_reply(2, &[text(&["Cut off"])]),
+            text_reply(3, &["Summary of the conversation."]),
+            text_reply(4, &["Recovered."]),
+        ]);
+        w.write_agent_file("settings.json", r#"{"compaction":{"keepRecentTokens":5}}"#);
+        let dir = sessions_dir(&w);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--session-dir", &dir]));
+        run(
+            &mut p,
+            "p1",
+            "first prompt with enough words to be summarized later on",
+        );
+        let frames = run(&mut p, "p2", "second");
+        let kinds: Vec<String> = frames
+            .iter()
+            .filter(|f| f["type"] != "message_update")
+            .map(|f| f["type"].as_str().unwrap().to_string())
+            .collect();
+        if compat == "0.87" {
+            let end = kinds.iter().position(|k| k == "agent_end").unwrap();
+            assert_eq!(
+                kinds[end..],
+                [
+                    "agent_end",
+                    "entry_appended",
+                    "compaction_start",
+                    "compaction_end",
+                    "agent_start",
+                    "turn_start",
+                    "message_start",
+                    "message_end",
+                    "turn_end",
+                    "agent_end",
+                    "agent_settled"
+                ]
+            );
+            let ce = frames
+                .iter()
+                .find(|f| f["type"] == "compaction_end")
+                .unwrap();
+            assert_eq!(ce["reason"], "overflow");
+            assert_eq!(ce["willRetry"], true);
+            let last = frames.iter().rfind(|f| f["type"] == "message_end").unwrap();
+            assert_eq!(last["message"]["content"][0]["text"], "Recovered.");
+            assert_eq!(srv.requests().len(), 4);
+        } else {
+            assert!(
+                !kinds.contains(&"compaction_start".to_string()),
+                "{kinds:?}"
+            );
+            assert_eq!(srv.requests().len(), 2);
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn tool_calls_of_a_truncated_reply_do_not_run_under_087() {
+    for compat in ["0.73", "0.87"] {
+        let (w, _srv) = fake_world(vec![
+            cut_reply(
+                1,
+                &[tool_call(
+                    "toolu_t1",
+                    "bash",
+                    &["{\"command\":\"echo ran > ran.txt\"}"],
+                )],
+            ),
+            text_reply(2, &["ok"]),
+            text_reply(3, &["Summary."]),
+            text_reply(4, &["ok"]),
+        ]);
+        w.write_agent_file("settings.json", r#"{"compaction":{"enabled":false}}"#);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        let r = tool_results(&mut p);
+        let ran = w.cwd().join("ran.txt").exists();
+        if compat == "0.87" {
+            assert!(!ran);
+            assert_eq!(
+                r["toolu_t1"],
+                (
+                    true,
+                    json!({"content":[{"type":"text","text":"Tool call \"bash\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments."}],"details":{}})
+                )
+            );
+        } else {
+            assert!(ran);
+            assert!(!r["toolu_t1"].0);
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}

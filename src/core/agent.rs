@@ -541,6 +541,10 @@ impl Machine {
             return;
         }
         let calls: Vec<ToolCall> = a.tool_calls().cloned().collect();
+        if !calls.is_empty() && a.stop_reason == StopReason::Length && self.compat.is_087() {
+            self.fail_truncated_tool_calls(&m, &calls);
+            return;
+        }
         if calls.is_empty() {
             self.emit(&Frame::TurnEnd {
                 message: &m,
@@ -550,6 +554,36 @@ impl Machine {
         } else {
             self.start_tools(m, calls);
         }
+    }
+
+    /// `--compat 0.87`: a reply cut by the output token limit may carry truncated arguments, so
+    /// pi 0.87.1 runs none of its tool calls: each gets its `tool_execution_start`, then an error
+    /// result saying so, one after the other; the run goes on with the next turn.
+    fn fail_truncated_tool_calls(&mut self, assistant: &AgentMessage, calls: &[ToolCall]) {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.emit(&Frame::ToolExecutionStart {
+                tool_call_id: &call.id,
+                tool_name: &call.name,
+                args: &call.arguments,
+            });
+            let r = result_message(
+                call,
+                Err(format!(
+                    "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
+                    call.name
+                )),
+            );
+            self.emit_tool_end(&r);
+            let m = AgentMessage::ToolResult(r);
+            self.deliver(m.clone());
+            results.push(m);
+        }
+        self.emit(&Frame::TurnEnd {
+            message: assistant,
+            tool_results: &results,
+        });
+        self.after_turn(true, Vec::new());
     }
 
     /// Start a tool batch (spec 6.3, parallel mode): prepare every call in order (its
