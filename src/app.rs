@@ -27,7 +27,7 @@ pub fn run(opts: Options) -> i32 {
         return run_export(input, opts.messages.first().map(String::as_str));
     }
     if let Some(search) = &opts.list_models {
-        return list_models(search.as_deref());
+        return list_models(search.as_deref(), opts.compat);
     }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
         eprintln!("Error: @file arguments are not supported in RPC mode");
@@ -81,9 +81,12 @@ fn oneshot_prompts(
 }
 
 /// `--list-models [search]`: pi's table of the models that have a key, on stdout.
-fn list_models(search: Option<&str>) -> i32 {
+fn list_models(search: Option<&str>, compat: Option<crate::compat::Compat>) -> i32 {
     let agent_dir = config::agent_dir();
-    let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
+    let compat = compat
+        .or_else(|| Settings::load_global(&agent_dir).0.compat())
+        .unwrap_or_default();
+    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }
@@ -189,7 +192,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in warnings {
         eprintln!("{w}");
     }
-    let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
+    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }

@@ -211,6 +211,7 @@ mod tests {
             max_tokens: max,
             headers: None,
             compat: None,
+            ..Default::default()
         }
     }
 

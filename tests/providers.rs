@@ -32,11 +32,13 @@ fn anthropic_model(base: &str) -> Model {
             output: 15.0,
             cache_read: 0.3,
             cache_write: 3.75,
+            tiers: None,
         },
         context_window: 200_000,
         max_tokens: 16384,
         headers: None,
         compat: None,
+        ..Default::default()
     }
 }
 
@@ -54,11 +56,13 @@ fn openai_model(base: &str) -> Model {
             output: 8.0,
             cache_read: 0.5,
             cache_write: 0.0,
+            tiers: None,
         },
         context_window: 128_000,
         max_tokens: 16384,
         headers: None,
         compat: None,
+        ..Default::default()
     }
 }
 

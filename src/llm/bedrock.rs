@@ -734,6 +734,7 @@ mod tests {
             max_tokens: 1,
             headers: None,
             compat: None,
+            ..Default::default()
         }
     }
 

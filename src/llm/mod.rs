@@ -46,10 +46,46 @@ pub struct ModelCost {
     pub cache_read: f64,
     #[serde(rename = "cacheWrite", serialize_with = "crate::message::js_f64")]
     pub cache_write: f64,
+    /// pi 0.87.1's tiered prices: above `inputTokensAbove` input tokens (input + cache reads +
+    /// cache writes) a request is priced at the tier's rates. Static: the built-in table's, or
+    /// a models.json's (parsed once per process).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<&'static [CostTier]>,
+}
+
+/// One price tier (pi 0.87.1's `cost.tiers[]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CostTier {
+    #[serde(rename = "inputTokensAbove", serialize_with = "crate::message::js_f64")]
+    pub input_tokens_above: f64,
+    #[serde(serialize_with = "crate::message::js_f64")]
+    pub input: f64,
+    #[serde(serialize_with = "crate::message::js_f64")]
+    pub output: f64,
+    #[serde(rename = "cacheRead", serialize_with = "crate::message::js_f64")]
+    pub cache_read: f64,
+    #[serde(rename = "cacheWrite", serialize_with = "crate::message::js_f64")]
+    pub cache_write: f64,
+}
+
+impl ModelCost {
+    /// The rates for a request with `input_tokens` (input + cache reads + cache writes): the
+    /// highest tier whose threshold it exceeds (pi 0.87.1's `calculateCost`), else the base.
+    pub fn rates_for(&self, input_tokens: u64) -> (f64, f64, f64, f64) {
+        let mut rates = (self.input, self.output, self.cache_read, self.cache_write);
+        let mut matched = -1.0;
+        for t in self.tiers.unwrap_or(&[]) {
+            if input_tokens as f64 > t.input_tokens_above && t.input_tokens_above > matched {
+                rates = (t.input, t.output, t.cache_read, t.cache_write);
+                matched = t.input_tokens_above;
+            }
+        }
+        rates
+    }
 }
 
 /// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     pub id: String,
     pub name: String,
@@ -66,8 +102,33 @@ pub struct Model {
     pub max_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<serde_json::Map<String, Value>>,
+    /// pi 0.87.1's built-in models show their thinking level map (the registry keeps the
+    /// parsed map for the logic; this is what `get_available_models` prints).
+    #[serde(
+        rename = "thinkingLevelMap",
+        default,
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub thinking_level_map_json: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<serde_json::Map<String, Value>>,
+    /// pi 0.87.1's `promptCache` (cache lifetimes in seconds), shown as given.
+    #[serde(
+        rename = "promptCache",
+        default,
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_cache: Option<Value>,
+    /// pi 0.87.1's `inputLimits` (request size and image limits), shown as given.
+    #[serde(
+        rename = "inputLimits",
+        default,
+        skip_deserializing,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_limits: Option<Value>,
 }
 
 impl Model {

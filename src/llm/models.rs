@@ -13,6 +13,7 @@
 mod auth;
 #[rustfmt::skip]
 mod builtin;
+mod builtin_087;
 mod config;
 pub mod resolve;
 mod table;
@@ -151,32 +152,48 @@ impl Registry {
     /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
     /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
     pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
+        Registry::load_for(crate::compat::Compat::V073, agent_dir, env)
+    }
+
+    /// [`Registry::load`] with the built-in models of the given pi version: pi 0.73.1's, or pi
+    /// 0.87.1's (`--compat 0.87`: other models, prices with tiers, `promptCache`, `inputLimits`).
+    pub fn load_for(
+        compat: crate::compat::Compat,
+        agent_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> (Registry, Vec<String>) {
         let _ = env;
+        let table = table_for(compat);
         let path = agent_dir.join("models.json");
         match config::load(&path, &is_builtin_provider) {
-            Ok(cfg) => (Registry::build(cfg.unwrap_or_default()), Vec::new()),
+            Ok(cfg) => (Registry::build(cfg.unwrap_or_default(), table), Vec::new()),
             Err(e) => {
-                let mut reg = Registry::build(ModelsConfig::default());
+                let mut reg = Registry::build(ModelsConfig::default(), table);
                 reg.load_error = Some(e.clone());
                 (reg, vec![e])
             }
         }
     }
 
-    /// Only the built-in models.
+    /// Only the built-in models (pi 0.73.1's).
     pub fn builtin() -> Registry {
-        Registry::build(ModelsConfig::default())
+        Registry::builtin_for(crate::compat::Compat::V073)
+    }
+
+    /// Only the built-in models of the given pi version.
+    pub fn builtin_for(compat: crate::compat::Compat) -> Registry {
+        Registry::build(ModelsConfig::default(), table_for(compat))
     }
 
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        config::parse(text, &is_builtin_provider).map(Registry::build)
+        config::parse(text, &is_builtin_provider).map(|c| Registry::build(c, builtin::PROVIDERS))
     }
 
-    fn build(cfg: ModelsConfig) -> Registry {
+    fn build(cfg: ModelsConfig, table: &'static [table::BuiltinProvider]) -> Registry {
         let mut reg = Registry::default();
-        let total: usize = builtin::PROVIDERS.iter().map(|p| p.models.len()).sum();
+        let total: usize = table.iter().map(|p| p.models.len()).sum();
         reg.models.reserve(total);
         reg.thinking.reserve(total);
 
@@ -194,7 +211,7 @@ impl Registry {
             }
         }
 
-        for provider in builtin::PROVIDERS {
+        for provider in table {
             let pcfg = cfg
                 .providers
                 .iter()
@@ -220,7 +237,7 @@ impl Registry {
         }
 
         for (name, p) in &cfg.providers {
-            let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
+            let defaults = table.iter().find(|b| b.name == name);
             for def in &p.models {
                 let api = def
                     .api
@@ -255,11 +272,13 @@ impl Registry {
                         output: cost[1],
                         cache_read: cost[2],
                         cache_write: cost[3],
+                        tiers: None,
                     },
                     context_window: def.context_window.map_or(128_000, js_count),
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
                     headers: None,
                     compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
+                    ..Default::default()
                 };
                 reg.upsert(model, def.thinking.clone());
             }
@@ -409,6 +428,15 @@ impl Registry {
             api_key,
             headers: (!headers.is_empty()).then_some(headers),
         })
+    }
+}
+
+/// The built-in table of a pi version.
+fn table_for(compat: crate::compat::Compat) -> &'static [table::BuiltinProvider] {
+    if compat.is_087() {
+        builtin_087::PROVIDERS
+    } else {
+        builtin::PROVIDERS
     }
 }
 

@@ -276,6 +276,7 @@ mod tests {
             max_tokens: 100,
             headers: None,
             compat: None,
+            ..Default::default()
         }
     }
 

@@ -26,6 +26,14 @@ pub(super) struct BuiltinModel {
     pub base_url: Option<&'static str>,
     /// Request headers the model always sends (GitHub Copilot's editor identification).
     pub headers: Option<&'static [(&'static str, &'static str)]>,
+    /// pi 0.87.1's table: the thinking level map is shown in the model's JSON.
+    pub show_thinking_map: bool,
+    /// pi 0.87.1's tiered prices.
+    pub tiers: Option<&'static [crate::llm::CostTier]>,
+    /// pi 0.87.1's `promptCache` as JSON text.
+    pub prompt_cache: Option<&'static str>,
+    /// pi 0.87.1's `inputLimits` as JSON text.
+    pub input_limits: Option<&'static str>,
 }
 
 /// Row constructor, kept short so the table stays one line per model.
@@ -51,6 +59,10 @@ pub(super) const fn m(
         api: None,
         base_url: None,
         headers: None,
+        show_thinking_map: false,
+        tiers: None,
+        prompt_cache: None,
+        input_limits: None,
     }
 }
 
@@ -93,6 +105,34 @@ impl BuiltinModel {
         }
     }
 
+    pub(super) const fn show_thinking_map(self) -> Self {
+        BuiltinModel {
+            show_thinking_map: true,
+            ..self
+        }
+    }
+
+    pub(super) const fn tiers(self, tiers: &'static [crate::llm::CostTier]) -> Self {
+        BuiltinModel {
+            tiers: Some(tiers),
+            ..self
+        }
+    }
+
+    pub(super) const fn prompt_cache(self, json: &'static str) -> Self {
+        BuiltinModel {
+            prompt_cache: Some(json),
+            ..self
+        }
+    }
+
+    pub(super) const fn input_limits(self, json: &'static str) -> Self {
+        BuiltinModel {
+            input_limits: Some(json),
+            ..self
+        }
+    }
+
     pub(super) fn to_model(&self, provider: &BuiltinProvider) -> Model {
         let input = if self.image {
             vec!["text".to_string(), "image".to_string()]
@@ -115,6 +155,7 @@ impl BuiltinModel {
                 output: self.cost[1],
                 cache_read: self.cost[2],
                 cache_write: self.cost[3],
+                tiers: self.tiers,
             },
             context_window: self.context_window,
             max_tokens: self.max_tokens,
@@ -124,6 +165,20 @@ impl BuiltinModel {
                     .collect()
             }),
             compat,
+            thinking_level_map_json: self.thinking.filter(|_| self.show_thinking_map).map(|map| {
+                serde_json::Value::Object(
+                    map.iter()
+                        .map(|(l, v)| {
+                            (
+                                l.as_str().to_string(),
+                                v.map_or(serde_json::Value::Null, |v| v.into()),
+                            )
+                        })
+                        .collect(),
+                )
+            }),
+            prompt_cache: self.prompt_cache.and_then(|j| serde_json::from_str(j).ok()),
+            input_limits: self.input_limits.and_then(|j| serde_json::from_str(j).ok()),
         }
     }
 }
