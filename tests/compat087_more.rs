@@ -989,3 +989,85 @@ fn tool_calls_of_a_truncated_reply_do_not_run_under_087() {
         p.finish(Duration::from_secs(5));
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// pi 0.87.1's model table and tiered prices
+
+#[test]
+fn the_built_in_models_follow_the_version() {
+    for compat in ["0.73", "0.87"] {
+        let w = World::new();
+        let mut cmd = w.command(&["--mode", "rpc", "--no-session", "--compat", compat]);
+        cmd.env("ANTHROPIC_API_KEY", "sk-test");
+        let mut p = support::Pith::spawn_cmd(cmd);
+        let models = p.call(json!({"type":"get_available_models"}), "m")["data"]["models"].clone();
+        let ids: Vec<&str> = models
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        if compat == "0.87" {
+            assert_eq!(ids.len(), 15, "{ids:?}");
+            assert!(ids.contains(&"claude-opus-4-7"));
+            assert!(!ids.contains(&"claude-3-5-haiku-20241022"));
+            let sonnet = models
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["id"] == "claude-sonnet-4-6")
+                .unwrap();
+            assert_eq!(sonnet["promptCache"], json!({"short":300,"long":3600}));
+            assert!(sonnet.get("inputLimits").is_some());
+        } else {
+            assert_eq!(ids.len(), 23, "{ids:?}");
+            assert!(ids.contains(&"claude-3-5-haiku-20241022"));
+            assert!(models[0].get("inputLimits").is_none());
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn tiered_prices_apply_above_their_threshold_under_087() {
+    // A models.json model with a tier above 150 input tokens; the fake reports 100 input tokens
+    // first, then 200.
+    for compat in ["0.73", "0.87"] {
+        let (w, srv) = fake_world(vec![
+            text_reply(1, &["One."]),
+            Sse {
+                input_tokens: 200,
+                ..Sse::numbered(2)
+            }
+            .reply(&[text(&["Two."])]),
+        ]);
+        let t = std::fs::read_to_string(support::fixture("config/models.json.tmpl")).unwrap();
+        let mut v: Value =
+            serde_json::from_str(&t.replace("{PORT}", &srv.port.to_string())).unwrap();
+        v["providers"]["fake"]["models"][0]["cost"]["tiers"] = json!([{"inputTokensAbove":150,"input":6,"output":30,"cacheRead":0.6,"cacheWrite":7.5}]);
+        w.write_agent_file("models.json", &v.to_string());
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        let cost = |frames: &[Value]| {
+            frames
+                .iter()
+                .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+                .unwrap()["message"]["usage"]["cost"]
+                .clone()
+        };
+        let first = cost(&run(&mut p, "p1", "one"));
+        let second = cost(&run(&mut p, "p2", "two"));
+        assert_eq!(first["input"], json!(0.00030000000000000003));
+        if compat == "0.87" {
+            assert_eq!(second["input"], json!(6.0 / 1_000_000.0 * 200.0));
+            assert_eq!(second["output"], json!(30.0 / 1_000_000.0 * 2.0));
+        } else {
+            assert_eq!(second["input"], json!(3.0 / 1_000_000.0 * 200.0));
+        }
+        let state = p.call(json!({"type":"get_state"}), "s");
+        assert_eq!(
+            state["data"]["model"]["cost"]["tiers"],
+            json!([{"inputTokensAbove":150,"input":6,"output":30,"cacheRead":0.6,"cacheWrite":7.5}])
+        );
+        p.finish(Duration::from_secs(5));
+    }
+}

@@ -272,7 +272,7 @@ impl Registry {
                         output: cost[1],
                         cache_read: cost[2],
                         cache_write: cost[3],
-                        tiers: None,
+                        tiers: def.tiers,
                     },
                     context_window: def.context_window.map_or(128_000, js_count),
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
@@ -515,6 +515,9 @@ fn apply_override(
         cost.output = output.unwrap_or(cost.output);
         cost.cache_read = cache_read.unwrap_or(cost.cache_read);
         cost.cache_write = cache_write.unwrap_or(cost.cache_write);
+    }
+    if let Some(t) = o.tiers {
+        model.cost.tiers = Some(t);
     }
     model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
 }
