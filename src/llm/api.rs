@@ -83,6 +83,25 @@ pub trait WireApi: Sync {
         CONNECTION_ERROR
     }
 
+    /// [`WireApi::http_error_message`] for this request (an API whose wording changed between
+    /// pi versions looks at `req.compat`).
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        let _ = req;
+        self.http_error_message(status, headers, body)
+    }
+
+    /// [`WireApi::connection_error`] for this request.
+    fn connection_error_for(&self, req: &LlmRequest) -> &'static str {
+        let _ = req;
+        self.connection_error()
+    }
+
     /// A Stainless SDK (sends `x-stainless-retry-count`).
     fn stainless(&self) -> bool {
         false
@@ -493,8 +512,13 @@ pub fn parse_partial_json(s: &str) -> Value {
         .unwrap_or_else(empty)
 }
 
-/// Default `max_tokens` of an agent request (spec 8).
+/// Default `max_tokens` of an agent request (spec 8). pi 0.87.1 takes the model's own limit
+/// (no 32000 cap) and clamps it to what the context window leaves ([`crate::llm::estimate`]).
 pub fn default_max_tokens(req: &LlmRequest) -> u64 {
+    if req.compat.is_087() {
+        let base = req.max_tokens.unwrap_or(req.model.max_tokens);
+        return crate::llm::estimate::clamp_max_tokens(req, base);
+    }
     req.max_tokens
         .unwrap_or_else(|| req.model.max_tokens.min(32000))
 }

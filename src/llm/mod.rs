@@ -13,6 +13,7 @@ pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
 pub mod cost;
+pub mod estimate;
 pub mod faux;
 pub mod google;
 pub mod google_auth;

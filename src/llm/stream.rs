@@ -358,12 +358,15 @@ fn run_http(
                 if can_retry && retryable {
                     Err(retry_delay(attempt, retry_after))
                 } else {
-                    Ok((api.http_error_message(status, &headers, &text), retry_after))
+                    Ok((
+                        api.http_error_message_for(req, status, &headers, &text),
+                        retry_after,
+                    ))
                 }
             }
             Wait::Got(Io::Failed(e)) => {
                 let msg = match e {
-                    http::HttpError::Connect(_) => api.connection_error().to_string(),
+                    http::HttpError::Connect(_) => api.connection_error_for(req).to_string(),
                     http::HttpError::Timeout(_) => TIMED_OUT.to_string(),
                     http::HttpError::Other(m) => m,
                 };

@@ -4,9 +4,13 @@ from cap import *
 
 def contexts(events):
     """For each assistant message_end, the messages that ended before it and its stream events
-    ([type, contentIndex, delta] of every message_update)."""
+    ([type, contentIndex, delta] of every message_update). pi 0.87.1's role:"system" messages
+    are not conversation: they are left out of the context (their tools are the turn's tools,
+    see declared_tools)."""
     msgs, out, updates = [], [], []
     for e in events:
+        if e.get("type") == "message_end" and e["message"].get("role") == "system":
+            continue
         if e.get("type") == "message_start":
             updates = []
         if e.get("type") == "message_update":
@@ -22,6 +26,18 @@ def contexts(events):
             msgs.append(m)
     return out
 
+def declared_tools(events):
+    """pi 0.87.1: the tools its role:"system" messages declare (with constrainedSampling), or
+    None for pi 0.73.1."""
+    tools = None
+    for e in events:
+        if e.get("type") == "message_end" and e["message"].get("role") == "system":
+            m = e["message"]
+            tools = [t for t in (tools or []) if t["name"] not in {r["name"] for r in m.get("toolsRemoved", [])}]
+            for t in m.get("toolsAdded", []):
+                tools = [x for x in tools if x["name"] != t["name"]] + [t]
+    return tools
+
 def record(extract, provider, model, env, replies, prompts, files=None, settings=None, thinking=None, cwd_files=None):
     files = dict(files or {})
     if settings:
@@ -29,6 +45,7 @@ def record(extract, provider, model, env, replies, prompts, files=None, settings
     events, reqs, err = run_pi(["--provider", provider, "--model", model] + (["--thinking", thinking] if thinking else []),
                                env, replies, prompts, files=files, cwd_files=cwd_files)
     ctxs = contexts(events)
+    declared = declared_tools(events)
     turns = []
     for i, (ctx, msg, raw, updates) in enumerate(ctxs):
         r = reqs[i] if i < len(reqs) else None
@@ -38,7 +55,7 @@ def record(extract, provider, model, env, replies, prompts, files=None, settings
             body = r["body"]
             sp, tools = extract(json.loads(body)) if body else ("", [])
             turn["systemPrompt"] = sp
-            turn["tools"] = tools
+            turn["tools"] = declared if declared is not None else tools
             hdr = dict(r["headers"])
             for k in ("x-affinity", "session_id", "x-client-request-id"):
                 if k in hdr:
@@ -53,4 +70,7 @@ def record(extract, provider, model, env, replies, prompts, files=None, settings
             turn["response"] = {"status": rep.status, "headers": rep.headers,
                                 "bodyBase64": base64.b64encode(rep.body).decode()}
         turns.append(turn)
-    return {"provider": provider, "model": model, "thinking": thinking, "env": {k: v for k, v in env.items()}, "turns": turns, "requests": len(reqs)}
+    out = {"provider": provider, "model": model, "thinking": thinking, "env": {k: v for k, v in env.items()}, "turns": turns, "requests": len(reqs)}
+    if declared is not None:
+        out["pi"] = "0.87.1"
+    return out

@@ -44,6 +44,9 @@ pub struct Turn {
 
 pub struct Fixture {
     pub name: String,
+    /// Recorded from pi 0.87.1 (`"pi":"0.87.1"`): replayed under `--compat 0.87`, with pi
+    /// 0.87.1's model table.
+    pub compat: pith::compat::Compat,
     /// The environment pi ran with (credentials, region, ...).
     pub env: Vec<(String, String)>,
     pub provider: String,
@@ -138,8 +141,14 @@ pub fn load(name: &str) -> Fixture {
                 .collect()
         })
         .unwrap_or_default();
+    let compat = if v.get("pi").and_then(Value::as_str) == Some("0.87.1") {
+        pith::compat::Compat::V087
+    } else {
+        pith::compat::Compat::V073
+    };
     Fixture {
         env,
+        compat,
         name: name.to_string(),
         provider: s(&v, "provider").expect("provider"),
         model: s(&v, "model").expect("model"),
@@ -150,7 +159,7 @@ pub fn load(name: &str) -> Fixture {
 
 /// The built-in model of the fixture, at `base_url`.
 pub fn model(fx: &Fixture, base_url: &str) -> Model {
-    let mut m = Registry::builtin()
+    let mut m = Registry::builtin_for(fx.compat)
         .find(&fx.provider, &fx.model)
         .unwrap_or_else(|| panic!("{}/{} is not built in", fx.provider, fx.model))
         .clone();
@@ -166,7 +175,8 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
         None => ThinkingLevel::Medium,
     };
     // As the state machine does: the level clamped to what the model supports.
-    let levels = Registry::builtin().thinking_levels(&model);
+    let registry = Registry::builtin_for(fx.compat);
+    let levels = registry.thinking_levels(&model);
     let thinking = pith::llm::clamp_thinking(&levels, asked);
     let mut req = streams::request(model, t.messages.clone());
     req.api_key = Some(api_key.to_string());
@@ -174,9 +184,10 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     req.tools = t.tools.clone();
     req.thinking = thinking;
     req.session_id = t.session_id.clone();
-    req.extra.thinking_map = Registry::builtin()
+    req.extra.thinking_map = registry
         .thinking_level_map(&fx.provider, &fx.model)
         .cloned();
+    req.compat = fx.compat;
     let port = req
         .model
         .base_url
