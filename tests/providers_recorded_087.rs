@@ -49,3 +49,75 @@ fn mistral_messages_match_pi_087() {
         assert_replays(f, "sk-mistral-test", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// azure-openai-responses and openai-responses
+
+const AZURE: &[&str] = &[
+    "087/responses/azure_tool.json",
+    "087/responses/azure_nonreasoning.json",
+    "087/responses/azure_off.json",
+    "087/responses/azure_incomplete.json",
+    "087/responses/azure_failed.json",
+    "087/responses/azure_error_400.json",
+    "087/responses/azure_error_429.json",
+    "087/responses/azure_error_503.json",
+];
+
+const OPENAI_RESPONSES: &[&str] = &[
+    "087/responses/openai_tool.json",
+    "087/responses/openai_off.json",
+];
+
+/// The headers both Responses APIs send (the User-Agent names the recording machine's kernel,
+/// so it is checked apart).
+const RESPONSES_HEADERS: &[&str] = &[
+    "authorization",
+    "api-key",
+    "content-type",
+    "accept",
+    "x-stainless-lang",
+    "x-stainless-timeout",
+    "x-stainless-package-version",
+    "x-stainless-os",
+    "x-stainless-arch",
+    "x-stainless-runtime",
+    "x-stainless-runtime-version",
+    "session_id",
+    "x-client-request-id",
+];
+
+#[test]
+fn azure_requests_match_pi_087() {
+    for f in AZURE {
+        assert_bodies(f, "http://127.0.0.1:9", "azure-key-test", &|_| {});
+        assert_headers(f, "http://127.0.0.1:9", "azure-key-test", RESPONSES_HEADERS);
+    }
+}
+
+#[test]
+fn azure_messages_match_pi_087() {
+    for f in AZURE {
+        assert_replays(f, "azure-key-test", CHUNKS);
+    }
+}
+
+#[test]
+fn openai_responses_requests_match_pi_087() {
+    for f in OPENAI_RESPONSES {
+        assert_bodies(f, "http://127.0.0.1:9/v1", "sk-openai-test", &|_| {});
+        assert_headers(
+            f,
+            "http://127.0.0.1:9/v1",
+            "sk-openai-test",
+            RESPONSES_HEADERS,
+        );
+    }
+}
+
+#[test]
+fn openai_responses_messages_match_pi_087() {
+    for f in OPENAI_RESPONSES {
+        assert_replays(f, "sk-openai-test", CHUNKS);
+    }
+}

@@ -150,6 +150,72 @@ pub fn stainless_message(status: u16, body: &str, openai: bool) -> String {
     text
 }
 
+/// pi 0.87.1's text for an OpenAI SDK error (`formatProviderError(normalizeProviderError(e))`):
+/// when the response's JSON body has an `error` object, `<status>: <that object as JSON>` (with
+/// `prefix`: `<prefix> (<status>): …`; cut at 4000 characters), else the SDK's message
+/// ([`stainless_message`]). OpenRouter's `error.metadata.raw` follows on a line of its own unless
+/// the text already holds it.
+pub fn openai_error_087(status: u16, body: &str, prefix: Option<&str>) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error_obj = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .filter(|e| e.as_object().is_some_and(|o| !o.is_empty()));
+    let message = stainless_message(status, body, true);
+    // The SDK message without OpenRouter's raw line (added back below, once).
+    let sdk_message = message.split('\n').next().unwrap_or("").to_string();
+    let mut text = match error_obj {
+        Some(e) => {
+            let json = e.to_string();
+            let json = cut_utf16(json.trim(), 4000);
+            if sdk_message.contains(&json) {
+                match prefix {
+                    Some(p) => format!("{p} ({status}): {sdk_message}"),
+                    None => sdk_message,
+                }
+            } else {
+                match prefix {
+                    Some(p) => format!("{p} ({status}): {json}"),
+                    None => format!("{status}: {json}"),
+                }
+            }
+        }
+        None => match prefix {
+            Some(p) => format!("{p} ({status}): {sdk_message}"),
+            None => sdk_message,
+        },
+    };
+    if let Some(raw) = parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/error/metadata/raw"))
+        .and_then(Value::as_str)
+    {
+        if !text.contains(raw) {
+            text.push('\n');
+            text.push_str(raw);
+        }
+    }
+    text
+}
+
+/// `text` cut to `max` UTF-16 units with the reference's `... [truncated N chars]` note.
+fn cut_utf16(text: &str, max: usize) -> String {
+    let units = text.encode_utf16().count();
+    if units <= max {
+        return text.to_string();
+    }
+    let mut taken = 0;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        if taken + c.len_utf16() > max {
+            break;
+        }
+        taken += c.len_utf16();
+        end = i + c.len_utf8();
+    }
+    format!("{}... [truncated {} chars]", &text[..end], units - max)
+}
+
 /// The Google SDK's error text: the JSON error body re-serialised compactly; a body that is not
 /// JSON is wrapped as `{"error":{"message":…,"code":…,"status":<reason phrase>}}`.
 pub fn google_error_message(status: u16, body: &str) -> String {

@@ -116,6 +116,20 @@ impl WireApi for OpenAiCompletions {
         api::stainless_message(status, body, true)
     }
 
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        // pi 0.87.1 words SDK errors with the response's error object.
+        if req.compat.is_087() {
+            return api::openai_error_087(status, body, None);
+        }
+        self.http_error_message(status, headers, body)
+    }
+
     fn stainless(&self) -> bool {
         true
     }

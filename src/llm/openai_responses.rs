@@ -36,6 +36,26 @@ impl WireApi for OpenAiResponses {
         api::stainless_message(status, body, true)
     }
 
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        // pi 0.87.1 words SDK errors with the response's error object.
+        if req.compat.is_087() {
+            let name = if req.model.provider == "openai" {
+                "OpenAI".to_string()
+            } else {
+                req.model.provider.clone()
+            };
+            let prefix = format!("{name} API error");
+            return api::openai_error_087(status, body, Some(&prefix));
+        }
+        self.http_error_message(status, headers, body)
+    }
+
     fn stainless(&self) -> bool {
         true
     }
@@ -122,9 +142,23 @@ pub fn reasoning_fields(req: &LlmRequest, body: &mut Map<String, Value>, copilot
     }
 }
 
+/// pi 0.87.1's `clampOpenAIPromptCacheKey`: at most 64 characters.
+pub fn cache_key(req: &LlmRequest, key: &str) -> String {
+    if req.compat.is_087() {
+        key.chars().take(64).collect()
+    } else {
+        key.to_string()
+    }
+}
+
 pub fn build_body(req: &LlmRequest) -> Value {
     let model = &req.model;
     let retention = cache_retention(req);
+    let v087 = req.compat.is_087();
+    // pi 0.87.1: a model with an explicit prompt-cache mode gets `prompt_cache_options`
+    // instead of `prompt_cache_retention`.
+    let explicit =
+        v087 && crate::llm::strict::compat_flag(model, "supportsExplicitPromptCacheMode", false);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert(
@@ -134,15 +168,25 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body.insert("stream".into(), json!(true));
     if retention != "none" {
         if let Some(s) = &req.session_id {
-            body.insert("prompt_cache_key".into(), json!(s));
+            body.insert("prompt_cache_key".into(), json!(cache_key(req, s)));
         }
-        if retention == "long" && compat_flag(model, "supportsLongCacheRetention") {
+        if retention == "long" && compat_flag(model, "supportsLongCacheRetention") && !explicit {
             body.insert("prompt_cache_retention".into(), json!("24h"));
+        }
+    }
+    if explicit {
+        if retention == "none" {
+            body.insert("prompt_cache_options".into(), json!({"mode": "explicit"}));
+        } else if retention == "long" && compat_flag(model, "supportsLongCacheRetention") {
+            body.insert("prompt_cache_options".into(), json!({"ttl": "30m"}));
         }
     }
     body.insert("store".into(), json!(false));
     let max = api::default_max_tokens(req);
-    if max > 0 {
+    let max_allowed =
+        !v087 || crate::llm::strict::compat_flag(model, "supportsMaxOutputTokens", true);
+    if max > 0 && max_allowed {
+        let max = if v087 { max.max(16) } else { max };
         body.insert("max_output_tokens".into(), json!(max));
     }
     if !req.tools.is_empty() {
@@ -409,6 +453,11 @@ pub struct Decoder {
     stop: StopReason,
     /// Codex: the stream ended at its completion event.
     closed: bool,
+    /// A terminal response event (completed, incomplete, failed) arrived (pi 0.87.1 fails a
+    /// stream that ends without one).
+    terminal: bool,
+    /// pi 0.87.1: the error text of an incomplete response that is not a length stop.
+    stop_error: Option<String>,
 }
 
 impl Decoder {
@@ -424,6 +473,8 @@ impl Decoder {
             current_block: None,
             stop: StopReason::Stop,
             closed: false,
+            terminal: false,
+            stop_error: None,
         }
     }
 
@@ -663,8 +714,11 @@ impl Decoder {
                 }
             }
             "response.completed" | "response.done" | "response.incomplete"
-                if self.flavor == Flavor::Codex || kind == "response.completed" =>
+                if self.flavor == Flavor::Codex
+                    || kind == "response.completed"
+                    || (b.compat.is_087() && kind == "response.incomplete") =>
             {
+                self.terminal = true;
                 let r = &v["response"];
                 if let Some(id) = r.get("id").and_then(Value::as_str) {
                     b.msg.response_id = Some(id.to_string());
@@ -674,11 +728,19 @@ impl Decoder {
                 if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
                     let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
                     let cached = n("/input_tokens_details/cached_tokens");
+                    // pi 0.87.1 also takes cache writes out of the input tokens.
+                    let written = if v087 {
+                        n("/input_tokens_details/cache_write_tokens")
+                    } else {
+                        0
+                    };
                     usage = Usage {
-                        input: n("/input_tokens").saturating_sub(cached),
+                        input: n("/input_tokens")
+                            .saturating_sub(cached)
+                            .saturating_sub(written),
                         output: n("/output_tokens"),
                         cache_read: cached,
-                        cache_write: 0,
+                        cache_write: written,
                         total_tokens: n("/total_tokens"),
                         reasoning: v087.then(|| n("/output_tokens_details/reasoning_tokens")),
                         ..Default::default()
@@ -710,6 +772,25 @@ impl Decoder {
                 out.append(&mut events);
                 let status = r.get("status").and_then(Value::as_str);
                 self.stop = match status {
+                    Some("incomplete") if v087 && self.flavor != Flavor::Codex => {
+                        // pi 0.87.1 keeps the provider's reason apart: only the output limit
+                        // is a `length` stop.
+                        match r
+                            .pointer("/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                        {
+                            Some("max_output_tokens") => StopReason::Length,
+                            Some(why) => {
+                                self.stop_error = Some(format!("Response incomplete: {why}"));
+                                StopReason::Error
+                            }
+                            None => {
+                                self.stop_error =
+                                    Some("Response incomplete without a provider reason".into());
+                                StopReason::Error
+                            }
+                        }
+                    }
                     Some("incomplete") => StopReason::Length,
                     Some("failed") | Some("cancelled") => StopReason::Error,
                     _ => StopReason::Stop,
@@ -742,6 +823,12 @@ impl Decoder {
                 b.fail(msg, false, None, out);
             }
             "response.failed" => {
+                if b.compat.is_087() && self.flavor != Flavor::Codex {
+                    b.msg.raw_stop_reason = v
+                        .pointer("/response/status")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
                 let msg = if self.flavor == Flavor::Codex {
                     let m = s("/response/error/message");
                     if m.is_empty() {
@@ -816,6 +903,21 @@ impl api::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         b.start(out);
+        if b.compat.is_087() && self.flavor != Flavor::Codex {
+            if !self.terminal {
+                b.fail(
+                    "OpenAI Responses stream ended before a terminal response event".into(),
+                    false,
+                    None,
+                    out,
+                );
+                return;
+            }
+            if let Some(e) = self.stop_error.take() {
+                b.fail(e, false, None, out);
+                return;
+            }
+        }
         b.finish(self.stop, out);
     }
 }
