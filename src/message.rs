@@ -359,6 +359,10 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub error_message: Option<String>,
+    /// pi 0.87.1's structured failure details (`bedrock_response_failure`: HTTP status, error
+    /// code, request id) beside `errorMessage`, which stays as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<serde_json::Value>>,
 }
 
 impl AssistantMessage {
@@ -387,6 +391,7 @@ impl AssistantMessage {
             response_model: self.response_model.clone(),
             raw_stop_reason: self.raw_stop_reason.clone(),
             error_message: self.error_message.clone(),
+            diagnostics: self.diagnostics.clone(),
         }
     }
 

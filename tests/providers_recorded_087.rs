@@ -121,3 +121,75 @@ fn openai_responses_messages_match_pi_087() {
         assert_replays(f, "sk-openai-test", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// google-vertex and google-generative-ai
+
+const VERTEX: &[&str] = &[
+    "087/vertex/key_tool.json",
+    "087/vertex/key_flash3.json",
+    "087/vertex/key_off.json",
+    "087/vertex/key_max.json",
+    "087/vertex/key_safety.json",
+    "087/vertex/key_error_400.json",
+    "087/vertex/key_error_429.json",
+    "087/vertex/key_error_503.json",
+];
+
+#[test]
+fn vertex_bodies_match_pi_087() {
+    for f in VERTEX {
+        assert_bodies(f, "http://127.0.0.1:9", "vertex-api-key", &|_| {});
+    }
+}
+
+#[test]
+fn vertex_messages_match_pi_087() {
+    for f in VERTEX {
+        assert_replays(f, "vertex-api-key", CHUNKS);
+    }
+}
+
+#[test]
+fn gemini_bodies_and_messages_match_pi_087() {
+    let f = "087/google/google_tool.json";
+    assert_bodies(f, "http://127.0.0.1:9/v1beta", "gemini-key", &|_| {});
+    assert_replays(f, "gemini-key", CHUNKS);
+}
+
+// ------------------------------------------------------------------------------------------------
+// bedrock-converse-stream
+
+const BEDROCK: &[&str] = &[
+    "087/bedrock/tool_sonnet45.json",
+    "087/bedrock/tool_opus46.json",
+    "087/bedrock/thinking_nosig.json",
+    "087/bedrock/image_nova.json",
+    "087/bedrock/image_textonly.json",
+    "087/bedrock/error_400.json",
+    "087/bedrock/error_429.json",
+    "087/bedrock/error_503.json",
+    "087/bedrock/error_403.json",
+    "087/bedrock/error_500_plain.json",
+    "087/bedrock/error_500_json_notype.json",
+    "087/bedrock/error_400_empty.json",
+    "087/bedrock/error_400_type_in_body.json",
+    "087/bedrock/stream_throttling.json",
+    "087/bedrock/stream_model_error.json",
+    "087/bedrock/stream_max_tokens.json",
+    "087/bedrock/stream_guardrail.json",
+];
+
+#[test]
+fn bedrock_bodies_match_pi_087() {
+    for f in BEDROCK {
+        assert_bodies(f, "http://127.0.0.1:9", "<authenticated>", &|_| {});
+    }
+}
+
+#[test]
+fn bedrock_messages_match_pi_087() {
+    for f in BEDROCK {
+        assert_replays(f, "<authenticated>", CHUNKS);
+    }
+}

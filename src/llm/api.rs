@@ -96,6 +96,18 @@ pub trait WireApi: Sync {
         self.http_error_message(status, headers, body)
     }
 
+    /// Structured details an HTTP error adds to the failed message (pi 0.87.1's `diagnostics`).
+    fn error_diagnostics(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> Option<Vec<Value>> {
+        let _ = (req, status, headers, body);
+        None
+    }
+
     /// [`WireApi::connection_error`] for this request.
     fn connection_error_for(&self, req: &LlmRequest) -> &'static str {
         let _ = req;

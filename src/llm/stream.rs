@@ -358,6 +358,7 @@ fn run_http(
                 if can_retry && retryable {
                     Err(retry_delay(attempt, retry_after))
                 } else {
+                    b.msg.diagnostics = api.error_diagnostics(req, status, &headers, &text);
                     Ok((
                         api.http_error_message_for(req, status, &headers, &text),
                         retry_after,

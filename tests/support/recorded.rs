@@ -337,19 +337,30 @@ pub fn final_json(events: &[StreamEvent]) -> String {
     without_timestamp(&String::from_utf8(buf).expect("utf-8"))
 }
 
-/// `"timestamp":<digits>` removed from a message's JSON text (numbers compared as printed:
-/// costs are raw float products and must print exactly as pi prints them).
+/// Every `"timestamp":<digits>` removed from a message's JSON text (the message's own, and
+/// those of pi 0.87.1's `diagnostics`; numbers compared as printed: costs are raw float products
+/// and must print exactly as pi prints them).
 pub fn without_timestamp(json: &str) -> String {
-    let Some(at) = json.find("\"timestamp\":") else {
-        return json.to_string();
-    };
-    let rest = &json[at + "\"timestamp\":".len()..];
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let mut end = at + "\"timestamp\":".len() + digits;
-    if json[end..].starts_with(',') {
-        end += 1;
+    let key = "\"timestamp\":";
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find(key) {
+        let after = &rest[at + key.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            out.push_str(&rest[..at + key.len()]);
+            rest = after;
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        let mut tail = &after[digits..];
+        if let Some(t) = tail.strip_prefix(',') {
+            tail = t;
+        }
+        rest = tail;
     }
-    format!("{}{}", &json[..at], &json[end..])
+    out.push_str(rest);
+    out
 }
 
 /// The requests a fake received, for header checks.
