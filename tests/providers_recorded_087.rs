@@ -193,3 +193,50 @@ fn bedrock_messages_match_pi_087() {
         assert_replays(f, "<authenticated>", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// openai-codex-responses (recorded with CODEX_MODEL=gpt-5.5: pi 0.87.1 ships no gpt-5.1/5.2)
+
+/// The access token of the recorded login (a JWT naming ChatGPT account `acc-42`).
+const CODEX_TOKEN: &str = "eyJhbGciOiJub25lIn0.eyJodHRwczovL2FwaS5vcGVuYWkuY29tL2F1dGgiOiB7ImNoYXRncHRfYWNjb3VudF9pZCI6ICJhY2MtNDIifSwgImV4cCI6IDQxMDI0NDQ4MDB9.sig";
+
+const CODEX: &[&str] = &[
+    "087/codex/codex_tool.json",
+    "087/codex/codex_off.json",
+    "087/codex/codex_incomplete.json",
+    "087/codex/codex_failed.json",
+    "087/codex/codex_error_event.json",
+    "087/codex/codex_error_400.json",
+    "087/codex/codex_error_429.json",
+    "087/codex/codex_error_503.json",
+];
+
+#[test]
+fn codex_requests_match_pi_087() {
+    for f in CODEX {
+        assert_bodies(f, "http://127.0.0.1:9/backend-api", CODEX_TOKEN, &|_| {});
+        assert_headers(
+            f,
+            "http://127.0.0.1:9/backend-api",
+            CODEX_TOKEN,
+            &[
+                "authorization",
+                "chatgpt-account-id",
+                "originator",
+                "openai-beta",
+                "accept",
+                "content-type",
+                "session-id",
+                "session_id",
+                "x-client-request-id",
+            ],
+        );
+    }
+}
+
+#[test]
+fn codex_messages_match_pi_087() {
+    for f in CODEX {
+        assert_replays(f, CODEX_TOKEN, CHUNKS);
+    }
+}

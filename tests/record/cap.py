@@ -48,6 +48,9 @@ class Server:
                             break
                         body += self.rfile.read(size)
                         self.rfile.readline()
+                if self.headers.get("content-encoding", "").lower() == "zstd":
+                    # pi 0.87.1 compresses Codex request bodies.
+                    body = subprocess.run(["zstd", "-d", "-c", "-q"], input=body, capture_output=True).stdout
                 with srv.lock:
                     rec = {"method": self.command, "path": self.path,
                            "headers": [[k.lower(), v] for k, v in self.headers.items()],

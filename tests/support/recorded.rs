@@ -220,7 +220,13 @@ pub fn assert_bodies(name: &str, base_url: &str, api_key: &str, adjust: &dyn Fn(
         let prepared = api
             .prepare(&req)
             .unwrap_or_else(|e| panic!("{name} turn {i}: {e}"));
-        let got = String::from_utf8(prepared.body).expect("utf-8");
+        let body_bytes =
+            if pith::llm::api::header_of(&prepared.headers, "content-encoding") == Some("zstd") {
+                zstd_raw_decode(&prepared.body)
+            } else {
+                prepared.body
+            };
+        let got = String::from_utf8(body_bytes).expect("utf-8");
         if &got != body {
             let at = got
                 .bytes()
@@ -387,4 +393,26 @@ pub fn assert_headers(name: &str, base_url: &str, api_key: &str, names: &[&str])
             assert_eq!(ours, theirs, "{name} turn {i}: header {h}");
         }
     }
+}
+
+/// The content of a zstd frame made of raw blocks (what pith sends under `content-encoding:
+/// zstd`).
+pub fn zstd_raw_decode(frame: &[u8]) -> Vec<u8> {
+    assert_eq!(&frame[..4], &[0x28, 0xB5, 0x2F, 0xFD], "zstd magic");
+    let desc = frame[4];
+    let fcs_len = [1, 2, 4, 8][(desc >> 6) as usize];
+    let mut at = 5 + fcs_len;
+    let mut out = Vec::new();
+    loop {
+        let h = u32::from_le_bytes([frame[at], frame[at + 1], frame[at + 2], 0]);
+        at += 3;
+        assert_eq!((h >> 1) & 3, 0, "raw block");
+        let size = (h >> 3) as usize;
+        out.extend_from_slice(&frame[at..at + size]);
+        at += size;
+        if h & 1 == 1 {
+            break;
+        }
+    }
+    out
 }
