@@ -240,3 +240,38 @@ fn codex_messages_match_pi_087() {
         assert_replays(f, CODEX_TOKEN, CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// github-copilot (three APIs with Copilot's auth and headers; recorded with
+// COPILOT_MODELS=claude-haiku-4.5,gemini-3.5-flash,gpt-5-mini)
+
+const COPILOT: &[&str] = &[
+    "087/copilot/copilot_anthropic.json",
+    "087/copilot/copilot_completions.json",
+    "087/copilot/copilot_responses.json",
+];
+
+#[test]
+fn copilot_requests_match_pi_087() {
+    for f in COPILOT {
+        assert_bodies(f, "http://127.0.0.1:9", "ghu_copilot_token", &|_| {});
+        assert_headers(
+            f,
+            "http://127.0.0.1:9",
+            "ghu_copilot_token",
+            &[
+                "authorization",
+                "x-api-key",
+                "anthropic-beta",
+                "editor-version",
+                "editor-plugin-version",
+                "copilot-integration-id",
+                "x-initiator",
+                "openai-intent",
+                "copilot-vision-request",
+                "session_id",
+            ],
+        );
+        assert_replays(f, "ghu_copilot_token", CHUNKS);
+    }
+}

@@ -88,7 +88,12 @@ impl WireApi for Anthropic {
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
     Prepared {
-        url: format!("{base}/v1/messages"),
+        // pi 0.87.1 calls the SDK's beta messages endpoint.
+        url: if req.compat.is_087() {
+            format!("{base}/v1/messages?beta=true")
+        } else {
+            format!("{base}/v1/messages")
+        },
         headers: headers(req),
         body: body_bytes(req),
     }
@@ -603,11 +608,44 @@ pub struct Decoder {
     stop: Option<StopReason>,
     tool_names: Vec<String>,
     oauth: bool,
+    /// pi 0.87.1: the model's `compat.allowedFallbackModels` (`provider`, `model`, prices) that
+    /// price a reply another model gave.
+    fallbacks: Vec<(String, String, crate::llm::ModelCost)>,
+    provider: String,
 }
 
 impl Decoder {
     pub fn new(req: &LlmRequest) -> Decoder {
+        let fallbacks = req
+            .model
+            .compat
+            .as_ref()
+            .and_then(|c| c.get("allowedFallbackModels"))
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|f| {
+                        let s = |k: &str| f.get(k).and_then(Value::as_str).map(str::to_string);
+                        let c = f.get("cost")?;
+                        let n = |k: &str| c.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                        Some((
+                            s("provider")?,
+                            s("model")?,
+                            crate::llm::ModelCost {
+                                input: n("input"),
+                                output: n("output"),
+                                cache_read: n("cacheRead"),
+                                cache_write: n("cacheWrite"),
+                                tiers: None,
+                            },
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Decoder {
+            fallbacks,
+            provider: req.model.provider.clone(),
             blocks: Vec::new(),
             stop: None,
             tool_names: req.tools.iter().map(|t| t.name.clone()).collect(),
@@ -675,6 +713,22 @@ impl api::Decoder for Decoder {
             "message_start" => {
                 let m = &v["message"];
                 b.msg.response_id = m.get("id").and_then(Value::as_str).map(str::to_string);
+                if b.compat.is_087() {
+                    // pi 0.87.1 notes the model that answered when it is another one, and prices
+                    // the reply as an allowed fallback model when it is one.
+                    if let Some(answered) = m.get("model").and_then(Value::as_str) {
+                        if answered != b.msg.model {
+                            b.msg.response_model = Some(answered.to_string());
+                            if let Some((_, _, cost)) = self
+                                .fallbacks
+                                .iter()
+                                .find(|(p, id, _)| *p == self.provider && id == answered)
+                            {
+                                b.set_prices(*cost);
+                            }
+                        }
+                    }
+                }
                 let u = &m["usage"];
                 let mut usage = Usage {
                     input: usage_field(u, "input_tokens").unwrap_or(0),

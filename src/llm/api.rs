@@ -287,6 +287,11 @@ impl Builder {
         }
     }
 
+    /// Price the usage at other rates from now on (a reply another model gave).
+    pub fn set_prices(&mut self, prices: ModelCost) {
+        self.prices = prices;
+    }
+
     /// Emit `Start` (once).
     pub fn start(&mut self, out: &mut Vec<StreamEvent>) {
         if !self.started {
