@@ -694,6 +694,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
                 }
             }
             LlmMessage::Assistant(a) => serialize_assistant(a, &mut parts),
+            LlmMessage::System(_) => {}
             LlmMessage::ToolResult(r) => {
                 let text = UserContent::Blocks(r.content.clone()).joined_text();
                 if !text.is_empty() {

@@ -275,3 +275,91 @@ fn copilot_requests_match_pi_087() {
         assert_replays(f, "ghu_copilot_token", CHUNKS);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// anthropic-messages with pi 0.87.1's built-in models (`tests/record/gen_anthropic.py`)
+
+fn anthropic_fixtures() -> Vec<String> {
+    let mut out = Vec::new();
+    for m in ["claude_sonnet_4_6", "claude_opus_4_7", "claude_haiku_4_5"] {
+        out.push(format!("087/anthropic/tool_{m}.json"));
+        for level in ["off", "high", "xhigh", "max"] {
+            out.push(format!("087/anthropic/think_{level}_{m}.json"));
+        }
+    }
+    out
+}
+
+#[test]
+fn anthropic_requests_match_pi_087() {
+    for f in anthropic_fixtures() {
+        assert_bodies(&f, "http://127.0.0.1:9", "sk-ant-test", &|_| {});
+        assert_headers(
+            &f,
+            "http://127.0.0.1:9",
+            "sk-ant-test",
+            &[
+                "x-api-key",
+                "anthropic-beta",
+                "anthropic-version",
+                "x-stainless-timeout",
+                "x-stainless-package-version",
+            ],
+        );
+    }
+}
+
+#[test]
+fn anthropic_messages_match_pi_087() {
+    for f in anthropic_fixtures() {
+        assert_replays(&f, "sk-ant-test", CHUNKS);
+    }
+}
+
+/// Stream endings and stop reasons pi 0.87.1 reads its own way: error stops with their texts, the
+/// `error` event, streams that end early, input transformations, server-side fallbacks, JSON
+/// repaired, events without a known name skipped.
+const ANTHROPIC_ERRS: &[&str] = &[
+    "err_refusal_explained",
+    "err_refusal",
+    "err_sensitive",
+    "err_unknown_stop",
+    "err_error_event",
+    "err_no_message_stop",
+    "err_no_stop_reason",
+    "err_transformations",
+    "err_fallback_first",
+    "err_fallback_mid",
+    "err_control_chars",
+    "err_unnamed_events",
+];
+
+#[test]
+fn anthropic_stream_endings_match_pi_087() {
+    for f in ANTHROPIC_ERRS {
+        assert_replays(&format!("087/anthropic/{f}.json"), "sk-ant-test", CHUNKS);
+    }
+}
+
+/// Data that is not JSON even repaired: the same message around the parser's own words (pith
+/// words a JSON syntax error as V8 does only for an unexpected first character; docs/rpc.md).
+#[test]
+fn anthropic_bad_event_json_as_pi_087() {
+    use support::fake_llm::{FakeLlm, Reply};
+    use support::recorded::{final_json, load, model, request};
+    let fx = load("087/anthropic/err_bad_json.json");
+    let t = &fx.turns[0];
+    let (_, _, body) = t.response.clone().unwrap();
+    let want: serde_json::Value = serde_json::from_str(&t.message_json).unwrap();
+    let want_stop = want["stopReason"].clone();
+    let want = want["errorMessage"].as_str().unwrap().to_string();
+    let srv = FakeLlm::start(vec![Reply::sse(body)]);
+    let events = support::streams::collect(request(&fx, 0, model(&fx, &srv.base_url()), "sk-ant-test"));
+    let got: serde_json::Value = serde_json::from_str(&final_json(&events)).unwrap();
+    assert_eq!(got["stopReason"], want_stop);
+    let got = got["errorMessage"].as_str().unwrap();
+    let head = "Could not parse Anthropic SSE event message_delta: ";
+    let tail = "; data={not json; raw=event: message_delta\\ndata: {not json";
+    assert!(want.starts_with(head) && want.ends_with(tail), "{want}");
+    assert!(got.starts_with(head) && got.ends_with(tail), "{got}");
+}

@@ -376,7 +376,11 @@ impl Machine {
         let req = LlmRequest {
             api_key,
             system_prompt: run.system_prompt.clone(),
-            messages: crate::core::context::to_llm(&self.messages, self.settings.block_images()),
+            messages: if self.compat.is_087() {
+                crate::core::context::to_llm_087(&self.messages, self.settings.block_images())
+            } else {
+                crate::core::context::to_llm(&self.messages, self.settings.block_images())
+            },
             tools: run
                 .schemas
                 .iter()

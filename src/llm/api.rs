@@ -512,20 +512,95 @@ pub fn parse_args(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return Value::Object(Default::default());
     }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::Object(Default::default()))
+    parse_json_with_repair(raw).unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+/// Malformed string literals made valid as pi repairs them (both versions): raw control
+/// characters inside strings escaped, a backslash before a character that cannot follow one
+/// doubled. Text outside strings is left alone.
+pub fn repair_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 16);
+    let mut in_string = false;
+    let mut chars = json.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !in_string {
+            out.push(c);
+            in_string = c == '"';
+            continue;
+        }
+        match c {
+            '"' => {
+                out.push(c);
+                in_string = false;
+            }
+            '\\' => match chars.peek().copied() {
+                None => out.push_str("\\\\"),
+                Some('u') => {
+                    let hex: String = chars.clone().skip(1).take(4).collect();
+                    out.push_str("\\u");
+                    chars.next();
+                    if hex.len() == 4 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                        out.push_str(&hex);
+                        for _ in 0..4 {
+                            chars.next();
+                        }
+                    }
+                }
+                Some(n @ ('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't')) => {
+                    out.push('\\');
+                    out.push(n);
+                    chars.next();
+                }
+                Some(_) => out.push_str("\\\\"),
+            },
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `JSON.parse`, then once more on the [`repair_json`]ed text when that changes anything.
+pub fn parse_json_with_repair(json: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(json) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let repaired = repair_json(json);
+            if repaired == json {
+                Err(e)
+            } else {
+                serde_json::from_str(&repaired)
+            }
+        }
+    }
 }
 
 /// Best-effort parse of possibly incomplete JSON (a tool call's arguments mid-stream): closes
 /// open strings and containers, dropping a trailing incomplete key or token; `{}` when nothing
-/// usable remains. One pass over the input plus at most three parse attempts.
+/// usable remains. As pi's: the whole text (repaired if need be), then its complete prefix (of
+/// the repaired text).
 pub fn parse_partial_json(s: &str) -> Value {
     let empty = || Value::Object(Default::default());
     if s.trim().is_empty() {
         return empty();
     }
-    if let Ok(v) = serde_json::from_str(s) {
+    if let Ok(v) = parse_json_with_repair(s) {
         return v;
     }
+    // A text that needs repair does not parse partially either (its strings do not), so pi's
+    // second attempt, on the repaired text, is the one that counts.
+    let repaired = repair_json(s);
+    parse_partial_prefix(&repaired).unwrap_or_else(empty)
+}
+
+/// The longest complete prefix of `s` closed into a value: one pass over the input plus at most
+/// three parse attempts.
+fn parse_partial_prefix(s: &str) -> Option<Value> {
     let bytes = s.as_bytes();
     let mut stack: Vec<u8> = Vec::new();
     let mut in_string = false;
@@ -592,7 +667,6 @@ pub fn parse_partial_json(s: &str) -> Value {
         .iter()
         .find_map(|c| serde_json::from_str::<Value>(c).ok())
         .filter(|v| v.is_object() || v.is_array())
-        .unwrap_or_else(empty)
 }
 
 /// Default `max_tokens` of an agent request (spec 8). pi 0.87.1 takes the model's own limit
@@ -609,6 +683,25 @@ pub fn default_max_tokens(req: &LlmRequest) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_repair_as_pi() {
+        // Raw control characters in strings escaped, bad escapes doubled, valid ones kept.
+        assert_eq!(repair_json("{\"a\":\"x\ty\ny\"}"), "{\"a\":\"x\\ty\\ny\"}");
+        assert_eq!(repair_json(r#"{"a":"\q \u00e9 \uZZ"}"#), r#"{"a":"\\q \u00e9 \uZZ"}"#);
+        assert_eq!(repair_json("{\"a\":\"\u{1}\"}"), "{\"a\":\"\\u0001\"}");
+        // Outside strings nothing changes.
+        assert_eq!(repair_json("{ \n \"a\" : 1 }"), "{ \n \"a\" : 1 }");
+        assert_eq!(
+            parse_json_with_repair("{\"p\":\"C:\\dir\"}").unwrap(),
+            serde_json::json!({"p": "C:\\dir"})
+        );
+        assert_eq!(parse_args("{\"cmd\":\"a\tb\"}"), serde_json::json!({"cmd": "a\tb"}));
+        assert_eq!(
+            parse_partial_json("{\"cmd\":\"a\tb"),
+            serde_json::json!({"cmd": "a\tb"})
+        );
+    }
 
     #[test]
     fn stainless_messages() {

@@ -194,7 +194,7 @@ pub fn build_body(req: &LlmRequest, deployment: &str) -> Value {
         };
         body.insert("max_output_tokens".into(), json!(max));
     }
-    if !req.tools.is_empty() {
+    if !openai_responses::request_tools(req).0.is_empty() {
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(

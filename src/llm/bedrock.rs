@@ -295,7 +295,7 @@ fn check_images(req: &LlmRequest) -> Result<(), String> {
             UserContent::Text(_) => &[],
         },
         LlmMessage::ToolResult(r) => r.content.as_slice(),
-        LlmMessage::Assistant(_) => &[],
+        LlmMessage::Assistant(_) | LlmMessage::System(_) => &[],
     });
     for c in images {
         if let Content::Image(i) = c {
@@ -435,7 +435,11 @@ pub fn build_body(req: &LlmRequest, env: Env) -> Value {
 
 fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
     let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_messages(&req.messages, &req.model, Some(&normalize));
+    let msgs = crate::llm::transcript::collapsed(transform_messages(
+        &req.messages,
+        &req.model,
+        Some(&normalize),
+    ));
     let mut out: Vec<Value> = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
@@ -482,6 +486,8 @@ fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
                     out.push(json!({"role": "assistant", "content": blocks}));
                 }
             }
+            // Folded into the system prompt and tools (`transcript::collapsed`).
+            LlmMessage::System(_) => {}
             LlmMessage::ToolResult(_) => {
                 let mut results = Vec::new();
                 while let Some(LlmMessage::ToolResult(r)) = msgs.get(i) {
@@ -615,7 +621,7 @@ pub fn failure_diagnostic(
 }
 
 /// V8's `JSON.parse` error text for a body that is not JSON (its first bad token).
-fn js_json_parse_error(body: &str) -> String {
+pub(crate) fn js_json_parse_error(body: &str) -> String {
     let first = body.chars().next().unwrap_or(' ');
     let shown = if body.chars().count() <= 30 {
         format!("\"{body}\"")

@@ -40,6 +40,18 @@ fn message_tokens(m: &LlmMessage) -> u64 {
             UserContent::Blocks(b) => tokens(content_chars(b)),
         },
         LlmMessage::ToolResult(r) => tokens(content_chars(&r.content)),
+        // A transcript system message: its whole text and the tools it adds and removes.
+        LlmMessage::System(s) => {
+            let list = |v: Option<serde_json::Value>| match v {
+                Some(serde_json::Value::Array(a)) if !a.is_empty() => {
+                    tokens(units(&serde_json::Value::Array(a).to_string()))
+                }
+                _ => 0,
+            };
+            tokens(units(&crate::llm::transcript::system_text(s)))
+                + list(s.tools_added.as_ref().and_then(|t| serde_json::to_value(t).ok()))
+                + list(s.tools_removed.as_ref().and_then(|t| serde_json::to_value(t).ok()))
+        }
         LlmMessage::Assistant(a) => tokens(
             a.content
                 .iter()
@@ -106,6 +118,7 @@ pub fn context_tokens(req: &LlmRequest) -> u64 {
             LlmMessage::User(u) => u.timestamp,
             LlmMessage::Assistant(a) => a.timestamp,
             LlmMessage::ToolResult(r) => r.timestamp,
+            LlmMessage::System(s) => s.timestamp,
         };
         latest_prefix = Some(latest_prefix.map_or(ts, |p| p.max(ts)));
     }
@@ -119,6 +132,15 @@ pub fn context_tokens(req: &LlmRequest) -> u64 {
                 .iter()
                 .map(message_tokens)
                 .sum::<u64>()
+        }
+        // Under 0.87 the transcript's system messages are among the messages; otherwise the
+        // prompt and tools count as one leading system message.
+        None if req
+            .messages
+            .iter()
+            .any(|m| matches!(m, LlmMessage::System(_))) =>
+        {
+            req.messages.iter().map(message_tokens).sum::<u64>()
         }
         None => system_tokens(req) + req.messages.iter().map(message_tokens).sum::<u64>(),
     }

@@ -206,7 +206,11 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
             id.to_string()
         }
     };
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let msgs = crate::llm::transcript::collapsed(transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+    ));
     let images = model.input.iter().any(|i| i == "image");
     let mut contents: Vec<Value> = Vec::new();
     for m in &msgs {
@@ -288,6 +292,8 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
                     contents.push(content(parts, "model"));
                 }
             }
+            // Folded into the system prompt and tools (`transcript::collapsed`).
+            LlmMessage::System(_) => {}
             LlmMessage::ToolResult(r) => {
                 let text: Vec<&str> = r
                     .content

@@ -221,7 +221,11 @@ pub fn build_body(req: &LlmRequest) -> Value {
     let images = model.input.iter().any(|i| i == "image");
     let normalizer = RefCell::new(IdNormalizer::default());
     let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let msgs = crate::llm::transcript::collapsed(transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+    ));
     let mut messages = Vec::with_capacity(msgs.len() + 1);
     if !req.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": req.system_prompt}));
@@ -263,10 +267,15 @@ pub fn build_body_087(req: &LlmRequest) -> Value {
     let images = model.input.iter().any(|i| i == "image");
     let normalizer = RefCell::new(IdNormalizer::default());
     let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
     let mut messages = Vec::with_capacity(msgs.len() + 1);
-    if !req.system_prompt.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system_prompt}));
+    // A model that takes system messages in place gets them where they are (the first one whole,
+    // the later ones as updates); otherwise they are folded into the prompt.
+    if !crate::llm::transcript::mid_convo(req) {
+        msgs = crate::llm::transcript::collapsed(msgs);
+        if !req.system_prompt.is_empty() {
+            messages.push(json!({"role": "system", "content": req.system_prompt}));
+        }
     }
     for m in chat_messages(&msgs, images) {
         // The assistant message's keys in 0.87.1's order: role, prefix, content, tool_calls.
@@ -342,8 +351,18 @@ fn uses_reasoning_effort_087(id: &str) -> bool {
 
 fn chat_messages(msgs: &[LlmMessage], images: bool) -> Vec<Value> {
     let mut out = Vec::with_capacity(msgs.len());
-    for m in msgs {
+    for (n, m) in msgs.iter().enumerate() {
         match m {
+            LlmMessage::System(s) => {
+                let text = if n == 0 {
+                    crate::llm::transcript::system_text(s)
+                } else {
+                    crate::llm::transcript::render_update(s)
+                };
+                if !text.is_empty() {
+                    out.push(json!({"role": "system", "content": text}));
+                }
+            }
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
                 UserContent::Blocks(blocks) => {

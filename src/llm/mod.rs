@@ -30,6 +30,7 @@ pub mod sse;
 pub mod stream;
 pub mod strict;
 pub mod transform;
+pub mod transcript;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -159,10 +159,11 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body.insert("model".into(), json!(req.model.id));
     body.insert("store".into(), json!(false));
     body.insert("stream".into(), json!(true));
-    let instructions = if req.system_prompt.is_empty() {
+    let prompt = crate::llm::transcript::leading_prompt(req);
+    let instructions = if prompt.is_empty() {
         "You are a helpful assistant."
     } else {
-        req.system_prompt.as_str()
+        prompt.as_str()
     };
     body.insert("instructions".into(), json!(instructions));
     body.insert(
@@ -176,7 +177,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     }
     body.insert("tool_choice".into(), json!("auto"));
     body.insert("parallel_tool_calls".into(), json!(true));
-    if !req.tools.is_empty() {
+    if !crate::llm::openai_responses::request_tools(req).0.is_empty() {
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(

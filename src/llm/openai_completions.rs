@@ -178,7 +178,15 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
 /// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`): who started the
 /// turn, the intent, and whether images are sent. They replace headers of the same name.
 pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
-    let initiator = match req.messages.last() {
+    // The last message of what is sent (later system messages are not, unless the model takes
+    // them in place).
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let last = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| keep_system || !matches!(m, LlmMessage::System(_)));
+    let initiator = match last {
         Some(m) if !matches!(m, LlmMessage::User(_)) => "agent",
         _ => "user",
     };
@@ -187,7 +195,7 @@ pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
             matches!(&u.content, UserContent::Blocks(b) if b.iter().any(|c| matches!(c, Content::Image(_))))
         }
         LlmMessage::ToolResult(r) => r.content.iter().any(|c| matches!(c, Content::Image(_))),
-        LlmMessage::Assistant(_) => false,
+        LlmMessage::Assistant(_) | LlmMessage::System(_) => false,
     });
     let mut put = |k: &str, v: &str| {
         h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
@@ -198,6 +206,37 @@ pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
     if vision {
         put("Copilot-Vision-Request", "true");
     }
+}
+
+/// pi 0.87.1's tool-call ids for Chat Completions: a Responses `call|item` id keeps both parts
+/// (`call_item`, or a hashed form past 40 characters), OpenAI's own ids are cut to 40, other ids
+/// stay as they are.
+pub fn normalize_id_087(id: &str, provider: &str) -> String {
+    if let Some((call, item)) = id.split_once('|') {
+        let clean = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+                .collect()
+        };
+        let call_id = clean(call);
+        let item_id = clean(item);
+        let combined = if item_id.is_empty() {
+            call_id.clone()
+        } else {
+            format!("{call_id}_{item_id}")
+        };
+        if combined.encode_utf16().count() <= 40 {
+            return combined;
+        }
+        let hash: String = crate::llm::transform::short_hash(id).chars().take(8).collect();
+        let keep = 40usize.saturating_sub(hash.len() + 1).max(1);
+        let prefix: String = call_id.chars().take(keep).collect();
+        return format!("{prefix}_{hash}");
+    }
+    if provider == "openai" && id.encode_utf16().count() > 40 {
+        return id.chars().take(40).collect();
+    }
+    id.to_string()
 }
 
 pub fn normalize_id(id: &str) -> String {
@@ -214,7 +253,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
     let history_has_tools = req.messages.iter().any(|m| match m {
         LlmMessage::ToolResult(_) => true,
         LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
-        LlmMessage::User(_) => false,
+        LlmMessage::User(_) | LlmMessage::System(_) => false,
     });
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(true));
@@ -228,36 +267,9 @@ pub fn build_body(req: &LlmRequest) -> Value {
         c.max_tokens_field.clone(),
         json!(api::default_max_tokens(req)),
     );
-    if !req.tools.is_empty() {
-        let tools = req
-            .tools
-            .iter()
-            .map(|t| {
-                let mut f = Map::new();
-                f.insert("name".into(), json!(t.name));
-                f.insert("description".into(), json!(t.description));
-                if req.compat.is_087() {
-                    // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
-                    // it is supported, a tool asking for constrained sampling goes strict.
-                    let supported =
-                        crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
-                    let strict = crate::llm::strict::resolve_preferred(t, supported);
-                    f.insert(
-                        "parameters".into(),
-                        crate::llm::strict::parameters(t, strict),
-                    );
-                    if supported {
-                        f.insert("strict".into(), json!(strict.unwrap_or(false)));
-                    }
-                } else {
-                    f.insert("parameters".into(), t.parameters.clone());
-                    if c.supports_strict_mode {
-                        f.insert("strict".into(), json!(false));
-                    }
-                }
-                json!({"type": "function", "function": f})
-            })
-            .collect();
+    let (request_tools, _) = request_tools(req);
+    if !request_tools.is_empty() {
+        let tools = convert_tools(req, &request_tools);
         body.insert("tools".into(), Value::Array(tools));
     } else if history_has_tools {
         body.insert("tools".into(), json!([]));
@@ -292,23 +304,111 @@ pub fn build_body(req: &LlmRequest) -> Value {
     Value::Object(body)
 }
 
+/// The request's tool declarations (strict as pi 0.87.1 sends them under 0.87).
+fn convert_tools(req: &LlmRequest, list: &[crate::llm::ToolSchema]) -> Vec<Value> {
+    let model = &req.model;
+    let c = compat(model);
+    list.iter()
+            .map(|t| {
+                let mut f = Map::new();
+                f.insert("name".into(), json!(t.name));
+                f.insert("description".into(), json!(t.description));
+                if req.compat.is_087() {
+                    // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
+                    // it is supported, a tool asking for constrained sampling goes strict.
+                    let supported =
+                        crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
+                    let strict = crate::llm::strict::resolve_preferred(t, supported);
+                    f.insert(
+                        "parameters".into(),
+                        crate::llm::strict::parameters(t, strict),
+                    );
+                    if supported {
+                        f.insert("strict".into(), json!(strict.unwrap_or(false)));
+                    }
+                } else {
+                    f.insert("parameters".into(), t.parameters.clone());
+                    if c.supports_strict_mode {
+                        f.insert("strict".into(), json!(false));
+                    }
+                }
+                json!({"type": "function", "function": f})
+            })
+            .collect()
+}
+
+/// The tools the request lists and whether tools added later are declared in place (pi
+/// 0.87.1's `resolveTranscriptTools`, with `compat.supportsMidConvoToolAdditions` for a model
+/// that takes system messages in place).
+fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
+    if !req.compat.is_087() {
+        return (req.tools.clone(), false);
+    }
+    let mid = crate::llm::transcript::mid_convo(req);
+    let additions =
+        mid && crate::llm::strict::compat_flag(&req.model, "supportsMidConvoToolAdditions", false);
+    crate::llm::transcript::request_tools(req, additions)
+}
+
 fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
     let model = &req.model;
     let images_ok = model.input.iter().any(|i| i == "image");
     let mut out = Vec::new();
-    if !req.system_prompt.is_empty() {
-        let role = if model.reasoning && c.supports_developer_role {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": req.system_prompt}));
+    let role = if model.reasoning && c.supports_developer_role {
+        "developer"
+    } else {
+        "system"
+    };
+    // pi 0.87.1 sends a model that takes system messages in place its first one as the prompt
+    // and the later ones where they are.
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let prompt = if keep_system {
+        crate::llm::transcript::initial(&req.messages)
+            .map(crate::llm::transcript::system_text)
+            .unwrap_or_default()
+    } else {
+        req.system_prompt.clone()
+    };
+    if !prompt.is_empty() {
+        out.push(json!({"role": role, "content": prompt}));
     }
-    let msgs = transform_messages(&req.messages, model, Some(&normalize_id));
+    let anchored = request_tools(req).1;
+    let provider = model.provider.clone();
+    let v087 = req.compat.is_087();
+    let normalize = move |id: &str| {
+        if v087 {
+            normalize_id_087(id, &provider)
+        } else {
+            normalize_id(id)
+        }
+    };
+    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    if !keep_system {
+        msgs = crate::llm::transcript::collapsed(msgs);
+    }
     let mut last_was_tool = false;
     let mut i = 0;
     while i < msgs.len() {
         match &msgs[i] {
+            LlmMessage::System(s) => {
+                if i > 0 {
+                    let added: Vec<crate::llm::ToolSchema> = s
+                        .tools_added
+                        .iter()
+                        .flatten()
+                        .filter(|_| anchored)
+                        .map(crate::llm::transcript::schema)
+                        .collect();
+                    if !added.is_empty() {
+                        out.push(json!({"role": "system", "tools": convert_tools(req, &added)}));
+                    }
+                    let text = crate::llm::transcript::render_update(s);
+                    if !text.is_empty() {
+                        out.push(json!({"role": role, "content": text}));
+                    }
+                }
+                last_was_tool = false;
+            }
             LlmMessage::User(u) => {
                 if last_was_tool && c.requires_assistant_after_tool_result {
                     out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));

@@ -189,7 +189,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
         let max = if v087 { max.max(16) } else { max };
         body.insert("max_output_tokens".into(), json!(max));
     }
-    if !req.tools.is_empty() {
+    if !request_tools(req).0.is_empty() {
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(
@@ -208,8 +208,29 @@ pub fn build_body(req: &LlmRequest) -> Value {
 /// model's `supportsStrictMode` or the API's default) a tool asking for constrained sampling is
 /// sent strict, and `strict` is left out where it is not supported.
 pub fn convert_tools(req: &LlmRequest, strict: Value, supported: bool) -> Vec<Value> {
-    req.tools
-        .iter()
+    convert_tool_list(req, &request_tools(req).0, strict, supported, false)
+}
+
+/// pi 0.87.1: the tools the request lists and whether tools added later are declared in place
+/// (`compat.supportsAdditionalTools` or `supportsToolSearch`; `resolveTranscriptTools`).
+pub fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
+    if !req.compat.is_087() {
+        return (req.tools.clone(), false);
+    }
+    let additions = crate::llm::strict::compat_flag(&req.model, "supportsAdditionalTools", false)
+        || crate::llm::strict::compat_flag(&req.model, "supportsToolSearch", false);
+    crate::llm::transcript::request_tools(req, additions)
+}
+
+/// Tool declarations; `deferred` marks them as a tool search's results (`defer_loading`).
+pub fn convert_tool_list(
+    req: &LlmRequest,
+    list: &[crate::llm::ToolSchema],
+    strict: Value,
+    supported: bool,
+    deferred: bool,
+) -> Vec<Value> {
+    list.iter()
         .map(|t| {
             if !req.compat.is_087() {
                 return json!({"type": "function", "name": t.name, "description": t.description,
@@ -225,12 +246,60 @@ pub fn convert_tools(req: &LlmRequest, strict: Value, supported: bool) -> Vec<Va
                 "parameters".into(),
                 crate::llm::strict::parameters(t, (value == json!(true)).then_some(true)),
             );
+            if deferred {
+                f.insert("defer_loading".into(), json!(true));
+            }
             if supported {
                 f.insert("strict".into(), value);
             }
             Value::Object(f)
         })
         .collect()
+}
+
+/// pi 0.87.1: tools a later system message adds, declared in place: as `additional_tools`
+/// (`compat.supportsAdditionalTools`), else as a completed client-side tool search
+/// (`compat.supportsToolSearch`) whose call id hashes the position and the names.
+fn system_tool_additions(
+    req: &LlmRequest,
+    added: &[crate::llm::ToolSchema],
+    index: usize,
+    out: &mut Vec<Value>,
+) {
+    let model = &req.model;
+    let codex = model.api == "openai-codex-responses";
+    let default_strict = if codex { Value::Null } else { json!(false) };
+    let supported = crate::llm::strict::compat_flag(model, "supportsStrictMode", codex || model.api == "azure-openai-responses");
+    if crate::llm::strict::compat_flag(model, "supportsAdditionalTools", false) {
+        out.push(json!({
+            "type": "additional_tools",
+            "role": "developer",
+            "tools": convert_tool_list(req, added, default_strict, supported, false),
+        }));
+        return;
+    }
+    if !crate::llm::strict::compat_flag(model, "supportsToolSearch", false) {
+        return;
+    }
+    let names: Vec<&str> = added.iter().map(|t| t.name.as_str()).collect();
+    let call_id = format!(
+        "pi_tool_load_{}",
+        short_hash(&format!("system:{index}:{}", names.join(",")))
+    );
+    out.push(json!({
+        "type": "tool_search_call",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "arguments": {"query": names.join(" "), "limit": names.len()},
+    }));
+    out.push(json!({
+        "type": "tool_search_output",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "tools": convert_tool_list(req, added, default_strict, supported, true),
+    }));
 }
 
 /// `[a-zA-Z0-9_-]`, at most 64 characters, no trailing `_`.
@@ -288,20 +357,47 @@ pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool
         }
         format!("{call}|{item}")
     };
-    let msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    if !keep_system {
+        msgs = crate::llm::transcript::collapsed(msgs);
+    }
     let images = model.input.iter().any(|i| i == "image");
     let mut out = Vec::with_capacity(msgs.len() + 1);
-    if include_system && !req.system_prompt.is_empty() {
-        let role = if model.reasoning {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": req.system_prompt}));
+    // pi 0.87.1: `system` for a model whose compat says it has no developer role.
+    let role = if model.reasoning
+        && (!req.compat.is_087()
+            || crate::llm::strict::compat_flag(model, "supportsDeveloperRole", true))
+    {
+        "developer"
+    } else {
+        "system"
+    };
+    let prompt = crate::llm::transcript::leading_prompt(req);
+    if include_system && !prompt.is_empty() {
+        out.push(json!({"role": role, "content": prompt}));
     }
+    let anchored = request_tools(req).1;
     let mut index = 0usize;
-    for m in &msgs {
+    for (n, m) in msgs.iter().enumerate() {
         match m {
+            LlmMessage::System(_) if n == 0 => continue,
+            LlmMessage::System(s) => {
+                let added: Vec<crate::llm::ToolSchema> = s
+                    .tools_added
+                    .iter()
+                    .flatten()
+                    .filter(|_| anchored)
+                    .map(crate::llm::transcript::schema)
+                    .collect();
+                if !added.is_empty() {
+                    system_tool_additions(req, &added, index, &mut out);
+                }
+                let text = crate::llm::transcript::render_update(s);
+                if !text.is_empty() {
+                    out.push(json!({"role": role, "content": text}));
+                }
+            }
             LlmMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({"type": "input_text", "text": s})],

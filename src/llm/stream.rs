@@ -120,6 +120,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         // Credentials may need the network (token refresh) or the disk: off this thread, so a
         // cancel is answered at once.
         let mut b = Builder::new(&req.model);
+        b.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
         match prepare_on_worker(api, req, &token) {
             Ok(done) => done,
             Err(e) => {
@@ -136,6 +137,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
     };
     let mut builder = Builder::new(&req.model);
     builder.compat = req.compat;
+    builder.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
     match prepared {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
         Err(e) => {

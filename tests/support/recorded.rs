@@ -178,7 +178,30 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     let registry = Registry::builtin_for(fx.compat);
     let levels = registry.thinking_levels(&model);
     let thinking = pith::llm::clamp_thinking(&levels, asked);
-    let mut req = streams::request(model, t.messages.clone());
+    let mut messages = t.messages.clone();
+    // Under 0.87 the transcript starts with its system message (pith's agent sends it in place);
+    // fixtures recorded without it get one holding the turn's prompt and tools.
+    if fx.compat.is_087() && !messages.iter().any(|m| matches!(m, LlmMessage::System(_))) {
+        let decl: Vec<Value> = t
+            .tools
+            .iter()
+            .map(|t| {
+                let mut o = serde_json::json!({"name": t.name, "description": t.description,
+                    "parameters": t.parameters});
+                if let Some(c) = &t.constrained_sampling {
+                    o["constrainedSampling"] = c.clone();
+                }
+                o
+            })
+            .collect();
+        let mut sys = serde_json::json!({"role": "system", "content": t.system_prompt,
+            "timestamp": 0});
+        if !decl.is_empty() {
+            sys["toolsAdded"] = Value::Array(decl);
+        }
+        messages.insert(0, serde_json::from_value(sys).expect("system message"));
+    }
+    let mut req = streams::request(model, messages);
     req.api_key = Some(api_key.to_string());
     req.system_prompt = t.system_prompt.clone();
     req.tools = t.tools.clone();
