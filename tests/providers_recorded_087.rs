@@ -354,7 +354,8 @@ fn anthropic_bad_event_json_as_pi_087() {
     let want_stop = want["stopReason"].clone();
     let want = want["errorMessage"].as_str().unwrap().to_string();
     let srv = FakeLlm::start(vec![Reply::sse(body)]);
-    let events = support::streams::collect(request(&fx, 0, model(&fx, &srv.base_url()), "sk-ant-test"));
+    let events =
+        support::streams::collect(request(&fx, 0, model(&fx, &srv.base_url()), "sk-ant-test"));
     let got: serde_json::Value = serde_json::from_str(&final_json(&events)).unwrap();
     assert_eq!(got["stopReason"], want_stop);
     let got = got["errorMessage"].as_str().unwrap();

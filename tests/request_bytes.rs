@@ -42,6 +42,7 @@ fn anthropic_body_bytes_are_exact() {
             timestamp: 1,
             response_id: None,
             response_model: None,
+            provider_thinking_level: None,
             diagnostics: None,
         })
     };

@@ -201,7 +201,11 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
-            let cli = if req.compat.is_087() { "2.1.280" } else { "2.1.75" };
+            let cli = if req.compat.is_087() {
+                "2.1.280"
+            } else {
+                "2.1.75"
+            };
             h.push(("user-agent".into(), format!("claude-cli/{cli}")));
             h.push(("x-app".into(), "cli".into()));
         }
@@ -279,9 +283,9 @@ fn betas_087(req: &LlmRequest, oauth: bool) -> Vec<String> {
     let model = &req.model;
     let configured = model.headers.as_ref().and_then(|h| {
         h.iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case("anthropic-beta"))
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case("anthropic-beta"))
             .map(|(_, v)| v)
-            .last()
     });
     let mut out: Vec<String> = Vec::new();
     let mut add = |f: &str| {
@@ -524,10 +528,7 @@ fn body_fields_087(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<Str
         body.insert("system".into(), Value::Array(system));
     }
     if let Some(initial) = native_tool_changes(req) {
-        body.insert(
-            "tools".into(),
-            native_tools_value(req, &initial, cc, oauth),
-        );
+        body.insert("tools".into(), native_tools_value(req, &initial, cc, oauth));
     } else if let Some(tools) = tools_value(req, cc, oauth) {
         body.insert("tools".into(), tools);
     }
@@ -867,7 +868,11 @@ enum Wire<'p, 'a> {
 /// The order pi 0.87.1 sends: a later system message waits for the next assistant message (a
 /// `tool_result` must follow its `tool_use`), or the end; a managed-effort model gets, before each
 /// of its own replies, the effort it answered at, and the effort asked for now at the end.
-fn wire_order<'p, 'a>(req: &LlmRequest, planned: &'p [Planned<'a>], oauth: bool) -> Vec<Wire<'p, 'a>> {
+fn wire_order<'p, 'a>(
+    req: &LlmRequest,
+    planned: &'p [Planned<'a>],
+    oauth: bool,
+) -> Vec<Wire<'p, 'a>> {
     let native = native_tool_changes(req).is_some();
     let mut out: Vec<Wire> = Vec::with_capacity(planned.len() + 1);
     let mut pending: Vec<Wire> = Vec::new();
@@ -951,7 +956,9 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth
                         out.push(b',');
                     }
                     let mut b = b.clone();
-                    if let (true, Some(cc), Value::Object(o)) = (last && k + 1 == blocks.len(), cc, &mut b) {
+                    if let (true, Some(cc), Value::Object(o)) =
+                        (last && k + 1 == blocks.len(), cc, &mut b)
+                    {
                         o.insert("cache_control".into(), cc.clone());
                     }
                     put(out, &b);
@@ -960,7 +967,9 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth
                 continue;
             }
             Wire::Effort(effort) => {
-                out.extend_from_slice(b"{\"role\":\"system\",\"content\":[],\"output_config\":{\"effort\":");
+                out.extend_from_slice(
+                    b"{\"role\":\"system\",\"content\":[],\"output_config\":{\"effort\":",
+                );
                 put_str(out, effort);
                 out.extend_from_slice(b"}}");
                 continue;
@@ -1378,7 +1387,11 @@ impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         if b.compat.is_087() {
             if let Some(v) = self.event_087(ev, b, out) {
-                let kind = v.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+                let kind = v
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 self.shared_event(&kind, &v, b, out);
             }
             return;
@@ -1562,5 +1575,4 @@ impl Decoder {
             _ => {}
         }
     }
-
 }

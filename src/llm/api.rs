@@ -582,8 +582,9 @@ pub fn parse_json_with_repair(json: &str) -> Result<Value, serde_json::Error> {
 
 /// Best-effort parse of possibly incomplete JSON (a tool call's arguments mid-stream): closes
 /// open strings and containers, dropping a trailing incomplete key or token; `{}` when nothing
-/// usable remains. As pi's: the whole text (repaired if need be), then its complete prefix (of
-/// the repaired text).
+/// usable remains. As pi's: the whole text (repaired if need be), then its complete prefix, then
+/// the complete prefix of the repaired text (partial-json keeps what it read before a bad
+/// string, so the repaired text counts only when nothing of the original does).
 pub fn parse_partial_json(s: &str) -> Value {
     let empty = || Value::Object(Default::default());
     if s.trim().is_empty() {
@@ -592,10 +593,9 @@ pub fn parse_partial_json(s: &str) -> Value {
     if let Ok(v) = parse_json_with_repair(s) {
         return v;
     }
-    // A text that needs repair does not parse partially either (its strings do not), so pi's
-    // second attempt, on the repaired text, is the one that counts.
-    let repaired = repair_json(s);
-    parse_partial_prefix(&repaired).unwrap_or_else(empty)
+    parse_partial_prefix(s)
+        .or_else(|| parse_partial_prefix(&repair_json(s)))
+        .unwrap_or_else(empty)
 }
 
 /// The longest complete prefix of `s` closed into a value: one pass over the input plus at most
@@ -688,7 +688,10 @@ mod tests {
     fn json_repair_as_pi() {
         // Raw control characters in strings escaped, bad escapes doubled, valid ones kept.
         assert_eq!(repair_json("{\"a\":\"x\ty\ny\"}"), "{\"a\":\"x\\ty\\ny\"}");
-        assert_eq!(repair_json(r#"{"a":"\q \u00e9 \uZZ"}"#), r#"{"a":"\\q \u00e9 \uZZ"}"#);
+        assert_eq!(
+            repair_json(r#"{"a":"\q \u00e9 \uZZ"}"#),
+            r#"{"a":"\\q \u00e9 \uZZ"}"#
+        );
         assert_eq!(repair_json("{\"a\":\"\u{1}\"}"), "{\"a\":\"\\u0001\"}");
         // Outside strings nothing changes.
         assert_eq!(repair_json("{ \n \"a\" : 1 }"), "{ \n \"a\" : 1 }");
@@ -696,10 +699,15 @@ mod tests {
             parse_json_with_repair("{\"p\":\"C:\\dir\"}").unwrap(),
             serde_json::json!({"p": "C:\\dir"})
         );
-        assert_eq!(parse_args("{\"cmd\":\"a\tb\"}"), serde_json::json!({"cmd": "a\tb"}));
         assert_eq!(
-            parse_partial_json("{\"cmd\":\"a\tb"),
+            parse_args("{\"cmd\":\"a\tb\"}"),
             serde_json::json!({"cmd": "a\tb"})
+        );
+        // Mid-stream, a string with a raw control character is dropped (partial-json's answer).
+        assert_eq!(parse_partial_json("{\"cmd\":\"a\tb"), serde_json::json!({}));
+        assert_eq!(
+            parse_partial_json("{\"a\":\"ok\",\"b\":\"\tx"),
+            serde_json::json!({"a": "ok"})
         );
     }
 

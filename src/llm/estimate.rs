@@ -49,8 +49,16 @@ fn message_tokens(m: &LlmMessage) -> u64 {
                 _ => 0,
             };
             tokens(units(&crate::llm::transcript::system_text(s)))
-                + list(s.tools_added.as_ref().and_then(|t| serde_json::to_value(t).ok()))
-                + list(s.tools_removed.as_ref().and_then(|t| serde_json::to_value(t).ok()))
+                + list(
+                    s.tools_added
+                        .as_ref()
+                        .and_then(|t| serde_json::to_value(t).ok()),
+                )
+                + list(
+                    s.tools_removed
+                        .as_ref()
+                        .and_then(|t| serde_json::to_value(t).ok()),
+                )
         }
         LlmMessage::Assistant(a) => tokens(
             a.content

@@ -29,8 +29,8 @@ pub mod openai_responses;
 pub mod sse;
 pub mod stream;
 pub mod strict;
-pub mod transform;
 pub mod transcript;
+pub mod transform;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -177,7 +177,10 @@ pub fn build_body(req: &LlmRequest) -> Value {
     }
     body.insert("tool_choice".into(), json!("auto"));
     body.insert("parallel_tool_calls".into(), json!(true));
-    if !crate::llm::openai_responses::request_tools(req).0.is_empty() {
+    if !crate::llm::openai_responses::request_tools(req)
+        .0
+        .is_empty()
+    {
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(

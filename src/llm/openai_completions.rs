@@ -215,7 +215,13 @@ pub fn normalize_id_087(id: &str, provider: &str) -> String {
     if let Some((call, item)) = id.split_once('|') {
         let clean = |s: &str| -> String {
             s.chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect()
         };
         let call_id = clean(call);
@@ -228,7 +234,10 @@ pub fn normalize_id_087(id: &str, provider: &str) -> String {
         if combined.encode_utf16().count() <= 40 {
             return combined;
         }
-        let hash: String = crate::llm::transform::short_hash(id).chars().take(8).collect();
+        let hash: String = crate::llm::transform::short_hash(id)
+            .chars()
+            .take(8)
+            .collect();
         let keep = 40usize.saturating_sub(hash.len() + 1).max(1);
         let prefix: String = call_id.chars().take(keep).collect();
         return format!("{prefix}_{hash}");
@@ -309,32 +318,31 @@ fn convert_tools(req: &LlmRequest, list: &[crate::llm::ToolSchema]) -> Vec<Value
     let model = &req.model;
     let c = compat(model);
     list.iter()
-            .map(|t| {
-                let mut f = Map::new();
-                f.insert("name".into(), json!(t.name));
-                f.insert("description".into(), json!(t.description));
-                if req.compat.is_087() {
-                    // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
-                    // it is supported, a tool asking for constrained sampling goes strict.
-                    let supported =
-                        crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
-                    let strict = crate::llm::strict::resolve_preferred(t, supported);
-                    f.insert(
-                        "parameters".into(),
-                        crate::llm::strict::parameters(t, strict),
-                    );
-                    if supported {
-                        f.insert("strict".into(), json!(strict.unwrap_or(false)));
-                    }
-                } else {
-                    f.insert("parameters".into(), t.parameters.clone());
-                    if c.supports_strict_mode {
-                        f.insert("strict".into(), json!(false));
-                    }
+        .map(|t| {
+            let mut f = Map::new();
+            f.insert("name".into(), json!(t.name));
+            f.insert("description".into(), json!(t.description));
+            if req.compat.is_087() {
+                // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
+                // it is supported, a tool asking for constrained sampling goes strict.
+                let supported = crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
+                let strict = crate::llm::strict::resolve_preferred(t, supported);
+                f.insert(
+                    "parameters".into(),
+                    crate::llm::strict::parameters(t, strict),
+                );
+                if supported {
+                    f.insert("strict".into(), json!(strict.unwrap_or(false)));
                 }
-                json!({"type": "function", "function": f})
-            })
-            .collect()
+            } else {
+                f.insert("parameters".into(), t.parameters.clone());
+                if c.supports_strict_mode {
+                    f.insert("strict".into(), json!(false));
+                }
+            }
+            json!({"type": "function", "function": f})
+        })
+        .collect()
 }
 
 /// The tools the request lists and whether tools added later are declared in place (pi

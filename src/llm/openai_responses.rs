@@ -269,7 +269,11 @@ fn system_tool_additions(
     let model = &req.model;
     let codex = model.api == "openai-codex-responses";
     let default_strict = if codex { Value::Null } else { json!(false) };
-    let supported = crate::llm::strict::compat_flag(model, "supportsStrictMode", codex || model.api == "azure-openai-responses");
+    let supported = crate::llm::strict::compat_flag(
+        model,
+        "supportsStrictMode",
+        codex || model.api == "azure-openai-responses",
+    );
     if crate::llm::strict::compat_flag(model, "supportsAdditionalTools", false) {
         out.push(json!({
             "type": "additional_tools",

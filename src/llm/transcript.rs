@@ -175,7 +175,10 @@ pub fn has_non_additive_tool_changes(messages: &[LlmMessage]) -> bool {
 /// whether additions are anchored in place.
 pub fn request_tools(req: &LlmRequest, additions: bool) -> (Vec<ToolSchema>, bool) {
     let anchored = additions
-        && req.messages.iter().any(|m| matches!(m, LlmMessage::System(_)))
+        && req
+            .messages
+            .iter()
+            .any(|m| matches!(m, LlmMessage::System(_)))
         && !has_non_additive_tool_changes(&req.messages);
     if anchored {
         let tools = initial(&req.messages)
@@ -198,7 +201,9 @@ mod tests {
 
     #[test]
     fn texts() {
-        let m = sys(json!({"content":"","sections":{"preamble":"A","rules":null,"cwd":"C"},"timestamp":1}));
+        let m = sys(
+            json!({"content":"","sections":{"preamble":"A","rules":null,"cwd":"C"},"timestamp":1}),
+        );
         assert_eq!(system_text(&m), "A\n\nC");
         assert_eq!(
             render_update(&m),
@@ -215,7 +220,9 @@ mod tests {
             LlmMessage::System(sys(
                 json!({"content":"","toolsAdded":[d("a","A"), d("b","B")],"timestamp":1}),
             )),
-            LlmMessage::System(sys(json!({"content":"","toolsAdded":[d("c","C")],"timestamp":2}))),
+            LlmMessage::System(sys(
+                json!({"content":"","toolsAdded":[d("c","C")],"timestamp":2}),
+            )),
         ];
         assert!(!has_non_additive_tool_changes(&msgs));
         assert!(!has_tool_redefinitions(&msgs));
@@ -225,7 +232,10 @@ mod tests {
         )));
         assert!(has_non_additive_tool_changes(&more));
         assert!(has_tool_redefinitions(&more));
-        let names: Vec<String> = declared_tools(&more).into_iter().map(|t| t.description).collect();
+        let names: Vec<String> = declared_tools(&more)
+            .into_iter()
+            .map(|t| t.description)
+            .collect();
         assert_eq!(names, ["A2", "B", "C"]);
     }
 }
