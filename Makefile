@@ -1,7 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
 
-.PHONY: build run test lint static bench fmt clean interop interop-deps screenshots
+.PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 
 build:
 	$(CARGO) build --release
@@ -58,6 +58,11 @@ bench: build
 	@if command -v python3 >/dev/null && [ -f ../shared/oracle/fakellm.py ]; then \
 		python3 tests/bench/tools.py $(BENCH_ARGS); \
 	else echo "bench: grep/find benchmark skipped (needs python3 and ../shared/oracle)"; fi
+
+# Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;
+# see fuzz/run.sh). FUZZ_TARGETS="sse rpc_input" runs only those.
+fuzz:
+	./fuzz/run.sh
 
 fmt:
 	$(CARGO) fmt --all

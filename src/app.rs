@@ -265,7 +265,12 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         Session::new(&cwd_str, Some(session_dir.clone()), None)
     };
     for w in session.take_warnings() {
-        eprintln!("Warning: {w}");
+        // The loader's own warnings already say `Warning:`; write errors do not.
+        if w.starts_with("Warning:") {
+            eprintln!("{w}");
+        } else {
+            eprintln!("Warning: {w}");
+        }
     }
     if let Some(name) = &opts.name {
         // pi 0.78: named from the start (on a new session the `session_info` entry is the root).

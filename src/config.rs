@@ -295,11 +295,10 @@ fn queue_mode(v: Option<&str>) -> QueueMode {
 }
 
 fn read_object(path: &Path, warnings: &mut Vec<String>) -> Map<String, Value> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::files::read_text(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Map::new(),
         Err(e) => {
-            warnings.push(format!("Warning: cannot read {}: {e}", path.display()));
+            warnings.extend(e.warning(path));
             return Map::new();
         }
     };

@@ -13,6 +13,9 @@ pub mod compat;
 pub mod config;
 pub mod core;
 pub mod ext;
+pub mod files;
+#[doc(hidden)]
+pub mod harness;
 pub mod initial_message;
 pub mod io;
 pub mod json;

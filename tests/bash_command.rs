@@ -122,8 +122,10 @@ fn long_output_keeps_the_last_2000_lines_and_writes_the_full_output_file() {
     assert!(out == want, "output is not lines 28002..=30000");
     assert_eq!(d["outputLines"], 2000);
     assert_eq!(d["outputBytes"], want.len());
-    let total_lines = d["totalLines"].as_u64().expect("totalLines");
-    assert!((2001..=30001).contains(&total_lines), "{d}");
+    let full: String = (1..=30000).map(|i| format!("{i}\n")).collect();
+    // The totals count the whole output, not the tail kept in memory.
+    assert_eq!(d["totalLines"], 30001, "{d}");
+    assert_eq!(d["totalBytes"], full.len(), "{d}");
     let path = d["fullOutputPath"].as_str().expect("fullOutputPath");
     let name = std::path::Path::new(path)
         .file_name()
@@ -138,8 +140,28 @@ fn long_output_keeps_the_last_2000_lines_and_writes_the_full_output_file() {
         "{name}"
     );
     assert_eq!(name.len(), "pi-bash-".len() + 16 + ".log".len(), "{name}");
-    let full: String = (1..=30000).map(|i| format!("{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(path).expect("full output"), full);
+}
+
+#[test]
+fn totals_of_20_mb_of_output_count_what_ran() {
+    // 17-byte lines: 1,176,470 whole ones and a 10-byte piece. (100 MB gives 100,000,000 and
+    // 5,882,353 the same way; 20 MB keeps the suite fast on a loaded machine.)
+    let (_w, _srv, mut p) = setup(vec![]);
+    p.send(json!({"id":"b1","type":"bash","command":"yes 0123456789abcdef | head -c 20000000"}));
+    // A hang guard only: the default frame timeout is too short for 20 MB on a busy machine.
+    let line = p.next_line(Duration::from_secs(120)).expect("response");
+    let r: Value = serde_json::from_str(&line).expect("json");
+    let d = &r["data"];
+    assert_eq!(d["totalBytes"], 20_000_000u64, "{d}");
+    assert_eq!(d["totalLines"], 1_176_471u64, "{d}");
+    assert_eq!(d["outputLines"], 2000);
+    assert_eq!(d["truncated"], true);
+    let path = d["fullOutputPath"].as_str().expect("fullOutputPath");
+    assert_eq!(
+        std::fs::metadata(path).expect("full output").len(),
+        20_000_000
+    );
 }
 
 #[test]

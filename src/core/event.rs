@@ -46,6 +46,12 @@ pub enum Worker {
         job: u64,
         outcome: Box<Result<crate::tools::process::CommandOutcome, String>>,
     },
+    /// The `export_html` render number `job` finished: the page's path, or the error
+    /// (`core/export.rs`).
+    ExportDone {
+        job: u64,
+        result: Result<String, String>,
+    },
     /// A line from extension number `ext`, or its end (`core/ext.rs`).
     Ext {
         ext: usize,

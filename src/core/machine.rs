@@ -25,7 +25,7 @@ use crate::rpc::command::{
 };
 use crate::rpc::event::{Event as Frame, Partials};
 use crate::rpc::response;
-use crate::session::Session;
+use crate::session::{Session, WriteNotice};
 use crate::tools::Tool;
 
 /// Everything the machine starts with (resolved by `app` from the CLI, config and registry).
@@ -151,6 +151,8 @@ pub struct Machine {
     exit_signal: Option<i32>,
     /// The RPC `bash` commands in flight (several may run at once).
     pub(crate) bash: Vec<crate::core::bash::BashJob>,
+    /// The `export_html` renders in flight (`core/export.rs`).
+    pub(crate) exports: crate::core::export::Exports,
     /// Number of the latest RPC `bash` job.
     pub(crate) bash_seq: u64,
     /// Bash executions that finished during a run: recorded before the next prompt.
@@ -209,6 +211,7 @@ impl Machine {
             retry_attempt: 0,
             exit_signal: None,
             bash: Vec::new(),
+            exports: Default::default(),
             bash_seq: 0,
             deferred_bash: Vec::new(),
             retry_wait: None,
@@ -258,7 +261,11 @@ impl Machine {
                 self.cancel_all_work();
                 return Exit::ClientGone;
             }
-            if self.input_closed && self.is_idle() && !self.plugins.busy() {
+            if self.input_closed
+                && self.is_idle()
+                && self.exports.is_empty()
+                && !self.plugins.busy()
+            {
                 return Exit::InputClosed;
             }
             // Once stdin is closed nobody can send `abort`: work that shows no progress at all
@@ -346,6 +353,7 @@ impl Machine {
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
             Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
+            Event::Worker(Worker::ExportDone { job, result }) => self.on_export_done(job, result),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
             Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
             Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
@@ -398,9 +406,12 @@ impl Machine {
         }
         self.abort_run(None);
         self.abort_bash();
-        // Give tool and bash threads a moment to kill their process groups and report.
+        self.exports.cancel_all();
+        // Give tool, bash and export threads a moment to kill their process groups, remove
+        // their temporary files and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || !self.bash.is_empty()) && std::time::Instant::now() < deadline
+        while (self.run.is_some() || !self.bash.is_empty() || !self.exports.is_empty())
+            && std::time::Instant::now() < deadline
         {
             match self.worker_rx_timeout(deadline) {
                 Some(w) => {
@@ -668,20 +679,8 @@ impl Machine {
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                use crate::session::export_html::{Extras, ToolSpec, tool_specs};
-                let mut tools = tool_specs(&self.tools);
-                tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
-                    name: r.name,
-                    description: r.description,
-                    parameters: r.parameters,
-                }));
-                let extras = Extras {
-                    system_prompt: Some(self.system_prompt()),
-                    tools,
-                };
-                let path =
-                    crate::session::export_html(&self.session, output_path.as_deref(), &extras)?;
-                Ok(Some(json!({ "path": path })))
+                self.start_export(output_path, id.cloned())?;
+                Err(DEFERRED.to_string())
             }
             Command::GetAvailableModels => {
                 let models: Vec<&Model> = self.registry.available(&self.auth);
@@ -928,7 +927,24 @@ impl Machine {
 
     pub(crate) fn flush_session_warnings(&mut self) {
         for w in self.session.take_warnings() {
-            eprintln!("pith: session: {w}");
+            eprintln!("Warning: {w}");
+        }
+        for n in self.session.take_write_notices() {
+            self.emit(&match &n {
+                WriteNotice::Failed {
+                    file,
+                    error,
+                    unsaved,
+                } => Frame::SessionWriteError {
+                    session_file: file,
+                    error,
+                    unsaved_entries: *unsaved,
+                },
+                WriteNotice::Resumed { file, saved } => Frame::SessionWriteResumed {
+                    session_file: file,
+                    saved_entries: *saved,
+                },
+            });
         }
     }
 
@@ -1032,7 +1048,10 @@ impl Machine {
             .available(&self.auth)
             .into_iter()
             .find(|m| m.provider == provider && m.id == model_id)
-            .cloned();
+            .cloned()
+            // The offline model is in no registry (never listed), but `--model faux` is not the
+            // only way to it: a host that switched away must be able to come back.
+            .or_else(|| (provider == "faux" && model_id == "faux").then(crate::llm::faux::model));
         let Some(model) = found else {
             return Err(format!("Model not found: {provider}/{model_id}"));
         };

@@ -18,6 +18,10 @@ use crate::mcp::config::ServerConfig;
 use crate::mcp::protocol::{self as mcp, Incoming};
 use crate::tools::ToolOutput;
 
+/// Tools offered per server at most (a server listing more, in one page or over many, is cut
+/// here): every tool goes into every request, and a list this long is already a broken server.
+const MAX_TOOLS: usize = 10_000;
+
 impl Machine {
     pub(crate) fn start_mcp_server(&mut self, cfg: ServerConfig) {
         let index = self.plugins.servers.len();
@@ -25,6 +29,7 @@ impl Machine {
             program: cfg.command.clone().into(),
             args: cfg.args.clone(),
             env: cfg.env.clone(),
+            inherit_env: false,
             cwd: cfg.cwd.clone().unwrap_or_else(|| self.cwd.clone()),
         };
         let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
@@ -149,7 +154,7 @@ impl Machine {
                             let mut acc = s.listing.take().unwrap_or_default();
                             acc.extend(tools);
                             match cursor {
-                                Some(c) if acc.len() < 10_000 => {
+                                Some(c) if acc.len() < MAX_TOOLS => {
                                     self.plugins.servers[i].listing = Some(acc);
                                     self.mcp_list(i, Some(c));
                                 }
@@ -245,10 +250,18 @@ impl Machine {
     /// A complete `tools/list`: the server's tools become agent tools (for the next run).
     fn mcp_tools_listed(&mut self, i: usize, tools: Vec<mcp::McpTool>) {
         let server = self.plugins.servers[i].cfg.name.clone();
-        let mut named: Vec<(String, mcp::McpTool)> = Vec::with_capacity(tools.len());
+        let total = tools.len();
+        let mut named: Vec<(String, mcp::McpTool)> = Vec::with_capacity(total.min(MAX_TOOLS));
+        let mut seen: std::collections::HashSet<String> = Default::default();
         for t in tools {
+            if named.len() == MAX_TOOLS {
+                eprintln!(
+                    "pith: MCP server {server}: {total} tools listed; only the first {MAX_TOOLS} are offered"
+                );
+                break;
+            }
             let name = mcp::tool_name(&server, &t.name);
-            if named.iter().any(|(n, _)| *n == name) {
+            if !seen.insert(name.clone()) {
                 eprintln!(
                     "pith: MCP server {server}: tool \"{}\" is named like another one ({name}); skipped",
                     t.name

@@ -7,6 +7,7 @@ pub mod bash;
 pub mod compact;
 pub mod context;
 pub mod event;
+pub mod export;
 pub mod ext;
 pub mod gate;
 pub mod machine;

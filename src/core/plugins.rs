@@ -80,7 +80,9 @@ impl PluginConfig {
         let mut mcp = Vec::new();
         if !no_mcp {
             let project_path = cwd.join(".mcp.json");
-            let project = match std::fs::read_to_string(&project_path) {
+            let project = match crate::files::read_text(&project_path).map_err(|e| {
+                warnings.extend(e.warning(&project_path));
+            }) {
                 Ok(text) => match serde_json::from_str::<Value>(&text) {
                     Ok(v) => Some(v),
                     Err(e) => {
@@ -435,9 +437,12 @@ impl Plugins {
     /// skipped (first wins).
     pub fn remote_tools(&self) -> Vec<RemoteTool> {
         let mut out: Vec<RemoteTool> = Vec::new();
+        // Names already taken (a set: a server may offer thousands of tools, and this runs
+        // several times per turn).
+        let mut taken: std::collections::HashSet<&str> = Default::default();
         for (i, e) in self.exts.iter().enumerate().filter(|(_, e)| e.ready()) {
             for t in &e.tools {
-                if out.iter().any(|r| r.name == t.name) {
+                if !taken.insert(&t.name) {
                     continue;
                 }
                 out.push(RemoteTool {
@@ -456,7 +461,7 @@ impl Plugins {
             .filter(|(_, s)| s.life == Life::Ready)
         {
             for (name, t) in &s.tools {
-                if out.iter().any(|r| &r.name == name) {
+                if !taken.insert(name) {
                     continue;
                 }
                 out.push(RemoteTool {
@@ -577,6 +582,7 @@ impl Machine {
             program: entry.path.clone(),
             args: Vec::new(),
             env: vec![("PITH_EXTENSION_PROTOCOL".into(), "1".into())],
+            inherit_env: true,
             cwd: self.cwd.clone(),
         };
         let deadline = Instant::now() + self.plugins.cfg.ext_timeout;

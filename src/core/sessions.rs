@@ -1,6 +1,6 @@
 //! Session commands: `new_session`, `switch_session`, `fork` / `branch`, `clone`. Each replaces
 //! the session object the machine owns and rebuilds the agent's context from it; a running turn
-//! is stopped silently first where the reference does so (new, switch). `switch_session` to a
+//! is stopped silently first, as the reference does for all four. `switch_session` to a
 //! file that does not exist starts a new empty session to be written there, as the reference.
 
 use std::path::PathBuf;
@@ -123,6 +123,14 @@ impl Machine {
             self.start_fresh_session();
             return Ok(Some(json!({ "cancelled": false })));
         }
+        // A FIFO would block the state machine in `open` until someone writes to it, a device
+        // like /dev/zero would be read without end: only regular files are session files.
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir()) {
+            return Err(format!(
+                "Cannot read session file {}: not a regular file",
+                path.display()
+            ));
+        }
         let mut loaded = Session::open(&path)?;
         self.discard_run();
         self.flush_deferred_bash();
@@ -134,7 +142,7 @@ impl Machine {
             loaded.set_session_dir(dir.to_path_buf());
         }
         for w in loaded.take_warnings() {
-            eprintln!("pith: session: {w}");
+            eprintln!("Warning: {w}");
         }
         self.session = loaded;
         if self.compat.is_087() {
@@ -173,20 +181,26 @@ impl Machine {
 
     pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Reply {
         let (forked, text) = self.session.fork_at(entry_id)?;
-        self.session = forked;
-        self.restore_session_state_087();
-        self.session_id = self.session.id().to_string();
-        self.messages = self.compat.context(self.session.build_context());
-        self.flush_session_warnings();
+        self.replace_session(forked);
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
 
     pub(crate) fn cmd_clone(&mut self) -> Reply {
-        self.session = self.session.clone_branch();
-        self.restore_session_state_087();
-        self.session_id = self.session.id().to_string();
-        self.messages = self.compat.context(self.session.build_context());
-        self.flush_session_warnings();
+        let cloned = self.session.clone_branch();
+        self.replace_session(cloned);
         Ok(Some(json!({ "cancelled": false })))
+    }
+
+    /// `fork` / `clone`: the reference tears the current session down as for `new_session`
+    /// (a running turn stops silently, its reply is not written anywhere; the queues start
+    /// empty), then continues on the new one.
+    fn replace_session(&mut self, next: Session) {
+        self.discard_run();
+        // A bash result still waiting for the next prompt belongs to the session it ran in.
+        self.flush_deferred_bash();
+        self.session = next;
+        // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
+        self.restore_session_state_087();
+        self.reset_context();
     }
 }

@@ -144,13 +144,15 @@ pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
 /// ([`shadowed_context_file`]).
 pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
     let pick = |dir: &Path| -> Option<(PathBuf, String)> {
-        let p = context_file_in(dir)?;
-        let text = std::fs::read_to_string(&p).ok()?;
-        let text = text
-            .strip_prefix('\u{feff}')
-            .map(str::to_string)
-            .unwrap_or(text);
-        Some((p, text))
+        CONTEXT_FILE_NAMES.iter().find_map(|n| {
+            let p = dir.join(n);
+            let text = crate::files::read_text_or_warn(&p)?;
+            let text = text
+                .strip_prefix('\u{feff}')
+                .map(str::to_string)
+                .unwrap_or(text);
+            Some((p, text))
+        })
     };
     let mut out: Vec<(PathBuf, String)> = Vec::new();
     if let Some(f) = pick(agent_dir) {
@@ -172,16 +174,21 @@ pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
+/// The names of a directory's context file, in pi 0.87.1's order of preference.
+const CONTEXT_FILE_NAMES: [&str; 5] = [
+    "AGENTS.override.md",
+    "AGENTS.md",
+    "AGENTS.MD",
+    "CLAUDE.md",
+    "CLAUDE.MD",
+];
+
 /// The context file pi 0.87.1 reads in `dir`: the first of its names that is a file.
 fn context_file_in(dir: &Path) -> Option<PathBuf> {
-    const NAMES: [&str; 5] = [
-        "AGENTS.override.md",
-        "AGENTS.md",
-        "AGENTS.MD",
-        "CLAUDE.md",
-        "CLAUDE.MD",
-    ];
-    NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file())
+    CONTEXT_FILE_NAMES
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -203,7 +210,7 @@ fn git_paths(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
                 .then(|| (dir.to_path_buf(), git.clone()));
         }
         if meta.is_file() {
-            let text = std::fs::read_to_string(&git).ok()?;
+            let text = crate::files::read_text(&git).ok()?;
             let Some(target) = text.trim().strip_prefix("gitdir: ") else {
                 continue;
             };
@@ -211,7 +218,7 @@ fn git_paths(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
             if !git_dir.join("HEAD").exists() {
                 return None;
             }
-            let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+            let common = match crate::files::read_text(&git_dir.join("commondir")) {
                 Ok(c) => git_dir.join(c.trim()),
                 Err(_) => git_dir,
             };

@@ -31,7 +31,9 @@ pub fn file_or_literal(v: &str, cwd: &Path) -> String {
 }
 
 fn read_first(paths: &[PathBuf]) -> Option<String> {
-    paths.iter().find_map(|p| std::fs::read_to_string(p).ok())
+    paths
+        .iter()
+        .find_map(|p| crate::files::read_text_or_warn(p))
 }
 
 /// The candidates for `name`: the project's `.pi/<name>` (when the project is trusted, see
@@ -92,7 +94,7 @@ pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
     let pick = |dir: &Path| -> Option<(PathBuf, String)> {
         ["AGENTS.md", "CLAUDE.md"].iter().find_map(|n| {
             let p = dir.join(n);
-            std::fs::read_to_string(&p).ok().map(|c| (p, c))
+            crate::files::read_text_or_warn(&p).map(|c| (p, c))
         })
     };
     if let Some(f) = pick(agent_dir) {

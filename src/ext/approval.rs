@@ -92,10 +92,10 @@ pub fn describe(tool: &str, args: &Value) -> (String, String) {
     let path = s(args, "path").unwrap_or("?");
     let message = match tool {
         "bash" => {
-            let mut m = format!(
-                "Run this command:\n{}",
-                clip(s(args, "command").unwrap_or(""))
-            );
+            // Never cut: the command is the action, and what the host approves must be all of
+            // what runs (a harmless start can hide the rest). Its size is bounded by what the
+            // model may write in one reply.
+            let mut m = format!("Run this command:\n{}", s(args, "command").unwrap_or(""));
             if let Some(t) = args.get("timeout").and_then(Value::as_f64) {
                 m.push_str(&format!("\n(timeout {t} s)"));
             }

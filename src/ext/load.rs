@@ -69,7 +69,8 @@ fn is_executable(p: &Path) -> bool {
 }
 
 fn settings_entries(file: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(file) else {
+    // Quietly: the settings loader has already warned about a file it could not read.
+    let Ok(text) = crate::files::read_text(file) else {
         return Vec::new();
     };
     match serde_json::from_str::<Value>(&text) {

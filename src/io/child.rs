@@ -43,10 +43,17 @@ pub const SIGTERM: i32 = 15;
 pub struct Spec {
     pub program: PathBuf,
     pub args: Vec<String>,
-    /// Added to (or replacing in) pith's own environment.
+    /// Added to (or replacing in) the environment the child starts with.
     pub env: Vec<(String, String)>,
+    /// The child starts with pith's whole environment (extensions: pith's own plug-ins, as pi's
+    /// run in its process), or only [`DEFAULT_INHERITED_ENV`] (MCP servers: third-party
+    /// programs, given what the MCP SDK's stdio client gives them, not pith's provider keys).
+    pub inherit_env: bool,
     pub cwd: PathBuf,
 }
+
+/// What the MCP SDK's stdio client passes on by default on POSIX (sudo's list).
+pub const DEFAULT_INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// Limits of one child's output.
 #[derive(Clone, Copy, Debug)]
@@ -138,6 +145,17 @@ pub fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .process_group(0);
+    if !spec.inherit_env {
+        cmd.env_clear();
+        for k in DEFAULT_INHERITED_ENV {
+            // As the SDK: shell functions exported as variables (`() { …`) are not passed on.
+            if let Some(v) =
+                std::env::var_os(k).filter(|v| !v.as_encoded_bytes().starts_with(b"()"))
+            {
+                cmd.env(k, v);
+            }
+        }
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -337,6 +355,7 @@ mod tests {
             program: PathBuf::from("/bin/sh"),
             args: vec!["-c".into(), "read l; echo \"$l\"; exit 3".into()],
             env: vec![],
+            inherit_env: true,
             cwd: std::env::temp_dir(),
         };
         let mut h = spawn(
@@ -368,6 +387,7 @@ mod tests {
             program: PathBuf::from("/nonexistent/prog"),
             args: vec![],
             env: vec![],
+            inherit_env: true,
             cwd: std::env::temp_dir(),
         };
         let e = spawn(&spec, LIMITS, Box::new(|_| true)).err().unwrap();

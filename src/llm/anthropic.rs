@@ -34,10 +34,11 @@ const CLAUDE_CODE_TOOLS: [&str; 17] = [
     "WebSearch",
 ];
 
-/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's
-/// tokens never count, whatever they look like.
+/// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's and
+/// Cloudflare AI Gateway's keys never count, whatever they look like.
 fn is_oauth(req: &LlmRequest) -> bool {
     req.model.provider != "github-copilot"
+        && !crate::llm::cloudflare::is_gateway(&req.model.provider)
         && req
             .api_key
             .as_deref()
@@ -45,33 +46,39 @@ fn is_oauth(req: &LlmRequest) -> bool {
 }
 
 fn is_adaptive(model: &Model) -> bool {
-    ["opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"]
-        .iter()
-        .any(|p| model.id.contains(p))
+    [
+        "opus-4-6",
+        "opus-4.6",
+        "opus-4-7",
+        "opus-4.7",
+        "sonnet-4-6",
+        "sonnet-4.6",
+    ]
+    .iter()
+    .any(|p| model.id.contains(p))
 }
 
 /// The cache breakpoint marker, `None` for a request that must not write the cache (pi 0.87.1's
 /// summaries: `cacheRetention: "none"`).
 fn cache_control(req: &LlmRequest) -> Option<Value> {
-    if req.compat.is_087() {
-        // pi 0.87.1: the long retention wherever the model supports it (`compat.
-        // supportsLongCacheRetention`, default true).
-        let long = std::env::var("PI_CACHE_RETENTION").is_ok_and(|v| v == "long")
-            && crate::llm::strict::compat_flag(&req.model, "supportsLongCacheRetention", true);
-        return (!req.no_cache).then(|| {
-            if long {
-                json!({"type": "ephemeral", "ttl": "1h"})
-            } else {
-                json!({"type": "ephemeral"})
-            }
-        });
-    }
-    (!req.no_cache).then(|| cache_control_for(&req.model))
+    (!req.no_cache).then(|| cache_control_for(req))
 }
 
-fn cache_control_for(model: &Model) -> Value {
-    let long = std::env::var("PI_CACHE_RETENTION").is_ok_and(|v| v == "long");
-    if long && model.base_url.contains("api.anthropic.com") {
+/// `ttl: 1h` with `PI_CACHE_RETENTION=long` unless the model's
+/// `compat.supportsLongCacheRetention` is false.
+fn cache_control_for(req: &LlmRequest) -> Value {
+    let long = req
+        .extra
+        .var("PI_CACHE_RETENTION")
+        .is_some_and(|v| v == "long");
+    let supported = req
+        .model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get("supportsLongCacheRetention"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if long && supported {
         json!({"type": "ephemeral", "ttl": "1h"})
     } else {
         json!({"type": "ephemeral"})
@@ -101,7 +108,12 @@ impl WireApi for Anthropic {
     }
 
     fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
-        Ok(prepare(req))
+        let mut p = prepare(req);
+        if crate::llm::cloudflare::is_gateway(&req.model.provider) {
+            let base = crate::llm::cloudflare::resolve_base_url(req)?;
+            p.url = format!("{}/v1/messages", base.trim_end_matches('/'));
+        }
+        Ok(p)
     }
 
     fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
@@ -189,6 +201,12 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
     match (&req.api_key, oauth) {
+        // Cloudflare AI Gateway: the key in its own header, neither `x-api-key` nor a bearer.
+        (key, _) if crate::llm::cloudflare::is_gateway(&req.model.provider) => {
+            let key = key.as_deref().unwrap_or("");
+            h.push(("cf-aig-authorization".into(), format!("Bearer {key}")));
+            h.push(("user-agent".into(), sdk_agent));
+        }
         // Copilot: the token as a bearer, the editor's identity from the model's headers.
         (Some(k), _) if copilot => {
             h.push(("authorization".into(), format!("Bearer {k}")));
@@ -397,16 +415,18 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
     let mut output_config = None;
     if model.reasoning && req.thinking != ThinkingLevel::Off {
         if is_adaptive(model) {
-            let effort = match req.thinking {
+            // The model's `thinkingLevelMap` value for the level (Opus 4.6's `xhigh` is `max`).
+            let mapped = req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(req.thinking))
+                .flatten();
+            let effort = mapped.unwrap_or(match req.thinking {
                 ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
                 ThinkingLevel::Medium => "medium",
-                ThinkingLevel::Xhigh
-                    if model.id.contains("opus-4-6") || model.id.contains("opus-4.6") =>
-                {
-                    "max"
-                }
                 _ => "high",
-            };
+            });
             thinking = Some(json!({"type": "adaptive", "display": "summarized"}));
             output_config = Some(json!({ "effort": effort }));
         } else {
@@ -422,6 +442,19 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
             }
             thinking =
                 Some(json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}));
+        }
+    } else if model.reasoning {
+        // Thinking off on a reasoning model is said explicitly (pi 0.87.1: unless its thinking
+        // map says it cannot be turned off).
+        let cannot_disable = req.compat.is_087()
+            && req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(ThinkingLevel::Off))
+                == Some(None);
+        if !cannot_disable {
+            thinking = Some(json!({"type": "disabled"}));
         }
     }
     body.insert("max_tokens".into(), json!(max_tokens));
@@ -1116,13 +1149,14 @@ pub struct Decoder {
     /// price a reply another model gave.
     fallbacks: Vec<(String, String, crate::llm::ModelCost)>,
     provider: String,
-    /// pi 0.87.1: `message_start` and `message_stop` seen (a stream that started must stop).
-    saw_start: bool,
+    /// pi 0.87.1: `message_stop` seen (a stream that started must stop).
     saw_stop: bool,
     /// pi 0.87.1: the error text of a stop reason that is an error (`refusal`, `sensitive`).
     stop_error: Option<String>,
     /// pi 0.87.1: the `input_transformations` Anthropic reported (a diagnostic of the reply).
     transformations: Option<Vec<Value>>,
+    /// `message_start` was seen.
+    started: bool,
 }
 
 impl Decoder {
@@ -1161,10 +1195,10 @@ impl Decoder {
             stop: None,
             tool_names: req.tools.iter().map(|t| t.name.clone()).collect(),
             oauth: is_oauth(req),
-            saw_start: false,
             saw_stop: false,
             stop_error: None,
             transformations: None,
+            started: false,
         }
     }
 
@@ -1276,9 +1310,6 @@ impl Decoder {
             }
         };
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-        if kind == "message_start" {
-            self.saw_start = true;
-        }
         if let Some(t) = v
             .get("input_transformations")
             .or_else(|| v.pointer("/message/input_transformations"))
@@ -1333,7 +1364,7 @@ impl Decoder {
     /// pi 0.87.1's end of the stream: a started stream must have stopped with a stop reason; an
     /// error stop fails with its text; reported input transformations become a diagnostic.
     fn end_087(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if self.saw_start && !self.saw_stop {
+        if self.started && !self.saw_stop {
             b.fail(
                 "Anthropic stream ended before message_stop".into(),
                 false,
@@ -1421,9 +1452,18 @@ impl api::Decoder for Decoder {
         if b.compat.is_087() {
             return self.end_087(b, out);
         }
-        match self.stop {
-            Some(s) => b.finish(s, out),
-            None => b.fail(api::TERMINATED.into(), false, None, out),
+        // The body ended without `message_stop`: an error once the message started (pi's
+        // `Anthropic stream ended before message_stop`), else an empty, finished message.
+        if self.started {
+            b.fail(
+                "Anthropic stream ended before message_stop".into(),
+                false,
+                None,
+                out,
+            );
+        } else {
+            b.start(out);
+            b.finish(self.stop.unwrap_or(StopReason::Stop), out);
         }
     }
 }
@@ -1433,6 +1473,7 @@ impl Decoder {
     fn shared_event(&mut self, kind: &str, v: &Value, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         match kind {
             "message_start" => {
+                self.started = true;
                 let m = &v["message"];
                 b.msg.response_id = m.get("id").and_then(Value::as_str).map(str::to_string);
                 if b.compat.is_087() {

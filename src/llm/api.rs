@@ -273,6 +273,8 @@ pub struct Builder {
     /// The pi version whose message shapes the decoders produce: pi 0.87.1 adds
     /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`.
     pub compat: crate::compat::Compat,
+    /// The request's API key: blanked out of error messages (a proxy may echo it back).
+    secret: Option<String>,
 }
 
 impl Builder {
@@ -284,6 +286,7 @@ impl Builder {
             finished: false,
             args: Vec::new(),
             compat: Default::default(),
+            secret: None,
         }
     }
 
@@ -292,9 +295,19 @@ impl Builder {
         self.prices = prices;
     }
 
+    /// Never let `key` through in an error message (keys shorter than 8 bytes and the
+    /// `<authenticated>` sentinel of ambient credentials are no secrets worth a search).
+    pub fn redacting(mut self, key: Option<&str>) -> Builder {
+        self.secret = key
+            .filter(|k| k.len() >= 8 && !k.starts_with('<'))
+            .map(str::to_string);
+        self
+    }
+
     /// Emit `Start` (once).
     pub fn start(&mut self, out: &mut Vec<StreamEvent>) {
-        if !self.started {
+        // Never after the final event.
+        if !self.started && !self.finished {
             self.started = true;
             out.push(StreamEvent::Start {
                 partial: self.msg.clone(),
@@ -490,6 +503,12 @@ impl Builder {
             StopReason::Aborted
         } else {
             StopReason::Error
+        };
+        let message = match &self.secret {
+            Some(key) if message.contains(key.as_str()) => {
+                message.replace(key.as_str(), "[redacted]")
+            }
+            _ => message,
         };
         self.msg.error_message = Some(message);
         out.push(StreamEvent::Error {

@@ -12,7 +12,9 @@ pub mod api;
 pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod cloudflare;
 pub mod cost;
+pub mod error_body;
 pub mod estimate;
 pub mod faux;
 pub mod google;
@@ -21,6 +23,7 @@ pub mod google_vertex;
 pub mod http;
 pub mod lockfile;
 pub mod mistral;
+pub mod model_json;
 pub mod models;
 pub mod oauth;
 pub mod openai_codex;
@@ -86,8 +89,9 @@ impl ModelCost {
     }
 }
 
-/// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...; the
+/// JSON is written by `model_json.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct Model {
     pub id: String,
     pub name: String,
@@ -104,33 +108,17 @@ pub struct Model {
     pub max_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<serde_json::Map<String, Value>>,
-    /// pi 0.87.1's built-in models show their thinking level map (the registry keeps the
-    /// parsed map for the logic; this is what `get_available_models` prints).
-    #[serde(
-        rename = "thinkingLevelMap",
-        default,
-        skip_deserializing,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub thinking_level_map_json: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<serde_json::Map<String, Value>>,
     /// pi 0.87.1's `promptCache` (cache lifetimes in seconds), shown as given.
-    #[serde(
-        rename = "promptCache",
-        default,
-        skip_deserializing,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub prompt_cache: Option<Value>,
+    #[serde(skip)]
+    pub prompt_cache: Option<&'static str>,
     /// pi 0.87.1's `inputLimits` (request size and image limits), shown as given.
-    #[serde(
-        rename = "inputLimits",
-        default,
-        skip_deserializing,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub input_limits: Option<Value>,
+    #[serde(skip)]
+    pub input_limits: Option<&'static str>,
+    /// Its `thinkingLevelMap` and the place of its optional keys in its JSON.
+    #[serde(skip)]
+    pub shape: model_json::ModelShape,
 }
 
 impl Model {

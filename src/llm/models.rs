@@ -13,6 +13,7 @@
 mod auth;
 #[rustfmt::skip]
 mod builtin;
+#[rustfmt::skip]
 mod builtin_087;
 mod config;
 pub mod resolve;
@@ -27,6 +28,7 @@ pub use auth::{Auth, Env, env_api_key, env_var_names, process_env, resolve_confi
 pub use resolve::{initial_model, parse_scoped_models, resolve_cli_model};
 
 use crate::llm::Model;
+use crate::llm::model_json::{Key, ModelShape};
 use crate::message::ThinkingLevel;
 use config::{Headers, ModelsConfig};
 
@@ -188,10 +190,19 @@ impl Registry {
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        config::parse(text, &is_builtin_provider).map(|c| Registry::build(c, builtin::PROVIDERS))
+        Registry::from_models_json_for(text, crate::compat::Compat::V073)
     }
 
-    fn build(cfg: ModelsConfig, table: &'static [table::BuiltinProvider]) -> Registry {
+    /// [`Registry::from_models_json`] over the built-in models of the given pi version.
+    pub fn from_models_json_for(
+        text: &str,
+        compat: crate::compat::Compat,
+    ) -> Result<Registry, String> {
+        config::parse(text, &is_builtin_provider).map(|c| Registry::build(c, table_for(compat)))
+    }
+
+    fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
+        let table = version.providers;
         let mut reg = Registry::default();
         let total: usize = table.iter().map(|p| p.models.len()).sum();
         reg.models.reserve(total);
@@ -217,7 +228,7 @@ impl Registry {
                 .iter()
                 .find(|(n, _)| n == provider.name)
                 .map(|(_, p)| p);
-            for row in provider.models {
+            for row in provider.models.rows(&version.tables) {
                 let mut model = row.to_model(provider);
                 let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);
                 if let Some(p) = pcfg {
@@ -226,11 +237,13 @@ impl Registry {
                             model.base_url = url.clone();
                         }
                         model.compat = merge_compat(model.compat.take(), p.compat.as_ref());
+                        model.shape.assigned(Key::Compat);
                     }
                     if let Some((_, o)) = p.model_overrides.iter().find(|(id, _)| id == row.id) {
                         apply_override(&mut model, &mut thinking, o);
                     }
                 }
+                model.shape.thinking_level_map = thinking.clone();
                 reg.models.push(model);
                 reg.thinking.push(thinking);
             }
@@ -278,6 +291,7 @@ impl Registry {
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
                     headers: None,
                     compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
+                    shape: ModelShape::custom(def.thinking.clone()),
                     ..Default::default()
                 };
                 reg.upsert(model, def.thinking.clone());
@@ -432,11 +446,11 @@ impl Registry {
 }
 
 /// The built-in table of a pi version.
-fn table_for(compat: crate::compat::Compat) -> &'static [table::BuiltinProvider] {
+fn table_for(compat: crate::compat::Compat) -> &'static table::Table {
     if compat.is_087() {
-        builtin_087::PROVIDERS
+        &table::V087
     } else {
-        builtin::PROVIDERS
+        &table::V073
     }
 }
 
@@ -499,6 +513,7 @@ fn apply_override(
         for (level, value) in &map.0 {
             merged.set(*level, value.clone());
         }
+        model.shape.assigned(Key::ThinkingLevelMap);
     }
     if let Some(input) = &o.input {
         model.input = input.clone();
@@ -520,6 +535,7 @@ fn apply_override(
         model.cost.tiers = Some(t);
     }
     model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
+    model.shape.assigned(Key::Compat);
 }
 
 #[cfg(test)]

@@ -1,6 +1,10 @@
-//! OpenAI Chat Completions (`openai-completions`, spec 8.2; also most OpenAI-compatible servers):
-//! request body with the compat flags of models.json (auto-detected when unset), and the decoder
-//! of the `data: {chunk}` / `data: [DONE]` stream.
+//! OpenAI Chat Completions (`openai-completions`; also every OpenAI-compatible provider: xAI,
+//! Groq, Cerebras, OpenRouter, DeepSeek, z.ai, Moonshot, Hugging Face, Cloudflare, OpenCode and
+//! custom servers), as pi-ai 0.73.1's `openai-completions.ts`: the compatibility flags (a model's
+//! `compat`, else detected from its provider and URL), the request body and headers they shape,
+//! and the decoder of the `data: {chunk}` / `data: [DONE]` stream.
+
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -10,52 +14,57 @@ use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
-/// Effective compatibility flags (models.json `compat`, else auto-detected).
+/// Effective compatibility flags (pi's `getCompat`: the model's `compat` field by field, else
+/// `detectCompat`'s value for its provider and base URL).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compat {
     pub supports_store: bool,
     pub supports_developer_role: bool,
     pub supports_reasoning_effort: bool,
     pub supports_usage_in_streaming: bool,
-    pub supports_strict_mode: bool,
     pub max_tokens_field: String,
     pub requires_tool_result_name: bool,
     pub requires_assistant_after_tool_result: bool,
     pub requires_thinking_as_text: bool,
+    pub requires_reasoning_content_on_assistant_messages: bool,
+    /// `openai`, `openrouter`, `deepseek`, `zai`, `qwen` or `qwen-chat-template`.
     pub thinking_format: String,
-    pub reasoning_effort_map: Map<String, Value>,
-    pub supports_xhigh: bool,
+    pub zai_tool_stream: bool,
+    pub supports_strict_mode: bool,
+    /// `Some("anthropic")`: Anthropic-style `cache_control` markers.
+    pub cache_control_format: Option<String>,
+    pub send_session_affinity_headers: bool,
+    pub supports_long_cache_retention: bool,
 }
 
-pub fn compat(model: &Model) -> Compat {
-    let url = model.base_url.as_str();
+/// pi's `detectCompat`: what a provider (by name, else by a substring of its base URL) accepts.
+fn detect(model: &Model) -> Compat {
     let p = model.provider.as_str();
-    let non_standard = ["cerebras", "xai", "opencode", "zai"].contains(&p)
-        || [
-            "cerebras.ai",
-            "api.x.ai",
-            "chutes.ai",
-            "deepseek.com",
-            "api.z.ai",
-            "opencode.ai",
-        ]
-        .iter()
-        .any(|h| url.contains(h));
+    let url = model.base_url.as_str();
     let is_zai = p == "zai" || url.contains("api.z.ai");
-    let is_xai = p == "xai" || url.contains("api.x.ai");
-    let mut effort_map = Map::new();
-    if p == "groq" && model.id == "qwen/qwen3-32b" {
-        for l in ["minimal", "low", "medium", "high", "xhigh"] {
-            effort_map.insert(l.into(), json!("default"));
-        }
-    }
-    let mut c = Compat {
+    let is_moonshot = p == "moonshotai" || p == "moonshotai-cn" || url.contains("api.moonshot.");
+    let is_workers_ai = p == "cloudflare-workers-ai" || url.contains("api.cloudflare.com");
+    let is_ai_gateway = p == "cloudflare-ai-gateway" || url.contains("gateway.ai.cloudflare.com");
+    let is_grok = p == "xai" || url.contains("api.x.ai");
+    let is_deepseek = p == "deepseek" || url.contains("deepseek.com");
+    let non_standard = p == "cerebras"
+        || url.contains("cerebras.ai")
+        || is_grok
+        || url.contains("chutes.ai")
+        || url.contains("deepseek.com")
+        || is_zai
+        || is_moonshot
+        || p == "opencode"
+        || url.contains("opencode.ai")
+        || is_workers_ai
+        || is_ai_gateway;
+    let max_tokens = url.contains("chutes.ai") || is_moonshot || is_ai_gateway;
+    Compat {
         supports_store: !non_standard,
         supports_developer_role: !non_standard,
-        supports_reasoning_effort: !(is_xai || is_zai),
+        supports_reasoning_effort: !is_grok && !is_zai && !is_moonshot && !is_ai_gateway,
         supports_usage_in_streaming: true,
-        supports_strict_mode: true,
-        max_tokens_field: if url.contains("chutes.ai") {
+        max_tokens_field: if max_tokens {
             "max_tokens"
         } else {
             "max_completion_tokens"
@@ -64,36 +73,88 @@ pub fn compat(model: &Model) -> Compat {
         requires_tool_result_name: false,
         requires_assistant_after_tool_result: false,
         requires_thinking_as_text: false,
-        thinking_format: if is_zai { "zai" } else { "openai" }.into(),
-        reasoning_effort_map: effort_map,
-        supports_xhigh: model.supports_xhigh(),
-    };
-    if let Some(m) = &model.compat {
-        let flag = |k: &str, d: bool| m.get(k).and_then(Value::as_bool).unwrap_or(d);
-        c.supports_store = flag("supportsStore", c.supports_store);
-        c.supports_developer_role = flag("supportsDeveloperRole", c.supports_developer_role);
-        c.supports_reasoning_effort = flag("supportsReasoningEffort", c.supports_reasoning_effort);
-        c.supports_usage_in_streaming =
-            flag("supportsUsageInStreaming", c.supports_usage_in_streaming);
-        c.supports_strict_mode = flag("supportsStrictMode", c.supports_strict_mode);
-        c.requires_tool_result_name = flag("requiresToolResultName", c.requires_tool_result_name);
-        c.requires_assistant_after_tool_result = flag(
-            "requiresAssistantAfterToolResult",
-            c.requires_assistant_after_tool_result,
-        );
-        c.requires_thinking_as_text = flag("requiresThinkingAsText", c.requires_thinking_as_text);
-        if let Some(s) = m.get("maxTokensField").and_then(Value::as_str) {
-            c.max_tokens_field = s.into();
+        requires_reasoning_content_on_assistant_messages: is_deepseek,
+        thinking_format: if is_deepseek {
+            "deepseek"
+        } else if is_zai {
+            "zai"
+        } else if p == "openrouter" || url.contains("openrouter.ai") {
+            "openrouter"
+        } else {
+            "openai"
         }
-        if let Some(s) = m.get("thinkingFormat").and_then(Value::as_str) {
-            c.thinking_format = s.into();
-        }
-        if let Some(Value::Object(map)) = m.get("reasoningEffortMap") {
-            c.reasoning_effort_map = map.clone();
-        }
+        .into(),
+        zai_tool_stream: false,
+        supports_strict_mode: !is_moonshot && !is_ai_gateway,
+        cache_control_format: (p == "openrouter" && model.id.starts_with("anthropic/"))
+            .then(|| "anthropic".to_string()),
+        send_session_affinity_headers: false,
+        supports_long_cache_retention: !(is_workers_ai || is_ai_gateway),
     }
+}
+
+pub fn compat(model: &Model) -> Compat {
+    let mut c = detect(model);
+    let Some(m) = &model.compat else { return c };
+    // `??`: a field that is absent (or not a boolean: models.json's schema refuses those) keeps
+    // the detected value.
+    let flag = |k: &str, d: bool| m.get(k).and_then(Value::as_bool).unwrap_or(d);
+    let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+    c.supports_store = flag("supportsStore", c.supports_store);
+    c.supports_developer_role = flag("supportsDeveloperRole", c.supports_developer_role);
+    c.supports_reasoning_effort = flag("supportsReasoningEffort", c.supports_reasoning_effort);
+    c.supports_usage_in_streaming = flag("supportsUsageInStreaming", c.supports_usage_in_streaming);
+    if let Some(s) = text("maxTokensField") {
+        c.max_tokens_field = s;
+    }
+    c.requires_tool_result_name = flag("requiresToolResultName", c.requires_tool_result_name);
+    c.requires_assistant_after_tool_result = flag(
+        "requiresAssistantAfterToolResult",
+        c.requires_assistant_after_tool_result,
+    );
+    c.requires_thinking_as_text = flag("requiresThinkingAsText", c.requires_thinking_as_text);
+    c.requires_reasoning_content_on_assistant_messages = flag(
+        "requiresReasoningContentOnAssistantMessages",
+        c.requires_reasoning_content_on_assistant_messages,
+    );
+    if let Some(s) = text("thinkingFormat") {
+        c.thinking_format = s;
+    }
+    c.zai_tool_stream = flag("zaiToolStream", c.zai_tool_stream);
+    c.supports_strict_mode = flag("supportsStrictMode", c.supports_strict_mode);
+    if let Some(s) = text("cacheControlFormat") {
+        c.cache_control_format = Some(s);
+    }
+    c.send_session_affinity_headers = flag(
+        "sendSessionAffinityHeaders",
+        c.send_session_affinity_headers,
+    );
+    c.supports_long_cache_retention = flag(
+        "supportsLongCacheRetention",
+        c.supports_long_cache_retention,
+    );
     c
 }
+
+/// pi's cache retention: `none` for requests that must not write the cache (pi 0.87.1's
+/// summaries), `long` with `PI_CACHE_RETENTION=long`, else `short`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Retention {
+    None,
+    Short,
+    Long,
+}
+
+fn retention(req: &LlmRequest) -> Retention {
+    if req.no_cache {
+        Retention::None
+    } else if req.extra.var("PI_CACHE_RETENTION").as_deref() == Some("long") {
+        Retention::Long
+    } else {
+        Retention::Short
+    }
+}
+
 /// The `openai-completions` wire API.
 pub struct OpenAiCompletions;
 
@@ -105,7 +166,7 @@ impl WireApi for OpenAiCompletions {
     }
 
     fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
-        Ok(prepare(req))
+        prepare(req)
     }
 
     fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
@@ -135,21 +196,58 @@ impl WireApi for OpenAiCompletions {
     }
 }
 
-pub fn prepare(req: &LlmRequest) -> Prepared {
-    Prepared {
-        url: format!(
-            "{}/chat/completions",
-            req.model.base_url.trim_end_matches('/')
-        ),
-        headers: {
-            let mut h = sdk_headers(req);
-            if req.model.provider == "github-copilot" {
-                copilot_headers(req, &mut h);
-            }
-            h
-        },
-        body: api::json_body(&build_body(req)),
+pub fn prepare(req: &LlmRequest) -> Result<Prepared, String> {
+    let base = crate::llm::cloudflare::base_url(req)?;
+    let c = compat(&req.model);
+    let mut headers = sdk_headers(req);
+    if req.model.provider == "github-copilot" {
+        copilot_headers(req, &mut headers);
     }
+    if let Some(id) = req
+        .session_id
+        .as_ref()
+        .filter(|_| c.send_session_affinity_headers && retention(req) != Retention::None)
+    {
+        for name in ["session_id", "x-client-request-id", "x-session-affinity"] {
+            put_header(&mut headers, name, id);
+        }
+        // Headers configured for the request (models.json) still win.
+        crate::llm::http::merge_model_headers(&mut headers, &req.model);
+    }
+    if crate::llm::cloudflare::is_gateway(&req.model.provider) {
+        gateway_headers(req, &mut headers);
+    }
+    Ok(Prepared {
+        url: format!("{}/chat/completions", base.trim_end_matches('/')),
+        headers,
+        body: api::json_body(&build_body_with(req, &c)),
+    })
+}
+
+/// Replace (or add) a header, names compared case-insensitively.
+fn put_header(h: &mut Vec<(String, String)>, name: &str, value: &str) {
+    h.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+    h.push((name.to_string(), value.to_string()));
+}
+
+/// Cloudflare AI Gateway (both OpenAI APIs): the key goes in `cf-aig-authorization`, and no
+/// `Authorization` is sent unless the request's own headers set one.
+pub fn gateway_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
+    let configured = req
+        .model
+        .headers
+        .as_ref()
+        .and_then(|m| {
+            m.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        })
+        .map(|(_, v)| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+    h.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+    if let Some(v) = configured {
+        h.push(("authorization".into(), v));
+    }
+    let key = req.api_key.as_deref().unwrap_or("");
+    put_header(h, "cf-aig-authorization", &format!("Bearer {key}"));
 }
 
 /// The headers the OpenAI SDK sends (both OpenAI APIs), the bearer key, then the model's headers.
@@ -248,42 +346,121 @@ pub fn normalize_id_087(id: &str, provider: &str) -> String {
     id.to_string()
 }
 
-pub fn normalize_id(id: &str) -> String {
-    let head = id.split('|').next().unwrap_or(id);
-    sanitize_id(head, 40)
+/// pi's tool-call id normalisation for this API: ids of the Responses API (`call|item`) become
+/// the call id, sanitised, at most 40 characters; OpenAI's own ids are cut to 40; others stay.
+fn normalize_id_for(model: &Model) -> impl Fn(&str) -> String + '_ {
+    move |id: &str| match id.split_once('|') {
+        Some((call, _)) => sanitize_id(call, 40),
+        None if model.provider == "openai" => id.chars().take(40).collect(),
+        None => id.to_string(),
+    }
 }
 
+/// The body for `req` (tests and inspection; [`prepare`] sends it).
 pub fn build_body(req: &LlmRequest) -> Value {
+    build_body_with(req, &compat(&req.model))
+}
+
+fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
     let model = &req.model;
-    let c = compat(model);
+    let retention = retention(req);
+    let cache_control = (c.cache_control_format.as_deref() == Some("anthropic")
+        && retention != Retention::None)
+        .then(|| {
+            if retention == Retention::Long && c.supports_long_cache_retention {
+                json!({"type": "ephemeral", "ttl": "1h"})
+            } else {
+                json!({"type": "ephemeral"})
+            }
+        });
+    let mut messages = convert_messages(req, c);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
-    let messages = convert_messages(req, &c);
-    let history_has_tools = req.messages.iter().any(|m| match m {
-        LlmMessage::ToolResult(_) => true,
-        LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
-        LlmMessage::User(_) | LlmMessage::System(_) => false,
-    });
-    body.insert("messages".into(), Value::Array(messages));
+    body.insert("messages".into(), Value::Null);
     body.insert("stream".into(), json!(true));
+    let long = retention == Retention::Long && c.supports_long_cache_retention;
+    if let Some(id) = &req.session_id {
+        if (model.base_url.contains("api.openai.com") && retention != Retention::None) || long {
+            body.insert("prompt_cache_key".into(), json!(id));
+        }
+    }
+    if long {
+        body.insert("prompt_cache_retention".into(), json!("24h"));
+    }
     if c.supports_usage_in_streaming {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     if c.supports_store {
         body.insert("store".into(), json!(false));
     }
-    body.insert(
-        c.max_tokens_field.clone(),
-        json!(api::default_max_tokens(req)),
-    );
+    let max_tokens = api::default_max_tokens(req);
+    if max_tokens > 0 {
+        let field = if c.max_tokens_field == "max_tokens" {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        };
+        body.insert(field.into(), json!(max_tokens));
+    }
+    let history_has_tools = req.messages.iter().any(|m| match m {
+        LlmMessage::ToolResult(_) => true,
+        LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
+        LlmMessage::User(_) | LlmMessage::System(_) => false,
+    });
     let (request_tools, _) = request_tools(req);
     if !request_tools.is_empty() {
-        let tools = convert_tools(req, &request_tools);
+        let mut tools = convert_tools(req, c, &request_tools);
+        if let (Some(cc), Some(Value::Object(last))) = (&cache_control, tools.last_mut()) {
+            last.insert("cache_control".into(), cc.clone());
+        }
         body.insert("tools".into(), Value::Array(tools));
+        if c.zai_tool_stream {
+            body.insert("tool_stream".into(), json!(true));
+        }
     } else if history_has_tools {
         body.insert("tools".into(), json!([]));
     }
+    if let Some(cc) = &cache_control {
+        add_cache_control(&mut messages, cc);
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    reasoning_fields(req, c, &mut body);
+    if let Some(compat) = &model.compat {
+        if model.base_url.contains("openrouter.ai") {
+            if let Some(routing) = compat.get("openRouterRouting").filter(|v| !v.is_null()) {
+                body.insert("provider".into(), routing.clone());
+            }
+        }
+        if model.base_url.contains("ai-gateway.vercel.sh") {
+            if let Some(routing) = compat.get("vercelGatewayRouting") {
+                let mut gateway = Map::new();
+                for k in ["only", "order"] {
+                    if let Some(v) = routing.get(k).filter(|v| truthy(v)) {
+                        gateway.insert(k.into(), v.clone());
+                    }
+                }
+                if !gateway.is_empty() {
+                    body.insert("providerOptions".into(), json!({ "gateway": gateway }));
+                }
+            }
+        }
+    }
+    Value::Object(body)
+}
+
+/// The thinking fields of each `thinkingFormat`; the level sent is the model's
+/// `thinkingLevelMap` value for it, else its name.
+fn reasoning_fields(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>) {
+    let model = &req.model;
+    if !model.reasoning {
+        return;
+    }
+    let map = req.extra.thinking_map.as_ref();
     let on = req.thinking != ThinkingLevel::Off;
+    let effort = || match map.and_then(|m| m.get(req.thinking)) {
+        Some(Some(v)) => json!(v),
+        _ => json!(req.thinking.as_str()),
+    };
     match c.thinking_format.as_str() {
         "zai" | "qwen" => {
             body.insert("enable_thinking".into(), json!(on));
@@ -291,32 +468,111 @@ pub fn build_body(req: &LlmRequest) -> Value {
         "qwen-chat-template" => {
             body.insert(
                 "chat_template_kwargs".into(),
-                json!({"enable_thinking": on}),
+                json!({"enable_thinking": on, "preserve_thinking": true}),
             );
         }
-        _ => {
-            if on && model.reasoning && c.supports_reasoning_effort {
-                let level = if req.thinking == ThinkingLevel::Xhigh && !c.supports_xhigh {
-                    ThinkingLevel::High
-                } else {
-                    req.thinking
-                };
-                let effort = c
-                    .reasoning_effort_map
-                    .get(level.as_str())
-                    .cloned()
-                    .unwrap_or_else(|| json!(level.as_str()));
-                body.insert("reasoning_effort".into(), effort);
+        "deepseek" => {
+            let kind = if on { "enabled" } else { "disabled" };
+            body.insert("thinking".into(), json!({ "type": kind }));
+            if on {
+                body.insert("reasoning_effort".into(), effort());
             }
         }
+        "openrouter" => {
+            if on {
+                body.insert("reasoning".into(), json!({"effort": effort()}));
+            } else {
+                match map.and_then(|m| m.get(ThinkingLevel::Off)) {
+                    Some(None) => {}
+                    Some(Some(v)) => {
+                        body.insert("reasoning".into(), json!({ "effort": v }));
+                    }
+                    None => {
+                        body.insert("reasoning".into(), json!({"effort": "none"}));
+                    }
+                }
+            }
+        }
+        _ if c.supports_reasoning_effort => {
+            if on {
+                body.insert("reasoning_effort".into(), effort());
+            } else if let Some(Some(off)) = map.and_then(|m| m.get(ThinkingLevel::Off)) {
+                body.insert("reasoning_effort".into(), json!(off));
+            }
+        }
+        _ => {}
     }
-    Value::Object(body)
+}
+
+/// Anthropic-style cache breakpoints (OpenRouter's `anthropic/*` models): the system prompt, the
+/// last user or assistant message with text (the tools' last entry is marked by the caller).
+fn add_cache_control(messages: &mut [Value], cc: &Value) {
+    if let Some(system) = messages
+        .iter_mut()
+        .find(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
+    {
+        mark_text(system, cc);
+    }
+    for m in messages.iter_mut().rev() {
+        if matches!(m["role"].as_str(), Some("user" | "assistant")) && mark_text(m, cc) {
+            return;
+        }
+    }
+}
+
+/// Put `cache_control` on a message's text: a non-empty string content becomes one text part,
+/// else the last text part of an array is marked. `false` when there is no text to mark.
+fn mark_text(message: &mut Value, cc: &Value) -> bool {
+    let Some(content) = message.get_mut("content") else {
+        return false;
+    };
+    match content {
+        Value::String(s) if !s.is_empty() => {
+            let text = std::mem::take(s);
+            *content = json!([{"type": "text", "text": text, "cache_control": cc}]);
+            true
+        }
+        Value::Array(parts) => match parts
+            .iter_mut()
+            .rev()
+            .find(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        {
+            Some(Value::Object(part)) => {
+                part.insert("cache_control".into(), cc.clone());
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `JSON.stringify` of a value (numbers as JavaScript prints them).
+fn js_json(v: &Value) -> String {
+    let mut buf = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, crate::json::JsFormatter);
+    let _ = serde::Serialize::serialize(v, &mut ser);
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+/// JavaScript truthiness of a JSON value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+fn image_url(mime: &str, data: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
 
 /// The request's tool declarations (strict as pi 0.87.1 sends them under 0.87).
-fn convert_tools(req: &LlmRequest, list: &[crate::llm::ToolSchema]) -> Vec<Value> {
+fn convert_tools(req: &LlmRequest, c: &Compat, list: &[crate::llm::ToolSchema]) -> Vec<Value> {
     let model = &req.model;
-    let c = compat(model);
     list.iter()
         .map(|t| {
             let mut f = Map::new();
@@ -383,23 +639,39 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
     let anchored = request_tools(req).1;
     let provider = model.provider.clone();
     let v087 = req.compat.is_087();
+    let normalize_073 = normalize_id_for(model);
     let normalize = move |id: &str| {
         if v087 {
             normalize_id_087(id, &provider)
         } else {
-            normalize_id(id)
+            normalize_073(id)
         }
     };
     let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
     if !keep_system {
         msgs = crate::llm::transcript::collapsed(msgs);
     }
-    let mut last_was_tool = false;
+    #[derive(PartialEq)]
+    enum Last {
+        Other,
+        ToolResult,
+    }
+    let mut last = Last::Other;
     let mut i = 0;
     while i < msgs.len() {
-        match &msgs[i] {
+        let msg = &msgs[i];
+        i += 1;
+        if c.requires_assistant_after_tool_result
+            && last == Last::ToolResult
+            && matches!(msg, LlmMessage::User(_))
+        {
+            out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
+        }
+        match msg {
+            // The first one is the prompt above; later ones (a model that takes them in place)
+            // where they are: tools added, then the changed sections.
             LlmMessage::System(s) => {
-                if i > 0 {
+                if i > 1 {
                     let added: Vec<crate::llm::ToolSchema> = s
                         .tools_added
                         .iter()
@@ -408,44 +680,45 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
                         .map(crate::llm::transcript::schema)
                         .collect();
                     if !added.is_empty() {
-                        out.push(json!({"role": "system", "tools": convert_tools(req, &added)}));
+                        out.push(json!({"role": "system", "tools": convert_tools(req, c, &added)}));
                     }
                     let text = crate::llm::transcript::render_update(s);
                     if !text.is_empty() {
                         out.push(json!({"role": role, "content": text}));
                     }
                 }
-                last_was_tool = false;
+                last = Last::Other;
+                continue;
             }
-            LlmMessage::User(u) => {
-                if last_was_tool && c.requires_assistant_after_tool_result {
-                    out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
-                }
-                match &u.content {
-                    UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
-                    UserContent::Blocks(blocks) => {
-                        let parts: Vec<Value> = blocks
-                            .iter()
-                            .filter_map(|b| match b {
-                                Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
-                                Content::Image(img) if images_ok => Some(json!({
-                                    "type": "image_url",
-                                    "image_url": {"url": format!("data:{};base64,{}", img.mime_type, img.data)},
-                                })),
-                                _ => None,
-                            })
-                            .collect();
-                        if !parts.is_empty() {
-                            out.push(json!({"role": "user", "content": parts}));
-                        }
+            LlmMessage::User(u) => match &u.content {
+                UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
+                UserContent::Blocks(blocks) => {
+                    let parts: Vec<Value> = blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                            Content::Image(img) => Some(image_url(&img.mime_type, &img.data)),
+                            _ => None,
+                        })
+                        .collect();
+                    if parts.is_empty() {
+                        continue;
                     }
+                    out.push(json!({"role": "user", "content": parts}));
                 }
-                last_was_tool = false;
-            }
+            },
             LlmMessage::Assistant(a) => {
                 let mut m = Map::new();
                 m.insert("role".into(), json!("assistant"));
-                let mut text: String = a
+                m.insert(
+                    "content".into(),
+                    if c.requires_assistant_after_tool_result {
+                        json!("")
+                    } else {
+                        Value::Null
+                    },
+                );
+                let texts: Vec<&str> = a
                     .content
                     .iter()
                     .filter_map(|b| match b {
@@ -453,125 +726,165 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
                         _ => None,
                     })
                     .collect();
-                let thinking: Vec<(&str, Option<&str>)> = a
+                let text = texts.concat();
+                let thinking: Vec<&crate::message::ThinkingContent> = a
                     .content
                     .iter()
                     .filter_map(|b| match b {
-                        Content::Thinking(t) if !t.thinking.trim().is_empty() => {
-                            Some((t.thinking.as_str(), t.thinking_signature.as_deref()))
-                        }
+                        Content::Thinking(t) if !t.thinking.trim().is_empty() => Some(t),
                         _ => None,
                     })
                     .collect();
-                let mut reasoning_field = None;
                 if !thinking.is_empty() {
-                    let joined = thinking
-                        .iter()
-                        .map(|(t, _)| *t)
-                        .collect::<Vec<_>>()
-                        .join("\n");
                     if c.requires_thinking_as_text {
-                        text = format!("{joined}{text}");
-                    } else if let Some(field) = thinking[0].1.filter(|f| {
-                        ["reasoning_content", "reasoning", "reasoning_text"].contains(f)
-                    }) {
-                        reasoning_field = Some((field.to_string(), joined));
+                        let joined = thinking
+                            .iter()
+                            .map(|t| t.thinking.as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n\n");
+                        let mut parts = vec![json!({"type": "text", "text": joined})];
+                        parts.extend(texts.iter().map(|t| json!({"type": "text", "text": t})));
+                        m.insert("content".into(), Value::Array(parts));
+                    } else {
+                        if !text.is_empty() {
+                            m.insert("content".into(), json!(text));
+                        }
+                        // The field the reasoning came in (`reasoning_content`, `reasoning`, …).
+                        if let Some(field) = thinking[0]
+                            .thinking_signature
+                            .as_deref()
+                            .filter(|s| !s.is_empty())
+                        {
+                            let joined = thinking
+                                .iter()
+                                .map(|t| t.thinking.as_str())
+                                .collect::<Vec<_>>()
+                                .join("\n");
+                            m.insert(field.to_string(), json!(joined));
+                        }
                     }
-                }
-                let tool_calls: Vec<Value> = a
-                    .tool_calls()
-                    .map(|tc| {
-                        json!({"id": tc.id, "type": "function",
-                               "function": {"name": tc.name, "arguments": tc.arguments.to_string()}})
-                    })
-                    .collect();
-                if text.is_empty() && tool_calls.is_empty() && reasoning_field.is_none() {
-                    i += 1;
-                    continue;
-                }
-                if text.is_empty() {
-                    m.insert(
-                        "content".into(),
-                        if c.requires_assistant_after_tool_result {
-                            json!("")
-                        } else {
-                            Value::Null
-                        },
-                    );
-                } else {
+                } else if !text.is_empty() {
                     m.insert("content".into(), json!(text));
                 }
-                if let Some((field, joined)) = reasoning_field {
-                    m.insert(field, json!(joined));
-                }
-                if !tool_calls.is_empty() {
+                let calls: Vec<&crate::message::ToolCall> = a.tool_calls().collect();
+                if !calls.is_empty() {
+                    let tool_calls: Vec<Value> = calls
+                        .iter()
+                        .map(|tc| {
+                            json!({"id": tc.id, "type": "function",
+                                   "function": {"name": tc.name, "arguments": js_json(&tc.arguments)}})
+                        })
+                        .collect();
                     m.insert("tool_calls".into(), Value::Array(tool_calls));
+                    let details: Vec<Value> = calls
+                        .iter()
+                        .filter_map(|tc| tc.thought_signature.as_deref())
+                        .filter(|s| !s.is_empty())
+                        .filter_map(|s| serde_json::from_str::<Value>(s).ok())
+                        .filter(truthy)
+                        .collect();
+                    if !details.is_empty() {
+                        m.insert("reasoning_details".into(), Value::Array(details));
+                    }
                 }
-                out.push(Value::Object(m));
-                last_was_tool = false;
-            }
-            LlmMessage::ToolResult(r) => {
-                let text: Vec<&str> = r
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Content::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let text = if text.is_empty() {
-                    "(see attached image)".to_string()
-                } else {
-                    text.join("\n")
+                if c.requires_reasoning_content_on_assistant_messages
+                    && model.reasoning
+                    && !m.contains_key("reasoning_content")
+                {
+                    m.insert("reasoning_content".into(), json!(""));
+                }
+                let has_content = match m.get("content") {
+                    Some(Value::String(s)) => !s.is_empty(),
+                    Some(Value::Array(a)) => !a.is_empty(),
+                    _ => false,
                 };
-                let mut m = Map::new();
-                m.insert("role".into(), json!("tool"));
-                m.insert("content".into(), json!(text));
-                m.insert("tool_call_id".into(), json!(r.tool_call_id));
-                if c.requires_tool_result_name {
-                    m.insert("name".into(), json!(r.tool_name));
+                if !has_content && !m.contains_key("tool_calls") {
+                    continue;
                 }
                 out.push(Value::Object(m));
-                let images: Vec<Value> = r
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Content::Image(img) if images_ok => Some(json!({
-                            "type": "image_url",
-                            "image_url": {"url": format!("data:{};base64,{}", img.mime_type, img.data)},
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                if !images.is_empty() {
+            }
+            LlmMessage::ToolResult(first) => {
+                let mut images = Vec::new();
+                let mut r = first;
+                loop {
+                    let text: Vec<&str> = r
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            Content::Text(t) => Some(t.text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let text = text.join("\n");
+                    let mut m = Map::new();
+                    m.insert("role".into(), json!("tool"));
+                    m.insert(
+                        "content".into(),
+                        json!(if text.is_empty() {
+                            "(see attached image)"
+                        } else {
+                            &text
+                        }),
+                    );
+                    m.insert("tool_call_id".into(), json!(r.tool_call_id));
+                    if c.requires_tool_result_name && !r.tool_name.is_empty() {
+                        m.insert("name".into(), json!(r.tool_name));
+                    }
+                    out.push(Value::Object(m));
+                    if images_ok {
+                        images.extend(r.content.iter().filter_map(|b| match b {
+                            Content::Image(img) => Some(image_url(&img.mime_type, &img.data)),
+                            _ => None,
+                        }));
+                    }
+                    match msgs.get(i) {
+                        Some(LlmMessage::ToolResult(next)) => {
+                            r = next;
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                if images.is_empty() {
+                    last = Last::ToolResult;
+                } else {
+                    if c.requires_assistant_after_tool_result {
+                        out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
+                    }
                     let mut parts = vec![
                         json!({"type": "text", "text": "Attached image(s) from tool result:"}),
                     ];
                     parts.extend(images);
                     out.push(json!({"role": "user", "content": parts}));
+                    last = Last::Other;
                 }
-                last_was_tool = true;
+                continue;
             }
         }
-        i += 1;
+        last = Last::Other;
     }
     out
 }
 
 // ------------------------------------------------------------------------------------------------
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Text,
-    Thinking,
-    Tool,
-}
-
+/// The stream decoder, as pi 0.73.1's: one text block and one thinking block per message
+/// (later deltas of either kind extend them, whatever came between), tool calls matched by their
+/// `index` or `id`, and every block closed (`*_end`, in content order) when the stream ends.
 #[derive(Default)]
 pub struct Decoder {
-    current: Option<(Kind, usize)>,
-    current_tool_id: Option<String>,
-    finish: Option<StopReason>,
+    text: Option<usize>,
+    thinking: Option<usize>,
+    /// Tool blocks by the stream's `index` and by the id last seen for them; the blocks that
+    /// have an index. Maps, so a hostile stream of many tool calls costs linear time.
+    tools_by_index: HashMap<u64, usize>,
+    tools_by_id: HashMap<String, usize>,
+    indexed: HashSet<usize>,
+    /// The first tool block with each id (where `reasoning_details` attach).
+    first_with_id: HashMap<String, usize>,
+    stop: Option<StopReason>,
+    /// A finish reason that maps to an error (`Provider finish_reason: …`).
+    error: Option<String>,
 }
 
 impl Decoder {
@@ -579,53 +892,119 @@ impl Decoder {
         Decoder::default()
     }
 
-    fn switch(&mut self, kind: Kind, b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
-        if let Some((k, i)) = self.current {
-            if k == kind {
-                return i;
+    fn tool_block(&mut self, call: &Value, b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
+        // Any JSON number is an index (its bits as the key).
+        let index = call.get("index").and_then(Value::as_f64).map(f64::to_bits);
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let found = index
+            .and_then(|n| self.tools_by_index.get(&n))
+            .or_else(|| id.and_then(|s| self.tools_by_id.get(s)))
+            .copied();
+        let block = match found {
+            Some(i) => i,
+            None => {
+                let name = call
+                    .pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let i = b.start_tool(id.unwrap_or(""), name, out);
+                if let Some(id) = id {
+                    self.first_with_id.entry(id.to_string()).or_insert(i);
+                }
+                i
             }
-            b.end_block(i, out);
-        }
-        let i = match kind {
-            Kind::Text => b.start_text(out),
-            Kind::Thinking => b.start_thinking(out),
-            Kind::Tool => unreachable_tool(b, out),
         };
-        self.current = Some((kind, i));
-        i
+        // A new block, or one first seen without an index, takes this index.
+        if let Some(n) = index {
+            if self.indexed.insert(block) {
+                self.tools_by_index.insert(n, block);
+            }
+        }
+        if let Some(id) = id {
+            self.tools_by_id.insert(id.to_string(), block);
+        }
+        block
     }
 
-    fn close(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if let Some((_, i)) = self.current.take() {
+    /// The end of the stream: every block closed in content order, then the final message.
+    fn complete(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if b.finished {
+            return;
+        }
+        b.start(out);
+        for i in 0..b.msg.content.len() {
             b.end_block(i, out);
         }
-    }
-
-    fn complete(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        self.close(b, out);
-        b.start(out);
-        b.finish(self.finish.unwrap_or(StopReason::Stop), out);
+        match self.stop.unwrap_or(StopReason::Stop) {
+            StopReason::Error => {
+                let msg = self
+                    .error
+                    .take()
+                    .unwrap_or_else(|| "Provider returned an error stop reason".into());
+                b.fail(msg, false, None, out);
+            }
+            stop => b.finish(stop, out),
+        }
     }
 }
 
-/// Tool blocks are opened by `tool_delta` with their id and name; never through `switch`.
-fn unreachable_tool(b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
-    b.start_tool("", "", out)
-}
-
-fn map_finish(r: &str) -> Result<StopReason, String> {
+/// pi's `mapStopReason`: unknown reasons are errors named after the reason.
+fn map_finish(r: &str) -> (StopReason, Option<String>) {
     match r {
-        "stop" | "end" => Ok(StopReason::Stop),
-        "length" => Ok(StopReason::Length),
-        "tool_calls" | "function_call" => Ok(StopReason::ToolUse),
-        "content_filter" => Ok(StopReason::Error),
-        other => Err(format!("Unhandled stop reason: {other}")),
+        "stop" | "end" => (StopReason::Stop, None),
+        "length" => (StopReason::Length, None),
+        "tool_calls" | "function_call" => (StopReason::ToolUse, None),
+        other => (
+            StopReason::Error,
+            Some(format!("Provider finish_reason: {other}")),
+        ),
+    }
+}
+
+/// A token count as JavaScript reads it (`x || 0`).
+fn count(v: Option<&Value>) -> u64 {
+    v.and_then(Value::as_f64)
+        .filter(|f| f.is_finite() && *f > 0.0)
+        .map_or(0, |f| f as u64)
+}
+
+/// pi's `parseChunkUsage`: cached prompt tokens (`prompt_tokens_details.cached_tokens`, or
+/// DeepSeek's `prompt_cache_hit_tokens`) less the tokens written to the cache in this request.
+fn chunk_usage(u: &Value, v087: bool) -> Usage {
+    let prompt = count(u.get("prompt_tokens"));
+    let details = u.get("prompt_tokens_details");
+    let cached = details
+        .and_then(|d| d.get("cached_tokens"))
+        .filter(|v| !v.is_null())
+        .or_else(|| u.get("prompt_cache_hit_tokens").filter(|v| !v.is_null()))
+        .or_else(|| if v087 { u.get("cached_tokens") } else { None });
+    let reported = count(cached);
+    let cache_write = count(details.and_then(|d| d.get("cache_write_tokens")));
+    let cache_read = if cache_write > 0 {
+        reported.saturating_sub(cache_write)
+    } else {
+        reported
+    };
+    let input = prompt.saturating_sub(cache_read + cache_write);
+    // completion_tokens already counts the reasoning tokens (pi 0.87.1 reports them apart).
+    let output = count(u.get("completion_tokens"));
+    Usage {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total_tokens: input + output + cache_read + cache_write,
+        reasoning: v087.then(|| count(u.pointer("/completion_tokens_details/reasoning_tokens"))),
+        ..Default::default()
     }
 }
 
 impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if ev.data == "[DONE]" {
+        if ev.data.starts_with("[DONE]") {
             self.complete(b, out);
             return;
         }
@@ -641,16 +1020,32 @@ impl api::Decoder for Decoder {
                 return;
             }
         };
-        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-            let msg = match err.get("message") {
-                Some(Value::String(m)) => m.clone(),
-                _ => err.to_string(),
+        if let Some(err) = v.get("error").filter(|e| truthy(e)) {
+            // The SDK's APIError for an error chunk; OpenRouter's upstream text appended.
+            let mut msg = match err.get("message") {
+                Some(Value::String(m)) if !m.is_empty() => m.clone(),
+                Some(m) if truthy(m) => js_json(m),
+                _ => js_json(err),
             };
+            if let Some(raw) = err.pointer("/metadata/raw").filter(|r| truthy(r)) {
+                msg.push('\n');
+                match raw {
+                    Value::String(s) => msg.push_str(s),
+                    Value::Object(_) => msg.push_str("[object Object]"),
+                    other => msg.push_str(&js_json(other)),
+                }
+            }
             b.fail(msg, false, None, out);
             return;
         }
-        if b.msg.response_id.is_none() {
-            b.msg.response_id = v.get("id").and_then(Value::as_str).map(str::to_string);
+        if !v.is_object() {
+            return;
+        }
+        b.start(out);
+        if b.msg.response_id.as_deref().is_none_or(str::is_empty) {
+            if let Some(id) = v.get("id").and_then(Value::as_str) {
+                b.msg.response_id = Some(id.to_string());
+            }
         }
         if b.msg.response_model.is_none() {
             b.msg.response_model = v
@@ -659,45 +1054,42 @@ impl api::Decoder for Decoder {
                 .filter(|m| !m.is_empty() && *m != b.msg.model)
                 .map(str::to_string);
         }
-        b.start(out);
-        let choice = v.get("choices").and_then(|c| c.get(0));
-        let usage = v
-            .get("usage")
-            .filter(|u| u.is_object())
-            .or_else(|| choice.and_then(|c| c.get("usage")));
-        if let Some(u) = usage.filter(|u| u.is_object()) {
-            let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-            let cached = n("/prompt_tokens_details/cached_tokens");
-            let input = n("/prompt_tokens").saturating_sub(cached);
-            let reasoning = n("/completion_tokens_details/reasoning_tokens");
-            // pi 0.87.1: completion_tokens already counts reasoning, which is reported apart.
-            let v087 = b.compat.is_087();
-            let output = n("/completion_tokens") + if v087 { 0 } else { reasoning };
-            let usage = Usage {
-                input,
-                output,
-                cache_read: cached,
-                cache_write: 0,
-                total_tokens: input + output + cached,
-                reasoning: v087.then_some(reasoning),
-                ..Default::default()
-            };
-            b.set_usage(usage, out);
+        let v087 = b.compat.is_087();
+        let chunk_has_usage = v.get("usage").is_some_and(truthy);
+        if chunk_has_usage {
+            b.set_usage(chunk_usage(&v["usage"], v087), out);
         }
-        let Some(choice) = choice else { return };
-        if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
-            if b.compat.is_087() {
+        let Some(choice) = v
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
+            return;
+        };
+        if !truthy(choice) {
+            return;
+        }
+        // Moonshot reports usage on the choice.
+        if !chunk_has_usage {
+            if let Some(u) = choice.get("usage").filter(|u| truthy(u)) {
+                b.set_usage(chunk_usage(u, v087), out);
+            }
+        }
+        if let Some(r) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+        {
+            if v087 {
                 b.msg.raw_stop_reason = Some(r.to_string());
             }
-            match map_finish(r) {
-                Ok(s) => self.finish = Some(s),
-                Err(e) => {
-                    b.fail(e, false, None, out);
-                    return;
-                }
+            let (stop, error) = map_finish(r);
+            self.stop = Some(stop);
+            if error.is_some() {
+                self.error = error;
             }
         }
-        let Some(delta) = choice.get("delta") else {
+        let Some(delta) = choice.get("delta").filter(|d| truthy(d)) else {
             return;
         };
         if let Some(t) = delta
@@ -705,63 +1097,144 @@ impl api::Decoder for Decoder {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
         {
-            let i = self.switch(Kind::Text, b, out);
+            let i = *self.text.get_or_insert_with(|| b.start_text(out));
             b.delta(i, t, out);
         }
-        for field in ["reasoning_content", "reasoning", "reasoning_text"] {
-            if let Some(t) = delta
-                .get(field)
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                let i = self.switch(Kind::Thinking, b, out);
-                if let Some(Content::Thinking(th)) = b.block_mut(i) {
-                    th.thinking_signature
-                        .get_or_insert_with(|| field.to_string());
+        // The first non-empty of the fields servers put reasoning in.
+        let reasoning = ["reasoning_content", "reasoning", "reasoning_text"]
+            .into_iter()
+            .find_map(|f| {
+                delta
+                    .get(f)
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                    .map(|t| (f, t))
+            });
+        if let Some((field, t)) = reasoning {
+            let i = match self.thinking {
+                Some(i) => i,
+                None => {
+                    let i = b.start_thinking(out);
+                    if let Some(Content::Thinking(th)) = b.block_mut(i) {
+                        th.thinking_signature = Some(field.to_string());
+                    }
+                    self.thinking = Some(i);
+                    i
                 }
-                b.delta(i, t, out);
-                break;
-            }
+            };
+            b.delta(i, t, out);
         }
         if let Some(Value::Array(calls)) = delta.get("tool_calls") {
-            for call in calls {
-                let id = call
+            // Entries that are not objects are skipped (pi's decoder would throw on `null`).
+            for call in calls.iter().filter(|c| c.is_object()) {
+                let i = self.tool_block(call, b, out);
+                if let Some(Content::ToolCall(tc)) = b.block_mut(i) {
+                    if tc.id.is_empty() {
+                        if let Some(id) = call.get("id").and_then(Value::as_str) {
+                            tc.id = id.to_string();
+                            if !id.is_empty() {
+                                self.first_with_id.entry(id.to_string()).or_insert(i);
+                            }
+                        }
+                    }
+                    if tc.name.is_empty() {
+                        if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                            tc.name = name.to_string();
+                        }
+                    }
+                }
+                // Every entry is an event, with an empty delta when it carries no arguments.
+                let args = call
+                    .pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                b.delta(i, args, out);
+            }
+        }
+        if let Some(Value::Array(details)) = delta.get("reasoning_details") {
+            for d in details {
+                if d.get("type").and_then(Value::as_str) != Some("reasoning.encrypted")
+                    || !d.get("id").is_some_and(truthy)
+                    || !d.get("data").is_some_and(truthy)
+                {
+                    continue;
+                }
+                let block = d
                     .get("id")
                     .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty());
-                let is_new = match (self.current, id) {
-                    (Some((Kind::Tool, _)), Some(id)) => {
-                        self.current_tool_id.as_deref() != Some(id)
-                    }
-                    (Some((Kind::Tool, _)), None) => false,
-                    _ => true,
-                };
-                if is_new {
-                    self.close(b, out);
-                    let name = call
-                        .pointer("/function/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    let i = b.start_tool(id.unwrap_or(""), name, out);
-                    self.current = Some((Kind::Tool, i));
-                    self.current_tool_id = id.map(str::to_string);
-                }
-                if let Some((Kind::Tool, i)) = self.current {
-                    // An empty fragment is still an event (the reference emits `delta: ""`).
-                    if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
-                    {
-                        b.delta(i, args, out);
-                    }
+                    .and_then(|id| self.first_with_id.get(id));
+                if let Some(Content::ToolCall(tc)) = block.and_then(|i| b.block_mut(*i)) {
+                    tc.thought_signature = Some(js_json(d));
                 }
             }
         }
     }
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if self.finish.is_some() {
-            self.complete(b, out);
-        } else {
-            b.fail(api::TERMINATED.into(), false, None, out);
+        self.complete(b, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::api::Decoder as _;
+
+    fn feed(lines: &[&str]) -> (AssistantMessage, Vec<StreamEvent>) {
+        let model = crate::llm::faux::model();
+        let mut b = Builder::new(&model);
+        let mut d = Decoder::default();
+        let mut out = Vec::new();
+        for l in lines {
+            let ev = SseEvent {
+                event: None,
+                data: l.to_string(),
+                id: None,
+                retry: None,
+            };
+            d.event(&ev, &mut b, &mut out);
         }
+        d.end(&mut b, &mut out);
+        (b.msg, out)
+    }
+
+    use crate::message::AssistantMessage;
+
+    #[test]
+    fn odd_chunks_are_skipped_not_trusted() {
+        let (m, _) = feed(&[
+            "null",
+            "[]",
+            "5",
+            r#"{"choices":[null]}"#,
+            r#"{"choices":{"0":1}}"#,
+            r#"{"choices":[{"delta":{"content":7,"tool_calls":[null,5,{"index":-1},{"index":1e30}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"finish_reason":7,"delta":{"reasoning_details":[{"type":"reasoning.encrypted","id":"nope","data":"x"}]}}]}"#,
+        ]);
+        assert_eq!(m.stop_reason, StopReason::Stop);
+        // Entries that are not objects are skipped; any number is an index.
+        let calls = m.tool_calls().count();
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn many_tool_calls_stay_linear() {
+        // 20,000 parallel calls, then a detail for each: maps, not scans.
+        let mut lines = Vec::new();
+        for i in 0..20_000 {
+            lines.push(format!(
+                r#"{{"choices":[{{"delta":{{"tool_calls":[{{"index":{i},"id":"c{i}","function":{{"name":"f","arguments":"{{}}"}}}}]}}}}]}}"#
+            ));
+        }
+        for i in 0..20_000 {
+            lines.push(format!(
+                r#"{{"choices":[{{"delta":{{"reasoning_details":[{{"type":"reasoning.encrypted","id":"c{i}","data":"d"}}]}}}}]}}"#
+            ));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (m, _) = feed(&refs);
+        assert_eq!(m.tool_calls().count(), 20_000);
+        assert!(m.tool_calls().all(|t| t.thought_signature.is_some()));
     }
 }

@@ -25,7 +25,16 @@ impl WireApi for OpenAiResponses {
     }
 
     fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
-        Ok(prepare(req))
+        let mut p = prepare(req);
+        // Cloudflare: `{VAR}` placeholders in the base URL; the AI Gateway's own key header.
+        if crate::llm::cloudflare::is_cloudflare(&req.model.provider) {
+            let base = crate::llm::cloudflare::resolve_base_url(req)?;
+            p.url = format!("{}/responses", base.trim_end_matches('/'));
+            if crate::llm::cloudflare::is_gateway(&req.model.provider) {
+                crate::llm::openai_completions::gateway_headers(req, &mut p.headers);
+            }
+        }
+        Ok(p)
     }
 
     fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {

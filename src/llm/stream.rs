@@ -52,7 +52,7 @@ pub fn api_for(name: &str) -> Option<&'static dyn WireApi> {
 /// Largest error body we keep for an `errorMessage`.
 const MAX_ERROR_BODY: usize = 1024 * 1024;
 /// How much of a non-SSE success body is quoted in the error.
-const PREVIEW_BYTES: usize = 4096;
+pub(crate) const PREVIEW_BYTES: usize = 4096;
 /// Read size of the I/O thread.
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -119,7 +119,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
     let (req, prepared) = if api.prepare_blocks() || crate::llm::oauth::needs_refresh_check(&req) {
         // Credentials may need the network (token refresh) or the disk: off this thread, so a
         // cancel is answered at once.
-        let mut b = Builder::new(&req.model);
+        let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
         b.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
         match prepare_on_worker(api, req, &token) {
             Ok(done) => done,
@@ -135,7 +135,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         let prepared = api.prepare(&req);
         (req, prepared)
     };
-    let mut builder = Builder::new(&req.model);
+    let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
     builder.compat = req.compat;
     builder.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
     match prepared {
@@ -361,6 +361,8 @@ fn run_http(
                     Err(retry_delay(attempt, retry_after))
                 } else {
                     b.msg.diagnostics = api.error_diagnostics(req, status, &headers, &text);
+                    // An HTML page or a long text reduced to what identifies the error.
+                    let text = crate::llm::error_body::readable(&text);
                     Ok((
                         api.http_error_message_for(req, status, &headers, &text),
                         retry_after,
@@ -441,20 +443,14 @@ fn stream_body(
                 }
             }
             Wait::Got(Io::End) => {
-                if let Err(e) = parser.finish() {
-                    b.fail(e, false, None, &mut out);
-                }
-                let text = String::from_utf8_lossy(&preview);
-                if !saw_event && !text.trim().is_empty() {
-                    b.fail(
-                        format!("Unexpected response from provider: {}", text.trim()),
-                        false,
-                        None,
-                        &mut out,
-                    );
-                } else {
-                    decoder.end(b, &mut out);
-                }
+                end_of_body(
+                    parser.finish(),
+                    saw_event,
+                    &preview,
+                    decoder.as_mut(),
+                    b,
+                    &mut out,
+                );
             }
             Wait::Got(Io::Failed(_)) | Wait::Got(Io::Response { .. }) | Wait::Closed => {
                 b.fail(TERMINATED.into(), false, None, &mut out);
@@ -506,6 +502,33 @@ impl Framer {
             }
             Framer::EventStream(p) => p.finish(),
         }
+    }
+}
+
+/// The body ended (shared with the fuzz harness, `harness.rs`): a frame cut at the end fails the
+/// stream; a body that never gave an event but held text is an unexpected response; otherwise
+/// the decoder ends the stream. Never an event after the final one.
+pub(crate) fn end_of_body(
+    framing: Result<(), String>,
+    saw_event: bool,
+    preview: &[u8],
+    decoder: &mut dyn Decoder,
+    b: &mut Builder,
+    out: &mut Vec<StreamEvent>,
+) {
+    if let Err(e) = framing {
+        b.fail(e, false, None, out);
+    }
+    let text = String::from_utf8_lossy(preview);
+    if !saw_event && !text.trim().is_empty() {
+        b.fail(
+            format!("Unexpected response from provider: {}", text.trim()),
+            false,
+            None,
+            out,
+        );
+    } else if !b.finished {
+        decoder.end(b, out);
     }
 }
 

@@ -138,6 +138,22 @@ pub enum Event<'a> {
         reason: Option<&'a str>,
     },
     SummarizationRetryFinished,
+    /// pith's addition: writing the session file failed (once per series of failures); the
+    /// unsaved entries are kept in memory and written with the next successful write.
+    SessionWriteError {
+        #[serde(rename = "sessionFile")]
+        session_file: &'a str,
+        error: &'a str,
+        #[serde(rename = "unsavedEntries")]
+        unsaved_entries: usize,
+    },
+    /// pith's addition: the session file is written again, the waiting entries included.
+    SessionWriteResumed {
+        #[serde(rename = "sessionFile")]
+        session_file: &'a str,
+        #[serde(rename = "savedEntries")]
+        saved_entries: usize,
+    },
 }
 
 /// How much of the partial message `message_update` carries.

@@ -7,9 +7,12 @@
 //! Flushing follows the reference exactly (spec 11.5): nothing is written until an assistant
 //! message exists; then the header and all buffered entries are written at once, and from then on
 //! each new entry is appended as one line. A session without a directory is in memory only.
+//! A write that fails (full disk, read-only directory) leaves no torn line and loses nothing:
+//! the entries wait in memory for the next write ([`WriteNotice`] tells the host).
 //!
 //! - `entry`: one line, raw plus a parsed view.
 //! - `store`: file reading/writing, migrations, locating session files.
+//! - `repair`: what a damaged file still holds (entries glued onto cut lines, links over them).
 //! - `tree`: branch walking, context reconstruction, statistics.
 //! - `export_html`: the self-contained HTML export.
 //! - `ids`: UUID v7 session ids, 8-hex entry ids, ISO timestamps.
@@ -19,6 +22,7 @@ pub mod export_html;
 pub mod ids;
 pub mod line;
 pub mod projection;
+pub mod repair;
 pub mod store;
 pub mod tree;
 
@@ -50,7 +54,8 @@ pub struct ForkMessage {
 }
 
 /// One session: header, entries, tree index, leaf, and where (if anywhere) it is written.
-#[derive(Debug)]
+/// `Clone`: `export_html` renders a copy on a worker thread (`core/export.rs`).
+#[derive(Clone, Debug)]
 pub struct Session {
     header: Map<String, Value>,
     id: String,
@@ -74,7 +79,29 @@ pub struct Session {
     has_assistant: bool,
     /// The file ends without `\n` (a cut last line): start the next write with one.
     needs_newline: bool,
+    /// How many entries (in file order) are in the file; the rest wait for the next write.
+    saved: usize,
+    /// The error of the last write while writes keep failing (reported once, when they start).
+    write_failure: Option<String>,
+    /// When the last failed write was tried (retries of a large backlog are spaced out).
+    failed_at: Option<std::time::Instant>,
+    /// Write failures and recoveries not yet reported to the host.
+    notices: Vec<WriteNotice>,
     warnings: Vec<String>,
+}
+
+/// A change in whether the session file can be written, for the host (an event) and stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteNotice {
+    /// Writing failed (reported once until a write succeeds again); `unsaved` entries wait in
+    /// memory and are written by the next successful write.
+    Failed {
+        file: String,
+        error: String,
+        unsaved: usize,
+    },
+    /// A write succeeded again: the `saved` entries that were waiting are in the file now.
+    Resumed { file: String, saved: usize },
 }
 
 impl Session {
@@ -110,6 +137,10 @@ impl Session {
             header_written: false,
             has_assistant: false,
             needs_newline: false,
+            saved: 0,
+            write_failure: None,
+            failed_at: None,
+            notices: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -134,9 +165,10 @@ impl Session {
     }
 
     /// Load a session file. Unparsable lines (e.g. a last line cut by a crash) are dropped with a
-    /// warning (see [`Session::take_warnings`]); older versions are migrated and the file
-    /// rewritten. A missing file or one without a valid header is an error. Later `fork`/new
-    /// files go to the file's directory.
+    /// warning (see [`Session::take_warnings`]), but what is intact around them is kept: a
+    /// complete entry glued onto a cut one, and the history before a lost entry (see
+    /// `repair.rs`). Older versions are migrated and the file rewritten. A missing file or one
+    /// without a valid header is an error. Later `fork`/new files go to the file's directory.
     pub fn open(path: &Path) -> Result<Session, String> {
         Session::open_with(path, true)
     }
@@ -148,32 +180,15 @@ impl Session {
     }
 
     fn open_with(path: &Path, rewrite_migrated: bool) -> Result<Session, String> {
-        // Current files are turned into entries line by line; older ones are collected whole
-        // first, since migrating them renumbers every entry.
-        let mut loader: Option<Loader> = None;
-        let report = store::read_lines(path, |line, first| {
-            if let Some(l) = &mut loader {
-                if l.add_line(line) {
-                    return store::LineRead::Object;
-                }
-            }
-            match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(obj)) => match &mut loader {
-                    Some(l) => {
-                        l.add(obj);
-                        store::LineRead::Object
-                    }
-                    None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
-                    None => {
-                        loader = Some(Loader::new(obj, path));
-                        store::LineRead::Object
-                    }
-                },
-                _ => store::LineRead::Unparsable,
-            }
-        })?;
-        let loader = loader.ok_or("Session file has no header")?;
-        let (mut session, migrated, entry_warnings) = loader.finish();
+        let mut opening = Opening {
+            path,
+            loader: None,
+            damage: Vec::new(),
+        };
+        let report = store::read_lines(path, &mut opening)?;
+        let loader = opening.loader.ok_or("Session file has no header")?;
+        let (mut session, migrated, entry_warnings) = loader.finish(opening.damage);
+        session.saved = session.entries.len();
         session.needs_newline = report.needs_newline;
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
@@ -197,15 +212,19 @@ impl Session {
         }
         match Session::open(path) {
             Ok(s) => Ok(s),
-            Err(e) if store::read_header(path).is_none() && std::fs::read(path).is_ok() => {
+            // A readable regular file without a header (never a device: `/dev/zero` has no end).
+            Err(e)
+                if path.is_file()
+                    && std::fs::File::open(path).is_ok()
+                    && store::read_header(path).is_none() =>
+            {
                 let mut s = Session::new(cwd, Some(dir), None);
                 s.file = Some(path.to_path_buf());
                 let header = format!("{}\n", store::to_line(&s.header));
                 store::rewrite(path, &header)?;
                 s.header_written = true;
-                s.warnings.push(format!(
-                    "Warning: {e}; starting a fresh session at that path"
-                ));
+                s.warnings
+                    .push(format!("{e}; starting a fresh session at that path"));
                 Ok(s)
             }
             Err(e) => Err(e),
@@ -249,7 +268,7 @@ impl Session {
             text.push_str(e.line());
             text.push('\n');
         }
-        store::append(&file, &text)?;
+        store::append(&file, &text, false).map_err(|e| e.message)?;
         let mut forked = Session::open(&file)?;
         forked.warnings.extend(src.take_warnings());
         Ok(forked)
@@ -278,6 +297,10 @@ impl Session {
             header_written: true,
             has_assistant: false,
             needs_newline: false,
+            saved: 0,
+            write_failure: None,
+            failed_at: None,
+            notices: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -411,10 +434,45 @@ impl Session {
     fn parent_of(&self, i: usize) -> Option<usize> {
         match self.parents.get(i)? {
             Parent::Root => None,
-            Parent::At(p) => Some(*p),
+            Parent::At(p) | Parent::Bridged(p) => Some(*p),
             Parent::Lookup => self.entries[i]
                 .parent_id()
                 .and_then(|p| self.by_id.get(p).copied()),
+        }
+    }
+
+    /// After loading a damaged file: entries whose parent was on a lost line hang from where it
+    /// most likely hung instead of becoming roots (which would cut the history before them off
+    /// the branch).
+    fn repair_links(&mut self, repairs: &repair::Repairs, warnings: &mut Vec<String>) {
+        if repairs.is_empty() {
+            return;
+        }
+        for i in 0..self.entries.len() {
+            if !matches!(self.parents[i], Parent::Lookup) {
+                continue;
+            }
+            let Some(missing) = self.entries[i].parent_id() else {
+                continue;
+            };
+            if self.by_id.contains_key(missing) {
+                continue;
+            }
+            let by_id = &self.by_id;
+            let bridge = repairs.bridge(i, missing, |id| by_id.get(id).copied());
+            let (parent, to) = match bridge {
+                None => continue,
+                Some(repair::Bridge::Root) => (Parent::Root, "the start".to_string()),
+                Some(repair::Bridge::At(p)) => {
+                    (Parent::Bridged(p), self.entries[p].id().to_string())
+                }
+            };
+            warnings.push(format!(
+                "session file {}: entry {} hung from {missing}, which was lost with a damaged line; attached to {to}",
+                self.file.as_deref().unwrap_or(Path::new("")).display(),
+                self.entries[i].id(),
+            ));
+            self.parents[i] = parent;
         }
     }
 
@@ -434,42 +492,105 @@ impl Session {
             }
         };
         let id = entry.id().to_string();
-        let index = self.push(entry);
-        self.persist(index);
+        self.push(entry);
+        self.persist(false);
         id
     }
 
     /// Write per spec 11.5: nothing before an assistant message exists; then everything at once;
-    /// then one line per entry.
-    fn persist(&mut self, index: usize) {
+    /// then one line per entry. Entries a failed write left out are written by the next
+    /// attempt, in file order, before the new one: a full disk or a read-only directory loses
+    /// nothing as long as the process lives on and a later write succeeds. The first failure of
+    /// a series is reported once (warning and [`WriteNotice::Failed`]); the first success after
+    /// it gives [`WriteNotice::Resumed`].
+    fn persist(&mut self, now: bool) {
         let Some(path) = self.file.clone() else {
             return;
         };
-        if !self.has_assistant {
+        if !self.has_assistant || self.saved == self.entries.len() && self.header_written {
+            return;
+        }
+        if !now && self.backing_off() {
             return;
         }
         let mut text = String::new();
-        if self.needs_newline {
+        if !self.header_written {
+            text.push_str(&store::to_line(&self.header));
             text.push('\n');
         }
-        if self.flushed {
-            text.push_str(self.entries[index].line());
-            text.push('\n');
-        } else {
-            if !self.header_written {
-                text.push_str(&store::to_line(&self.header));
-                text.push('\n');
-            }
-            text.push_str(&self.entry_lines(0..self.entries.len()));
-        }
-        match store::append(&path, &text) {
+        text.push_str(&self.entry_lines(self.saved..self.entries.len()));
+        match store::append(&path, &text, self.needs_newline) {
             Ok(()) => {
+                let waited = self.entries.len() - self.saved;
+                self.saved = self.entries.len();
                 self.flushed = true;
                 self.header_written = true;
                 self.needs_newline = false;
+                if self.write_failure.take().is_some() {
+                    self.notices.push(WriteNotice::Resumed {
+                        file: path.display().to_string(),
+                        saved: waited,
+                    });
+                }
             }
-            Err(e) => self.warnings.push(e),
+            Err(e) => {
+                self.failed_at = Some(std::time::Instant::now());
+                // A torn line that could not be cut off: the next write starts a fresh line.
+                self.needs_newline |= e.torn;
+                if self.write_failure.is_none() {
+                    self.warnings.push(format!(
+                        "{}; the session is kept in memory and written when writing works again",
+                        e.message
+                    ));
+                    self.notices.push(WriteNotice::Failed {
+                        file: path.display().to_string(),
+                        error: e.message.clone(),
+                        unsaved: self.entries.len() - self.saved,
+                    });
+                }
+                self.write_failure = Some(e.message);
+            }
         }
+    }
+
+    /// While writes fail, every new entry tries again with all that waits; once that is more
+    /// than 64 KiB, at most once a second (a long outage must not cost a growing write per entry).
+    fn backing_off(&self) -> bool {
+        const RETRY_FREELY_BYTES: usize = 64 * 1024;
+        let Some(at) = self.failed_at.filter(|_| self.write_failure.is_some()) else {
+            return false;
+        };
+        if at.elapsed() >= std::time::Duration::from_secs(1) {
+            return false;
+        }
+        let mut waiting = 0;
+        for e in &self.entries[self.saved..] {
+            waiting += e.line().len() + 1;
+            if waiting > RETRY_FREELY_BYTES {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Try again, now, to write what earlier writes left out (nothing to do when nothing waits).
+    pub fn retry_writes(&mut self) {
+        if self.write_failure.is_some() {
+            self.persist(true);
+        }
+    }
+
+    /// Entries that are only in memory because writing the session file failed.
+    pub fn unsaved_entries(&self) -> usize {
+        match self.write_failure {
+            Some(_) => self.entries.len() - self.saved,
+            None => 0,
+        }
+    }
+
+    /// Write failures and recoveries since the last call (see [`WriteNotice`]).
+    pub fn take_write_notices(&mut self) -> Vec<WriteNotice> {
+        std::mem::take(&mut self.notices)
     }
 
     fn entry_lines(&self, range: std::ops::Range<usize>) -> String {
@@ -799,15 +920,7 @@ impl Session {
                 }
             }
         }
-        if let (Some(path), true) = (s.file.clone(), s.has_assistant) {
-            match store::append(&path, &s.all_lines()) {
-                Ok(()) => {
-                    s.flushed = true;
-                    s.header_written = true;
-                }
-                Err(e) => s.warnings.push(e),
-            }
-        }
+        s.persist(true);
         s
     }
 
@@ -847,7 +960,20 @@ impl Session {
     }
 }
 
-/// Builds a [`Session`] from the objects of a file as they are read (header first).
+/// The last chance for entries a failed write left in memory: one more attempt when the session
+/// is closed (replaced by another one, or at exit), and a line on stderr for what is still lost.
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.retry_writes();
+        if let Some(error) = &self.write_failure {
+            eprintln!(
+                "Error: {} session entries were not saved: {error}",
+                self.entries.len() - self.saved
+            );
+        }
+    }
+}
+
 /// Where an entry's parent is.
 #[derive(Clone, Copy, Debug)]
 enum Parent {
@@ -858,8 +984,83 @@ enum Parent {
     /// Not known when the entry was added (a forward reference, a dangling id, or ids repeated
     /// in the file): looked up by id at each walk.
     Lookup,
+    /// The parent was lost with a damaged line: the entry it most likely hung from
+    /// ([`Session::repair_links`]).
+    Bridged(usize),
 }
 
+/// [`Session::open`]'s reader: the loader once the header is read, and the damaged lines met.
+struct Opening<'p> {
+    path: &'p Path,
+    loader: Option<Loader>,
+    damage: Vec<repair::Damage>,
+}
+
+impl store::LineSink for Opening<'_> {
+    fn line(&mut self, line: &[u8], first: bool) -> store::LineRead {
+        // Current files are turned into entries line by line; older ones are collected whole
+        // first, since migrating them renumbers every entry.
+        if let Some(l) = &mut self.loader {
+            if l.add_line(line) {
+                return store::LineRead::Object;
+            }
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(obj)) => match &mut self.loader {
+                Some(l) => {
+                    l.add(obj);
+                    store::LineRead::Object
+                }
+                None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
+                None => {
+                    self.loader = Some(Loader::new(obj, self.path));
+                    store::LineRead::Object
+                }
+            },
+            _ => store::LineRead::Unparsable,
+        }
+    }
+
+    fn damaged(&mut self, line: &[u8]) {
+        let Some(l) = &self.loader else { return };
+        // The line's own head, and that of every cut entry glued onto it.
+        let before = l.entries_so_far();
+        let starts = std::iter::once(0).chain(repair::object_starts(line));
+        for at in starts {
+            let head = repair::TornHead::read(&line[at..]);
+            if at == 0 || head.id.is_some() {
+                self.damage.push(repair::Damage {
+                    entries_before: before,
+                    head,
+                });
+            }
+        }
+    }
+
+    fn fragment(&mut self, part: &[u8], _first: bool) -> bool {
+        let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(part) else {
+            return false;
+        };
+        match &mut self.loader {
+            None if store::is_header(&obj) => {
+                self.loader = Some(Loader::new(obj, self.path));
+                true
+            }
+            None => false,
+            Some(l) => {
+                // An entry (a version 1 entry has no id yet), not a piece of the cut one.
+                let key = if l.session.is_some() { "id" } else { "type" };
+                let whole = obj.get(key).is_some_and(Value::is_string);
+                if whole {
+                    l.add(obj);
+                }
+                whole
+            }
+        }
+    }
+}
+
+/// Builds a [`Session`] from the objects of a file as they are read (header first).
 struct Loader {
     path: PathBuf,
     /// The session so far: entries are added as they are read. `None` for an older file, whose
@@ -916,11 +1117,21 @@ impl Loader {
         }
     }
 
+    /// Entries read so far (what a damaged line met now comes after).
+    fn entries_so_far(&self) -> usize {
+        match &self.session {
+            Some(s) => s.entries.len(),
+            None => self.legacy.len().saturating_sub(1),
+        }
+    }
+
     /// The session, whether it was migrated (its file must then be rewritten), and warnings
-    /// about skipped entries.
-    fn finish(self) -> (Session, bool, Vec<String>) {
+    /// about skipped entries and links repaired around the `damage`d lines.
+    fn finish(self, damage: Vec<repair::Damage>) -> (Session, bool, Vec<String>) {
         let mut warnings = self.warnings;
-        if let Some(session) = self.session {
+        let repairs = repair::Repairs::new(damage);
+        if let Some(mut session) = self.session {
+            session.repair_links(&repairs, &mut warnings);
             return (session, false, warnings);
         }
         let mut objects = self.legacy;
@@ -933,13 +1144,14 @@ impl Loader {
                 warnings.push(skipped_entry(&self.path, n + 1, &e));
             }
         }
+        session.repair_links(&repairs, &mut warnings);
         (session, migrated, warnings)
     }
 }
 
 fn skipped_entry(path: &Path, number: usize, error: &str) -> String {
     format!(
-        "Warning: session file {}: skipped entry {number}: {error}",
+        "session file {}: skipped entry {number}: {error}",
         path.display()
     )
 }

@@ -3,7 +3,8 @@
 //! (`--continue`, `--session <path or id prefix>`, the default per-project directory).
 //!
 //! Writes are small: one `write` of one line per appended entry (the first flush writes the
-//! header and the buffered entries in a single `write`). Whole-file rewrites (migration, a
+//! header and the buffered entries in a single `write`). A write that fails part-way is cut back
+//! to the last complete line ([`append`]). Whole-file rewrites (migration, a
 //! corrupt file replaced by a fresh header) go through a temporary file and a rename.
 
 use std::fs::{self, OpenOptions};
@@ -69,8 +70,9 @@ pub fn read_objects(
     path: &Path,
     mut each: impl FnMut(Map<String, Value>),
 ) -> Result<ReadReport, String> {
-    read_lines(path, |line, first| {
-        match serde_json::from_slice::<Value>(line) {
+    read_lines(
+        path,
+        &mut |line: &[u8], first| match serde_json::from_slice::<Value>(line) {
             Ok(Value::Object(obj)) => {
                 if first && !is_header(&obj) {
                     return LineRead::NotHeader;
@@ -79,8 +81,8 @@ pub fn read_objects(
                 LineRead::Object
             }
             _ => LineRead::Unparsable,
-        }
-    })
+        },
+    )
 }
 
 /// What the reader of [`read_lines`] made of one line.
@@ -93,18 +95,51 @@ pub enum LineRead {
     Unparsable,
 }
 
-/// The loop under [`read_objects`]: hands each non-blank line (with its `\n`, if any) and
-/// whether no object was taken yet to `each`, which parses it as it likes (the session loader's
-/// fast path keeps canonical lines without building a `Value`). Warnings and errors as
-/// [`read_objects`].
-pub fn read_lines(
-    path: &Path,
-    mut each: impl FnMut(&[u8], bool) -> LineRead,
-) -> Result<ReadReport, String> {
+/// What [`read_lines`] hands the lines of a file to.
+pub trait LineSink {
+    /// A non-blank line (with its `\n`, if any), and whether no object was taken yet. The sink
+    /// parses it as it likes (the session loader's fast path keeps canonical lines without
+    /// building a `Value`).
+    fn line(&mut self, line: &[u8], first: bool) -> LineRead;
+
+    /// A line that [`LineSink::line`] found unparsable, before the complete object that may be
+    /// glued onto its end is offered to [`LineSink::fragment`].
+    fn damaged(&mut self, _line: &[u8]) {}
+
+    /// The part of a damaged line from a `{"type":"` on: take it only if it is a complete object
+    /// of the file's kind (an entry), not a piece of the damaged one.
+    fn fragment(&mut self, part: &[u8], first: bool) -> bool {
+        matches!(self.line(part, first), LineRead::Object)
+    }
+}
+
+impl<F: FnMut(&[u8], bool) -> LineRead> LineSink for F {
+    fn line(&mut self, line: &[u8], first: bool) -> LineRead {
+        self(line, first)
+    }
+}
+
+/// The loop under [`read_objects`]: hands each non-blank line to `sink`. A line that does not
+/// parse may be the torn end of a cut write with a complete entry glued onto it (a writer that
+/// did not start the next line on a fresh one): that entry is kept (see `repair.rs`). Warnings
+/// and errors as [`read_objects`].
+pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, String> {
     let shown = path.display();
+    // A device would be read without end (`/dev/zero`), a FIFO would block the open itself:
+    // look before opening, and again at what was opened.
+    let regular = |m: &fs::Metadata| m.is_file();
+    if fs::metadata(path).is_ok_and(|m| !regular(&m)) {
+        return Err(format!("Session file {shown} is not a regular file"));
+    }
     let file =
         fs::File::open(path).map_err(|e| format!("Cannot open session file {shown}: {e}"))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
+    if !regular(&meta) {
+        return Err(format!("Session file {shown} is not a regular file"));
+    }
+    let len = meta.len();
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
     }
@@ -133,21 +168,32 @@ pub fn read_lines(
             continue;
         }
         if let Some(n) = failed_line.take() {
-            warnings.push(format!(
-                "Warning: session file {shown}: skipped unparsable line {n}"
-            ));
+            warnings.push(format!("session file {shown}: skipped unparsable line {n}"));
         }
-        match each(&line, !seen_object) {
+        match sink.line(&line, !seen_object) {
             LineRead::Object => seen_object = true,
             LineRead::NotHeader => return Err(no_header()),
-            LineRead::Unparsable => failed_line = Some(number),
+            LineRead::Unparsable => {
+                sink.damaged(&line);
+                let glued = super::repair::object_starts(&line)
+                    .find(|&at| sink.fragment(&line[at..], !seen_object));
+                match glued {
+                    Some(_) => {
+                        seen_object = true;
+                        warnings.push(format!(
+                            "session file {shown}: line {number} starts with a cut entry; kept the complete entry after it"
+                        ));
+                    }
+                    None => failed_line = Some(number),
+                }
+            }
         }
     }
     if let Some(n) = failed_line {
         warnings.push(if needs_newline {
-            format!("Warning: session file {shown}: dropped an incomplete last line (line {n})")
+            format!("session file {shown}: dropped an incomplete last line (line {n})")
         } else {
-            format!("Warning: session file {shown}: skipped unparsable line {n}")
+            format!("session file {shown}: skipped unparsable line {n}")
         });
     }
     if !seen_object {
@@ -221,18 +267,93 @@ pub fn migrate(
     true
 }
 
+/// A failed [`append`].
+#[derive(Debug)]
+pub struct AppendError {
+    /// What went wrong, for stderr and the `session_write_error` event.
+    pub message: String,
+    /// Part of the text stayed in the file and could not be cut off again: the file now ends in
+    /// a torn line, so the next write must start on a fresh line.
+    pub torn: bool,
+}
+
 /// Append `text` (whole lines, `\n`-terminated) to `path`, creating the file and its directory.
-pub fn append(path: &Path, text: &str) -> Result<(), String> {
+/// When the file does not end with `\n` (a line cut by a crash, by another program, or by an
+/// earlier failed write that could not be undone; `fresh_line` says the caller knows it is), a
+/// `\n` goes first so the text starts on a line of its own. A write that fails part-way (a full disk, a file size limit) never
+/// leaves half a line behind for the next append to be glued onto: the file is cut back to its
+/// length before the write, and when even that fails the error says the file is torn.
+pub fn append(path: &Path, text: &str, fresh_line: bool) -> Result<(), AppendError> {
+    let fail = |message: String| AppendError {
+        message,
+        torn: false,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(|e| format!("Cannot create {}: {e}", dir.display()))?;
+        fs::create_dir_all(dir)
+            .map_err(|e| fail(format!("Cannot create {}: {e}", dir.display())))?;
     }
     let mut f = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("Cannot open {} for appending: {e}", path.display()))?;
-    f.write_all(text.as_bytes())
-        .map_err(|e| format!("Cannot write {}: {e}", path.display()))
+        .map_err(|e| fail(format!("Cannot open {} for appending: {e}", path.display())))?;
+    let before = f
+        .metadata()
+        .map_err(|e| fail(format!("Cannot write {}: {e}", path.display())))?
+        .len();
+    let newline: &[u8] = if before > 0 && ends_mid_line(&f, before).unwrap_or(fresh_line) {
+        b"\n"
+    } else {
+        b""
+    };
+    let mut written = 0u64;
+    let mut result = Ok(());
+    for part in [newline, text.as_bytes()] {
+        if let Err(e) = write_counting(&mut f, part, &mut written) {
+            result = Err(e);
+            break;
+        }
+    }
+    let Err(e) = result else { return Ok(()) };
+    let message = format!("Cannot write {}: {e}", path.display());
+    if written == 0 {
+        return Err(fail(message));
+    }
+    // Cut the partial write off again, but only if the file holds exactly what was there plus
+    // what this call wrote (never cut another writer's lines).
+    let cut = f.metadata().is_ok_and(|m| m.len() == before + written) && f.set_len(before).is_ok();
+    Err(AppendError {
+        message,
+        torn: !cut,
+    })
+}
+
+/// Whether the file's last byte (at `len - 1`) is something else than `\n`; `None` when it
+/// cannot be read.
+fn ends_mid_line(f: &fs::File, len: u64) -> Option<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut last = [0u8];
+    match f.read_at(&mut last, len.checked_sub(1)?) {
+        Ok(1) => Some(last[0] != b'\n'),
+        _ => None,
+    }
+}
+
+/// `write_all` that counts what reached the file, so a failure part-way can be undone.
+fn write_counting(f: &mut fs::File, mut buf: &[u8], written: &mut u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match f.write(buf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                *written += n as u64;
+                buf = &buf[n..];
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Replace `path` with `text` atomically (temporary file in the same directory, then rename).
@@ -489,9 +610,9 @@ mod tests {
         assert_eq!(
             report.warnings,
             [
-                format!("Warning: session file {shown}: skipped unparsable line 1"),
-                format!("Warning: session file {shown}: skipped unparsable line 4"),
-                format!("Warning: session file {shown}: dropped an incomplete last line (line 6)"),
+                format!("session file {shown}: skipped unparsable line 1"),
+                format!("session file {shown}: skipped unparsable line 4"),
+                format!("session file {shown}: dropped an incomplete last line (line 6)"),
             ]
         );
         fs::write(&path, &text[..text.len() - 2]).unwrap();
@@ -499,7 +620,7 @@ mod tests {
         assert!(!report.needs_newline);
         assert_eq!(
             report.warnings[2],
-            format!("Warning: session file {shown}: skipped unparsable line 6")
+            format!("session file {shown}: skipped unparsable line 6")
         );
         fs::write(&path, "{\"type\":\"message\",\"id\":\"a\"}\n").unwrap();
         assert!(read_objects(&path, |_| {}).is_err());

@@ -409,6 +409,10 @@ struct OutputBuffer<'a> {
     file: Option<(PathBuf, File)>,
     /// Bytes of the current (last) line of the whole output.
     last_line_bytes: usize,
+    /// Bytes and `\n`s of the whole (decoded, sanitised) output, not only of the buffered tail:
+    /// the totals a truncation reports.
+    text_bytes: usize,
+    newlines: usize,
 }
 
 impl<'a> OutputBuffer<'a> {
@@ -423,6 +427,8 @@ impl<'a> OutputBuffer<'a> {
             raw_total: 0,
             file: None,
             last_line_bytes: 0,
+            text_bytes: 0,
+            newlines: 0,
         }
     }
 
@@ -455,6 +461,8 @@ impl<'a> OutputBuffer<'a> {
             Some(i) => self.last_line_bytes = text.len() - i - 1,
             None => self.last_line_bytes += text.len(),
         }
+        self.text_bytes += text.len();
+        self.newlines += text.bytes().filter(|&b| b == b'\n').count();
         if self.file.is_none() && self.raw_total > DEFAULT_MAX_BYTES {
             self.open_file();
         }
@@ -493,12 +501,28 @@ impl<'a> OutputBuffer<'a> {
     }
 
     fn snapshot(&self) -> Truncation {
-        super::truncate::truncate_tail_counting(
-            &self.joined(),
+        self.truncate(&self.joined(), self.counting)
+    }
+
+    /// The tail of the buffered `text`, with the totals of the whole output (the buffer may
+    /// hold only its last part): 100 MB of output is `total_bytes` 100,000,000.
+    fn truncate(&self, text: &str, counting: super::truncate::LineCounting) -> Truncation {
+        use super::truncate::LineCounting;
+        let mut t = super::truncate::truncate_tail_counting(
+            text,
             DEFAULT_MAX_LINES,
             DEFAULT_MAX_BYTES,
-            self.counting,
-        )
+            counting,
+        );
+        t.total_bytes = self.text_bytes;
+        t.total_lines = match counting {
+            LineCounting::Split => self.newlines + 1,
+            // No line for the empty piece after a final newline (`last_line_bytes` is 0 then).
+            LineCounting::IgnoreFinalNewline => {
+                self.newlines + usize::from(self.last_line_bytes > 0)
+            }
+        };
+        t
     }
 
     fn into_outcome(
@@ -508,12 +532,7 @@ impl<'a> OutputBuffer<'a> {
         timed_out: bool,
     ) -> CommandOutcome {
         let raw_output = self.joined();
-        let truncation = super::truncate::truncate_tail_counting(
-            &raw_output,
-            DEFAULT_MAX_LINES,
-            DEFAULT_MAX_BYTES,
-            self.counting,
-        );
+        let truncation = self.truncate(&raw_output, self.counting);
         // A truncated result always points at a file holding the whole output.
         if truncation.truncated && self.file.is_none() {
             self.open_file();

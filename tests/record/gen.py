@@ -53,11 +53,11 @@ def declared_tools(events):
                 tools = [x for x in tools if x["name"] != t["name"]] + [t]
     return tools
 
-def record(extract, provider, model, env, replies, prompts, files=None, settings=None, thinking=None, cwd_files=None, keep_system=False):
+def record(extract, provider, model, env, replies, prompts, files=None, settings=None, thinking=None, cwd_files=None, keep_system=False, args=None):
     files = dict(files or {})
     if settings:
         files["agent/settings.json"] = json.dumps(settings)
-    events, reqs, err = run_pi(["--provider", provider, "--model", model] + (["--thinking", thinking] if thinking else []),
+    events, reqs, err = run_pi(["--provider", provider, "--model", model] + (["--thinking", thinking] if thinking else []) + (args or []),
                                env, replies, prompts, files=files, cwd_files=cwd_files)
     ctxs = contexts(events, keep_system)
     declared = declared_tools(events)

@@ -1,8 +1,16 @@
 // Regenerates src/llm/models/builtin.rs from pi-ai's models.generated.js (pi 0.73.1):
 //   node tests/record/gen_builtin.mjs <path to @mariozechner/pi-ai/dist> > src/llm/models/builtin.rs
 // and prints the locale-sorted ids for fixtures/config/builtin_ids_locale_sorted.txt with --ids.
-// With --v087 (pi 0.87.1's pi-ai dist, @earendil-works/pi-ai) it writes builtin_087.rs, which
-// also carries tiered prices, promptCache and inputLimits and shows the thinking level maps:
+//
+// Every built-in provider of pi 0.73.1 is shipped (`ONLY=a,b` narrows the list for experiments).
+// The table is text, one line per model, parsed when the registry is built (`table.rs`): about a
+// third of the size of the same rows as Rust structs, and no relocation per string in the static
+// binary.
+//
+// With --v087 (pi 0.87.1's pi-ai dist, @earendil-works/pi-ai) it writes builtin_087.rs, the table
+// `--compat 0.87` uses: the same providers (those of pi 0.73.1; the ones pi 0.87.1 added are not
+// built in), with 0.87.1's models, tiered prices, `promptCache`, `inputLimits` and each model's
+// key order:
 //   node tests/record/gen_builtin.mjs <@earendil-works/pi-ai/dist> --v087 > src/llm/models/builtin_087.rs
 import { pathToFileURL } from "node:url";
 import path from "node:path";
@@ -10,13 +18,16 @@ import path from "node:path";
 const dist = process.argv[2];
 const { MODELS } = await import(pathToFileURL(path.join(dist, "models.generated.js")).href);
 
-// The providers pith ships: every provider whose API pith speaks and whose requests need no
-// provider-specific handling pith lacks.
-const SHIPPED = process.env.ONLY ? process.env.ONLY.split(",") : [
-  "amazon-bedrock", "anthropic", "azure-openai-responses", "cerebras", "github-copilot", "google",
-  "google-vertex", "groq", "mistral", "openai", "openai-codex", "openrouter", "xai",
-];
-const providers = Object.keys(MODELS).filter((p) => SHIPPED.includes(p));
+const V087 = process.argv.includes("--v087");
+// pi 0.73.1's providers (the ones pith knows keys and endpoints of).
+const PROVIDERS_073 = ["amazon-bedrock", "anthropic", "azure-openai-responses", "cerebras", "cloudflare-ai-gateway",
+  "cloudflare-workers-ai", "deepseek", "fireworks", "github-copilot", "google", "google-vertex", "groq", "huggingface",
+  "kimi-coding", "minimax", "minimax-cn", "mistral", "moonshotai", "moonshotai-cn", "openai", "openai-codex", "opencode",
+  "opencode-go", "openrouter", "vercel-ai-gateway", "xai", "xiaomi", "xiaomi-token-plan-ams", "xiaomi-token-plan-cn",
+  "xiaomi-token-plan-sgp", "zai"];
+const providers = Object.keys(MODELS)
+  .filter((p) => !process.env.ONLY || process.env.ONLY.split(",").includes(p))
+  .filter((p) => !V087 || PROVIDERS_073.includes(p));
 
 if (process.argv.includes("--ids")) {
   const ids = providers.flatMap((p) => Object.values(MODELS[p]).map((m) => m.id));
@@ -25,90 +36,140 @@ if (process.argv.includes("--ids")) {
   process.exit(0);
 }
 
-const V087 = process.argv.includes("--v087");
-const rustStr = (s) => JSON.stringify(s);
-const f = (n) => (Number.isInteger(n) ? `${n}.0` : String(n));
-const LEVEL = { off: "Off", minimal: "Minimal", low: "Low", medium: "Medium", high: "High", xhigh: "Xhigh", max: "Max" };
-// Distinct JSON snippets (tiers, promptCache, inputLimits), one const each.
-const snippets = [];
-const snippetName = (prefix, value) => {
-  const key = prefix + JSON.stringify(value);
-  let i = snippets.findIndex((x) => x.key === key);
-  if (i < 0) {
-    snippets.push({ key, prefix, value });
-    i = snippets.length - 1;
-  }
-  return `${prefix}_${i}`;
+const KNOWN = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow", "maxTokens",
+  "compat", "thinkingLevelMap", "headers", ...(V087 ? ["promptCache", "inputLimits"] : [])];
+// A model's keys in its JSON order, one letter each (pi 0.87.1's catalog has no fixed order).
+const ORDER_LETTER = { id: "i", name: "n", api: "a", provider: "p", baseUrl: "u", reasoning: "r", thinkingLevelMap: "t",
+  input: "I", cost: "$", contextWindow: "w", maxTokens: "m", compat: "c", headers: "h", promptCache: "P", inputLimits: "L" };
+const fail = (why) => {
+  process.stderr.write(`gen_builtin: ${why}\n`);
+  process.exit(1);
 };
-const maps = [];
-const mapIndex = (tlm) => {
-  const key = JSON.stringify(tlm);
-  let i = maps.findIndex((m) => m.key === key);
+const rustStr = (s) => JSON.stringify(s);
+const LEVEL = { off: "Off", minimal: "Minimal", low: "Low", medium: "Medium", high: "High", xhigh: "Xhigh",
+  ...(V087 ? { max: "Max" } : {}) };
+// Distinct values shared by index: thinking maps, compat objects, header sets (and for 0.87.1 price
+// tiers, promptCache / inputLimits objects, key orders).
+const interned = { tlm: [], compat: [], headers: [], tiers: [], json: [], order: [] };
+const intern = (kind, value) => {
+  const key = JSON.stringify(value);
+  let i = interned[kind].indexOf(key);
   if (i < 0) {
-    maps.push({ key, tlm });
-    i = maps.length - 1;
+    interned[kind].push(key);
+    i = interned[kind].length - 1;
   }
   return i;
 };
 const constName = (p) => p.toUpperCase().replace(/-/g, "_");
+const clean = (s, what) => {
+  if (typeof s !== "string" || /[|\n\r]/.test(s) || s.includes('"#')) fail(`${what} ${JSON.stringify(s)} cannot be written in a row`);
+  return s;
+};
 
 let body = "";
 for (const p of providers) {
   const models = Object.values(MODELS[p]);
   const api = models[0].api;
   const baseUrl = models[0].baseUrl;
-  body += `\npub(super) const ${constName(p)}: BuiltinProvider = BuiltinProvider {\n`;
-  body += `    name: ${rustStr(p)},\n    api: ${rustStr(api)},\n    base_url: ${rustStr(baseUrl)},\n    models: &[\n`;
+  const rows = [];
   for (const m of models) {
-    const image = m.input.includes("image");
+    const unknown = Object.keys(m).filter((k) => !KNOWN.includes(k));
+    if (unknown.length) fail(`${p}/${m.id}: fields ${unknown} are not carried by the table`);
+    if (m.provider !== p) fail(`${p}/${m.id}: provider ${m.provider}`);
+    if (!Number.isInteger(m.contextWindow) || !Number.isInteger(m.maxTokens)) fail(`${p}/${m.id}: non-integer limits`);
+    const input = m.input.join(",");
+    if (input !== "text" && input !== "text,image") fail(`${p}/${m.id}: input ${input}`);
     const c = m.cost;
-    body += `        m(${rustStr(m.id)}, ${rustStr(m.name)}, ${m.reasoning}, ${image}, [${f(c.input)}, ${f(c.output)}, ${f(c.cacheRead)}, ${f(c.cacheWrite)}], ${m.contextWindow}, ${m.maxTokens})`;
-    if (m.api !== api) body += `\n            .api(${rustStr(m.api)})`;
-    if (m.baseUrl !== baseUrl) body += `\n            .base_url(${rustStr(m.baseUrl)})`;
-    if (m.headers) body += `\n            .headers(&[${Object.entries(m.headers).map(([k, v]) => `(${rustStr(k)}, ${rustStr(v)})`).join(", ")}])`;
-    if (m.thinkingLevelMap) body += `\n            .thinking(TLM_${mapIndex(m.thinkingLevelMap)})`;
-    if (m.compat) body += `\n            .compat(${V087 ? snippetName("JSON", m.compat) : rustStr(JSON.stringify(m.compat))})`;
-    if (V087) {
-      if (m.thinkingLevelMap) body += `\n            .show_thinking_map()`;
-      if (c.tiers) body += `\n            .tiers(${snippetName("TIERS", c.tiers)})`;
-      if (m.promptCache) body += `\n            .prompt_cache(${snippetName("JSON", m.promptCache)})`;
-      if (m.inputLimits) body += `\n            .input_limits(${snippetName("JSON", m.inputLimits)})`;
+    const costKeys = Object.keys(c).join(",");
+    if (costKeys !== "input,output,cacheRead,cacheWrite" && !(V087 && costKeys === "input,output,cacheRead,cacheWrite,tiers")) {
+      fail(`${p}/${m.id}: cost keys ${costKeys}`);
     }
-    body += ",\n";
+    const cost = [c.input, c.output, c.cacheRead, c.cacheWrite].map((n) => {
+      if (typeof n !== "number" || !Number.isFinite(n)) fail(`${p}/${m.id}: cost ${n}`);
+      return String(n);
+    });
+    const flags = (m.reasoning ? "r" : "-") + (input === "text,image" ? "i" : "-");
+    let row = [clean(m.id, "id"), clean(m.name, "name"), flags, cost.join(" "), m.contextWindow, m.maxTokens].join("|");
+    if (m.thinkingLevelMap) {
+      for (const k of Object.keys(m.thinkingLevelMap)) if (!LEVEL[k]) fail(`${p}/${m.id}: thinking level ${k}`);
+      row += `|t${intern("tlm", m.thinkingLevelMap)}`;
+    }
+    if (m.compat) row += `|c${intern("compat", m.compat)}`;
+    if (m.headers) row += `|h${intern("headers", m.headers)}`;
+    if (m.api !== api) row += `|a${clean(m.api, "api")}`;
+    if (m.baseUrl !== baseUrl) row += `|u${clean(m.baseUrl, "baseUrl")}`;
+    if (V087) {
+      if (c.tiers) {
+        for (const t of c.tiers) {
+          if (Object.keys(t).join(",") !== "inputTokensAbove,input,output,cacheRead,cacheWrite") fail(`${p}/${m.id}: tier ${JSON.stringify(t)}`);
+          for (const v of Object.values(t)) if (typeof v !== "number" || !Number.isFinite(v)) fail(`${p}/${m.id}: tier ${JSON.stringify(t)}`);
+        }
+        row += `|T${intern("tiers", c.tiers)}`;
+      }
+      if (m.promptCache) row += `|P${intern("json", m.promptCache)}`;
+      if (m.inputLimits) row += `|L${intern("json", m.inputLimits)}`;
+      row += `|o${intern("order", Object.keys(m).map((k) => ORDER_LETTER[k]).join(""))}`;
+    }
+    rows.push(row);
   }
-  body += "    ],\n};\n";
+  body += `\npub(super) const ${constName(p)}: BuiltinProvider = BuiltinProvider {\n`;
+  body += `    name: ${rustStr(p)},\n    api: ${rustStr(api)},\n    base_url: ${rustStr(baseUrl)},\n`;
+  body += `    models: Rows(r#"\n${rows.join("\n")}\n"#),\n};\n`;
 }
 
 let out = V087 ? `//! Built-in model table of pi 0.87.1 (\`--compat 0.87\`): pi-ai 0.87.1's model catalog for the
-//! providers pith ships, in the reference's provider order and file order, with its tiered prices,
-//! \`promptCache\` and \`inputLimits\`. Generated by \`tests/record/gen_builtin.mjs --v087\` from the
-//! published package; do not edit by hand.
+//! providers of pi 0.73.1, in the reference's provider order and file order. Facts only (ids, names,
+//! prices with their tiers, limits, \`promptCache\`, \`inputLimits\`, the order of each model's keys).
+//! Generated by \`tests/record/gen_builtin.mjs --v087\` from the published package; do not edit by
+//! hand.
+//!
+//! Rows as in \`builtin.rs\`, with more optional fields: \`T<n>\` price tiers, \`P<n>\` promptCache and
+//! \`L<n>\` inputLimits (indexes into the tables below), \`o<n>\` the model's key order.
 
-#![allow(clippy::unreadable_literal)]
-
-use super::table::{BuiltinProvider, m};
+use super::table::{BuiltinProvider, Rows};
 use crate::llm::CostTier;
-use crate::message::ThinkingLevel::{self, *};
-` : `//! Built-in model table: the reference's \`models.generated.ts\` (pi-ai 0.73.1) for the providers pith
-//! ships, in the reference's provider order and file order. Facts only (ids, names, prices, limits).
-//! Generated by \`tests/record/gen_builtin.mjs\` from the published package; do not edit by hand.
-
-use super::table::{BuiltinProvider, m};
 use crate::message::ThinkingLevel::{self, *};
 
 /// Distinct \`thinkingLevelMap\`s: \`None\` = level unsupported, \`Some(v)\` = provider-specific value.
+pub(super) const THINKING: &[&[(ThinkingLevel, Option<&str>)]] = &[
+` : `//! Built-in model table: the reference's \`models.generated.ts\` (pi-ai 0.73.1), every provider, in
+//! the reference's provider order and file order. Facts only (ids, names, prices, limits).
+//! Generated by \`tests/record/gen_builtin.mjs\` from the published package; do not edit by hand.
+//!
+//! One line per model: \`id|name|flags|input output cacheRead cacheWrite|contextWindow|maxTokens\`,
+//! flags \`r\` reasoning and \`i\` image input, then optional fields: \`t<n>\` thinking map, \`c<n>\`
+//! compat, \`h<n>\` headers (indexes into the tables below), \`a<api>\` and \`u<baseUrl>\` where they
+//! differ from the provider's.
+
+use super::table::{BuiltinProvider, Rows};
+use crate::message::ThinkingLevel::{self, *};
+
+/// Distinct \`thinkingLevelMap\`s: \`None\` = level unsupported, \`Some(v)\` = provider-specific value.
+pub(super) const THINKING: &[&[(ThinkingLevel, Option<&str>)]] = &[
 `;
-maps.forEach(({ tlm }, i) => {
-  const entries = Object.entries(tlm).map(([k, v]) => `(${LEVEL[k]}, ${v === null ? "None" : `Some(${rustStr(v)})`})`);
-  out += `const TLM_${i}: &[(ThinkingLevel, Option<&str>)] = &[${entries.join(", ")}];\n`;
-});
-snippets.forEach(({ prefix, value }, i) => {
-  if (prefix === "TIERS") {
-    const rows = value.map((t) => `CostTier { input_tokens_above: ${f(t.inputTokensAbove)}, input: ${f(t.input)}, output: ${f(t.output)}, cache_read: ${f(t.cacheRead)}, cache_write: ${f(t.cacheWrite)} }`);
-    out += `const TIERS_${i}: &[CostTier] = &[${rows.join(", ")}];\n`;
-  } else {
-    out += `const JSON_${i}: &str = ${rustStr(JSON.stringify(value))};\n`;
+for (const key of interned.tlm) {
+  const entries = Object.entries(JSON.parse(key)).map(([k, v]) => `(${LEVEL[k]}, ${v === null ? "None" : `Some(${rustStr(v)})`})`);
+  out += `    &[${entries.join(", ")}],\n`;
+}
+out += `];\n\n/// Distinct \`compat\` objects, as JSON text.\npub(super) const COMPAT: &[&str] = &[\n`;
+for (const key of interned.compat) out += `    ${rustStr(key)},\n`;
+out += `];\n\n/// Distinct header sets.\npub(super) const HEADERS: &[&[(&str, &str)]] = &[\n`;
+for (const key of interned.headers) {
+  out += `    &[${Object.entries(JSON.parse(key)).map(([k, v]) => `(${rustStr(k)}, ${rustStr(v)})`).join(", ")}],\n`;
+}
+if (V087) {
+  const num = (n) => (Number.isInteger(n) ? `${n}.0` : String(n));
+  out += `];\n\n/// Distinct price tiers.\npub(super) const TIERS: &[&[CostTier]] = &[\n`;
+  for (const key of interned.tiers) {
+    const tiers = JSON.parse(key).map((t) => `CostTier { input_tokens_above: ${num(t.inputTokensAbove)}, input: ${num(t.input)}, output: ${num(t.output)}, cache_read: ${num(t.cacheRead)}, cache_write: ${num(t.cacheWrite)} }`);
+    out += `    &[${tiers.join(", ")}],\n`;
   }
-});
-out += `\n/// Providers in the reference's registry order.\npub(super) const PROVIDERS: &[BuiltinProvider] = &[${providers.map(constName).join(", ")}];\n\n`;
+  out += "];\n\n/// Distinct `promptCache` and `inputLimits` objects, as JSON text.\npub(super) const JSON: &[&str] = &[\n";
+  for (const key of interned.json) out += `    ${rustStr(key)},\n`;
+  out += "];\n\n/// Distinct key orders (letters as `table.rs` reads them).\npub(super) const ORDERS: &[&str] = &[\n";
+  for (const key of interned.order) out += `    ${rustStr(JSON.parse(key))},\n`;
+}
+out += `];\n\n/// Providers in the reference's registry order.\npub(super) const PROVIDERS: &[BuiltinProvider] = &[\n`;
+out += providers.map((p) => `    ${constName(p)},\n`).join("");
+out += `];\n`;
 process.stdout.write(out + body);

@@ -81,7 +81,20 @@ impl World {
     /// The `pith` binary with `args`, run in this world: its cwd, and only PATH, HOME, TMPDIR
     /// and PI_CODING_AGENT_DIR in the environment. Stdio is left to the caller.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_pith"));
+        self.wrapped_command(&[], args)
+    }
+    /// [`World::command`] run by another program: `wrapper` (e.g. `["unshare", "-m", …]`), then
+    /// the `pith` binary and `args`.
+    pub fn wrapped_command(&self, wrapper: &[&str], args: &[&str]) -> Command {
+        let pith = env!("CARGO_BIN_EXE_pith");
+        let mut c = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(pith);
+                c
+            }
+            None => Command::new(pith),
+        };
         c.args(args)
             .current_dir(self.cwd())
             .env_clear()
@@ -112,6 +125,11 @@ pub struct Pith {
 impl Pith {
     pub fn spawn_in(world: &World, args: &[&str]) -> Pith {
         Pith::spawn_cmd(world.command(args))
+    }
+
+    /// Start a prepared command (see [`World::command`], [`World::wrapped_command`]).
+    pub fn start(command: Command) -> Pith {
+        Pith::spawn_cmd(command)
     }
 
     /// Spawn a prepared command (e.g. [`World::command`] with extra environment).
@@ -155,6 +173,11 @@ impl Pith {
             seen: Vec::new(),
             stderr: err_lines,
         }
+    }
+
+    /// The stderr lines read so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().expect("stderr lines").clone()
     }
 
     pub fn send(&mut self, v: Value) {

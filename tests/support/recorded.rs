@@ -52,6 +52,12 @@ pub struct Fixture {
     pub provider: String,
     pub model: String,
     pub thinking: Option<String>,
+    /// The base URL pi was pointed at (models.json), `{PORT}` standing for the fake's port; when
+    /// absent, the one the test passes.
+    pub base_url: Option<String>,
+    /// The models.json pi ran with, when the model is defined or changed there (`{PORT}` as in
+    /// `base_url`).
+    pub models_json: Option<String>,
     pub turns: Vec<Turn>,
 }
 
@@ -153,18 +159,42 @@ pub fn load(name: &str) -> Fixture {
         provider: s(&v, "provider").expect("provider"),
         model: s(&v, "model").expect("model"),
         thinking: s(&v, "thinking"),
+        base_url: s(&v, "baseUrl"),
+        models_json: s(&v, "modelsJson"),
         turns,
     }
 }
 
-/// The built-in model of the fixture, at `base_url`.
+/// The models pi had: the built-in ones, with the fixture's models.json when it has one.
+fn registry(fx: &Fixture, port: &str) -> Registry {
+    match &fx.models_json {
+        Some(text) => Registry::from_models_json_for(&text.replace("{PORT}", port), fx.compat)
+            .unwrap_or_else(|e| panic!("{}: models.json: {e}", fx.name)),
+        None => Registry::builtin_for(fx.compat),
+    }
+}
+
+/// The model of the fixture, at `base_url` (or at the fixture's own base URL on the port of
+/// `base_url`).
 pub fn model(fx: &Fixture, base_url: &str) -> Model {
-    let mut m = Registry::builtin_for(fx.compat)
+    let mut m = registry(fx, port_of(base_url))
         .find(&fx.provider, &fx.model)
-        .unwrap_or_else(|| panic!("{}/{} is not built in", fx.provider, fx.model))
+        .unwrap_or_else(|| panic!("{}/{} is not known", fx.provider, fx.model))
         .clone();
-    m.base_url = base_url.to_string();
+    match (&fx.base_url, &fx.models_json) {
+        (Some(template), _) => m.base_url = template.replace("{PORT}", port_of(base_url)),
+        // The models.json URL, on this port already.
+        (None, Some(_)) => {}
+        (None, None) => m.base_url = base_url.to_string(),
+    }
     m
+}
+
+/// The port of `http://127.0.0.1:PORT[/...]`.
+fn port_of(url: &str) -> &str {
+    let after = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = after.split('/').next().unwrap_or("");
+    host.rsplit_once(':').map_or("", |(_, p)| p)
 }
 
 /// The request pith builds for turn `i`.
@@ -175,8 +205,8 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
         None => ThinkingLevel::Medium,
     };
     // As the state machine does: the level clamped to what the model supports.
-    let registry = Registry::builtin_for(fx.compat);
-    let levels = registry.thinking_levels(&model);
+    let reg = registry(fx, port_of(&model.base_url));
+    let levels = reg.thinking_levels(&model);
     let thinking = pith::llm::clamp_thinking(&levels, asked);
     let mut messages = t.messages.clone();
     // Under 0.87 the transcript starts with its system message (pith's agent sends it in place);
@@ -207,18 +237,9 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     req.tools = t.tools.clone();
     req.thinking = thinking;
     req.session_id = t.session_id.clone();
-    req.extra.thinking_map = registry
-        .thinking_level_map(&fx.provider, &fx.model)
-        .cloned();
+    req.extra.thinking_map = reg.thinking_level_map(&fx.provider, &fx.model).cloned();
     req.compat = fx.compat;
-    let port = req
-        .model
-        .base_url
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.split('/').next())
-        .unwrap_or("")
-        .to_string();
+    let port = port_of(&req.model.base_url).to_string();
     let env: Vec<(String, String)> = fx
         .env
         .iter()

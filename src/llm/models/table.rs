@@ -1,12 +1,14 @@
-//! Row types of the built-in model table (`builtin.rs`).
+//! Row types of the built-in model tables (`builtin.rs`: pi 0.73.1's, `builtin_087.rs`: pi
+//! 0.87.1's).
 //!
-//! The table is plain `const` data so start-up costs one pass that turns rows into [`Model`]s; no
-//! JSON is parsed for built-ins (only the two or three `compat` snippets, on demand).
+//! The table is text, one line per model, so the binary carries no struct (and no relocated
+//! pointer) per row; building the registry parses the lines it needs. No JSON is parsed for
+//! built-ins except the few distinct `compat` snippets.
 
-use crate::llm::{Model, ModelCost};
+use crate::llm::{CostTier, Model, ModelCost};
 use crate::message::ThinkingLevel;
 
-/// One built-in model. Provider-wide facts (`api`, `baseUrl`) live in [`BuiltinProvider`].
+/// One built-in model (a parsed row). Provider-wide facts (`api`, `baseUrl`) live in [`BuiltinProvider`].
 pub(super) struct BuiltinModel {
     pub id: &'static str,
     pub name: &'static str,
@@ -26,111 +28,126 @@ pub(super) struct BuiltinModel {
     pub base_url: Option<&'static str>,
     /// Request headers the model always sends (GitHub Copilot's editor identification).
     pub headers: Option<&'static [(&'static str, &'static str)]>,
-    /// pi 0.87.1's table: the thinking level map is shown in the model's JSON.
-    pub show_thinking_map: bool,
     /// pi 0.87.1's tiered prices.
-    pub tiers: Option<&'static [crate::llm::CostTier]>,
+    pub tiers: Option<&'static [CostTier]>,
     /// pi 0.87.1's `promptCache` as JSON text.
     pub prompt_cache: Option<&'static str>,
     /// pi 0.87.1's `inputLimits` as JSON text.
     pub input_limits: Option<&'static str>,
+    /// pi 0.87.1: the model's keys in their JSON order (`model_json.rs`'s letters).
+    pub order: Option<&'static str>,
 }
 
-/// Row constructor, kept short so the table stays one line per model.
-pub(super) const fn m(
-    id: &'static str,
-    name: &'static str,
-    reasoning: bool,
-    image: bool,
-    cost: [f64; 4],
-    context_window: u64,
-    max_tokens: u64,
-) -> BuiltinModel {
-    BuiltinModel {
-        id,
-        name,
-        reasoning,
-        image,
-        cost,
-        context_window,
-        max_tokens,
-        thinking: None,
-        compat: None,
-        api: None,
-        base_url: None,
-        headers: None,
-        show_thinking_map: false,
-        tiers: None,
-        prompt_cache: None,
-        input_limits: None,
+/// The shared values a table's rows point at by index.
+pub(super) struct Tables {
+    pub thinking: &'static [&'static [(ThinkingLevel, Option<&'static str>)]],
+    pub compat: &'static [&'static str],
+    pub headers: &'static [&'static [(&'static str, &'static str)]],
+    pub tiers: &'static [&'static [CostTier]],
+    pub json: &'static [&'static str],
+    pub orders: &'static [&'static str],
+}
+
+/// One pi version's built-in table: its providers and the values their rows share.
+pub(super) struct Table {
+    pub providers: &'static [BuiltinProvider],
+    pub tables: Tables,
+}
+
+/// pi 0.73.1's table.
+pub(super) const V073: Table = Table {
+    providers: super::builtin::PROVIDERS,
+    tables: Tables {
+        thinking: super::builtin::THINKING,
+        compat: super::builtin::COMPAT,
+        headers: super::builtin::HEADERS,
+        tiers: &[],
+        json: &[],
+        orders: &[],
+    },
+};
+
+/// pi 0.87.1's table (`--compat 0.87`).
+pub(super) const V087: Table = Table {
+    providers: super::builtin_087::PROVIDERS,
+    tables: Tables {
+        thinking: super::builtin_087::THINKING,
+        compat: super::builtin_087::COMPAT,
+        headers: super::builtin_087::HEADERS,
+        tiers: super::builtin_087::TIERS,
+        json: super::builtin_087::JSON,
+        orders: super::builtin_087::ORDERS,
+    },
+};
+
+/// The rows of one provider (`builtin.rs`): one model per line, parsed on iteration.
+#[derive(Clone, Copy)]
+pub(super) struct Rows(pub &'static str);
+
+impl Rows {
+    /// Number of rows (an upper bound of the models: a row that does not parse is skipped).
+    pub(super) fn len(self) -> usize {
+        self.0.lines().filter(|l| !l.is_empty()).count()
+    }
+
+    /// The models, their shared values looked up in `tables`.
+    pub(super) fn rows(self, tables: &'static Tables) -> impl Iterator<Item = BuiltinModel> {
+        self.0
+            .lines()
+            .filter_map(move |l| BuiltinModel::parse(l, tables))
     }
 }
 
 impl BuiltinModel {
-    pub(super) const fn thinking(
-        self,
-        map: &'static [(ThinkingLevel, Option<&'static str>)],
-    ) -> Self {
-        BuiltinModel {
-            thinking: Some(map),
-            ..self
+    /// One row: `id|name|flags|costs|contextWindow|maxTokens[|t<n>|c<n>|h<n>|a<api>|u<url>]`,
+    /// for pi 0.87.1 also `T<n>` tiers, `P<n>` promptCache, `L<n>` inputLimits, `o<n>` key order.
+    /// The table is generated and checked by a test; a row that does not parse (or an empty
+    /// line) is skipped rather than trusted.
+    fn parse(line: &'static str, t: &'static Tables) -> Option<BuiltinModel> {
+        let mut f = line.split('|');
+        let id = f.next().filter(|s| !s.is_empty())?;
+        let name = f.next()?;
+        let flags = f.next()?.as_bytes();
+        let mut cost = [0.0; 4];
+        let mut prices = f.next()?.split(' ');
+        for c in &mut cost {
+            *c = prices.next()?.parse().ok()?;
         }
-    }
-
-    pub(super) const fn api(self, api: &'static str) -> Self {
-        BuiltinModel {
-            api: Some(api),
-            ..self
+        let mut row = BuiltinModel {
+            id,
+            name,
+            reasoning: flags.first() == Some(&b'r'),
+            image: flags.get(1) == Some(&b'i'),
+            cost,
+            context_window: f.next()?.parse().ok()?,
+            max_tokens: f.next()?.parse().ok()?,
+            thinking: None,
+            compat: None,
+            api: None,
+            base_url: None,
+            headers: None,
+            tiers: None,
+            prompt_cache: None,
+            input_limits: None,
+            order: None,
+        };
+        for extra in f {
+            let (key, value) = extra.split_at_checked(1)?;
+            let index = || value.parse::<usize>().ok();
+            match key {
+                "t" => row.thinking = Some(*t.thinking.get(index()?)?),
+                "c" => row.compat = Some(*t.compat.get(index()?)?),
+                "h" => row.headers = Some(*t.headers.get(index()?)?),
+                "T" => row.tiers = Some(*t.tiers.get(index()?)?),
+                "P" => row.prompt_cache = Some(*t.json.get(index()?)?),
+                "L" => row.input_limits = Some(*t.json.get(index()?)?),
+                "o" => row.order = Some(*t.orders.get(index()?)?),
+                "a" => row.api = Some(value),
+                "u" => row.base_url = Some(value),
+                _ => return None,
+            }
         }
-    }
-
-    pub(super) const fn base_url(self, url: &'static str) -> Self {
-        BuiltinModel {
-            base_url: Some(url),
-            ..self
-        }
-    }
-
-    pub(super) const fn headers(self, headers: &'static [(&'static str, &'static str)]) -> Self {
-        BuiltinModel {
-            headers: Some(headers),
-            ..self
-        }
-    }
-
-    pub(super) const fn compat(self, json: &'static str) -> Self {
-        BuiltinModel {
-            compat: Some(json),
-            ..self
-        }
-    }
-
-    pub(super) const fn show_thinking_map(self) -> Self {
-        BuiltinModel {
-            show_thinking_map: true,
-            ..self
-        }
-    }
-
-    pub(super) const fn tiers(self, tiers: &'static [crate::llm::CostTier]) -> Self {
-        BuiltinModel {
-            tiers: Some(tiers),
-            ..self
-        }
-    }
-
-    pub(super) const fn prompt_cache(self, json: &'static str) -> Self {
-        BuiltinModel {
-            prompt_cache: Some(json),
-            ..self
-        }
-    }
-
-    pub(super) const fn input_limits(self, json: &'static str) -> Self {
-        BuiltinModel {
-            input_limits: Some(json),
-            ..self
-        }
+        Some(row)
     }
 
     pub(super) fn to_model(&self, provider: &BuiltinProvider) -> Model {
@@ -164,21 +181,20 @@ impl BuiltinModel {
                     .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
                     .collect()
             }),
+            shape: match self.order {
+                Some(order) => crate::llm::model_json::ModelShape::ordered(
+                    order,
+                    self.thinking.map(super::ThinkingLevelMap::from_static),
+                ),
+                None => crate::llm::model_json::ModelShape::builtin(
+                    self.headers.is_some(),
+                    compat.is_some(),
+                    self.thinking.map(super::ThinkingLevelMap::from_static),
+                ),
+            },
             compat,
-            thinking_level_map_json: self.thinking.filter(|_| self.show_thinking_map).map(|map| {
-                serde_json::Value::Object(
-                    map.iter()
-                        .map(|(l, v)| {
-                            (
-                                l.as_str().to_string(),
-                                v.map_or(serde_json::Value::Null, |v| v.into()),
-                            )
-                        })
-                        .collect(),
-                )
-            }),
-            prompt_cache: self.prompt_cache.and_then(|j| serde_json::from_str(j).ok()),
-            input_limits: self.input_limits.and_then(|j| serde_json::from_str(j).ok()),
+            prompt_cache: self.prompt_cache,
+            input_limits: self.input_limits,
         }
     }
 }
@@ -188,5 +204,21 @@ pub(super) struct BuiltinProvider {
     pub name: &'static str,
     pub api: &'static str,
     pub base_url: &'static str,
-    pub models: &'static [BuiltinModel],
+    pub models: Rows,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{V073, V087};
+
+    #[test]
+    fn every_row_parses() {
+        for table in [&V073, &V087] {
+            for p in table.providers {
+                let parsed = p.models.rows(&table.tables).count();
+                assert_eq!(parsed, p.models.len(), "{}: a row does not parse", p.name);
+                assert!(parsed > 0, "{}", p.name);
+            }
+        }
+    }
 }

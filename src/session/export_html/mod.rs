@@ -29,6 +29,7 @@ pub use html::escape;
 pub use page::{Extras, ToolSpec, render};
 
 use super::Session;
+use crate::cancel::CancelToken;
 
 pub const ERR_IN_MEMORY: &str = "Cannot export in-memory session to HTML";
 pub const ERR_NOTHING_YET: &str = "Nothing to export yet - start a conversation first";
@@ -41,16 +42,23 @@ pub fn export_html(
     output_path: Option<&str>,
     extras: &Extras,
 ) -> Result<String, String> {
+    let path = export_target(session, output_path)?;
+    write_page(session, extras, &path, None)?;
+    Ok(path)
+}
+
+/// What `export_html` decides before anything is rendered: whether the session can be exported
+/// (a file, and something in it) and where the page goes. Cheap, so the state machine asks it
+/// and leaves the rendering ([`write_page`]) to a worker thread.
+pub fn export_target(session: &Session, output_path: Option<&str>) -> Result<String, String> {
     let file = session.file().ok_or(ERR_IN_MEMORY)?;
     if !session.is_flushed() {
         return Err(ERR_NOTHING_YET.into());
     }
-    let path = match output_path {
+    Ok(match output_path {
         Some(p) => p.to_string(),
         None => default_export_name(file),
-    };
-    write_page(session, extras, &path)?;
-    Ok(path)
+    })
 }
 
 /// The tools of the live agent as the export lists them.
@@ -100,7 +108,7 @@ pub fn export_file(input: &str, output: Option<&str>, cwd: &Path) -> Result<Stri
         Some(p) => expand_tilde(p),
         None => default_export_name(&resolved),
     };
-    write_page(&session, &Extras::default(), &path)?;
+    write_page(&session, &Extras::default(), &path, None)?;
     Ok(path)
 }
 
@@ -129,10 +137,16 @@ pub fn default_export_name(session_file: &Path) -> String {
     format!("pi-session-{stem}.html")
 }
 
-/// Render into a temporary file next to `path`, then rename it into place: a full disk or any
-/// other failure leaves no partial page (and an older export at `path` intact).
-fn write_page(session: &Session, extras: &Extras, path: &str) -> Result<(), String> {
-    let fail = |e: &dyn std::fmt::Display| format!("Failed to write {path}: {e}");
+/// Render into a temporary file next to `path`, then rename it into place: a full disk, a
+/// cancellation (`cancel`, checked at every write of the page) or any other failure leaves no
+/// partial page (and an older export at `path` intact).
+pub fn write_page(
+    session: &Session,
+    extras: &Extras,
+    path: &str,
+    cancel: Option<&CancelToken>,
+) -> Result<(), String> {
+    let fail = |e: &std::io::Error| format!("Failed to write {path}: {}", plain_io_error(e));
     let target = Path::new(path);
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -147,12 +161,42 @@ fn write_page(session: &Session, extras: &Extras, path: &str) -> Result<(), Stri
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
     let tmp = builder.tempfile_in(dir).map_err(|e| fail(&e))?;
-    let mut w = std::io::BufWriter::with_capacity(256 * 1024, tmp);
+    let mut w = std::io::BufWriter::with_capacity(256 * 1024, Cancellable { tmp, cancel });
     render(session, extras, &mut w).map_err(|e| fail(&e))?;
     w.flush().map_err(|e| fail(&e))?;
-    let tmp = w.into_inner().map_err(|e| fail(e.error()))?;
+    let tmp = w.into_inner().map_err(|e| fail(e.error()))?.tmp;
     tmp.persist(target).map_err(|e| fail(&e.error))?;
     Ok(())
+}
+
+/// The temporary page, refusing further writes once the export is cancelled (pith shutting
+/// down): the render stops at its next flush and the temporary file is removed.
+struct Cancellable<'a> {
+    tmp: tempfile::NamedTempFile,
+    cancel: Option<&'a CancelToken>,
+}
+
+impl Write for Cancellable<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(std::io::Error::other("export cancelled"));
+        }
+        self.tmp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.tmp.flush()
+    }
+}
+
+/// An I/O error without the temporary file's name that `tempfile` adds to it (`… at path
+/// ".pith-export-Ab12Cd.html.tmp"`; its wrapper exposes no other way to the OS error): the host
+/// asked for `path`, not for our scratch file.
+fn plain_io_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at path \"") {
+        Some(i) if e.get_ref().is_some() => text[..i].to_string(),
+        _ => text,
+    }
 }
 
 #[cfg(test)]
