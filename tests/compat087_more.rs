@@ -1071,3 +1071,50 @@ fn tiered_prices_apply_above_their_threshold_under_087() {
         p.finish(Duration::from_secs(5));
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// Requests with only a prompt (summaries) for models that take system messages mid-conversation
+
+#[test]
+fn a_summary_request_keeps_its_prompt_with_a_mid_conversation_model_under_087() {
+    // pi 0.87.1 folds a request's prompt into a leading system message; a model whose compat
+    // keeps system messages in place reads the prompt from there.
+    let (w, srv) = fake_world(vec![
+        text_reply(1, &["One."]),
+        text_reply(2, &["Two."]),
+        text_reply(3, &["Summary."]),
+        text_reply(4, &["Prefix summary."]),
+    ]);
+    w.write_agent_file("settings.json", r#"{"compaction":{"keepRecentTokens":1}}"#);
+    models_with_compat(
+        &w,
+        srv.port,
+        "fake",
+        json!({"supportsMidConvoSystemMessages": true}),
+    );
+    let mut p = w.spawn(&fake_rpc(&["--compat", "0.87", "--no-session"]));
+    run(&mut p, "p1", "Hello there");
+    run(&mut p, "p2", "And again");
+    let r = p.call(json!({"type":"compact"}), "c1");
+    assert_eq!(r["success"], true, "{r}");
+    let reqs = srv.requests();
+    assert_eq!(reqs.len(), 4);
+    for r in &reqs[2..] {
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        let system = body["system"].as_array().expect("a system prompt");
+        let text = system.last().unwrap()["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("You are a context summarization assistant."),
+            "{text}"
+        );
+    }
+    // The conversation request kept its own prompt as well.
+    let first: Value = serde_json::from_str(&reqs[0].body).unwrap();
+    assert!(
+        first["system"].as_array().unwrap().last().unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are an expert coding assistant")
+    );
+    p.finish(Duration::from_secs(5));
+}

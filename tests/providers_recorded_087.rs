@@ -281,7 +281,13 @@ fn copilot_requests_match_pi_087() {
 
 fn anthropic_fixtures() -> Vec<String> {
     let mut out = Vec::new();
-    for m in ["claude_sonnet_4_6", "claude_opus_4_7", "claude_haiku_4_5"] {
+    for m in [
+        "claude_sonnet_4_6",
+        "claude_opus_4_7",
+        "claude_haiku_4_5",
+        "claude_opus_5",
+        "claude_fable_5",
+    ] {
         out.push(format!("087/anthropic/tool_{m}.json"));
         for level in ["off", "high", "xhigh", "max"] {
             out.push(format!("087/anthropic/think_{level}_{m}.json"));
@@ -363,4 +369,38 @@ fn anthropic_bad_event_json_as_pi_087() {
     let tail = "; data={not json; raw=event: message_delta\\ndata: {not json";
     assert!(want.starts_with(head) && want.ends_with(tail), "{want}");
     assert!(got.starts_with(head) && got.ends_with(tail), "{got}");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tools that change during a run, with models that take system messages mid-conversation
+// (`tests/record/gen_midconvo.py`): an extension registers a tool, or drops one; the later
+// system messages travel in place (Anthropic's tool additions and removals, the completions
+// API's system tools, the Responses API's additional tools).
+
+/// Fixture, key, the base URL pi had (the fake's address and this path).
+const MIDCONVO: &[(&str, &str, &str)] = &[
+    ("anthropic_claude_opus_5", "sk-ant-test", ""),
+    ("anthropic_claude_opus_4_8", "sk-ant-test", ""),
+    ("openai_gpt_5_5", "sk-openai-test", "/v1"),
+    ("moonshotai_kimi_k3", "sk-moon-test", "/v1"),
+    ("deepseek_deepseek_v4_pro", "sk-ds-test", ""),
+];
+
+#[test]
+fn midconvo_requests_match_pi_087() {
+    for (m, key, path) in MIDCONVO {
+        for flow in ["add", "drop"] {
+            let f = format!("087/midconvo/{flow}_{m}.json");
+            assert_bodies(&f, &format!("http://127.0.0.1:9{path}"), key, &|_| {});
+        }
+    }
+}
+
+#[test]
+fn midconvo_messages_match_pi_087() {
+    for (m, key, _) in MIDCONVO {
+        for flow in ["add", "drop"] {
+            assert_replays(&format!("087/midconvo/{flow}_{m}.json"), key, CHUNKS);
+        }
+    }
 }

@@ -98,7 +98,8 @@ pub fn spawn(req: LlmRequest, sink: Sink) -> StreamHandle {
     }
 }
 
-fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
+fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
+    crate::llm::transcript::normalize(&mut req);
     let mut em = Emitter { sink, alive: true };
     if req.model.api == "faux" {
         crate::llm::faux::run(&req, &token, &mut |ev| em.emit(ev));

@@ -13,6 +13,37 @@ use serde_json::{Map, Value};
 use crate::llm::{LlmRequest, ToolSchema};
 use crate::message::{LlmMessage, SystemMessage, ToolDeclaration, UserContent};
 
+/// pi 0.87.1's `normalizeContext`: under 0.87 a request whose messages do not start with a
+/// system message (a summary request, which has only a prompt) gets one holding its prompt and
+/// tools, so the APIs that read the prompt from the transcript find it there.
+pub fn normalize(req: &mut LlmRequest) {
+    if !req.compat.is_087() || initial(&req.messages).is_some() {
+        return;
+    }
+    if req.system_prompt.is_empty() && req.tools.is_empty() {
+        return;
+    }
+    let tools: Vec<ToolDeclaration> = req
+        .tools
+        .iter()
+        .map(|t| ToolDeclaration {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+            constrained_sampling: t.constrained_sampling.clone(),
+        })
+        .collect();
+    let system = SystemMessage {
+        content: UserContent::Text(req.system_prompt.clone()),
+        sections: None,
+        timestamp: 0,
+        tools_added: (!tools.is_empty()).then_some(tools),
+        tools_removed: None,
+        checkpoint: false,
+    };
+    req.messages.insert(0, LlmMessage::System(system));
+}
+
 /// Whether the request keeps later system messages in place (the model's
 /// `compat.supportsMidConvoSystemMessages`, pi 0.87.1).
 pub fn mid_convo(req: &LlmRequest) -> bool {
@@ -211,6 +242,40 @@ mod tests {
         );
         let only_tools = sys(json!({"content":"","toolsRemoved":[{"name":"x"}],"timestamp":1}));
         assert_eq!(render_update(&only_tools), "");
+    }
+
+    #[test]
+    fn a_prompt_only_request_gets_its_system_message() {
+        let mut req = crate::llm::LlmRequest {
+            system_prompt: "Summarize.".into(),
+            messages: vec![LlmMessage::User(
+                serde_json::from_value(json!({"role":"user","content":"x","timestamp":1})).unwrap(),
+            )],
+            compat: crate::compat::Compat::V087,
+            model: crate::llm::faux::model(),
+            api_key: None,
+            tools: Vec::new(),
+            thinking: crate::message::ThinkingLevel::Off,
+            session_id: None,
+            max_tokens: None,
+            timeouts: Default::default(),
+            faux_script: None,
+            no_cache: false,
+            extra: Default::default(),
+        };
+        normalize(&mut req);
+        assert_eq!(
+            initial(&req.messages).map(system_text).as_deref(),
+            Some("Summarize.")
+        );
+        assert_eq!(req.messages.len(), 2);
+        // Once only, and never under 0.73.
+        normalize(&mut req);
+        assert_eq!(req.messages.len(), 2);
+        req.messages.remove(0);
+        req.compat = crate::compat::Compat::V073;
+        normalize(&mut req);
+        assert_eq!(req.messages.len(), 1);
     }
 
     #[test]
