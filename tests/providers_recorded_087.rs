@@ -404,3 +404,114 @@ fn midconvo_messages_match_pi_087() {
         }
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// pi 0.73.1's other built-in providers with pi 0.87.1's models
+// (`tests/record/gen_builtin_providers_087.py`): each provider's real base URL kept as the fake's
+// path, so what pi detects from the URL applies.
+
+/// Headers whose values pith must send exactly as pi 0.87.1 did (absent when pi sent none; the
+/// User-Agent names the recording machine's kernel and is checked elsewhere).
+const BUILTIN_HEADERS: &[&str] = &[
+    "authorization",
+    "x-api-key",
+    "cf-aig-authorization",
+    "anthropic-beta",
+    "anthropic-version",
+    "session_id",
+    "x-session-id",
+    "x-client-request-id",
+    "x-session-affinity",
+    "x-stainless-timeout",
+];
+
+fn check_builtin(names: &[&str]) {
+    let mut failed = Vec::new();
+    for name in names {
+        let f = format!("087/builtin/{name}.json");
+        let key = format!("key-{}", support::recorded::load(&f).provider);
+        let r = std::panic::catch_unwind(|| {
+            assert_bodies(&f, "http://127.0.0.1:9", &key, &|_| {});
+            assert_headers(&f, "http://127.0.0.1:9", &key, BUILTIN_HEADERS);
+            assert_replays(&f, &key, CHUNKS);
+        });
+        if r.is_err() {
+            failed.push(*name);
+        }
+    }
+    assert!(failed.is_empty(), "differ from pi 0.87.1: {failed:?}");
+}
+
+#[test]
+fn builtin_completions_providers_match_pi_087() {
+    check_builtin(&[
+        "deepseek_tool",
+        "deepseek_off",
+        "deepseek_max",
+        "zai_tool",
+        "zai_off",
+        "moonshot_tool",
+        "moonshotcn_text",
+        "hf_tool",
+        "hf_plain",
+        "cf_workers_tool",
+        "cf_gateway_compat",
+        "opencode_cc",
+        "opencodego_deepseek",
+        "opencodego_qwen",
+        "openrouter_deepseek",
+        "openrouter_off",
+        "xiaomi_tool",
+        "xiaomi_cn_off",
+        "groq_tool",
+        "groq_plain",
+        "cerebras_tool",
+    ]);
+}
+
+#[test]
+fn builtin_anthropic_and_responses_providers_match_pi_087() {
+    check_builtin(&[
+        "cf_gateway_anthropic",
+        "opencode_anthropic",
+        "openrouter_claude",
+        "fireworks_tool",
+        "kimi_tool",
+        "minimax_tool",
+        "minimaxcn_tool",
+        "vercel_qwen",
+        "xai_tool",
+    ]);
+}
+
+#[test]
+fn completions_stream_details_match_pi_087() {
+    check_builtin(&[
+        "stream_interleaved",
+        "stream_reasoning_fields",
+        "stream_content_filter",
+        "stream_unknown_finish",
+        "stream_error_chunk",
+        "stream_no_finish",
+        "stream_cache_write",
+        "error_400",
+        "error_429",
+        "error_503",
+    ]);
+}
+
+#[test]
+fn models_json_compat_flags_match_pi_087() {
+    check_builtin(&[
+        "custom_toolname",
+        "custom_thinking_text",
+        "custom_cache",
+        "custom_vercel",
+        "custom_openrouter",
+        "custom_openai_off",
+        "custom_together",
+        "custom_nofinish",
+        "custom_anthropic",
+        "custom_responses",
+    ]);
+}

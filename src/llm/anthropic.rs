@@ -111,7 +111,12 @@ impl WireApi for Anthropic {
         let mut p = prepare(req);
         if crate::llm::cloudflare::is_gateway(&req.model.provider) {
             let base = crate::llm::cloudflare::resolve_base_url(req)?;
-            p.url = format!("{}/v1/messages", base.trim_end_matches('/'));
+            let beta = if req.compat.is_087() {
+                "?beta=true"
+            } else {
+                ""
+            };
+            p.url = format!("{}/v1/messages{beta}", base.trim_end_matches('/'));
         }
         Ok(p)
     }

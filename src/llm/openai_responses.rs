@@ -95,10 +95,32 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     }
     if cache_retention(req) != "none" {
         if let Some(s) = &req.session_id {
-            if compat_flag(&req.model, "sendSessionIdHeader") {
-                headers.push(("session_id".into(), s.clone()));
+            if req.compat.is_087() {
+                // pi 0.87.1: the model's `sessionAffinityFormat` (OpenRouter's by provider or
+                // URL, else OpenAI's).
+                let model = &req.model;
+                let openrouter =
+                    model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
+                let format = model
+                    .compat
+                    .as_ref()
+                    .and_then(|c| c.get("sessionAffinityFormat"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(if openrouter { "openrouter" } else { "openai" });
+                if format == "openrouter" {
+                    headers.push(("x-session-id".into(), s.clone()));
+                } else {
+                    if format == "openai" {
+                        headers.push(("session_id".into(), s.clone()));
+                    }
+                    headers.push(("x-client-request-id".into(), s.clone()));
+                }
+            } else {
+                if compat_flag(&req.model, "sendSessionIdHeader") {
+                    headers.push(("session_id".into(), s.clone()));
+                }
+                headers.push(("x-client-request-id".into(), s.clone()));
             }
-            headers.push(("x-client-request-id".into(), s.clone()));
         }
     }
     Prepared {

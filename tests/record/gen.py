@@ -72,7 +72,7 @@ def record(extract, provider, model, env, replies, prompts, files=None, settings
             turn["systemPrompt"] = sp
             turn["tools"] = current_tools(ctx) if keep_system else (declared if declared is not None else tools)
             hdr = dict(r["headers"])
-            for k in ("x-affinity", "session_id", "x-client-request-id"):
+            for k in ("x-affinity", "session_id", "x-client-request-id", "x-session-id", "x-session-affinity"):
                 if k in hdr:
                     turn["sessionId"] = hdr[k]
                     break
