@@ -128,6 +128,7 @@ fn openai_responses_messages_match_pi_087() {
 const VERTEX: &[&str] = &[
     "087/vertex/key_tool.json",
     "087/vertex/key_flash3.json",
+    "087/vertex/key_tool3.json",
     "087/vertex/key_off.json",
     "087/vertex/key_max.json",
     "087/vertex/key_safety.json",
@@ -423,6 +424,7 @@ const BUILTIN_HEADERS: &[&str] = &[
     "x-client-request-id",
     "x-session-affinity",
     "x-stainless-timeout",
+    "x-goog-api-key",
 ];
 
 fn check_builtin(names: &[&str]) {
@@ -470,7 +472,7 @@ fn builtin_completions_providers_match_pi_087() {
 }
 
 #[test]
-fn builtin_anthropic_and_responses_providers_match_pi_087() {
+fn builtin_anthropic_responses_and_google_providers_match_pi_087() {
     check_builtin(&[
         "cf_gateway_anthropic",
         "opencode_anthropic",
@@ -481,6 +483,9 @@ fn builtin_anthropic_and_responses_providers_match_pi_087() {
         "minimaxcn_tool",
         "vercel_qwen",
         "xai_tool",
+        "opencode_responses",
+        "cf_gateway_responses",
+        "opencode_google",
     ]);
 }
 

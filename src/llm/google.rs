@@ -162,8 +162,12 @@ fn valid_signature(same: bool, sig: Option<&str>) -> Option<String> {
     ok.then(|| s.to_string())
 }
 
-fn requires_tool_call_id(id: &str) -> bool {
-    id.starts_with("claude-") || id.starts_with("gpt-oss-")
+/// Models that need tool call ids in function calls and responses (pi 0.87.1: Gemini 3 and
+/// later too).
+fn requires_tool_call_id(id: &str, v087: bool) -> bool {
+    id.starts_with("claude-")
+        || id.starts_with("gpt-oss-")
+        || (v087 && gemini_major(id).is_some_and(|v| v >= 3))
 }
 
 /// Gemini 3 and later (and non-Gemini models) take images inside function responses.
@@ -198,7 +202,7 @@ fn content(parts: Vec<Value>, role: &str) -> Value {
 /// The `contents` (pi's google-shared `convertMessages`, then the SDK converter's key order).
 pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
     let model = &req.model;
-    let with_ids = requires_tool_call_id(&model.id);
+    let with_ids = requires_tool_call_id(&model.id, req.compat.is_087());
     let normalize = |id: &str| {
         if with_ids {
             crate::llm::transform::sanitize_id(id, 64)
@@ -261,6 +265,14 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
                             let mut call = Map::new();
                             let id = with_ids.then(|| json!(tc.id));
                             match flavor {
+                                // pi 0.87.1's SDK writes the id between the two.
+                                Flavor::Gemini if req.compat.is_087() => {
+                                    call.insert("args".into(), tc.arguments.clone());
+                                    if let Some(id) = id {
+                                        call.insert("id".into(), id);
+                                    }
+                                    call.insert("name".into(), json!(tc.name));
+                                }
                                 Flavor::Gemini => {
                                     if let Some(id) = id {
                                         call.insert("id".into(), id);

@@ -10,6 +10,7 @@ import json, os, sys
 import gen_builtin_providers as g
 from gen import Reply
 from resp_sse import tool_turn as resp_tool_turn, text_turn as resp_text_turn
+from vertex_sse import tool_turn as gem_tool_turn, text_turn as gem_text_turn
 
 g.KEY.update({"groq": "GROQ_API_KEY", "cerebras": "CEREBRAS_API_KEY", "xai": "XAI_API_KEY"})
 
@@ -81,6 +82,11 @@ if __name__ == "__main__":
 
     # openai-responses providers.
     tool_resp("xai_tool", "xai", "grok-4.5", "high")
+    tool_resp("opencode_responses", "opencode", "gpt-5.4", "high")
+    tool_resp("cf_gateway_responses", "cloudflare-ai-gateway", "gpt-4.1", None, g.CF)
+    # google-generative-ai through OpenCode.
+    if want("opencode_google"):
+        save("opencode_google", g.rec("x", "opencode", "gemini-3.1-pro", [Reply(gem_tool_turn()), Reply(gem_text_turn())], TOOL, "high"))
 
     # Stream details of openai-completions (one provider, every case).
     P, M = "deepseek", "deepseek-flash"
