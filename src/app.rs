@@ -90,7 +90,8 @@ fn list_models(search: Option<&str>, compat: Option<crate::compat::Compat>) -> i
     for w in warnings {
         eprintln!("{w}");
     }
-    let (auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    auth.set_compat(compat);
     for w in warnings {
         eprintln!("{w}");
     }
@@ -197,6 +198,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         eprintln!("{w}");
     }
     let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    auth.set_compat(compat);
     for w in warnings {
         eprintln!("{w}");
     }

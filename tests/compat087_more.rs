@@ -1118,3 +1118,26 @@ fn a_summary_request_keeps_its_prompt_with_a_mid_conversation_model_under_087() 
     );
     p.finish(Duration::from_secs(5));
 }
+
+#[test]
+fn providers_new_in_087_take_their_keys_from_the_environment_under_087_only() {
+    for compat in ["0.73", "0.87"] {
+        let w = World::new();
+        let mut cmd = w.command(&["--mode", "rpc", "--no-session", "--compat", compat]);
+        cmd.env("NVIDIA_API_KEY", "nv-test");
+        let mut p = support::Pith::spawn_cmd(cmd);
+        let models = p.call(json!({"type":"get_available_models"}), "m")["data"]["models"].clone();
+        let providers: std::collections::BTreeSet<&str> = models
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["provider"].as_str().unwrap())
+            .collect();
+        if compat == "0.87" {
+            assert_eq!(providers.into_iter().collect::<Vec<_>>(), ["nvidia"]);
+        } else {
+            assert!(providers.is_empty(), "{providers:?}");
+        }
+        p.finish(Duration::from_secs(5));
+    }
+}

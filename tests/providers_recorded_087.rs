@@ -520,3 +520,22 @@ fn models_json_compat_flags_match_pi_087() {
         "custom_responses",
     ]);
 }
+
+/// The providers pi 0.87.1 added (NVIDIA, Ant Ling, Qwen's token plans, Together, z.ai's coding
+/// plan in China, Meta), with its keys from the environment.
+#[test]
+fn providers_new_in_087_match_pi_087() {
+    check_builtin(&[
+        "nvidia_tool",
+        "nvidia_plain",
+        "antling_tool",
+        "antling_off",
+        "qwentp_tool",
+        "qwentpcn_off",
+        "qwentpi_plain",
+        "together_tool",
+        "together_off",
+        "zaicn_tool",
+        "meta_tool",
+    ]);
+}

@@ -167,7 +167,8 @@ impl Registry {
         let _ = env;
         let table = table_for(compat);
         let path = agent_dir.join("models.json");
-        match config::load(&path, &is_builtin_provider) {
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        match config::load(&path, &is_builtin) {
             Ok(cfg) => (Registry::build(cfg.unwrap_or_default(), table), Vec::new()),
             Err(e) => {
                 let mut reg = Registry::build(ModelsConfig::default(), table);
@@ -198,7 +199,9 @@ impl Registry {
         text: &str,
         compat: crate::compat::Compat,
     ) -> Result<Registry, String> {
-        config::parse(text, &is_builtin_provider).map(|c| Registry::build(c, table_for(compat)))
+        let table = table_for(compat);
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
     }
 
     fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
@@ -452,10 +455,6 @@ fn table_for(compat: crate::compat::Compat) -> &'static table::Table {
     } else {
         &table::V073
     }
-}
-
-fn is_builtin_provider(name: &str) -> bool {
-    builtin::PROVIDERS.iter().any(|p| p.name == name)
 }
 
 /// A JSON number used as a token count. Non-integral or out-of-range values are truncated and

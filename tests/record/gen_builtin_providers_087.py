@@ -12,7 +12,11 @@ from gen import Reply
 from resp_sse import tool_turn as resp_tool_turn, text_turn as resp_text_turn
 from vertex_sse import tool_turn as gem_tool_turn, text_turn as gem_text_turn
 
-g.KEY.update({"groq": "GROQ_API_KEY", "cerebras": "CEREBRAS_API_KEY", "xai": "XAI_API_KEY"})
+g.KEY.update({"groq": "GROQ_API_KEY", "cerebras": "CEREBRAS_API_KEY", "xai": "XAI_API_KEY",
+              # The providers pi 0.87.1 added.
+              "nvidia": "NVIDIA_API_KEY", "ant-ling": "ANT_LING_API_KEY", "qwen-token-plan": "QWEN_TOKEN_PLAN_API_KEY",
+              "qwen-token-plan-cn": "QWEN_TOKEN_PLAN_CN_API_KEY", "qwen-token-plan-individual": "QWEN_TOKEN_PLAN_API_KEY",
+              "together": "TOGETHER_API_KEY", "zai-coding-cn": "ZAI_CODING_CN_API_KEY", "meta": "META_API_KEY"})
 
 if __name__ == "__main__":
     out = sys.argv[1]
@@ -72,6 +76,19 @@ if __name__ == "__main__":
     tool_cc("groq_tool", "groq", "openai/gpt-oss-120b", rf="reasoning", thinking="high")
     two_cc("groq_plain", "groq", "llama-3.3-70b-versatile")
     tool_cc("cerebras_tool", "cerebras", "gpt-oss-120b", rf="reasoning", thinking="low")
+
+    # The providers pi 0.87.1 added.
+    tool_cc("nvidia_tool", "nvidia", "moonshotai/kimi-k2.6", thinking="medium")
+    two_cc("nvidia_plain", "nvidia", "google/gemma-3-12b-it")
+    tool_cc("antling_tool", "ant-ling", "Ring-2.6-1T", thinking="high")
+    two_cc("antling_off", "ant-ling", "Ring-2.6-1T", thinking="off")
+    tool_cc("qwentp_tool", "qwen-token-plan", "qwen3.8-flash", thinking="xhigh")
+    two_cc("qwentpcn_off", "qwen-token-plan-cn", "deepseek-v4-pro", thinking="off")
+    two_cc("qwentpi_plain", "qwen-token-plan-individual", "qwen3.7-plus")
+    tool_cc("together_tool", "together", "MiniMaxAI/MiniMax-M2.7", thinking="medium")
+    two_cc("together_off", "together", "deepseek-ai/DeepSeek-V4-Pro", thinking="off")
+    tool_cc("zaicn_tool", "zai-coding-cn", "glm-5.3", thinking="high")
+    tool_resp("meta_tool", "meta", "muse-spark-1.3", "medium")
 
     # anthropic-messages providers.
     tool_an("fireworks_tool", "fireworks", "accounts/fireworks/models/kimi-k2p6", "medium")
