@@ -253,7 +253,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         } else {
             resolve_session_arg(arg, &session_dir)?
         };
-        let mut s = Session::open_or_create(&path, &cwd_str)?;
+        let mut s = Session::open_or_create(&path, &cwd_str).map_err(|e| format!("Error: {e}"))?;
         if opts.session_dir.is_some() {
             s.set_session_dir(session_dir.clone());
         }
@@ -548,6 +548,9 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     if signals.is_err() {
         eprintln!("pith: cannot listen for signals");
     }
+    if io::stdout::watch(_control_tx.clone()).is_err() {
+        eprintln!("pith: cannot watch stdout");
+    }
     // json mode starts with the session header, as pi's.
     let header = (mode == Mode::Json).then(|| {
         format!(
@@ -681,6 +684,7 @@ fn run_rpc(startup: Startup) -> i32 {
 
     let spawned = (|| {
         let writer = io::stdout::spawn(stdout_rx, control_tx.clone())?;
+        io::stdout::watch(control_tx.clone())?;
         io::signals::spawn(control_tx.clone())?;
         io::stdin::spawn(input_tx)?;
         Ok::<_, std::io::Error>(writer)

@@ -361,7 +361,7 @@ impl Machine {
             }
         }
         let Some(run) = self.run.as_ref() else { return };
-        let (api_key, model) = match self.request_credentials(&run.model) {
+        let (api_key, model, auth) = match self.request_credentials(&run.model) {
             Ok(c) => c,
             Err(e) => {
                 let mut m =
@@ -403,7 +403,7 @@ impl Machine {
             faux_script: self.faux_script.clone(),
             compat: self.compat,
             no_cache: false,
-            extra: self.request_extra(&model),
+            extra: self.request_extra(&model, auth),
             model,
         };
         self.generation += 1;

@@ -319,7 +319,7 @@ impl Machine {
         let Some(model) = self.model.clone() else {
             return Err("No model selected".to_string());
         };
-        let (api_key, request_model) = self.request_credentials(&model)?;
+        let (api_key, request_model, auth) = self.request_credentials(&model)?;
         let req = LlmRequest {
             api_key,
             system_prompt: r.system_prompt.clone(),
@@ -339,7 +339,7 @@ impl Machine {
             compat: self.compat,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.compat.is_087(),
-            extra: self.request_extra(&request_model),
+            extra: self.request_extra(&request_model, auth),
             model: request_model,
         };
         self.generation += 1;

@@ -537,12 +537,12 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::Steer);
+                self.enqueue(input, StreamingBehavior::Steer)?;
                 Ok(None)
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::FollowUp);
+                self.enqueue(input, StreamingBehavior::FollowUp)?;
                 Ok(None)
             }
             Command::Abort => {
@@ -718,7 +718,7 @@ impl Machine {
             let Some(b) = behavior else {
                 return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
-            self.enqueue(input, b);
+            self.enqueue(input, b)?;
             return Ok(None);
         }
         if self.plugins.starting() {
@@ -732,7 +732,7 @@ impl Machine {
                 "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
             ));
         };
-        if model.api != "faux" && self.api_key(&model.provider).is_none() {
+        if model.api != "faux" && !self.key_configured(&model.provider) {
             return Err(format!(
                 "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
@@ -761,7 +761,7 @@ impl Machine {
         Err(DEFERRED.to_string())
     }
 
-    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
+    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
         let q = Queued {
             text: input.text.clone(),
             message: AgentMessage::User(UserMessage {
@@ -769,11 +769,15 @@ impl Machine {
                 timestamp: now_ms(),
             }),
         };
-        match behavior {
-            StreamingBehavior::Steer => self.steering.push(q),
-            StreamingBehavior::FollowUp => self.follow_up.push(q),
-        }
+        let pushed = match behavior {
+            StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
+            StreamingBehavior::FollowUp => {
+                self.follow_up.push(q).map_err(|f| f.message("follow-up"))
+            }
+        };
+        pushed?;
         self.emit_queue_update();
+        Ok(())
     }
 
     /// Stop the current run without emitting its closing events (`new_session`,
@@ -828,25 +832,35 @@ impl Machine {
 
     /// Key and headers for one request to `model` (resolved per call, as the reference does, so
     /// `!command` keys and header values can change): the model comes back with the resolved
-    /// headers, which the request builders send.
+    /// headers, which the request builders send. A `!command` is never run here (it could take
+    /// any time): its plan comes back instead, for the request's worker to resolve.
     pub(crate) fn request_credentials(
         &self,
         model: &Model,
-    ) -> Result<(Option<String>, Model), String> {
-        let ra = self.registry.request_auth(model, &self.auth)?;
+    ) -> Result<(Option<String>, Model, Option<crate::llm::models::AuthPlan>), String> {
+        let plan = self.registry.auth_plan(model, &self.auth);
+        if plan.runs_commands() {
+            return Ok((None, model.clone(), Some(plan)));
+        }
+        let ra = plan.resolve(&crate::cancel::CancelToken::never())?;
         let mut m = model.clone();
         if let Some(h) = ra.headers {
             let map: Map<String, Value> =
                 h.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
             m.headers = Some(map);
         }
-        Ok((ra.api_key.or_else(|| self.api_key(&model.provider)), m))
+        Ok((ra.api_key, m, None))
     }
 
     /// What a request to `model` needs beyond its key: the stored OAuth login to refresh, the
     /// model's thinking level map.
-    pub(crate) fn request_extra(&self, model: &Model) -> crate::llm::RequestExtra {
+    pub(crate) fn request_extra(
+        &self,
+        model: &Model,
+        auth: Option<crate::llm::models::AuthPlan>,
+    ) -> crate::llm::RequestExtra {
         crate::llm::RequestExtra {
+            auth,
             oauth: self.auth.oauth_login(&model.provider),
             thinking_map: self
                 .registry
@@ -856,9 +870,11 @@ impl Machine {
         }
     }
 
-    /// The API key for a provider (runtime override, auth.json, env, models.json), per call.
-    pub(crate) fn api_key(&self, provider: &str) -> Option<String> {
-        self.auth.api_key(provider)
+    /// Whether a request to `provider` would have a key (runtime override, auth.json, env,
+    /// models.json), without running a `!command`: one counts as a key, as in pi, and a command
+    /// that yields none fails the request with that error.
+    pub(crate) fn key_configured(&self, provider: &str) -> bool {
+        self.auth.key_configured(provider)
     }
 
     /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an

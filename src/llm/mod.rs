@@ -121,31 +121,7 @@ pub struct Model {
     pub shape: model_json::ModelShape,
 }
 
-impl Model {
-    /// Thinking levels this model accepts (spec 12.3).
-    pub fn available_thinking_levels(&self) -> &'static [ThinkingLevel] {
-        use ThinkingLevel::*;
-        if !self.reasoning {
-            &[Off]
-        } else if self.supports_xhigh() {
-            &[Off, Minimal, Low, Medium, High, Xhigh]
-        } else {
-            &[Off, Minimal, Low, Medium, High]
-        }
-    }
-
-    pub fn supports_xhigh(&self) -> bool {
-        ["gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"]
-            .iter()
-            .any(|p| self.id.contains(p))
-    }
-
-    /// Clamp a requested level to the available set: first available at or above, else below.
-    pub fn clamp_thinking(&self, level: ThinkingLevel) -> ThinkingLevel {
-        clamp_thinking(self.available_thinking_levels(), level)
-    }
-}
-
+/// `level` if `available` has it, else the first available level above it, else below it.
 pub fn clamp_thinking(available: &[ThinkingLevel], level: ThinkingLevel) -> ThinkingLevel {
     if available.contains(&level) {
         return level;
@@ -207,6 +183,9 @@ pub struct RequestExtra {
     /// The environment cloud APIs read their settings and ambient credentials from (AWS_*,
     /// AZURE_OPENAI_*, GOOGLE_*); `None` = the process environment.
     pub env: Option<models::Env>,
+    /// Key and headers still to resolve because a `!command` gives them: the request's prepare
+    /// worker runs it ([`models::AuthPlan::resolve`]), never the state machine.
+    pub auth: Option<models::AuthPlan>,
 }
 
 impl RequestExtra {
@@ -225,6 +204,7 @@ impl std::fmt::Debug for RequestExtra {
             .field("oauth", &self.oauth)
             .field("thinking_map", &self.thinking_map)
             .field("env", &self.env.as_ref().map(|_| "<env>"))
+            .field("auth", &self.auth)
             .finish()
     }
 }

@@ -24,7 +24,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-pub use auth::{Auth, Env, env_api_key, env_var_names, process_env, resolve_config_value_uncached};
+pub use auth::{
+    Auth, CommandFailure, ConfigValue, Env, env_api_key, env_var_names, process_env,
+    resolve_config_value_uncached,
+};
 pub use resolve::{initial_model, parse_scoped_models, resolve_cli_model};
 
 use crate::llm::Model;
@@ -393,22 +396,89 @@ impl Registry {
         supported_thinking_levels(model, self.thinking_level_map(&model.provider, &model.id))
     }
 
-    /// Key and headers for a request (`getApiKeyAndHeaders`). May run `!commands`; `Err` carries
-    /// the reference's message (e.g. `Failed to resolve API key for provider "x" from shell
-    /// command: ...`, `No API key found for "x"`).
+    /// Key and headers for a request (`getApiKeyAndHeaders`), resolved here and now (may run
+    /// `!commands`); `Err` carries the reference's message (e.g. `Failed to resolve API key for
+    /// provider "x" from shell command: ...`, `No API key found for "x"`).
     pub fn request_auth(&self, model: &Model, auth: &Auth) -> Result<RequestAuth, String> {
+        self.auth_plan(model, auth)
+            .resolve(&crate::cancel::CancelToken::never())
+    }
+
+    /// What [`Registry::request_auth`] would resolve, with every `!command` left to run: the
+    /// state machine builds this (cheap, no process), the request's worker resolves it.
+    pub fn auth_plan(&self, model: &Model, auth: &Auth) -> AuthPlan {
         let provider = model.provider.as_str();
         let pcfg = self.provider_configs.get(provider);
         let env = auth.env();
         let api_key = match auth.stored_or_env_key(provider) {
-            Some(key) => key,
+            Some(key) => (key, None),
             None => match pcfg.and_then(|c| c.api_key.as_deref()) {
-                Some(raw) => Some(auth::resolve_config_value_or_err(
-                    raw,
-                    env,
-                    &format!("API key for provider \"{provider}\""),
-                )?),
-                None => None,
+                Some(raw) => (
+                    ConfigValue::uncached(raw, env),
+                    Some(format!("API key for provider \"{provider}\"")),
+                ),
+                None => (ConfigValue::Ready(None), None),
+            },
+        };
+        let mut headers = Vec::new();
+        if let Some(h) = &model.headers {
+            for (k, v) in h {
+                if let Some(s) = v.as_str() {
+                    headers.push((k.clone(), ConfigValue::Ready(Some(s.to_string())), None));
+                }
+            }
+        }
+        if let Some(h) = pcfg.and_then(|c| c.headers.as_ref()) {
+            for (k, raw) in h {
+                let desc = format!("provider \"{provider}\" header \"{k}\"");
+                headers.push((k.clone(), ConfigValue::uncached(raw, env), Some(desc)));
+            }
+        }
+        if let Some(h) = self.model_headers.get(&format!("{provider}:{}", model.id)) {
+            for (k, raw) in h {
+                let desc = format!("model \"{provider}/{}\" header \"{k}\"", model.id);
+                headers.push((k.clone(), ConfigValue::uncached(raw, env), Some(desc)));
+            }
+        }
+        AuthPlan {
+            provider: provider.to_string(),
+            api_key,
+            headers,
+            auth_header: pcfg.is_some_and(|c| c.auth_header),
+        }
+    }
+}
+
+/// A request's key and headers before their `!command`s ran ([`Registry::auth_plan`]).
+#[derive(Clone, Debug)]
+pub struct AuthPlan {
+    provider: String,
+    /// The key, and what to call it in an error when it resolves to nothing (`None`: no key is
+    /// no error here).
+    api_key: (ConfigValue, Option<String>),
+    /// In the reference's order (model, provider, per-model headers; a later one replaces an
+    /// earlier one of the same name), each with its error description.
+    headers: Vec<(String, ConfigValue, Option<String>)>,
+    auth_header: bool,
+}
+
+impl AuthPlan {
+    /// Whether resolving runs a process (then it belongs on the request's worker).
+    pub fn runs_commands(&self) -> bool {
+        !self.api_key.0.is_ready() || self.headers.iter().any(|(_, v, _)| !v.is_ready())
+    }
+
+    /// The key and headers; `!command`s run now and stop when `cancel` fires.
+    pub fn resolve(&self, cancel: &crate::cancel::CancelToken) -> Result<RequestAuth, String> {
+        let provider = self.provider.as_str();
+        let api_key = match &self.api_key {
+            (value, Some(desc)) => Some(value.resolve_or_err(cancel, desc)?),
+            (value, None) => match value.resolve(cancel) {
+                Ok(key) => key,
+                Err(auth::CommandFailure::Cancelled) => {
+                    return Err(crate::llm::api::ABORTED_BEFORE_RESPONSE.to_string());
+                }
+                Err(_) => None,
             },
         };
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -416,26 +486,17 @@ impl Registry {
             Some(slot) => slot.1 = v,
             None => headers.push((k.to_string(), v)),
         };
-        if let Some(h) = &model.headers {
-            for (k, v) in h {
-                if let Some(s) = v.as_str() {
-                    put(k, s.to_string());
-                }
-            }
+        for (k, value, desc) in &self.headers {
+            let v = match desc {
+                Some(desc) => value.resolve_or_err(cancel, desc)?,
+                None => match value.resolve(cancel) {
+                    Ok(Some(v)) => v,
+                    _ => continue,
+                },
+            };
+            put(k, v);
         }
-        if let Some(h) = pcfg.and_then(|c| c.headers.as_ref()) {
-            for (k, raw) in h {
-                let desc = format!("provider \"{provider}\" header \"{k}\"");
-                put(k, auth::resolve_config_value_or_err(raw, env, &desc)?);
-            }
-        }
-        if let Some(h) = self.model_headers.get(&format!("{provider}:{}", model.id)) {
-            for (k, raw) in h {
-                let desc = format!("model \"{provider}/{}\" header \"{k}\"", model.id);
-                put(k, auth::resolve_config_value_or_err(raw, env, &desc)?);
-            }
-        }
-        if pcfg.is_some_and(|c| c.auth_header) {
+        if self.auth_header {
             let Some(key) = &api_key else {
                 return Err(format!("No API key found for \"{provider}\""));
             };

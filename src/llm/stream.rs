@@ -117,9 +117,12 @@ fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
         em.emit_all(&mut out);
         return;
     };
-    let (req, prepared) = if api.prepare_blocks() || crate::llm::oauth::needs_refresh_check(&req) {
-        // Credentials may need the network (token refresh) or the disk: off this thread, so a
-        // cancel is answered at once.
+    let (req, prepared) = if api.prepare_blocks()
+        || crate::llm::oauth::needs_refresh_check(&req)
+        || req.extra.auth.is_some()
+    {
+        // Credentials may need the network (token refresh), the disk or a `!command`: off this
+        // thread, so a cancel is answered at once.
         let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
         b.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
         match prepare_on_worker(api, req, &token) {
@@ -157,11 +160,14 @@ fn prepare_on_worker(
     token: &CancelToken,
 ) -> Result<(LlmRequest, Result<Prepared, String>), Option<String>> {
     let (tx, rx) = bounded(1);
+    let cancel = token.clone();
     let spawned = std::thread::Builder::new()
         .name("llm-prepare".into())
         .spawn(move || {
             let mut req = req;
-            let prepared = match crate::llm::oauth::resolve(&mut req) {
+            let prepared = match resolve_auth(&mut req, &cancel)
+                .and_then(|()| crate::llm::oauth::resolve(&mut req, &cancel))
+            {
                 Ok(()) => api.prepare(&req),
                 Err(e) => Err(e),
             };
@@ -174,6 +180,24 @@ fn prepare_on_worker(
         recv(rx) -> done => done.map_err(|_| Some("the credential worker stopped".to_string())),
         recv(token.receiver()) -> _ => Err(None),
     }
+}
+
+/// The request's `!command` credentials ([`crate::llm::RequestExtra::auth`]), run here (a
+/// cancel kills the command): the key and the resolved headers go into `req`.
+fn resolve_auth(req: &mut LlmRequest, cancel: &CancelToken) -> Result<(), String> {
+    let Some(plan) = req.extra.auth.take() else {
+        return Ok(());
+    };
+    let resolved = plan.resolve(cancel)?;
+    req.api_key = resolved.api_key;
+    if let Some(h) = resolved.headers {
+        let map = h
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        req.model.headers = Some(map);
+    }
+    Ok(())
 }
 
 struct Emitter {

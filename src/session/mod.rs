@@ -202,33 +202,32 @@ impl Session {
         Ok(session)
     }
 
-    /// The reference's `setSessionFile` (`--session <path>`, `switch_session`): an existing
-    /// session file is opened; a missing file gives a new empty session written later at exactly
-    /// `path`; a file without a valid header is replaced by a fresh header at `path`.
+    /// The reference's `setSessionFile` (`--session <path>`): an existing session file is
+    /// opened; a missing or empty file gives a new empty session written later at exactly `path`.
+    /// A file that cannot be read as a session is an error and is left untouched (the reference
+    /// replaces it by a fresh header, losing whatever it held), as is anything but a regular file.
     pub fn open_or_create(path: &Path, cwd: &str) -> Result<Session, String> {
-        let dir = parent_dir(path);
-        if !path.exists() {
+        let meta = match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Session::create_at(path, cwd));
+            }
+            Err(e) => return Err(format!("Cannot open session file {}: {e}", path.display())),
+            Ok(m) => m,
+        };
+        if !meta.is_file() {
+            return Err(format!(
+                "Cannot read session file {}: not a regular file",
+                path.display()
+            ));
+        }
+        if meta.len() == 0 {
             return Ok(Session::create_at(path, cwd));
         }
-        match Session::open(path) {
-            Ok(s) => Ok(s),
-            // A readable regular file without a header (never a device: `/dev/zero` has no end).
-            Err(e)
-                if path.is_file()
-                    && std::fs::File::open(path).is_ok()
-                    && store::read_header(path).is_none() =>
-            {
-                let mut s = Session::new(cwd, Some(dir), None);
-                s.file = Some(path.to_path_buf());
-                let header = format!("{}\n", store::to_line(&s.header));
-                store::rewrite(path, &header)?;
-                s.header_written = true;
-                s.warnings
-                    .push(format!("{e}; starting a fresh session at that path"));
-                Ok(s)
-            }
-            Err(e) => Err(e),
-        }
+        Session::open(path).map_err(|e| {
+            format!(
+                "{e}; pith does not overwrite a file it cannot read as a session: move it away or name another path"
+            )
+        })
     }
 
     /// A new empty session to be written at exactly `path` (from the first assistant message, as
