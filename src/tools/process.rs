@@ -32,6 +32,8 @@ const SIGKILL: i32 = 9;
 const ROLLING_BUFFER_BYTES: usize = DEFAULT_MAX_BYTES * 2;
 /// How long to keep reading after the shell exited (background children may hold the pipe).
 const DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// How long to keep reading what is left in the pipe once the group was killed.
+const FINAL_READ_LIMIT: Duration = Duration::from_secs(2);
 const READ_CHUNK: usize = 16 * 1024;
 
 /// What to run and how.
@@ -258,10 +260,18 @@ pub fn run_command(
     // Anything left in the group (background children) dies with the command.
     kill_group(&child);
     let status = child.wait().map_err(|e| e.to_string())?;
-    // Pick up what was already read before the kill.
-    while let Ok(data) = chunks.try_recv() {
-        out.push(&data);
-        dirty = true;
+    // The group is gone, so what it wrote is in the pipe: read to the end. On a loaded machine
+    // the reader may not have run yet when the grace ended, and the output would be lost. A
+    // process that left the group can still hold the pipe open: bounded.
+    let deadline = Instant::now() + FINAL_READ_LIMIT;
+    while !eof {
+        match chunks.recv_deadline(deadline) {
+            Ok(data) => {
+                out.push(&data);
+                dirty = true;
+            }
+            Err(_) => break,
+        }
     }
     if dirty {
         let snap = out.snapshot();
