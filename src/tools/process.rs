@@ -264,13 +264,10 @@ pub fn run_command(
     // the reader may not have run yet when the grace ended, and the output would be lost. A
     // process that left the group can still hold the pipe open: bounded.
     let deadline = Instant::now() + FINAL_READ_LIMIT;
-    while !eof {
-        match chunks.recv_deadline(deadline) {
-            Ok(data) => {
-                out.push(&data);
-                dirty = true;
-            }
-            Err(_) => break,
+    if !eof {
+        while let Ok(data) = chunks.recv_deadline(deadline) {
+            out.push(&data);
+            dirty = true;
         }
     }
     if dirty {
