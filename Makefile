@@ -1,7 +1,8 @@
 # pith — see README.md
 CARGO ?= cargo
-# Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/.
-TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
+# Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/;
+# absolute, because the interop shim starts the binary from another directory.
+TARGET_DIR := $(abspath $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target))
 
 .PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 

@@ -250,6 +250,24 @@ fn the_makefile_honours_cargo_target_dir() {
         assert!(text.contains(expected), "{expected} not in:\n{text}");
     }
     assert!(!text.contains("target/release/pith"), "{text}");
+
+    // Without it, target/ — as an absolute path: the interop shim starts the binary from its own
+    // directory, where a relative `target/debug/pith` does not exist (spawn ENOENT).
+    let Ok(out) = std::process::Command::new("make")
+        .args(["-n", "test"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env("MAKEFLAGS", "")
+        .output()
+    else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected = format!(
+        "PITH_BIN={}/target/debug/pith tests/interop/run.sh pith",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert!(text.contains(&expected), "{expected} not in:\n{text}");
 }
 
 // ---------------------------------------------------------------------------------------------
