@@ -60,6 +60,11 @@ fn the_auth_lock_is_released_when_pith_exits_during_a_refresh() {
     let r = p.call(json!({"type":"prompt","message":"hi"}), "p");
     assert_eq!(r["success"], true, "{r}");
     eventually("the refresh takes the lock", || lock.is_dir());
+    // The lock is taken before the request goes out: wait until the endpoint has it (on a
+    // loaded machine the abort could otherwise come first).
+    eventually("the token endpoint gets the request", || {
+        tokens.requests().len() == 1
+    });
     let a = p.call(json!({"type":"abort"}), "a");
     assert_eq!(
         a,

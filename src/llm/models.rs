@@ -13,6 +13,8 @@
 mod auth;
 #[rustfmt::skip]
 mod builtin;
+#[rustfmt::skip]
+mod builtin_087;
 mod config;
 pub mod resolve;
 mod table;
@@ -155,32 +157,60 @@ impl Registry {
     /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
     /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
     pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
+        Registry::load_for(crate::compat::Compat::V073, agent_dir, env)
+    }
+
+    /// [`Registry::load`] with the built-in models of the given pi version: pi 0.73.1's, or pi
+    /// 0.87.1's (`--compat 0.87`: other models, prices with tiers, `promptCache`, `inputLimits`).
+    pub fn load_for(
+        compat: crate::compat::Compat,
+        agent_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> (Registry, Vec<String>) {
         let _ = env;
+        let table = table_for(compat);
         let path = agent_dir.join("models.json");
-        match config::load(&path, &is_builtin_provider) {
-            Ok(cfg) => (Registry::build(cfg.unwrap_or_default()), Vec::new()),
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        match config::load(&path, &is_builtin) {
+            Ok(cfg) => (Registry::build(cfg.unwrap_or_default(), table), Vec::new()),
             Err(e) => {
-                let mut reg = Registry::build(ModelsConfig::default());
+                let mut reg = Registry::build(ModelsConfig::default(), table);
                 reg.load_error = Some(e.clone());
                 (reg, vec![e])
             }
         }
     }
 
-    /// Only the built-in models.
+    /// Only the built-in models (pi 0.73.1's).
     pub fn builtin() -> Registry {
-        Registry::build(ModelsConfig::default())
+        Registry::builtin_for(crate::compat::Compat::V073)
+    }
+
+    /// Only the built-in models of the given pi version.
+    pub fn builtin_for(compat: crate::compat::Compat) -> Registry {
+        Registry::build(ModelsConfig::default(), table_for(compat))
     }
 
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        config::parse(text, &is_builtin_provider).map(Registry::build)
+        Registry::from_models_json_for(text, crate::compat::Compat::V073)
     }
 
-    fn build(cfg: ModelsConfig) -> Registry {
+    /// [`Registry::from_models_json`] over the built-in models of the given pi version.
+    pub fn from_models_json_for(
+        text: &str,
+        compat: crate::compat::Compat,
+    ) -> Result<Registry, String> {
+        let table = table_for(compat);
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
+    }
+
+    fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
+        let table = version.providers;
         let mut reg = Registry::default();
-        let total: usize = builtin::PROVIDERS.iter().map(|p| p.models.len()).sum();
+        let total: usize = table.iter().map(|p| p.models.len()).sum();
         reg.models.reserve(total);
         reg.thinking.reserve(total);
 
@@ -198,13 +228,13 @@ impl Registry {
             }
         }
 
-        for provider in builtin::PROVIDERS {
+        for provider in table {
             let pcfg = cfg
                 .providers
                 .iter()
                 .find(|(n, _)| n == provider.name)
                 .map(|(_, p)| p);
-            for row in provider.models {
+            for row in provider.models.rows(&version.tables) {
                 let mut model = row.to_model(provider);
                 let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);
                 if let Some(p) = pcfg {
@@ -226,7 +256,7 @@ impl Registry {
         }
 
         for (name, p) in &cfg.providers {
-            let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
+            let defaults = table.iter().find(|b| b.name == name);
             for def in &p.models {
                 let api = def
                     .api
@@ -261,12 +291,14 @@ impl Registry {
                         output: cost[1],
                         cache_read: cost[2],
                         cache_write: cost[3],
+                        tiers: def.tiers,
                     },
                     context_window: def.context_window.map_or(128_000, js_count),
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
                     headers: None,
                     compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
                     shape: ModelShape::custom(def.thinking.clone()),
+                    ..Default::default()
                 };
                 reg.upsert(model, def.thinking.clone());
             }
@@ -477,8 +509,13 @@ impl AuthPlan {
     }
 }
 
-fn is_builtin_provider(name: &str) -> bool {
-    builtin::PROVIDERS.iter().any(|p| p.name == name)
+/// The built-in table of a pi version.
+fn table_for(compat: crate::compat::Compat) -> &'static table::Table {
+    if compat.is_087() {
+        &table::V087
+    } else {
+        &table::V073
+    }
 }
 
 /// A JSON number used as a token count. Non-integral or out-of-range values are truncated and
@@ -553,6 +590,9 @@ fn apply_override(
         cost.output = output.unwrap_or(cost.output);
         cost.cache_read = cache_read.unwrap_or(cost.cache_read);
         cost.cache_write = cache_write.unwrap_or(cost.cache_write);
+    }
+    if let Some(t) = o.tiers {
+        model.cost.tiers = Some(t);
     }
     model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
     model.shape.assigned(Key::Compat);
