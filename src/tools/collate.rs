@@ -310,6 +310,15 @@ pub fn locale_compare(a: &str, b: &str) -> Ordering {
         .then_with(|| ka.tertiary.cmp(&kb.tertiary))
 }
 
+/// JavaScript's `a.localeCompare(b)`, case kept (model ids, provider names): [`locale_compare`]
+/// of the lowercased strings, then on a tie lower case before upper case, position by position.
+pub fn locale_compare_cased(a: &str, b: &str) -> Ordering {
+    locale_compare(a, b).then_with(|| {
+        let case = |s: &str| s.chars().map(char::is_uppercase).collect::<Vec<bool>>();
+        case(a).cmp(&case(b))
+    })
+}
+
 /// The ASCII-only fast path: one level is enough once case is folded.
 fn ascii_compare(a: &[u8], b: &[u8]) -> Ordering {
     let weights = |s: &'_ [u8]| -> Vec<u32> {
