@@ -4,14 +4,20 @@
 //!
 //! rg and fd walk with `ignore`'s `WalkParallel`, whose order is whatever the threads happen to
 //! produce; it cannot be sorted without walking everything first, so a search that a limit stops
-//! after a hundred matches would pay for the whole tree. Instead the tree is split into subtrees
-//! that are each walked by `ignore`'s sequential, sorted `Walk`:
+//! after a hundred matches would pay for the whole tree. Instead:
 //!
+//! 0. **Alone first**: the calling thread walks with `ignore`'s sequential, sorted `Walk` for
+//!    5 ms (or 2,048 entries). A small tree, or a search that a limit stops early, is done
+//!    before any thread is started. The rest, from the first entry not visited yet (the
+//!    *resume* point, in walk order), is split into subtrees that are each walked by a
+//!    sequential, sorted `Walk`:
 //! 1. **Plan** (on the calling thread): the top levels are listed, one level at a time (each
 //!    level is one `Walk` over the previous level's directories, `max_depth(1)`), until a level
 //!    has enough directories to keep every thread busy ([`Walker::units_per_thread`]) or
-//!    [`MAX_PLAN_DEPTH`] is reached. The listed entries are the plan's *items*, in walk order;
-//!    the directories of the last level listed are *units*, whose contents are not listed yet.
+//!    [`MAX_PLAN_DEPTH`] is reached; what comes before the resume point is dropped (the
+//!    directory that holds it stays, marked). The listed entries are the plan's *items*, in walk
+//!    order; the directories of the last level listed are *units*, whose contents are not
+//!    listed yet.
 //! 2. **Work**: items are dealt out round robin (units and the other items each in their own
 //!    turn, so units spread evenly). Each thread visits its items in order, and walks its units
 //!    with **one** `Walk` whose roots are those units (so the parents' ignore files are read and
@@ -30,6 +36,12 @@
 //! ([`Visitor::weight`]), and once one thread's own results reach it, the merge is bound to stop
 //! before anything that thread would find later, so it stops. Memory is bounded by the
 //! channels and by the limit, per thread.
+//!
+//! Threads: only as many as the machine has idle cores (`idle_cores`); with one, step 0 is
+//! the whole walk. `ignore`'s `WalkParallel` was tried for the units (its results sorted per
+//! batch of units): it spares the sequential walker's per-directory probes for ignore files,
+//! but moving every entry through its work queue cost more than that, and a batch cannot stop
+//! at the limit.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,8 @@
 //! Two things differ on purpose (docs/rpc.md): entries come sorted by file name, directory by
 //! directory (rg's `--sort path` order; both tools otherwise print in the order their parallel
 //! walkers happen to finish), and `.git` directories are never entered (both tools would list
-//! and search the repository's internals under `--hidden`).
+//! and search the repository's internals under `--hidden`). [`super::ordered_walk`] runs these
+//! walks on several threads and keeps that order.
 
 use std::path::{Path, PathBuf};
 
