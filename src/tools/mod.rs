@@ -79,6 +79,7 @@ pub mod edit;
 pub mod find;
 pub mod grep;
 pub mod ls;
+pub mod ordered_walk;
 pub mod paths;
 pub mod process;
 pub mod read;
