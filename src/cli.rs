@@ -94,6 +94,9 @@ pub enum Parsed {
     /// One of pi's own commands (`pi install`, `pi list`, `pi config`, `pi auth` ...): pith has
     /// none of them; the text says so.
     PiCommand(String),
+    /// A command line pi refuses with this message (e.g. pi 0.87.1's `Error: Invalid mode
+    /// "tui". Valid values: text, json, rpc`): printed on stderr, exit 1 as pi.
+    Refused(String),
 }
 
 /// pi's subcommands (its package manager, config TUI and 0.87's `auth`), recognised as the first
@@ -328,15 +331,22 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("mode") => {
-                let v = value(&mut p, "--mode")?;
+                // pi 0.87.1's messages (0.73.1 ignores a bad value and starts its TUI, which
+                // pith does not have).
+                let requires =
+                    || Parsed::Refused("Error: --mode requires text, json, or rpc".into());
+                let Ok(v) = value(&mut p, "--mode") else {
+                    return Ok(requires());
+                };
                 mode = Some(match v.as_str() {
                     "rpc" => Mode::Rpc,
                     "json" => Mode::Json,
                     "print" | "text" => Mode::Print,
+                    v if v.starts_with('-') => return Ok(requires()),
                     other => {
-                        return Err(format!(
-                            "--mode: unknown mode '{other}' (expected rpc, json or print)"
-                        ));
+                        return Ok(Parsed::Refused(format!(
+                            "Error: Invalid mode \"{other}\". Valid values: text, json, rpc"
+                        )));
                     }
                 });
             }
@@ -678,7 +688,20 @@ mod tests {
     #[test]
     fn errors() {
         assert!(run(&["--bogus"]).unwrap_err().contains("--bogus"));
-        assert!(run(&["--mode", "tui"]).is_err());
+        assert_eq!(
+            parse(["--mode", "tui"].iter().map(OsString::from)),
+            Ok(Parsed::Refused(
+                "Error: Invalid mode \"tui\". Valid values: text, json, rpc".into()
+            ))
+        );
+        for args in [&["--mode"][..], &["--mode", "--no-session"]] {
+            assert_eq!(
+                parse(args.iter().map(OsString::from)),
+                Ok(Parsed::Refused(
+                    "Error: --mode requires text, json, or rpc".into()
+                ))
+            );
+        }
         // As pi: an unknown thinking level is a warning, not an error.
         let o = run(&["--thinking", "bogus"]).unwrap();
         assert_eq!(o.thinking, None);

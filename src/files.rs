@@ -41,6 +41,19 @@ impl ReadError {
 /// of at most [`MAX_TEXT_FILE`] bytes. The size is checked before and while reading (a file may
 /// grow meanwhile).
 pub fn read_text(path: &Path) -> Result<String, ReadError> {
+    let bytes = read_bytes(path, MAX_TEXT_FILE)?;
+    String::from_utf8(bytes).map_err(|_| {
+        ReadError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
+/// The bytes of `path` if it is a regular file of at most `max` bytes, checked before and while
+/// reading (a file may grow meanwhile). For paths a user names (`@file` arguments): never a
+/// read without end, never a whole disk in memory.
+pub fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ReadError::NotFound,
         _ => ReadError::Io(e),
@@ -48,18 +61,18 @@ pub fn read_text(path: &Path) -> Result<String, ReadError> {
     if !meta.is_file() {
         return Err(ReadError::NotAFile);
     }
-    if meta.len() > MAX_TEXT_FILE {
+    if meta.len() > max {
         return Err(ReadError::TooLarge);
     }
     let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    let mut text = String::with_capacity(meta.len() as usize);
-    file.take(MAX_TEXT_FILE + 1)
-        .read_to_string(&mut text)
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
         .map_err(ReadError::Io)?;
-    if text.len() as u64 > MAX_TEXT_FILE {
+    if bytes.len() as u64 > max {
         return Err(ReadError::TooLarge);
     }
-    Ok(text)
+    Ok(bytes)
 }
 
 /// [`read_text`], with any warning written to stderr at once.

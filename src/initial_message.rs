@@ -89,12 +89,37 @@ pub fn file_arguments(
     for f in files {
         let path = resolve(f, cwd, home);
         let shown = path.display();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("Error: File not found: {shown}"));
             }
             Err(e) => return Err(format!("Error: Could not read file {shown}: {e}")),
+        };
+        // Skipped when empty, as pi skips them: so are devices and FIFOs (their size is 0), which
+        // would otherwise be read without end (`/dev/zero`) or block (a FIFO).
+        if meta.len() == 0 && !meta.is_dir() {
+            continue;
+        }
+        use crate::files::{MAX_TEXT_FILE, ReadError, read_bytes};
+        let bytes = match read_bytes(&path, MAX_TEXT_FILE) {
+            Ok(b) => b,
+            Err(ReadError::NotFound) => return Err(format!("Error: File not found: {shown}")),
+            Err(ReadError::NotAFile) if meta.is_dir() => {
+                return Err(format!(
+                    "Error: Could not read file {shown}: is a directory"
+                ));
+            }
+            Err(ReadError::NotAFile) => continue,
+            Err(ReadError::TooLarge) => {
+                return Err(format!(
+                    "Error: Could not read file {shown}: larger than {} MiB",
+                    MAX_TEXT_FILE / (1024 * 1024)
+                ));
+            }
+            Err(ReadError::Io(e)) => {
+                return Err(format!("Error: Could not read file {shown}: {e}"));
+            }
         };
         if bytes.is_empty() {
             continue;

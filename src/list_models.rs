@@ -156,37 +156,10 @@ fn subsequence(q: &str, t: &str) -> bool {
     want.peek().is_none()
 }
 
-/// The order of JavaScript's `a.localeCompare(b)` (ICU root collation) for the ASCII a model id
-/// or provider name is made of: punctuation and symbols before digits before letters, letters
-/// compared without case first, lower case before upper case on a tie. Other characters sort
-/// after ASCII by code point.
+/// JavaScript's `a.localeCompare(b)` (ICU root collation: punctuation before digits before
+/// letters, accents and then case only breaking ties), as pi sorts the table.
 pub fn locale_compare(a: &str, b: &str) -> Ordering {
-    let primary = |s: &str| s.chars().map(primary_weight).collect::<Vec<u32>>();
-    primary(a).cmp(&primary(b)).then_with(|| {
-        let tertiary = |s: &str| {
-            s.chars()
-                .map(|c| c.is_ascii_uppercase())
-                .collect::<Vec<bool>>()
-        };
-        tertiary(a).cmp(&tertiary(b))
-    })
-}
-
-/// ICU root order of the printable ASCII characters (from node: `localeCompare` sort of 0x20-0x7e).
-const ROOT_ORDER: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789";
-
-fn primary_weight(c: char) -> u32 {
-    if let Some(i) = ROOT_ORDER.find(c) {
-        return i as u32;
-    }
-    if c.is_ascii_alphabetic() {
-        return ROOT_ORDER.len() as u32 + (c.to_ascii_lowercase() as u32 - 'a' as u32);
-    }
-    // Control characters first (ignorable in ICU), anything else after ASCII.
-    if (c as u32) < 0x20 {
-        return 0;
-    }
-    0x1_0000 + c as u32
+    crate::tools::collate::locale_compare_cased(a, b)
 }
 
 #[cfg(test)]
@@ -211,7 +184,7 @@ mod tests {
             max_tokens: max,
             headers: None,
             compat: None,
-            shape: Default::default(),
+            ..Default::default()
         }
     }
 
@@ -325,5 +298,21 @@ mod tests {
             ["No models matching \"nothing\""]
         );
         assert_eq!(lines(&[], None), [NO_MODELS]);
+    }
+
+    /// Node's `localeCompare` sort of these (ICU root): accents and `ß æ ø ł đ` tie-break after
+    /// their base letters, case last, other scripts after Latin.
+    #[test]
+    fn collation_matches_javascript_beyond_ascii() {
+        let node = [
+            "A", "å", "Å", "a_b", "a-b", "a.b", "a1", "a10", "a9", "ab", "ae", "æ", "af", "b", "d",
+            "đ", "dz", "e", "é", "e1", "E1", "é1", "e2", "ea", "éa", "éA", "Éa", "ee", "eé", "ée",
+            "éé", "ez", "f", "l", "ł", "lz", "m", "n", "ñ", "nz", "o", "ø", "oz", "p", "sr", "ss",
+            "ß", "st", "u", "ü", "uz", "y", "ÿ", "z", "Z", "ω", "Ω", "я", "中",
+        ];
+        let mut v = node.to_vec();
+        v.reverse();
+        v.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(v, node);
     }
 }

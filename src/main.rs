@@ -12,7 +12,7 @@ fn main() {
             0
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
-        Ok(pith::cli::Parsed::PiCommand(text)) => {
+        Ok(pith::cli::Parsed::PiCommand(text) | pith::cli::Parsed::Refused(text)) => {
             eprintln!("{text}");
             pith::cli::EXIT_FAILURE
         }
@@ -21,6 +21,8 @@ fn main() {
             pith::cli::EXIT_USAGE
         }
     };
+    // A lock on auth.json that a request's worker still holds (an OAuth refresh under way).
+    pith::llm::lockfile::release_all();
     std::process::exit(code);
 }
 

@@ -129,6 +129,49 @@ fn list_models_prints_pis_table_and_exits() {
     assert!(srv.requests().is_empty());
 }
 
+/// The table is sorted as pi sorts it (JavaScript's `localeCompare`: accents and then case only
+/// break ties, so `E1 é1 e2` and `o Ø`; `é1` and `Ø` sorted after every ASCII id before), and a
+/// models.json model that overrides a built-in one is listed once, with its own figures (pi
+/// 0.73.1's output; 0.87.1 sorts the same, over its own catalogue of built-in models).
+#[test]
+fn list_models_sorts_and_overrides_as_pi() {
+    let w = World::new();
+    w.write_agent_file(
+        "models.json",
+        &json!({"providers":{
+            "anthropic":{"models":[{"id":"claude-sonnet-4-5","name":"Mine","contextWindow":1000,"maxTokens":100}]},
+            "Lab":{"baseUrl":"http://127.0.0.1:9","api":"openai-completions","apiKey":"k","models":[
+                {"id":"é1","contextWindow":1000,"maxTokens":100},
+                {"id":"e2","contextWindow":1000,"maxTokens":100},
+                {"id":"E1","contextWindow":1000,"maxTokens":100},
+                {"id":"Ø","contextWindow":1000,"maxTokens":100},
+                {"id":"o","contextWindow":1000,"maxTokens":100}]}}})
+        .to_string(),
+    );
+    let mut cmd = w.command(&["--list-models", "Lab "]);
+    cmd.env("ANTHROPIC_API_KEY", "x");
+    let o = cmd.output().unwrap();
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "provider  model  context  max-out  thinking  images\n\
+         Lab       E1     1K       100      no        no    \n\
+         Lab       é1     1K       100      no        no    \n\
+         Lab       e2     1K       100      no        no    \n\
+         Lab       o      1K       100      no        no    \n\
+         Lab       Ø      1K       100      no        no    \n"
+    );
+    let mut cmd = w.command(&["--list-models", "claude-sonnet-4-5"]);
+    cmd.env("ANTHROPIC_API_KEY", "x");
+    let o = cmd.output().unwrap();
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "provider   model                       context  max-out  thinking  images\n\
+         anthropic  claude-sonnet-4-20250514    200K     64K      yes       yes   \n\
+         anthropic  claude-sonnet-4-5           1K       100      no        no    \n\
+         anthropic  claude-sonnet-4-5-20250929  200K     64K      yes       yes   \n"
+    );
+}
+
 #[test]
 fn list_models_without_any_key_says_how_to_get_one() {
     let w = World::new();
@@ -460,10 +503,6 @@ fn only_what_neither_pi_accepts_exits_2() {
             vec!["--tui-mode", "sideways"],
             "Invalid TUI mode \"sideways\". Valid values: regular, fullscreen",
         ),
-        (
-            vec!["--mode", "tui"],
-            "--mode: unknown mode 'tui' (expected rpc, json or print)",
-        ),
     ] {
         let o = pith(&w, &args, None);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -510,4 +549,46 @@ fn help_lists_the_flags() {
     ] {
         assert!(h.contains(flag), "{flag} missing from --help");
     }
+}
+
+/// `--mode` with a value pi does not know, or without one: pi 0.87.1's message on stderr and
+/// exit 1 (pi 0.73.1 ignores the value and starts its terminal UI, which pith has not). Before,
+/// pith printed a message of its own and exited 2.
+#[test]
+fn an_invalid_mode_gets_pis_message() {
+    let w = World::new();
+    for (args, message) in [
+        (
+            &["--mode", "tui"][..],
+            "Error: Invalid mode \"tui\". Valid values: text, json, rpc\n",
+        ),
+        (
+            &["--mode"][..],
+            "Error: --mode requires text, json, or rpc\n",
+        ),
+        (
+            &["--mode", "--no-session"][..],
+            "Error: --mode requires text, json, or rpc\n",
+        ),
+    ] {
+        let o = pith(&w, args, None);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(out(&o), "");
+        assert_eq!(err(&o), message, "{args:?}");
+    }
+    let o = pith(
+        &w,
+        &[
+            "--mode",
+            "text",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "hi",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(out(&o), "This is the faux provider. You said: hi\n");
 }

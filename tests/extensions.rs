@@ -615,6 +615,43 @@ fn an_extension_that_floods_is_isolated() {
     assert_eq!(p.call(json!({"type":"get_state"}), "s")["success"], true);
 }
 
+/// An extension that stops reading while big events come its way (a 17 MiB prompt: its
+/// `message_start` and `message_end` carry it whole) is isolated once 32 MiB wait for it, long
+/// before its 1024-message limit: the queue is bounded by bytes, not only by count.
+#[test]
+fn an_extension_that_stops_reading_big_events_is_isolated() {
+    let w = World::new();
+    let marker = unique_marker("deaf");
+    let ext = script(
+        &w,
+        &marker,
+        "read hello\necho '{\"type\":\"register\",\"protocol\":1,\"name\":\"deaf\",\"events\":[\"message_start\",\"message_end\"]}'\nsleep 60\n",
+    );
+    let mut p = spawn(&w, "{\"text\":\"one\"}\n", &["-e", &ext]);
+    p.call(json!({"type":"get_commands"}), "ready");
+    // Its message_start is accepted alone (the queue is empty), its message_end is one too many.
+    let line = format!(
+        "{{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"{}\"}}\n",
+        "x".repeat(17 << 20)
+    );
+    p.send_raw(line.as_bytes());
+    let frames = settle(&mut p);
+    let err = match frames.iter().find(|f| f["type"] == "extension_error") {
+        Some(e) => e.clone(),
+        None => p
+            .recv_until(|f| f["type"] == "extension_error")
+            .pop()
+            .unwrap(),
+    };
+    assert_eq!(
+        err,
+        json!({"type":"extension_error","extensionPath":ext,"event":"protocol",
+            "error":"does not read its input (1024 messages or 32 MiB queued)"})
+    );
+    assert_eq!(p.call(json!({"type":"get_state"}), "s")["success"], true);
+    assert_ext_gone(&marker, &p);
+}
+
 #[test]
 fn an_extension_that_cannot_start_or_register_is_reported() {
     let w = World::new();
@@ -767,7 +804,7 @@ fn confirm_tools_allow_deny_cancel_timeout_and_unlisted() {
     assert_eq!(f[0]["toolCallId"], "faux_1_1");
     let write = f.last().unwrap().clone();
     assert_eq!(write["title"], "Allow write?");
-    assert_eq!(write["message"], "Write 3 bytes to denied.txt:\nno");
+    assert_eq!(write["message"], "Write 3 bytes to denied.txt:\nno\n");
     answer(&mut p, &write, json!({"confirmed":false}));
     // read is not listed: no dialog.
     let f = p.recv_until(|f| f["type"] == "extension_ui_request");

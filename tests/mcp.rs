@@ -189,6 +189,78 @@ fn tools_are_listed_with_their_schemas_and_called_by_the_model() {
     assert_eq!(call["params"]["_meta"]["progressToken"], call["id"]);
 }
 
+/// A server's results are not trusted: a long text is cut like every tool's output (head kept,
+/// a note, `details.truncation`) and only that reaches the model; results of the wrong shape are
+/// error results; an image that is not one becomes a text (a provider would refuse the request,
+/// and every later one of the session).
+#[test]
+fn hostile_results_are_bounded_and_validated() {
+    need_python!();
+    let calls = Sse::numbered(1).reply(&[
+        tool_call("t1", "mcp__fake__big", &[r#"{"lines":3000}"#]),
+        tool_call("t2", "mcp__fake__raw", &[r#"{"result":"oops"}"#]),
+        tool_call("t3", "mcp__fake__raw", &[r#"{"result":{"content":{"type":"text"}}}"#]),
+        tool_call(
+            "t4",
+            "mcp__fake__raw",
+            &[r#"{"result":{"content":[{"type":"image","data":"PHN2Zz4=","mimeType":"image/png"}]}}"#],
+        ),
+    ]);
+    let done = Sse::numbered(2).reply(&[text(&["done"])]);
+    let (w, llm) = fake_world(vec![calls, done]);
+    configure(&w, &["--hostile"], json!({}));
+    let mut p = w.spawn(&fake_rpc(&[]));
+    let frames = run(&mut p, "p", "use the tools");
+
+    let lines: Vec<String> = (1..=2000).map(|n| format!("line {n}")).collect();
+    let cut = format!(
+        "{}\n\n[Showing lines 1-2000 of 3000 of the MCP tool's output (2000 lines limit); the rest was cut]",
+        lines.join("\n")
+    );
+    let big = tool_end(&frames, "t1");
+    assert_eq!(big["isError"], false);
+    assert_eq!(
+        big["result"]["content"],
+        json!([{"type":"text","text":cut}])
+    );
+    assert_eq!(
+        big["result"]["details"]["truncation"]["totalBytes"],
+        (1..=3000)
+            .map(|n| format!("line {n}").len() + 1)
+            .sum::<usize>()
+            - 1
+    );
+    assert_eq!(big["result"]["details"]["truncation"]["outputLines"], 2000);
+    let invalid = "The MCP server returned an invalid tools/call result";
+    assert_eq!(
+        tool_end(&frames, "t2")["result"],
+        json!({"content":[{"type":"text","text":format!("{invalid}: not an object")}],"details":{}})
+    );
+    assert_eq!(tool_end(&frames, "t2")["isError"], true);
+    assert_eq!(
+        tool_end(&frames, "t3")["result"]["content"][0]["text"],
+        format!("{invalid}: content is not an array")
+    );
+    assert_eq!(
+        tool_end(&frames, "t4")["result"],
+        json!({"content":[{"type":"text",
+            "text":"[image image/png: not a PNG, JPEG, GIF or WebP image, not shown]"}]})
+    );
+    // The model got the cut text, nothing past line 2000, and no image.
+    let second = &llm.requests()[1].body;
+    assert!(
+        second.contains("line 2000\\n\\n[Showing lines 1-2000 of 3000"),
+        "cut text missing"
+    );
+    assert!(!second.contains("line 2001"));
+    assert!(
+        !second.contains("\"media_type\""),
+        "an image block was sent"
+    );
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+}
+
 #[test]
 fn openai_requests_carry_the_whole_schema() {
     need_python!();

@@ -42,6 +42,8 @@ fn anthropic_body_bytes_are_exact() {
             timestamp: 1,
             response_id: None,
             response_model: None,
+            provider_thinking_level: None,
+            diagnostics: None,
         })
     };
     let img = Content::Image(ImageContent {

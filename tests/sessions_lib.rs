@@ -212,12 +212,16 @@ fn garbage_and_headerless_files_are_errors() {
             .contains("Cannot open")
     );
 
-    // open_or_create: the reference's setSessionFile semantics.
-    let s = Session::open_or_create(&garbage, "/w").unwrap();
-    let written = lines(&garbage);
-    assert_eq!(written.len(), 1);
-    assert!(written[0].starts_with(r#"{"type":"session","version":3,"id":""#));
-    assert_eq!(s.file(), Some(garbage.as_path()));
+    // open_or_create: the reference's setSessionFile semantics, except that a file it cannot
+    // read is refused and left as it was (the reference overwrites it with a fresh header).
+    let err = Session::open_or_create(&garbage, "/w").unwrap_err();
+    assert!(err.contains("pith does not overwrite"), "{err}");
+    assert_eq!(
+        fs::read(&garbage).unwrap(),
+        b"\x00\xffnot json at all\n{{{\n"
+    );
+    let s = Session::open_or_create(&empty, "/w").unwrap();
+    assert_eq!(s.file(), Some(empty.as_path()));
     let missing = dir.path().join("later.jsonl");
     let mut s = Session::open_or_create(&missing, "/w").unwrap();
     assert_eq!(s.file(), Some(missing.as_path()));

@@ -212,19 +212,16 @@ impl Machine {
             overflow_recovery_attempted: self.overflow_recovery_attempted,
             include_aborted: before_prompt,
             context: &self.messages,
+            v087: self.compat.is_087(),
+            max_tokens: model.max_tokens,
         };
         let (reason, will_retry) = match compaction::check(last, &input) {
             None => return false,
-            Some(Trigger::OverflowRetryExhausted) => {
-                self.emit_compaction_end(
-                    Reason::Overflow,
-                    None,
-                    false,
-                    false,
-                    Some(compaction::OVERFLOW_RETRY_EXHAUSTED),
-                );
+            Some(Trigger::OverflowRetryExhausted(text)) => {
+                self.emit_compaction_end(Reason::Overflow, None, false, false, Some(text));
                 return false;
             }
+            Some(Trigger::OverflowNoRetry) => (Reason::Overflow, false),
             Some(Trigger::Overflow) => {
                 if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
                     self.messages.pop();
@@ -322,7 +319,7 @@ impl Machine {
         let Some(model) = self.model.clone() else {
             return Err("No model selected".to_string());
         };
-        let (api_key, request_model) = self.request_credentials(&model)?;
+        let (api_key, request_model, auth) = self.request_credentials(&model)?;
         let req = LlmRequest {
             api_key,
             system_prompt: r.system_prompt.clone(),
@@ -342,7 +339,7 @@ impl Machine {
             compat: self.compat,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.compat.is_087(),
-            extra: self.request_extra(&request_model),
+            extra: self.request_extra(&request_model, auth),
             model: request_model,
         };
         self.generation += 1;

@@ -38,6 +38,16 @@ fn user_text(text: String, timestamp: u64) -> LlmMessage {
 
 /// Convert the context; `block_images` replaces every image with the reference's placeholder.
 pub fn to_llm(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> {
+    convert(messages, block_images, false)
+}
+
+/// [`to_llm`] for a request under `--compat 0.87`: the transcript's system messages stay in
+/// place (pi 0.87.1's agent sends them; the provider APIs fold them or send them as they are).
+pub fn to_llm_087(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> {
+    convert(messages, block_images, true)
+}
+
+fn convert(messages: &[AgentMessage], block_images: bool, keep_system: bool) -> Vec<LlmMessage> {
     let mut out = Vec::with_capacity(messages.len());
     for m in messages {
         let converted = match m {
@@ -64,7 +74,9 @@ pub fn to_llm(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> 
                 ),
                 b.timestamp,
             ),
-            // pi 0.87.1's system messages become the request's system prompt, not a message.
+            // pi 0.87.1's system messages: kept for a request under 0.87, else the request's
+            // system prompt holds them.
+            AgentMessage::System(s) if keep_system => LlmMessage::System(s.clone()),
             AgentMessage::System(_) => continue,
             AgentMessage::CompactionSummary(c) => user_text(
                 format!(

@@ -579,7 +579,10 @@ impl Machine {
                 Some(DeliverAs::FollowUp) => StreamingBehavior::FollowUp,
                 _ => StreamingBehavior::Steer,
             };
-            self.enqueue_message(message, behavior);
+            if let Err(e) = self.enqueue_message(message, behavior) {
+                let path = self.plugins.exts[i].path.clone();
+                self.extension_error(&path, "send_message", &e);
+            }
             return;
         }
         if running {
@@ -614,14 +617,12 @@ impl Machine {
     /// An idle agent asked by an extension to run with `message`.
     fn start_run_for_extension(&mut self, message: AgentMessage) -> Result<(), String> {
         if !self.is_idle() || self.pending_prompt.is_some() {
-            let behavior = StreamingBehavior::FollowUp;
-            self.enqueue_message(message, behavior);
-            return Ok(());
+            return self.enqueue_message(message, StreamingBehavior::FollowUp);
         }
         let Some(model) = self.model.clone() else {
             return Err("No model selected.".to_string());
         };
-        if model.api != "faux" && self.api_key(&model.provider).is_none() {
+        if model.api != "faux" && !self.key_configured(&model.provider) {
             return Err(format!("No API key found for {}.", model.provider));
         }
         self.flush_deferred_bash();
@@ -630,18 +631,26 @@ impl Machine {
     }
 
     /// Queue a message for delivery during the run (`queue_update` shows its text).
-    fn enqueue_message(&mut self, message: AgentMessage, behavior: StreamingBehavior) {
+    fn enqueue_message(
+        &mut self,
+        message: AgentMessage,
+        behavior: StreamingBehavior,
+    ) -> Result<(), String> {
         let text = match &message {
             AgentMessage::User(u) => content_text(&u.content),
             AgentMessage::Custom(c) => content_text(&c.content),
             _ => String::new(),
         };
         let q = crate::core::queues::Queued { text, message };
-        match behavior {
-            StreamingBehavior::Steer => self.steering.push(q),
-            StreamingBehavior::FollowUp => self.follow_up.push(q),
-        }
+        let pushed = match behavior {
+            StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
+            StreamingBehavior::FollowUp => {
+                self.follow_up.push(q).map_err(|f| f.message("follow-up"))
+            }
+        };
+        pushed?;
         self.emit_queue_update();
+        Ok(())
     }
 
     /// `sendMessage` with `deliverAs: "nextTurn"`: the messages the next prompt carries.

@@ -37,6 +37,8 @@ pub struct Startup {
     pub auth: Auth,
     pub model: Option<Model>,
     pub thinking: ThinkingLevel,
+    /// What `--compat 0.87` applies again to every session it switches to.
+    pub defaults: SessionDefaults,
     /// `--models` (or settings `enabledModels`) resolved: models for `cycle_model`.
     pub scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub session: Session,
@@ -53,6 +55,19 @@ pub struct Startup {
     pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
+}
+
+/// The choices pi 0.87.1 applies again whenever it builds the runtime of a session (it does so
+/// for `new_session`, `switch_session`, `fork` and `clone`): the CLI's model and thinking level
+/// (also a `--model pattern:level`), the scoped models' pick, and the first model otherwise.
+#[derive(Clone, Debug, Default)]
+pub struct SessionDefaults {
+    pub cli_model: Option<Model>,
+    pub cli_level: Option<ThinkingLevel>,
+    /// The scoped model a session without messages starts with, and its level.
+    pub scoped: Option<(Model, Option<ThinkingLevel>)>,
+    /// The settings' default model, else the first one with a key.
+    pub initial: Option<Model>,
 }
 
 /// Channels the machine listens on and writes to.
@@ -90,6 +105,9 @@ pub struct Machine {
     control_rx: Receiver<Control>,
     worker_rx: Receiver<Worker>,
     client_gone: bool,
+    /// `--compat 0.87` after stdin ended: nothing more is written (frames are dropped; what was
+    /// queued before is still flushed).
+    muted: bool,
     input_closed: bool,
     pub(crate) worker_tx: Sender<Worker>,
 
@@ -100,6 +118,8 @@ pub struct Machine {
     pub(crate) compat: Compat,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
     pub(crate) prompt_cache: crate::core::system_message::PromptCache,
+    /// `--compat 0.87`: the context files, read once per session runtime.
+    pub(crate) context_files_087: Option<Vec<(PathBuf, String)>>,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -111,6 +131,8 @@ pub struct Machine {
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
+    /// See [`Startup::defaults`].
+    pub(crate) defaults: SessionDefaults,
     pub(crate) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(crate) steering: Queue,
     pub(crate) follow_up: Queue,
@@ -170,6 +192,7 @@ impl Machine {
             control_rx: ch.control,
             worker_rx: ch.worker,
             client_gone: false,
+            muted: false,
             input_closed: false,
             worker_tx: ch.worker_tx,
             registry: s.registry,
@@ -213,8 +236,10 @@ impl Machine {
             partials: s.partials,
             compat: s.compat,
             prompt_cache: Default::default(),
+            context_files_087: None,
             model: s.model,
             thinking: s.thinking,
+            defaults: s.defaults,
         }
     }
 
@@ -303,6 +328,7 @@ impl Machine {
                     crate::rpc::frame::MAX_LINE_BYTES
                 ),
             )),
+            Event::Input(Input::Eof) if self.compat.is_087() => return Some(self.dispose_087()),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
                 self.end_dialogs(); // nobody is left to answer them
@@ -352,6 +378,20 @@ impl Machine {
         Exit::Signal(sig)
     }
 
+    /// `--compat 0.87`, stdin ended: pi 0.87.1 disposes its runtime at once (`runtimeHost.dispose()`
+    /// in its rpc mode): it stops emitting, cancels whatever runs — the stream, tools, a retry
+    /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
+    /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
+    fn dispose_087(&mut self) -> Exit {
+        self.input_closed = true;
+        self.muted = true;
+        self.session.detach_file();
+        self.input_rx = crossbeam_channel::never();
+        self.end_dialogs();
+        self.cancel_all_work();
+        Exit::InputClosed
+    }
+
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
@@ -389,7 +429,7 @@ impl Machine {
     /// also listens to the control channel. After a signal (or when the host is gone) frames are
     /// dropped and the main loop exits.
     pub(crate) fn send(&mut self, line: Vec<u8>) {
-        if self.client_gone {
+        if self.client_gone || self.muted {
             return;
         }
         let line = match self.stdout.try_send(line) {
@@ -497,12 +537,12 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::Steer);
+                self.enqueue(input, StreamingBehavior::Steer)?;
                 Ok(None)
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::FollowUp);
+                self.enqueue(input, StreamingBehavior::FollowUp)?;
                 Ok(None)
             }
             Command::Abort => {
@@ -678,7 +718,7 @@ impl Machine {
             let Some(b) = behavior else {
                 return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
-            self.enqueue(input, b);
+            self.enqueue(input, b)?;
             return Ok(None);
         }
         if self.plugins.starting() {
@@ -692,7 +732,7 @@ impl Machine {
                 "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
             ));
         };
-        if model.api != "faux" && self.api_key(&model.provider).is_none() {
+        if model.api != "faux" && !self.key_configured(&model.provider) {
             return Err(format!(
                 "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
@@ -721,7 +761,7 @@ impl Machine {
         Err(DEFERRED.to_string())
     }
 
-    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) {
+    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
         let q = Queued {
             text: input.text.clone(),
             message: AgentMessage::User(UserMessage {
@@ -729,11 +769,15 @@ impl Machine {
                 timestamp: now_ms(),
             }),
         };
-        match behavior {
-            StreamingBehavior::Steer => self.steering.push(q),
-            StreamingBehavior::FollowUp => self.follow_up.push(q),
-        }
+        let pushed = match behavior {
+            StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
+            StreamingBehavior::FollowUp => {
+                self.follow_up.push(q).map_err(|f| f.message("follow-up"))
+            }
+        };
+        pushed?;
         self.emit_queue_update();
+        Ok(())
     }
 
     /// Stop the current run without emitting its closing events (`new_session`,
@@ -788,25 +832,35 @@ impl Machine {
 
     /// Key and headers for one request to `model` (resolved per call, as the reference does, so
     /// `!command` keys and header values can change): the model comes back with the resolved
-    /// headers, which the request builders send.
+    /// headers, which the request builders send. A `!command` is never run here (it could take
+    /// any time): its plan comes back instead, for the request's worker to resolve.
     pub(crate) fn request_credentials(
         &self,
         model: &Model,
-    ) -> Result<(Option<String>, Model), String> {
-        let ra = self.registry.request_auth(model, &self.auth)?;
+    ) -> Result<(Option<String>, Model, Option<crate::llm::models::AuthPlan>), String> {
+        let plan = self.registry.auth_plan(model, &self.auth);
+        if plan.runs_commands() {
+            return Ok((None, model.clone(), Some(plan)));
+        }
+        let ra = plan.resolve(&crate::cancel::CancelToken::never())?;
         let mut m = model.clone();
         if let Some(h) = ra.headers {
             let map: Map<String, Value> =
                 h.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
             m.headers = Some(map);
         }
-        Ok((ra.api_key.or_else(|| self.api_key(&model.provider)), m))
+        Ok((ra.api_key, m, None))
     }
 
     /// What a request to `model` needs beyond its key: the stored OAuth login to refresh, the
     /// model's thinking level map.
-    pub(crate) fn request_extra(&self, model: &Model) -> crate::llm::RequestExtra {
+    pub(crate) fn request_extra(
+        &self,
+        model: &Model,
+        auth: Option<crate::llm::models::AuthPlan>,
+    ) -> crate::llm::RequestExtra {
         crate::llm::RequestExtra {
+            auth,
             oauth: self.auth.oauth_login(&model.provider),
             thinking_map: self
                 .registry
@@ -816,9 +870,11 @@ impl Machine {
         }
     }
 
-    /// The API key for a provider (runtime override, auth.json, env, models.json), per call.
-    pub(crate) fn api_key(&self, provider: &str) -> Option<String> {
-        self.auth.api_key(provider)
+    /// Whether a request to `provider` would have a key (runtime override, auth.json, env,
+    /// models.json), without running a `!command`: one counts as a key, as in pi, and a command
+    /// that yields none fails the request with that error.
+    pub(crate) fn key_configured(&self, provider: &str) -> bool {
+        self.auth.key_configured(provider)
     }
 
     /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an
@@ -970,7 +1026,13 @@ impl Machine {
     fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
         self.session.append_model_change(&model.provider, &model.id);
-        let wanted = level.unwrap_or(if old_supports {
+        let wanted = level.unwrap_or(if self.compat.is_087() {
+            // pi 0.87.1: the model's own setting, else the settings' default, else the current.
+            self.settings
+                .model_thinking_level(&model.provider, &model.id)
+                .or(self.settings.default_thinking_level())
+                .unwrap_or(self.thinking)
+        } else if old_supports {
             self.thinking
         } else {
             self.settings

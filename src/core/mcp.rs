@@ -228,7 +228,14 @@ impl Machine {
                         .and_then(Value::as_str)
                         .unwrap_or("info");
                     let data = params.get("data").cloned().unwrap_or(Value::Null);
-                    eprintln!("pith: MCP server {name} [{level}]: {data}");
+                    // A log line, not a dump: at most 2000 bytes of it.
+                    let data = data.to_string();
+                    let mut cut = data.len().min(2000);
+                    while !data.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    let more = if cut < data.len() { " …" } else { "" };
+                    eprintln!("pith: MCP server {name} [{level}]: {}{more}", &data[..cut]);
                 }
                 _ => {}
             },

@@ -26,12 +26,13 @@ use crate::mcp::protocol::McpTool;
 use crate::message::AgentMessage;
 use crate::rpc::response;
 
-/// Output limits of an extension: one line up to 16 MiB, at most 1000 lines per second, 1024
-/// lines queued for it.
+/// Output limits of an extension: one line up to 16 MiB, at most 1000 lines per second; 1024
+/// lines or 32 MiB queued for it (one line longer than that is still accepted alone).
 pub const EXT_LIMITS: Limits = Limits {
     max_line: 16 * 1024 * 1024,
     max_lines_per_sec: 1000,
     write_queue: 1024,
+    write_queue_bytes: 32 * 1024 * 1024,
 };
 
 /// MCP servers may log a lot; their cap is higher.
@@ -39,6 +40,7 @@ pub const MCP_LIMITS: Limits = Limits {
     max_line: 16 * 1024 * 1024,
     max_lines_per_sec: 10_000,
     write_queue: 1024,
+    write_queue_bytes: 32 * 1024 * 1024,
 };
 
 /// Everything the plugin host starts with (resolved by `app` from CLI and settings).
@@ -680,8 +682,9 @@ impl Machine {
                     i,
                     "protocol".into(),
                     format!(
-                        "does not read its input ({} messages queued)",
-                        EXT_LIMITS.write_queue
+                        "does not read its input ({} messages or {} MiB queued)",
+                        EXT_LIMITS.write_queue,
+                        EXT_LIMITS.write_queue_bytes >> 20
                     ),
                 ));
                 false

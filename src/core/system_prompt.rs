@@ -21,12 +21,31 @@ pub struct PromptInputs<'a> {
     pub date: &'a str,
 }
 
-/// `--system-prompt` / `--append-system-prompt` values: an existing file's contents, else the text.
-pub fn file_or_literal(v: &str, cwd: &Path) -> String {
+/// `--system-prompt` / `--append-system-prompt` values: an existing file's contents, else the
+/// text. A file that cannot be read is a warning and the text is used, as pi does; a device,
+/// FIFO or directory is not read (pi would read `/dev/zero` without end), nor a file over
+/// [`crate::files::MAX_TEXT_FILE`].
+pub fn file_or_literal(v: &str, cwd: &Path, description: &str) -> String {
     let p = cwd.join(v);
-    match std::fs::metadata(&p) {
-        Ok(m) if m.is_file() => std::fs::read_to_string(&p).unwrap_or_else(|_| v.to_string()),
-        _ => v.to_string(),
+    if std::fs::symlink_metadata(&p).is_err() {
+        return v.to_string();
+    }
+    match crate::files::read_bytes(&p, crate::files::MAX_TEXT_FILE) {
+        // Invalid UTF-8 replaced, as node's `readFileSync(…, "utf-8")`.
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            let why = match e {
+                crate::files::ReadError::NotFound => return v.to_string(),
+                crate::files::ReadError::NotAFile => "not a regular file".to_string(),
+                crate::files::ReadError::TooLarge => format!(
+                    "larger than {} MiB",
+                    crate::files::MAX_TEXT_FILE / (1024 * 1024)
+                ),
+                crate::files::ReadError::Io(e) => e.to_string(),
+            };
+            eprintln!("Warning: Could not read {description} file {v}: {why}");
+            v.to_string()
+        }
     }
 }
 
@@ -51,7 +70,7 @@ pub fn custom_prompt(
     trusted: bool,
 ) -> Option<String> {
     match cli {
-        Some(v) => Some(file_or_literal(v, cwd)),
+        Some(v) => Some(file_or_literal(v, cwd, "system prompt")),
         None => read_first(&candidates("SYSTEM.md", cwd, agent_dir, trusted)),
     }
 }
@@ -64,7 +83,7 @@ pub fn append_prompt(
     trusted: bool,
 ) -> Option<String> {
     match cli {
-        Some(v) => Some(file_or_literal(v, cwd)),
+        Some(v) => Some(file_or_literal(v, cwd, "append system prompt")),
         None => read_first(&candidates("APPEND_SYSTEM.md", cwd, agent_dir, trusted)),
     }
 }
@@ -82,7 +101,7 @@ pub fn append_prompts(
     }
     Some(
         cli.iter()
-            .map(|v| file_or_literal(v, cwd))
+            .map(|v| file_or_literal(v, cwd, "append system prompt"))
             .collect::<Vec<_>>()
             .join("\n\n"),
     )

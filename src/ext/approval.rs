@@ -55,31 +55,27 @@ impl ConfirmTools {
     }
 }
 
-/// Longest text of one argument shown in a message (longer text is cut with a note).
-const SHOW_CHARS: usize = 2000;
-/// Most lines of file content shown.
-const SHOW_LINES: usize = 40;
+/// Most bytes of one argument shown in a message. The host must see what it approves: a file's
+/// content and an edit's texts are shown whole up to this (far more than a model writes in one
+/// reply), longer text is cut with a note of how much was left out.
+pub const SHOW_BYTES: usize = 1024 * 1024;
 
 fn clip(text: &str) -> String {
-    let mut lines: Vec<&str> = text.lines().collect();
-    let total_lines = lines.len();
-    let mut cut = false;
-    if lines.len() > SHOW_LINES {
-        lines.truncate(SHOW_LINES);
-        cut = true;
+    if text.len() <= SHOW_BYTES {
+        return text.to_string();
     }
-    let mut out = lines.join("\n");
-    if out.chars().count() > SHOW_CHARS {
-        out = out.chars().take(SHOW_CHARS).collect();
-        cut = true;
+    let mut cut = SHOW_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
     }
-    if cut {
-        out.push_str(&format!(
-            "\n… ({total_lines} lines, {} bytes in all)",
-            text.len()
-        ));
-    }
-    out
+    let lines = |t: &str| t.split('\n').count();
+    format!(
+        "{}\n… [cut here: the first {cut} of {} bytes shown, {} of {} lines]",
+        &text[..cut],
+        text.len(),
+        lines(&text[..cut]),
+        lines(text)
+    )
 }
 
 fn s<'a>(args: &'a Value, k: &str) -> Option<&'a str> {
@@ -201,7 +197,7 @@ mod tests {
         assert_eq!(t, "Allow bash?");
         assert_eq!(m, "Run this command:\nrm -rf build");
         let (_, m) = describe("write", &json!({"path":"a.txt","content":"hi\n"}));
-        assert_eq!(m, "Write 3 bytes to a.txt:\nhi");
+        assert_eq!(m, "Write 3 bytes to a.txt:\nhi\n");
         let (_, m) = describe(
             "edit",
             &json!({"path":"a.rs","edits":[{"oldText":"x","newText":"y"}]}),
@@ -210,9 +206,21 @@ mod tests {
         let (t, m) = describe("mcp__time__now", &json!({"tz":"UTC"}));
         assert_eq!(t, "Allow mcp__time__now?");
         assert_eq!(m, "Call mcp__time__now with:\n{\n  \"tz\": \"UTC\"\n}");
+        // Shown whole up to SHOW_BYTES, lines and all.
         let long = "x\n".repeat(100);
         let (_, m) = describe("write", &json!({"path":"b","content":long}));
-        assert!(m.ends_with("… (100 lines, 200 bytes in all)"), "{m}");
+        assert_eq!(m, format!("Write 200 bytes to b:\n{long}"));
+        let huge = "é".repeat(SHOW_BYTES / 2) + "\nrm -rf /";
+        let (_, m) = describe("write", &json!({"path":"b","content":huge}));
+        assert_eq!(
+            m,
+            format!(
+                "Write {} bytes to b:\n{}\n… [cut here: the first {SHOW_BYTES} of {} bytes shown, 1 of 2 lines]",
+                huge.len(),
+                "é".repeat(SHOW_BYTES / 2),
+                huge.len()
+            )
+        );
     }
 
     #[test]

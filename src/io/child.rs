@@ -19,6 +19,8 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -64,6 +66,9 @@ pub struct Limits {
     pub max_lines_per_sec: u32,
     /// Lines the machine may queue for the writer before the child counts as not reading.
     pub write_queue: usize,
+    /// Bytes the machine may queue for the writer (lines can be large: an event carries whole
+    /// messages). One line is always accepted into an empty queue, however long.
+    pub write_queue_bytes: usize,
 }
 
 /// What the reader thread reports.
@@ -86,6 +91,11 @@ pub enum ChildEvent {
 pub struct ChildHandle {
     pub pid: i32,
     tx: Option<Sender<Vec<u8>>>,
+    /// Bytes queued for the writer and not yet written. Shared with the writer thread (which
+    /// subtracts what it wrote) because a channel cannot tell how many bytes it holds; a counter
+    /// is all there is to share.
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
 }
 
 /// Why a line could not be handed to the writer.
@@ -104,11 +114,19 @@ impl ChildHandle {
             return Err(WriteError::Closed);
         };
         line.push(b'\n');
-        match tx.try_send(line) {
-            Ok(()) => Ok(()),
+        let len = line.len();
+        let queued = self.queued.load(Ordering::Acquire);
+        if queued > 0 && queued.saturating_add(len) > self.max_queued {
+            return Err(WriteError::Full);
+        }
+        self.queued.fetch_add(len, Ordering::AcqRel);
+        let r = match tx.try_send(line) {
+            Ok(()) => return Ok(()),
             Err(TrySendError::Full(_)) => Err(WriteError::Full),
             Err(TrySendError::Disconnected(_)) => Err(WriteError::Closed),
-        }
+        };
+        self.queued.fetch_sub(len, Ordering::AcqRel);
+        r
     }
 
     /// Close the child's stdin once what is queued has been written.
@@ -185,9 +203,11 @@ pub fn spawn(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let written = queued.clone();
     let writer = std::thread::Builder::new()
         .name(format!("child-w-{name}"))
-        .spawn(move || write_loop(stdin, rx));
+        .spawn(move || write_loop(stdin, rx, &written));
     if let Err(e) = writer {
         signal_group(pid, SIGKILL);
         let _ = child.wait();
@@ -208,7 +228,12 @@ pub fn spawn(
         signal_group(pid, SIGKILL);
         return Err(format!("cannot start a reader thread: {e}"));
     }
-    Ok(ChildHandle { pid, tx: Some(tx) })
+    Ok(ChildHandle {
+        pid,
+        tx: Some(tx),
+        queued,
+        max_queued: limits.write_queue_bytes,
+    })
 }
 
 fn describe_status(s: std::process::ExitStatus) -> String {
@@ -220,9 +245,12 @@ fn describe_status(s: std::process::ExitStatus) -> String {
     }
 }
 
-fn write_loop(mut stdin: std::process::ChildStdin, rx: Receiver<Vec<u8>>) {
+fn write_loop(mut stdin: std::process::ChildStdin, rx: Receiver<Vec<u8>>, queued: &AtomicUsize) {
     while let Ok(line) = rx.recv() {
-        if stdin.write_all(&line).is_err() {
+        let written = stdin.write_all(&line);
+        queued.fetch_sub(line.len(), Ordering::AcqRel);
+        drop(line);
+        if written.is_err() {
             return;
         }
         // Flush only when nothing else is queued: a burst goes out in few writes.
@@ -324,6 +352,7 @@ mod tests {
         max_line: 64,
         max_lines_per_sec: 5,
         write_queue: 4,
+        write_queue_bytes: 1 << 20,
     };
 
     #[test]
@@ -364,6 +393,7 @@ mod tests {
                 max_line: 1024,
                 max_lines_per_sec: 100,
                 write_queue: 4,
+                write_queue_bytes: 1 << 20,
             },
             Box::new(move |ev| tx.send(ev).is_ok()),
         )
@@ -379,6 +409,38 @@ mod tests {
             ChildEvent::Exited { status } => assert_eq!(status, "exit code 3"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A child that never reads: the queue fills by bytes long before its line count (events
+    /// carry whole messages); a line longer than the byte limit still goes into an empty queue.
+    #[test]
+    fn the_write_queue_is_bounded_by_bytes() {
+        let spec = Spec {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".into(), "sleep 30".into()],
+            env: vec![],
+            inherit_env: true,
+            cwd: std::env::temp_dir(),
+        };
+        let limits = Limits {
+            max_line: 1024,
+            max_lines_per_sec: 100,
+            write_queue: 1024,
+            write_queue_bytes: 1 << 20,
+        };
+        let h = spawn(&spec, limits, Box::new(|_| true)).unwrap();
+        assert_eq!(h.write(vec![b'x'; 2 << 20]), Ok(()));
+        let mut accepted = 0;
+        let result = loop {
+            match h.write(vec![b'y'; 100 << 10]) {
+                Ok(()) => accepted += 1,
+                Err(e) => break e,
+            }
+            assert!(accepted < 1024, "never full");
+        };
+        assert_eq!(result, WriteError::Full);
+        assert!(accepted <= 1, "{accepted} lines accepted behind 2 MiB");
+        h.signal(SIGKILL);
     }
 
     #[test]

@@ -23,14 +23,80 @@ pub enum Input {
 }
 
 /// The reason text for a line that does not parse. Blank lines get the reference's wording.
+///
+/// Read as pi reads it: bytes that are not UTF-8 become U+FFFD (node decodes stdin as UTF-8 that
+/// way), so a stray byte in a string does not lose the command or its `id`; a number beyond the
+/// range of a double (`1e400`) is `Infinity` to JavaScript, which its `JSON.stringify` writes as
+/// `null`, so it becomes `null` here (an `id` of `1e400` is echoed as `"id":null`, as pi echoes
+/// it).
 pub fn parse_line(line: &[u8]) -> Input {
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return Input::Invalid("Unexpected end of JSON input".to_string());
     }
-    match serde_json::from_slice::<Value>(line) {
+    let line: std::borrow::Cow<[u8]> = match std::str::from_utf8(line) {
+        Ok(_) => line.into(),
+        Err(_) => String::from_utf8_lossy(line)
+            .into_owned()
+            .into_bytes()
+            .into(),
+    };
+    match serde_json::from_slice::<Value>(&line) {
         Ok(v) => Input::Json(v),
+        Err(e) if e.to_string().starts_with("number out of range") => {
+            match serde_json::from_slice::<Value>(&overflowing_numbers_as_null(&line)) {
+                Ok(v) => Input::Json(v),
+                Err(e) => Input::Invalid(e.to_string()),
+            }
+        }
         Err(e) => Input::Invalid(e.to_string()),
     }
+}
+
+/// `line` with every number outside strings that overflows a double replaced by `null`.
+fn overflowing_numbers_as_null(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    let mut in_string = false;
+    while i < line.len() {
+        let b = line[i];
+        if in_string {
+            out.push(b);
+            match b {
+                b'\\' if i + 1 < line.len() => {
+                    out.push(line[i + 1]);
+                    i += 1;
+                }
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        if b == b'-' || b.is_ascii_digit() {
+            let start = i;
+            while i < line.len()
+                && matches!(line[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+            {
+                i += 1;
+            }
+            let token = &line[start..i];
+            let infinite = std::str::from_utf8(token)
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok())
+                .is_some_and(f64::is_infinite);
+            out.extend_from_slice(if infinite { b"null" } else { token });
+            continue;
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
 }
 
 pub fn spawn(tx: Sender<Input>) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -76,4 +142,32 @@ fn forward(frames: &mut Vec<Frame>, tx: &Sender<Input>) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(line: &[u8]) -> Value {
+        match parse_line(line) {
+            Input::Json(v) => v,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn read_as_pi_reads_it() {
+        assert_eq!(
+            json(b"{\"id\":\"x\xffy\",\"type\":\"abort\"}"),
+            serde_json::json!({"id":"x\u{fffd}y","type":"abort"})
+        );
+        assert_eq!(
+            json(br#"{"id":1e400,"type":"get_state","s":"1e400 \" -1e999","n":[-1e400,2.5e3]}"#),
+            serde_json::json!({"id":null,"type":"get_state","s":"1e400 \" -1e999","n":[null,2500.0]})
+        );
+        match parse_line(b"{\"id\":1e400,\"type\":}") {
+            Input::Invalid(e) => assert!(e.starts_with("expected value"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

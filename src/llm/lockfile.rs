@@ -8,10 +8,34 @@
 //! same, so each side respects the other's lock. pi's quick synchronous locks (reading auth.json)
 //! use proper-lockfile's default `stale` of 10 s, so while pith holds the lock a keeper thread
 //! touches it every 2 s: a slow token endpoint never makes pith's lock look abandoned.
+//!
+//! A lock is released on every path: dropping [`Lock`] (every return and error of its holder,
+//! a panic's unwinding) and, when pith exits while a request's worker still holds one (a token
+//! endpoint that does not answer, then stdin closes or a signal comes), [`release_all`] on the
+//! way out — proper-lockfile removes its locks on exit too. Otherwise pi and other pith
+//! processes would wait for an abandoned lock until it turned stale.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
+
+/// The lock directories this process holds; `None` once [`release_all`] ran (pith is exiting:
+/// no new lock is taken). Process-wide behind a mutex because the exit path must remove the
+/// locks of workers that may be stuck in a network call: a channel would need them to answer.
+static HELD: Mutex<Option<Vec<PathBuf>>> = Mutex::new(Some(Vec::new()));
+
+fn held() -> std::sync::MutexGuard<'static, Option<Vec<PathBuf>>> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Remove every lock this process still holds and refuse new ones. Called once, as pith exits.
+pub fn release_all() {
+    let dirs = held().take().unwrap_or_default();
+    for dir in dirs {
+        let _ = std::fs::remove_dir(&dir);
+    }
+}
 
 /// pi's `stale` for the refresh lock.
 pub const STALE: Duration = Duration::from_secs(30);
@@ -60,7 +84,14 @@ impl Drop for Lock {
             drop(tx);
             let _ = handle.join();
         }
-        let _ = std::fs::remove_dir(&self.dir);
+        // Only while it is still ours: after `release_all` the directory may be someone else's.
+        let mut held = held();
+        if let Some(list) = held.as_mut() {
+            if let Some(i) = list.iter().position(|d| *d == self.dir) {
+                list.swap_remove(i);
+                let _ = std::fs::remove_dir(&self.dir);
+            }
+        }
     }
 }
 
@@ -94,7 +125,16 @@ pub fn acquire(file: &Path, patience: Duration) -> io::Result<Lock> {
     let mut attempt = 0u32;
     loop {
         match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(Lock::new(dir)),
+            Ok(()) => {
+                let mut held = held();
+                let Some(list) = held.as_mut() else {
+                    let _ = std::fs::remove_dir(&dir);
+                    return Err(io::Error::other("pith is exiting"));
+                };
+                list.push(dir.clone());
+                drop(held);
+                return Ok(Lock::new(dir));
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let stale = std::fs::metadata(&dir)
                     .and_then(|m| m.modified())

@@ -13,6 +13,8 @@
 mod auth;
 #[rustfmt::skip]
 mod builtin;
+#[rustfmt::skip]
+mod builtin_087;
 mod config;
 pub mod resolve;
 mod table;
@@ -22,7 +24,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-pub use auth::{Auth, Env, env_api_key, env_var_names, process_env, resolve_config_value_uncached};
+pub use auth::{
+    Auth, CommandFailure, ConfigValue, Env, env_api_key, env_var_names, process_env,
+    resolve_config_value_uncached,
+};
 pub use resolve::{initial_model, parse_scoped_models, resolve_cli_model};
 
 use crate::llm::Model;
@@ -152,32 +157,60 @@ impl Registry {
     /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
     /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
     pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
+        Registry::load_for(crate::compat::Compat::V073, agent_dir, env)
+    }
+
+    /// [`Registry::load`] with the built-in models of the given pi version: pi 0.73.1's, or pi
+    /// 0.87.1's (`--compat 0.87`: other models, prices with tiers, `promptCache`, `inputLimits`).
+    pub fn load_for(
+        compat: crate::compat::Compat,
+        agent_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> (Registry, Vec<String>) {
         let _ = env;
+        let table = table_for(compat);
         let path = agent_dir.join("models.json");
-        match config::load(&path, &is_builtin_provider) {
-            Ok(cfg) => (Registry::build(cfg.unwrap_or_default()), Vec::new()),
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        match config::load(&path, &is_builtin) {
+            Ok(cfg) => (Registry::build(cfg.unwrap_or_default(), table), Vec::new()),
             Err(e) => {
-                let mut reg = Registry::build(ModelsConfig::default());
+                let mut reg = Registry::build(ModelsConfig::default(), table);
                 reg.load_error = Some(e.clone());
                 (reg, vec![e])
             }
         }
     }
 
-    /// Only the built-in models.
+    /// Only the built-in models (pi 0.73.1's).
     pub fn builtin() -> Registry {
-        Registry::build(ModelsConfig::default())
+        Registry::builtin_for(crate::compat::Compat::V073)
+    }
+
+    /// Only the built-in models of the given pi version.
+    pub fn builtin_for(compat: crate::compat::Compat) -> Registry {
+        Registry::build(ModelsConfig::default(), table_for(compat))
     }
 
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        config::parse(text, &is_builtin_provider).map(Registry::build)
+        Registry::from_models_json_for(text, crate::compat::Compat::V073)
     }
 
-    fn build(cfg: ModelsConfig) -> Registry {
+    /// [`Registry::from_models_json`] over the built-in models of the given pi version.
+    pub fn from_models_json_for(
+        text: &str,
+        compat: crate::compat::Compat,
+    ) -> Result<Registry, String> {
+        let table = table_for(compat);
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
+    }
+
+    fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
+        let table = version.providers;
         let mut reg = Registry::default();
-        let total: usize = builtin::PROVIDERS.iter().map(|p| p.models.len()).sum();
+        let total: usize = table.iter().map(|p| p.models.len()).sum();
         reg.models.reserve(total);
         reg.thinking.reserve(total);
 
@@ -195,13 +228,13 @@ impl Registry {
             }
         }
 
-        for provider in builtin::PROVIDERS {
+        for provider in table {
             let pcfg = cfg
                 .providers
                 .iter()
                 .find(|(n, _)| n == provider.name)
                 .map(|(_, p)| p);
-            for row in provider.models {
+            for row in provider.models.rows(&version.tables) {
                 let mut model = row.to_model(provider);
                 let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);
                 if let Some(p) = pcfg {
@@ -223,7 +256,7 @@ impl Registry {
         }
 
         for (name, p) in &cfg.providers {
-            let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
+            let defaults = table.iter().find(|b| b.name == name);
             for def in &p.models {
                 let api = def
                     .api
@@ -258,12 +291,14 @@ impl Registry {
                         output: cost[1],
                         cache_read: cost[2],
                         cache_write: cost[3],
+                        tiers: def.tiers,
                     },
                     context_window: def.context_window.map_or(128_000, js_count),
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
                     headers: None,
                     compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
                     shape: ModelShape::custom(def.thinking.clone()),
+                    ..Default::default()
                 };
                 reg.upsert(model, def.thinking.clone());
             }
@@ -361,22 +396,89 @@ impl Registry {
         supported_thinking_levels(model, self.thinking_level_map(&model.provider, &model.id))
     }
 
-    /// Key and headers for a request (`getApiKeyAndHeaders`). May run `!commands`; `Err` carries
-    /// the reference's message (e.g. `Failed to resolve API key for provider "x" from shell
-    /// command: ...`, `No API key found for "x"`).
+    /// Key and headers for a request (`getApiKeyAndHeaders`), resolved here and now (may run
+    /// `!commands`); `Err` carries the reference's message (e.g. `Failed to resolve API key for
+    /// provider "x" from shell command: ...`, `No API key found for "x"`).
     pub fn request_auth(&self, model: &Model, auth: &Auth) -> Result<RequestAuth, String> {
+        self.auth_plan(model, auth)
+            .resolve(&crate::cancel::CancelToken::never())
+    }
+
+    /// What [`Registry::request_auth`] would resolve, with every `!command` left to run: the
+    /// state machine builds this (cheap, no process), the request's worker resolves it.
+    pub fn auth_plan(&self, model: &Model, auth: &Auth) -> AuthPlan {
         let provider = model.provider.as_str();
         let pcfg = self.provider_configs.get(provider);
         let env = auth.env();
         let api_key = match auth.stored_or_env_key(provider) {
-            Some(key) => key,
+            Some(key) => (key, None),
             None => match pcfg.and_then(|c| c.api_key.as_deref()) {
-                Some(raw) => Some(auth::resolve_config_value_or_err(
-                    raw,
-                    env,
-                    &format!("API key for provider \"{provider}\""),
-                )?),
-                None => None,
+                Some(raw) => (
+                    ConfigValue::uncached(raw, env),
+                    Some(format!("API key for provider \"{provider}\"")),
+                ),
+                None => (ConfigValue::Ready(None), None),
+            },
+        };
+        let mut headers = Vec::new();
+        if let Some(h) = &model.headers {
+            for (k, v) in h {
+                if let Some(s) = v.as_str() {
+                    headers.push((k.clone(), ConfigValue::Ready(Some(s.to_string())), None));
+                }
+            }
+        }
+        if let Some(h) = pcfg.and_then(|c| c.headers.as_ref()) {
+            for (k, raw) in h {
+                let desc = format!("provider \"{provider}\" header \"{k}\"");
+                headers.push((k.clone(), ConfigValue::uncached(raw, env), Some(desc)));
+            }
+        }
+        if let Some(h) = self.model_headers.get(&format!("{provider}:{}", model.id)) {
+            for (k, raw) in h {
+                let desc = format!("model \"{provider}/{}\" header \"{k}\"", model.id);
+                headers.push((k.clone(), ConfigValue::uncached(raw, env), Some(desc)));
+            }
+        }
+        AuthPlan {
+            provider: provider.to_string(),
+            api_key,
+            headers,
+            auth_header: pcfg.is_some_and(|c| c.auth_header),
+        }
+    }
+}
+
+/// A request's key and headers before their `!command`s ran ([`Registry::auth_plan`]).
+#[derive(Clone, Debug)]
+pub struct AuthPlan {
+    provider: String,
+    /// The key, and what to call it in an error when it resolves to nothing (`None`: no key is
+    /// no error here).
+    api_key: (ConfigValue, Option<String>),
+    /// In the reference's order (model, provider, per-model headers; a later one replaces an
+    /// earlier one of the same name), each with its error description.
+    headers: Vec<(String, ConfigValue, Option<String>)>,
+    auth_header: bool,
+}
+
+impl AuthPlan {
+    /// Whether resolving runs a process (then it belongs on the request's worker).
+    pub fn runs_commands(&self) -> bool {
+        !self.api_key.0.is_ready() || self.headers.iter().any(|(_, v, _)| !v.is_ready())
+    }
+
+    /// The key and headers; `!command`s run now and stop when `cancel` fires.
+    pub fn resolve(&self, cancel: &crate::cancel::CancelToken) -> Result<RequestAuth, String> {
+        let provider = self.provider.as_str();
+        let api_key = match &self.api_key {
+            (value, Some(desc)) => Some(value.resolve_or_err(cancel, desc)?),
+            (value, None) => match value.resolve(cancel) {
+                Ok(key) => key,
+                Err(auth::CommandFailure::Cancelled) => {
+                    return Err(crate::llm::api::ABORTED_BEFORE_RESPONSE.to_string());
+                }
+                Err(_) => None,
             },
         };
         let mut headers: Vec<(String, String)> = Vec::new();
@@ -384,26 +486,17 @@ impl Registry {
             Some(slot) => slot.1 = v,
             None => headers.push((k.to_string(), v)),
         };
-        if let Some(h) = &model.headers {
-            for (k, v) in h {
-                if let Some(s) = v.as_str() {
-                    put(k, s.to_string());
-                }
-            }
+        for (k, value, desc) in &self.headers {
+            let v = match desc {
+                Some(desc) => value.resolve_or_err(cancel, desc)?,
+                None => match value.resolve(cancel) {
+                    Ok(Some(v)) => v,
+                    _ => continue,
+                },
+            };
+            put(k, v);
         }
-        if let Some(h) = pcfg.and_then(|c| c.headers.as_ref()) {
-            for (k, raw) in h {
-                let desc = format!("provider \"{provider}\" header \"{k}\"");
-                put(k, auth::resolve_config_value_or_err(raw, env, &desc)?);
-            }
-        }
-        if let Some(h) = self.model_headers.get(&format!("{provider}:{}", model.id)) {
-            for (k, raw) in h {
-                let desc = format!("model \"{provider}/{}\" header \"{k}\"", model.id);
-                put(k, auth::resolve_config_value_or_err(raw, env, &desc)?);
-            }
-        }
-        if pcfg.is_some_and(|c| c.auth_header) {
+        if self.auth_header {
             let Some(key) = &api_key else {
                 return Err(format!("No API key found for \"{provider}\""));
             };
@@ -416,8 +509,13 @@ impl Registry {
     }
 }
 
-fn is_builtin_provider(name: &str) -> bool {
-    builtin::PROVIDERS.iter().any(|p| p.name == name)
+/// The built-in table of a pi version.
+fn table_for(compat: crate::compat::Compat) -> &'static table::Table {
+    if compat.is_087() {
+        &table::V087
+    } else {
+        &table::V073
+    }
 }
 
 /// A JSON number used as a token count. Non-integral or out-of-range values are truncated and
@@ -492,6 +590,9 @@ fn apply_override(
         cost.output = output.unwrap_or(cost.output);
         cost.cache_read = cache_read.unwrap_or(cost.cache_read);
         cost.cache_write = cache_write.unwrap_or(cost.cache_write);
+    }
+    if let Some(t) = o.tiers {
+        model.cost.tiers = Some(t);
     }
     model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
     model.shape.assigned(Key::Compat);

@@ -18,6 +18,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use crate::cancel::CancelToken;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -420,11 +422,11 @@ fn remember(path: &Path, provider: &str, entry: &Map<String, Value>) {
 
 /// Put a usable access token on `req` (refreshing the login if it expired). For Copilot the
 /// token also names the base URL, which replaces the built-in one.
-pub fn resolve(req: &mut LlmRequest) -> Result<(), String> {
+pub fn resolve(req: &mut LlmRequest, cancel: &CancelToken) -> Result<(), String> {
     let Some(login) = req.extra.oauth.clone() else {
         return Ok(());
     };
-    let entry = current_entry(&login)
+    let entry = current_entry(&login, cancel)
         .map_err(|e| format!("Failed to refresh OAuth token for {}: {e}", login.provider))?;
     let Some(token) = access(&entry) else {
         return Err(format!("No API key found for {}", login.provider));
@@ -439,7 +441,7 @@ pub fn resolve(req: &mut LlmRequest) -> Result<(), String> {
 
 /// A fresh entry for `login`: the one it carries, the newest this process saw, the one in
 /// auth.json (another process refreshed), or a new one from the token endpoint.
-fn current_entry(login: &OAuthLogin) -> Result<Map<String, Value>, String> {
+fn current_entry(login: &OAuthLogin, cancel: &CancelToken) -> Result<Map<String, Value>, String> {
     let now = now_ms();
     if is_fresh(&login.entry, now) {
         return Ok(login.entry.clone());
@@ -462,7 +464,7 @@ fn current_entry(login: &OAuthLogin) -> Result<Map<String, Value>, String> {
         remember(&login.auth_path, &login.provider, &stored);
         return Ok(stored);
     }
-    let fresh = refresh_with_retries(login, &stored)?;
+    let fresh = refresh_with_retries(login, &stored, cancel)?;
     let text = merged_file(&text, &login.provider, &fresh)?;
     lockfile::write_atomic(&login.auth_path, text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", login.auth_path.display()))?;
@@ -470,9 +472,12 @@ fn current_entry(login: &OAuthLogin) -> Result<Map<String, Value>, String> {
     Ok(fresh)
 }
 
+/// The refresh, with retries of transient failures; none once the request was cancelled (the
+/// lock is not held for a request nobody waits for).
 fn refresh_with_retries(
     login: &OAuthLogin,
     stored: &Map<String, Value>,
+    cancel: &CancelToken,
 ) -> Result<Map<String, Value>, String> {
     let call =
         refresh_call(&login.provider, stored, login.token_url.as_deref()).map_err(|e| e.message)?;
@@ -482,7 +487,10 @@ fn refresh_with_retries(
         match refresh_once(&login.provider, stored, &call) {
             Ok(e) => return Ok(e),
             Err(e) if e.transient && attempt < REFRESH_ATTEMPTS => {
-                std::thread::sleep(Duration::from_millis(500 * (1 << attempt)));
+                let pause = Duration::from_millis(500 * (1 << attempt));
+                if cancel.receiver().recv_timeout(pause).is_err() && cancel.is_cancelled() {
+                    return Err(e.message);
+                }
             }
             Err(e) => return Err(e.message),
         }

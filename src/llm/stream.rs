@@ -98,7 +98,8 @@ pub fn spawn(req: LlmRequest, sink: Sink) -> StreamHandle {
     }
 }
 
-fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
+fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
+    crate::llm::transcript::normalize(&mut req);
     let mut em = Emitter { sink, alive: true };
     if req.model.api == "faux" {
         crate::llm::faux::run(&req, &token, &mut |ev| em.emit(ev));
@@ -116,10 +117,14 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         em.emit_all(&mut out);
         return;
     };
-    let (req, prepared) = if api.prepare_blocks() || crate::llm::oauth::needs_refresh_check(&req) {
-        // Credentials may need the network (token refresh) or the disk: off this thread, so a
-        // cancel is answered at once.
+    let (req, prepared) = if api.prepare_blocks()
+        || crate::llm::oauth::needs_refresh_check(&req)
+        || req.extra.auth.is_some()
+    {
+        // Credentials may need the network (token refresh), the disk or a `!command`: off this
+        // thread, so a cancel is answered at once.
         let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
+        b.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
         match prepare_on_worker(api, req, &token) {
             Ok(done) => done,
             Err(e) => {
@@ -136,6 +141,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
     };
     let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
     builder.compat = req.compat;
+    builder.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
     match prepared {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
         Err(e) => {
@@ -154,11 +160,14 @@ fn prepare_on_worker(
     token: &CancelToken,
 ) -> Result<(LlmRequest, Result<Prepared, String>), Option<String>> {
     let (tx, rx) = bounded(1);
+    let cancel = token.clone();
     let spawned = std::thread::Builder::new()
         .name("llm-prepare".into())
         .spawn(move || {
             let mut req = req;
-            let prepared = match crate::llm::oauth::resolve(&mut req) {
+            let prepared = match resolve_auth(&mut req, &cancel)
+                .and_then(|()| crate::llm::oauth::resolve(&mut req, &cancel))
+            {
                 Ok(()) => api.prepare(&req),
                 Err(e) => Err(e),
             };
@@ -171,6 +180,24 @@ fn prepare_on_worker(
         recv(rx) -> done => done.map_err(|_| Some("the credential worker stopped".to_string())),
         recv(token.receiver()) -> _ => Err(None),
     }
+}
+
+/// The request's `!command` credentials ([`crate::llm::RequestExtra::auth`]), run here (a
+/// cancel kills the command): the key and the resolved headers go into `req`.
+fn resolve_auth(req: &mut LlmRequest, cancel: &CancelToken) -> Result<(), String> {
+    let Some(plan) = req.extra.auth.take() else {
+        return Ok(());
+    };
+    let resolved = plan.resolve(cancel)?;
+    req.api_key = resolved.api_key;
+    if let Some(h) = resolved.headers {
+        let map = h
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        req.model.headers = Some(map);
+    }
+    Ok(())
 }
 
 struct Emitter {
@@ -358,14 +385,18 @@ fn run_http(
                 if can_retry && retryable {
                     Err(retry_delay(attempt, retry_after))
                 } else {
+                    b.msg.diagnostics = api.error_diagnostics(req, status, &headers, &text);
                     // An HTML page or a long text reduced to what identifies the error.
                     let text = crate::llm::error_body::readable(&text);
-                    Ok((api.http_error_message(status, &headers, &text), retry_after))
+                    Ok((
+                        api.http_error_message_for(req, status, &headers, &text),
+                        retry_after,
+                    ))
                 }
             }
             Wait::Got(Io::Failed(e)) => {
                 let msg = match e {
-                    http::HttpError::Connect(_) => api.connection_error().to_string(),
+                    http::HttpError::Connect(_) => api.connection_error_for(req).to_string(),
                     http::HttpError::Timeout(_) => TIMED_OUT.to_string(),
                     http::HttpError::Other(m) => m,
                 };

@@ -62,6 +62,7 @@ pub fn transform_borrowed<'a>(
                 }
                 first.push(Cow::Owned(LlmMessage::ToolResult(r)));
             }
+            LlmMessage::System(_) => first.push(Cow::Borrowed(msg)),
             LlmMessage::Assistant(a) if unchanged(a, model) => first.push(Cow::Borrowed(msg)),
             LlmMessage::Assistant(a) => first.push(Cow::Owned(LlmMessage::Assistant(
                 transform_assistant(a, model, normalize_id, &mut id_map),
@@ -73,10 +74,21 @@ pub fn transform_borrowed<'a>(
     // Tool calls (id, name) of the latest assistant message still waiting for a result.
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
+    // pi 0.87.1: system messages met while tool calls are pending wait until those are answered
+    // (synthetic results included), so they never split calls from their results.
+    let mut held: Vec<Cow<'a, LlmMessage>> = Vec::new();
     for msg in first {
         match &*msg {
+            LlmMessage::System(_) => {
+                if pending.is_empty() {
+                    out.push(msg);
+                } else {
+                    held.push(msg);
+                }
+            }
             LlmMessage::Assistant(a) => {
                 flush_orphans(&mut pending, &mut answered, &mut out);
+                out.append(&mut held);
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
@@ -92,10 +104,14 @@ pub fn transform_borrowed<'a>(
             }
             LlmMessage::User(_) => {
                 flush_orphans(&mut pending, &mut answered, &mut out);
+                out.append(&mut held);
                 out.push(msg);
             }
         }
     }
+    // Calls still unanswered at the end get their synthetic results too (both versions).
+    flush_orphans(&mut pending, &mut answered, &mut out);
+    out.append(&mut held);
     out
 }
 
@@ -276,7 +292,7 @@ mod tests {
             max_tokens: 100,
             headers: None,
             compat: None,
-            shape: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -229,19 +229,93 @@ pub fn call_params(tool: &str, args: &Value, progress_token: u64) -> Value {
     })
 }
 
+/// Largest image a server may send, in characters of base64 (about 7.5 MB of image): more than
+/// any provider takes in one image.
+pub const MAX_IMAGE_BASE64: usize = 10 * 1024 * 1024;
+/// Largest `structuredContent` kept in `details` (serialised bytes); the model never sees
+/// `details`, but events and the session file do.
+pub const MAX_STRUCTURED_BYTES: usize = 256 * 1024;
+/// Longest progress message shown, in characters.
+const MAX_PROGRESS_CHARS: usize = 1000;
+
+/// The start of standard base64 `data` decoded (at most `n` bytes); `None` if it is not base64
+/// (alphabet, padding only at the end, length a multiple of 4).
+fn base64_prefix(data: &str, n: usize) -> Option<Vec<u8>> {
+    let b = data.as_bytes();
+    if b.is_empty() || b.len() % 4 != 0 {
+        return None;
+    }
+    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return None;
+    }
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    if !b[..b.len() - pad].iter().all(|&c| val(c).is_some()) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n + 2);
+    for quad in b[..b.len() - pad].chunks(4) {
+        if out.len() >= n {
+            break;
+        }
+        let mut acc = 0u32;
+        for (i, &c) in quad.iter().enumerate() {
+            acc |= val(c)? << (18 - 6 * i);
+        }
+        let bytes = [(acc >> 16) as u8, (acc >> 8) as u8, acc as u8];
+        out.extend_from_slice(&bytes[..quad.len() - 1]);
+    }
+    out.truncate(n);
+    Some(out)
+}
+
+/// An image block, if it is one a provider accepts: base64 of a PNG, JPEG, GIF or WebP (by its
+/// bytes, which win over a wrong `mimeType`), at most [`MAX_IMAGE_BASE64`]. Otherwise a text
+/// saying why it is not shown: one bad image would make every later request of the session fail.
+fn image_block(data: Option<&str>, mime: Option<&str>) -> Content {
+    let shown = mime.unwrap_or("?");
+    let Some(data) = data else {
+        return Content::text(format!("[image {shown} without data, not shown]"));
+    };
+    if data.len() > MAX_IMAGE_BASE64 {
+        return Content::text(format!(
+            "[image {shown} of {} of base64, over the {} limit, not shown]",
+            crate::tools::truncate::format_size(data.len()),
+            crate::tools::truncate::format_size(MAX_IMAGE_BASE64)
+        ));
+    }
+    let sniffed = base64_prefix(data, 16).map(|head| crate::tools::read::image_mime(&head));
+    match sniffed {
+        None => Content::text(format!("[image {shown}: data is not base64, not shown]")),
+        Some(None) => Content::text(format!(
+            "[image {shown}: not a PNG, JPEG, GIF or WebP image, not shown]"
+        )),
+        Some(Some(mime)) => Content::Image(ImageContent {
+            data: data.to_string(),
+            mime_type: mime.to_string(),
+        }),
+    }
+}
+
 fn blocks(content: &[Value]) -> Vec<Content> {
-    let mut out = Vec::with_capacity(content.len());
+    let mut out = Vec::with_capacity(content.len().min(1024));
     for b in content {
         let s = |k: &str| b.get(k).and_then(Value::as_str);
         match s("type") {
-            Some("text") => out.push(Content::text(s("text").unwrap_or(""))),
-            Some("image") => match (s("data"), s("mimeType")) {
-                (Some(data), Some(mime)) => out.push(Content::Image(ImageContent {
-                    data: data.to_string(),
-                    mime_type: mime.to_string(),
-                })),
-                _ => out.push(Content::text("[image without data]")),
-            },
+            Some("text") => out.push(match s("text") {
+                Some(t) => Content::text(t),
+                None => Content::text("[text block without text]"),
+            }),
+            Some("image") => out.push(image_block(s("data"), s("mimeType"))),
             Some("audio") => out.push(Content::text(format!(
                 "[audio {} ({} bytes of base64) not shown]",
                 s("mimeType").unwrap_or("?"),
@@ -279,40 +353,126 @@ fn blocks(content: &[Value]) -> Vec<Content> {
     out
 }
 
-/// A `tools/call` result as a tool result: text and image blocks (other kinds described in
-/// text), `structuredContent` in `details` (and as the text when there is no content),
-/// `isError: true` → an error result with the text.
-pub fn call_result(result: &Value) -> ToolResult {
-    let content = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|c| blocks(c))
-        .unwrap_or_default();
-    let structured = result.get("structuredContent").filter(|v| !v.is_null());
-    let mut content = content;
-    if content.is_empty() {
-        if let Some(s) = structured {
-            content.push(Content::text(s.to_string()));
+/// The texts of `content`'s text blocks.
+fn texts(content: &[Content]) -> Vec<&str> {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The text blocks of `content` held to the limits every tool's output has
+/// ([`DEFAULT_MAX_LINES`](crate::tools::truncate::DEFAULT_MAX_LINES) lines,
+/// [`DEFAULT_MAX_BYTES`](crate::tools::truncate::DEFAULT_MAX_BYTES)), keeping the head. Within
+/// them nothing changes; over them the texts are joined (one per line) and cut, the cut text
+/// takes the first text block's place followed by a note, and `details.truncation` tells how.
+fn bound_text(content: Vec<Content>) -> (Vec<Content>, Option<Value>) {
+    use crate::tools::truncate::{
+        DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head,
+    };
+    let texts = texts(&content);
+    let bytes: usize = texts.iter().map(|t| t.len() + 1).sum();
+    let lines: usize = texts.iter().map(|t| t.split('\n').count()).sum();
+    if bytes <= DEFAULT_MAX_BYTES + 1 && lines <= DEFAULT_MAX_LINES {
+        return (content, None);
+    }
+    let joined = texts.join("\n");
+    let t = truncate_head(&joined, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+    if !t.truncated {
+        return (content, None);
+    }
+    let note = if t.first_line_exceeds_limit {
+        format!(
+            "[The MCP tool's first line is {}, over the {} limit: output not shown]",
+            format_size(joined.split('\n').next().map_or(0, str::len)),
+            format_size(DEFAULT_MAX_BYTES)
+        )
+    } else {
+        format!(
+            "[Showing lines 1-{} of {} of the MCP tool's output ({} limit); the rest was cut]",
+            t.output_lines,
+            t.total_lines,
+            if t.truncated_by == Some(crate::tools::truncate::TruncatedBy::Lines) {
+                format!("{DEFAULT_MAX_LINES} lines")
+            } else {
+                format_size(DEFAULT_MAX_BYTES)
+            }
+        )
+    };
+    let text = if t.content.is_empty() {
+        note
+    } else {
+        format!("{}\n\n{note}", t.content)
+    };
+    let mut out = Vec::with_capacity(content.len());
+    let mut placed = false;
+    for c in content {
+        match c {
+            Content::Text(_) if placed => {}
+            Content::Text(_) => {
+                out.push(Content::text(text.clone()));
+                placed = true;
+            }
+            other => out.push(other),
         }
     }
-    if result.get("isError") == Some(&Value::Bool(true)) {
-        let text: Vec<&str> = content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let text = text.join("\n");
+    (out, Some(t.to_json()))
+}
+
+/// A `tools/call` result as a tool result: text and image blocks (other kinds described in
+/// text), `structuredContent` in `details` (and as the text when there is no content),
+/// `isError: true` → an error result with the text. A server is not trusted: a result that is
+/// not an object, or whose `content` is not an array, is an error result; text is held to the
+/// limits of every tool's output; an image a provider would refuse becomes a text saying so.
+pub fn call_result(result: &Value) -> ToolResult {
+    const INVALID: &str = "The MCP server returned an invalid tools/call result";
+    let Some(obj) = result.as_object() else {
+        return Err(format!("{INVALID}: not an object"));
+    };
+    let structured = obj.get("structuredContent").filter(|v| !v.is_null());
+    let mut content = match obj.get("content") {
+        Some(Value::Array(c)) => blocks(c),
+        None | Some(Value::Null) if structured.is_some() => Vec::new(),
+        None | Some(Value::Null) => return Err(format!("{INVALID}: no content")),
+        Some(_) => return Err(format!("{INVALID}: content is not an array")),
+    };
+    let mut structured_json = None;
+    if let Some(s) = structured {
+        let text = s.to_string();
+        if content.is_empty() {
+            content.push(Content::text(text.clone()));
+        }
+        structured_json = Some(text);
+    }
+    let (content, truncation) = bound_text(content);
+    if obj.get("isError") == Some(&Value::Bool(true)) {
+        let text = texts(&content).join("\n");
         return Err(if text.is_empty() {
             "The MCP tool reported an error without a message".into()
         } else {
             text
         });
     }
+    let mut details = Map::new();
+    if let (Some(s), Some(text)) = (structured, structured_json) {
+        if text.len() <= MAX_STRUCTURED_BYTES {
+            details.insert("structuredContent".into(), s.clone());
+        } else {
+            details.insert(
+                "structuredContentOmitted".into(),
+                json!({"bytes": text.len(), "maxBytes": MAX_STRUCTURED_BYTES}),
+            );
+        }
+    }
+    if let Some(t) = truncation {
+        details.insert("truncation".into(), t);
+    }
     Ok(ToolOutput {
         content,
-        details: structured.map(|s| json!({ "structuredContent": s })),
+        details: (!details.is_empty()).then_some(Value::Object(details)),
     })
 }
 
@@ -333,7 +493,13 @@ pub fn progress_text(params: &Value) -> Option<(u64, String)> {
     };
     if let Some(m) = params.get("message").and_then(Value::as_str) {
         text.push_str(": ");
-        text.push_str(m);
+        match m.char_indices().nth(MAX_PROGRESS_CHARS) {
+            Some((cut, _)) => {
+                text.push_str(&m[..cut]);
+                text.push('…');
+            }
+            None => text.push_str(m),
+        }
     }
     Some((token, text))
 }
@@ -433,5 +599,111 @@ mod tests {
             progress_text(&json!({"progressToken":4,"progress":2,"total":5,"message":"working"})),
             Some((4, "progress 2/5: working".into()))
         );
+        let long = "é".repeat(5000);
+        let (_, t) =
+            progress_text(&json!({"progressToken":4,"progress":1,"message":long})).unwrap();
+        assert_eq!(
+            t.chars().count(),
+            "progress 1: ".len() + MAX_PROGRESS_CHARS + 1
+        );
+    }
+
+    #[test]
+    fn hostile_result_shapes_are_errors_or_placeholders() {
+        let invalid = "The MCP server returned an invalid tools/call result";
+        assert_eq!(
+            call_result(&json!("hi")),
+            Err(format!("{invalid}: not an object"))
+        );
+        assert_eq!(
+            call_result(&json!({})),
+            Err(format!("{invalid}: no content"))
+        );
+        assert_eq!(
+            call_result(&json!({"content":"text"})),
+            Err(format!("{invalid}: content is not an array"))
+        );
+        let r = call_result(&json!({"content":[7, {"type":"text","text":3},
+            {"type":"image","data":"not base64!","mimeType":"image/png"},
+            {"type":"image","data":"SGVsbG8gd29ybGQh","mimeType":"image/png"},
+            {"type":"image","data":"iVBORw0KGgo=","mimeType":"image/jpeg"}]}))
+        .unwrap();
+        assert_eq!(
+            r.content,
+            vec![
+                Content::text("[unsupported content type (none)]"),
+                Content::text("[text block without text]"),
+                Content::text("[image image/png: data is not base64, not shown]"),
+                Content::text("[image image/png: not a PNG, JPEG, GIF or WebP image, not shown]"),
+                // The bytes are a PNG's: their type wins over the declared one.
+                Content::Image(ImageContent {
+                    data: "iVBORw0KGgo=".into(),
+                    mime_type: "image/png".into()
+                }),
+            ]
+        );
+        let big = "A".repeat(MAX_IMAGE_BASE64 + 4);
+        let r =
+            call_result(&json!({"content":[{"type":"image","data":big,"mimeType":"image/png"}]}))
+                .unwrap();
+        assert_eq!(
+            r.content,
+            vec![Content::text(
+                "[image image/png of 10.0MB of base64, over the 10.0MB limit, not shown]"
+            )]
+        );
+        assert_eq!(
+            base64_prefix("SGVsbG8=", 16).as_deref(),
+            Some(&b"Hello"[..])
+        );
+        assert_eq!(base64_prefix("SGVsbA==", 2).as_deref(), Some(&b"He"[..]));
+        assert_eq!(base64_prefix("SGVsb===", 16), None);
+        assert_eq!(base64_prefix("SGV", 16), None);
+    }
+
+    #[test]
+    fn long_output_is_cut_like_every_tools() {
+        let lines: Vec<String> = (1..=3000).map(|i| format!("line {i}")).collect();
+        let r = call_result(&json!({"content":[
+            {"type":"text","text":lines[..1500].join("\n")},
+            {"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},
+            {"type":"text","text":lines[1500..].join("\n")}]}))
+        .unwrap();
+        assert_eq!(r.content.len(), 2);
+        let Content::Text(t) = &r.content[0] else {
+            panic!("{:?}", r.content)
+        };
+        assert!(t.text.starts_with("line 1\nline 2\n"));
+        assert!(t.text.ends_with(
+            "line 2000\n\n[Showing lines 1-2000 of 3000 of the MCP tool's output (2000 lines limit); the rest was cut]"
+        ));
+        assert!(matches!(r.content[1], Content::Image(_)));
+        let tr = &r.details.as_ref().unwrap()["truncation"];
+        assert_eq!(tr["truncatedBy"], "lines");
+        assert_eq!(tr["totalLines"], 3000);
+        assert_eq!(tr["outputLines"], 2000);
+
+        let r = call_result(
+            &json!({"content":[{"type":"text","text":"x".repeat(60_000)}],
+            "isError": true}),
+        );
+        assert_eq!(
+            r,
+            Err(
+                "[The MCP tool's first line is 58.6KB, over the 50.0KB limit: output not shown]"
+                    .into()
+            )
+        );
+        let huge =
+            json!({"content":[], "structuredContent":{"s":"y".repeat(MAX_STRUCTURED_BYTES)}});
+        let r = call_result(&huge).unwrap();
+        assert_eq!(
+            r.details.as_ref().unwrap()["structuredContentOmitted"],
+            json!({"bytes": MAX_STRUCTURED_BYTES + 8, "maxBytes": MAX_STRUCTURED_BYTES})
+        );
+        // Within the limits nothing changes.
+        let r = call_result(&json!({"content":[{"type":"text","text":"a\nb"}]})).unwrap();
+        assert_eq!(r.content, vec![Content::text("a\nb")]);
+        assert_eq!(r.details, None);
     }
 }

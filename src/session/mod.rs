@@ -202,33 +202,32 @@ impl Session {
         Ok(session)
     }
 
-    /// The reference's `setSessionFile` (`--session <path>`, `switch_session`): an existing
-    /// session file is opened; a missing file gives a new empty session written later at exactly
-    /// `path`; a file without a valid header is replaced by a fresh header at `path`.
+    /// The reference's `setSessionFile` (`--session <path>`): an existing session file is
+    /// opened; a missing or empty file gives a new empty session written later at exactly `path`.
+    /// A file that cannot be read as a session is an error and is left untouched (the reference
+    /// replaces it by a fresh header, losing whatever it held), as is anything but a regular file.
     pub fn open_or_create(path: &Path, cwd: &str) -> Result<Session, String> {
-        let dir = parent_dir(path);
-        if !path.exists() {
+        let meta = match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Session::create_at(path, cwd));
+            }
+            Err(e) => return Err(format!("Cannot open session file {}: {e}", path.display())),
+            Ok(m) => m,
+        };
+        if !meta.is_file() {
+            return Err(format!(
+                "Cannot read session file {}: not a regular file",
+                path.display()
+            ));
+        }
+        if meta.len() == 0 {
             return Ok(Session::create_at(path, cwd));
         }
-        match Session::open(path) {
-            Ok(s) => Ok(s),
-            // A readable regular file without a header (never a device: `/dev/zero` has no end).
-            Err(e)
-                if path.is_file()
-                    && std::fs::File::open(path).is_ok()
-                    && store::read_header(path).is_none() =>
-            {
-                let mut s = Session::new(cwd, Some(dir), None);
-                s.file = Some(path.to_path_buf());
-                let header = format!("{}\n", store::to_line(&s.header));
-                store::rewrite(path, &header)?;
-                s.header_written = true;
-                s.warnings
-                    .push(format!("{e}; starting a fresh session at that path"));
-                Ok(s)
-            }
-            Err(e) => Err(e),
-        }
+        Session::open(path).map_err(|e| {
+            format!(
+                "{e}; pith does not overwrite a file it cannot read as a session: move it away or name another path"
+            )
+        })
     }
 
     /// A new empty session to be written at exactly `path` (from the first assistant message, as
@@ -244,10 +243,21 @@ impl Session {
     /// `parentSession` naming the source — holding every entry of `source` (all branches),
     /// written at once. The source is read as [`Session::open`] reads it (an older version is
     /// migrated first).
-    pub fn fork_from(source: &Path, cwd: &str, dir: PathBuf) -> Result<Session, String> {
+    pub fn fork_from(
+        source: &Path,
+        cwd: &str,
+        dir: PathBuf,
+        id: Option<&str>,
+    ) -> Result<Session, String> {
         let mut src = Session::open(source).map_err(|e| format!("Cannot fork: {e}"))?;
         let parent = source.to_string_lossy().into_owned();
-        let fresh = Session::new(cwd, Some(dir), Some(parent));
+        let mut fresh = match id {
+            Some(id) => Session::with_id(cwd, Some(dir), id),
+            None => Session::new(cwd, Some(dir), None),
+        };
+        fresh
+            .header
+            .insert("parentSession".into(), Value::String(parent));
         let file = fresh
             .file
             .clone()
@@ -313,6 +323,12 @@ impl Session {
     /// The session file (`None` in memory). It may not exist yet (see [`Session::is_flushed`]).
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
+    }
+
+    /// Stop writing: later entries stay in memory only (pi 0.87.1 disconnects its session when
+    /// stdin ends, so the work it cancels then leaves no trace in the file).
+    pub fn detach_file(&mut self) {
+        self.file = None;
     }
 
     pub fn session_dir(&self) -> Option<&Path> {

@@ -164,6 +164,9 @@ pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, S
             break;
         }
         needs_newline = !line.ends_with(b"\n");
+        if number == 1 && line.starts_with(BOM) {
+            line.drain(..BOM.len());
+        }
         if line.trim_ascii().is_empty() {
             continue;
         }
@@ -204,6 +207,10 @@ pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, S
         needs_newline,
     })
 }
+
+/// A UTF-8 byte-order mark, which some editors put at the start of a file: skipped there, as pi's
+/// reader does (JavaScript's `trim` counts it as whitespace).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// `{type: "session", id: <string>}`.
 pub fn is_header(obj: &Map<String, Value>) -> bool {
@@ -404,6 +411,7 @@ pub fn read_header(path: &Path) -> Option<Map<String, Value>> {
     BufReader::new(f.take(64 * 1024))
         .read_until(b'\n', &mut line)
         .ok()?;
+    let line = line.strip_prefix(BOM).unwrap_or(&line);
     match serde_json::from_slice::<Value>(line.trim_ascii()) {
         Ok(Value::Object(obj)) if is_header(&obj) => Some(obj),
         _ => None,

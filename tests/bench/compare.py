@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`make bench`'s comparison: pith beside pi 0.73.1 and pi 0.87.1, as ratios from one run.
 
-  tests/bench/compare.py [--quick] [--oracle DIR] [--out target/bench/results.json]
+  tests/bench/compare.py [--quick] [--pith BIN] [--oracle DIR] [--out target/bench/results.json]
 
-Agents: target/release/pith, and each reference that is installed in the oracle directory
+Agents: target/release/pith (or --pith BIN), and each reference that is installed in the oracle directory
 (`../shared/oracle` by default: `setup.sh` installs pi 0.73.1 into ref/, `setup-latest.sh` pi
 0.87.1 into ref-latest/). A missing reference is reported and skipped. The measurements are the
 oracle's own harnesses, run the same way for every agent:
@@ -47,7 +47,7 @@ OUT = arg("--out", os.path.join(ROOT, "target", "bench", "results.json"))
 
 
 def agents():
-    found = [("pith", [os.path.join(ROOT, "target", "release", "pith"), "--mode", "rpc"])]
+    found = [("pith", [arg("--pith", os.path.join(ROOT, "target", "release", "pith")), "--mode", "rpc"])]
     for label, path in (("pi 0.73.1", os.path.join(ORACLE, "ref", "node_modules", ".bin", "pi")),
                         ("pi 0.87.1", os.path.join(ORACLE, "ref-latest", "pi"))):
         if os.access(path, os.X_OK):

@@ -6,18 +6,25 @@
 //! and header values) are resolved by [`resolve_config_value`]: `!cmd` runs `sh -c cmd`, else an
 //! environment variable of that exact name, else the literal.
 //!
+//! A `!command` can take a while (a password manager, a cloud CLI): the state machine never runs
+//! one. It hands a [`ConfigValue::Command`] to the request, whose prepare worker runs it
+//! ([`ConfigValue::resolve`]), with a time limit, and stops it when the request is cancelled.
+//!
 //! Keys are secrets: [`Auth`] has a hand-written `Debug` that prints provider names only.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use std::cell::RefCell;
+
+use crate::cancel::CancelToken;
 
 /// Environment lookup. Injected so tests never touch the process environment.
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -27,13 +34,19 @@ pub fn process_env() -> Env {
     Arc::new(|name: &str| std::env::var(name).ok())
 }
 
-/// How long a `!command` may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a `!command` may run (pi's limit).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bound on what a `!command` may print (a key is short; this only stops a runaway command).
 const COMMAND_OUTPUT_LIMIT: u64 = 1 << 20;
 
-/// Credentials for all providers. Owned by the state machine (one thread), so the `!command`
-/// cache is a plain `RefCell`: no lock, nothing shared.
+/// The process-wide result of one cached `!command` (auth.json keys, as pi caches them): set once
+/// by whichever request's worker runs it first. A `OnceLock` rather than a message back to the
+/// state machine because the value is produced on a worker and read by later workers, and a
+/// request must not wait for the machine to have handled an earlier one.
+pub type CommandCell = Arc<OnceLock<Option<String>>>;
+
+/// Credentials for all providers. Owned by the state machine (one thread), so the map of cached
+/// `!command` cells is a plain `RefCell`; the cells themselves are shared with request workers.
 #[derive(Clone)]
 pub struct Auth {
     runtime: HashMap<String, String>,
@@ -42,9 +55,11 @@ pub struct Auth {
     /// `models.json` provider `apiKey`s, unresolved.
     fallback: HashMap<String, String>,
     env: Env,
-    cache: RefCell<HashMap<String, Option<String>>>,
+    cache: RefCell<HashMap<String, CommandCell>>,
     /// Where `stored` came from (OAuth refreshes write it back).
     path: Option<std::path::PathBuf>,
+    /// pi 0.87.1's environment variables (its providers' keys) instead of 0.73.1's.
+    v087: bool,
 }
 
 impl fmt::Debug for Auth {
@@ -108,6 +123,7 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: Some(path),
+            v087: false,
         };
         (auth, warnings)
     }
@@ -121,7 +137,14 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: None,
+            v087: false,
         }
+    }
+
+    /// Keys from the environment as the given pi version reads them (pi 0.87.1 knows more
+    /// providers).
+    pub fn set_compat(&mut self, compat: crate::compat::Compat) {
+        self.v087 = compat.is_087();
     }
 
     /// `--api-key`: a key for one provider for this process only (never persisted).
@@ -134,56 +157,88 @@ impl Auth {
     pub fn has_auth(&self, provider: &str) -> bool {
         self.runtime.contains_key(provider)
             || self.stored.get(provider).is_some_and(js_truthy)
-            || env_api_key(provider, &self.env).is_some()
+            || env_api_key_for(provider, &self.env, self.v087).is_some()
             || self.fallback.get(provider).is_some_and(|k| !k.is_empty())
     }
 
-    /// The key to send for `provider`, from the first source that yields one.
+    /// The key to send for `provider`, from the first source that yields one. Runs `!command`s
+    /// here and now (tests and tools; requests resolve them on their worker).
     pub fn api_key(&self, provider: &str) -> Option<String> {
         if let Some(key) = self.stored_or_env_key(provider) {
-            return key;
+            return key.resolve(&CancelToken::never()).ok().flatten();
         }
         let fallback = self.fallback.get(provider)?;
         resolve_config_value_uncached(fallback, &self.env)
     }
 
-    /// Sources 1–3 only. `Some(None)` = a source claimed the provider but gave no key (an OAuth
-    /// entry we cannot use), which stops the search like the reference does.
-    pub(super) fn stored_or_env_key(&self, provider: &str) -> Option<Option<String>> {
+    /// Whether a request to `provider` would have a key, without running any `!command` (one
+    /// counts as a key; if it yields none, the request fails with that error).
+    pub fn key_configured(&self, provider: &str) -> bool {
+        match self.stored_or_env_key(provider) {
+            Some(ConfigValue::Ready(key)) => key.is_some(),
+            Some(ConfigValue::Command { .. }) => true,
+            None => match self.fallback.get(provider) {
+                Some(raw) if raw.starts_with('!') => true,
+                Some(raw) => resolve_config_value_uncached(raw, &self.env).is_some(),
+                None => false,
+            },
+        }
+    }
+
+    /// Sources 1–3 only, `!command`s unresolved. `Some(Ready(None))` = a source claimed the
+    /// provider but gave no key (an OAuth entry we cannot use), which stops the search like the
+    /// reference does.
+    pub(super) fn stored_or_env_key(&self, provider: &str) -> Option<ConfigValue> {
         if let Some(key) = self.runtime.get(provider).filter(|k| !k.is_empty()) {
-            return Some(Some(key.clone()));
+            return Some(ConfigValue::Ready(Some(key.clone())));
         }
         if let Some(Value::Object(cred)) = self.stored.get(provider) {
             match cred.get("type").and_then(Value::as_str) {
                 Some("api_key") => {
                     let key = cred.get("key").and_then(Value::as_str).unwrap_or("");
-                    return Some(self.resolve_cached(key));
+                    return Some(self.cached_value(key));
                 }
                 Some("oauth") if crate::llm::oauth::is_refreshable(provider) => {
                     // Used even when expired: the stream thread refreshes it (`oauth_login`).
                     let access = cred.get("access").and_then(Value::as_str).unwrap_or("");
-                    return Some(Some(access.to_string()));
+                    return Some(ConfigValue::Ready(Some(access.to_string())));
                 }
-                Some("oauth") => return Some(oauth_access_token(cred)),
+                Some("oauth") => return Some(ConfigValue::Ready(oauth_access_token(cred))),
                 _ => {}
             }
         }
-        env_api_key(provider, &self.env).map(Some)
+        env_api_key_for(provider, &self.env, self.v087).map(|k| ConfigValue::Ready(Some(k)))
     }
 
-    /// [`resolve_config_value`] with this `Auth`'s environment and command cache.
-    pub fn resolve_cached(&self, config: &str) -> Option<String> {
-        if let Some(cmd) = config.strip_prefix('!') {
-            if let Some(hit) = self.cache.borrow().get(config) {
-                return hit.clone();
+    /// `config` as a value whose `!command` result is cached for the process (pi's
+    /// `resolveConfigValue`); anything else is resolved now.
+    fn cached_value(&self, config: &str) -> ConfigValue {
+        match config.strip_prefix('!') {
+            Some(cmd) => {
+                let cell = self
+                    .cache
+                    .borrow_mut()
+                    .entry(config.to_string())
+                    .or_default()
+                    .clone();
+                match cell.get() {
+                    Some(hit) => ConfigValue::Ready(hit.clone()),
+                    None => ConfigValue::Command {
+                        command: cmd.to_string(),
+                        cache: Some(cell),
+                    },
+                }
             }
-            let value = run_command(cmd);
-            self.cache
-                .borrow_mut()
-                .insert(config.to_string(), value.clone());
-            return value;
+            None => ConfigValue::Ready(resolve_config_value_uncached(config, &self.env)),
         }
-        resolve_config_value_uncached(config, &self.env)
+    }
+
+    /// [`resolve_config_value`] with this `Auth`'s environment and command cache, run now.
+    pub fn resolve_cached(&self, config: &str) -> Option<String> {
+        self.cached_value(config)
+            .resolve(&CancelToken::never())
+            .ok()
+            .flatten()
     }
 
     pub fn env(&self) -> &Env {
@@ -239,12 +294,120 @@ fn js_truthy(v: &Value) -> bool {
     }
 }
 
-/// Resolves a config value without caching: `!cmd` → trimmed stdout of `sh -c cmd` (`None` on
-/// failure, timeout or empty output); else the env var of that exact name if non-empty; else the
-/// literal.
+/// A config value on its way to a request: already known, or a `!command` still to run on the
+/// request's worker.
+#[derive(Clone)]
+pub enum ConfigValue {
+    Ready(Option<String>),
+    Command {
+        /// What `sh -c` runs (without the `!`).
+        command: String,
+        /// Where the result is kept for the process (auth.json keys); `None`: run every time.
+        cache: Option<CommandCell>,
+    },
+}
+
+impl fmt::Debug for ConfigValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigValue::Ready(v) => write!(
+                f,
+                "Ready({})",
+                if v.is_some() { "<redacted>" } else { "None" }
+            ),
+            ConfigValue::Command { command, cache } => f
+                .debug_struct("Command")
+                .field("command", command)
+                .field("cached", &cache.is_some())
+                .finish(),
+        }
+    }
+}
+
+/// Why a `!command` gave no value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandFailure {
+    /// It could not start, exited non-zero, or printed nothing.
+    Failed,
+    /// It ran past [`COMMAND_TIMEOUT`] and was killed.
+    TimedOut,
+    /// The request was cancelled meanwhile; the command was killed.
+    Cancelled,
+}
+
+impl ConfigValue {
+    /// A value that is not cached: `!cmd` stays a command, anything else is resolved now.
+    pub fn uncached(config: &str, env: &Env) -> ConfigValue {
+        match config.strip_prefix('!') {
+            Some(cmd) => ConfigValue::Command {
+                command: cmd.to_string(),
+                cache: None,
+            },
+            None => ConfigValue::Ready(resolve_config_value_uncached(config, env)),
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self, ConfigValue::Ready(_))
+    }
+
+    /// The value, running the command if there is one (stopped when `cancel` fires). A failed
+    /// command's `None` is cached like a value, as pi caches it; a cancelled or timed-out one
+    /// is not.
+    pub fn resolve(&self, cancel: &CancelToken) -> Result<Option<String>, CommandFailure> {
+        match self {
+            ConfigValue::Ready(v) => Ok(v.clone()),
+            ConfigValue::Command { command, cache } => {
+                if let Some(hit) = cache.as_ref().and_then(|c| c.get()) {
+                    return Ok(hit.clone());
+                }
+                let value = match run_command(command, COMMAND_TIMEOUT, cancel) {
+                    Ok(v) => Some(v),
+                    Err(CommandFailure::Failed) => None,
+                    Err(e) => return Err(e),
+                };
+                if let Some(c) = cache {
+                    let _ = c.set(value.clone());
+                }
+                Ok(value)
+            }
+        }
+    }
+
+    /// [`ConfigValue::resolve`] where no value is an error: pi's text, and why when it is not
+    /// simply a failure.
+    pub fn resolve_or_err(
+        &self,
+        cancel: &CancelToken,
+        description: &str,
+    ) -> Result<String, String> {
+        let command = match self {
+            ConfigValue::Command { command, .. } => command.as_str(),
+            ConfigValue::Ready(_) => "",
+        };
+        match self.resolve(cancel) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) if self.is_ready() => Err(format!("Failed to resolve {description}")),
+            Ok(None) => Err(format!(
+                "Failed to resolve {description} from shell command: {command}"
+            )),
+            // Said so (pi's text ends at the command), in words the retry rules do not match:
+            // a command that hangs is not retried.
+            Err(CommandFailure::TimedOut) => Err(format!(
+                "Failed to resolve {description} from shell command: {command} (still running after {} s: stopped)",
+                COMMAND_TIMEOUT.as_secs()
+            )),
+            Err(_) => Err(crate::llm::api::ABORTED_BEFORE_RESPONSE.to_string()),
+        }
+    }
+}
+
+/// Resolves a config value without caching, here and now: `!cmd` → trimmed stdout of
+/// `sh -c cmd` (`None` on failure, timeout or empty output); else the env var of that exact name
+/// if non-empty; else the literal.
 pub fn resolve_config_value_uncached(config: &str, env: &Env) -> Option<String> {
     if let Some(cmd) = config.strip_prefix('!') {
-        return run_command(cmd);
+        return run_command(cmd, COMMAND_TIMEOUT, &CancelToken::never()).ok();
     }
     match env(config) {
         Some(v) if !v.is_empty() => Some(v),
@@ -252,34 +415,26 @@ pub fn resolve_config_value_uncached(config: &str, env: &Env) -> Option<String> 
     }
 }
 
-/// Same as [`resolve_config_value_uncached`]; `Err` carries the reference's error text.
-pub(super) fn resolve_config_value_or_err(
-    config: &str,
-    env: &Env,
-    description: &str,
-) -> Result<String, String> {
-    match resolve_config_value_uncached(config, env) {
-        Some(v) => Ok(v),
-        None => match config.strip_prefix('!') {
-            Some(cmd) => Err(format!(
-                "Failed to resolve {description} from shell command: {cmd}"
-            )),
-            None => Err(format!("Failed to resolve {description}")),
-        },
-    }
-}
-
-/// Runs `sh -c cmd` with stdin and stderr closed, a 10 s limit and bounded output.
-fn run_command(cmd: &str) -> Option<String> {
+/// Runs `sh -c cmd` in its own process group with stdin and stderr closed, a time limit and
+/// bounded output; the whole group is killed on timeout or when `cancel` fires. The trimmed
+/// output, if the command succeeded and printed something.
+fn run_command(
+    cmd: &str,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<String, CommandFailure> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
-        .ok()?;
-    let stdout = child.stdout.take()?;
+        .map_err(|_| CommandFailure::Failed)?;
+    let Some(stdout) = child.stdout.take() else {
+        return Err(CommandFailure::Failed);
+    };
     // Read on a helper thread so a chatty command cannot block on a full pipe while we poll.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -287,27 +442,38 @@ fn run_command(cmd: &str) -> Option<String> {
         let _ = stdout.take(COMMAND_OUTPUT_LIMIT).read_to_end(&mut buf);
         let _ = tx.send(buf);
     });
-    let deadline = Instant::now() + COMMAND_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
+        let stop = if cancel.is_cancelled() {
+            Some(CommandFailure::Cancelled)
+        } else if Instant::now() >= deadline {
+            Some(CommandFailure::TimedOut)
+        } else {
+            None
+        };
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) if stop.is_none() => std::thread::sleep(Duration::from_millis(5)),
             _ => {
+                crate::io::child::signal_group(child.id() as i32, crate::io::child::SIGKILL);
                 let _ = child.kill();
                 let _ = child.wait();
-                return None;
+                return Err(stop.unwrap_or(CommandFailure::Failed));
             }
         }
     };
     // A background grandchild may keep the pipe open: never wait past the deadline for EOF.
     let out = rx
         .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        .ok()?;
+        .map_err(|_| CommandFailure::TimedOut)?;
     if !status.success() {
-        return None;
+        return Err(CommandFailure::Failed);
     }
     let text = String::from_utf8_lossy(&out).trim().to_string();
-    (!text.is_empty()).then_some(text)
+    if text.is_empty() {
+        return Err(CommandFailure::Failed);
+    }
+    Ok(text)
 }
 
 /// Environment variables holding a provider's key (`getApiKeyEnvVars`), first wins.
@@ -343,11 +509,35 @@ pub fn env_var_names(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// pi 0.87.1's variables: those of the providers it added, else 0.73.1's.
+pub fn env_var_names_087(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "ant-ling" => &["ANT_LING_API_KEY"],
+        "qwen-token-plan" | "qwen-token-plan-individual" => &["QWEN_TOKEN_PLAN_API_KEY"],
+        "qwen-token-plan-cn" => &["QWEN_TOKEN_PLAN_CN_API_KEY"],
+        "nvidia" => &["NVIDIA_API_KEY"],
+        "zai-coding-cn" => &["ZAI_CODING_CN_API_KEY"],
+        "together" => &["TOGETHER_API_KEY"],
+        "meta" => &["META_API_KEY"],
+        other => env_var_names(other),
+    }
+}
+
 /// The key a provider gets from the environment (`getEnvApiKey`), including the
 /// `"<authenticated>"` sentinel for ambient Vertex / Bedrock credentials.
 pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
+    env_api_key_for(provider, env, false)
+}
+
+/// [`env_api_key`] as the given pi version reads it (`v087`: pi 0.87.1's variables).
+pub fn env_api_key_for(provider: &str, env: &Env, v087: bool) -> Option<String> {
     let get = |name: &str| env(name).filter(|v| !v.is_empty());
-    if let Some(v) = env_var_names(provider).iter().find_map(|name| get(name)) {
+    let names = if v087 {
+        env_var_names_087(provider)
+    } else {
+        env_var_names(provider)
+    };
+    if let Some(v) = names.iter().find_map(|name| get(name)) {
         return Some(v);
     }
     match provider {
@@ -378,5 +568,53 @@ pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
             ambient.then(|| "<authenticated>".to_string())
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
+    use super::*;
+    use crate::cancel::cancel_pair;
+
+    #[test]
+    fn a_command_past_its_limit_is_stopped() {
+        let r = run_command(
+            "sleep 30",
+            Duration::from_millis(100),
+            &CancelToken::never(),
+        );
+        assert_eq!(r, Err(CommandFailure::TimedOut));
+    }
+
+    #[test]
+    fn a_cancelled_command_is_stopped() {
+        let (mut src, tok) = cancel_pair();
+        src.cancel();
+        let r = run_command("sleep 30", Duration::from_secs(30), &tok);
+        assert_eq!(r, Err(CommandFailure::Cancelled));
+    }
+
+    #[test]
+    fn output_is_trimmed_and_failure_is_failure() {
+        let never = CancelToken::never();
+        let r = run_command("printf ' k \\n'", COMMAND_TIMEOUT, &never);
+        assert_eq!(r.as_deref(), Ok("k"));
+        let r = run_command("printf k; exit 1", COMMAND_TIMEOUT, &never);
+        assert_eq!(r, Err(CommandFailure::Failed));
+    }
+
+    #[test]
+    fn a_failed_command_is_pis_error() {
+        let failed = ConfigValue::Command {
+            command: "exit 2".into(),
+            cache: None,
+        };
+        let e = failed
+            .resolve_or_err(&CancelToken::never(), "API key for provider \"p\"")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "Failed to resolve API key for provider \"p\" from shell command: exit 2"
+        );
     }
 }

@@ -388,36 +388,9 @@ fn is_alias(id: &str) -> bool {
     !dated
 }
 
-/// Approximates JavaScript's `localeCompare` (ICU root collation) for model ids: characters
-/// compare by class (space, punctuation in ICU order, symbols, digits, letters) and letters
-/// case-insensitively first; then lowercase sorts before uppercase.
+/// JavaScript's `a.localeCompare(b)` (ICU root collation), as pi compares model ids.
 pub(crate) fn locale_compare(a: &str, b: &str) -> Ordering {
-    let primary = a
-        .chars()
-        .map(primary_weight)
-        .cmp(b.chars().map(primary_weight));
-    primary
-        .then_with(|| {
-            a.chars()
-                .map(|c| c.is_uppercase())
-                .cmp(b.chars().map(|c| c.is_uppercase()))
-        })
-        .then_with(|| a.cmp(b))
-}
-
-fn primary_weight(c: char) -> (u8, u32) {
-    const PUNCT: &str = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
-    if let Some(i) = PUNCT.find(c) {
-        return (0, i as u32);
-    }
-    if c.is_ascii_digit() {
-        return (1, c as u32);
-    }
-    if c.is_alphabetic() {
-        let lower = c.to_lowercase().next().unwrap_or(c);
-        return (2, lower as u32);
-    }
-    (3, c as u32)
+    crate::tools::collate::locale_compare_cased(a, b)
 }
 
 /// minimatch-style glob (case-insensitive): `*` and `?` stay within one `/`-separated segment,

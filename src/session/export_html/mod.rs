@@ -90,7 +90,10 @@ pub fn export_file(input: &str, output: Option<&str>, cwd: &Path) -> Result<Stri
         Session::new(&cwd.to_string_lossy(), None, None)
     } else {
         let mut s = Session::open_read_only(&resolved).map_err(|e| {
-            if super::store::read_header(&resolved).is_none() && std::fs::read(&resolved).is_ok() {
+            // Readable but without a header (opened, not read: it may be huge).
+            if super::store::read_header(&resolved).is_none()
+                && std::fs::File::open(&resolved).is_ok()
+            {
                 format!(
                     "Session file is not a valid pi session: {}",
                     resolved.display()
