@@ -46,8 +46,16 @@ lint:
 # Fully static binary (musl), $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith.
 # Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
 # for the C parts of the TLS crypto (ring).
+# Link flags (docs/architecture.md, "Binary size"): relative relocations packed as DT_RELR (the
+# static-PIE keeps its address randomisation; musl's start-up applies them), and, with the
+# toolchain's own lld (rustup ships it), identical code folding. RUSTFLAGS, when set, replace them.
+RUST_GCC_LD = $(shell rustc --print sysroot)/lib/rustlib/$(shell rustc -vV | sed -n 's/^host: //p')/bin/gcc-ld
+STATIC_RUSTFLAGS = -C link-arg=-Wl,-z,pack-relative-relocs $(if $(wildcard $(RUST_GCC_LD)/ld.lld),-C link-arg=-fuse-ld=lld -C link-arg=-B$(RUST_GCC_LD) -C link-arg=-Wl$(comma)--icf=all)
+comma = ,
 static:
-	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl
+	CC_x86_64_unknown_linux_musl=musl-gcc \
+	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS)" \
+	$(CARGO) build --release --target x86_64-unknown-linux-musl
 
 # pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
 # setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
