@@ -2,8 +2,9 @@
 CARGO ?= cargo
 # The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1) for `make bench`'s comparison.
 ORACLE ?= ../shared/oracle
-# Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/.
-TARGET_DIR := $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target)
+# Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/;
+# absolute, because the interop shim starts the binary from another directory.
+TARGET_DIR := $(abspath $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target))
 
 .PHONY: build run test lint static bench fmt clean interop interop-deps screenshots fuzz
 
@@ -47,24 +48,33 @@ lint:
 # Fully static binary (musl), $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith.
 # Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
 # for the C parts of the TLS crypto (ring).
+# Link flags (docs/architecture.md, "Binary size"): relative relocations packed as DT_RELR (the
+# static-PIE keeps its address randomisation; musl's start-up applies them), and, with the
+# toolchain's own lld (rustup ships it), identical code folding. RUSTFLAGS, when set, replace them.
+RUST_GCC_LD = $(shell rustc --print sysroot)/lib/rustlib/$(shell rustc -vV | sed -n 's/^host: //p')/bin/gcc-ld
+STATIC_RUSTFLAGS = -C link-arg=-Wl,-z,pack-relative-relocs $(if $(wildcard $(RUST_GCC_LD)/ld.lld),-C link-arg=-fuse-ld=lld -C link-arg=-B$(RUST_GCC_LD) -C link-arg=-Wl$(comma)--icf=all)
+comma = ,
 static:
-	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl
+	CC_x86_64_unknown_linux_musl=musl-gcc \
+	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS)" \
+	$(CARGO) build --release --target x86_64-unknown-linux-musl
 
 # pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
-# target/bench/pith-bench.txt); grep/find over a generated 100,000-file repository, pith beside pi
-# 0.73.1 running rg and fd (found on PATH): target/bench/tools.json; then the one table printed,
-# pith beside pi 0.73.1 / 0.87.1 (those installed by the oracle's setup scripts) as ratios from one
-# run: target/bench/results.json.
+# target/bench/pith-bench.txt); grep/find/ls over a generated 100,000-file repository, pith beside
+# pi 0.73.1 and 0.87.1 running rg and fd (found on PATH; pith alone without the oracle):
+# target/bench/tools.json; then the one table printed, pith beside pi 0.73.1 / 0.87.1 (those
+# installed by the oracle's setup scripts) as ratios from one run: target/bench/results.json.
 # BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.
 bench:
 	@mkdir -p target/bench
 	$(CARGO) build --release --features bench
 	$(TARGET_DIR)/release/pith-bench > target/bench/pith-bench.txt
+	@if command -v python3 >/dev/null; then \
+		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt; fi
 	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
-		python3 tests/bench/tools.py --pith $(abspath $(TARGET_DIR))/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt && \
-		python3 tests/bench/compare.py --pith $(abspath $(TARGET_DIR))/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
-		echo "pith-bench's and grep/find's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
-	else cat target/bench/pith-bench.txt; \
+		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
+		echo "pith-bench's and grep/find/ls's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
+	else cat target/bench/pith-bench.txt; [ -f target/bench/tools.txt ] && cat target/bench/tools.txt; \
 		echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
 
 # Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;

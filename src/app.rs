@@ -27,7 +27,7 @@ pub fn run(opts: Options) -> i32 {
         return run_export(input, opts.messages.first().map(String::as_str));
     }
     if let Some(search) = &opts.list_models {
-        return list_models(search.as_deref());
+        return list_models(search.as_deref(), opts.compat);
     }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
         eprintln!("Error: @file arguments are not supported in RPC mode");
@@ -81,13 +81,17 @@ fn oneshot_prompts(
 }
 
 /// `--list-models [search]`: pi's table of the models that have a key, on stdout.
-fn list_models(search: Option<&str>) -> i32 {
+fn list_models(search: Option<&str>, compat: Option<crate::compat::Compat>) -> i32 {
     let agent_dir = config::agent_dir();
-    let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
+    let compat = compat
+        .or_else(|| Settings::load_global(&agent_dir).0.compat())
+        .unwrap_or_default();
+    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }
-    let (auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    auth.set_compat(compat);
     for w in warnings {
         eprintln!("{w}");
     }
@@ -152,11 +156,28 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
-    // The flag wins over settings `pith.compat`; default 0.73.
-    let compat = opts.compat.or(settings.compat()).unwrap_or_default();
     // Project trust (`--approve` / `--no-approve`, pi 0.87.1's rules under 0.87): an untrusted
     // project's `.pi` files are not read.
     let (global, _) = Settings::load_global(&agent_dir);
+    // The flag wins over settings `pith.compat`; default 0.73. A project's `pith.compat` counts
+    // only in a project trusted by pi 0.87.1's rules (under 0.87 an untrusted project's settings
+    // are never read, so it cannot choose the version that would read them).
+    let compat = opts.compat.unwrap_or_else(|| {
+        let own = global.compat().unwrap_or_default();
+        match settings.compat() {
+            Some(project) if project != own => {
+                let trusted = crate::trust::project_trusted(
+                    crate::compat::Compat::V087,
+                    opts.approve,
+                    &cwd,
+                    &agent_dir,
+                    global.default_project_trust(),
+                );
+                if trusted { project } else { own }
+            }
+            _ => own,
+        }
+    });
     let project_trusted = crate::trust::project_trusted(
         compat,
         opts.approve,
@@ -172,11 +193,12 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in warnings {
         eprintln!("{w}");
     }
-    let (registry, warnings) = Registry::load(&agent_dir, &|k| std::env::var(k).ok());
+    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }
     let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
+    auth.set_compat(compat);
     for w in warnings {
         eprintln!("{w}");
     }
@@ -196,13 +218,24 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             None => Session::new(&cwd_str, None, None),
         }
     } else if let Some(arg) = &opts.fork {
+        // pi 0.87.1: `--session-id` names the fork, unless a session of this directory has it.
+        if let Some(id) = &opts.session_id {
+            if find_session_by_id(&session_dir, id).is_some() {
+                return Err(format!("Session already exists with id '{id}'"));
+            }
+        }
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
             cwd.join(arg)
         } else {
             resolve_session_arg(arg, &session_dir)?
         };
-        Session::fork_from(&path, &cwd_str, session_dir.clone())
-            .map_err(|e| format!("Error: {e}"))?
+        Session::fork_from(
+            &path,
+            &cwd_str,
+            session_dir.clone(),
+            opts.session_id.as_deref(),
+        )
+        .map_err(|e| format!("Error: {e}"))?
     } else if let Some(id) = &opts.session_id {
         // pi 0.87.1: the session of this directory with exactly this id, else a new one with it.
         match find_session_by_id(&session_dir, id) {
@@ -295,16 +328,31 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     for w in warnings {
         eprintln!("{w}");
     }
-    if model.is_none() && !scoped_models.is_empty() && !resumed {
+    // What pi 0.87.1 applies again whenever it builds a session's runtime (new_session,
+    // switch_session, fork, clone): the CLI's model and level and the scoped pick.
+    let mut defaults = crate::core::machine::SessionDefaults {
+        cli_model: model.clone(),
+        cli_level,
+        scoped: None,
+        initial: initial_model(
+            &registry,
+            &auth,
+            settings.default_provider().zip(settings.default_model()),
+        ),
+    };
+    if model.is_none() && !scoped_models.is_empty() {
         let default = settings.default_provider().zip(settings.default_model());
         let pick = scoped_models
             .iter()
             .find(|(m, _)| default.is_some_and(|(p, i)| m.provider == p && m.id == i))
             .or_else(|| scoped_models.first());
         if let Some((m, level)) = pick {
-            model = Some(m.clone());
-            if cli_level.is_none() {
-                cli_level = *level;
+            defaults.scoped = Some((m.clone(), *level));
+            if !resumed {
+                model = Some(m.clone());
+                if cli_level.is_none() {
+                    cli_level = *level;
+                }
             }
         }
     }
@@ -329,6 +377,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         } else {
             None
         })
+        .or(model
+            .as_ref()
+            .filter(|_| compat.is_087())
+            .and_then(|m| settings.model_thinking_level(&m.provider, &m.id)))
         .or(settings.default_thinking_level())
         .unwrap_or(ThinkingLevel::Medium);
     let thinking = match &model {
@@ -407,6 +459,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         auth,
         model,
         thinking,
+        defaults,
         scoped_models,
         session,
         tools: active,

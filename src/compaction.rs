@@ -146,6 +146,9 @@ pub const AUTO_COMPACTION_FAILED_PREFIX: &str = "Auto-compaction failed: ";
 pub const OVERFLOW_RECOVERY_FAILED_PREFIX: &str = "Context overflow recovery failed: ";
 /// `compaction_end.errorMessage` when an overflow repeats after one compact-and-retry.
 pub const OVERFLOW_RETRY_EXHAUSTED: &str = "Context overflow recovery failed after one compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+/// pi 0.87.1's text when a truncated reply (a recoverable `length` stop) comes back again.
+pub const LENGTH_RETRY_EXHAUSTED: &str =
+    "Truncated response recovery failed after one compact-and-retry attempt.";
 /// Error prefix when the history summary request fails.
 pub const SUMMARIZATION_FAILED_PREFIX: &str = "Summarization failed: ";
 /// Error prefix when the turn-prefix summary request fails.
@@ -192,8 +195,12 @@ pub enum Trigger {
     /// recovery as attempted, compact with reason `overflow` and `willRetry: true`.
     Overflow,
     /// Overflow again after one recovery: emit only `compaction_end{reason:"overflow",
-    /// aborted:false, willRetry:false, errorMessage:`[`OVERFLOW_RETRY_EXHAUSTED`]`}`.
-    OverflowRetryExhausted,
+    /// aborted:false, willRetry:false, errorMessage}` with this text
+    /// ([`OVERFLOW_RETRY_EXHAUSTED`], or [`LENGTH_RETRY_EXHAUSTED`] for a truncated reply).
+    OverflowRetryExhausted(&'static str),
+    /// pi 0.87.1: a complete reply (`stop`) whose usage overflowed the context window: compact
+    /// with reason `overflow` but keep the reply and do not retry.
+    OverflowNoRetry,
     /// Over the threshold: compact with reason `threshold`, `willRetry: false`.
     Threshold,
 }
@@ -213,6 +220,11 @@ pub struct CheckInput<'a, M = AgentMessage> {
     pub include_aborted: bool,
     /// The agent's current context messages.
     pub context: &'a [M],
+    /// pi 0.87.1's rules: a `length` stop below the model's own output limit (`max_tokens`) is
+    /// recovered like an overflow, and an overflowing complete reply is kept (no retry).
+    pub v087: bool,
+    /// The current model's `maxTokens` (0 when unknown).
+    pub max_tokens: u64,
 }
 
 /// `_checkCompaction` (spec 10.1 / 10.5) as a pure decision.
@@ -234,9 +246,23 @@ pub fn check<M: std::borrow::Borrow<AgentMessage>>(
     if before_compaction(assistant.timestamp) {
         return None;
     }
-    if same_model && is_context_overflow(assistant, context_window) {
+    let overflow = same_model && is_context_overflow(assistant, context_window);
+    // pi 0.87.1: a reply cut below the model's own output limit may be context pressure.
+    let recoverable_length = input.v087
+        && same_model
+        && assistant.stop_reason == StopReason::Length
+        && input.max_tokens > 0
+        && assistant.usage.output < input.max_tokens;
+    if overflow || recoverable_length {
+        if input.v087 && assistant.stop_reason == StopReason::Stop {
+            return Some(Trigger::OverflowNoRetry);
+        }
         return Some(if input.overflow_recovery_attempted {
-            Trigger::OverflowRetryExhausted
+            Trigger::OverflowRetryExhausted(if overflow {
+                OVERFLOW_RETRY_EXHAUSTED
+            } else {
+                LENGTH_RETRY_EXHAUSTED
+            })
         } else {
             Trigger::Overflow
         });
@@ -671,6 +697,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
                 }
             }
             LlmMessage::Assistant(a) => serialize_assistant(a, &mut parts),
+            LlmMessage::System(_) => {}
             LlmMessage::ToolResult(r) => {
                 let text = UserContent::Blocks(r.content.clone()).joined_text();
                 if !text.is_empty() {
@@ -1447,6 +1474,8 @@ mod tests {
             overflow_recovery_attempted: attempted,
             include_aborted: false,
             context,
+            v087: false,
+            max_tokens: 500,
         }
     }
 
@@ -1497,8 +1526,31 @@ mod tests {
         );
         assert_eq!(
             check(&over, &check_input(&set, &[], true)),
-            Some(Trigger::OverflowRetryExhausted)
+            Some(Trigger::OverflowRetryExhausted(OVERFLOW_RETRY_EXHAUSTED))
         );
+        // pi 0.87.1: a `length` stop below the model's limit is recovered like an overflow.
+        let mut cut = ok.clone();
+        cut.stop_reason = StopReason::Length;
+        cut.usage.total_tokens = 10;
+        cut.usage.output = 3;
+        let v087 = CheckInput {
+            v087: true,
+            ..check_input(&set, &[], false)
+        };
+        assert_eq!(check(&cut, &check_input(&set, &[], false)), None);
+        assert_eq!(check(&cut, &v087), Some(Trigger::Overflow));
+        assert_eq!(
+            check(
+                &cut,
+                &CheckInput {
+                    overflow_recovery_attempted: true,
+                    ..v087
+                }
+            ),
+            Some(Trigger::OverflowRetryExhausted(LENGTH_RETRY_EXHAUSTED))
+        );
+        cut.usage.output = 500;
+        assert_eq!(check(&cut, &v087), None);
         // From another model: only the threshold rule, which needs a usable usage.
         over.model = "other".into();
         assert_eq!(check(&over, &check_input(&set, &[], false)), None);

@@ -141,6 +141,13 @@ impl Settings {
         self.str("defaultThinkingLevel")
             .and_then(ThinkingLevel::parse)
     }
+    /// pi 0.87.1's per-model level: `modelThinkingLevels["<provider>/<id>"]`.
+    pub fn model_thinking_level(&self, provider: &str, id: &str) -> Option<ThinkingLevel> {
+        self.get("modelThinkingLevels")?
+            .get(format!("{provider}/{id}"))?
+            .as_str()
+            .and_then(ThinkingLevel::parse)
+    }
     /// `steeringMode` (legacy `queueMode`); anything but "one-at-a-time" means "all", as the reference.
     pub fn steering_mode(&self) -> QueueMode {
         queue_mode(self.str("steeringMode").or_else(|| self.str("queueMode")))

@@ -130,6 +130,13 @@ pub fn rpc_input(data: &[u8]) {
         model: None,
         thinking: crate::message::ThinkingLevel::Off,
         scoped_models: Vec::new(),
+        // What a session switch under 0.87 starts from: as the start-up, no model.
+        defaults: crate::core::machine::SessionDefaults {
+            cli_model: None,
+            cli_level: None,
+            scoped: None,
+            initial: None,
+        },
         session: crate::session::Session::new(&cwd.to_string_lossy(), None, None),
         tools: crate::tools::DEFAULT_TOOLS
             .iter()

@@ -184,7 +184,7 @@ mod tests {
             max_tokens: max,
             headers: None,
             compat: None,
-            shape: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -361,6 +361,14 @@ pub struct AssistantMessage {
     pub api: String,
     pub provider: String,
     pub model: String,
+    /// pi 0.87.1: the effort a model with managed effort (`compat.supportsMidConvoEffort`)
+    /// answered at; sent back with the history.
+    #[serde(
+        rename = "providerThinkingLevel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provider_thinking_level: Option<String>,
     pub usage: Usage,
     #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
@@ -392,6 +400,10 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub error_message: Option<String>,
+    /// pi 0.87.1's structured failure details (`bedrock_response_failure`: HTTP status, error
+    /// code, request id) beside `errorMessage`, which stays as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<serde_json::Value>>,
 }
 
 impl AssistantMessage {
@@ -418,8 +430,10 @@ impl AssistantMessage {
             timestamp: self.timestamp,
             response_id: self.response_id.clone(),
             response_model: self.response_model.clone(),
+            provider_thinking_level: self.provider_thinking_level.clone(),
             raw_stop_reason: self.raw_stop_reason.clone(),
             error_message: self.error_message.clone(),
+            diagnostics: self.diagnostics.clone(),
         }
     }
 
@@ -611,6 +625,13 @@ pub enum LlmMessage {
     Assistant(AssistantMessage) = 1,
     #[serde(rename = "toolResult")]
     ToolResult(ToolResultMessage) = 2,
+    /// pi 0.87.1 (`--compat 0.87`): a system message of the transcript, in place. Providers fold
+    /// them into the request's system prompt and tools ([`crate::llm::LlmRequest`]'s
+    /// `system_prompt` and `tools` already hold the result); the APIs of models that take system
+    /// messages mid-conversation send the later ones where they are. (Not laid out as
+    /// `AgentMessage::System`: converted, never viewed in place.)
+    #[serde(rename = "system")]
+    System(SystemMessage) = 3,
 }
 
 impl AgentMessage {

@@ -32,12 +32,13 @@ fn anthropic_model(base: &str) -> Model {
             output: 15.0,
             cache_read: 0.3,
             cache_write: 3.75,
+            tiers: None,
         },
         context_window: 200_000,
         max_tokens: 16384,
         headers: None,
         compat: None,
-        shape: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -55,12 +56,13 @@ fn openai_model(base: &str) -> Model {
             output: 8.0,
             cache_read: 0.5,
             cache_write: 0.0,
+            tiers: None,
         },
         context_window: 128_000,
         max_tokens: 16384,
         headers: None,
         compat: None,
-        shape: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -100,6 +102,7 @@ fn reference_tools() -> Vec<ToolSchema> {
             name: t["function"]["name"].as_str().expect("name").into(),
             description: t["function"]["description"].as_str().expect("desc").into(),
             parameters: t["function"]["parameters"].clone(),
+            constrained_sampling: None,
         })
         .collect()
 }

@@ -33,12 +33,13 @@ fn responses_model(base: &str) -> Model {
             output: 8.0,
             cache_read: 0.5,
             cache_write: 0.0,
+            tiers: None,
         },
         context_window: 128_000,
         max_tokens: 16384,
         headers: None,
         compat: None,
-        shape: Default::default(),
+        ..Default::default()
     }
 }
 
@@ -56,12 +57,13 @@ fn google_model(base: &str) -> Model {
             output: 10.0,
             cache_read: 0.31,
             cache_write: 0.0,
+            tiers: None,
         },
         context_window: 1_000_000,
         max_tokens: 65536,
         headers: None,
         compat: None,
-        shape: Default::default(),
+        ..Default::default()
     }
 }
 

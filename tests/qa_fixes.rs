@@ -60,6 +60,11 @@ fn the_auth_lock_is_released_when_pith_exits_during_a_refresh() {
     let r = p.call(json!({"type":"prompt","message":"hi"}), "p");
     assert_eq!(r["success"], true, "{r}");
     eventually("the refresh takes the lock", || lock.is_dir());
+    // The lock is taken before the request goes out: wait until the endpoint has it (on a
+    // loaded machine the abort could otherwise come first).
+    eventually("the token endpoint gets the request", || {
+        tokens.requests().len() == 1
+    });
     let a = p.call(json!({"type":"abort"}), "a");
     assert_eq!(
         a,
@@ -245,6 +250,24 @@ fn the_makefile_honours_cargo_target_dir() {
         assert!(text.contains(expected), "{expected} not in:\n{text}");
     }
     assert!(!text.contains("target/release/pith"), "{text}");
+
+    // Without it, target/ — as an absolute path: the interop shim starts the binary from its own
+    // directory, where a relative `target/debug/pith` does not exist (spawn ENOENT).
+    let Ok(out) = std::process::Command::new("make")
+        .args(["-n", "test"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env("MAKEFLAGS", "")
+        .output()
+    else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected = format!(
+        "PITH_BIN={}/target/debug/pith tests/interop/run.sh pith",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert!(text.contains(&expected), "{expected} not in:\n{text}");
 }
 
 // ---------------------------------------------------------------------------------------------

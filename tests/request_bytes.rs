@@ -42,6 +42,8 @@ fn anthropic_body_bytes_are_exact() {
             timestamp: 1,
             response_id: None,
             response_model: None,
+            provider_thinking_level: None,
+            diagnostics: None,
         })
     };
     let img = Content::Image(ImageContent {
@@ -146,7 +148,9 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
             timestamp: 1,
             response_id: None,
             response_model: None,
+            provider_thinking_level: None,
             raw_stop_reason: None,
+            diagnostics: None,
         }));
         msgs.push(LlmMessage::ToolResult(ToolResultMessage {
             tool_call_id: format!("toolu_{i}"),

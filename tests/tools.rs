@@ -19,6 +19,7 @@ fn ctx(dir: &Path) -> ToolContext {
         shell_path: None,
         shell_command_prefix: None,
         env: Vec::new(),
+        compat: Default::default(),
     }
 }
 

@@ -157,6 +157,7 @@ fn tool_schemas(tools: &[Arc<dyn Tool>]) -> Vec<ToolSchema> {
             name: t.name().to_string(),
             description: t.description(),
             parameters: t.parameters(),
+            constrained_sampling: None,
         })
         .collect()
 }
@@ -349,8 +350,11 @@ impl Machine {
             self.finish_assistant(m, true);
             return;
         }
-        if !self.plugins.exts.is_empty() || !self.plugins.servers.is_empty() {
-            // Extensions re-register and MCP servers change their tools between turns.
+        if !self.compat.is_087()
+            && (!self.plugins.exts.is_empty() || !self.plugins.servers.is_empty())
+        {
+            // Extensions re-register and MCP servers change their tools between turns (under
+            // 0.87 the turn's system message declared them already).
             let remote = self.plugins.remote_tools();
             if let Some(run) = self.run.as_mut() {
                 run.remote = remote;
@@ -372,9 +376,12 @@ impl Machine {
         let req = LlmRequest {
             api_key,
             system_prompt: run.system_prompt.clone(),
+            // Under 0.87 the transcript's system messages stay in place (pi 0.87.1's agent sends
+            // them); under 0.73 the system prompt holds them.
             messages: crate::core::context::to_request(
                 &self.messages,
                 self.settings.block_images(),
+                self.compat.is_087(),
             ),
             tools: run
                 .schemas
@@ -385,6 +392,7 @@ impl Machine {
                     name: r.name.clone(),
                     description: r.description.clone(),
                     parameters: r.parameters.clone(),
+                    constrained_sampling: None,
                 }))
                 .collect(),
             thinking: run.thinking,
@@ -539,6 +547,10 @@ impl Machine {
             return;
         }
         let calls: Vec<ToolCall> = a.tool_calls().cloned().collect();
+        if !calls.is_empty() && a.stop_reason == StopReason::Length && self.compat.is_087() {
+            self.fail_truncated_tool_calls(&m, &calls);
+            return;
+        }
         if calls.is_empty() {
             self.emit(&Frame::TurnEnd {
                 message: &m,
@@ -548,6 +560,36 @@ impl Machine {
         } else {
             self.start_tools(m, calls);
         }
+    }
+
+    /// `--compat 0.87`: a reply cut by the output token limit may carry truncated arguments, so
+    /// pi 0.87.1 runs none of its tool calls: each gets its `tool_execution_start`, then an error
+    /// result saying so, one after the other; the run goes on with the next turn.
+    fn fail_truncated_tool_calls(&mut self, assistant: &AgentMessage, calls: &[ToolCall]) {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            self.emit(&Frame::ToolExecutionStart {
+                tool_call_id: &call.id,
+                tool_name: &call.name,
+                args: &call.arguments,
+            });
+            let r = result_message(
+                call,
+                Err(format!(
+                    "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
+                    call.name
+                )),
+            );
+            self.emit_tool_end(&r);
+            let m = AgentMessage::ToolResult(r);
+            self.deliver(m.clone());
+            results.push(m);
+        }
+        self.emit(&Frame::TurnEnd {
+            message: assistant,
+            tool_results: &results,
+        });
+        self.after_turn(true, Vec::new());
     }
 
     /// Start a tool batch (spec 6.3, parallel mode): prepare every call in order (its
@@ -611,7 +653,7 @@ impl Machine {
             let mut ready: Option<(Exec, Value)> = None;
             match self.resolve_tool(&call.name) {
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
-                Some(exec) => match validate_for(&exec, &call.arguments) {
+                Some(exec) => match validate_for(&exec, &call.arguments, self.compat) {
                     Err(e) => result = Some(Err(e)),
                     Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
                     Ok(args) if self.gate_needed(&call.name) => {
@@ -745,6 +787,7 @@ impl Machine {
             cancel: b.token.clone(),
             shell_path,
             shell_command_prefix,
+            compat: self.compat,
         };
         for (index, exec, args) in runnable {
             let Some(call) = self
@@ -960,16 +1003,38 @@ impl Machine {
         };
         if had_tool_calls || !pending.is_empty() {
             self.emit(&Frame::TurnStart);
+            self.declare_tool_changes_087();
             self.continue_turn(pending, Source::Steering);
             return;
         }
         let follow = self.follow_up.take();
         if !follow.is_empty() {
             self.emit(&Frame::TurnStart);
+            self.declare_tool_changes_087();
             self.continue_turn(follow, Source::FollowUp);
             return;
         }
         self.end_run();
+    }
+
+    /// `--compat 0.87`, before every turn of a run after its first: pi 0.87.1 rebuilds the
+    /// prompt sections with the tools active now (an extension re-registered, an MCP server's
+    /// list changed) and declares what changed in a `role:"system"` message right after
+    /// `turn_start` (changed sections, `toolsAdded`, `toolsRemoved`; no sections key when only
+    /// tools changed). The run's requests then carry the new prompt and tools.
+    fn declare_tool_changes_087(&mut self) {
+        if !self.compat.is_087() || self.run.is_none() {
+            return;
+        }
+        let remote = self.plugins.remote_tools();
+        let (update, text) = self.system_update_087(true, &remote);
+        if let Some(run) = self.run.as_mut() {
+            run.system_prompt = text;
+            run.remote = remote;
+        }
+        if let Some(m) = update {
+            self.deliver(AgentMessage::System(m));
+        }
     }
 
     /// `agent_end`, answer waiting aborts, then what follows a run.
@@ -1089,10 +1154,18 @@ impl Machine {
     }
 }
 
-/// Prepare and validate a call's arguments for the tool that runs it.
-fn validate_for(exec: &Exec, args: &Value) -> Result<Value, String> {
+/// Prepare and validate a call's arguments for the tool that runs it: under `--compat 0.87`
+/// against the schema pi 0.87.1 declares (edit's has no `additionalProperties`).
+fn validate_for(exec: &Exec, args: &Value, compat: crate::compat::Compat) -> Result<Value, String> {
     match exec {
+        Exec::Builtin(t) if compat.is_087() => {
+            let prepared = crate::tools::prepare_arguments(t.name(), args);
+            let schema = crate::core::system_message::declaration(t.as_ref()).parameters;
+            crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, true)
+        }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
-        Exec::Remote(r) => crate::tools::validate::validate_args(&r.name, &r.parameters, args),
+        Exec::Remote(r) => {
+            crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, compat.is_087())
+        }
     }
 }

@@ -74,7 +74,13 @@ impl Machine {
                     on_text: if stream { Some(&on_text) } else { None },
                     line_counting: counting,
                 };
-                let outcome = run_command(&spec, std::time::Duration::from_secs(3600), &mut |_| {});
+                let mut outcome =
+                    run_command(&spec, std::time::Duration::from_secs(3600), &mut |_| {});
+                if stream {
+                    if let Ok(o) = outcome.as_mut() {
+                        o.signal_as_exit_code_087(token.is_cancelled());
+                    }
+                }
                 let _ = tx.send(Worker::BashDone {
                     job,
                     outcome: Box::new(outcome),

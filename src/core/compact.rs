@@ -212,19 +212,16 @@ impl Machine {
             overflow_recovery_attempted: self.overflow_recovery_attempted,
             include_aborted: before_prompt,
             context: self.messages.as_slice(),
+            v087: self.compat.is_087(),
+            max_tokens: model.max_tokens,
         };
         let (reason, will_retry) = match compaction::check(last, &input) {
             None => return false,
-            Some(Trigger::OverflowRetryExhausted) => {
-                self.emit_compaction_end(
-                    Reason::Overflow,
-                    None,
-                    false,
-                    false,
-                    Some(compaction::OVERFLOW_RETRY_EXHAUSTED),
-                );
+            Some(Trigger::OverflowRetryExhausted(text)) => {
+                self.emit_compaction_end(Reason::Overflow, None, false, false, Some(text));
                 return false;
             }
+            Some(Trigger::OverflowNoRetry) => (Reason::Overflow, false),
             Some(Trigger::Overflow) => {
                 if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
                     self.messages.pop();

@@ -37,9 +37,9 @@ fn user_text(text: String, timestamp: u64) -> LlmMessage {
     })
 }
 
-/// The history of a request over the agent's context: [`to_llm`], with the messages a provider
-/// sees as they are shared instead of copied.
-pub fn to_request(context: &Context, block_images: bool) -> LlmMessages {
+/// The history of a request over the agent's context: [`to_llm`] ([`to_llm_087`] with
+/// `keep_system`), with the messages a provider sees as they are shared instead of copied.
+pub fn to_request(context: &Context, block_images: bool, keep_system: bool) -> LlmMessages {
     let mut out = LlmMessages::with_capacity(context.len());
     for m in context.as_slice() {
         let has_image = |b: &[Content]| b.iter().any(|c| matches!(c, Content::Image(_)));
@@ -55,7 +55,7 @@ pub fn to_request(context: &Context, block_images: bool) -> LlmMessages {
         if as_is && out.push_shared(m) {
             continue;
         }
-        for converted in to_llm(std::slice::from_ref(&**m), block_images) {
+        for converted in convert(std::slice::from_ref(&**m), block_images, keep_system) {
             out.push(converted);
         }
     }
@@ -64,6 +64,16 @@ pub fn to_request(context: &Context, block_images: bool) -> LlmMessages {
 
 /// Convert the context; `block_images` replaces every image with the reference's placeholder.
 pub fn to_llm(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> {
+    convert(messages, block_images, false)
+}
+
+/// [`to_llm`] for a request under `--compat 0.87`: the transcript's system messages stay in
+/// place (pi 0.87.1's agent sends them; the provider APIs fold them or send them as they are).
+pub fn to_llm_087(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> {
+    convert(messages, block_images, true)
+}
+
+fn convert(messages: &[AgentMessage], block_images: bool, keep_system: bool) -> Vec<LlmMessage> {
     let mut out = Vec::with_capacity(messages.len());
     for m in messages {
         let converted = match m {
@@ -90,7 +100,9 @@ pub fn to_llm(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> 
                 ),
                 b.timestamp,
             ),
-            // pi 0.87.1's system messages become the request's system prompt, not a message.
+            // pi 0.87.1's system messages: kept for a request under 0.87, else the request's
+            // system prompt holds them.
+            AgentMessage::System(s) if keep_system => LlmMessage::System(s.clone()),
             AgentMessage::System(_) => continue,
             AgentMessage::CompactionSummary(c) => user_text(
                 format!(

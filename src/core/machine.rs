@@ -37,6 +37,8 @@ pub struct Startup {
     pub auth: Auth,
     pub model: Option<Model>,
     pub thinking: ThinkingLevel,
+    /// What `--compat 0.87` applies again to every session it switches to.
+    pub defaults: SessionDefaults,
     /// `--models` (or settings `enabledModels`) resolved: models for `cycle_model`.
     pub scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub session: Session,
@@ -53,6 +55,19 @@ pub struct Startup {
     pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
+}
+
+/// The choices pi 0.87.1 applies again whenever it builds the runtime of a session (it does so
+/// for `new_session`, `switch_session`, `fork` and `clone`): the CLI's model and thinking level
+/// (also a `--model pattern:level`), the scoped models' pick, and the first model otherwise.
+#[derive(Clone, Debug, Default)]
+pub struct SessionDefaults {
+    pub cli_model: Option<Model>,
+    pub cli_level: Option<ThinkingLevel>,
+    /// The scoped model a session without messages starts with, and its level.
+    pub scoped: Option<(Model, Option<ThinkingLevel>)>,
+    /// The settings' default model, else the first one with a key.
+    pub initial: Option<Model>,
 }
 
 /// Channels the machine listens on and writes to.
@@ -90,6 +105,9 @@ pub struct Machine {
     control_rx: Receiver<Control>,
     worker_rx: Receiver<Worker>,
     client_gone: bool,
+    /// `--compat 0.87` after stdin ended: nothing more is written (frames are dropped; what was
+    /// queued before is still flushed).
+    muted: bool,
     input_closed: bool,
     pub(crate) worker_tx: Sender<Worker>,
 
@@ -100,6 +118,8 @@ pub struct Machine {
     pub(crate) compat: Compat,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
     pub(crate) prompt_cache: crate::core::system_message::PromptCache,
+    /// `--compat 0.87`: the context files, read once per session runtime.
+    pub(crate) context_files_087: Option<Vec<(PathBuf, String)>>,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -111,6 +131,8 @@ pub struct Machine {
 
     pub(crate) model: Option<Model>,
     pub(crate) thinking: ThinkingLevel,
+    /// See [`Startup::defaults`].
+    pub(crate) defaults: SessionDefaults,
     pub(crate) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
     pub(crate) steering: Queue,
     pub(crate) follow_up: Queue,
@@ -170,6 +192,7 @@ impl Machine {
             control_rx: ch.control,
             worker_rx: ch.worker,
             client_gone: false,
+            muted: false,
             input_closed: false,
             worker_tx: ch.worker_tx,
             registry: s.registry,
@@ -213,8 +236,10 @@ impl Machine {
             partials: s.partials,
             compat: s.compat,
             prompt_cache: Default::default(),
+            context_files_087: None,
             model: s.model,
             thinking: s.thinking,
+            defaults: s.defaults,
         }
     }
 
@@ -323,6 +348,7 @@ impl Machine {
                     crate::rpc::frame::MAX_LINE_BYTES
                 ),
             )),
+            Event::Input(Input::Eof) if self.compat.is_087() => return Some(self.dispose_087()),
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
                 self.end_dialogs(); // nobody is left to answer them
@@ -372,6 +398,20 @@ impl Machine {
         Exit::Signal(sig)
     }
 
+    /// `--compat 0.87`, stdin ended: pi 0.87.1 disposes its runtime at once (`runtimeHost.dispose()`
+    /// in its rpc mode): it stops emitting, cancels whatever runs — the stream, tools, a retry
+    /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
+    /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
+    fn dispose_087(&mut self) -> Exit {
+        self.input_closed = true;
+        self.muted = true;
+        self.session.detach_file();
+        self.input_rx = crossbeam_channel::never();
+        self.end_dialogs();
+        self.cancel_all_work();
+        Exit::InputClosed
+    }
+
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
@@ -409,7 +449,7 @@ impl Machine {
     /// also listens to the control channel. After a signal (or when the host is gone) frames are
     /// dropped and the main loop exits.
     pub(crate) fn send(&mut self, line: Vec<u8>) {
-        if self.client_gone {
+        if self.client_gone || self.muted {
             return;
         }
         let line = match self.stdout.try_send(line) {
@@ -1005,7 +1045,13 @@ impl Machine {
     fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
         self.session.append_model_change(&model.provider, &model.id);
-        let wanted = level.unwrap_or(if old_supports {
+        let wanted = level.unwrap_or(if self.compat.is_087() {
+            // pi 0.87.1: the model's own setting, else the settings' default, else the current.
+            self.settings
+                .model_thinking_level(&model.provider, &model.id)
+                .or(self.settings.default_thinking_level())
+                .unwrap_or(self.thinking)
+        } else if old_supports {
             self.thinking
         } else {
             self.settings

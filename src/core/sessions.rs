@@ -25,6 +25,7 @@ impl Machine {
             .filter(|_| self.session.is_persisted());
         let cwd = self.cwd.to_string_lossy().to_string();
         self.session = Session::new(&cwd, dir, parent_session);
+        self.restore_session_state_087();
         self.start_fresh_session();
         Ok(Some(json!({ "cancelled": false })))
     }
@@ -39,6 +40,67 @@ impl Machine {
         }
         self.session.append_thinking_level_change(self.thinking);
         self.reset_context();
+    }
+
+    /// `--compat 0.87`: pi 0.87.1 rebuilds its whole runtime for every session it switches to
+    /// (new, switch, fork, clone) from the command line again, and no longer saves the RPC
+    /// setters of the model and thinking level. So the model is the CLI's, else the session's
+    /// own (when it has messages), else the scoped pick (when it has none), else the first
+    /// model; the level is the CLI's, else the scoped pick's, else the session's own, else the
+    /// model's `modelThinkingLevels` setting, else `defaultThinkingLevel`, else `medium`. What
+    /// was set over RPC for the previous session does not carry over. Under 0.73 nothing
+    /// changes here (pi 0.73.1 saved the setters, so the current values carried over).
+    fn restore_session_state_087(&mut self) {
+        if !self.compat.is_087() {
+            return;
+        }
+        self.context_files_087 = None;
+        let d = self.defaults.clone();
+        let existing = self
+            .session
+            .entries()
+            .iter()
+            .any(|e| e.entry_type() == "message");
+        let from_session = || {
+            self.session.model().and_then(|(p, i)| {
+                self.registry
+                    .find(&p, &i)
+                    .filter(|m| self.auth.has_auth(&m.provider))
+                    .cloned()
+            })
+        };
+        let scoped = d.scoped.clone().filter(|_| !existing);
+        let model = d
+            .cli_model
+            .clone()
+            .or_else(|| if existing { from_session() } else { None })
+            .or_else(|| scoped.as_ref().map(|(m, _)| m.clone()))
+            .or(d.initial.clone());
+        let level = d
+            .cli_level
+            .or(scoped.and_then(|(_, l)| l))
+            .or_else(|| {
+                existing.then(|| {
+                    self.session
+                        .thinking_level()
+                        .or(self.settings.default_thinking_level())
+                        .unwrap_or(ThinkingLevel::Medium)
+                })
+            })
+            .or_else(|| {
+                model
+                    .as_ref()
+                    .and_then(|m| self.settings.model_thinking_level(&m.provider, &m.id))
+            })
+            .or(self.settings.default_thinking_level())
+            .unwrap_or(ThinkingLevel::Medium);
+        self.thinking = match &model {
+            Some(m) if m.reasoning => {
+                crate::llm::clamp_thinking(&self.registry.thinking_levels(m), level)
+            }
+            _ => ThinkingLevel::Off,
+        };
+        self.model = model;
     }
 
     pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Reply {
@@ -57,6 +119,7 @@ impl Machine {
                 fresh.set_session_dir(dir.to_path_buf());
             }
             self.session = fresh;
+            self.restore_session_state_087();
             self.start_fresh_session();
             return Ok(Some(json!({ "cancelled": false })));
         }
@@ -82,6 +145,14 @@ impl Machine {
             eprintln!("Warning: {w}");
         }
         self.session = loaded;
+        if self.compat.is_087() {
+            self.restore_session_state_087();
+            if self.session.thinking_level().is_none() {
+                self.session.append_thinking_level_change(self.thinking);
+            }
+            self.reset_context();
+            return Ok(Some(json!({ "cancelled": false })));
+        }
         if let Some((p, i)) = self.session.model() {
             if let Some(m) = self
                 .registry
@@ -128,6 +199,8 @@ impl Machine {
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
         self.session = next;
+        // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
+        self.restore_session_state_087();
         self.reset_context();
     }
 }

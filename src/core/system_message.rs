@@ -139,17 +139,12 @@ pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
 
 /// pi 0.87.1's context files: the config dir's, then one per directory from `/` down to cwd;
 /// per directory the first of `AGENTS.override.md`, `AGENTS.md`, `AGENTS.MD`, `CLAUDE.md`,
-/// `CLAUDE.MD` that is a file, with a leading BOM removed.
+/// `CLAUDE.MD` that is a file, with a leading BOM removed. Inside a git worktree nested in its
+/// main checkout, the main checkout's file that the worktree's own copy shadows is skipped
+/// ([`shadowed_context_file`]).
 pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
-    const NAMES: [&str; 5] = [
-        "AGENTS.override.md",
-        "AGENTS.md",
-        "AGENTS.MD",
-        "CLAUDE.md",
-        "CLAUDE.MD",
-    ];
     let pick = |dir: &Path| -> Option<(PathBuf, String)> {
-        NAMES.iter().find_map(|n| {
+        CONTEXT_FILE_NAMES.iter().find_map(|n| {
             let p = dir.join(n);
             let text = crate::files::read_text_or_warn(&p)?;
             let text = text
@@ -163,16 +158,95 @@ pub fn context_files(cwd: &Path, agent_dir: &Path) -> Vec<(PathBuf, String)> {
     if let Some(f) = pick(agent_dir) {
         out.push(f);
     }
+    let shadowed = shadowed_context_file(cwd);
     let mut dirs: Vec<&Path> = cwd.ancestors().collect();
     dirs.reverse();
     for d in dirs {
         if let Some(f) = pick(d) {
+            if shadowed.as_ref().is_some_and(|s| canonical(&f.0) == *s) {
+                continue;
+            }
             if !out.iter().any(|(p, _)| *p == f.0) {
                 out.push(f);
             }
         }
     }
     out
+}
+
+/// The names of a directory's context file, in pi 0.87.1's order of preference.
+const CONTEXT_FILE_NAMES: [&str; 5] = [
+    "AGENTS.override.md",
+    "AGENTS.md",
+    "AGENTS.MD",
+    "CLAUDE.md",
+    "CLAUDE.MD",
+];
+
+/// The context file pi 0.87.1 reads in `dir`: the first of its names that is a file.
+fn context_file_in(dir: &Path) -> Option<PathBuf> {
+    CONTEXT_FILE_NAMES
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The nearest git checkout at or above `cwd`: its directory and its common git dir (a linked
+/// worktree's `.git` file names its git dir, whose `commondir` names the main repository's).
+fn git_paths(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
+    for dir in cwd.ancestors() {
+        let git = dir.join(".git");
+        let Ok(meta) = std::fs::metadata(&git) else {
+            continue;
+        };
+        if meta.is_dir() {
+            return git
+                .join("HEAD")
+                .exists()
+                .then(|| (dir.to_path_buf(), git.clone()));
+        }
+        if meta.is_file() {
+            let text = crate::files::read_text(&git).ok()?;
+            let Some(target) = text.trim().strip_prefix("gitdir: ") else {
+                continue;
+            };
+            let git_dir = dir.join(target.trim());
+            if !git_dir.join("HEAD").exists() {
+                return None;
+            }
+            let common = match crate::files::read_text(&git_dir.join("commondir")) {
+                Ok(c) => git_dir.join(c.trim()),
+                Err(_) => git_dir,
+            };
+            return Some((dir.to_path_buf(), common));
+        }
+        // Something else named `.git`, or a file that names no git dir: look further up.
+    }
+    None
+}
+
+/// pi 0.87.1: in a linked git worktree nested inside its main checkout (`git worktree add
+/// sub/feat`), the main checkout's context file that the worktree's own copy shadows (same
+/// name), canonicalised. Both describe the same repository, so loading both would apply that
+/// context twice. `None` for an ordinary repository, a sibling worktree, a bare layout or a
+/// submodule, or when the worktree has no context file of its own.
+pub fn shadowed_context_file(cwd: &Path) -> Option<PathBuf> {
+    let (repo_dir, common) = git_paths(cwd)?;
+    let common = canonical(&common);
+    let worktree_root = canonical(&repo_dir);
+    let main_root = common.parent()?.to_path_buf();
+    if worktree_root == main_root || !worktree_root.starts_with(&main_root) {
+        return None;
+    }
+    if canonical(&main_root.join(".git")) != common {
+        return None;
+    }
+    let own = context_file_in(&worktree_root)?;
+    Some(main_root.join(own.file_name()?))
 }
 
 /// A system message rendered as one prompt: its text, then each section's text.
@@ -240,6 +314,7 @@ pub fn request_tools(tools: &[std::sync::Arc<dyn Tool>]) -> Vec<crate::llm::Tool
                 name: d.name,
                 description: d.description,
                 parameters: d.parameters,
+                constrained_sampling: d.constrained_sampling,
             }
         })
         .collect()
@@ -387,6 +462,12 @@ impl PromptCache {
 impl Machine {
     /// The sections this process would declare now.
     fn wanted_sections(&mut self, remote: &[RemoteTool]) -> Map<String, Value> {
+        // pi 0.87.1 reads the context files once per session runtime (at start-up and on every
+        // session switch), not before every run.
+        let files = self
+            .context_files_087
+            .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
+            .clone();
         // Skills are listed when the model can read their files: with read, else with bash.
         let active = |n: &str| {
             self.tools.iter().any(|t| t.name() == n) || remote.iter().any(|r| r.name == n)
@@ -410,7 +491,6 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
-        let files = context_files(&self.cwd, &self.agent_dir);
         sections(&SectionInputs {
             cwd: &self.cwd,
             tools: &names,
@@ -456,6 +536,92 @@ impl Machine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A main checkout at `root` (`.git/HEAD`, `AGENTS.md`) with a linked worktree `feat` at
+    /// `root/<at>` that has its own `AGENTS.md` (what `git worktree add` writes, by hand).
+    fn checkout_with_worktree(root: &Path, at: &Path) {
+        std::fs::create_dir_all(root.join(".git/worktrees/feat")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            root.join(".git/worktrees/feat/HEAD"),
+            "ref: refs/heads/feat\n",
+        )
+        .unwrap();
+        std::fs::write(root.join(".git/worktrees/feat/commondir"), "../..\n").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "main").unwrap();
+        std::fs::create_dir_all(at).unwrap();
+        let gitdir = canonical(&root.join(".git/worktrees/feat"));
+        std::fs::write(at.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(at.join("AGENTS.md"), "feature").unwrap();
+    }
+
+    #[test]
+    fn a_nested_worktree_shadows_the_main_checkouts_context_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = canonical(tmp.path()).join("repo");
+        let wt = root.join("sub/feat");
+        checkout_with_worktree(&root, &wt);
+        let agent = tmp.path().join("agent");
+        assert_eq!(shadowed_context_file(&wt), Some(root.join("AGENTS.md")));
+        // From a directory inside the worktree too.
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        assert_eq!(
+            shadowed_context_file(&wt.join("src")),
+            Some(root.join("AGENTS.md"))
+        );
+        let files: Vec<String> = context_files(&wt.join("src"), &agent)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(files, ["feature"]);
+        // Only the same name is shadowed: a main CLAUDE.md beside a worktree AGENTS.md stays.
+        std::fs::rename(root.join("AGENTS.md"), root.join("CLAUDE.md")).unwrap();
+        let files: Vec<String> = context_files(&wt, &agent)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(files, ["main", "feature"]);
+        // Without a context file of its own the worktree inherits the main one.
+        std::fs::rename(root.join("CLAUDE.md"), root.join("AGENTS.md")).unwrap();
+        std::fs::remove_file(wt.join("AGENTS.md")).unwrap();
+        assert_eq!(shadowed_context_file(&wt), None);
+        let files: Vec<String> = context_files(&wt, &agent)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(files, ["main"]);
+    }
+
+    #[test]
+    fn ordinary_repos_sibling_worktrees_and_bare_layouts_shadow_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = canonical(tmp.path());
+        // The main checkout itself.
+        let root = base.join("repo");
+        checkout_with_worktree(&root, &base.join("feat"));
+        assert_eq!(shadowed_context_file(&root), None);
+        // A sibling worktree: its main checkout is not an ancestor.
+        assert_eq!(shadowed_context_file(&base.join("feat")), None);
+        // A bare layout: `proj/.bare` + `proj/main`; proj has no `.git` of its own.
+        let proj = base.join("proj");
+        std::fs::create_dir_all(proj.join(".bare/worktrees/main")).unwrap();
+        std::fs::write(proj.join(".bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(proj.join(".bare/worktrees/main/HEAD"), "x\n").unwrap();
+        std::fs::write(proj.join(".bare/worktrees/main/commondir"), "../..\n").unwrap();
+        std::fs::create_dir_all(proj.join("main")).unwrap();
+        std::fs::write(
+            proj.join("main/.git"),
+            format!("gitdir: {}\n", proj.join(".bare/worktrees/main").display()),
+        )
+        .unwrap();
+        std::fs::write(proj.join("main/AGENTS.md"), "w").unwrap();
+        assert_eq!(shadowed_context_file(&proj.join("main")), None);
+        // A `.git` file naming a git dir without HEAD: no checkout.
+        let broken = base.join("broken");
+        std::fs::create_dir_all(&broken).unwrap();
+        std::fs::write(broken.join(".git"), "gitdir: /nonexistent/x\n").unwrap();
+        assert_eq!(shadowed_context_file(&broken), None);
+    }
 
     fn default_tools() -> Vec<(&'static str, &'static str)> {
         vec![

@@ -8,11 +8,30 @@ use crate::llm::api::{self, Body, Builder, Prepared, WireApi};
 use crate::llm::body::{self, BodySink};
 use crate::llm::sse::SseEvent;
 use crate::llm::transform::{Transformed, sanitize_id, transform_borrowed};
-use crate::llm::{LlmRequest, Model, StreamEvent};
+use crate::llm::{LlmRequest, Model, StreamEvent, ToolSchema};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
-const CLAUDE_CODE_TOOLS: [&str; 5] = ["Read", "Write", "Edit", "Bash", "Grep"];
+/// Claude Code's tool names in their canonical casing (the same list in pi 0.73.1 and 0.87.1).
+const CLAUDE_CODE_TOOLS: [&str; 17] = [
+    "Read",
+    "Write",
+    "Edit",
+    "Bash",
+    "Grep",
+    "Glob",
+    "AskUserQuestion",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "KillShell",
+    "NotebookEdit",
+    "Skill",
+    "Task",
+    "TaskOutput",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+];
 
 /// A Claude subscription (OAuth) token: Claude Code's identity and tool names. Copilot's and
 /// Cloudflare AI Gateway's keys never count, whatever they look like.
@@ -91,7 +110,12 @@ impl WireApi for Anthropic {
         let mut p = prepare(req);
         if crate::llm::cloudflare::is_gateway(&req.model.provider) {
             let base = crate::llm::cloudflare::resolve_base_url(req)?;
-            p.url = format!("{}/v1/messages", base.trim_end_matches('/'));
+            let beta = if req.compat.is_087() {
+                "?beta=true"
+            } else {
+                ""
+            };
+            p.url = format!("{}/v1/messages{beta}", base.trim_end_matches('/'));
         }
         Ok(p)
     }
@@ -112,7 +136,12 @@ impl WireApi for Anthropic {
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
     Prepared {
-        url: format!("{base}/v1/messages"),
+        // pi 0.87.1 calls the SDK's beta messages endpoint.
+        url: if req.compat.is_087() {
+            format!("{base}/v1/messages?beta=true")
+        } else {
+            format!("{base}/v1/messages")
+        },
         headers: headers(req),
         body: Body::Write(write_body),
     }
@@ -132,16 +161,21 @@ fn eager_tool_streaming(model: &Model) -> bool {
 pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
     let copilot = req.model.provider == "github-copilot";
     let oauth = is_oauth(req);
-    let mut betas: Vec<&str> = Vec::new();
-    if oauth {
-        betas.extend(["claude-code-20250219", "oauth-2025-04-20"]);
-    }
-    if !req.tools.is_empty() && !eager_tool_streaming(&req.model) {
-        betas.push("fine-grained-tool-streaming-2025-05-14");
-    }
-    if !is_adaptive(&req.model) {
-        betas.push("interleaved-thinking-2025-05-14");
-    }
+    let betas: Vec<String> = if req.compat.is_087() {
+        betas_087(req, oauth)
+    } else {
+        let mut betas: Vec<&str> = Vec::new();
+        if oauth {
+            betas.extend(["claude-code-20250219", "oauth-2025-04-20"]);
+        }
+        if !req.tools.is_empty() && !eager_tool_streaming(&req.model) {
+            betas.push("fine-grained-tool-streaming-2025-05-14");
+        }
+        if !is_adaptive(&req.model) {
+            betas.push("interleaved-thinking-2025-05-14");
+        }
+        betas.into_iter().map(str::to_string).collect()
+    };
     let mut h: Vec<(String, String)> = vec![
         ("accept".into(), "application/json".into()),
         ("content-type".into(), "application/json".into()),
@@ -156,6 +190,11 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
             if req.compat.is_087() { "300" } else { "600" }.into(),
         ),
     ];
+    if req.compat.is_087() {
+        h.extend(crate::llm::http::stainless_platform_087(
+            crate::llm::http::ANTHROPIC_SDK_087,
+        ));
+    }
     // pi 0.87.1 sends its own User-Agent instead of the SDK's.
     let sdk_agent = if req.compat.is_087() {
         crate::llm::http::pi_user_agent()
@@ -175,11 +214,21 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         // Copilot: the token as a bearer, the editor's identity from the model's headers.
         (Some(k), _) if copilot => {
             h.push(("authorization".into(), format!("Bearer {k}")));
-            h.push(("user-agent".into(), "Anthropic/JS 0.91.1".into()));
+            let agent = if req.compat.is_087() {
+                crate::llm::http::pi_user_agent()
+            } else {
+                "Anthropic/JS 0.91.1".to_string()
+            };
+            h.push(("user-agent".into(), agent));
         }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
-            h.push(("user-agent".into(), "claude-cli/2.1.75".into()));
+            let cli = if req.compat.is_087() {
+                "2.1.280"
+            } else {
+                "2.1.75"
+            };
+            h.push(("user-agent".into(), format!("claude-cli/{cli}")));
             h.push(("x-app".into(), "cli".into()));
         }
         (Some(k), false) => {
@@ -188,11 +237,142 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (None, _) => h.push(("user-agent".into(), sdk_agent)),
     }
+    if req.compat.is_087() && !copilot && !oauth {
+        if let Some(header) = session_affinity_header(req) {
+            h.push(header);
+        }
+    }
     crate::llm::http::merge_model_headers(&mut h, &req.model);
+    // pi 0.87.1 sends the beta features as the SDK's `betas` parameter, which wins over a
+    // configured `anthropic-beta` header (whose features it already took, deduplicated).
+    if req.compat.is_087() {
+        h.retain(|(k, _)| !k.eq_ignore_ascii_case("anthropic-beta"));
+        if !betas.is_empty() {
+            h.push(("anthropic-beta".into(), betas.join(",")));
+        }
+    }
     if copilot {
         crate::llm::openai_completions::copilot_headers(req, &mut h);
     }
     h
+}
+
+/// The model's `compat.forceAdaptiveThinking` (pi 0.87.1: adaptive thinking with an effort
+/// instead of a token budget).
+fn force_adaptive(model: &Model) -> bool {
+    crate::llm::strict::compat_flag(model, "forceAdaptiveThinking", false)
+}
+
+/// The model's `compat.supportsMidConvoEffort` (pi 0.87.1: the effort travels as system messages
+/// in the conversation, the request always thinks adaptively at "high").
+fn managed_effort(model: &Model) -> bool {
+    crate::llm::strict::compat_flag(model, "supportsMidConvoEffort", false)
+}
+
+/// The model's `compat.allowedFallbackModels`.
+fn fallback_models(model: &Model) -> Vec<&Value> {
+    model
+        .compat
+        .as_ref()
+        .and_then(|c| c.get("allowedFallbackModels"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+/// pi 0.87.1: the effort a managed-effort model (`compat.supportsMidConvoEffort`) is asked to
+/// answer at (the thinking level's effort, "high" with thinking off), recorded on its reply.
+pub fn provider_thinking_level(req: &LlmRequest) -> Option<String> {
+    (req.compat.is_087() && req.model.api == "anthropic-messages" && managed_effort(&req.model))
+        .then(|| active_effort(req))
+}
+
+fn active_effort(req: &LlmRequest) -> String {
+    if thinking_enabled(req) && force_adaptive(&req.model) {
+        effort_087(req)
+    } else {
+        "high".into()
+    }
+}
+
+fn thinking_enabled(req: &LlmRequest) -> bool {
+    req.thinking != ThinkingLevel::Off
+}
+
+/// pi 0.87.1's beta features: those of a configured `anthropic-beta` header (deduplicated, none
+/// when it is null), else the ones the request needs.
+fn betas_087(req: &LlmRequest, oauth: bool) -> Vec<String> {
+    let model = &req.model;
+    let configured = model.headers.as_ref().and_then(|h| {
+        h.iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case("anthropic-beta"))
+            .map(|(_, v)| v)
+    });
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |f: &str| {
+        if !out.iter().any(|x| x == f) {
+            out.push(f.to_string());
+        }
+    };
+    match configured {
+        Some(Value::Null) => {}
+        Some(v) => {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            for f in text.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                add(f);
+            }
+        }
+        None => {
+            if oauth {
+                add("claude-code-20250219");
+                add("oauth-2025-04-20");
+            }
+            if !req.tools.is_empty() && !eager_tool_streaming(model) {
+                add("fine-grained-tool-streaming-2025-05-14");
+            }
+            if model.reasoning && thinking_enabled(req) && !force_adaptive(model) {
+                add("interleaved-thinking-2025-05-14");
+            }
+            if !fallback_models(model).is_empty() {
+                add("server-side-fallback-2026-07-01");
+            }
+            if managed_effort(model) {
+                add("mid-conversation-output-config-2026-07-01");
+                add("thinking-binding-controls-2026-08-01");
+            }
+            if native_tool_changes(req).is_some() {
+                add("mid-conversation-tool-changes-2026-07-01");
+            }
+        }
+    }
+    out
+}
+
+/// pi 0.87.1's session affinity header (`compat.sendSessionAffinityHeaders`, on by default for
+/// OpenRouter): the session id, unless the request writes no cache.
+fn session_affinity_header(req: &LlmRequest) -> Option<(String, String)> {
+    let model = &req.model;
+    let openrouter = model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
+    let compat = model.compat.as_ref();
+    let send = compat
+        .and_then(|c| c.get("sendSessionAffinityHeaders"))
+        .and_then(Value::as_bool)
+        .unwrap_or(openrouter);
+    let format = compat
+        .and_then(|c| c.get("sessionAffinityFormat"))
+        .and_then(Value::as_str)
+        .or(openrouter.then_some("openrouter"));
+    let id = req.session_id.as_ref().filter(|_| send && !req.no_cache)?;
+    let name = if format == Some("openrouter") {
+        "x-session-id"
+    } else {
+        "x-session-affinity"
+    };
+    Some((name.into(), id.clone()))
 }
 
 /// The request body as a JSON value (what [`body_bytes`] writes, parsed back: for tests and
@@ -230,6 +410,9 @@ pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
 
 /// Every body field after `messages`, in the reference's order.
 fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
+    if req.compat.is_087() {
+        return body_fields_087(req, cc, oauth);
+    }
     let model = &req.model;
     let mut body = Map::new();
 
@@ -300,46 +483,8 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
     }
-    if !req.tools.is_empty() {
-        let tools = req
-            .tools
-            .iter()
-            .map(|t| {
-                let props = t
-                    .parameters
-                    .get("properties")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let required = t
-                    .parameters
-                    .get("required")
-                    .cloned()
-                    .unwrap_or_else(|| json!([]));
-                let mut schema =
-                    json!({"type": "object", "properties": props, "required": required});
-                // The reference's shape, plus the definitions `$ref`s in the properties point at
-                // (MCP servers' schemas use them; no built-in tool has any).
-                for k in ["$defs", "definitions"] {
-                    if let Some(d) = t.parameters.get(k) {
-                        schema[k] = d.clone();
-                    }
-                }
-                let mut tool = Map::new();
-                tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
-                tool.insert("description".into(), json!(t.description));
-                if eager_tool_streaming(&req.model) {
-                    tool.insert("eager_input_streaming".into(), json!(true));
-                }
-                tool.insert("input_schema".into(), schema);
-                Value::Object(tool)
-            })
-            .collect::<Vec<Value>>();
-        let mut tools = tools;
-        // The reference also marks the end of the tool list as a cache breakpoint.
-        if let (Some(Value::Object(last)), Some(cc)) = (tools.last_mut(), cc) {
-            last.insert("cache_control".into(), cc.clone());
-        }
-        body.insert("tools".into(), Value::Array(tools));
+    if let Some(tools) = tools_value(req, cc, oauth) {
+        body.insert("tools".into(), tools);
     }
     if let Some(t) = thinking {
         body.insert("thinking".into(), t);
@@ -350,43 +495,286 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
     body
 }
 
+/// pi 0.87.1's effort for adaptive thinking: the model's thinking level map, else low, medium or
+/// high.
+fn effort_087(req: &LlmRequest) -> String {
+    if let Some(Some(v)) = req
+        .extra
+        .thinking_map
+        .as_ref()
+        .and_then(|m| m.get(req.thinking))
+    {
+        return v.to_string();
+    }
+    match req.thinking {
+        ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+        ThinkingLevel::Medium => "medium",
+        _ => "high",
+    }
+    .to_string()
+}
+
+/// pi 0.87.1's default thinking budget of a level (`xhigh` and `max` count as `high`).
+fn thinking_budget_087(level: ThinkingLevel) -> u64 {
+    match level {
+        ThinkingLevel::Minimal => 1024,
+        ThinkingLevel::Low => 2048,
+        ThinkingLevel::Medium => 8192,
+        _ => 16384,
+    }
+}
+
+/// Every body field after `messages` as pi 0.87.1 sends them: `max_tokens` clamped to the context
+/// window (and grown by a thinking budget), thinking adaptive (`compat.forceAdaptiveThinking`),
+/// budgeted, or explicitly disabled, the managed effort of `compat.supportsMidConvoEffort`, and
+/// the allowed fallback models.
+fn body_fields_087(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
+    let model = &req.model;
+    let mut body = Map::new();
+    let enabled = thinking_enabled(req);
+    let adaptive = force_adaptive(model);
+    let mut max_tokens = api::default_max_tokens(req);
+    let mut budget = 0;
+    if enabled && !adaptive {
+        let mut b = thinking_budget_087(req.thinking);
+        let grown = (max_tokens + b).min(model.max_tokens);
+        if grown <= b {
+            b = b.min(grown.saturating_sub(1024));
+        }
+        max_tokens = crate::llm::estimate::clamp_max_tokens(req, grown);
+        budget = b.min(max_tokens.saturating_sub(1024));
+    }
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
+
+    let mut system = Vec::new();
+    let block = |text: &str| match cc {
+        Some(cc) => json!({"type": "text", "text": text, "cache_control": cc}),
+        None => json!({"type": "text", "text": text}),
+    };
+    if oauth {
+        system.push(block(CLAUDE_CODE_IDENTITY));
+    }
+    // Taking system messages in place, the leading prompt is the first one's.
+    let prompt = if crate::llm::transcript::mid_convo(req) {
+        crate::llm::transcript::initial(&req.messages)
+            .map(crate::llm::transcript::system_text)
+            .unwrap_or_default()
+    } else {
+        req.system_prompt.clone()
+    };
+    if !prompt.is_empty() {
+        system.push(block(&prompt));
+    }
+    if !system.is_empty() {
+        body.insert("system".into(), Value::Array(system));
+    }
+    if let Some(initial) = native_tool_changes(req) {
+        body.insert("tools".into(), native_tools_value(req, &initial, cc, oauth));
+    } else if let Some(tools) = tools_value(req, cc, oauth) {
+        body.insert("tools".into(), tools);
+    }
+    if managed_effort(model) {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "adaptive", "display": "summarized",
+                "block_binding": {"prefix_mismatch_behavior": "drop_block"}}),
+        );
+        body.insert("output_config".into(), json!({"effort": "high"}));
+    } else if model.reasoning {
+        if enabled && adaptive {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "adaptive", "display": "summarized"}),
+            );
+            body.insert("output_config".into(), json!({"effort": effort_087(req)}));
+        } else if enabled {
+            let budget = if budget == 0 { 1024 } else { budget };
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"}),
+            );
+        } else {
+            let off_is_null = req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(ThinkingLevel::Off))
+                == Some(None);
+            if !off_is_null {
+                body.insert("thinking".into(), json!({"type": "disabled"}));
+            }
+        }
+    }
+    let fallbacks: Vec<Value> = fallback_models(model)
+        .iter()
+        .filter_map(|f| f.get("model"))
+        .map(|m| json!({ "model": m }))
+        .collect();
+    if !fallbacks.is_empty() {
+        body.insert("fallbacks".into(), Value::Array(fallbacks));
+    }
+    body
+}
+
+/// The `tools` field: each tool's name, description and schema (strict where pi 0.87.1 sends
+/// it so), the last one a cache breakpoint.
+fn tools_value(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Option<Value> {
+    if req.tools.is_empty() {
+        return None;
+    }
+    let mut tools = convert_tools(req, &req.tools, oauth);
+    // The reference also marks the end of the tool list as a cache breakpoint (pi 0.87.1: unless
+    // the model's `compat.supportsCacheControlOnTools` is false).
+    let on_tools = !req.compat.is_087()
+        || crate::llm::strict::compat_flag(&req.model, "supportsCacheControlOnTools", true);
+    if let (Some(Value::Object(last)), Some(cc)) = (tools.last_mut(), cc.filter(|_| on_tools)) {
+        last.insert("cache_control".into(), cc.clone());
+    }
+    Some(Value::Array(tools))
+}
+
+/// pi 0.87.1's tools with native tool changes (`compat.supportsMidConvoToolChanges`): the first
+/// system message's tools (the last a cache breakpoint), a deferred placeholder, then every tool
+/// declared later, deferred (a later system message activates or withdraws it by name).
+fn native_tools_value(
+    req: &LlmRequest,
+    initial: &[ToolSchema],
+    cc: Option<&Value>,
+    oauth: bool,
+) -> Value {
+    let mut tools = convert_tools(req, initial, oauth);
+    let on_tools = crate::llm::strict::compat_flag(&req.model, "supportsCacheControlOnTools", true);
+    if let (Some(Value::Object(last)), Some(cc)) = (tools.last_mut(), cc.filter(|_| on_tools)) {
+        last.insert("cache_control".into(), cc.clone());
+    }
+    tools.push(json!({
+        "name": "__pi_deferred_placeholder__",
+        "description": "Reserved placeholder. Never available. Never call this.",
+        "input_schema": {"type": "object", "properties": {}, "required": []},
+        "defer_loading": true,
+    }));
+    let later: Vec<ToolSchema> = crate::llm::transcript::declared_tools(&req.messages)
+        .into_iter()
+        .filter(|t| !initial.iter().any(|i| i.name == t.name))
+        .collect();
+    for mut t in convert_tools(req, &later, oauth) {
+        if let Value::Object(o) = &mut t {
+            o.insert("defer_loading".into(), json!(true));
+        }
+        tools.push(t);
+    }
+    Value::Array(tools)
+}
+
+/// pi 0.87.1: whether tool changes travel as `tool_addition` / `tool_removal` blocks (the model
+/// takes system messages and tool changes mid-conversation, the first system message declares
+/// tools, and no name was declared twice differently). Returns the first message's tools.
+fn native_tool_changes(req: &LlmRequest) -> Option<Vec<ToolSchema>> {
+    if !crate::llm::transcript::mid_convo(req)
+        || !crate::llm::strict::compat_flag(&req.model, "supportsMidConvoToolChanges", false)
+        || crate::llm::transcript::has_tool_redefinitions(&req.messages)
+    {
+        return None;
+    }
+    let initial: Vec<ToolSchema> = crate::llm::transcript::initial(&req.messages)?
+        .tools_added
+        .as_ref()?
+        .iter()
+        .map(crate::llm::transcript::schema)
+        .collect();
+    (!initial.is_empty()).then_some(initial)
+}
+
+fn convert_tools(req: &LlmRequest, list: &[ToolSchema], oauth: bool) -> Vec<Value> {
+    list.iter()
+        .map(|t| {
+            let props = t
+                .parameters
+                .get("properties")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            let required = t
+                .parameters
+                .get("required")
+                .cloned()
+                .unwrap_or_else(|| json!([]));
+            let mut schema = json!({"type": "object", "properties": props, "required": required});
+            // The reference's shape, plus the definitions `$ref`s in the properties point at
+            // (MCP servers' schemas use them; no built-in tool has any).
+            for k in ["$defs", "definitions"] {
+                if let Some(d) = t.parameters.get(k) {
+                    schema[k] = d.clone();
+                }
+            }
+            // pi 0.87.1: with the model's `supportsStrictTools`, a tool asking for
+            // constrained sampling is sent strict (its strict schema, then the same
+            // type/properties/required).
+            let strict = req.compat.is_087()
+                && crate::llm::strict::resolve_preferred(
+                    t,
+                    crate::llm::strict::compat_flag(&req.model, "supportsStrictTools", false),
+                ) == Some(true);
+            if strict {
+                if let Value::Object(mut s) = crate::llm::strict::parameters(t, Some(true)) {
+                    s.entry("properties").or_insert_with(|| json!({}));
+                    schema = Value::Object(s);
+                }
+            }
+            let mut tool = Map::new();
+            tool.insert("name".into(), json!(wire_tool_name(&t.name, oauth)));
+            tool.insert("description".into(), json!(t.description));
+            if eager_tool_streaming(&req.model) {
+                tool.insert("eager_input_streaming".into(), json!(true));
+            }
+            if strict {
+                tool.insert("strict".into(), json!(true));
+            }
+            tool.insert("input_schema".into(), schema);
+            Value::Object(tool)
+        })
+        .collect()
+}
+
 fn image_block(data: &str, mime: &str) -> Value {
     json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
 }
 
 /// One message of the request as planned from the transformed history: references only, so the
-/// long history is written straight into the body without an intermediate `Value` tree. Blocks
-/// are kept or left out when they are written ([`user_block_kept`], [`assistant_block_kept`]);
-/// the plan holds how many user blocks are kept (the last carries the cache breakpoint).
+/// long history is written straight into the body without an intermediate `Value` tree.
 enum Planned<'a> {
     UserText(&'a str),
-    UserBlocks(&'a [Content], usize),
-    Assistant(&'a [Content]),
+    UserBlocks(Vec<&'a Content>),
+    Assistant(&'a crate::message::AssistantMessage, Vec<&'a Content>),
     ToolResults(&'a [Transformed<'a>]),
+    /// pi 0.87.1: a later system message of a model that takes them in place.
+    System(&'a crate::message::SystemMessage),
 }
 
-fn user_block_kept(b: &Content, images_ok: bool) -> bool {
-    match b {
-        Content::Text(t) => !t.text.trim().is_empty(),
-        Content::Image(_) => images_ok,
-        _ => false,
-    }
+/// A thinking block with a signature to send back (pi 0.87.1 keeps a signed block whose text is
+/// empty).
+fn signed(t: &crate::message::ThinkingContent) -> bool {
+    t.thinking_signature
+        .as_deref()
+        .is_some_and(|s| !s.trim().is_empty())
 }
 
-fn assistant_block_kept(c: &Content) -> bool {
-    match c {
-        Content::Text(t) => !t.text.trim().is_empty(),
-        Content::Thinking(t) => t.redacted == Some(true) || !t.thinking.trim().is_empty(),
-        Content::ToolCall(_) => true,
-        _ => false,
-    }
-}
-
-fn plan<'a>(msgs: &'a [Transformed<'a>], images_ok: bool) -> Vec<Planned<'a>> {
+fn plan<'a>(
+    msgs: &'a [Transformed<'a>],
+    images_ok: bool,
+    v087: bool,
+    keep_system: bool,
+) -> Vec<Planned<'a>> {
     let mut out = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
         match &*msgs[i] {
+            // The first is the leading prompt; the others stay only where the model takes them.
+            LlmMessage::System(s) => {
+                if keep_system && i > 0 {
+                    out.push(Planned::System(s));
+                }
+            }
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => {
                     if !s.trim().is_empty() {
@@ -394,18 +782,36 @@ fn plan<'a>(msgs: &'a [Transformed<'a>], images_ok: bool) -> Vec<Planned<'a>> {
                     }
                 }
                 UserContent::Blocks(blocks) => {
-                    let kept = blocks
+                    let content: Vec<&Content> = blocks
                         .iter()
-                        .filter(|b| user_block_kept(b, images_ok))
-                        .count();
-                    if kept > 0 {
-                        out.push(Planned::UserBlocks(blocks, kept));
+                        .filter(|b| match b {
+                            Content::Text(t) => !t.text.trim().is_empty(),
+                            Content::Image(_) => images_ok,
+                            _ => false,
+                        })
+                        .collect();
+                    if !content.is_empty() {
+                        out.push(Planned::UserBlocks(content));
                     }
                 }
             },
             LlmMessage::Assistant(a) => {
-                if a.content.iter().any(assistant_block_kept) {
-                    out.push(Planned::Assistant(&a.content));
+                let blocks: Vec<&Content> = a
+                    .content
+                    .iter()
+                    .filter(|c| match c {
+                        Content::Text(t) => !t.text.trim().is_empty(),
+                        Content::Thinking(t) => {
+                            t.redacted == Some(true)
+                                || !t.thinking.trim().is_empty()
+                                || (v087 && signed(t))
+                        }
+                        Content::ToolCall(_) => true,
+                        _ => false,
+                    })
+                    .collect();
+                if !blocks.is_empty() {
+                    out.push(Planned::Assistant(a, blocks));
                 }
             }
             LlmMessage::ToolResult(_) => {
@@ -460,6 +866,75 @@ fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>
     out.push(b'}');
 }
 
+/// What the `messages` array holds, in order.
+enum Wire<'p, 'a> {
+    Msg(&'p Planned<'a>),
+    /// A later system message's blocks (pi 0.87.1).
+    System(Vec<Value>),
+    /// A managed-effort marker (pi 0.87.1, `compat.supportsMidConvoEffort`).
+    Effort(String),
+}
+
+/// The order pi 0.87.1 sends: a later system message waits for the next assistant message (a
+/// `tool_result` must follow its `tool_use`), or the end; a managed-effort model gets, before each
+/// of its own replies, the effort it answered at, and the effort asked for now at the end.
+fn wire_order<'p, 'a>(
+    req: &LlmRequest,
+    planned: &'p [Planned<'a>],
+    oauth: bool,
+) -> Vec<Wire<'p, 'a>> {
+    let native = native_tool_changes(req).is_some();
+    let mut out: Vec<Wire> = Vec::with_capacity(planned.len() + 1);
+    let mut pending: Vec<Wire> = Vec::new();
+    for p in planned {
+        match p {
+            Planned::System(s) => {
+                let mut blocks = Vec::new();
+                let text = crate::llm::transcript::render_update(s);
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                if native {
+                    for t in s.tools_removed.iter().flatten() {
+                        blocks.push(json!({"type": "tool_removal",
+                            "tool": {"type": "tool_reference", "name": wire_tool_name(&t.name, oauth)}}));
+                    }
+                    for t in s.tools_added.iter().flatten() {
+                        blocks.push(json!({"type": "tool_addition",
+                            "tool": {"type": "tool_reference", "name": wire_tool_name(&t.name, oauth)}}));
+                    }
+                }
+                if !blocks.is_empty() {
+                    pending.push(Wire::System(blocks));
+                }
+            }
+            Planned::Assistant(..) => {
+                out.append(&mut pending);
+                out.push(Wire::Msg(p));
+            }
+            _ => out.push(Wire::Msg(p)),
+        }
+    }
+    out.append(&mut pending);
+    if !(req.compat.is_087() && managed_effort(&req.model)) {
+        return out;
+    }
+    let valid = |e: &str| ["low", "medium", "high", "xhigh", "max"].contains(&e);
+    let mut with_efforts = Vec::with_capacity(out.len() + 4);
+    for w in out {
+        if let Wire::Msg(Planned::Assistant(a, _)) = &w {
+            if let Some(level) = a.provider_thinking_level.as_deref().filter(|l| {
+                valid(l) && a.api == "anthropic-messages" && a.provider == req.model.provider
+            }) {
+                with_efforts.push(Wire::Effort(level.to_string()));
+            }
+        }
+        with_efforts.push(w);
+    }
+    with_efforts.push(Wire::Effort(active_effort(req)));
+    with_efforts
+}
+
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
 fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
@@ -467,15 +942,50 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
     let normalize = |id: &str| sanitize_id(id, 64);
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let images_ok = model.input.iter().any(|i| i == "image");
-    let planned = plan(&msgs, images_ok);
+    let v087 = req.compat.is_087();
+    let empty_signature_ok =
+        v087 && crate::llm::strict::compat_flag(model, "allowEmptySignature", false);
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let planned = plan(&msgs, images_ok, v087, keep_system);
+    let wire = wire_order(req, &planned, oauth);
+    // The cache breakpoint: the last message converted, when it is the user's or a system one.
+    let cc_at_index = wire.iter().rposition(|w| !matches!(w, Wire::Effort(_)));
     sink.buf.push(b'[');
-    for (n, m) in planned.iter().enumerate() {
+    for (n, w) in wire.iter().enumerate() {
         sink.checkpoint();
         let out = &mut sink.buf;
         if n > 0 {
             out.push(b',');
         }
-        let last = n + 1 == planned.len();
+        let last = Some(n) == cc_at_index;
+        let m = match w {
+            Wire::Msg(m) => *m,
+            Wire::System(blocks) => {
+                out.extend_from_slice(b"{\"role\":\"system\",\"content\":[");
+                for (k, b) in blocks.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    let mut b = b.clone();
+                    if let (true, Some(cc), Value::Object(o)) =
+                        (last && k + 1 == blocks.len(), cc, &mut b)
+                    {
+                        o.insert("cache_control".into(), cc.clone());
+                    }
+                    put(out, &b);
+                }
+                out.extend_from_slice(b"]}");
+                continue;
+            }
+            Wire::Effort(effort) => {
+                out.extend_from_slice(
+                    b"{\"role\":\"system\",\"content\":[],\"output_config\":{\"effort\":",
+                );
+                put_str(out, effort);
+                out.extend_from_slice(b"}}");
+                continue;
+            }
+        };
         // The cache breakpoint goes on the last block of the last message when it is the user's.
         let cc_at = |k: usize, len: usize| cc.filter(|_| last && k + 1 == len);
         match m {
@@ -489,27 +999,26 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
                 put_str(out, s);
                 out.push(b'}');
             }
-            Planned::UserBlocks(blocks, kept) => {
+            Planned::UserBlocks(blocks) => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                let blocks = blocks.iter().filter(|b| user_block_kept(b, images_ok));
-                for (k, b) in blocks.enumerate() {
+                for (k, b) in blocks.iter().enumerate() {
                     if k > 0 {
                         out.push(b',');
                     }
                     match b {
-                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, *kept)),
+                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, blocks.len())),
                         Content::Image(img) => {
-                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, *kept))
+                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, blocks.len()))
                         }
                         _ => {}
                     }
                 }
                 out.extend_from_slice(b"]}");
             }
-            Planned::Assistant(blocks) => {
+            Planned::System(_) => {}
+            Planned::Assistant(_, blocks) => {
                 out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
-                let blocks = blocks.iter().filter(|c| assistant_block_kept(c));
-                for (k, c) in blocks.enumerate() {
+                for (k, c) in blocks.iter().enumerate() {
                     if k > 0 {
                         out.push(b',');
                     }
@@ -519,6 +1028,14 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
                             out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
                             put_str(out, t.thinking_signature.as_deref().unwrap_or(""));
                             out.push(b'}');
+                        }
+                        Content::Thinking(t) if v087 && !signed(t) && empty_signature_ok => {
+                            out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+                            put_str(out, &t.thinking);
+                            out.extend_from_slice(b",\"signature\":\"\"}");
+                        }
+                        Content::Thinking(t) if v087 && !signed(t) => {
+                            put_text_block(out, &t.thinking, None)
                         }
                         Content::Thinking(t) => match &t.thinking_signature {
                             Some(sig) if !sig.is_empty() => {
@@ -602,17 +1119,59 @@ pub struct Decoder {
     stop: Option<StopReason>,
     tool_names: Vec<String>,
     oauth: bool,
+    /// pi 0.87.1: the model's `compat.allowedFallbackModels` (`provider`, `model`, prices) that
+    /// price a reply another model gave.
+    fallbacks: Vec<(String, String, crate::llm::ModelCost)>,
+    provider: String,
+    /// pi 0.87.1: `message_stop` seen (a stream that started must stop).
+    saw_stop: bool,
+    /// pi 0.87.1: the error text of a stop reason that is an error (`refusal`, `sensitive`).
+    stop_error: Option<String>,
+    /// pi 0.87.1: the `input_transformations` Anthropic reported (a diagnostic of the reply).
+    transformations: Option<Vec<Value>>,
     /// `message_start` was seen.
     started: bool,
 }
 
 impl Decoder {
     pub fn new(req: &LlmRequest) -> Decoder {
+        let fallbacks = req
+            .model
+            .compat
+            .as_ref()
+            .and_then(|c| c.get("allowedFallbackModels"))
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|f| {
+                        let s = |k: &str| f.get(k).and_then(Value::as_str).map(str::to_string);
+                        let c = f.get("cost")?;
+                        let n = |k: &str| c.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                        Some((
+                            s("provider")?,
+                            s("model")?,
+                            crate::llm::ModelCost {
+                                input: n("input"),
+                                output: n("output"),
+                                cache_read: n("cacheRead"),
+                                cache_write: n("cacheWrite"),
+                                tiers: None,
+                            },
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Decoder {
+            fallbacks,
+            provider: req.model.provider.clone(),
             blocks: Vec::new(),
             stop: None,
             tool_names: req.tools.iter().map(|t| t.name.clone()).collect(),
             oauth: is_oauth(req),
+            saw_stop: false,
+            stop_error: None,
+            transformations: None,
             started: false,
         }
     }
@@ -654,8 +1213,194 @@ fn map_stop(r: &str) -> Result<StopReason, String> {
     }
 }
 
+/// pi 0.87.1's stop reasons: an error stop carries its own text.
+fn map_stop_087(r: &str, details: Option<&Value>) -> Result<(StopReason, Option<String>), String> {
+    match r {
+        "refusal" => Ok((
+            StopReason::Error,
+            Some(
+                details
+                    .and_then(|d| d.get("explanation"))
+                    .and_then(Value::as_str)
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or("The model refused to complete the request")
+                    .to_string(),
+            ),
+        )),
+        "sensitive" => Ok((
+            StopReason::Error,
+            Some("Provider stopped with: sensitive".into()),
+        )),
+        other => map_stop(other).map(|s| (s, None)),
+    }
+}
+
+/// The events pi 0.87.1 reads; any other is skipped.
+const MESSAGE_EVENTS: [&str; 6] = [
+    "message_start",
+    "message_delta",
+    "message_stop",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+];
+
+impl Decoder {
+    /// pi 0.87.1's reading of one SSE event, before the shared handling: an `error` event fails
+    /// with its data, events it does not know are skipped, data is parsed with repair, and the
+    /// parts it treats differently are handled here. `None` = handled.
+    fn event_087(
+        &mut self,
+        ev: &SseEvent,
+        b: &mut Builder,
+        out: &mut Vec<StreamEvent>,
+    ) -> Option<Value> {
+        let name = ev.event.as_deref().unwrap_or("");
+        if name == "error" {
+            b.fail(ev.data.clone(), false, None, out);
+            return None;
+        }
+        if !MESSAGE_EVENTS.contains(&name) {
+            return None;
+        }
+        let v = match api::parse_json_with_repair(&ev.data) {
+            Ok(v) => v,
+            Err(_) => {
+                let data = &ev.data;
+                let raw = std::iter::once(format!("event: {name}"))
+                    .chain(data.split('\n').map(|l| format!("data: {l}")))
+                    .collect::<Vec<_>>()
+                    .join("\\n");
+                b.fail(
+                    format!(
+                        "Could not parse Anthropic SSE event {name}: {}; data={data}; raw={raw}",
+                        crate::llm::bedrock::js_json_parse_error(data)
+                    ),
+                    false,
+                    None,
+                    out,
+                );
+                return None;
+            }
+        };
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        if let Some(t) = v
+            .get("input_transformations")
+            .or_else(|| v.pointer("/message/input_transformations"))
+            .and_then(Value::as_array)
+        {
+            self.transformations = Some(t.clone());
+        }
+        match kind {
+            "message_stop" => {
+                // The reply ends with the stream, not here.
+                self.saw_stop = true;
+                None
+            }
+            "content_block_start"
+                if v.pointer("/content_block/type").and_then(Value::as_str) == Some("fallback") =>
+            {
+                if !b.msg.content.is_empty() {
+                    b.fail(
+                        "Anthropic performed an unsupported mid-output model fallback".into(),
+                        false,
+                        None,
+                        out,
+                    );
+                }
+                None
+            }
+            "message_delta" => {
+                if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    b.msg.raw_stop_reason = Some(r.to_string());
+                    match map_stop_087(r, v.pointer("/delta/stop_details")) {
+                        Ok((stop, err)) => {
+                            self.stop = Some(stop);
+                            self.stop_error = err;
+                        }
+                        Err(e) => {
+                            b.fail(e, false, None, out);
+                            return None;
+                        }
+                    }
+                }
+                // The usage part is shared; the stop reason is taken.
+                let mut v = v;
+                if let Some(d) = v.get_mut("delta").and_then(Value::as_object_mut) {
+                    d.remove("stop_reason");
+                }
+                Some(v)
+            }
+            _ => Some(v),
+        }
+    }
+
+    /// pi 0.87.1's end of the stream: a started stream must have stopped with a stop reason; an
+    /// error stop fails with its text; reported input transformations become a diagnostic.
+    fn end_087(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if self.started && !self.saw_stop {
+            b.fail(
+                "Anthropic stream ended before message_stop".into(),
+                false,
+                None,
+                out,
+            );
+            return;
+        }
+        let Some(stop) = self.stop else {
+            b.fail(
+                "Anthropic stream ended without a stop reason".into(),
+                false,
+                None,
+                out,
+            );
+            return;
+        };
+        if matches!(stop, StopReason::Error | StopReason::Aborted) {
+            let msg = self
+                .stop_error
+                .take()
+                .unwrap_or_else(|| "An unknown error occurred".into());
+            b.fail(msg, false, None, out);
+            return;
+        }
+        if let Some(t) = self.transformations.take().filter(|t| !t.is_empty()) {
+            let list: Vec<Value> = t
+                .iter()
+                .map(|x| {
+                    let mut m = Map::new();
+                    for k in ["type", "path", "reason"] {
+                        if let Some(v) = x.get(k).filter(|v| !v.is_null()) {
+                            m.insert(k.into(), v.clone());
+                        }
+                    }
+                    Value::Object(m)
+                })
+                .collect();
+            b.msg.diagnostics.get_or_insert_with(Vec::new).push(json!({
+                "type": "anthropic_input_transformations",
+                "timestamp": crate::message::now_ms(),
+                "details": {"transformations": list},
+            }));
+        }
+        b.start(out);
+        b.finish(stop, out);
+    }
+}
+
 impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if b.compat.is_087() {
+            if let Some(v) = self.event_087(ev, b, out) {
+                let kind = v
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                self.shared_event(&kind, &v, b, out);
+            }
+            return;
+        }
         let v: Value = match serde_json::from_str(&ev.data) {
             Ok(v) => v,
             Err(e) => {
@@ -672,12 +1417,55 @@ impl api::Decoder for Decoder {
             .get("type")
             .and_then(Value::as_str)
             .or(ev.event.as_deref())
-            .unwrap_or("");
+            .unwrap_or("")
+            .to_string();
+        self.shared_event(&kind, &v, b, out);
+    }
+
+    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+        if b.compat.is_087() {
+            return self.end_087(b, out);
+        }
+        // The body ended without `message_stop`: an error once the message started (pi's
+        // `Anthropic stream ended before message_stop`), else an empty, finished message.
+        if self.started {
+            b.fail(
+                "Anthropic stream ended before message_stop".into(),
+                false,
+                None,
+                out,
+            );
+        } else {
+            b.start(out);
+            b.finish(self.stop.unwrap_or(StopReason::Stop), out);
+        }
+    }
+}
+
+impl Decoder {
+    /// One event's data, of type `kind`, as both versions read it.
+    fn shared_event(&mut self, kind: &str, v: &Value, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         match kind {
             "message_start" => {
                 self.started = true;
                 let m = &v["message"];
                 b.msg.response_id = m.get("id").and_then(Value::as_str).map(str::to_string);
+                if b.compat.is_087() {
+                    // pi 0.87.1 notes the model that answered when it is another one, and prices
+                    // the reply as an allowed fallback model when it is one.
+                    if let Some(answered) = m.get("model").and_then(Value::as_str) {
+                        if answered != b.msg.model {
+                            b.msg.response_model = Some(answered.to_string());
+                            if let Some((_, _, cost)) = self
+                                .fallbacks
+                                .iter()
+                                .find(|(p, id, _)| *p == self.provider && id == answered)
+                            {
+                                b.set_prices(*cost);
+                            }
+                        }
+                    }
+                }
                 let u = &m["usage"];
                 let mut usage = Usage {
                     input: usage_field(u, "input_tokens").unwrap_or(0),
@@ -800,22 +1588,6 @@ impl api::Decoder for Decoder {
                 b.fail(msg, false, None, out);
             }
             _ => {}
-        }
-    }
-
-    /// The body ended without `message_stop`: an error once the message started (pi's
-    /// `Anthropic stream ended before message_stop`), else an empty, finished message.
-    fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if self.started {
-            b.fail(
-                "Anthropic stream ended before message_stop".into(),
-                false,
-                None,
-                out,
-            );
-        } else {
-            b.start(out);
-            b.finish(self.stop.unwrap_or(StopReason::Stop), out);
         }
     }
 }

@@ -112,6 +112,37 @@ pub trait WireApi: Sync {
         CONNECTION_ERROR
     }
 
+    /// [`WireApi::http_error_message`] for this request (an API whose wording changed between
+    /// pi versions looks at `req.compat`).
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        let _ = req;
+        self.http_error_message(status, headers, body)
+    }
+
+    /// Structured details an HTTP error adds to the failed message (pi 0.87.1's `diagnostics`).
+    fn error_diagnostics(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> Option<Vec<Value>> {
+        let _ = (req, status, headers, body);
+        None
+    }
+
+    /// [`WireApi::connection_error`] for this request.
+    fn connection_error_for(&self, req: &LlmRequest) -> &'static str {
+        let _ = req;
+        self.connection_error()
+    }
+
     /// A Stainless SDK (sends `x-stainless-retry-count`).
     fn stainless(&self) -> bool {
         false
@@ -158,6 +189,72 @@ pub fn stainless_message(status: u16, body: &str, openai: bool) -> String {
         }
     }
     text
+}
+
+/// pi 0.87.1's text for an OpenAI SDK error (`formatProviderError(normalizeProviderError(e))`):
+/// when the response's JSON body has an `error` object, `<status>: <that object as JSON>` (with
+/// `prefix`: `<prefix> (<status>): …`; cut at 4000 characters), else the SDK's message
+/// ([`stainless_message`]). OpenRouter's `error.metadata.raw` follows on a line of its own unless
+/// the text already holds it.
+pub fn openai_error_087(status: u16, body: &str, prefix: Option<&str>) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error_obj = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .filter(|e| e.as_object().is_some_and(|o| !o.is_empty()));
+    let message = stainless_message(status, body, true);
+    // The SDK message without OpenRouter's raw line (added back below, once).
+    let sdk_message = message.split('\n').next().unwrap_or("").to_string();
+    let mut text = match error_obj {
+        Some(e) => {
+            let json = e.to_string();
+            let json = cut_utf16(json.trim(), 4000);
+            if sdk_message.contains(&json) {
+                match prefix {
+                    Some(p) => format!("{p} ({status}): {sdk_message}"),
+                    None => sdk_message,
+                }
+            } else {
+                match prefix {
+                    Some(p) => format!("{p} ({status}): {json}"),
+                    None => format!("{status}: {json}"),
+                }
+            }
+        }
+        None => match prefix {
+            Some(p) => format!("{p} ({status}): {sdk_message}"),
+            None => sdk_message,
+        },
+    };
+    if let Some(raw) = parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/error/metadata/raw"))
+        .and_then(Value::as_str)
+    {
+        if !text.contains(raw) {
+            text.push('\n');
+            text.push_str(raw);
+        }
+    }
+    text
+}
+
+/// `text` cut to `max` UTF-16 units with the reference's `... [truncated N chars]` note.
+fn cut_utf16(text: &str, max: usize) -> String {
+    let units = text.encode_utf16().count();
+    if units <= max {
+        return text.to_string();
+    }
+    let mut taken = 0;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        if taken + c.len_utf16() > max {
+            break;
+        }
+        taken += c.len_utf16();
+        end = i + c.len_utf8();
+    }
+    format!("{}... [truncated {} chars]", &text[..end], units - max)
 }
 
 /// The Google SDK's error text: the JSON error body re-serialised compactly; a body that is not
@@ -220,6 +317,11 @@ impl Builder {
             compat: Default::default(),
             secret: None,
         }
+    }
+
+    /// Price the usage at other rates from now on (a reply another model gave).
+    pub fn set_prices(&mut self, prices: ModelCost) {
+        self.prices = prices;
     }
 
     /// Never let `key` through in an error message (keys shorter than 8 bytes and the
@@ -458,20 +560,95 @@ pub fn parse_args(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return Value::Object(Default::default());
     }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::Object(Default::default()))
+    parse_json_with_repair(raw).unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+/// Malformed string literals made valid as pi repairs them (both versions): raw control
+/// characters inside strings escaped, a backslash before a character that cannot follow one
+/// doubled. Text outside strings is left alone.
+pub fn repair_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 16);
+    let mut in_string = false;
+    let mut chars = json.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !in_string {
+            out.push(c);
+            in_string = c == '"';
+            continue;
+        }
+        match c {
+            '"' => {
+                out.push(c);
+                in_string = false;
+            }
+            '\\' => match chars.peek().copied() {
+                None => out.push_str("\\\\"),
+                Some('u') => {
+                    let hex: String = chars.clone().skip(1).take(4).collect();
+                    out.push_str("\\u");
+                    chars.next();
+                    if hex.len() == 4 && hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                        out.push_str(&hex);
+                        for _ in 0..4 {
+                            chars.next();
+                        }
+                    }
+                }
+                Some(n @ ('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't')) => {
+                    out.push('\\');
+                    out.push(n);
+                    chars.next();
+                }
+                Some(_) => out.push_str("\\\\"),
+            },
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `JSON.parse`, then once more on the [`repair_json`]ed text when that changes anything.
+pub fn parse_json_with_repair(json: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(json) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let repaired = repair_json(json);
+            if repaired == json {
+                Err(e)
+            } else {
+                serde_json::from_str(&repaired)
+            }
+        }
+    }
 }
 
 /// Best-effort parse of possibly incomplete JSON (a tool call's arguments mid-stream): closes
 /// open strings and containers, dropping a trailing incomplete key or token; `{}` when nothing
-/// usable remains. One pass over the input plus at most three parse attempts.
+/// usable remains. As pi's: the whole text (repaired if need be), then its complete prefix, then
+/// the complete prefix of the repaired text (partial-json keeps what it read before a bad
+/// string, so the repaired text counts only when nothing of the original does).
 pub fn parse_partial_json(s: &str) -> Value {
     let empty = || Value::Object(Default::default());
     if s.trim().is_empty() {
         return empty();
     }
-    if let Ok(v) = serde_json::from_str(s) {
+    if let Ok(v) = parse_json_with_repair(s) {
         return v;
     }
+    parse_partial_prefix(s)
+        .or_else(|| parse_partial_prefix(&repair_json(s)))
+        .unwrap_or_else(empty)
+}
+
+/// The longest complete prefix of `s` closed into a value: one pass over the input plus at most
+/// three parse attempts.
+fn parse_partial_prefix(s: &str) -> Option<Value> {
     let bytes = s.as_bytes();
     let mut stack: Vec<u8> = Vec::new();
     let mut in_string = false;
@@ -538,11 +715,15 @@ pub fn parse_partial_json(s: &str) -> Value {
         .iter()
         .find_map(|c| serde_json::from_str::<Value>(c).ok())
         .filter(|v| v.is_object() || v.is_array())
-        .unwrap_or_else(empty)
 }
 
-/// Default `max_tokens` of an agent request (spec 8).
+/// Default `max_tokens` of an agent request (spec 8). pi 0.87.1 takes the model's own limit
+/// (no 32000 cap) and clamps it to what the context window leaves ([`crate::llm::estimate`]).
 pub fn default_max_tokens(req: &LlmRequest) -> u64 {
+    if req.compat.is_087() {
+        let base = req.max_tokens.unwrap_or(req.model.max_tokens);
+        return crate::llm::estimate::clamp_max_tokens(req, base);
+    }
     req.max_tokens
         .unwrap_or_else(|| req.model.max_tokens.min(32000))
 }
@@ -550,6 +731,33 @@ pub fn default_max_tokens(req: &LlmRequest) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_repair_as_pi() {
+        // Raw control characters in strings escaped, bad escapes doubled, valid ones kept.
+        assert_eq!(repair_json("{\"a\":\"x\ty\ny\"}"), "{\"a\":\"x\\ty\\ny\"}");
+        assert_eq!(
+            repair_json(r#"{"a":"\q \u00e9 \uZZ"}"#),
+            r#"{"a":"\\q \u00e9 \uZZ"}"#
+        );
+        assert_eq!(repair_json("{\"a\":\"\u{1}\"}"), "{\"a\":\"\\u0001\"}");
+        // Outside strings nothing changes.
+        assert_eq!(repair_json("{ \n \"a\" : 1 }"), "{ \n \"a\" : 1 }");
+        assert_eq!(
+            parse_json_with_repair("{\"p\":\"C:\\dir\"}").unwrap(),
+            serde_json::json!({"p": "C:\\dir"})
+        );
+        assert_eq!(
+            parse_args("{\"cmd\":\"a\tb\"}"),
+            serde_json::json!({"cmd": "a\tb"})
+        );
+        // Mid-stream, a string with a raw control character is dropped (partial-json's answer).
+        assert_eq!(parse_partial_json("{\"cmd\":\"a\tb"), serde_json::json!({}));
+        assert_eq!(
+            parse_partial_json("{\"a\":\"ok\",\"b\":\"\tx"),
+            serde_json::json!({"a": "ok"})
+        );
+    }
 
     #[test]
     fn stainless_messages() {

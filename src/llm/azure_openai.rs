@@ -53,9 +53,16 @@ impl WireApi for AzureOpenAi {
         let mut headers: Vec<(String, String)> = vec![
             ("accept".into(), "application/json".into()),
             ("content-type".into(), "application/json".into()),
-            ("user-agent".into(), "AzureOpenAI/JS 6.26.0".into()),
-            ("x-stainless-lang".into(), "js".into()),
         ];
+        if req.compat.is_087() {
+            // pi 0.87.1: its own User-Agent, the SDK's 300 s timeout and platform headers.
+            headers.push(("user-agent".into(), http::pi_user_agent()));
+            headers.push(("x-stainless-timeout".into(), "300".into()));
+            headers.extend(http::stainless_platform_087(http::OPENAI_SDK_087));
+        } else {
+            headers.push(("user-agent".into(), "AzureOpenAI/JS 6.26.0".into()));
+        }
+        headers.push(("x-stainless-lang".into(), "js".into()));
         http::merge_model_headers(&mut headers, &req.model);
         if api::header_of(&headers, "authorization").is_none() {
             let key = req
@@ -83,6 +90,20 @@ impl WireApi for AzureOpenAi {
 
     fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
         api::stainless_message(status, body, true)
+    }
+
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        // pi 0.87.1 words SDK errors with the response's error object.
+        if req.compat.is_087() {
+            return api::openai_error_087(status, body, Some("Azure OpenAI API error"));
+        }
+        self.http_error_message(status, headers, body)
     }
 
     fn stainless(&self) -> bool {
@@ -155,16 +176,32 @@ pub fn build_body(req: &LlmRequest, deployment: &str) -> Value {
     );
     body.insert("stream".into(), json!(true));
     if let Some(s) = &req.session_id {
-        body.insert("prompt_cache_key".into(), json!(s));
+        body.insert(
+            "prompt_cache_key".into(),
+            json!(openai_responses::cache_key(req, s)),
+        );
+    }
+    if req.compat.is_087() {
+        // pi 0.87.1 asks for no storage on Azure too, and at least 16 output tokens.
+        body.insert("store".into(), json!(false));
     }
     let max = api::default_max_tokens(req);
     if max > 0 {
+        let max = if req.compat.is_087() {
+            max.max(16)
+        } else {
+            max
+        };
         body.insert("max_output_tokens".into(), json!(max));
     }
-    if !req.tools.is_empty() {
+    if !openai_responses::request_tools(req).0.is_empty() {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(req, json!(false))),
+            Value::Array(convert_tools(
+                req,
+                json!(false),
+                crate::llm::strict::compat_flag(&req.model, "supportsStrictMode", true),
+            )),
         );
     }
     openai_responses::reasoning_fields(req, &mut body, false);

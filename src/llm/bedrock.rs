@@ -18,7 +18,7 @@ use crate::llm::api::{self, Builder, Framing, Prepared, WireApi};
 use crate::llm::aws::{credentials, sigv4};
 use crate::llm::models::ThinkingLevelMap;
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{sanitize_id, transform_borrowed};
+use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{
     Content, LlmMessage, StopReason, ThinkingContent, ThinkingLevel, Usage, UserContent,
@@ -55,6 +55,23 @@ impl WireApi for Bedrock {
 
     fn http_error_message(&self, status: u16, headers: &[(String, String)], body: &str) -> String {
         http_error_message(status, headers, body)
+    }
+
+    fn error_diagnostics(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> Option<Vec<Value>> {
+        if !req.compat.is_087() {
+            return None;
+        }
+        Some(vec![failure_diagnostic(
+            Some(status),
+            error_name(headers, body).filter(|n| n.ends_with("Exception")),
+            api::header_of(headers, "x-amzn-requestid"),
+        )?])
     }
 
     fn framing(&self) -> Framing {
@@ -282,7 +299,7 @@ fn check_images(req: &LlmRequest) -> Result<(), String> {
             UserContent::Text(_) => &[],
         },
         LlmMessage::ToolResult(r) => r.content.as_slice(),
-        LlmMessage::Assistant(_) => &[],
+        LlmMessage::Assistant(_) | LlmMessage::System(_) => &[],
     });
     for c in images {
         if let Content::Image(i) = c {
@@ -361,8 +378,26 @@ pub fn build_body(req: &LlmRequest, env: Env) -> Value {
             .tools
             .iter()
             .map(|t| {
-                json!({"toolSpec": {"name": t.name, "inputSchema": {"json": t.parameters},
-                                    "description": t.description}})
+                if !req.compat.is_087() {
+                    return json!({"toolSpec": {"name": t.name,
+                        "inputSchema": {"json": t.parameters}, "description": t.description}});
+                }
+                // pi 0.87.1: strict where the model's compat says Bedrock supports it.
+                let strict = crate::llm::strict::resolve_preferred(
+                    t,
+                    crate::llm::strict::compat_flag(model, "supportsStrictMode", false),
+                );
+                let mut spec = Map::new();
+                spec.insert("name".into(), json!(t.name));
+                spec.insert(
+                    "inputSchema".into(),
+                    json!({"json": crate::llm::strict::parameters(t, strict)}),
+                );
+                spec.insert("description".into(), json!(t.description));
+                if strict == Some(true) {
+                    spec.insert("strict".into(), json!(true));
+                }
+                json!({ "toolSpec": spec })
             })
             .collect();
         body.insert("toolConfig".into(), json!({ "tools": tools }));
@@ -404,11 +439,15 @@ pub fn build_body(req: &LlmRequest, env: Env) -> Value {
 
 fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
     let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_borrowed(&req.messages, &req.model, Some(&normalize));
+    let msgs = crate::llm::transcript::collapsed(transform_messages(
+        &req.messages,
+        &req.model,
+        Some(&normalize),
+    ));
     let mut out: Vec<Value> = Vec::with_capacity(msgs.len());
     let mut i = 0;
     while i < msgs.len() {
-        match &*msgs[i] {
+        match &msgs[i] {
             LlmMessage::User(u) => {
                 let content: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({ "text": s })],
@@ -451,9 +490,11 @@ fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
                     out.push(json!({"role": "assistant", "content": blocks}));
                 }
             }
+            // Folded into the system prompt and tools (`transcript::collapsed`).
+            LlmMessage::System(_) => {}
             LlmMessage::ToolResult(_) => {
                 let mut results = Vec::new();
-                while let Some(LlmMessage::ToolResult(r)) = msgs.get(i).map(|m| &**m) {
+                while let Some(LlmMessage::ToolResult(r)) = msgs.get(i) {
                     let content: Vec<Value> = r
                         .content
                         .iter()
@@ -533,8 +574,58 @@ pub fn http_error_message(status: u16, headers: &[(String, String)], body: &str)
     }
 }
 
+/// The AWS SDK's name for an HTTP error: the `x-amzn-errortype` header, else the body's `__type`
+/// or `code` (without namespace or `:` suffix).
+fn error_name(headers: &[(String, String)], body: &str) -> Option<String> {
+    let sanitize = |s: &str| {
+        let s = s.split(':').next().unwrap_or(s);
+        s.rsplit('#').next().unwrap_or(s).to_string()
+    };
+    let v: Option<Value> = serde_json::from_str(body).ok();
+    api::header_of(headers, "x-amzn-errortype")
+        .map(sanitize)
+        .or_else(|| {
+            v.as_ref()?
+                .get("__type")
+                .or_else(|| v.as_ref()?.get("code"))
+                .and_then(Value::as_str)
+                .map(sanitize)
+        })
+        .filter(|n| !n.is_empty())
+}
+
+/// pi 0.87.1's `bedrock_response_failure` diagnostic: what is known of the failure (status,
+/// modeled error code, request id; values over 200 characters dropped), `None` when nothing is.
+pub fn failure_diagnostic(
+    status: Option<u16>,
+    code: Option<String>,
+    request_id: Option<&str>,
+) -> Option<Value> {
+    let clean = |v: &str| {
+        let t = v.trim();
+        (!t.is_empty() && t.chars().count() <= 200).then(|| t.to_string())
+    };
+    let mut details = Map::new();
+    if let Some(s) = status {
+        details.insert("status".into(), json!(s));
+    }
+    if let Some(c) = code.as_deref().and_then(clean) {
+        details.insert("errorCode".into(), json!(c));
+    }
+    if let Some(r) = request_id.and_then(clean) {
+        details.insert("requestId".into(), json!(r));
+    }
+    if details.is_empty() {
+        return None;
+    }
+    Some(
+        json!({"type": "bedrock_response_failure", "timestamp": crate::message::now_ms(),
+        "details": details}),
+    )
+}
+
 /// V8's `JSON.parse` error text for a body that is not JSON (its first bad token).
-fn js_json_parse_error(body: &str) -> String {
+pub(crate) fn js_json_parse_error(body: &str) -> String {
     let first = body.chars().next().unwrap_or(' ');
     let shown = if body.chars().count() <= 30 {
         format!("\"{body}\"")
@@ -576,6 +667,11 @@ impl api::Decoder for Decoder {
             let mut name = exception.to_string();
             if let Some(first) = name.get_mut(0..1) {
                 first.make_ascii_uppercase();
+            }
+            if b.compat.is_087() {
+                // pi 0.87.1 notes the modeled exception beside the message.
+                let code = Some(name.clone()).filter(|n| n.ends_with("Exception"));
+                b.msg.diagnostics = failure_diagnostic(None, code, None).map(|d| vec![d]);
             }
             b.fail(format!("{}: {message}", prefix(&name)), false, None, out);
             return;
@@ -716,6 +812,15 @@ impl api::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         b.start(out);
+        if b.compat.is_087() && self.stop == Some(StopReason::Error) {
+            // pi 0.87.1 names the provider's stop reason.
+            let text = match &b.msg.raw_stop_reason {
+                Some(r) if !r.is_empty() => format!("Provider stopped with: {r}"),
+                _ => "An unknown error occurred".to_string(),
+            };
+            b.fail(text, false, None, out);
+            return;
+        }
         b.finish(self.stop.unwrap_or(StopReason::Stop), out);
     }
 }
@@ -738,7 +843,7 @@ mod tests {
             max_tokens: 1,
             headers: None,
             compat: None,
-            shape: Default::default(),
+            ..Default::default()
         }
     }
 

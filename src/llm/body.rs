@@ -167,6 +167,7 @@ fn history_text_bytes(req: &LlmRequest) -> usize {
             },
             LlmMessage::Assistant(a) => blocks(&a.content),
             LlmMessage::ToolResult(t) => blocks(&t.content),
+            LlmMessage::System(_) => 0,
         })
         .sum()
 }

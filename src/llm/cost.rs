@@ -26,14 +26,17 @@ pub fn apply(prices: &ModelCost, usage: &mut Usage) {
 
 /// pi 0.87.1's `calculateCost`: cache writes priced as `(cacheWrite · short + input · 2 · 1h) /
 /// 1e6` (1-hour writes cost twice the input price; the operation order changes the floats).
+/// With tiered prices (`cost.tiers`), the rates are those of the highest tier whose threshold
+/// the request's input tokens (input + cache reads + cache writes) exceed.
 pub fn calculate_087(prices: &ModelCost, usage: &Usage) -> Cost {
     let long = usage.cache_write_1h.unwrap_or(0).min(usage.cache_write);
     let short = usage.cache_write - long;
-    let input = prices.input / 1_000_000.0 * usage.input as f64;
-    let output = prices.output / 1_000_000.0 * usage.output as f64;
-    let cache_read = prices.cache_read / 1_000_000.0 * usage.cache_read as f64;
-    let cache_write =
-        (prices.cache_write * short as f64 + prices.input * 2.0 * long as f64) / 1_000_000.0;
+    let (p_in, p_out, p_read, p_write) =
+        prices.rates_for(usage.input + usage.cache_read + usage.cache_write);
+    let input = p_in / 1_000_000.0 * usage.input as f64;
+    let output = p_out / 1_000_000.0 * usage.output as f64;
+    let cache_read = p_read / 1_000_000.0 * usage.cache_read as f64;
+    let cache_write = (p_write * short as f64 + p_in * 2.0 * long as f64) / 1_000_000.0;
     Cost {
         input,
         output,
@@ -55,6 +58,7 @@ mod tests {
             output: 15.0,
             cache_read: 0.3,
             cache_write: 3.75,
+            tiers: None,
         };
         let u = Usage {
             input: 100,
@@ -77,6 +81,7 @@ mod tests {
             output: 8.0,
             cache_read: 0.0,
             cache_write: 0.0,
+            tiers: None,
         };
         let u = Usage {
             input: 100,

@@ -29,7 +29,7 @@ pub fn model() -> crate::llm::Model {
         max_tokens: 16_384,
         headers: None,
         compat: None,
-        shape: Default::default(),
+        ..Default::default()
     }
 }
 

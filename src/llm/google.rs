@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::transform_borrowed;
+use crate::llm::transform::transform_messages;
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent, now_ms};
 /// The `google-generative-ai` wire API.
@@ -162,8 +162,12 @@ fn valid_signature(same: bool, sig: Option<&str>) -> Option<String> {
     ok.then(|| s.to_string())
 }
 
-fn requires_tool_call_id(id: &str) -> bool {
-    id.starts_with("claude-") || id.starts_with("gpt-oss-")
+/// Models that need tool call ids in function calls and responses (pi 0.87.1: Gemini 3 and
+/// later too).
+fn requires_tool_call_id(id: &str, v087: bool) -> bool {
+    id.starts_with("claude-")
+        || id.starts_with("gpt-oss-")
+        || (v087 && gemini_major(id).is_some_and(|v| v >= 3))
 }
 
 /// Gemini 3 and later (and non-Gemini models) take images inside function responses.
@@ -198,7 +202,7 @@ fn content(parts: Vec<Value>, role: &str) -> Value {
 /// The `contents` (pi's google-shared `convertMessages`, then the SDK converter's key order).
 pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
     let model = &req.model;
-    let with_ids = requires_tool_call_id(&model.id);
+    let with_ids = requires_tool_call_id(&model.id, req.compat.is_087());
     let normalize = |id: &str| {
         if with_ids {
             crate::llm::transform::sanitize_id(id, 64)
@@ -206,11 +210,15 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
             id.to_string()
         }
     };
-    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
+    let msgs = crate::llm::transcript::collapsed(transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+    ));
     let images = model.input.iter().any(|i| i == "image");
     let mut contents: Vec<Value> = Vec::new();
     for m in &msgs {
-        match &**m {
+        match m {
             LlmMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({"text": s})],
@@ -257,6 +265,14 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
                             let mut call = Map::new();
                             let id = with_ids.then(|| json!(tc.id));
                             match flavor {
+                                // pi 0.87.1's SDK writes the id between the two.
+                                Flavor::Gemini if req.compat.is_087() => {
+                                    call.insert("args".into(), tc.arguments.clone());
+                                    if let Some(id) = id {
+                                        call.insert("id".into(), id);
+                                    }
+                                    call.insert("name".into(), json!(tc.name));
+                                }
                                 Flavor::Gemini => {
                                     if let Some(id) = id {
                                         call.insert("id".into(), id);
@@ -288,6 +304,8 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
                     contents.push(content(parts, "model"));
                 }
             }
+            // Folded into the system prompt and tools (`transcript::collapsed`).
+            LlmMessage::System(_) => {}
             LlmMessage::ToolResult(r) => {
                 let text: Vec<&str> = r
                     .content
@@ -366,18 +384,37 @@ pub fn body_for(req: &LlmRequest, flavor: Flavor) -> Value {
             json!({"parts": [{"text": req.system_prompt}], "role": "user"}),
         );
     }
+    let v087 = req.compat.is_087();
+    // pi 0.87.1: Gemini 3 and later validate required parameters, so tools asking for
+    // constrained sampling go strict there and the calling mode becomes VALIDATED.
+    let strict_supported = v087 && gemini_major(&req.model.id).is_some_and(|m| m >= 3);
+    let mut any_strict = false;
     if !req.tools.is_empty() {
         let decls: Vec<Value> = req
             .tools
             .iter()
-            .map(|t| match flavor {
-                Flavor::Gemini => json!({"name": t.name, "description": t.description,
-                    "parametersJsonSchema": t.parameters}),
-                Flavor::Vertex => json!({"description": t.description, "name": t.name,
-                    "parametersJsonSchema": t.parameters}),
+            .map(|t| {
+                if v087 {
+                    let strict = crate::llm::strict::resolve_preferred(t, strict_supported);
+                    any_strict |= strict == Some(true);
+                    return json!({"name": t.name, "description": t.description,
+                        "parametersJsonSchema": crate::llm::strict::parameters(t, strict)});
+                }
+                match flavor {
+                    Flavor::Gemini => json!({"name": t.name, "description": t.description,
+                        "parametersJsonSchema": t.parameters}),
+                    Flavor::Vertex => json!({"description": t.description, "name": t.name,
+                        "parametersJsonSchema": t.parameters}),
+                }
             })
             .collect();
         body.insert("tools".into(), json!([{ "functionDeclarations": decls }]));
+        if any_strict {
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": {"mode": "VALIDATED"}}),
+            );
+        }
     }
     let mut generation = Map::new();
     let max = api::default_max_tokens(req);
@@ -397,12 +434,46 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body_for(req, Flavor::Gemini)
 }
 
+/// The Gemini major version of a model id (pi's `/^gemini(?:-live)?-(\d+)/`: `gemini-3-flash`
+/// → 3, `gemini-2.5-pro` → 2).
+fn gemini_major(id: &str) -> Option<u32> {
+    let id = id.to_ascii_lowercase();
+    let rest = id.strip_prefix("gemini-")?;
+    let rest = rest.strip_prefix("live-").unwrap_or(rest);
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
 #[derive(Default)]
 pub struct Decoder {
     current: Option<(bool, usize)>,
     finish: Option<StopReason>,
     counter: u64,
+    /// pi 0.87.1: the error text of an unknown finish reason.
+    unhandled: Option<String>,
 }
+
+/// The finish reasons pi 0.87.1's Google SDK names (others are "unhandled").
+const KNOWN_FINISH: [&str; 18] = [
+    "STOP",
+    "MAX_TOKENS",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "SAFETY",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+    "IMAGE_RECITATION",
+    "IMAGE_OTHER",
+    "RECITATION",
+    "FINISH_REASON_UNSPECIFIED",
+    "OTHER",
+    "LANGUAGE",
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "NO_IMAGE",
+];
 
 impl Decoder {
     pub fn new(_req: &LlmRequest) -> Decoder {
@@ -501,6 +572,9 @@ impl api::Decoder for Decoder {
         {
             if b.compat.is_087() {
                 b.msg.raw_stop_reason = Some(r.to_string());
+                if !KNOWN_FINISH.contains(&r) {
+                    self.unhandled = Some(format!("Unhandled stop reason: {r}"));
+                }
             }
             self.finish = Some(match r {
                 "STOP" => StopReason::Stop,
@@ -528,6 +602,34 @@ impl api::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         self.close(b, out);
         b.start(out);
+        if b.compat.is_087() {
+            // pi 0.87.1: no finish reason, or one that is an error, fails the message; only a
+            // normal stop with tool calls becomes toolUse.
+            if let Some(e) = self.unhandled.take() {
+                b.fail(e, false, None, out);
+                return;
+            }
+            match self.finish {
+                None => b.fail(
+                    "Google stream ended without a finish reason".into(),
+                    false,
+                    None,
+                    out,
+                ),
+                Some(StopReason::Error) => {
+                    let text = match &b.msg.raw_stop_reason {
+                        Some(r) => format!("Provider stopped with: {r}"),
+                        None => "An unknown error occurred".to_string(),
+                    };
+                    b.fail(text, false, None, out);
+                }
+                Some(StopReason::Stop) if b.msg.tool_calls().next().is_some() => {
+                    b.finish(StopReason::ToolUse, out)
+                }
+                Some(s) => b.finish(s, out),
+            }
+            return;
+        }
         match self.finish {
             // A stream that ends without a finish reason is done as it stands (the reference).
             None => b.finish(StopReason::Stop, out),

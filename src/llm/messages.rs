@@ -58,6 +58,11 @@ impl LlmMessages {
         self.0.push(Item::Owned(Box::new(m)));
     }
 
+    /// Put `m` at `index` (pi 0.87.1's leading system message).
+    pub fn insert(&mut self, index: usize, m: LlmMessage) {
+        self.0.insert(index, Item::Owned(Box::new(m)));
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{Transformed, short_hash, transform_borrowed};
+use crate::llm::transform::{short_hash, transform_messages};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -40,12 +40,23 @@ impl WireApi for Mistral {
         let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
             return Err(format!("No API key for provider: {}", req.model.provider));
         };
-        let mut h: Vec<(String, String)> = vec![
-            ("content-type".into(), "application/json".into()),
-            ("accept".into(), "text/event-stream".into()),
-            ("authorization".into(), format!("Bearer {key}")),
-            ("user-agent".into(), USER_AGENT.into()),
-        ];
+        let v087 = req.compat.is_087();
+        let mut h: Vec<(String, String)> = if v087 {
+            // pi 0.87.1's own client (no SDK).
+            vec![
+                ("user-agent".into(), crate::llm::http::pi_user_agent()),
+                ("accept".into(), "text/event-stream".into()),
+                ("authorization".into(), format!("Bearer {key}")),
+                ("content-type".into(), "application/json".into()),
+            ]
+        } else {
+            vec![
+                ("content-type".into(), "application/json".into()),
+                ("accept".into(), "text/event-stream".into()),
+                ("authorization".into(), format!("Bearer {key}")),
+                ("user-agent".into(), USER_AGENT.into()),
+            ]
+        };
         crate::llm::http::merge_model_headers(&mut h, &req.model);
         // Mistral's KV-cache affinity, unless a header already sets it.
         if let Some(s) = &req.session_id {
@@ -59,12 +70,19 @@ impl WireApi for Mistral {
                 req.model.base_url.trim_end_matches('/')
             ),
             headers: h,
-            body: api::json_body(&build_body(req)),
+            body: api::json_body(&if v087 {
+                build_body_087(req)
+            } else {
+                build_body(req)
+            }),
         })
     }
 
-    fn decoder(&self, _req: &LlmRequest) -> Box<dyn api::Decoder> {
-        Box::new(Decoder::default())
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder {
+            v087: req.compat.is_087(),
+            ..Decoder::default()
+        })
     }
 
     fn http_error_message(&self, status: u16, headers: &[(String, String)], body: &str) -> String {
@@ -75,6 +93,7 @@ impl WireApi for Mistral {
                 truncate_utf16(trimmed, MAX_ERROR_BODY_CHARS)
             );
         }
+
         // The SDK's own message for an empty body.
         let mut m = format!("API error occurred: Status {status}");
         let ct = api::header_of(headers, "content-type").unwrap_or("");
@@ -92,6 +111,32 @@ impl WireApi for Mistral {
 
     fn connection_error(&self) -> &'static str {
         "Unable to make request: TypeError: fetch failed"
+    }
+
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        if req.compat.is_087() && body.trim().is_empty() {
+            // pi 0.87.1's own client: the response's status text.
+            let text = match api::reason_phrase(status) {
+                "" => format!("Request failed with status {status}"),
+                t => t.to_string(),
+            };
+            return format!("Mistral API error ({status}): {text}");
+        }
+        self.http_error_message(status, headers, body)
+    }
+
+    fn connection_error_for(&self, req: &LlmRequest) -> &'static str {
+        if req.compat.is_087() {
+            api::FETCH_FAILED
+        } else {
+            self.connection_error()
+        }
     }
 }
 
@@ -176,7 +221,11 @@ pub fn build_body(req: &LlmRequest) -> Value {
     let images = model.input.iter().any(|i| i == "image");
     let normalizer = RefCell::new(IdNormalizer::default());
     let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
-    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
+    let msgs = crate::llm::transcript::collapsed(transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+    ));
     let mut messages = Vec::with_capacity(msgs.len() + 1);
     if !req.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": req.system_prompt}));
@@ -210,10 +259,110 @@ pub fn build_body(req: &LlmRequest) -> Value {
     Value::Object(body)
 }
 
-fn chat_messages(msgs: &[Transformed], images: bool) -> Vec<Value> {
+/// pi 0.87.1's body (its own client, `toMistralWirePayload`): `model`, `stream`, `messages`,
+/// `tools` (a tool asking for constrained sampling goes strict: Mistral supports it), then
+/// `max_tokens`, the reasoning field and `prompt_cache_key` (the session id).
+pub fn build_body_087(req: &LlmRequest) -> Value {
+    let model = &req.model;
+    let images = model.input.iter().any(|i| i == "image");
+    let normalizer = RefCell::new(IdNormalizer::default());
+    let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
+    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let mut messages = Vec::with_capacity(msgs.len() + 1);
+    // A model that takes system messages in place gets them where they are (the first one whole,
+    // the later ones as updates); otherwise they are folded into the prompt.
+    if !crate::llm::transcript::mid_convo(req) {
+        msgs = crate::llm::transcript::collapsed(msgs);
+        if !req.system_prompt.is_empty() {
+            messages.push(json!({"role": "system", "content": req.system_prompt}));
+        }
+    }
+    for m in chat_messages(&msgs, images) {
+        // The assistant message's keys in 0.87.1's order: role, prefix, content, tool_calls.
+        let m = match m {
+            Value::Object(o) if o.get("role") == Some(&json!("assistant")) => {
+                let mut a = Map::new();
+                for k in ["role", "prefix", "content", "tool_calls"] {
+                    if let Some(v) = o.get(k) {
+                        a.insert(k.into(), v.clone());
+                    }
+                }
+                Value::Object(a)
+            }
+            Value::Object(o) if o.get("role") == Some(&json!("tool")) => {
+                let mut t = Map::new();
+                for k in ["role", "name", "content", "tool_call_id"] {
+                    if let Some(v) = o.get(k) {
+                        t.insert(k.into(), v.clone());
+                    }
+                }
+                Value::Object(t)
+            }
+            other => other,
+        };
+        messages.push(m);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert("stream".into(), json!(true));
+    body.insert("messages".into(), Value::Array(messages));
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                let strict = crate::llm::strict::resolve_preferred(t, true);
+                json!({"type": "function", "function": {"name": t.name,
+                    "description": t.description,
+                    "parameters": crate::llm::strict::parameters(t, strict),
+                    "strict": strict.unwrap_or(false)}})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("max_tokens".into(), json!(api::default_max_tokens(req)));
+    if model.reasoning && req.thinking != ThinkingLevel::Off {
+        if uses_reasoning_effort_087(&model.id) {
+            let effort = req
+                .extra
+                .thinking_map
+                .as_ref()
+                .and_then(|m| m.get(req.thinking))
+                .flatten()
+                .unwrap_or("high");
+            body.insert("reasoning_effort".into(), json!(effort));
+        } else {
+            body.insert("prompt_mode".into(), json!("reasoning"));
+        }
+    }
+    if let Some(s) = &req.session_id {
+        body.insert("prompt_cache_key".into(), json!(s));
+    }
+    Value::Object(body)
+}
+
+/// pi 0.87.1's `usesReasoningEffort`.
+fn uses_reasoning_effort_087(id: &str) -> bool {
+    id == "mistral-small-2603"
+        || id == "mistral-small-latest"
+        || id.starts_with("mistral-medium-")
+        || id == "zai-glm-5-2"
+}
+
+fn chat_messages(msgs: &[LlmMessage], images: bool) -> Vec<Value> {
     let mut out = Vec::with_capacity(msgs.len());
-    for m in msgs {
-        match &**m {
+    for (n, m) in msgs.iter().enumerate() {
+        match m {
+            LlmMessage::System(s) => {
+                let text = if n == 0 {
+                    crate::llm::transcript::system_text(s)
+                } else {
+                    crate::llm::transcript::render_update(s)
+                };
+                if !text.is_empty() {
+                    out.push(json!({"role": "system", "content": text}));
+                }
+            }
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
                 UserContent::Blocks(blocks) => {
@@ -323,9 +472,14 @@ fn tool_result_text(text: &str, has_images: bool, images: bool, is_error: bool) 
 pub struct Decoder {
     /// The open text or thinking block.
     current: Option<usize>,
-    /// `callId:index` → content index, in creation order.
+    /// `callId:index` (0.87.1: the index, else the id) → content index, in creation order.
     tools: Vec<(String, usize)>,
     stop: Option<StopReason>,
+    /// pi 0.87.1's decoding: cached prompt tokens as cache reads, its stop reasons and error
+    /// texts, a stream without a finish reason is an error.
+    v087: bool,
+    /// 0.87: the error text of a finish reason that is an error.
+    stop_error: Option<String>,
 }
 
 impl Decoder {
@@ -400,15 +554,35 @@ impl api::Decoder for Decoder {
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
+            let (prompt, output) = (n("prompt_tokens"), n("completion_tokens"));
+            // pi 0.87.1 reports cached prompt tokens as cache reads.
+            let cached = if self.v087 {
+                [
+                    "/promptTokensDetails/cachedTokens",
+                    "/prompt_tokens_details/cached_tokens",
+                    "/promptTokenDetails/cachedTokens",
+                    "/prompt_token_details/cached_tokens",
+                    "/numCachedTokens",
+                    "/num_cached_tokens",
+                ]
+                .iter()
+                .find_map(|p| u.pointer(p).filter(|v| !v.is_null()))
+                .and_then(Value::as_f64)
+                .filter(|c| c.is_finite())
+                .map_or(0, |c| (c.max(0.0) as u64).min(prompt))
+            } else {
+                0
+            };
+            let input = prompt - cached;
             let total = match n("total_tokens") {
-                0 => input + output,
+                0 => input + output + cached,
                 t => t,
             };
             b.set_usage(
                 Usage {
                     input,
                     output,
+                    cache_read: cached,
                     total_tokens: total,
                     ..Default::default()
                 },
@@ -426,8 +600,17 @@ impl api::Decoder for Decoder {
                 "length" | "model_length" => StopReason::Length,
                 "tool_calls" => StopReason::ToolUse,
                 "error" => StopReason::Error,
+                "stop" => StopReason::Stop,
+                // pi 0.87.1: an unknown finish reason is an error.
+                other if self.v087 => {
+                    self.stop_error = Some(format!("Provider stopped with: {other}"));
+                    StopReason::Error
+                }
                 _ => StopReason::Stop,
             });
+            if self.v087 && r == "error" {
+                self.stop_error = Some("Provider stopped with: error".into());
+            }
         }
         let delta = choice.get("delta").unwrap_or(&Value::Null);
         match delta.get("content") {
@@ -471,7 +654,15 @@ impl api::Decoder for Decoder {
                     Some(id) if id != "null" && !id.is_empty() => id.to_string(),
                     _ => derive_tool_call_id(&format!("toolcall:{index}"), 0),
                 };
-                let key = format!("{call_id}:{index}");
+                let key = if self.v087 {
+                    // pi 0.87.1 keys a streamed call by its index (else its id).
+                    match call.get("index").and_then(Value::as_u64) {
+                        Some(i) => format!("#{i}"),
+                        None => call_id.clone(),
+                    }
+                } else {
+                    format!("{call_id}:{index}")
+                };
                 let f = call.get("function").unwrap_or(&Value::Null);
                 let i = match self.tools.iter().find(|(k, _)| *k == key) {
                     Some((_, i)) => *i,
@@ -497,6 +688,24 @@ impl api::Decoder for Decoder {
         self.close_current(b, out);
         for (_, i) in std::mem::take(&mut self.tools) {
             b.end_block(i, out);
+        }
+        if self.v087 {
+            match (self.stop, self.stop_error.take()) {
+                (None, _) => {
+                    b.fail(
+                        "Mistral stream ended without a finish reason".into(),
+                        false,
+                        None,
+                        out,
+                    );
+                    return;
+                }
+                (Some(StopReason::Error), Some(e)) => {
+                    b.fail(e, false, None, out);
+                    return;
+                }
+                _ => {}
+            }
         }
         b.finish(self.stop.unwrap_or(StopReason::Stop), out);
     }

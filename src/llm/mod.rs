@@ -16,6 +16,7 @@ pub mod body;
 pub mod cloudflare;
 pub mod cost;
 pub mod error_body;
+pub mod estimate;
 pub mod faux;
 pub mod google;
 pub mod google_auth;
@@ -32,6 +33,8 @@ pub mod openai_completions;
 pub mod openai_responses;
 pub mod sse;
 pub mod stream;
+pub mod strict;
+pub mod transcript;
 pub mod transform;
 
 use serde::{Deserialize, Serialize};
@@ -51,11 +54,47 @@ pub struct ModelCost {
     pub cache_read: f64,
     #[serde(rename = "cacheWrite", serialize_with = "crate::message::js_f64")]
     pub cache_write: f64,
+    /// pi 0.87.1's tiered prices: above `inputTokensAbove` input tokens (input + cache reads +
+    /// cache writes) a request is priced at the tier's rates. Static: the built-in table's, or
+    /// a models.json's (parsed once per process).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<&'static [CostTier]>,
+}
+
+/// One price tier (pi 0.87.1's `cost.tiers[]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CostTier {
+    #[serde(rename = "inputTokensAbove", serialize_with = "crate::message::js_f64")]
+    pub input_tokens_above: f64,
+    #[serde(serialize_with = "crate::message::js_f64")]
+    pub input: f64,
+    #[serde(serialize_with = "crate::message::js_f64")]
+    pub output: f64,
+    #[serde(rename = "cacheRead", serialize_with = "crate::message::js_f64")]
+    pub cache_read: f64,
+    #[serde(rename = "cacheWrite", serialize_with = "crate::message::js_f64")]
+    pub cache_write: f64,
+}
+
+impl ModelCost {
+    /// The rates for a request with `input_tokens` (input + cache reads + cache writes): the
+    /// highest tier whose threshold it exceeds (pi 0.87.1's `calculateCost`), else the base.
+    pub fn rates_for(&self, input_tokens: u64) -> (f64, f64, f64, f64) {
+        let mut rates = (self.input, self.output, self.cache_read, self.cache_write);
+        let mut matched = -1.0;
+        for t in self.tiers.unwrap_or(&[]) {
+            if input_tokens as f64 > t.input_tokens_above && t.input_tokens_above > matched {
+                rates = (t.input, t.output, t.cache_read, t.cache_write);
+                matched = t.input_tokens_above;
+            }
+        }
+        rates
+    }
 }
 
 /// A model as the reference serialises it (`get_state.model`, `get_available_models`, ...; the
 /// JSON is written by `model_json.rs`).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct Model {
     pub id: String,
     pub name: String,
@@ -74,6 +113,12 @@ pub struct Model {
     pub headers: Option<serde_json::Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<serde_json::Map<String, Value>>,
+    /// pi 0.87.1's `promptCache` (cache lifetimes in seconds), shown as given.
+    #[serde(skip)]
+    pub prompt_cache: Option<&'static str>,
+    /// pi 0.87.1's `inputLimits` (request size and image limits), shown as given.
+    #[serde(skip)]
+    pub input_limits: Option<&'static str>,
     /// Its `thinkingLevelMap` and the place of its optional keys in its JSON.
     #[serde(skip)]
     pub shape: model_json::ModelShape,
@@ -101,6 +146,9 @@ pub struct ToolSchema {
     pub description: String,
     /// JSON schema of the arguments (an object schema).
     pub parameters: Value,
+    /// pi 0.87.1's `constrainedSampling` request (`--compat 0.87` only; see [`strict`]).
+    #[serde(skip)]
+    pub constrained_sampling: Option<Value>,
 }
 
 /// Everything one LLM call needs. Built by the state machine, consumed by the streaming thread.

@@ -3,9 +3,11 @@
 //! (`headers`, `compat`, `thinkingLevelMap`) sit where they were created. Built-in models carry
 //! them where `models.generated.ts` wrote them (headers and compat after `baseUrl`, the thinking
 //! map after `reasoning`); models.json models put the thinking map after `reasoning` and compat
-//! last; overrides append a key the model did not have. [`ModelShape`] records which.
+//! last; overrides append a key the model did not have. [`ModelShape`] records which. pi 0.87.1's
+//! catalog has no fixed order at all: its built-in models carry their own ([`ModelShape::ordered`]).
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 
 use crate::llm::Model;
 use crate::llm::models::ThinkingLevelMap;
@@ -19,6 +21,8 @@ enum Slot {
     AfterReasoning,
     /// After `maxTokens`, in rank order (the order the keys were added).
     End(u8),
+    /// Where the model's own key order puts it ([`ModelShape::ordered`]).
+    InOrder,
 }
 
 /// Never added: written last if it ever has a value.
@@ -37,6 +41,10 @@ pub enum Key {
 pub struct ModelShape {
     pub thinking_level_map: Option<ThinkingLevelMap>,
     slots: [Slot; 3],
+    /// Every key in the model's order, one letter each (`i`d, `n`ame, `a`pi, `p`rovider,
+    /// base`u`rl, `r`easoning, `t`hinkingLevelMap, `I`nput, `$` cost, context`w`indow,
+    /// `m`axTokens, `c`ompat, `h`eaders, `P`romptCache, input`L`imits).
+    order: Option<&'static str>,
 }
 
 impl Default for ModelShape {
@@ -45,6 +53,7 @@ impl Default for ModelShape {
         ModelShape {
             thinking_level_map: None,
             slots: [Slot::End(0), Slot::End(1), ABSENT],
+            order: None,
         }
     }
 }
@@ -63,6 +72,23 @@ impl ModelShape {
                 },
             ],
             thinking_level_map: thinking,
+            order: None,
+        }
+    }
+
+    /// A pi 0.87.1 built-in model: every key where `order` has it.
+    pub fn ordered(order: &'static str, thinking: Option<ThinkingLevelMap>) -> ModelShape {
+        let slot = |letter: char| {
+            if order.contains(letter) {
+                Slot::InOrder
+            } else {
+                ABSENT
+            }
+        };
+        ModelShape {
+            thinking_level_map: thinking,
+            slots: [slot('h'), slot('c'), slot('t')],
+            order: Some(order),
         }
     }
 
@@ -71,6 +97,7 @@ impl ModelShape {
         ModelShape {
             thinking_level_map: thinking,
             slots: [Slot::End(0), Slot::End(1), Slot::AfterReasoning],
+            order: None,
         }
     }
 
@@ -116,22 +143,54 @@ impl Serialize for Model {
             keys.into_iter()
                 .filter(move |k| shape.slots[*k as usize] == slot)
         };
-        map.serialize_entry("id", &self.id)?;
-        map.serialize_entry("name", &self.name)?;
-        map.serialize_entry("api", &self.api)?;
-        map.serialize_entry("provider", &self.provider)?;
-        map.serialize_entry("baseUrl", &self.base_url)?;
-        for k in in_slot(Slot::AfterBaseUrl) {
-            optional(&mut map, k)?;
+        if let Some(order) = shape.order {
+            let raw = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok());
+            for letter in order.chars() {
+                match letter {
+                    'i' => map.serialize_entry("id", &self.id)?,
+                    'n' => map.serialize_entry("name", &self.name)?,
+                    'a' => map.serialize_entry("api", &self.api)?,
+                    'p' => map.serialize_entry("provider", &self.provider)?,
+                    'u' => map.serialize_entry("baseUrl", &self.base_url)?,
+                    'r' => map.serialize_entry("reasoning", &self.reasoning)?,
+                    'I' => map.serialize_entry("input", &self.input)?,
+                    '$' => map.serialize_entry("cost", &self.cost)?,
+                    'w' => map.serialize_entry("contextWindow", &self.context_window)?,
+                    'm' => map.serialize_entry("maxTokens", &self.max_tokens)?,
+                    'h' => optional(&mut map, Key::Headers)?,
+                    'c' => optional(&mut map, Key::Compat)?,
+                    't' => optional(&mut map, Key::ThinkingLevelMap)?,
+                    'P' => {
+                        if let Some(v) = raw(self.prompt_cache) {
+                            map.serialize_entry("promptCache", &v)?;
+                        }
+                    }
+                    'L' => {
+                        if let Some(v) = raw(self.input_limits) {
+                            map.serialize_entry("inputLimits", &v)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            map.serialize_entry("id", &self.id)?;
+            map.serialize_entry("name", &self.name)?;
+            map.serialize_entry("api", &self.api)?;
+            map.serialize_entry("provider", &self.provider)?;
+            map.serialize_entry("baseUrl", &self.base_url)?;
+            for k in in_slot(Slot::AfterBaseUrl) {
+                optional(&mut map, k)?;
+            }
+            map.serialize_entry("reasoning", &self.reasoning)?;
+            for k in in_slot(Slot::AfterReasoning) {
+                optional(&mut map, k)?;
+            }
+            map.serialize_entry("input", &self.input)?;
+            map.serialize_entry("cost", &self.cost)?;
+            map.serialize_entry("contextWindow", &self.context_window)?;
+            map.serialize_entry("maxTokens", &self.max_tokens)?;
         }
-        map.serialize_entry("reasoning", &self.reasoning)?;
-        for k in in_slot(Slot::AfterReasoning) {
-            optional(&mut map, k)?;
-        }
-        map.serialize_entry("input", &self.input)?;
-        map.serialize_entry("cost", &self.cost)?;
-        map.serialize_entry("contextWindow", &self.context_window)?;
-        map.serialize_entry("maxTokens", &self.max_tokens)?;
         let mut last: Vec<(u8, Key)> = keys
             .into_iter()
             .filter_map(|k| match shape.slots[k as usize] {

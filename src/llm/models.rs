@@ -13,6 +13,8 @@
 mod auth;
 #[rustfmt::skip]
 mod builtin;
+#[rustfmt::skip]
+mod builtin_087;
 mod config;
 pub mod resolve;
 mod table;
@@ -139,6 +141,8 @@ impl std::fmt::Debug for RequestAuth {
 pub struct Registry {
     /// models.json as read (providers, overrides, custom models).
     cfg: std::sync::Arc<ModelsConfig>,
+    /// The built-in models of the pi version (`None`: pi 0.73.1's).
+    version: Option<&'static table::Table>,
     built: std::sync::OnceLock<Built>,
     provider_configs: HashMap<String, ProviderRequestConfig>,
     /// `provider:id` → headers declared for that model in models.json.
@@ -158,6 +162,7 @@ impl Clone for Registry {
     fn clone(&self) -> Registry {
         Registry {
             cfg: std::sync::Arc::clone(&self.cfg),
+            version: self.version,
             built: self.built.clone(),
             provider_configs: self.provider_configs.clone(),
             model_headers: self.model_headers.clone(),
@@ -180,31 +185,62 @@ impl Registry {
     /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
     /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
     pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
+        Registry::load_for(crate::compat::Compat::V073, agent_dir, env)
+    }
+
+    /// [`Registry::load`] with the built-in models of the given pi version: pi 0.73.1's, or pi
+    /// 0.87.1's (`--compat 0.87`: other models, prices with tiers, `promptCache`, `inputLimits`).
+    pub fn load_for(
+        compat: crate::compat::Compat,
+        agent_dir: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> (Registry, Vec<String>) {
         let _ = env;
+        let table = table_for(compat);
         let path = agent_dir.join("models.json");
-        match config::load(&path, &is_builtin_provider) {
-            Ok(cfg) => (Registry::build(cfg.unwrap_or_default()), Vec::new()),
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        match config::load(&path, &is_builtin) {
+            Ok(cfg) => (Registry::build(cfg.unwrap_or_default(), table), Vec::new()),
             Err(e) => {
-                let mut reg = Registry::build(ModelsConfig::default());
+                let mut reg = Registry::build(ModelsConfig::default(), table);
                 reg.load_error = Some(e.clone());
                 (reg, vec![e])
             }
         }
     }
 
-    /// Only the built-in models.
+    /// Only the built-in models (pi 0.73.1's).
     pub fn builtin() -> Registry {
-        Registry::build(ModelsConfig::default())
+        Registry::builtin_for(crate::compat::Compat::V073)
+    }
+
+    /// Only the built-in models of the given pi version.
+    pub fn builtin_for(compat: crate::compat::Compat) -> Registry {
+        Registry::build(ModelsConfig::default(), table_for(compat))
     }
 
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        config::parse(text, &is_builtin_provider).map(Registry::build)
+        Registry::from_models_json_for(text, crate::compat::Compat::V073)
     }
 
-    fn build(cfg: ModelsConfig) -> Registry {
-        let mut reg = Registry::default();
+    /// [`Registry::from_models_json`] over the built-in models of the given pi version.
+    pub fn from_models_json_for(
+        text: &str,
+        compat: crate::compat::Compat,
+    ) -> Result<Registry, String> {
+        let table = table_for(compat);
+        let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
+        config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
+    }
+
+    fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
+        let table = version.providers;
+        let mut reg = Registry {
+            version: Some(version),
+            ..Registry::default()
+        };
         for (name, p) in &cfg.providers {
             if p.api_key.is_some() || p.headers.is_some() || p.auth_header {
                 let request = ProviderRequestConfig {
@@ -218,7 +254,7 @@ impl Registry {
                 reg.store_model_headers(name, id, o.headers.as_ref());
             }
             // Headers of the custom models that get registered (as in `models`).
-            let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
+            let defaults = table.iter().find(|b| b.name == name);
             for def in &p.models {
                 let api = def.api.is_some() || p.api.is_some() || defaults.is_some();
                 let url = def.base_url.is_some() || p.base_url.is_some() || defaults.is_some();
@@ -233,10 +269,11 @@ impl Registry {
 
     /// Every model, or (with `only`) the models of the provider named exactly so: the same list
     /// filtered, built without the others.
-    fn models(cfg: &ModelsConfig, only: Option<&str>) -> Built {
+    fn models(cfg: &ModelsConfig, version: &'static table::Table, only: Option<&str>) -> Built {
+        let table = version.providers;
         let mut reg = Built::default();
         let wanted = |name: &str| only.is_none_or(|o| o == name);
-        let total: usize = builtin::PROVIDERS
+        let total: usize = table
             .iter()
             .filter(|p| wanted(p.name))
             .map(|p| p.models.len())
@@ -249,13 +286,13 @@ impl Registry {
         reg.models.reserve_exact(total);
         reg.thinking.reserve_exact(total);
 
-        for provider in builtin::PROVIDERS.iter().filter(|p| wanted(p.name)) {
+        for provider in table.iter().filter(|p| wanted(p.name)) {
             let pcfg = cfg
                 .providers
                 .iter()
                 .find(|(n, _)| n == provider.name)
                 .map(|(_, p)| p);
-            for row in provider.models {
+            for row in provider.models.rows(&version.tables) {
                 let mut model = row.to_model(provider);
                 let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);
                 if let Some(p) = pcfg {
@@ -277,7 +314,7 @@ impl Registry {
         }
 
         for (name, p) in cfg.providers.iter().filter(|(n, _)| wanted(n)) {
-            let defaults = builtin::PROVIDERS.iter().find(|b| b.name == name);
+            let defaults = table.iter().find(|b| b.name == name);
             for def in &p.models {
                 let api = def
                     .api
@@ -311,12 +348,14 @@ impl Registry {
                         output: cost[1],
                         cache_read: cost[2],
                         cache_write: cost[3],
+                        tiers: def.tiers,
                     },
                     context_window: def.context_window.map_or(128_000, js_count),
                     max_tokens: def.max_tokens.map_or(16_384, js_count),
                     headers: None,
                     compat: merge_compat(p.compat.clone(), def.compat.as_ref()),
                     shape: ModelShape::custom(def.thinking.clone()),
+                    ..Default::default()
                 };
                 reg.upsert(model, def.thinking.clone());
             }
@@ -326,8 +365,13 @@ impl Registry {
         reg
     }
 
+    fn version(&self) -> &'static table::Table {
+        self.version.unwrap_or(&table::V073)
+    }
+
     fn built(&self) -> &Built {
-        self.built.get_or_init(|| Registry::models(&self.cfg, None))
+        self.built
+            .get_or_init(|| Registry::models(&self.cfg, self.version(), None))
     }
 
     /// The models of `provider` (exact name), in registry order, without building the others
@@ -340,7 +384,7 @@ impl Registry {
                 .filter(|m| m.provider == provider)
                 .cloned()
                 .collect(),
-            None => Registry::models(&self.cfg, Some(provider)).models,
+            None => Registry::models(&self.cfg, self.version(), Some(provider)).models,
         }
     }
 
@@ -358,7 +402,9 @@ impl Registry {
         }
         // Models are in provider order (built-in providers, then models.json's), so the last
         // model with a matching provider belongs to the last matching name that has models.
-        let names = builtin::PROVIDERS
+        let names = self
+            .version()
+            .providers
             .iter()
             .map(|p| p.name)
             .chain(self.cfg.providers.iter().map(|(n, _)| n.as_str()));
@@ -474,7 +520,7 @@ impl Registry {
         if self.built.get().is_some() {
             return self.thinking_level_map(provider, id).cloned();
         }
-        let b = Registry::models(&self.cfg, Some(provider));
+        let b = Registry::models(&self.cfg, self.version(), Some(provider));
         let i = b.models.iter().position(|m| m.id == id)?;
         b.thinking[i].clone()
     }
@@ -482,7 +528,7 @@ impl Registry {
     /// [`supported_thinking_levels`] for a model, looking its map up here.
     pub fn thinking_levels(&self, model: &Model) -> Vec<ThinkingLevel> {
         if self.built.get().is_none() {
-            let b = Registry::models(&self.cfg, Some(&model.provider));
+            let b = Registry::models(&self.cfg, self.version(), Some(&model.provider));
             let map = b
                 .models
                 .iter()
@@ -606,8 +652,13 @@ impl AuthPlan {
     }
 }
 
-fn is_builtin_provider(name: &str) -> bool {
-    builtin::PROVIDERS.iter().any(|p| p.name == name)
+/// The built-in table of a pi version.
+fn table_for(compat: crate::compat::Compat) -> &'static table::Table {
+    if compat.is_087() {
+        &table::V087
+    } else {
+        &table::V073
+    }
 }
 
 /// A JSON number used as a token count. Non-integral or out-of-range values are truncated and
@@ -682,6 +733,9 @@ fn apply_override(
         cost.output = output.unwrap_or(cost.output);
         cost.cache_read = cache_read.unwrap_or(cost.cache_read);
         cost.cache_write = cache_write.unwrap_or(cost.cache_write);
+    }
+    if let Some(t) = o.tiers {
+        model.cost.tiers = Some(t);
     }
     model.compat = merge_compat(model.compat.take(), o.compat.as_ref());
     model.shape.assigned(Key::Compat);

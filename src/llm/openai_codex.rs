@@ -47,14 +47,24 @@ impl WireApi for OpenAiCodex {
         set("OpenAI-Beta", "responses=experimental".into());
         set("accept", "text/event-stream".into());
         set("content-type", "application/json".into());
+        let v087 = req.compat.is_087();
         if let Some(s) = &req.session_id {
-            set("session_id", s.clone());
+            // pi 0.87.1 spells it `session-id`.
+            set(if v087 { "session-id" } else { "session_id" }, s.clone());
             set("x-client-request-id", s.clone());
         }
+        let json = serde_json::to_vec(&build_body(req)).unwrap_or_default();
+        let body = if v087 {
+            // pi 0.87.1 sends the body as zstd; pith's frame holds it uncompressed (raw blocks).
+            set("content-encoding", "zstd".into());
+            api::Body::Bytes(zstd_raw_frame(&json))
+        } else {
+            api::Body::Bytes(json)
+        };
         Ok(Prepared {
             url: codex_url(&req.model.base_url),
             headers,
-            body: api::json_body(&build_body(req)),
+            body,
         })
     }
 
@@ -69,6 +79,38 @@ impl WireApi for OpenAiCodex {
     fn connection_error(&self) -> &'static str {
         api::FETCH_FAILED
     }
+}
+
+/// `data` as one zstd frame of raw (stored) blocks (RFC 8878): valid for every zstd decoder,
+/// without a compressor in the binary. Single segment, content size in the header, no checksum.
+pub fn zstd_raw_frame(data: &[u8]) -> Vec<u8> {
+    const MAX_BLOCK: usize = 128 * 1024;
+    let mut out = Vec::with_capacity(data.len() + 16 + data.len() / MAX_BLOCK * 3);
+    out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
+    let len = data.len() as u64;
+    // Frame header descriptor: single segment (bit 5) and the content size field's width.
+    let (fcs_flag, fcs): (u8, Vec<u8>) = if len < 256 {
+        (0, vec![len as u8])
+    } else if len < 65_536 + 256 {
+        (1, ((len - 256) as u16).to_le_bytes().to_vec())
+    } else if len <= u64::from(u32::MAX) {
+        (2, (len as u32).to_le_bytes().to_vec())
+    } else {
+        (3, len.to_le_bytes().to_vec())
+    };
+    out.push((fcs_flag << 6) | 0x20);
+    out.extend_from_slice(&fcs);
+    let mut chunks = data.chunks(MAX_BLOCK).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0]); // one empty, last, raw block
+    }
+    while let Some(c) = chunks.next() {
+        let last = u32::from(chunks.peek().is_none());
+        let header = last | ((c.len() as u32) << 3);
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.extend_from_slice(c);
+    }
+    out
 }
 
 fn now_ms() -> f64 {
@@ -119,10 +161,11 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body.insert("model".into(), json!(req.model.id));
     body.insert("store".into(), json!(false));
     body.insert("stream".into(), json!(true));
-    let instructions = if req.system_prompt.is_empty() {
+    let prompt = crate::llm::transcript::leading_prompt(req);
+    let instructions = if prompt.is_empty() {
         "You are a helpful assistant."
     } else {
-        req.system_prompt.as_str()
+        prompt.as_str()
     };
     body.insert("instructions".into(), json!(instructions));
     body.insert(
@@ -136,10 +179,17 @@ pub fn build_body(req: &LlmRequest) -> Value {
     }
     body.insert("tool_choice".into(), json!("auto"));
     body.insert("parallel_tool_calls".into(), json!(true));
-    if !req.tools.is_empty() {
+    if !crate::llm::openai_responses::request_tools(req)
+        .0
+        .is_empty()
+    {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(req, Value::Null)),
+            Value::Array(convert_tools(
+                req,
+                Value::Null,
+                crate::llm::strict::compat_flag(&req.model, "supportsStrictMode", true),
+            )),
         );
     }
     if req.model.reasoning && req.thinking != ThinkingLevel::Off {
@@ -148,6 +198,23 @@ pub fn build_body(req: &LlmRequest) -> Value {
                 "reasoning".into(),
                 json!({"effort": effort, "summary": "auto"}),
             );
+        }
+    } else if req.compat.is_087() && req.model.reasoning {
+        // pi 0.87.1 also says so when thinking is off (the map's `off`, else `none`), unless
+        // the model's map marks `off` unsupported.
+        match req
+            .extra
+            .thinking_map
+            .as_ref()
+            .and_then(|m| m.get(ThinkingLevel::Off))
+        {
+            Some(None) => {}
+            Some(Some(v)) => {
+                body.insert("reasoning".into(), json!({ "effort": v }));
+            }
+            None => {
+                body.insert("reasoning".into(), json!({"effort": "none"}));
+            }
         }
     }
     Value::Object(body)
@@ -209,6 +276,36 @@ pub fn error_message(status: u16, body: &str, now_ms: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn zstd_raw_frames_decode_with_zstd() {
+        // Sizes around every content-size width and the 128 KiB block limit.
+        for len in [
+            0usize, 1, 255, 256, 65_791, 65_792, 131_072, 131_073, 300_000,
+        ] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let frame = zstd_raw_frame(&data);
+            assert_eq!(&frame[..4], &[0x28, 0xB5, 0x2F, 0xFD]);
+            let Ok(mut child) = std::process::Command::new("zstd")
+                .args(["-d", "-c", "-q"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+            else {
+                eprintln!("SKIPPED: no zstd binary to decode with");
+                return;
+            };
+            let mut stdin = child.stdin.take().unwrap();
+            let writer = std::thread::spawn(move || {
+                use std::io::Write;
+                stdin.write_all(&frame).unwrap();
+            });
+            let out = child.wait_with_output().unwrap();
+            writer.join().unwrap();
+            assert!(out.status.success(), "len {len}");
+            assert_eq!(out.stdout, data, "len {len}");
+        }
+    }
+
     use super::*;
 
     #[test]

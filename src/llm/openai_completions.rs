@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{sanitize_id, transform_borrowed};
+use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -35,6 +35,11 @@ pub struct Compat {
     pub cache_control_format: Option<String>,
     pub send_session_affinity_headers: bool,
     pub supports_long_cache_retention: bool,
+    /// pi 0.87.1: a stream without a finish reason is an error (`false`: the content decides).
+    pub supports_finish_reason: bool,
+    /// pi 0.87.1: `openrouter` (`x-session-id`), `openai` (`session_id` too) or another value
+    /// (`x-client-request-id` and `x-session-affinity` only).
+    pub session_affinity_format: String,
 }
 
 /// pi's `detectCompat`: what a provider (by name, else by a substring of its base URL) accepts.
@@ -90,11 +95,122 @@ fn detect(model: &Model) -> Compat {
             .then(|| "anthropic".to_string()),
         send_session_affinity_headers: false,
         supports_long_cache_retention: !(is_workers_ai || is_ai_gateway),
+        supports_finish_reason: false,
+        session_affinity_format: "openai".into(),
+    }
+}
+
+/// pi 0.87.1's `detectCompat`: more providers known by name or URL (Together, NVIDIA, Ant Ling,
+/// z.ai's coding plan), `max_tokens` for DeepSeek and z.ai too, no developer role on OpenRouter
+/// except for its `anthropic/` and `openai/` models, no strict mode unless the model says so,
+/// session affinity headers for OpenRouter.
+fn detect_087(model: &Model) -> Compat {
+    let p = model.provider.as_str();
+    let url = model.base_url.as_str();
+    let is_zai = p == "zai"
+        || p == "zai-coding-cn"
+        || url.contains("api.z.ai")
+        || url.contains("open.bigmodel.cn");
+    let is_together =
+        p == "together" || url.contains("api.together.ai") || url.contains("api.together.xyz");
+    let is_moonshot = p == "moonshotai" || p == "moonshotai-cn" || url.contains("api.moonshot.");
+    let is_openrouter = p == "openrouter" || url.contains("openrouter.ai");
+    let is_workers_ai = p == "cloudflare-workers-ai" || url.contains("api.cloudflare.com");
+    let is_ai_gateway = p == "cloudflare-ai-gateway" || url.contains("gateway.ai.cloudflare.com");
+    let is_nvidia = p == "nvidia" || url.contains("integrate.api.nvidia.com");
+    let is_ant_ling = p == "ant-ling" || url.contains("api.ant-ling.com");
+    let is_cerebras = p == "cerebras" || url.contains("cerebras.ai");
+    let is_deepseek = p == "deepseek" || url.to_lowercase().contains("deepseek.com");
+    let is_grok = p == "xai" || url.contains("api.x.ai");
+    let non_standard = is_nvidia
+        || is_cerebras
+        || is_grok
+        || is_together
+        || url.contains("chutes.ai")
+        || is_deepseek
+        || is_zai
+        || is_moonshot
+        || p == "opencode"
+        || url.contains("opencode.ai")
+        || is_workers_ai
+        || is_ai_gateway
+        || is_ant_ling;
+    let max_tokens = url.contains("chutes.ai")
+        || is_deepseek
+        || is_moonshot
+        || is_ai_gateway
+        || is_together
+        || is_nvidia
+        || is_ant_ling
+        || is_zai;
+    let openrouter_developer =
+        is_openrouter && (model.id.starts_with("anthropic/") || model.id.starts_with("openai/"));
+    Compat {
+        supports_store: !non_standard,
+        supports_developer_role: openrouter_developer || (!non_standard && !is_openrouter),
+        supports_reasoning_effort: !is_grok
+            && !is_zai
+            && !is_moonshot
+            && !is_together
+            && !is_ai_gateway
+            && !is_nvidia
+            && !is_ant_ling,
+        supports_usage_in_streaming: true,
+        max_tokens_field: if max_tokens {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        }
+        .into(),
+        requires_tool_result_name: false,
+        requires_assistant_after_tool_result: false,
+        requires_thinking_as_text: false,
+        requires_reasoning_content_on_assistant_messages: is_deepseek,
+        thinking_format: if is_deepseek {
+            "deepseek"
+        } else if is_zai {
+            "zai"
+        } else if is_together {
+            "together"
+        } else if is_ant_ling {
+            "ant-ling"
+        } else if is_openrouter {
+            "openrouter"
+        } else {
+            "openai"
+        }
+        .into(),
+        zai_tool_stream: false,
+        supports_strict_mode: false,
+        cache_control_format: (p == "openrouter" && model.id.starts_with("anthropic/"))
+            .then(|| "anthropic".to_string()),
+        send_session_affinity_headers: is_openrouter,
+        supports_long_cache_retention: !(is_together
+            || is_workers_ai
+            || is_ai_gateway
+            || is_nvidia
+            || is_ant_ling),
+        supports_finish_reason: true,
+        session_affinity_format: if is_openrouter {
+            "openrouter"
+        } else {
+            "openai"
+        }
+        .into(),
     }
 }
 
 pub fn compat(model: &Model) -> Compat {
-    let mut c = detect(model);
+    compat_for(model, false)
+}
+
+/// The model's compat as the pi version of the request resolves it (`v087`: pi 0.87.1's).
+pub fn compat_for(model: &Model, v087: bool) -> Compat {
+    let mut c = if v087 {
+        detect_087(model)
+    } else {
+        detect(model)
+    };
     let Some(m) = &model.compat else { return c };
     // `??`: a field that is absent (or not a boolean: models.json's schema refuses those) keeps
     // the detected value.
@@ -133,6 +249,12 @@ pub fn compat(model: &Model) -> Compat {
         "supportsLongCacheRetention",
         c.supports_long_cache_retention,
     );
+    if v087 {
+        c.supports_finish_reason = flag("supportsFinishReason", c.supports_finish_reason);
+        if let Some(s) = text("sessionAffinityFormat") {
+            c.session_affinity_format = s;
+        }
+    }
     c
 }
 
@@ -177,6 +299,20 @@ impl WireApi for OpenAiCompletions {
         api::stainless_message(status, body, true)
     }
 
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        // pi 0.87.1 words SDK errors with the response's error object.
+        if req.compat.is_087() {
+            return api::openai_error_087(status, body, None);
+        }
+        self.http_error_message(status, headers, body)
+    }
+
     fn stainless(&self) -> bool {
         true
     }
@@ -184,7 +320,7 @@ impl WireApi for OpenAiCompletions {
 
 pub fn prepare(req: &LlmRequest) -> Result<Prepared, String> {
     let base = crate::llm::cloudflare::base_url(req)?;
-    let c = compat(&req.model);
+    let c = compat_for(&req.model, req.compat.is_087());
     let mut headers = sdk_headers(req);
     if req.model.provider == "github-copilot" {
         copilot_headers(req, &mut headers);
@@ -194,7 +330,15 @@ pub fn prepare(req: &LlmRequest) -> Result<Prepared, String> {
         .as_ref()
         .filter(|_| c.send_session_affinity_headers && retention(req) != Retention::None)
     {
-        for name in ["session_id", "x-client-request-id", "x-session-affinity"] {
+        let names: &[&str] = match c.session_affinity_format.as_str() {
+            _ if !req.compat.is_087() => {
+                &["session_id", "x-client-request-id", "x-session-affinity"]
+            }
+            "openrouter" => &["x-session-id"],
+            "openai" => &["session_id", "x-client-request-id", "x-session-affinity"],
+            _ => &["x-client-request-id", "x-session-affinity"],
+        };
+        for name in names {
             put_header(&mut headers, name, id);
         }
         // Headers configured for the request (models.json) still win.
@@ -245,6 +389,9 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
     if req.compat.is_087() {
         h.push(("user-agent".into(), crate::llm::http::pi_user_agent()));
         h.push(("x-stainless-timeout".into(), "300".into()));
+        h.extend(crate::llm::http::stainless_platform_087(
+            crate::llm::http::OPENAI_SDK_087,
+        ));
     } else {
         h.push(("user-agent".into(), "OpenAI/JS 6.26.0".into()));
     }
@@ -259,7 +406,15 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
 /// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`): who started the
 /// turn, the intent, and whether images are sent. They replace headers of the same name.
 pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
-    let initiator = match req.messages.last() {
+    // The last message of what is sent (later system messages are not, unless the model takes
+    // them in place).
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let last = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| keep_system || !matches!(m, LlmMessage::System(_)));
+    let initiator = match last {
         Some(m) if !matches!(m, LlmMessage::User(_)) => "agent",
         _ => "user",
     };
@@ -268,7 +423,7 @@ pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
             matches!(&u.content, UserContent::Blocks(b) if b.iter().any(|c| matches!(c, Content::Image(_))))
         }
         LlmMessage::ToolResult(r) => r.content.iter().any(|c| matches!(c, Content::Image(_))),
-        LlmMessage::Assistant(_) => false,
+        LlmMessage::Assistant(_) | LlmMessage::System(_) => false,
     });
     let mut put = |k: &str, v: &str| {
         h.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
@@ -279,6 +434,46 @@ pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
     if vision {
         put("Copilot-Vision-Request", "true");
     }
+}
+
+/// pi 0.87.1's tool-call ids for Chat Completions: a Responses `call|item` id keeps both parts
+/// (`call_item`, or a hashed form past 40 characters), OpenAI's own ids are cut to 40, other ids
+/// stay as they are.
+pub fn normalize_id_087(id: &str, provider: &str) -> String {
+    if let Some((call, item)) = id.split_once('|') {
+        let clean = |s: &str| -> String {
+            s.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
+        let call_id = clean(call);
+        let item_id = clean(item);
+        let combined = if item_id.is_empty() {
+            call_id.clone()
+        } else {
+            format!("{call_id}_{item_id}")
+        };
+        if combined.encode_utf16().count() <= 40 {
+            return combined;
+        }
+        let hash: String = crate::llm::transform::short_hash(id)
+            .chars()
+            .take(8)
+            .collect();
+        let keep = 40usize.saturating_sub(hash.len() + 1).max(1);
+        let prefix: String = call_id.chars().take(keep).collect();
+        return format!("{prefix}_{hash}");
+    }
+    if provider == "openai" && id.encode_utf16().count() > 40 {
+        return id.chars().take(40).collect();
+    }
+    id.to_string()
 }
 
 /// pi's tool-call id normalisation for this API: ids of the Responses API (`call|item`) become
@@ -293,7 +488,7 @@ fn normalize_id_for(model: &Model) -> impl Fn(&str) -> String + '_ {
 
 /// The body for `req` (tests and inspection; [`prepare`] sends it).
 pub fn build_body(req: &LlmRequest) -> Value {
-    build_body_with(req, &compat(&req.model))
+    build_body_with(req, &compat_for(&req.model, req.compat.is_087()))
 }
 
 fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
@@ -340,34 +535,11 @@ fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
     let history_has_tools = req.messages.iter().any(|m| match m {
         LlmMessage::ToolResult(_) => true,
         LlmMessage::Assistant(a) => a.tool_calls().next().is_some(),
-        LlmMessage::User(_) => false,
+        LlmMessage::User(_) | LlmMessage::System(_) => false,
     });
-    if !req.tools.is_empty() {
-        // pi 0.87.1 assumes no strict mode unless the model's compat says so.
-        let strict = if req.compat.is_087() {
-            model
-                .compat
-                .as_ref()
-                .and_then(|m| m.get("supportsStrictMode"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-        } else {
-            c.supports_strict_mode
-        };
-        let mut tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                let mut f = Map::new();
-                f.insert("name".into(), json!(t.name));
-                f.insert("description".into(), json!(t.description));
-                f.insert("parameters".into(), t.parameters.clone());
-                if strict {
-                    f.insert("strict".into(), json!(false));
-                }
-                json!({"type": "function", "function": f})
-            })
-            .collect();
+    let (request_tools, _) = request_tools(req);
+    if !request_tools.is_empty() {
+        let mut tools = convert_tools(req, c, &request_tools);
         if let (Some(cc), Some(Value::Object(last))) = (&cache_control, tools.last_mut()) {
             last.insert("cache_control".into(), cc.clone());
         }
@@ -379,7 +551,7 @@ fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
         body.insert("tools".into(), json!([]));
     }
     if let Some(cc) = &cache_control {
-        add_cache_control(&mut messages, cc);
+        add_cache_control(&mut messages, cc, req.compat.is_087());
     }
     body.insert("messages".into(), Value::Array(messages));
     reasoning_fields(req, c, &mut body);
@@ -412,6 +584,9 @@ fn reasoning_fields(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>)
     let model = &req.model;
     if !model.reasoning {
         return;
+    }
+    if req.compat.is_087() {
+        return reasoning_fields_087(req, c, body);
     }
     let map = req.extra.thinking_map.as_ref();
     let on = req.thinking != ThinkingLevel::Off;
@@ -462,9 +637,108 @@ fn reasoning_fields(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>)
     }
 }
 
+/// pi 0.87.1's thinking fields: z.ai's `thinking` object, an effort only where the provider
+/// takes one (`supportsReasoningEffort`), DeepSeek's `disabled` only when the model can turn
+/// thinking off, and the formats 0.87.1 added (`together`, `ant-ling`, `string-thinking`).
+fn reasoning_fields_087(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>) {
+    let map = req.extra.thinking_map.as_ref();
+    let on = req.thinking != ThinkingLevel::Off;
+    // `thinkingLevelMap[level] ?? level`.
+    let effort = || match map.and_then(|m| m.get(req.thinking)) {
+        Some(Some(v)) => json!(v),
+        _ => json!(req.thinking.as_str()),
+    };
+    // `thinkingLevelMap.off !== null`: the model can be asked not to think.
+    let off_value = map.and_then(|m| m.get(ThinkingLevel::Off));
+    let can_turn_off = !matches!(off_value, Some(None));
+    match c.thinking_format.as_str() {
+        "zai" => {
+            let thinking = if on {
+                json!({"type": "enabled", "clear_thinking": false})
+            } else {
+                json!({"type": "disabled"})
+            };
+            body.insert("thinking".into(), thinking);
+            // A level mapped to null sends none.
+            if on && c.supports_reasoning_effort {
+                match map.and_then(|m| m.get(req.thinking)) {
+                    Some(None) => {}
+                    _ => {
+                        body.insert("reasoning_effort".into(), effort());
+                    }
+                }
+            }
+        }
+        "qwen" => {
+            body.insert("enable_thinking".into(), json!(on));
+            if on && c.supports_reasoning_effort {
+                body.insert("reasoning_effort".into(), effort());
+            }
+        }
+        "qwen-chat-template" => {
+            body.insert(
+                "chat_template_kwargs".into(),
+                json!({"enable_thinking": on, "preserve_thinking": true}),
+            );
+        }
+        "deepseek" => {
+            if on {
+                body.insert("thinking".into(), json!({"type": "enabled"}));
+            } else if can_turn_off {
+                body.insert("thinking".into(), json!({"type": "disabled"}));
+            }
+            if on && c.supports_reasoning_effort {
+                body.insert("reasoning_effort".into(), effort());
+            }
+        }
+        "openrouter" => {
+            if on {
+                body.insert("reasoning".into(), json!({"effort": effort()}));
+            } else if can_turn_off {
+                let v = match off_value {
+                    Some(Some(v)) => json!(v),
+                    _ => json!("none"),
+                };
+                body.insert("reasoning".into(), json!({ "effort": v }));
+            }
+        }
+        "ant-ling" => {
+            if let Some(Some(v)) = map.and_then(|m| m.get(req.thinking)).filter(|_| on) {
+                body.insert("reasoning".into(), json!({ "effort": v }));
+            }
+        }
+        "together" => {
+            body.insert("reasoning".into(), json!({ "enabled": on }));
+            if on && c.supports_reasoning_effort {
+                body.insert("reasoning_effort".into(), effort());
+            }
+        }
+        "string-thinking" => {
+            if on {
+                body.insert("thinking".into(), effort());
+            } else if can_turn_off {
+                let v = match off_value {
+                    Some(Some(v)) => json!(v),
+                    _ => json!("none"),
+                };
+                body.insert("thinking".into(), v);
+            }
+        }
+        _ if c.supports_reasoning_effort => {
+            if on {
+                body.insert("reasoning_effort".into(), effort());
+            } else if let Some(Some(off)) = off_value {
+                body.insert("reasoning_effort".into(), json!(off));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Anthropic-style cache breakpoints (OpenRouter's `anthropic/*` models): the system prompt, the
-/// last user or assistant message with text (the tools' last entry is marked by the caller).
-fn add_cache_control(messages: &mut [Value], cc: &Value) {
+/// last user or assistant message with text — pi 0.87.1 (`tool_results`) also a tool result's
+/// (the tools' last entry is marked by the caller).
+fn add_cache_control(messages: &mut [Value], cc: &Value, tool_results: bool) {
     if let Some(system) = messages
         .iter_mut()
         .find(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
@@ -472,7 +746,10 @@ fn add_cache_control(messages: &mut [Value], cc: &Value) {
         mark_text(system, cc);
     }
     for m in messages.iter_mut().rev() {
-        if matches!(m["role"].as_str(), Some("user" | "assistant")) && mark_text(m, cc) {
+        let role = m["role"].as_str();
+        let conversation =
+            matches!(role, Some("user" | "assistant")) || (tool_results && role == Some("tool"));
+        if conversation && mark_text(m, cc) {
             return;
         }
     }
@@ -528,20 +805,87 @@ fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
 
+/// The request's tool declarations (strict as pi 0.87.1 sends them under 0.87).
+fn convert_tools(req: &LlmRequest, c: &Compat, list: &[crate::llm::ToolSchema]) -> Vec<Value> {
+    let model = &req.model;
+    list.iter()
+        .map(|t| {
+            let mut f = Map::new();
+            f.insert("name".into(), json!(t.name));
+            f.insert("description".into(), json!(t.description));
+            if req.compat.is_087() {
+                // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
+                // it is supported, a tool asking for constrained sampling goes strict.
+                let supported = crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
+                let strict = crate::llm::strict::resolve_preferred(t, supported);
+                f.insert(
+                    "parameters".into(),
+                    crate::llm::strict::parameters(t, strict),
+                );
+                if supported {
+                    f.insert("strict".into(), json!(strict.unwrap_or(false)));
+                }
+            } else {
+                f.insert("parameters".into(), t.parameters.clone());
+                if c.supports_strict_mode {
+                    f.insert("strict".into(), json!(false));
+                }
+            }
+            json!({"type": "function", "function": f})
+        })
+        .collect()
+}
+
+/// The tools the request lists and whether tools added later are declared in place (pi
+/// 0.87.1's `resolveTranscriptTools`, with `compat.supportsMidConvoToolAdditions` for a model
+/// that takes system messages in place).
+fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
+    if !req.compat.is_087() {
+        return (req.tools.clone(), false);
+    }
+    let mid = crate::llm::transcript::mid_convo(req);
+    let additions =
+        mid && crate::llm::strict::compat_flag(&req.model, "supportsMidConvoToolAdditions", false);
+    crate::llm::transcript::request_tools(req, additions)
+}
+
 fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
     let model = &req.model;
     let images_ok = model.input.iter().any(|i| i == "image");
     let mut out = Vec::new();
-    if !req.system_prompt.is_empty() {
-        let role = if model.reasoning && c.supports_developer_role {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": req.system_prompt}));
+    let role = if model.reasoning && c.supports_developer_role {
+        "developer"
+    } else {
+        "system"
+    };
+    // pi 0.87.1 sends a model that takes system messages in place its first one as the prompt
+    // and the later ones where they are.
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let prompt = if keep_system {
+        crate::llm::transcript::initial(&req.messages)
+            .map(crate::llm::transcript::system_text)
+            .unwrap_or_default()
+    } else {
+        req.system_prompt.clone()
+    };
+    if !prompt.is_empty() {
+        out.push(json!({"role": role, "content": prompt}));
     }
-    let normalize = normalize_id_for(model);
-    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
+    let anchored = request_tools(req).1;
+    let provider = model.provider.clone();
+    let v087 = req.compat.is_087();
+    let normalize_073 = normalize_id_for(model);
+    let normalize = move |id: &str| {
+        if v087 {
+            normalize_id_087(id, &provider)
+        } else {
+            normalize_073(id)
+        }
+    };
+    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    if !keep_system {
+        msgs = crate::llm::transcript::collapsed(msgs);
+    }
     #[derive(PartialEq)]
     enum Last {
         Other,
@@ -559,6 +903,28 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
             out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
         }
         match msg {
+            // The first one is the prompt above; later ones (a model that takes them in place)
+            // where they are: tools added, then the changed sections.
+            LlmMessage::System(s) => {
+                if i > 1 {
+                    let added: Vec<crate::llm::ToolSchema> = s
+                        .tools_added
+                        .iter()
+                        .flatten()
+                        .filter(|_| anchored)
+                        .map(crate::llm::transcript::schema)
+                        .collect();
+                    if !added.is_empty() {
+                        out.push(json!({"role": "system", "tools": convert_tools(req, c, &added)}));
+                    }
+                    let text = crate::llm::transcript::render_update(s);
+                    if !text.is_empty() {
+                        out.push(json!({"role": role, "content": text}));
+                    }
+                }
+                last = Last::Other;
+                continue;
+            }
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(s) => out.push(json!({"role": "user", "content": s})),
                 UserContent::Blocks(blocks) => {
@@ -706,7 +1072,7 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
                             _ => None,
                         }));
                     }
-                    match msgs.get(i).map(|m| &**m) {
+                    match msgs.get(i) {
                         Some(LlmMessage::ToolResult(next)) => {
                             r = next;
                             i += 1;
@@ -754,11 +1120,21 @@ pub struct Decoder {
     stop: Option<StopReason>,
     /// A finish reason that maps to an error (`Provider finish_reason: …`).
     error: Option<String>,
+    /// pi 0.87.1 (`compat.supportsFinishReason`): a stream that ends without a finish reason
+    /// fails; `Some(false)`: the content decides; `None`: pi 0.73.1 (a clean stop).
+    finish_required: Option<bool>,
+    /// pi 0.87.1: OpenCode Go's `reasoning` field is replayed as `reasoning_content`.
+    reasoning_as_content: bool,
 }
 
 impl Decoder {
-    pub fn new(_req: &LlmRequest) -> Decoder {
-        Decoder::default()
+    pub fn new(req: &LlmRequest) -> Decoder {
+        let v087 = req.compat.is_087();
+        Decoder {
+            finish_required: v087.then(|| compat_for(&req.model, true).supports_finish_reason),
+            reasoning_as_content: v087 && req.model.provider == "opencode-go",
+            ..Decoder::default()
+        }
     }
 
     fn tool_block(&mut self, call: &Value, b: &mut Builder, out: &mut Vec<StreamEvent>) -> usize {
@@ -807,7 +1183,32 @@ impl Decoder {
         for i in 0..b.msg.content.len() {
             b.end_block(i, out);
         }
-        match self.stop.unwrap_or(StopReason::Stop) {
+        let stop = match (self.stop, self.finish_required) {
+            (Some(s), _) => s,
+            (None, None) => StopReason::Stop,
+            (None, Some(true)) => {
+                b.fail(
+                    "Stream ended without finish_reason".into(),
+                    false,
+                    None,
+                    out,
+                );
+                return;
+            }
+            (None, Some(false)) => {
+                let tools = b
+                    .msg
+                    .content
+                    .iter()
+                    .any(|c| matches!(c, Content::ToolCall(_)));
+                if tools {
+                    StopReason::ToolUse
+                } else {
+                    StopReason::Stop
+                }
+            }
+        };
+        match stop {
             StopReason::Error => {
                 let msg = self
                     .error
@@ -852,7 +1253,8 @@ fn chunk_usage(u: &Value, v087: bool) -> Usage {
         .or_else(|| if v087 { u.get("cached_tokens") } else { None });
     let reported = count(cached);
     let cache_write = count(details.and_then(|d| d.get("cache_write_tokens")));
-    let cache_read = if cache_write > 0 {
+    // pi 0.87.1 takes the cached tokens as reads whatever was written.
+    let cache_read = if cache_write > 0 && !v087 {
         reported.saturating_sub(cache_write)
     } else {
         reported
@@ -984,6 +1386,11 @@ impl api::Decoder for Decoder {
                 Some(i) => i,
                 None => {
                     let i = b.start_thinking(out);
+                    let field = if self.reasoning_as_content && field == "reasoning" {
+                        "reasoning_content"
+                    } else {
+                        field
+                    };
                     if let Some(Content::Thinking(th)) = b.block_mut(i) {
                         th.thinking_signature = Some(field.to_string());
                     }

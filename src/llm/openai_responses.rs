@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Builder, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{short_hash, transform_borrowed};
+use crate::llm::transform::{short_hash, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -45,6 +45,26 @@ impl WireApi for OpenAiResponses {
         api::stainless_message(status, body, true)
     }
 
+    fn http_error_message_for(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        // pi 0.87.1 words SDK errors with the response's error object.
+        if req.compat.is_087() {
+            let name = if req.model.provider == "openai" {
+                "OpenAI".to_string()
+            } else {
+                req.model.provider.clone()
+            };
+            let prefix = format!("{name} API error");
+            return api::openai_error_087(status, body, Some(&prefix));
+        }
+        self.http_error_message(status, headers, body)
+    }
+
     fn stainless(&self) -> bool {
         true
     }
@@ -75,10 +95,32 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     }
     if cache_retention(req) != "none" {
         if let Some(s) = &req.session_id {
-            if compat_flag(&req.model, "sendSessionIdHeader") {
-                headers.push(("session_id".into(), s.clone()));
+            if req.compat.is_087() {
+                // pi 0.87.1: the model's `sessionAffinityFormat` (OpenRouter's by provider or
+                // URL, else OpenAI's).
+                let model = &req.model;
+                let openrouter =
+                    model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
+                let format = model
+                    .compat
+                    .as_ref()
+                    .and_then(|c| c.get("sessionAffinityFormat"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(if openrouter { "openrouter" } else { "openai" });
+                if format == "openrouter" {
+                    headers.push(("x-session-id".into(), s.clone()));
+                } else {
+                    if format == "openai" {
+                        headers.push(("session_id".into(), s.clone()));
+                    }
+                    headers.push(("x-client-request-id".into(), s.clone()));
+                }
+            } else {
+                if compat_flag(&req.model, "sendSessionIdHeader") {
+                    headers.push(("session_id".into(), s.clone()));
+                }
+                headers.push(("x-client-request-id".into(), s.clone()));
             }
-            headers.push(("x-client-request-id".into(), s.clone()));
         }
     }
     Prepared {
@@ -131,9 +173,23 @@ pub fn reasoning_fields(req: &LlmRequest, body: &mut Map<String, Value>, copilot
     }
 }
 
+/// pi 0.87.1's `clampOpenAIPromptCacheKey`: at most 64 characters.
+pub fn cache_key(req: &LlmRequest, key: &str) -> String {
+    if req.compat.is_087() {
+        key.chars().take(64).collect()
+    } else {
+        key.to_string()
+    }
+}
+
 pub fn build_body(req: &LlmRequest) -> Value {
     let model = &req.model;
     let retention = cache_retention(req);
+    let v087 = req.compat.is_087();
+    // pi 0.87.1: a model with an explicit prompt-cache mode gets `prompt_cache_options`
+    // instead of `prompt_cache_retention`.
+    let explicit =
+        v087 && crate::llm::strict::compat_flag(model, "supportsExplicitPromptCacheMode", false);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert(
@@ -143,36 +199,142 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body.insert("stream".into(), json!(true));
     if retention != "none" {
         if let Some(s) = &req.session_id {
-            body.insert("prompt_cache_key".into(), json!(s));
+            body.insert("prompt_cache_key".into(), json!(cache_key(req, s)));
         }
-        if retention == "long" && compat_flag(model, "supportsLongCacheRetention") {
+        if retention == "long" && compat_flag(model, "supportsLongCacheRetention") && !explicit {
             body.insert("prompt_cache_retention".into(), json!("24h"));
+        }
+    }
+    if explicit {
+        if retention == "none" {
+            body.insert("prompt_cache_options".into(), json!({"mode": "explicit"}));
+        } else if retention == "long" && compat_flag(model, "supportsLongCacheRetention") {
+            body.insert("prompt_cache_options".into(), json!({"ttl": "30m"}));
         }
     }
     body.insert("store".into(), json!(false));
     let max = api::default_max_tokens(req);
-    if max > 0 {
+    let max_allowed =
+        !v087 || crate::llm::strict::compat_flag(model, "supportsMaxOutputTokens", true);
+    if max > 0 && max_allowed {
+        let max = if v087 { max.max(16) } else { max };
         body.insert("max_output_tokens".into(), json!(max));
     }
-    if !req.tools.is_empty() {
+    if !request_tools(req).0.is_empty() {
         body.insert(
             "tools".into(),
-            Value::Array(convert_tools(req, json!(false))),
+            Value::Array(convert_tools(
+                req,
+                json!(false),
+                crate::llm::strict::compat_flag(model, "supportsStrictMode", false),
+            )),
         );
     }
     reasoning_fields(req, &mut body, model.provider == "github-copilot");
     Value::Object(body)
 }
 
-/// Tools as function definitions (`strict` as given: `false`, or `null` for Codex).
-pub fn convert_tools(req: &LlmRequest, strict: Value) -> Vec<Value> {
-    req.tools
-        .iter()
+/// Tools as function definitions (`strict` as given: `false`, or `null` for Codex). Under
+/// `--compat 0.87` as pi 0.87.1: where the provider supports strict schemas (`supported`, the
+/// model's `supportsStrictMode` or the API's default) a tool asking for constrained sampling is
+/// sent strict, and `strict` is left out where it is not supported.
+pub fn convert_tools(req: &LlmRequest, strict: Value, supported: bool) -> Vec<Value> {
+    convert_tool_list(req, &request_tools(req).0, strict, supported, false)
+}
+
+/// pi 0.87.1: the tools the request lists and whether tools added later are declared in place
+/// (`compat.supportsAdditionalTools` or `supportsToolSearch`; `resolveTranscriptTools`).
+pub fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
+    if !req.compat.is_087() {
+        return (req.tools.clone(), false);
+    }
+    let additions = crate::llm::strict::compat_flag(&req.model, "supportsAdditionalTools", false)
+        || crate::llm::strict::compat_flag(&req.model, "supportsToolSearch", false);
+    crate::llm::transcript::request_tools(req, additions)
+}
+
+/// Tool declarations; `deferred` marks them as a tool search's results (`defer_loading`).
+pub fn convert_tool_list(
+    req: &LlmRequest,
+    list: &[crate::llm::ToolSchema],
+    strict: Value,
+    supported: bool,
+    deferred: bool,
+) -> Vec<Value> {
+    list.iter()
         .map(|t| {
-            json!({"type": "function", "name": t.name, "description": t.description,
-                   "parameters": t.parameters, "strict": strict})
+            if !req.compat.is_087() {
+                return json!({"type": "function", "name": t.name, "description": t.description,
+                   "parameters": t.parameters, "strict": strict});
+            }
+            let wants = crate::llm::strict::resolve_preferred(t, supported);
+            let value = wants.map_or(strict.clone(), Value::Bool);
+            let mut f = Map::new();
+            f.insert("type".into(), json!("function"));
+            f.insert("name".into(), json!(t.name));
+            f.insert("description".into(), json!(t.description));
+            f.insert(
+                "parameters".into(),
+                crate::llm::strict::parameters(t, (value == json!(true)).then_some(true)),
+            );
+            if deferred {
+                f.insert("defer_loading".into(), json!(true));
+            }
+            if supported {
+                f.insert("strict".into(), value);
+            }
+            Value::Object(f)
         })
         .collect()
+}
+
+/// pi 0.87.1: tools a later system message adds, declared in place: as `additional_tools`
+/// (`compat.supportsAdditionalTools`), else as a completed client-side tool search
+/// (`compat.supportsToolSearch`) whose call id hashes the position and the names.
+fn system_tool_additions(
+    req: &LlmRequest,
+    added: &[crate::llm::ToolSchema],
+    index: usize,
+    out: &mut Vec<Value>,
+) {
+    let model = &req.model;
+    let codex = model.api == "openai-codex-responses";
+    let default_strict = if codex { Value::Null } else { json!(false) };
+    let supported = crate::llm::strict::compat_flag(
+        model,
+        "supportsStrictMode",
+        codex || model.api == "azure-openai-responses",
+    );
+    if crate::llm::strict::compat_flag(model, "supportsAdditionalTools", false) {
+        out.push(json!({
+            "type": "additional_tools",
+            "role": "developer",
+            "tools": convert_tool_list(req, added, default_strict, supported, false),
+        }));
+        return;
+    }
+    if !crate::llm::strict::compat_flag(model, "supportsToolSearch", false) {
+        return;
+    }
+    let names: Vec<&str> = added.iter().map(|t| t.name.as_str()).collect();
+    let call_id = format!(
+        "pi_tool_load_{}",
+        short_hash(&format!("system:{index}:{}", names.join(",")))
+    );
+    out.push(json!({
+        "type": "tool_search_call",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "arguments": {"query": names.join(" "), "limit": names.len()},
+    }));
+    out.push(json!({
+        "type": "tool_search_output",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "tools": convert_tool_list(req, added, default_strict, supported, true),
+    }));
 }
 
 /// `[a-zA-Z0-9_-]`, at most 64 characters, no trailing `_`.
@@ -230,20 +392,47 @@ pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool
         }
         format!("{call}|{item}")
     };
-    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    if !keep_system {
+        msgs = crate::llm::transcript::collapsed(msgs);
+    }
     let images = model.input.iter().any(|i| i == "image");
     let mut out = Vec::with_capacity(msgs.len() + 1);
-    if include_system && !req.system_prompt.is_empty() {
-        let role = if model.reasoning {
-            "developer"
-        } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": req.system_prompt}));
+    // pi 0.87.1: `system` for a model whose compat says it has no developer role.
+    let role = if model.reasoning
+        && (!req.compat.is_087()
+            || crate::llm::strict::compat_flag(model, "supportsDeveloperRole", true))
+    {
+        "developer"
+    } else {
+        "system"
+    };
+    let prompt = crate::llm::transcript::leading_prompt(req);
+    if include_system && !prompt.is_empty() {
+        out.push(json!({"role": role, "content": prompt}));
     }
+    let anchored = request_tools(req).1;
     let mut index = 0usize;
-    for m in &msgs {
-        match &**m {
+    for (n, m) in msgs.iter().enumerate() {
+        match m {
+            LlmMessage::System(_) if n == 0 => continue,
+            LlmMessage::System(s) => {
+                let added: Vec<crate::llm::ToolSchema> = s
+                    .tools_added
+                    .iter()
+                    .flatten()
+                    .filter(|_| anchored)
+                    .map(crate::llm::transcript::schema)
+                    .collect();
+                if !added.is_empty() {
+                    system_tool_additions(req, &added, index, &mut out);
+                }
+                let text = crate::llm::transcript::render_update(s);
+                if !text.is_empty() {
+                    out.push(json!({"role": role, "content": text}));
+                }
+            }
             LlmMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
                     UserContent::Text(s) => vec![json!({"type": "input_text", "text": s})],
@@ -395,6 +584,11 @@ pub struct Decoder {
     stop: StopReason,
     /// Codex: the stream ended at its completion event.
     closed: bool,
+    /// A terminal response event (completed, incomplete, failed) arrived (pi 0.87.1 fails a
+    /// stream that ends without one).
+    terminal: bool,
+    /// pi 0.87.1: the error text of an incomplete response that is not a length stop.
+    stop_error: Option<String>,
 }
 
 impl Decoder {
@@ -410,6 +604,8 @@ impl Decoder {
             current_block: None,
             stop: StopReason::Stop,
             closed: false,
+            terminal: false,
+            stop_error: None,
         }
     }
 
@@ -649,8 +845,11 @@ impl Decoder {
                 }
             }
             "response.completed" | "response.done" | "response.incomplete"
-                if self.flavor == Flavor::Codex || kind == "response.completed" =>
+                if self.flavor == Flavor::Codex
+                    || kind == "response.completed"
+                    || (b.compat.is_087() && kind == "response.incomplete") =>
             {
+                self.terminal = true;
                 let r = &v["response"];
                 if let Some(id) = r.get("id").and_then(Value::as_str) {
                     b.msg.response_id = Some(id.to_string());
@@ -660,11 +859,19 @@ impl Decoder {
                 if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
                     let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
                     let cached = n("/input_tokens_details/cached_tokens");
+                    // pi 0.87.1 also takes cache writes out of the input tokens.
+                    let written = if v087 {
+                        n("/input_tokens_details/cache_write_tokens")
+                    } else {
+                        0
+                    };
                     usage = Usage {
-                        input: n("/input_tokens").saturating_sub(cached),
+                        input: n("/input_tokens")
+                            .saturating_sub(cached)
+                            .saturating_sub(written),
                         output: n("/output_tokens"),
                         cache_read: cached,
-                        cache_write: 0,
+                        cache_write: written,
                         total_tokens: n("/total_tokens"),
                         reasoning: v087.then(|| n("/output_tokens_details/reasoning_tokens")),
                         ..Default::default()
@@ -696,6 +903,25 @@ impl Decoder {
                 out.append(&mut events);
                 let status = r.get("status").and_then(Value::as_str);
                 self.stop = match status {
+                    Some("incomplete") if v087 && self.flavor != Flavor::Codex => {
+                        // pi 0.87.1 keeps the provider's reason apart: only the output limit
+                        // is a `length` stop.
+                        match r
+                            .pointer("/incomplete_details/reason")
+                            .and_then(Value::as_str)
+                        {
+                            Some("max_output_tokens") => StopReason::Length,
+                            Some(why) => {
+                                self.stop_error = Some(format!("Response incomplete: {why}"));
+                                StopReason::Error
+                            }
+                            None => {
+                                self.stop_error =
+                                    Some("Response incomplete without a provider reason".into());
+                                StopReason::Error
+                            }
+                        }
+                    }
                     Some("incomplete") => StopReason::Length,
                     Some("failed") | Some("cancelled") => StopReason::Error,
                     _ => StopReason::Stop,
@@ -728,6 +954,12 @@ impl Decoder {
                 b.fail(msg, false, None, out);
             }
             "response.failed" => {
+                if b.compat.is_087() && self.flavor != Flavor::Codex {
+                    b.msg.raw_stop_reason = v
+                        .pointer("/response/status")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
                 let msg = if self.flavor == Flavor::Codex {
                     let m = s("/response/error/message");
                     if m.is_empty() {
@@ -802,6 +1034,21 @@ impl api::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         b.start(out);
+        if b.compat.is_087() && self.flavor != Flavor::Codex {
+            if !self.terminal {
+                b.fail(
+                    "OpenAI Responses stream ended before a terminal response event".into(),
+                    false,
+                    None,
+                    out,
+                );
+                return;
+            }
+            if let Some(e) = self.stop_error.take() {
+                b.fail(e, false, None, out);
+                return;
+            }
+        }
         b.finish(self.stop, out);
     }
 }

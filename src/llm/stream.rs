@@ -101,7 +101,8 @@ pub fn spawn(req: LlmRequest, sink: Sink) -> StreamHandle {
     }
 }
 
-fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
+fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
+    crate::llm::transcript::normalize(&mut req);
     let mut em = Emitter { sink, alive: true };
     if req.model.api == "faux" {
         crate::llm::faux::run(&req, &token, &mut |ev| em.emit(ev));
@@ -126,6 +127,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
         // Credentials may need the network (token refresh), the disk or a `!command`: off this
         // thread, so a cancel is answered at once.
         let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
+        b.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
         match prepare_on_worker(api, req, &token) {
             Ok(done) => done,
             Err(e) => {
@@ -142,6 +144,7 @@ fn run(req: LlmRequest, token: CancelToken, sink: Sink) {
     };
     let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
     builder.compat = req.compat;
+    builder.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
     // Shared with the thread that writes a large body onto the connection (`body.rs`).
     let req = std::sync::Arc::new(req);
     match prepared {
@@ -419,14 +422,18 @@ fn run_http(
                 if can_retry && retryable {
                     Err(retry_delay(attempt, retry_after))
                 } else {
+                    b.msg.diagnostics = api.error_diagnostics(req, status, &headers, &text);
                     // An HTML page or a long text reduced to what identifies the error.
                     let text = crate::llm::error_body::readable(&text);
-                    Ok((api.http_error_message(status, &headers, &text), retry_after))
+                    Ok((
+                        api.http_error_message_for(req, status, &headers, &text),
+                        retry_after,
+                    ))
                 }
             }
             Wait::Got(Io::Failed(e)) => {
                 let msg = match e {
-                    http::HttpError::Connect(_) => api.connection_error().to_string(),
+                    http::HttpError::Connect(_) => api.connection_error_for(req).to_string(),
                     http::HttpError::Timeout(_) => TIMED_OUT.to_string(),
                     http::HttpError::Other(m) => m,
                 };

@@ -68,6 +68,9 @@ pub fn transform_borrowed<'a>(
     // Tool calls (id, name, answered) of the latest assistant message: those without a result
     // by the next assistant or user message get one (`flush_orphans`).
     let mut pending: Vec<(Cow<'a, str>, Cow<'a, str>, bool)> = Vec::new();
+    // pi 0.87.1: system messages met while tool calls are pending wait until those are answered
+    // (synthetic results included), so they never split calls from their results.
+    let mut held: Vec<Transformed<'a>> = Vec::new();
     for msg in messages {
         let msg = match msg {
             LlmMessage::User(u) => match &u.content {
@@ -94,14 +97,23 @@ pub fn transform_borrowed<'a>(
                     Transformed::Changed(Box::new(LlmMessage::ToolResult(r)))
                 }
             }
+            LlmMessage::System(_) => Transformed::Same(msg),
             LlmMessage::Assistant(a) if unchanged(a, model) => Transformed::Same(msg),
             LlmMessage::Assistant(a) => Transformed::Changed(Box::new(LlmMessage::Assistant(
                 transform_assistant(a, model, normalize_id, &mut id_map),
             ))),
         };
         match &*msg {
+            LlmMessage::System(_) => {
+                if pending.is_empty() {
+                    out.push(msg);
+                } else {
+                    held.push(msg);
+                }
+            }
             LlmMessage::Assistant(a) => {
                 flush_orphans(&mut pending, &mut out);
+                out.append(&mut held);
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
@@ -141,10 +153,14 @@ pub fn transform_borrowed<'a>(
             }
             LlmMessage::User(_) => {
                 flush_orphans(&mut pending, &mut out);
+                out.append(&mut held);
                 out.push(msg);
             }
         }
     }
+    // Calls still unanswered at the end get their synthetic results too (both versions).
+    flush_orphans(&mut pending, &mut out);
+    out.append(&mut held);
     out
 }
 
@@ -325,7 +341,7 @@ mod tests {
             max_tokens: 100,
             headers: None,
             compat: None,
-            shape: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -279,10 +279,21 @@ impl Session {
     /// `parentSession` naming the source — holding every entry of `source` (all branches),
     /// written at once. The source is read as [`Session::open`] reads it (an older version is
     /// migrated first).
-    pub fn fork_from(source: &Path, cwd: &str, dir: PathBuf) -> Result<Session, String> {
+    pub fn fork_from(
+        source: &Path,
+        cwd: &str,
+        dir: PathBuf,
+        id: Option<&str>,
+    ) -> Result<Session, String> {
         let mut src = Session::open(source).map_err(|e| format!("Cannot fork: {e}"))?;
         let parent = source.to_string_lossy().into_owned();
-        let fresh = Session::new(cwd, Some(dir), Some(parent));
+        let mut fresh = match id {
+            Some(id) => Session::with_id(cwd, Some(dir), id),
+            None => Session::new(cwd, Some(dir), None),
+        };
+        fresh
+            .header
+            .insert("parentSession".into(), Value::String(parent));
         let file = fresh
             .file
             .clone()
@@ -349,6 +360,12 @@ impl Session {
     /// The session file (`None` in memory). It may not exist yet (see [`Session::is_flushed`]).
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
+    }
+
+    /// Stop writing: later entries stay in memory only (pi 0.87.1 disconnects its session when
+    /// stdin ends, so the work it cancels then leaves no trace in the file).
+    pub fn detach_file(&mut self) {
+        self.file = None;
     }
 
     pub fn session_dir(&self) -> Option<&Path> {

@@ -53,7 +53,23 @@ impl Tool for BashTool {
         on_update: &mut dyn FnMut(ToolOutput),
     ) -> ToolResult {
         let command = arg_str(args, "command").ok_or("Invalid bash arguments.")?;
-        let timeout = arg_f64(args, "timeout").filter(|t| *t > 0.0 && t.is_finite());
+        let v087 = ctx.compat.is_087();
+        let timeout = arg_f64(args, "timeout");
+        if v087 {
+            // pi 0.87.1 refuses what 0.73.1 took as "no timeout" (and what a timer cannot hold).
+            if let Some(t) = timeout {
+                if !t.is_finite() || t <= 0.0 {
+                    return Err("Invalid timeout: must be a finite number of seconds".to_string());
+                }
+                if t * 1000.0 > MAX_TIMEOUT_MS {
+                    return Err(format!(
+                        "Invalid timeout: maximum is {} seconds",
+                        js_num(MAX_TIMEOUT_MS / 1000.0)
+                    ));
+                }
+            }
+        }
+        let timeout = timeout.filter(|t| *t > 0.0 && t.is_finite());
         if !ctx.cwd.is_dir() {
             return Err(format!(
                 "Working directory does not exist: {}\nCannot execute bash commands.",
@@ -74,7 +90,7 @@ impl Tool for BashTool {
             path_prepend: None,
             env: &ctx.env,
             on_text: None,
-            line_counting: Default::default(),
+            line_counting: ctx.line_counting(),
         };
         let outcome = run_command(&spec, UPDATE_THROTTLE, &mut |snap| {
             let mut details = Map::new();
@@ -89,9 +105,16 @@ impl Tool for BashTool {
                 details: Some(Value::Object(details)),
             });
         })?;
+        let mut outcome = outcome;
+        if v087 {
+            outcome.signal_as_exit_code_087(ctx.cancel.is_cancelled());
+        }
         finish(&outcome, ctx, timeout)
     }
 }
+
+/// The longest timer Node.js can set (pi 0.87.1 refuses longer bash timeouts).
+const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
 /// Turn an outcome into the tool's result or error text.
 fn finish(outcome: &CommandOutcome, ctx: &ToolContext, timeout: Option<f64>) -> ToolResult {

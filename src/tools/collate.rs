@@ -152,10 +152,44 @@ const ORDER: &[&str] = &[
 
 /// Primary weight of a character listed in [`ORDER`].
 fn listed_weight(c: char) -> Option<u32> {
-    ORDER
-        .iter()
-        .position(|e| e.contains(c))
-        .map(|i| 16 + 16 * i as u32)
+    let table = weights();
+    match table.ascii.get(c as usize) {
+        Some(&w) => (w != 0).then_some(w),
+        None => table
+            .other
+            .binary_search_by_key(&c, |&(k, _)| k)
+            .ok()
+            .map(|i| table.other[i].1),
+    }
+}
+
+/// [`ORDER`] as lookup tables, built once: ASCII by index (0: not listed), the rest sorted.
+struct Weights {
+    ascii: [u32; 128],
+    other: Vec<(char, u32)>,
+}
+
+fn weights() -> &'static Weights {
+    static WEIGHTS: std::sync::OnceLock<Weights> = std::sync::OnceLock::new();
+    WEIGHTS.get_or_init(|| {
+        let mut w = Weights {
+            ascii: [0; 128],
+            other: Vec::new(),
+        };
+        for (i, entry) in ORDER.iter().enumerate() {
+            let weight = 16 + 16 * i as u32;
+            for c in entry.chars() {
+                match w.ascii.get_mut(c as usize) {
+                    Some(slot) if *slot == 0 => *slot = weight,
+                    Some(_) => {}
+                    None if w.other.iter().all(|&(k, _)| k != c) => w.other.push((c, weight)),
+                    None => {}
+                }
+            }
+        }
+        w.other.sort_unstable();
+        w
+    })
 }
 
 fn weight_of(c: char) -> u32 {
@@ -209,7 +243,7 @@ fn elements(c: char, out: &mut Key) {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Key {
     primary: Vec<u32>,
     secondary: Vec<u32>,
@@ -223,6 +257,26 @@ impl Key {
     }
 
     fn of(name: &str) -> Key {
+        if name.is_ascii() {
+            Key::of_ascii(name)
+        } else {
+            Key::of_any(name)
+        }
+    }
+
+    /// What [`Key::of_any`] gives for an ASCII name, without normalising.
+    fn of_ascii(name: &str) -> Key {
+        let mut k = Key::default();
+        for c in name.bytes().map(|b| char::from(b.to_ascii_lowercase())) {
+            if let Some(w) = listed_weight(c) {
+                k.push(w, 1);
+                k.tertiary.push(c as u32);
+            }
+        }
+        k
+    }
+
+    fn of_any(name: &str) -> Key {
         let lower = name.to_lowercase();
         let mut k = Key::default();
         for c in lower.chars() {
@@ -278,6 +332,13 @@ fn ascii_compare(a: &[u8], b: &[u8]) -> Ordering {
 /// The order `ls` prints: [`locale_compare`], ties broken by the raw name.
 pub fn ls_order(a: &str, b: &str) -> Ordering {
     locale_compare(a, b).then_with(|| a.cmp(b))
+}
+
+/// A key that sorts as [`ls_order`]: computed once per name, so sorting a large directory
+/// costs one key per name instead of two per comparison.
+pub fn ls_key(name: &str) -> impl Ord + use<> {
+    let k = Key::of(name);
+    (k.primary, k.secondary, k.tertiary, name.to_string())
 }
 
 #[cfg(test)]
@@ -388,6 +449,43 @@ mod tests {
         assert_eq!(v, node);
         assert_eq!(locale_compare("a\u{2018}a", "a'b"), Ordering::Less);
         assert_eq!(locale_compare("a\u{2010}b", "a-c"), Ordering::Greater);
+    }
+
+    #[test]
+    fn keys_sort_as_the_comparison() {
+        let mut names: Vec<String> = NODE_ORDER.iter().map(|s| s.to_string()).collect();
+        names.extend(
+            [
+                "a\u{1}b",
+                "ab",
+                "AB",
+                "a\u{2018}a",
+                "a'b",
+                "ｆｉ",
+                "fi",
+                "²",
+                "2",
+            ]
+            .map(String::from),
+        );
+        for a in &names {
+            for b in &names {
+                assert_eq!(ls_key(a).cmp(&ls_key(b)), ls_order(a, b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn ascii_keys_are_the_general_keys() {
+        let every: String = (0u8..128).map(char::from).collect();
+        for name in NODE_ORDER
+            .iter()
+            .copied()
+            .filter(|n| n.is_ascii())
+            .chain([every.as_str()])
+        {
+            assert_eq!(Key::of_ascii(name), Key::of_any(name), "{name:?}");
+        }
     }
 
     #[test]

@@ -92,7 +92,7 @@ impl Tool for EditTool {
         };
         let crlf = detect_crlf(content);
         let normalized = normalize_to_lf(content);
-        let (base, new_content) = apply_edits(&normalized, &edits, path)?;
+        let (base, new_content) = apply_edits_as(&normalized, &edits, path, ctx.compat.is_087())?;
         check_cancel(ctx)?;
         let restored = if crlf {
             new_content.replace('\n', "\r\n")
@@ -236,6 +236,18 @@ fn js_trim_end(s: &str) -> &str {
 /// Apply all edits to LF content; returns `(base, new)` where `base` is the content the edits
 /// were applied to (the fuzzy form when any edit needed fuzzy matching).
 pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String, String), String> {
+    apply_edits_as(content, edits, path, false)
+}
+
+/// [`apply_edits`] as pi 0.87.1 when `v087`: an edit that needed fuzzy matching rewrites only
+/// the lines it touches (from the fuzzy form); every other line keeps its original bytes, and
+/// `base` is the original content.
+pub fn apply_edits_as(
+    content: &str,
+    edits: &[Edit],
+    path: &str,
+    v087: bool,
+) -> Result<(String, String), String> {
     let n = edits.len();
     let edits: Vec<Edit> = edits
         .iter()
@@ -307,6 +319,17 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String,
             ));
         }
     }
+    if v087 {
+        let new_content = if needs_fuzzy {
+            preserve_unchanged_lines(content, &base, &matched, &edits)?
+        } else {
+            replace_all(&base, &matched, &edits, path)?
+        };
+        if new_content == content {
+            return Err(no_change_error(path, n));
+        }
+        return Ok((content.to_string(), new_content));
+    }
     let mut new_content = String::with_capacity(base.len());
     let mut pos = 0;
     for (start, len, i) in &matched {
@@ -321,15 +344,122 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String,
     }
     new_content.push_str(base.get(pos..).unwrap_or(""));
     if new_content == base {
-        return Err(if n == 1 {
-            format!(
-                "No changes made to {path}. The replacement produced identical content. This might indicate an issue with special characters or the text not existing as expected."
-            )
-        } else {
-            format!("No changes made to {path}. The replacements produced identical content.")
-        });
+        return Err(no_change_error(path, n));
     }
     Ok((base, new_content))
+}
+
+fn no_change_error(path: &str, n: usize) -> String {
+    if n == 1 {
+        format!(
+            "No changes made to {path}. The replacement produced identical content. This might indicate an issue with special characters or the text not existing as expected."
+        )
+    } else {
+        format!("No changes made to {path}. The replacements produced identical content.")
+    }
+}
+
+/// `base` with the sorted, disjoint matches `(start, len, edit)` replaced.
+fn replace_all(
+    base: &str,
+    matched: &[(usize, usize, usize)],
+    edits: &[Edit],
+    path: &str,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(base.len());
+    let mut pos = 0;
+    for (start, len, i) in matched {
+        let (Some(before), Some(_)) = (base.get(pos..*start), base.get(*start..start + len)) else {
+            return Err(format!("Could not apply edits[{i}] in {path}."));
+        };
+        out.push_str(before);
+        out.push_str(&edits[*i].new_text);
+        pos = start + len;
+    }
+    out.push_str(base.get(pos..).unwrap_or(""));
+    Ok(out)
+}
+
+/// Lines with their `\n`, as JavaScript's `/[^\n]*\n|[^\n]+/g` finds them (an empty last piece
+/// is no line), as byte ranges.
+fn line_spans(s: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        if b == b'\n' {
+            spans.push((start, i + 1));
+            start = i + 1;
+        }
+    }
+    if start < s.len() {
+        spans.push((start, s.len()));
+    }
+    spans
+}
+
+/// pi 0.87.1's `applyReplacementsPreservingUnchangedLines`: the replacements were matched in
+/// `base` (the fuzzy form of `original`, line for line); each is widened to the lines it touches,
+/// those lines are rewritten from `base`, all other lines are copied from `original`.
+fn preserve_unchanged_lines(
+    original: &str,
+    base: &str,
+    matched: &[(usize, usize, usize)],
+    edits: &[Edit],
+) -> Result<String, String> {
+    let orig = line_spans(original);
+    let lines = line_spans(base);
+    if orig.len() != lines.len() {
+        return Err(
+            "Cannot preserve unchanged lines because the base content has a different line count."
+                .to_string(),
+        );
+    }
+    const OUTSIDE: &str = "Replacement range is outside the base content.";
+    // Groups of replacements (start, len, edit) over the line range [first, end).
+    type Group = (usize, usize, Vec<(usize, usize, usize)>);
+    let mut groups: Vec<Group> = Vec::new();
+    for &(start, len, i) in matched {
+        let first = lines
+            .iter()
+            .position(|(s, e)| start >= *s && start < *e)
+            .ok_or(OUTSIDE)?;
+        let mut last = first;
+        while last < lines.len() && lines[last].1 < start + len {
+            last += 1;
+        }
+        if last >= lines.len() {
+            return Err(OUTSIDE.to_string());
+        }
+        match groups.last_mut() {
+            Some(g) if first < g.1 => {
+                g.1 = g.1.max(last + 1);
+                g.2.push((start, len, i));
+            }
+            _ => groups.push((first, last + 1, vec![(start, len, i)])),
+        }
+    }
+    let mut out = String::with_capacity(original.len());
+    let mut next = 0;
+    for (first, end, reps) in &groups {
+        for (s, e) in &orig[next..*first] {
+            out.push_str(&original[*s..*e]);
+        }
+        let (from, to) = (lines[*first].0, lines[*end - 1].1);
+        let mut piece = base[from..to].to_string();
+        for (start, len, i) in reps.iter().rev() {
+            let at = start - from;
+            if piece.get(at..at + len).is_none() {
+                return Err(OUTSIDE.to_string());
+            }
+            piece.replace_range(at..at + len, &edits[*i].new_text);
+        }
+        out.push_str(&piece);
+        next = *end;
+    }
+    for (s, e) in &orig[next..] {
+        out.push_str(&original[*s..*e]);
+    }
+    Ok(out)
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]

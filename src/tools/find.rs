@@ -15,11 +15,12 @@ use regex::bytes::{Regex, RegexBuilder};
 use serde_json::{Map, Value, json};
 
 use super::ls::finish_listing;
+use super::ordered_walk::{Entry, Visitor, Walker};
 use super::paths::resolve_to_cwd;
-use super::walk::{Flavor, builder, relative};
+use super::walk::{Flavor, relative};
 use super::{
-    ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, js_num,
-    js_value, text_output,
+    Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, js_num, js_value,
+    text_output,
 };
 
 pub const DEFAULT_LIMIT: usize = 1000;
@@ -75,23 +76,21 @@ impl Tool for FindTool {
             ));
         }
         let matcher = FdGlob::new(pattern)?;
+        let walker = Walker::new(
+            &root,
+            &ctx.cwd,
+            Flavor::Fd,
+            max_results.unwrap_or(usize::MAX),
+        );
+        let visitor = FindVisitor {
+            matcher: &matcher,
+            root: &root,
+        };
         let mut lines: Vec<String> = Vec::new();
-        for entry in builder(&root, &ctx.cwd, Flavor::Fd).build() {
-            if ctx.cancel.is_cancelled() {
-                return Err(ABORTED.to_string());
-            }
-            // fd reports walk errors only with --show-errors.
-            let Ok(entry) = entry else { continue };
-            if entry.depth() == 0 || !matcher.is_match(entry.path()) {
-                continue;
-            }
-            let rel = relative(entry.path(), &root);
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            lines.push(if is_dir { format!("{rel}/") } else { rel });
-            if max_results.is_some_and(|m| lines.len() >= m) {
-                break;
-            }
-        }
+        walker.run(&visitor, &ctx.cancel, &mut |line| {
+            lines.push(line);
+            max_results.is_some_and(|m| lines.len() >= m)
+        });
         check_cancel(ctx)?;
         // The reference reads fd's output with `readline` (a name with `\r` or `\n` in it
         // becomes several lines) and trims each line.
@@ -122,6 +121,34 @@ impl Tool for FindTool {
             Vec::new(),
             details,
         ))
+    }
+}
+
+/// fd's per-entry work: the entries whose name (or path) matches, as the lines fd prints.
+struct FindVisitor<'a> {
+    matcher: &'a FdGlob,
+    root: &'a Path,
+}
+
+impl Visitor for FindVisitor<'_> {
+    type State = ();
+    type Out = String;
+
+    fn state(&self) {}
+
+    fn visit(&self, _: &mut (), entry: Entry) -> Option<String> {
+        // fd reports walk errors only with --show-errors.
+        let entry = entry.ok()?;
+        if !self.matcher.is_match(entry.path()) {
+            return None;
+        }
+        let rel = relative(entry.path(), self.root);
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        Some(if is_dir { format!("{rel}/") } else { rel })
+    }
+
+    fn weight(&self, _: &String) -> usize {
+        1
     }
 }
 

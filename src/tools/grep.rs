@@ -25,14 +25,16 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use serde_json::{Map, Value, json};
 
 use super::ls::finish_listing;
+use super::ordered_walk::{Entry, Visitor, Walker};
 use super::paths::resolve_to_cwd;
-use super::regular::{CancelRead, open_read, special_kind};
+use super::regular::{CancelRead, DirOpener, open_read, special_kind};
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
-use super::walk::{Flavor, builder, relative};
+use super::walk::{Flavor, relative};
 use super::{
     ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, js_num,
     js_value, text_output,
 };
+use crate::cancel::CancelToken;
 
 pub const DEFAULT_LIMIT: usize = 100;
 /// An explicitly given file up to this size is searched as one block (rg memory-maps it);
@@ -208,34 +210,32 @@ fn search(
     let mut errors: Vec<String> = Vec::new();
     let aborted = || ctx.cancel.is_cancelled();
     if is_dir {
-        let walk = builder(root, &ctx.cwd, Flavor::Rg(overrides)).build();
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_SEARCH_THREADS);
-        let mut take = |item: Searched| match item.hits {
-            Ok(hits) => found.add(item.path, item.display, hits, opts.limit),
-            Err(e) => {
-                errors.push(e);
-                false
-            }
-        };
-        if workers > 1 {
-            search_parallel(walk, root, &matcher, opts, ctx, workers, &mut take);
+        // Past `ceil(limit)` matches nothing more is needed.
+        let wanted = if opts.limit >= usize::MAX as f64 {
+            usize::MAX
         } else {
-            let mut searcher = walk_searcher();
-            for entry in walk {
-                if aborted() {
-                    break;
+            opts.limit.ceil() as usize
+        };
+        let walker = Walker::new(root, &ctx.cwd, Flavor::Rg(overrides), wanted);
+        let visitor = GrepVisitor {
+            matcher: &matcher,
+            opts,
+            cancel: &ctx.cancel,
+        };
+        walker.run(
+            &visitor,
+            &ctx.cancel,
+            &mut |item: Searched| match item.hits {
+                Ok(hits) => {
+                    let display = relative(&item.path, root);
+                    found.add(item.path, display, hits, opts.limit)
                 }
-                if let Some(item) =
-                    search_entry(entry, root, &mut searcher, &matcher, opts, &aborted)
-                {
-                    if take(item) {
-                        break;
-                    }
+                Err(e) => {
+                    errors.push(e);
+                    false
                 }
-            }
-        }
+            },
+        );
     } else {
         // An explicit file is always searched, binary or not (NULs do not stop it).
         let mut searcher = SearcherBuilder::new().line_number(true).build();
@@ -260,15 +260,9 @@ fn search(
     Ok(found)
 }
 
-/// At most this many threads search files while the walk goes on.
-const MAX_SEARCH_THREADS: usize = 4;
-/// Walk entries handed to a search thread at a time.
-const SEARCH_CHUNK: usize = 16;
-
-/// The outcome of one walk entry: a searched file's lines, or an error in rg's words.
+/// A walked file with matches, or an error in rg's words.
 struct Searched {
     path: PathBuf,
-    display: String,
     hits: Result<Hits, String>,
 }
 
@@ -294,139 +288,76 @@ impl Found {
     }
 }
 
-/// The searcher for files met while walking: line numbers, lines held in bounded memory.
-fn walk_searcher() -> Searcher {
-    SearcherBuilder::new()
-        .line_number(true)
-        .heap_limit(Some(MAX_LINE_BYTES))
-        .build()
+/// rg's per-entry work: search the regular files the walk meets (rg skips symlinks, devices,
+/// FIFOs and sockets it meets while walking).
+struct GrepVisitor<'a> {
+    matcher: &'a RegexMatcher,
+    opts: &'a Options,
+    cancel: &'a CancelToken,
 }
 
-/// Search one entry of the walk if it is a regular file (rg skips symlinks, devices, FIFOs and
-/// sockets it meets while walking); `None` for anything else.
-fn search_entry(
-    entry: Result<ignore::DirEntry, ignore::Error>,
-    root: &Path,
-    searcher: &mut Searcher,
-    matcher: &RegexMatcher,
-    opts: &Options,
-    stop: &dyn Fn() -> bool,
-) -> Option<Searched> {
-    let entry = match entry {
-        Ok(e) => e,
-        Err(e) => {
-            return Some(Searched {
-                path: PathBuf::new(),
-                display: String::new(),
-                hits: Err(format!("rg: {e}")),
-            });
+/// A search thread's searcher, the buffer it reads files into, and how it opens them.
+struct SearchState {
+    searcher: Searcher,
+    buf: Vec<u8>,
+    opener: DirOpener,
+}
+
+impl Visitor for GrepVisitor<'_> {
+    type State = SearchState;
+    type Out = Searched;
+
+    fn state(&self) -> SearchState {
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .heap_limit(Some(MAX_LINE_BYTES))
+            .build();
+        searcher.set_binary_detection(BinaryDetection::quit(0));
+        SearchState {
+            searcher,
+            buf: vec![0; READ_AHEAD],
+            opener: DirOpener::default(),
         }
-    };
-    if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_file()) {
-        return None;
     }
-    let path = entry.into_path();
-    let display = relative(&path, root);
-    searcher.set_binary_detection(BinaryDetection::quit(0));
-    let hits = match search_stream(searcher, matcher, &path, opts, stop) {
-        // A line over MAX_LINE_BYTES: the file is skipped (documented in docs/rpc.md).
-        Err(e) if e.to_string().starts_with("configured allocation limit") => Ok(Vec::new()),
-        r => r.map_err(|e| format!("rg: {}: {e}", path.display())),
-    };
-    Some(Searched {
-        path,
-        display,
-        hits,
-    })
+
+    fn visit(&self, state: &mut SearchState, entry: Entry) -> Option<Searched> {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                return Some(Searched {
+                    path: PathBuf::new(),
+                    hits: Err(format!("rg: {e}")),
+                });
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return None;
+        }
+        let stop = || self.cancel.is_cancelled();
+        let hits = match search_walked(state, self.matcher, entry.path(), self.opts, &stop) {
+            Ok(hits) if hits.is_empty() => return None,
+            // A line over MAX_LINE_BYTES: the file is skipped (documented in docs/rpc.md).
+            Err(e) if e.to_string().starts_with("configured allocation limit") => return None,
+            r => r.map_err(|e| format!("rg: {}: {e}", entry.path().display())),
+        };
+        Some(Searched {
+            path: entry.into_path(),
+            hits,
+        })
+    }
+
+    fn weight(&self, out: &Searched) -> usize {
+        out.hits.as_ref().map_or(0, Vec::len)
+    }
 }
 
-/// The walk on this thread's helper, the searches on `workers` threads, the results taken in
-/// walk order (so the output is the sequential search's, and the limit stops everything).
-fn search_parallel(
-    walk: ignore::Walk,
-    root: &Path,
-    matcher: &RegexMatcher,
-    opts: &Options,
-    ctx: &ToolContext,
-    workers: usize,
-    take: &mut dyn FnMut(Searched) -> bool,
-) {
-    use crossbeam_channel::bounded;
-    type Entry = Result<ignore::DirEntry, ignore::Error>;
-    let (mut done, done_token) = crate::cancel::cancel_pair();
-    let stop = || ctx.cancel.is_cancelled() || done_token.is_cancelled();
-    std::thread::scope(|scope| {
-        // Entries travel in numbered chunks (fewer wake-ups than one message per file).
-        let (work_tx, work_rx) = bounded::<(u64, Vec<Entry>)>(64);
-        let (result_tx, result_rx) = bounded::<(u64, Vec<Option<Searched>>)>(64);
-        scope.spawn(move || {
-            let mut seq = 0u64;
-            let mut chunk = Vec::with_capacity(SEARCH_CHUNK);
-            for entry in walk {
-                if stop() {
-                    return;
-                }
-                chunk.push(entry);
-                if chunk.len() == SEARCH_CHUNK {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(SEARCH_CHUNK));
-                    if work_tx.send((seq, full)).is_err() {
-                        return;
-                    }
-                    seq += 1;
-                }
-            }
-            if !chunk.is_empty() {
-                let _ = work_tx.send((seq, chunk));
-            }
-        });
-        for _ in 0..workers {
-            let (work_rx, result_tx) = (work_rx.clone(), result_tx.clone());
-            scope.spawn(move || {
-                let mut searcher = walk_searcher();
-                for (seq, entries) in work_rx {
-                    let mut items = Vec::with_capacity(entries.len());
-                    for entry in entries {
-                        if stop() {
-                            return;
-                        }
-                        items.push(search_entry(
-                            entry,
-                            root,
-                            &mut searcher,
-                            matcher,
-                            opts,
-                            &stop,
-                        ));
-                    }
-                    if result_tx.send((seq, items)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop((work_rx, result_tx));
-        // Chunks arrive in any order: keep the early ones until their turn.
-        let mut next = 0u64;
-        let mut waiting: BTreeMap<u64, Vec<Option<Searched>>> = BTreeMap::new();
-        'results: for (seq, items) in &result_rx {
-            waiting.insert(seq, items);
-            while let Some(items) = waiting.remove(&next) {
-                next += 1;
-                for item in items {
-                    if ctx.cancel.is_cancelled() || item.is_some_and(&mut *take) {
-                        break 'results;
-                    }
-                }
-            }
-        }
-        // Stop the walk and the searches; the scope ends when they have.
-        done.cancel();
-        drop(result_rx);
-    });
-}
-
-fn search_stream(
-    searcher: &mut Searcher,
+/// Search a file met while walking. Its first [`READ_AHEAD`] bytes are read into the thread's
+/// buffer first, so a small file costs one `read` and the one that finds its end (the searcher
+/// alone also reads its first three bytes apart, to look for a BOM); the searcher then reads
+/// exactly what it would read from the file ([`ReadAhead`]), so lines and binary detection are
+/// the same.
+fn search_walked(
+    state: &mut SearchState,
     matcher: &RegexMatcher,
     path: &Path,
     opts: &Options,
@@ -435,10 +366,65 @@ fn search_stream(
     // The walk saw a regular file. Should it have been swapped for a FIFO or a device since,
     // O_NONBLOCK keeps `open` and `read` from blocking and binary detection stops at the first
     // NUL, so no `fstat` is spent per file here.
-    let file = super::regular::open_nonblocking(path)?;
+    let mut file = CancelRead::new(state.opener.open(path)?, stop);
+    let buf = &mut state.buf;
+    let mut len = 0;
+    let mut end = false;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => {
+                end = true;
+                break;
+            }
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     let mut sink = Collect::new(opts.limit, stop);
-    searcher.search_reader(matcher, CancelRead::new(file, stop), &mut sink)?;
+    let reader = ReadAhead {
+        head: &buf[..len],
+        rest: file,
+        end,
+    };
+    state.searcher.search_reader(matcher, reader, &mut sink)?;
     Ok(sink.hits)
+}
+
+/// Bytes of a walked file read ahead in one go (files up to this size are read whole).
+const READ_AHEAD: usize = 256 * 1024;
+
+/// A file whose first bytes are already in `head`: every read returns what the same read of
+/// the file itself would (`min(wanted, left)` bytes), so the searcher fills its buffer the same
+/// way.
+struct ReadAhead<'a, R> {
+    head: &'a [u8],
+    rest: R,
+    /// `rest` is at its end.
+    end: bool,
+}
+
+impl<R: Read> Read for ReadAhead<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.head.is_empty() {
+            return if self.end { Ok(0) } else { self.rest.read(buf) };
+        }
+        let n = buf.len().min(self.head.len());
+        buf[..n].copy_from_slice(&self.head[..n]);
+        self.head = &self.head[n..];
+        if n == buf.len() || self.end {
+            return Ok(n);
+        }
+        // The head ran out inside this read: the file gives the rest of it (an error shows on
+        // the next read).
+        match self.rest.read(&mut buf[n..]) {
+            Ok(m) => {
+                self.end = m == 0;
+                Ok(n + m)
+            }
+            Err(_) => Ok(n),
+        }
+    }
 }
 
 fn search_explicit(

@@ -61,7 +61,7 @@ impl Tool for LsTool {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         // The reference: `a.toLowerCase().localeCompare(b.toLowerCase())` (ICU order).
-        names.sort_by(|a, b| super::collate::ls_order(a, b));
+        names.sort_by_cached_key(|n| super::collate::ls_key(n));
         let mut results = Vec::new();
         let mut limit_reached = false;
         for name in names {

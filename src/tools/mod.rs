@@ -33,6 +33,20 @@ pub struct ToolContext {
     /// Environment for child processes (`None` removes a variable): pi's `PI_CODING_AGENT`,
     /// and under `--compat 0.87` `AI_AGENT` and the session's `PI_*` variables.
     pub env: Vec<(String, Option<String>)>,
+    /// The pi version whose tool behaviour to follow (line counting, image types, bash exit
+    /// statuses and timeouts, edit's schema and fuzzy writes).
+    pub compat: crate::compat::Compat,
+}
+
+impl ToolContext {
+    /// How truncation counts lines: pi 0.87.1 ignores the empty piece after a final newline.
+    pub fn line_counting(&self) -> truncate::LineCounting {
+        if self.compat.is_087() {
+            truncate::LineCounting::IgnoreFinalNewline
+        } else {
+            truncate::LineCounting::Split
+        }
+    }
 }
 
 pub trait Tool: Send + Sync {
@@ -59,11 +73,13 @@ pub trait Tool: Send + Sync {
 }
 
 pub mod bash;
+pub mod bmp;
 pub mod collate;
 pub mod edit;
 pub mod find;
 pub mod grep;
 pub mod ls;
+pub mod ordered_walk;
 pub mod paths;
 pub mod process;
 pub mod read;

@@ -32,6 +32,8 @@ const SIGKILL: i32 = 9;
 const ROLLING_BUFFER_BYTES: usize = DEFAULT_MAX_BYTES * 2;
 /// How long to keep reading after the shell exited (background children may hold the pipe).
 const DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// How long to keep reading what is left in the pipe once the group was killed.
+const FINAL_READ_LIMIT: Duration = Duration::from_secs(2);
 const READ_CHUNK: usize = 16 * 1024;
 
 /// What to run and how.
@@ -63,6 +65,8 @@ pub struct CommandSpec<'a> {
 pub struct CommandOutcome {
     /// `None` when the process was killed by a signal.
     pub exit_code: Option<i32>,
+    /// The signal that killed the shell, if one did.
+    pub signal: Option<i32>,
     /// Cancelled through the token, or killed by a signal.
     pub cancelled: bool,
     pub timed_out: bool,
@@ -82,6 +86,18 @@ pub struct CommandOutcome {
 }
 
 impl CommandOutcome {
+    /// pi 0.87.1: a shell killed by a signal that nobody asked for (not an abort, not the
+    /// timeout) exited with the shell convention's `128 + signal` (pi 0.73.1 reported no exit
+    /// code at all).
+    pub fn signal_as_exit_code_087(&mut self, cancelled_by_us: bool) {
+        if self.exit_code.is_none() && !cancelled_by_us && !self.timed_out {
+            if let Some(sig) = self.signal {
+                self.exit_code = Some(128 + sig);
+                self.cancelled = false;
+            }
+        }
+    }
+
     /// The RPC `bash` response `data` (BashResult): `output` (the tail when truncated),
     /// `exitCode` (omitted when killed by a signal), `cancelled`, `truncated`, `fullOutputPath`
     /// (whenever a temp file exists).
@@ -244,10 +260,15 @@ pub fn run_command(
     // Anything left in the group (background children) dies with the command.
     kill_group(&child);
     let status = child.wait().map_err(|e| e.to_string())?;
-    // Pick up what was already read before the kill.
-    while let Ok(data) = chunks.try_recv() {
-        out.push(&data);
-        dirty = true;
+    // The group is gone, so what it wrote is in the pipe: read to the end. On a loaded machine
+    // the reader may not have run yet when the grace ended, and the output would be lost. A
+    // process that left the group can still hold the pipe open: bounded.
+    let deadline = Instant::now() + FINAL_READ_LIMIT;
+    if !eof {
+        while let Ok(data) = chunks.recv_deadline(deadline) {
+            out.push(&data);
+            dirty = true;
+        }
     }
     if dirty {
         let snap = out.snapshot();
@@ -261,7 +282,9 @@ pub fn run_command(
     if exit_code.is_none() && !timed_out {
         cancelled = true;
     }
-    Ok(out.into_outcome(exit_code, cancelled, timed_out))
+    let mut outcome = out.into_outcome(exit_code, cancelled, timed_out);
+    outcome.signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    Ok(outcome)
 }
 
 /// `PATH` with `dir` in front (unchanged if it is already listed).
@@ -485,7 +508,7 @@ impl<'a> OutputBuffer<'a> {
     }
 
     fn snapshot(&self) -> Truncation {
-        self.truncate(&self.joined(), super::truncate::LineCounting::Split)
+        self.truncate(&self.joined(), self.counting)
     }
 
     /// The tail of the buffered `text`, with the totals of the whole output (the buffer may
@@ -527,6 +550,7 @@ impl<'a> OutputBuffer<'a> {
         });
         CommandOutcome {
             exit_code,
+            signal: None,
             cancelled,
             timed_out,
             output: truncation.content.clone(),

@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use super::paths::{node_error, resolve_read_path};
 use super::regular::{CancelRead, cancelled, open_read, refuse_special};
-use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size};
+use super::truncate::{
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, LineCounting, TruncatedBy, Truncation, format_size,
+};
 use super::{
     ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
 };
@@ -76,7 +78,14 @@ impl Tool for ReadTool {
             .read_to_end(&mut head)
             .map_err(read_error)?;
         check_cancel(ctx)?;
-        if let Some(mime) = image_mime(&head) {
+        if ctx.compat.is_087() {
+            if let Some(mime) = image_mime_087(&head) {
+                let mut bytes = head;
+                file.read_to_end(&mut bytes).map_err(read_error)?;
+                check_cancel(ctx)?;
+                return Ok(image_output_087(mime, bytes));
+            }
+        } else if let Some(mime) = image_mime(&head) {
             let mut bytes = head;
             file.read_to_end(&mut bytes).map_err(read_error)?;
             return Ok(ToolOutput {
@@ -93,7 +102,8 @@ impl Tool for ReadTool {
         let reader = std::io::Cursor::new(head).chain(file);
         let (offset, limit) = (arg_f64(args, "offset"), arg_f64(args, "limit"));
         let (start, end) = selection(offset, limit);
-        let scan = scan_lines(reader, start, end).map_err(read_error)?;
+        let scan =
+            scan_lines_counting(reader, start, end, ctx.line_counting()).map_err(read_error)?;
         format_text(&scan, path, offset, limit.is_some())
     }
 }
@@ -132,14 +142,23 @@ pub struct Scan {
 /// One pass over `reader` in bounded memory: count lines (`split('\n')` semantics) and keep
 /// the selected lines `[start, end)` only up to the output limits, which gives the same result
 /// as `truncate_head` on the joined selection.
-pub fn scan_lines<R: Read>(
+pub fn scan_lines<R: Read>(reader: R, start: usize, end: Option<usize>) -> std::io::Result<Scan> {
+    scan_lines_counting(reader, start, end, LineCounting::Split)
+}
+
+/// [`scan_lines`] with the selection's lines counted as `counting` says (pi 0.87.1's
+/// `truncateHead` does not count the empty piece after a final newline: a selection that ends
+/// in an empty line is one line shorter for the limits).
+pub fn scan_lines_counting<R: Read>(
     mut reader: R,
     start: usize,
     end: Option<usize>,
+    counting: LineCounting,
 ) -> std::io::Result<Scan> {
     let mut st = ScanState {
         start,
         end: end.unwrap_or(usize::MAX),
+        ignore_final_empty: counting == LineCounting::IgnoreFinalNewline,
         ..ScanState::default()
     };
     st.keeping = true;
@@ -177,6 +196,10 @@ struct ScanState {
     stopped_by_bytes: bool,
     kept: Vec<String>,
     kept_bytes: usize,
+    /// pi 0.87.1's counting: a final empty selected line is not a line.
+    ignore_final_empty: bool,
+    /// The last selected line was empty.
+    last_selected_empty: bool,
 }
 
 impl ScanState {
@@ -206,6 +229,7 @@ impl ScanState {
             if self.selected == 0 {
                 self.first_line_bytes = len;
             }
+            self.last_selected_empty = self.cur_len == 0;
             self.selected_bytes += len + usize::from(self.selected > 0);
             if self.keeping {
                 let cost = len + usize::from(!self.kept.is_empty());
@@ -228,14 +252,24 @@ impl ScanState {
 
     fn into_scan(self) -> Scan {
         let total_lines = self.line;
-        let truncated =
-            self.selected > DEFAULT_MAX_LINES || self.selected_bytes > DEFAULT_MAX_BYTES;
+        // The lines the limits count (0.87: without a final empty one).
+        let counted = if self.ignore_final_empty && self.last_selected_empty {
+            self.selected.saturating_sub(1)
+        } else {
+            self.selected
+        };
+        let truncated = counted > DEFAULT_MAX_LINES || self.selected_bytes > DEFAULT_MAX_BYTES;
         let first_exceeds = truncated && self.first_line_bytes > DEFAULT_MAX_BYTES;
-        let content = if first_exceeds {
+        let mut content = if first_exceeds {
             String::new()
         } else {
             self.kept.join("\n")
         };
+        if !truncated && self.kept.len() < self.selected {
+            // Only the final empty line can be left out of an untruncated selection (0.87
+            // counting): the text keeps its final newline.
+            content.push('\n');
+        }
         let output_lines = if first_exceeds { 0 } else { self.kept.len() };
         let by = if !truncated {
             None
@@ -251,7 +285,7 @@ impl ScanState {
             content,
             truncated,
             truncated_by: by,
-            total_lines: self.selected,
+            total_lines: counted,
             total_bytes: self.selected_bytes,
             output_lines,
             last_line_partial: false,
@@ -338,6 +372,84 @@ pub fn image_mime(b: &[u8]) -> Option<&'static str> {
         Some("image/webp")
     } else {
         None
+    }
+}
+
+/// pi 0.87.1's image types by magic bytes: JPEG (not JPEG-LS), a PNG that is not animated,
+/// GIF, WebP and BMP.
+pub fn image_mime_087(b: &[u8]) -> Option<&'static str> {
+    const PNG: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
+    if b.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        return (b.get(3) != Some(&0xF7)).then_some("image/jpeg");
+    }
+    if b.starts_with(&PNG) {
+        let be32 = |at: usize| {
+            b.get(at..at + 4)
+                .map_or(0, |s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+        };
+        let is_png = b.len() >= 16 && be32(8) == 13 && &b[12..16] == b"IHDR";
+        // Animated (APNG): an `acTL` chunk before the first `IDAT`.
+        let mut at = PNG.len();
+        let mut animated = false;
+        while at + 8 <= b.len() {
+            let kind = &b[at + 4..at + 8];
+            if kind == b"acTL" {
+                animated = true;
+                break;
+            }
+            if kind == b"IDAT" {
+                break;
+            }
+            let next = at + 12 + be32(at) as usize;
+            if next <= at || next > b.len() {
+                break;
+            }
+            at = next;
+        }
+        return (is_png && !animated).then_some("image/png");
+    }
+    if b.starts_with(b"GIF87a") || b.starts_with(b"GIF89a") {
+        return Some("image/gif");
+    }
+    if b.len() >= 12 && &b[..4] == b"RIFF" && &b[8..12] == b"WEBP" {
+        return Some("image/webp");
+    }
+    super::bmp::is_bmp(b).then_some("image/bmp")
+}
+
+/// pi 0.87.1's result for an image: a BMP goes to the model converted to PNG (with a note
+/// saying so), or as a note alone when it cannot be converted.
+fn image_output_087(mime: &str, bytes: Vec<u8>) -> ToolOutput {
+    let (mime, data, hint) = if mime == "image/bmp" {
+        match super::bmp::to_png(&bytes) {
+            Some(png) => (
+                "image/png",
+                png,
+                Some("[Image converted from image/bmp to image/png.]"),
+            ),
+            None => {
+                return text_output(format!(
+                    "Read image file [{mime}]\n[Image omitted: could not be converted to a supported inline image format.]"
+                ));
+            }
+        }
+    } else {
+        (mime, bytes, None)
+    };
+    let mut note = format!("Read image file [{mime}]");
+    if let Some(h) = hint {
+        note.push('\n');
+        note.push_str(h);
+    }
+    ToolOutput {
+        content: vec![
+            Content::text(note),
+            Content::Image(ImageContent {
+                data: base64(&data),
+                mime_type: mime.to_string(),
+            }),
+        ],
+        details: None,
     }
 }
 

@@ -9,9 +9,30 @@ use serde_json::{Map, Number, Value};
 
 /// Validate (and coerce) `args` against `schema`. `Err` carries the reference's full message.
 pub fn validate_args(tool_name: &str, schema: &Value, args: &Value) -> Result<Value, String> {
+    validate_args_as(tool_name, schema, args, false)
+}
+
+/// [`validate_args`] as pi 0.87.1 validates (`v087`): a `null` given for an optional property
+/// that does not accept it is dropped first (what strict-schema providers send for an omitted
+/// argument), and the messages are TypeBox's: one `required` error naming every missing
+/// property (at the path of the first), lower-case `not`, `must be either a or b`, and paths
+/// with dots (`edits.0.newText`).
+pub fn validate_args_as(
+    tool_name: &str,
+    schema: &Value,
+    args: &Value,
+    v087: bool,
+) -> Result<Value, String> {
     let mut value = args.clone();
+    if v087 {
+        normalize_optional_nulls(&mut value, schema, 0);
+    }
     let mut errors = Vec::new();
-    check(schema, &mut value, "", &mut errors);
+    let mut ctx = Ctx {
+        errors: &mut errors,
+        v087,
+    };
+    check(schema, &mut value, "", &mut ctx);
     if errors.is_empty() {
         return Ok(value);
     }
@@ -28,6 +49,135 @@ pub fn validate_args(tool_name: &str, schema: &Value, args: &Value) -> Result<Va
 
 type Errors = Vec<(String, String)>;
 
+/// Where errors go, and whose wording they take.
+struct Ctx<'a> {
+    errors: &'a mut Errors,
+    v087: bool,
+}
+
+impl Ctx<'_> {
+    fn push(&mut self, path: &str, msg: String) {
+        let p = if self.v087 {
+            dotted(path)
+        } else {
+            report_path(path, None)
+        };
+        self.errors.push((p, msg));
+    }
+
+    /// `must NOT …` (AJV, 0.73.1) or `must not …` (TypeBox, 0.87.1).
+    fn not(&self) -> &'static str {
+        if self.v087 { "not" } else { "NOT" }
+    }
+}
+
+/// pi 0.87.1's path: the instance path without its leading `/`, with dots, or `root`.
+fn dotted(instance: &str) -> String {
+    if instance.is_empty() {
+        "root".to_string()
+    } else {
+        instance[1..].replace('/', ".")
+    }
+}
+
+/// pi 0.87.1's `normalizeOptionalNulls`: `null` for a property that is not required and whose
+/// schema does not accept `null` is removed, recursively through objects and array items.
+fn normalize_optional_nulls(value: &mut Value, schema: &Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match value {
+        Value::Array(items) => match schema.get("items") {
+            Some(Value::Array(schemas)) => {
+                for (item, s) in items.iter_mut().zip(schemas) {
+                    normalize_optional_nulls(item, s, depth + 1);
+                }
+            }
+            Some(s) => {
+                for item in items.iter_mut() {
+                    normalize_optional_nulls(item, s, depth + 1);
+                }
+            }
+            None => {}
+        },
+        Value::Object(obj) => {
+            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for (key, prop) in props {
+                let Some(v) = obj.get_mut(key) else { continue };
+                if v.is_null()
+                    && !required.contains(&key.as_str())
+                    && !prop.get("$ref").is_some_and(Value::is_string)
+                    && !accepts_null(prop)
+                {
+                    obj.shift_remove(key);
+                } else {
+                    normalize_optional_nulls(v, prop, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a schema accepts `null` (as far as this validator checks schemas).
+fn accepts_null(schema: &Value) -> bool {
+    let mut v = Value::Null;
+    let mut errors = Vec::new();
+    let mut ctx = Ctx {
+        errors: &mut errors,
+        v087: true,
+    };
+    check_strict(schema, &mut v, &mut ctx);
+    errors.is_empty()
+}
+
+/// A check without coercion (TypeBox's `Check`): only the type, enum and const keywords.
+fn check_strict(schema: &Value, value: &mut Value, ctx: &mut Ctx) {
+    let Some(o) = schema.as_object() else { return };
+    if let Some(types) = o.get("type") {
+        let names: Vec<&str> = match types {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !names.is_empty() && !names.iter().any(|t| has_type(value, t)) {
+            ctx.push("", "type".into());
+            return;
+        }
+    }
+    if let Some(Value::Array(variants)) = o.get("anyOf") {
+        let ok = variants.iter().any(|s| {
+            let mut e = Vec::new();
+            let mut c = Ctx {
+                errors: &mut e,
+                v087: true,
+            };
+            check_strict(s, &mut value.clone(), &mut c);
+            e.is_empty()
+        });
+        if !ok {
+            ctx.push("", "anyOf".into());
+        }
+    }
+    if let Some(Value::Array(allowed)) = o.get("enum") {
+        if !allowed.contains(value) {
+            ctx.push("", "enum".into());
+        }
+    }
+    if let Some(c) = o.get("const") {
+        if c != value {
+            ctx.push("", "const".into());
+        }
+    }
+}
+
 /// The path AJV reports: the instance path without its leading `/`, or `fallback`, or `root`.
 fn report_path(instance: &str, fallback: Option<&str>) -> String {
     if !instance.is_empty() {
@@ -37,7 +187,7 @@ fn report_path(instance: &str, fallback: Option<&str>) -> String {
     }
 }
 
-fn check(schema: &Value, value: &mut Value, path: &str, errors: &mut Errors) {
+fn check(schema: &Value, value: &mut Value, path: &str, ctx: &mut Ctx) {
     let Some(schema) = schema.as_object() else {
         return;
     };
@@ -51,10 +201,12 @@ fn check(schema: &Value, value: &mut Value, path: &str, errors: &mut Errors) {
             match names.iter().find_map(|t| coerce(value, t)) {
                 Some(coerced) => *value = coerced,
                 None => {
-                    errors.push((
-                        report_path(path, None),
-                        format!("must be {}", names.join(",")),
-                    ));
+                    let msg = match (ctx.v087, names.as_slice()) {
+                        (true, [one]) => format!("must be {one}"),
+                        (true, many) => format!("must be either {}", many.join(" or ")),
+                        (false, _) => format!("must be {}", names.join(",")),
+                    };
+                    ctx.push(path, msg);
                     return;
                 }
             }
@@ -62,31 +214,28 @@ fn check(schema: &Value, value: &mut Value, path: &str, errors: &mut Errors) {
     }
     if let Some(Value::Array(allowed)) = schema.get("enum") {
         if !allowed.iter().any(|a| a == value) {
-            errors.push((
-                report_path(path, None),
+            ctx.push(
+                path,
                 "must be equal to one of the allowed values".to_string(),
-            ));
+            );
         }
     }
     if let Some(expected) = schema.get("const") {
         if expected != value {
-            errors.push((
-                report_path(path, None),
-                "must be equal to constant".to_string(),
-            ));
+            ctx.push(path, "must be equal to constant".to_string());
         }
     }
     match value {
-        Value::Object(obj) => check_object(schema, obj, path, errors),
+        Value::Object(obj) => check_object(schema, obj, path, ctx),
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
-                    check(item_schema, item, &format!("{path}/{i}"), errors);
+                    check(item_schema, item, &format!("{path}/{i}"), ctx);
                 }
             }
         }
-        Value::String(s) => check_string(schema, s, path, errors),
-        Value::Number(n) => check_number(schema, n, path, errors),
+        Value::String(s) => check_string(schema, s, path, ctx),
+        Value::Number(n) => check_number(schema, n, path, ctx),
         _ => {}
     }
 }
@@ -95,12 +244,31 @@ fn check_object(
     schema: &Map<String, Value>,
     obj: &mut Map<String, Value>,
     path: &str,
-    errors: &mut Errors,
+    ctx: &mut Ctx,
 ) {
     if let Some(Value::Array(required)) = schema.get("required") {
-        for name in required.iter().filter_map(Value::as_str) {
-            if !obj.contains_key(name) {
-                errors.push((
+        let missing: Vec<&str> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|name| !obj.contains_key(*name))
+            .collect();
+        if ctx.v087 {
+            // One error naming them all, reported at the first.
+            if let Some(first) = missing.first() {
+                let base = path.get(1..).unwrap_or("").replace('/', ".");
+                let at = if base.is_empty() {
+                    first.to_string()
+                } else {
+                    format!("{base}.{first}")
+                };
+                ctx.errors.push((
+                    at,
+                    format!("must have required properties {}", missing.join(", ")),
+                ));
+            }
+        } else {
+            for name in missing {
+                ctx.errors.push((
                     report_path(path, Some(name)),
                     format!("must have required property '{name}'"),
                 ));
@@ -109,12 +277,25 @@ fn check_object(
     }
     let props = schema.get("properties").and_then(Value::as_object);
     if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-        for key in obj.keys() {
-            if !props.is_some_and(|p| p.contains_key(key)) {
-                errors.push((
-                    report_path(path, None),
-                    "must NOT have additional properties".to_string(),
-                ));
+        let extra: Vec<String> = obj
+            .keys()
+            .filter(|k| !props.is_some_and(|p| p.contains_key(*k)))
+            .cloned()
+            .collect();
+        if ctx.v087 {
+            // TypeBox: each extra property fails the `false` schema, then one summary.
+            for key in &extra {
+                ctx.push(
+                    &format!("{path}/{}", escape_pointer(key)),
+                    "schema is false".into(),
+                );
+            }
+            if !extra.is_empty() {
+                ctx.push(path, "must not have additional properties".into());
+            }
+        } else {
+            for _ in &extra {
+                ctx.push(path, "must NOT have additional properties".into());
             }
         }
     }
@@ -125,43 +306,39 @@ fn check_object(
                     prop_schema,
                     v,
                     &format!("{path}/{}", escape_pointer(name)),
-                    errors,
+                    ctx,
                 );
             }
         }
     }
 }
 
-fn check_string(schema: &Map<String, Value>, s: &str, path: &str, errors: &mut Errors) {
+fn check_string(schema: &Map<String, Value>, s: &str, path: &str, ctx: &mut Ctx) {
     let len = s.encode_utf16().count() as u64;
     if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
         if len > max {
-            errors.push((
-                report_path(path, None),
-                format!("must NOT have more than {max} characters"),
-            ));
+            let msg = format!("must {} have more than {max} characters", ctx.not());
+            ctx.push(path, msg);
         }
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
         if len < min {
-            errors.push((
-                report_path(path, None),
-                format!("must NOT have fewer than {min} characters"),
-            ));
+            let msg = format!("must {} have fewer than {min} characters", ctx.not());
+            ctx.push(path, msg);
         }
     }
 }
 
-fn check_number(schema: &Map<String, Value>, n: &Number, path: &str, errors: &mut Errors) {
+fn check_number(schema: &Map<String, Value>, n: &Number, path: &str, ctx: &mut Ctx) {
     let Some(x) = n.as_f64() else { return };
     if let Some(min) = schema.get("minimum") {
         if min.as_f64().is_some_and(|m| x < m) {
-            errors.push((report_path(path, None), format!("must be >= {min}")));
+            ctx.push(path, format!("must be >= {min}"));
         }
     }
     if let Some(max) = schema.get("maximum") {
         if max.as_f64().is_some_and(|m| x > m) {
-            errors.push((report_path(path, None), format!("must be <= {max}")));
+            ctx.push(path, format!("must be <= {max}"));
         }
     }
 }
@@ -246,6 +423,59 @@ fn js_number_string(n: &Number) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pi_087_wording_null_optionals_and_paths() {
+        let schema = json!({"type":"object","additionalProperties":false,"required":["a","b","c","d","e"],
+            "properties":{"a":{"type":["string","number"]},"b":{"type":"string","minLength":3},
+            "c":{"enum":["x","y"]},"d":{"type":"integer","minimum":5},
+            "e":{"type":"object","required":["q"],"properties":{"q":{"type":"string"}}}}});
+        let err =
+            validate_args_as("checker", &schema, &json!({"z":1,"b":"x","y":2}), true).unwrap_err();
+        assert_eq!(
+            err,
+            "Validation failed for tool \"checker\":\n  - a: must have required properties a, c, d, e\n  - z: schema is false\n  - y: schema is false\n  - root: must not have additional properties\n  - b: must not have fewer than 3 characters\n\nReceived arguments:\n{\n  \"z\": 1,\n  \"b\": \"x\",\n  \"y\": 2\n}"
+        );
+        let err = validate_args_as(
+            "checker",
+            &schema,
+            &json!({"a":true,"b":"xyz","c":"x","d":3,"e":{}}),
+            true,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("  - d: must be >= 5\n  - e.q: must have required properties q\n"),
+            "{err}"
+        );
+        // Optional nulls are dropped (strict providers send them for omitted arguments).
+        let read = read_schema();
+        assert_eq!(
+            validate_args_as(
+                "read",
+                &read,
+                &json!({"path":"a","offset":null,"limit":null}),
+                true
+            )
+            .unwrap(),
+            json!({"path":"a"})
+        );
+        // 0.73.1 coerced them instead.
+        assert_eq!(
+            validate_args("read", &read, &json!({"path":"a","offset":null})).unwrap(),
+            json!({"path":"a","offset":0})
+        );
+        let multi = json!({"type":"object","properties":{"v":{"type":["string","number"]}}});
+        assert!(
+            validate_args_as("t", &multi, &json!({"v":[1]}), true)
+                .unwrap_err()
+                .contains("  - v: must be either string or number\n")
+        );
+        assert!(
+            validate_args("t", &multi, &json!({"v":[1]}))
+                .unwrap_err()
+                .contains("  - v: must be string,number\n")
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -11,15 +11,16 @@
 //! Two things differ on purpose (docs/rpc.md): entries come sorted by file name, directory by
 //! directory (rg's `--sort path` order; both tools otherwise print in the order their parallel
 //! walkers happen to finish), and `.git` directories are never entered (both tools would list
-//! and search the repository's internals under `--hidden`).
+//! and search the repository's internals under `--hidden`). [`super::ordered_walk`] runs these
+//! walks on several threads and keeps that order.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use ignore::WalkBuilder;
 use ignore::overrides::Override;
 
 /// Which tool's defaults the walk follows.
+#[derive(Clone)]
 pub enum Flavor {
     /// ripgrep: `--hidden`, git rules only inside a repository, `.rgignore`, `--glob` overrides.
     Rg(Override),
@@ -27,10 +28,14 @@ pub enum Flavor {
     Fd,
 }
 
-/// A walker over `root` with `flavor`'s ignore rules. `cwd` is the tool's working directory
-/// (where the reference runs rg/fd): global git excludes are matched relative to it.
-pub fn builder(root: &Path, cwd: &Path, flavor: Flavor) -> WalkBuilder {
-    let mut b = WalkBuilder::new(root);
+/// A walker over `roots` (walked one after the other) with `flavor`'s ignore rules. `cwd` is the
+/// tool's working directory (where the reference runs rg/fd): global git excludes are matched
+/// relative to it.
+pub fn builder(roots: &[&Path], cwd: &Path, flavor: &Flavor) -> WalkBuilder {
+    let mut b = WalkBuilder::empty();
+    for root in roots {
+        b.add(root);
+    }
     b.hidden(false)
         .parents(true)
         .ignore(true)
@@ -39,13 +44,15 @@ pub fn builder(root: &Path, cwd: &Path, flavor: Flavor) -> WalkBuilder {
         .git_exclude(true)
         .follow_links(false)
         .current_dir(cwd)
-        .sort_by_file_name(|a: &OsStr, b: &OsStr| a.cmp(b))
+        // Siblings share their parent's path, so comparing whole paths byte by byte orders
+        // them by file name (rg's `--sort path`) without taking the name apart per comparison.
+        .sort_by_file_path(|a: &Path, b: &Path| a.as_os_str().cmp(b.as_os_str()))
         .filter_entry(|e| !is_git_dir(e));
     match flavor {
         Flavor::Rg(overrides) => {
             b.require_git(true)
                 .add_custom_ignore_filename(".rgignore")
-                .overrides(overrides);
+                .overrides(overrides.clone());
         }
         Flavor::Fd => {
             b.require_git(false).add_custom_ignore_filename(".fdignore");

@@ -21,6 +21,8 @@ if [ "$agent" = pith ] && [ ! -x "$bin" ]; then
   echo "interop: no pith binary at $bin (cargo build first)" >&2
   exit 1
 fi
+# The agent runs in a scratch cwd: a relative path (make's `target/debug/pith`) is made absolute.
+case "$bin" in /*) ;; *) bin="$(pwd)/$bin" ;; esac
 # The RpcClient starts `node`: node 22 (pi 0.87.1 needs it; 0.73.1 runs on it too).
 export PATH="$node_dir:$PATH"
 status=0

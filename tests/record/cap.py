@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Capture what pi 0.73.1 sends to a provider and what it makes of given response bytes.
+"""Capture what pi (0.73.1, or 0.87.1 with PI pointing at it) sends to a provider and what it
+makes of given response bytes.
 
   from cap import run_pi, Reply
   events, requests = run_pi(provider, model, env, replies, prompts, models_json=..., settings=..., auth=...)
@@ -8,7 +9,7 @@ import base64, json, os, shutil, subprocess, sys, tempfile, threading, time, zli
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PI = os.environ.get("PI", "pi")  # pi 0.73.1
+PI = os.environ.get("PI", "pi")  # pi 0.73.1 (or 0.87.1: fixtures then go under fixtures/087/)
 
 
 class Reply:
@@ -47,6 +48,9 @@ class Server:
                             break
                         body += self.rfile.read(size)
                         self.rfile.readline()
+                if self.headers.get("content-encoding", "").lower() == "zstd":
+                    # pi 0.87.1 compresses Codex request bodies.
+                    body = subprocess.run(["zstd", "-d", "-c", "-q"], input=body, capture_output=True).stdout
                 with srv.lock:
                     rec = {"method": self.command, "path": self.path,
                            "headers": [[k.lower(), v] for k, v in self.headers.items()],

@@ -6,13 +6,24 @@
 // The table is text, one line per model, parsed when the registry is built (`table.rs`): about a
 // third of the size of the same rows as Rust structs, and no relocation per string in the static
 // binary.
+//
+// With --v087 (pi 0.87.1's pi-ai dist, @earendil-works/pi-ai) it writes builtin_087.rs, the table
+// `--compat 0.87` uses: 0.87.1's providers but Baseten (its chat template arguments) and Radius
+// (pi's own API), with their models, tiered prices, `promptCache`, `inputLimits` and each model's
+// key order:
+//   node tests/record/gen_builtin.mjs <@earendil-works/pi-ai/dist> --v087 > src/llm/models/builtin_087.rs
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
 const dist = process.argv[2];
 const { MODELS } = await import(pathToFileURL(path.join(dist, "models.generated.js")).href);
 
-const providers = Object.keys(MODELS).filter((p) => !process.env.ONLY || process.env.ONLY.split(",").includes(p));
+const V087 = process.argv.includes("--v087");
+// pi 0.87.1's providers that pith does not build in.
+const NOT_087 = ["baseten", "radius"];
+const providers = Object.keys(MODELS)
+  .filter((p) => !process.env.ONLY || process.env.ONLY.split(",").includes(p))
+  .filter((p) => !V087 || !NOT_087.includes(p));
 
 if (process.argv.includes("--ids")) {
   const ids = providers.flatMap((p) => Object.values(MODELS[p]).map((m) => m.id));
@@ -22,15 +33,20 @@ if (process.argv.includes("--ids")) {
 }
 
 const KNOWN = ["id", "name", "api", "provider", "baseUrl", "reasoning", "input", "cost", "contextWindow", "maxTokens",
-  "compat", "thinkingLevelMap", "headers"];
+  "compat", "thinkingLevelMap", "headers", ...(V087 ? ["promptCache", "inputLimits"] : [])];
+// A model's keys in its JSON order, one letter each (pi 0.87.1's catalog has no fixed order).
+const ORDER_LETTER = { id: "i", name: "n", api: "a", provider: "p", baseUrl: "u", reasoning: "r", thinkingLevelMap: "t",
+  input: "I", cost: "$", contextWindow: "w", maxTokens: "m", compat: "c", headers: "h", promptCache: "P", inputLimits: "L" };
 const fail = (why) => {
   process.stderr.write(`gen_builtin: ${why}\n`);
   process.exit(1);
 };
 const rustStr = (s) => JSON.stringify(s);
-const LEVEL = { off: "Off", minimal: "Minimal", low: "Low", medium: "Medium", high: "High", xhigh: "Xhigh" };
-// Distinct values shared by index: thinking maps, compat objects, header sets.
-const interned = { tlm: [], compat: [], headers: [] };
+const LEVEL = { off: "Off", minimal: "Minimal", low: "Low", medium: "Medium", high: "High", xhigh: "Xhigh",
+  ...(V087 ? { max: "Max" } : {}) };
+// Distinct values shared by index: thinking maps, compat objects, header sets (and for 0.87.1 price
+// tiers, promptCache / inputLimits objects, key orders).
+const interned = { tlm: [], compat: [], headers: [], tiers: [], json: [], order: [] };
 const intern = (kind, value) => {
   const key = JSON.stringify(value);
   let i = interned[kind].indexOf(key);
@@ -60,6 +76,10 @@ for (const p of providers) {
     const input = m.input.join(",");
     if (input !== "text" && input !== "text,image") fail(`${p}/${m.id}: input ${input}`);
     const c = m.cost;
+    const costKeys = Object.keys(c).join(",");
+    if (costKeys !== "input,output,cacheRead,cacheWrite" && !(V087 && costKeys === "input,output,cacheRead,cacheWrite,tiers")) {
+      fail(`${p}/${m.id}: cost keys ${costKeys}`);
+    }
     const cost = [c.input, c.output, c.cacheRead, c.cacheWrite].map((n) => {
       if (typeof n !== "number" || !Number.isFinite(n)) fail(`${p}/${m.id}: cost ${n}`);
       return String(n);
@@ -74,6 +94,18 @@ for (const p of providers) {
     if (m.headers) row += `|h${intern("headers", m.headers)}`;
     if (m.api !== api) row += `|a${clean(m.api, "api")}`;
     if (m.baseUrl !== baseUrl) row += `|u${clean(m.baseUrl, "baseUrl")}`;
+    if (V087) {
+      if (c.tiers) {
+        for (const t of c.tiers) {
+          if (Object.keys(t).join(",") !== "inputTokensAbove,input,output,cacheRead,cacheWrite") fail(`${p}/${m.id}: tier ${JSON.stringify(t)}`);
+          for (const v of Object.values(t)) if (typeof v !== "number" || !Number.isFinite(v)) fail(`${p}/${m.id}: tier ${JSON.stringify(t)}`);
+        }
+        row += `|T${intern("tiers", c.tiers)}`;
+      }
+      if (m.promptCache) row += `|P${intern("json", m.promptCache)}`;
+      if (m.inputLimits) row += `|L${intern("json", m.inputLimits)}`;
+      row += `|o${intern("order", Object.keys(m).map((k) => ORDER_LETTER[k]).join(""))}`;
+    }
     rows.push(row);
   }
   body += `\npub(super) const ${constName(p)}: BuiltinProvider = BuiltinProvider {\n`;
@@ -81,7 +113,22 @@ for (const p of providers) {
   body += `    models: Rows(r#"\n${rows.join("\n")}\n"#),\n};\n`;
 }
 
-let out = `//! Built-in model table: the reference's \`models.generated.ts\` (pi-ai 0.73.1), every provider, in
+let out = V087 ? `//! Built-in model table of pi 0.87.1 (\`--compat 0.87\`): pi-ai 0.87.1's model catalog but Baseten
+//! and Radius, in the reference's provider order and file order. Facts only (ids, names,
+//! prices with their tiers, limits, \`promptCache\`, \`inputLimits\`, the order of each model's keys).
+//! Generated by \`tests/record/gen_builtin.mjs --v087\` from the published package; do not edit by
+//! hand.
+//!
+//! Rows as in \`builtin.rs\`, with more optional fields: \`T<n>\` price tiers, \`P<n>\` promptCache and
+//! \`L<n>\` inputLimits (indexes into the tables below), \`o<n>\` the model's key order.
+
+use super::table::{BuiltinProvider, Rows};
+use crate::llm::CostTier;
+use crate::message::ThinkingLevel::{self, *};
+
+/// Distinct \`thinkingLevelMap\`s: \`None\` = level unsupported, \`Some(v)\` = provider-specific value.
+pub(super) const THINKING: &[&[(ThinkingLevel, Option<&str>)]] = &[
+` : `//! Built-in model table: the reference's \`models.generated.ts\` (pi-ai 0.73.1), every provider, in
 //! the reference's provider order and file order. Facts only (ids, names, prices, limits).
 //! Generated by \`tests/record/gen_builtin.mjs\` from the published package; do not edit by hand.
 //!
@@ -105,6 +152,18 @@ for (const key of interned.compat) out += `    ${rustStr(key)},\n`;
 out += `];\n\n/// Distinct header sets.\npub(super) const HEADERS: &[&[(&str, &str)]] = &[\n`;
 for (const key of interned.headers) {
   out += `    &[${Object.entries(JSON.parse(key)).map(([k, v]) => `(${rustStr(k)}, ${rustStr(v)})`).join(", ")}],\n`;
+}
+if (V087) {
+  const num = (n) => (Number.isInteger(n) ? `${n}.0` : String(n));
+  out += `];\n\n/// Distinct price tiers.\npub(super) const TIERS: &[&[CostTier]] = &[\n`;
+  for (const key of interned.tiers) {
+    const tiers = JSON.parse(key).map((t) => `CostTier { input_tokens_above: ${num(t.inputTokensAbove)}, input: ${num(t.input)}, output: ${num(t.output)}, cache_read: ${num(t.cacheRead)}, cache_write: ${num(t.cacheWrite)} }`);
+    out += `    &[${tiers.join(", ")}],\n`;
+  }
+  out += "];\n\n/// Distinct `promptCache` and `inputLimits` objects, as JSON text.\npub(super) const JSON: &[&str] = &[\n";
+  for (const key of interned.json) out += `    ${rustStr(key)},\n`;
+  out += "];\n\n/// Distinct key orders (letters as `table.rs` reads them).\npub(super) const ORDERS: &[&str] = &[\n";
+  for (const key of interned.order) out += `    ${rustStr(JSON.parse(key))},\n`;
 }
 out += `];\n\n/// Providers in the reference's registry order.\npub(super) const PROVIDERS: &[BuiltinProvider] = &[\n`;
 out += providers.map((p) => `    ${constName(p)},\n`).join("");

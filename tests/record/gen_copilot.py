@@ -19,6 +19,8 @@ def save(name, d):
     print(name, d["requests"], [(t["message"]["stopReason"], t["message"].get("errorMessage")) for t in d["turns"]])
 FILES = {"agent/models.json": json.dumps({"providers": {"github-copilot": {"baseUrl": "http://127.0.0.1:{PORT}"}}})}
 ENV = {"COPILOT_GITHUB_TOKEN": "ghu_copilot_token"}
-save("copilot_anthropic", record(extract, "github-copilot", "claude-sonnet-4.5", ENV, [Reply(A_TEXT)], ["hello"], FILES))
-save("copilot_completions", record(extract, "github-copilot", "gpt-4.1", ENV, [Reply(O_TEXT)], ["hello"], FILES))
-save("copilot_responses", record(extract, "github-copilot", "gpt-5.2", ENV, [Reply(text_turn())], ["hello"], FILES))
+# Models to record with (pi 0.87.1 ships other Copilot models: COPILOT_MODELS=claude-haiku-4.5,gemini-3.5-flash,gpt-5-mini).
+A_MODEL, C_MODEL, R_MODEL = os.environ.get("COPILOT_MODELS", "claude-sonnet-4.5,gpt-4.1,gpt-5.2").split(",")
+save("copilot_anthropic", record(extract, "github-copilot", A_MODEL, ENV, [Reply(A_TEXT)], ["hello"], FILES))
+save("copilot_completions", record(extract, "github-copilot", C_MODEL, ENV, [Reply(O_TEXT)], ["hello"], FILES))
+save("copilot_responses", record(extract, "github-copilot", R_MODEL, ENV, [Reply(text_turn())], ["hello"], FILES))

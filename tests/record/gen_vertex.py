@@ -34,6 +34,9 @@ if __name__ == "__main__":
         save("adc_tool", record(extract, "google-vertex", "gemini-2.5-pro", ENV_ADC, [TOKEN, Reply(tool_turn()), Reply(text_turn())], ["Run echo hi please"], FILES_ADC))
     if want("key_flash3"):
         save("key_flash3", record(extract, "google-vertex", "gemini-3-flash-preview", ENV_KEY, [Reply(text_turn())], ["hello"], FILES_BASE))
+    if want("key_tool3"):
+        # Gemini 3 and later: tool call ids in function calls and responses (pi 0.87.1).
+        save("key_tool3", record(extract, "google-vertex", "gemini-3-flash-preview", ENV_KEY, [Reply(tool_turn()), Reply(text_turn())], ["Run echo hi please"], FILES_BASE))
     if want("key_off"):
         save("key_off", record(extract, "google-vertex", "gemini-2.5-flash", ENV_KEY, [Reply(text_turn())], ["hello"], FILES_BASE, thinking="off"))
     if want("key_max"):

@@ -77,7 +77,12 @@ pub fn request_json(llm: &FakeLlm, i: usize) -> Value {
 /// The JSON body of request `i`, which must have gone to `/v1/messages`.
 pub fn request_body(llm: &FakeLlm, i: usize) -> Value {
     let r = recorded(llm, i);
-    assert_eq!(r.path, "/v1/messages");
+    // pi 0.87.1 (and pith under `--compat 0.87`) asks for the SDK's beta endpoint.
+    assert!(
+        r.path == "/v1/messages" || r.path == "/v1/messages?beta=true",
+        "{}",
+        r.path
+    );
     serde_json::from_str(&r.body).expect("request body is JSON")
 }
 

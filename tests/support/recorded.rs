@@ -44,6 +44,9 @@ pub struct Turn {
 
 pub struct Fixture {
     pub name: String,
+    /// Recorded from pi 0.87.1 (`"pi":"0.87.1"`): replayed under `--compat 0.87`, with pi
+    /// 0.87.1's model table.
+    pub compat: pith::compat::Compat,
     /// The environment pi ran with (credentials, region, ...).
     pub env: Vec<(String, String)>,
     pub provider: String,
@@ -78,6 +81,7 @@ pub fn load(name: &str) -> Fixture {
                             name: s(x, "name").unwrap_or_default(),
                             description: s(x, "description").unwrap_or_default(),
                             parameters: x["parameters"].clone(),
+                            constrained_sampling: x.get("constrainedSampling").cloned(),
                         })
                         .collect()
                 })
@@ -143,8 +147,14 @@ pub fn load(name: &str) -> Fixture {
                 .collect()
         })
         .unwrap_or_default();
+    let compat = if v.get("pi").and_then(Value::as_str) == Some("0.87.1") {
+        pith::compat::Compat::V087
+    } else {
+        pith::compat::Compat::V073
+    };
     Fixture {
         env,
+        compat,
         name: name.to_string(),
         provider: s(&v, "provider").expect("provider"),
         model: s(&v, "model").expect("model"),
@@ -158,9 +168,9 @@ pub fn load(name: &str) -> Fixture {
 /// The models pi had: the built-in ones, with the fixture's models.json when it has one.
 fn registry(fx: &Fixture, port: &str) -> Registry {
     match &fx.models_json {
-        Some(text) => Registry::from_models_json(&text.replace("{PORT}", port))
+        Some(text) => Registry::from_models_json_for(&text.replace("{PORT}", port), fx.compat)
             .unwrap_or_else(|e| panic!("{}: models.json: {e}", fx.name)),
-        None => Registry::builtin(),
+        None => Registry::builtin_for(fx.compat),
     }
 }
 
@@ -198,13 +208,37 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     let reg = registry(fx, port_of(&model.base_url));
     let levels = reg.thinking_levels(&model);
     let thinking = pith::llm::clamp_thinking(&levels, asked);
-    let mut req = streams::request(model, t.messages.clone());
+    let mut messages = t.messages.clone();
+    // Under 0.87 the transcript starts with its system message (pith's agent sends it in place);
+    // fixtures recorded without it get one holding the turn's prompt and tools.
+    if fx.compat.is_087() && !messages.iter().any(|m| matches!(m, LlmMessage::System(_))) {
+        let decl: Vec<Value> = t
+            .tools
+            .iter()
+            .map(|t| {
+                let mut o = serde_json::json!({"name": t.name, "description": t.description,
+                    "parameters": t.parameters});
+                if let Some(c) = &t.constrained_sampling {
+                    o["constrainedSampling"] = c.clone();
+                }
+                o
+            })
+            .collect();
+        let mut sys = serde_json::json!({"role": "system", "content": t.system_prompt,
+            "timestamp": 0});
+        if !decl.is_empty() {
+            sys["toolsAdded"] = Value::Array(decl);
+        }
+        messages.insert(0, serde_json::from_value(sys).expect("system message"));
+    }
+    let mut req = streams::request(model, messages);
     req.api_key = Some(api_key.to_string());
     req.system_prompt = t.system_prompt.clone();
     req.tools = t.tools.clone();
     req.thinking = thinking;
     req.session_id = t.session_id.clone();
     req.extra.thinking_map = reg.thinking_level_map(&fx.provider, &fx.model).cloned();
+    req.compat = fx.compat;
     let port = port_of(&req.model.base_url).to_string();
     let env: Vec<(String, String)> = fx
         .env
@@ -230,7 +264,14 @@ pub fn assert_bodies(name: &str, base_url: &str, api_key: &str, adjust: &dyn Fn(
         let prepared = api
             .prepare(&req)
             .unwrap_or_else(|e| panic!("{name} turn {i}: {e}"));
-        let got = String::from_utf8(prepared.body.bytes(&req)).expect("utf-8");
+        let body_bytes = prepared.body.bytes(&req);
+        let body_bytes =
+            if pith::llm::api::header_of(&prepared.headers, "content-encoding") == Some("zstd") {
+                zstd_raw_decode(&body_bytes)
+            } else {
+                body_bytes
+            };
+        let got = String::from_utf8(body_bytes).expect("utf-8");
         if &got != body {
             let at = got
                 .bytes()
@@ -347,19 +388,30 @@ pub fn final_json(events: &[StreamEvent]) -> String {
     without_timestamp(&String::from_utf8(buf).expect("utf-8"))
 }
 
-/// `"timestamp":<digits>` removed from a message's JSON text (numbers compared as printed:
-/// costs are raw float products and must print exactly as pi prints them).
+/// Every `"timestamp":<digits>` removed from a message's JSON text (the message's own, and
+/// those of pi 0.87.1's `diagnostics`; numbers compared as printed: costs are raw float products
+/// and must print exactly as pi prints them).
 pub fn without_timestamp(json: &str) -> String {
-    let Some(at) = json.find("\"timestamp\":") else {
-        return json.to_string();
-    };
-    let rest = &json[at + "\"timestamp\":".len()..];
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let mut end = at + "\"timestamp\":".len() + digits;
-    if json[end..].starts_with(',') {
-        end += 1;
+    let key = "\"timestamp\":";
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find(key) {
+        let after = &rest[at + key.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            out.push_str(&rest[..at + key.len()]);
+            rest = after;
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        let mut tail = &after[digits..];
+        if let Some(t) = tail.strip_prefix(',') {
+            tail = t;
+        }
+        rest = tail;
     }
-    format!("{}{}", &json[..at], &json[end..])
+    out.push_str(rest);
+    out
 }
 
 /// The requests a fake received, for header checks.
@@ -386,4 +438,26 @@ pub fn assert_headers(name: &str, base_url: &str, api_key: &str, names: &[&str])
             assert_eq!(ours, theirs, "{name} turn {i}: header {h}");
         }
     }
+}
+
+/// The content of a zstd frame made of raw blocks (what pith sends under `content-encoding:
+/// zstd`).
+pub fn zstd_raw_decode(frame: &[u8]) -> Vec<u8> {
+    assert_eq!(&frame[..4], &[0x28, 0xB5, 0x2F, 0xFD], "zstd magic");
+    let desc = frame[4];
+    let fcs_len = [1, 2, 4, 8][(desc >> 6) as usize];
+    let mut at = 5 + fcs_len;
+    let mut out = Vec::new();
+    loop {
+        let h = u32::from_le_bytes([frame[at], frame[at + 1], frame[at + 2], 0]);
+        at += 3;
+        assert_eq!((h >> 1) & 3, 0, "raw block");
+        let size = (h >> 3) as usize;
+        out.extend_from_slice(&frame[at..at + size]);
+        at += size;
+        if h & 1 == 1 {
+            break;
+        }
+    }
+    out
 }

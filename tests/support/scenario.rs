@@ -191,7 +191,9 @@ pub fn run(scenario_path: &Path, extra_args: &[&str]) -> Outcome {
         .into_iter()
         .map(|r| {
             let body: Value = serde_json::from_str(&r.body).unwrap_or(Value::String(r.body));
-            json!({"path": r.path, "body": n.value(body, None)})
+            // The oracle's fake LLM logs the path without its query (`?beta=true`).
+            let path = r.path.split('?').next().unwrap_or_default();
+            json!({"path": path, "body": n.value(body, None)})
         })
         .collect();
     // As record.py writes them: the system prompt and tools of later requests, when the same

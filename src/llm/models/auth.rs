@@ -58,6 +58,8 @@ pub struct Auth {
     cache: RefCell<HashMap<String, CommandCell>>,
     /// Where `stored` came from (OAuth refreshes write it back).
     path: Option<std::path::PathBuf>,
+    /// pi 0.87.1's environment variables (its providers' keys) instead of 0.73.1's.
+    v087: bool,
 }
 
 impl fmt::Debug for Auth {
@@ -121,6 +123,7 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: Some(path),
+            v087: false,
         };
         (auth, warnings)
     }
@@ -134,7 +137,14 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: None,
+            v087: false,
         }
+    }
+
+    /// Keys from the environment as the given pi version reads them (pi 0.87.1 knows more
+    /// providers).
+    pub fn set_compat(&mut self, compat: crate::compat::Compat) {
+        self.v087 = compat.is_087();
     }
 
     /// `--api-key`: a key for one provider for this process only (never persisted).
@@ -147,7 +157,7 @@ impl Auth {
     pub fn has_auth(&self, provider: &str) -> bool {
         self.runtime.contains_key(provider)
             || self.stored.get(provider).is_some_and(js_truthy)
-            || env_api_key(provider, &self.env).is_some()
+            || env_api_key_for(provider, &self.env, self.v087).is_some()
             || self.fallback.get(provider).is_some_and(|k| !k.is_empty())
     }
 
@@ -197,7 +207,7 @@ impl Auth {
                 _ => {}
             }
         }
-        env_api_key(provider, &self.env).map(|k| ConfigValue::Ready(Some(k)))
+        env_api_key_for(provider, &self.env, self.v087).map(|k| ConfigValue::Ready(Some(k)))
     }
 
     /// `config` as a value whose `!command` result is cached for the process (pi's
@@ -499,11 +509,35 @@ pub fn env_var_names(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// pi 0.87.1's variables: those of the providers it added, else 0.73.1's.
+pub fn env_var_names_087(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "ant-ling" => &["ANT_LING_API_KEY"],
+        "qwen-token-plan" | "qwen-token-plan-individual" => &["QWEN_TOKEN_PLAN_API_KEY"],
+        "qwen-token-plan-cn" => &["QWEN_TOKEN_PLAN_CN_API_KEY"],
+        "nvidia" => &["NVIDIA_API_KEY"],
+        "zai-coding-cn" => &["ZAI_CODING_CN_API_KEY"],
+        "together" => &["TOGETHER_API_KEY"],
+        "meta" => &["META_API_KEY"],
+        other => env_var_names(other),
+    }
+}
+
 /// The key a provider gets from the environment (`getEnvApiKey`), including the
 /// `"<authenticated>"` sentinel for ambient Vertex / Bedrock credentials.
 pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
+    env_api_key_for(provider, env, false)
+}
+
+/// [`env_api_key`] as the given pi version reads it (`v087`: pi 0.87.1's variables).
+pub fn env_api_key_for(provider: &str, env: &Env, v087: bool) -> Option<String> {
     let get = |name: &str| env(name).filter(|v| !v.is_empty());
-    if let Some(v) = env_var_names(provider).iter().find_map(|name| get(name)) {
+    let names = if v087 {
+        env_var_names_087(provider)
+    } else {
+        env_var_names(provider)
+    };
+    if let Some(v) = names.iter().find_map(|name| get(name)) {
         return Some(v);
     }
     match provider {

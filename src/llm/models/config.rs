@@ -32,6 +32,17 @@ pub(super) struct ProviderConfig {
     pub model_overrides: Vec<(String, ModelOverride)>,
 }
 
+/// The fields of one `cost.tiers` entry.
+const TIER_KEYS: [&str; 5] = [
+    "inputTokensAbove",
+    "input",
+    "output",
+    "cacheRead",
+    "cacheWrite",
+];
+/// Tiers taken per model (a models.json is written by the user; this only bounds a broken one).
+const MAX_TIERS: usize = 64;
+
 #[derive(Debug, Default)]
 pub(super) struct ModelDef {
     pub id: String,
@@ -43,6 +54,8 @@ pub(super) struct ModelDef {
     pub input: Option<Vec<String>>,
     /// input, output, cacheRead, cacheWrite (all four required by the schema).
     pub cost: Option<[f64; 4]>,
+    /// `cost.tiers` (pi 0.87.1).
+    pub tiers: Option<&'static [crate::llm::CostTier]>,
     pub context_window: Option<f64>,
     pub max_tokens: Option<f64>,
     pub headers: Option<Headers>,
@@ -57,6 +70,8 @@ pub(super) struct ModelOverride {
     pub input: Option<Vec<String>>,
     /// Partial cost: input, output, cacheRead, cacheWrite.
     pub cost: Option<[Option<f64>; 4]>,
+    /// `cost.tiers` (pi 0.87.1): replaces the model's.
+    pub tiers: Option<&'static [crate::llm::CostTier]>,
     pub context_window: Option<f64>,
     pub max_tokens: Option<f64>,
     pub headers: Option<Headers>,
@@ -259,6 +274,7 @@ impl Validator {
                     }
                 }
                 m.cost = Some(out);
+                m.tiers = self.tiers(c, &cpath);
             }
         }
         m.context_window = self.number(obj, "contextWindow", path);
@@ -266,6 +282,44 @@ impl Validator {
         m.headers = self.headers(obj, path);
         m.compat = self.compat(obj, path);
         m
+    }
+
+    /// pi 0.87.1's `cost.tiers`: `[{inputTokensAbove, input, output, cacheRead, cacheWrite}]`,
+    /// every field a number. Kept for the life of the process (the registry is built once), so
+    /// the prices stay `Copy`; at most [`MAX_TIERS`] are taken.
+    fn tiers(
+        &mut self,
+        cost: &Map<String, Value>,
+        cpath: &str,
+    ) -> Option<&'static [crate::llm::CostTier]> {
+        let list = cost.get("tiers")?;
+        let path = format!("{cpath}.tiers");
+        let Some(items) = list.as_array() else {
+            self.err(&path, "Expected array");
+            return None;
+        };
+        let mut tiers = Vec::new();
+        for (i, item) in items.iter().take(MAX_TIERS).enumerate() {
+            let tpath = format!("{path}.{i}");
+            let Some(t) = self.object(item, &tpath) else {
+                continue;
+            };
+            let mut v = [0.0; 5];
+            for (slot, key) in v.iter_mut().zip(TIER_KEYS) {
+                match t.get(key) {
+                    None => self.err(&format!("{tpath}.{key}"), "Expected required property"),
+                    Some(_) => *slot = self.number(t, key, &tpath).unwrap_or(0.0),
+                }
+            }
+            tiers.push(crate::llm::CostTier {
+                input_tokens_above: v[0],
+                input: v[1],
+                output: v[2],
+                cache_read: v[3],
+                cache_write: v[4],
+            });
+        }
+        Some(Box::leak(tiers.into_boxed_slice()))
     }
 
     fn model_override(&mut self, value: &Value, path: &str) -> ModelOverride {
@@ -285,6 +339,7 @@ impl Validator {
                     *slot = self.number(c, key, &cpath);
                 }
                 o.cost = Some(out);
+                o.tiers = self.tiers(c, &cpath);
             }
         }
         o.context_window = self.number(obj, "contextWindow", path);

@@ -1,10 +1,11 @@
-//! Row types of the built-in model table (`builtin.rs`).
+//! Row types of the built-in model tables (`builtin.rs`: pi 0.73.1's, `builtin_087.rs`: pi
+//! 0.87.1's).
 //!
 //! The table is text, one line per model, so the binary carries no struct (and no relocated
 //! pointer) per row; building the registry parses the lines it needs. No JSON is parsed for
 //! built-ins except the few distinct `compat` snippets.
 
-use crate::llm::{Model, ModelCost};
+use crate::llm::{CostTier, Model, ModelCost};
 use crate::message::ThinkingLevel;
 
 /// One built-in model (a parsed row). Provider-wide facts (`api`, `baseUrl`) live in [`BuiltinProvider`].
@@ -27,34 +28,82 @@ pub(super) struct BuiltinModel {
     pub base_url: Option<&'static str>,
     /// Request headers the model always sends (GitHub Copilot's editor identification).
     pub headers: Option<&'static [(&'static str, &'static str)]>,
+    /// pi 0.87.1's tiered prices.
+    pub tiers: Option<&'static [CostTier]>,
+    /// pi 0.87.1's `promptCache` as JSON text.
+    pub prompt_cache: Option<&'static str>,
+    /// pi 0.87.1's `inputLimits` as JSON text.
+    pub input_limits: Option<&'static str>,
+    /// pi 0.87.1: the model's keys in their JSON order (`model_json.rs`'s letters).
+    pub order: Option<&'static str>,
 }
+
+/// The shared values a table's rows point at by index.
+pub(super) struct Tables {
+    pub thinking: &'static [&'static [(ThinkingLevel, Option<&'static str>)]],
+    pub compat: &'static [&'static str],
+    pub headers: &'static [&'static [(&'static str, &'static str)]],
+    pub tiers: &'static [&'static [CostTier]],
+    pub json: &'static [&'static str],
+    pub orders: &'static [&'static str],
+}
+
+/// One pi version's built-in table: its providers and the values their rows share.
+pub(super) struct Table {
+    pub providers: &'static [BuiltinProvider],
+    pub tables: Tables,
+}
+
+/// pi 0.73.1's table.
+pub(super) const V073: Table = Table {
+    providers: super::builtin::PROVIDERS,
+    tables: Tables {
+        thinking: super::builtin::THINKING,
+        compat: super::builtin::COMPAT,
+        headers: super::builtin::HEADERS,
+        tiers: &[],
+        json: &[],
+        orders: &[],
+    },
+};
+
+/// pi 0.87.1's table (`--compat 0.87`).
+pub(super) const V087: Table = Table {
+    providers: super::builtin_087::PROVIDERS,
+    tables: Tables {
+        thinking: super::builtin_087::THINKING,
+        compat: super::builtin_087::COMPAT,
+        headers: super::builtin_087::HEADERS,
+        tiers: super::builtin_087::TIERS,
+        json: super::builtin_087::JSON,
+        orders: super::builtin_087::ORDERS,
+    },
+};
 
 /// The rows of one provider (`builtin.rs`): one model per line, parsed on iteration.
 #[derive(Clone, Copy)]
 pub(super) struct Rows(pub &'static str);
 
 impl Rows {
-    /// Number of models.
+    /// Number of rows (an upper bound of the models: a row that does not parse is skipped).
     pub(super) fn len(self) -> usize {
-        self.into_iter().count()
+        self.0.lines().filter(|l| !l.is_empty()).count()
     }
-}
 
-impl IntoIterator for Rows {
-    type Item = BuiltinModel;
-    type IntoIter =
-        std::iter::FilterMap<std::str::Lines<'static>, fn(&'static str) -> Option<BuiltinModel>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.lines().filter_map(BuiltinModel::parse)
+    /// The models, their shared values looked up in `tables`.
+    pub(super) fn rows(self, tables: &'static Tables) -> impl Iterator<Item = BuiltinModel> {
+        self.0
+            .lines()
+            .filter_map(move |l| BuiltinModel::parse(l, tables))
     }
 }
 
 impl BuiltinModel {
-    /// One row: `id|name|flags|costs|contextWindow|maxTokens[|t<n>|c<n>|h<n>|a<api>|u<url>]`. The
-    /// table is generated and checked by a test; a row that does not parse (or an empty line) is
-    /// skipped rather than trusted.
-    fn parse(line: &'static str) -> Option<BuiltinModel> {
+    /// One row: `id|name|flags|costs|contextWindow|maxTokens[|t<n>|c<n>|h<n>|a<api>|u<url>]`,
+    /// for pi 0.87.1 also `T<n>` tiers, `P<n>` promptCache, `L<n>` inputLimits, `o<n>` key order.
+    /// The table is generated and checked by a test; a row that does not parse (or an empty
+    /// line) is skipped rather than trusted.
+    fn parse(line: &'static str, t: &'static Tables) -> Option<BuiltinModel> {
         let mut f = line.split('|');
         let id = f.next().filter(|s| !s.is_empty())?;
         let name = f.next()?;
@@ -77,14 +126,22 @@ impl BuiltinModel {
             api: None,
             base_url: None,
             headers: None,
+            tiers: None,
+            prompt_cache: None,
+            input_limits: None,
+            order: None,
         };
         for extra in f {
             let (key, value) = extra.split_at_checked(1)?;
             let index = || value.parse::<usize>().ok();
             match key {
-                "t" => row.thinking = Some(*super::builtin::THINKING.get(index()?)?),
-                "c" => row.compat = Some(*super::builtin::COMPAT.get(index()?)?),
-                "h" => row.headers = Some(*super::builtin::HEADERS.get(index()?)?),
+                "t" => row.thinking = Some(*t.thinking.get(index()?)?),
+                "c" => row.compat = Some(*t.compat.get(index()?)?),
+                "h" => row.headers = Some(*t.headers.get(index()?)?),
+                "T" => row.tiers = Some(*t.tiers.get(index()?)?),
+                "P" => row.prompt_cache = Some(*t.json.get(index()?)?),
+                "L" => row.input_limits = Some(*t.json.get(index()?)?),
+                "o" => row.order = Some(*t.orders.get(index()?)?),
                 "a" => row.api = Some(value),
                 "u" => row.base_url = Some(value),
                 _ => return None,
@@ -115,6 +172,7 @@ impl BuiltinModel {
                 output: self.cost[1],
                 cache_read: self.cost[2],
                 cache_write: self.cost[3],
+                tiers: self.tiers,
             },
             context_window: self.context_window,
             max_tokens: self.max_tokens,
@@ -123,12 +181,20 @@ impl BuiltinModel {
                     .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
                     .collect()
             }),
-            shape: crate::llm::model_json::ModelShape::builtin(
-                self.headers.is_some(),
-                compat.is_some(),
-                self.thinking.map(super::ThinkingLevelMap::from_static),
-            ),
+            shape: match self.order {
+                Some(order) => crate::llm::model_json::ModelShape::ordered(
+                    order,
+                    self.thinking.map(super::ThinkingLevelMap::from_static),
+                ),
+                None => crate::llm::model_json::ModelShape::builtin(
+                    self.headers.is_some(),
+                    compat.is_some(),
+                    self.thinking.map(super::ThinkingLevelMap::from_static),
+                ),
+            },
             compat,
+            prompt_cache: self.prompt_cache,
+            input_limits: self.input_limits,
         }
     }
 }
@@ -143,14 +209,16 @@ pub(super) struct BuiltinProvider {
 
 #[cfg(test)]
 mod tests {
-    use super::super::builtin::PROVIDERS;
+    use super::{V073, V087};
 
     #[test]
     fn every_row_parses() {
-        for p in PROVIDERS {
-            let lines = p.models.0.lines().filter(|l| !l.is_empty()).count();
-            assert_eq!(p.models.len(), lines, "{}: a row does not parse", p.name);
-            assert!(lines > 0, "{}", p.name);
+        for table in [&V073, &V087] {
+            for p in table.providers {
+                let parsed = p.models.rows(&table.tables).count();
+                assert_eq!(parsed, p.models.len(), "{}: a row does not parse", p.name);
+                assert!(parsed > 0, "{}", p.name);
+            }
         }
     }
 }

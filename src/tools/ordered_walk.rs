@@ -1,0 +1,722 @@
+//! The ordered parallel walk behind `grep` and `find`: the entries of [`super::walk`]'s sorted
+//! walk, visited on several threads, handed back in exactly the sequential walk's order, and
+//! stopped as soon as the caller has what it needs.
+//!
+//! rg and fd walk with `ignore`'s `WalkParallel`, whose order is whatever the threads happen to
+//! produce; it cannot be sorted without walking everything first, so a search that a limit stops
+//! after a hundred matches would pay for the whole tree. Instead:
+//!
+//! 0. **Alone first**: the calling thread walks with `ignore`'s sequential, sorted `Walk` for
+//!    5 ms (or 2,048 entries). A small tree, or a search that a limit stops early, is done
+//!    before any thread is started. The rest, from the first entry not visited yet (the
+//!    *resume* point, in walk order), is split into subtrees that are each walked by a
+//!    sequential, sorted `Walk`:
+//! 1. **Plan** (on the calling thread): the top levels are listed, one level at a time (each
+//!    level is one `Walk` over the previous level's directories, `max_depth(1)`), until a level
+//!    has enough directories to keep every thread busy ([`Walker::units_per_thread`]) or
+//!    [`MAX_PLAN_DEPTH`] is reached; what comes before the resume point is dropped (the
+//!    directory that holds it stays, marked). The listed entries are the plan's *items*, in walk
+//!    order; the directories of the last level listed are *units*, whose contents are not
+//!    listed yet.
+//! 2. **Work**: items are dealt out round robin (units and the other items each in their own
+//!    turn, so units spread evenly). Each thread visits its items in order, and walks its units
+//!    with **one** `Walk` whose roots are those units (so the parents' ignore files are read and
+//!    compiled once per thread, not once per unit). A unit walked from its own directory with
+//!    `parents(true)` sees the same ignore rules as the whole walk does when it gets there: the
+//!    ignore files of every directory above it, nearest first, git repository boundaries
+//!    included. Visiting is the caller's per-entry work (`grep` searches the file, `find`
+//!    matches the name), so a thread never hands single entries to another one.
+//! 3. **Merge** (on the calling thread): results come back in batches through one bounded
+//!    channel per thread, tagged with their item, and are taken item by item in plan order:
+//!    exactly the order of the sequential walk.
+//!
+//! Stopping: the caller's `take` says when it has enough, which stops every thread (they check
+//! before every entry, and a blocked send fails once the receivers are gone); an abort stops
+//! them the same way. No thread works past the limit either: results count toward the limit
+//! ([`Visitor::weight`]), and once one thread's own results reach it, the merge is bound to stop
+//! before anything that thread would find later, so it stops. Memory is bounded by the
+//! channels and by the limit, per thread.
+//!
+//! Threads: only as many as the machine has idle cores (`idle_cores`); with one, step 0 is
+//! the whole walk. `ignore`'s `WalkParallel` was tried for the units (its results sorted per
+//! batch of units): it spares the sequential walker's per-directory probes for ignore files,
+//! but moving every entry through its work queue cost more than that, and a batch cannot stop
+//! at the limit.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, select};
+use ignore::{DirEntry, Error};
+
+use super::walk::{Flavor, builder};
+use crate::cancel::{CancelToken, cancel_pair};
+
+/// One entry of the walk, or an error met while walking.
+pub type Entry = Result<DirEntry, Error>;
+
+/// The per-entry work of a walk.
+pub trait Visitor: Sync {
+    /// Per-thread state (a searcher, a buffer).
+    type State;
+    /// What an entry gives the caller.
+    type Out: Send;
+    fn state(&self) -> Self::State;
+    /// Visit one entry (never the search root itself); `None` when it gives nothing.
+    fn visit(&self, state: &mut Self::State, entry: Entry) -> Option<Self::Out>;
+    /// How much `out` counts toward [`Walker::limit`].
+    fn weight(&self, out: &Self::Out) -> usize;
+}
+
+/// The plan lists at most this many levels below the root.
+pub const MAX_PLAN_DEPTH: usize = 3;
+/// A level that would make the plan longer than this is not listed (its directories are units).
+const MAX_PLAN_ITEMS: usize = 20_000;
+/// Results a thread collects before it sends them.
+const BATCH: usize = 64;
+/// Items a thread finishes before it reports its progress (a unit is reported at once).
+const PROGRESS_EVERY: usize = 64;
+/// Batches waiting in one thread's channel.
+const CHANNEL_BATCHES: usize = 16;
+/// Entries visited on the calling thread before the walk goes parallel.
+const SEQUENTIAL_BUDGET: usize = 2048;
+/// Time spent on the calling thread alone before the walk goes parallel (searching a few large
+/// files can take longer than walking thousands of entries).
+const SEQUENTIAL_TIME: Duration = Duration::from_millis(5);
+/// The most threads a walk uses.
+pub const MAX_THREADS: usize = 8;
+
+/// The threads a walk uses: the cores the rest of the machine left idle over the last minute
+/// (`/proc/loadavg`, as `make -l` reads it), at least one. Where every core is busy already,
+/// more threads would only share the same CPU time and spend about a tenth more of it
+/// (contention in the kernel, subtrees set up twice); with many agents on one host, that is
+/// the usual case.
+fn idle_cores(cores: usize, loadavg: Option<&str>) -> usize {
+    let load = loadavg
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|l| l.parse::<f64>().ok())
+        .filter(|l| l.is_finite() && *l >= 0.0);
+    match load {
+        Some(load) => ((cores as f64 - load).ceil().max(1.0) as usize).min(cores),
+        None => cores,
+    }
+}
+
+/// A walk of `root` with `flavor`'s ignore rules.
+pub struct Walker<'a> {
+    pub root: &'a Path,
+    pub cwd: &'a Path,
+    pub flavor: Flavor,
+    /// Threads that visit entries; 1 walks on the calling thread alone.
+    pub threads: usize,
+    /// The caller stops once the weights of the results it took reach this; no thread looks
+    /// further than that (`usize::MAX`: no limit).
+    pub limit: usize,
+    /// The plan goes one level deeper while it has fewer than `threads × this` directories.
+    pub units_per_thread: usize,
+    /// The calling thread walks alone until it has visited this many entries or spent
+    /// `sequential_time`, whichever comes first; then the other threads start.
+    pub sequential_budget: usize,
+    pub sequential_time: Duration,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(root: &'a Path, cwd: &'a Path, flavor: Flavor, limit: usize) -> Walker<'a> {
+        let cores = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS);
+        let load = std::fs::read_to_string("/proc/loadavg").ok();
+        let threads = idle_cores(cores, load.as_deref());
+        Walker {
+            root,
+            cwd,
+            flavor,
+            threads,
+            limit,
+            units_per_thread: 8,
+            sequential_budget: SEQUENTIAL_BUDGET,
+            sequential_time: SEQUENTIAL_TIME,
+        }
+    }
+
+    /// Visit every entry under the root and hand the results to `take` in the order of the
+    /// sequential sorted walk, until `take` returns true or `cancel` fires.
+    pub fn run<V: Visitor>(
+        &self,
+        visitor: &V,
+        cancel: &CancelToken,
+        take: &mut dyn FnMut(V::Out) -> bool,
+    ) {
+        // The first entries on this thread alone: a small tree, or a search that a limit stops
+        // early, is done before a thread would have started.
+        let budget = if self.threads <= 1 {
+            usize::MAX
+        } else {
+            self.sequential_budget
+        };
+        let mut state = visitor.state();
+        let mut taken = 0usize;
+        let mut visits = 0usize;
+        let mut resume = None;
+        let started = Instant::now();
+        for entry in builder(&[self.root], self.cwd, &self.flavor).build() {
+            if cancel.is_cancelled() {
+                return;
+            }
+            if let Ok(e) = &entry {
+                if e.depth() == 0 {
+                    continue;
+                }
+                if visits >= budget
+                    || (budget != usize::MAX && started.elapsed() >= self.sequential_time)
+                {
+                    resume = Some(e.path().to_path_buf());
+                    break;
+                }
+            }
+            visits += 1;
+            if let Some(out) = visitor.visit(&mut state, entry) {
+                taken = taken.saturating_add(visitor.weight(&out));
+                if take(out) {
+                    return;
+                }
+            }
+        }
+        // The rest (from `resume` on) in parallel.
+        let Some(resume) = resume else {
+            return;
+        };
+        drop(state);
+        let stop = || cancel.is_cancelled();
+        let Some(items) = self.plan(&resume, &stop) else {
+            return;
+        };
+        if !items.is_empty() {
+            let limit = self.limit.saturating_sub(taken).max(1);
+            self.run_parallel(items, &resume, limit, visitor, cancel, take);
+        }
+    }
+
+    /// The plan's items in walk order from `resume` on; `None` when stopped.
+    fn plan(&self, resume: &Path, stop: &dyn Fn() -> bool) -> Option<Vec<Item>> {
+        let target = self.threads.saturating_mul(self.units_per_thread);
+        let mut items: Vec<Item> = Vec::new();
+        let mut frontier: Vec<usize> = Vec::new();
+        // Level 1: the root's own entries.
+        let listing = self.list(&[self.root], stop)?;
+        for (_, entry) in listing {
+            items.push(Item::new(entry, 1));
+        }
+        for level in 1..=MAX_PLAN_DEPTH {
+            items = skip_before(items, resume);
+            frontier.clear();
+            frontier.extend((0..items.len()).filter(|&i| items[i].is_dir_at(level)));
+            let last = level == MAX_PLAN_DEPTH
+                || frontier.len() >= target
+                || items.len() >= MAX_PLAN_ITEMS;
+            if frontier.is_empty() {
+                break;
+            }
+            if last {
+                for &i in &frontier {
+                    items[i].unit = true;
+                }
+                break;
+            }
+            // List the next level: one walk over every directory of this one.
+            let roots: Vec<PathBuf> = frontier
+                .iter()
+                .filter_map(|&i| items[i].path().map(Path::to_path_buf))
+                .collect();
+            let root_refs: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
+            let mut children: Vec<Vec<Entry>> = (0..roots.len()).map(|_| Vec::new()).collect();
+            for (k, entry) in self.list(&root_refs, stop)? {
+                children[k].push(entry);
+            }
+            let mut next =
+                Vec::with_capacity(items.len() + children.iter().map(Vec::len).sum::<usize>());
+            let mut lists = children.into_iter();
+            let mut expanded = frontier.iter().peekable();
+            for (i, item) in items.into_iter().enumerate() {
+                next.push(item);
+                if expanded.peek() == Some(&&i) {
+                    expanded.next();
+                    for entry in lists.next().unwrap_or_default() {
+                        next.push(Item::new(entry, level + 1));
+                    }
+                }
+            }
+            items = next;
+        }
+        Some(items)
+    }
+
+    /// The entries one level below each of `roots`, each with the index of its root; `None`
+    /// when stopped.
+    fn list(&self, roots: &[&Path], stop: &dyn Fn() -> bool) -> Option<Vec<(usize, Entry)>> {
+        let mut b = builder(roots, self.cwd, &self.flavor);
+        b.max_depth(Some(1));
+        let mut out = Vec::new();
+        let mut current = 0usize;
+        let mut started = false;
+        for entry in b.build() {
+            if stop() {
+                return None;
+            }
+            if let Ok(e) = &entry {
+                if e.depth() == 0 {
+                    // The next root starts (the roots come in order; one that vanished since
+                    // it was listed yields an error instead, kept with the root before it).
+                    if let Some(k) = (current + usize::from(started)..roots.len())
+                        .find(|&k| roots[k] == e.path())
+                    {
+                        current = k;
+                        started = true;
+                    }
+                    continue;
+                }
+            }
+            out.push((current, entry));
+        }
+        Some(out)
+    }
+
+    fn run_parallel<V: Visitor>(
+        &self,
+        items: Vec<Item>,
+        resume: &Path,
+        limit: usize,
+        visitor: &V,
+        cancel: &CancelToken,
+        take: &mut dyn FnMut(V::Out) -> bool,
+    ) {
+        let threads = self.threads;
+        // Deal the items out: units round robin among themselves, the rest likewise.
+        let count = items.len();
+        let mut owner = Vec::with_capacity(count);
+        let mut work: Vec<Vec<(usize, Item)>> = (0..threads).map(|_| Vec::new()).collect();
+        let (mut next_unit, mut next_other) = (0usize, 0usize);
+        for (i, item) in items.into_iter().enumerate() {
+            let counter = if item.unit {
+                &mut next_unit
+            } else {
+                &mut next_other
+            };
+            let t = *counter % threads;
+            *counter += 1;
+            owner.push(t);
+            work[t].push((i, item));
+        }
+        let (mut done, done_token) = cancel_pair();
+        let stop = || cancel.is_cancelled() || done_token.is_cancelled();
+        std::thread::scope(|scope| {
+            let mut receivers = Vec::with_capacity(threads);
+            for mine in work {
+                let (tx, rx) = bounded::<Batch<V::Out>>(CHANNEL_BATCHES);
+                receivers.push(rx);
+                let stop = &stop;
+                scope.spawn(move || self.work(mine, resume, limit, visitor, stop, tx));
+            }
+            merge(&receivers, &owner, cancel, take);
+            // Stop the threads; the scope ends when they have.
+            done.cancel();
+            drop(receivers);
+        });
+    }
+
+    /// One thread: visit `items` (and walk the units among them) in order, send the results.
+    #[allow(clippy::too_many_arguments)]
+    fn work<V: Visitor>(
+        &self,
+        items: Vec<(usize, Item)>,
+        resume: &Path,
+        limit: usize,
+        visitor: &V,
+        stop: &dyn Fn() -> bool,
+        tx: Sender<Batch<V::Out>>,
+    ) {
+        let mut state = visitor.state();
+        let unit_roots: Vec<PathBuf> = items
+            .iter()
+            .filter(|(_, item)| item.unit)
+            .filter_map(|(_, item)| item.path().map(Path::to_path_buf))
+            .collect();
+        let mut walk = (!unit_roots.is_empty()).then(|| {
+            let roots: Vec<&Path> = unit_roots.iter().map(PathBuf::as_path).collect();
+            builder(&roots, self.cwd, &self.flavor).build()
+        });
+        let mut held: Option<Entry> = None;
+        let mut out: Vec<(usize, V::Out)> = Vec::new();
+        let mut weight = 0usize;
+        let mut quiet = 0usize;
+        let send = |out: &mut Vec<(usize, V::Out)>, through: usize| {
+            tx.send(Batch {
+                results: std::mem::take(out),
+                through,
+            })
+            .is_ok()
+        };
+        for (idx, item) in items {
+            if stop() {
+                return;
+            }
+            let item_was_unit = item.unit;
+            let unit_root = if item.unit {
+                item.path().map(Path::to_path_buf)
+            } else {
+                None
+            };
+            // Entries before `resume` were visited before the threads started.
+            let mut skipping = item.holds_resume;
+            if !skipping {
+                if let Some(o) = visitor.visit(&mut state, item.entry) {
+                    weight = weight.saturating_add(visitor.weight(&o));
+                    out.push((idx, o));
+                }
+            }
+            if let (Some(root), Some(walk)) = (unit_root, walk.as_mut()) {
+                // This unit's entries: from its root's depth-0 entry to the next root's.
+                let mut started = false;
+                while weight < limit {
+                    let Some(entry) = held.take().or_else(|| walk.next()) else {
+                        break;
+                    };
+                    if let Ok(e) = &entry {
+                        if e.depth() == 0 {
+                            if !started && e.path() == root {
+                                started = true;
+                                continue;
+                            }
+                            held = Some(entry);
+                            break;
+                        }
+                    }
+                    if stop() {
+                        return;
+                    }
+                    if skipping {
+                        match &entry {
+                            Ok(e) if e.path() >= resume => skipping = false,
+                            _ => continue,
+                        }
+                    }
+                    if let Some(o) = visitor.visit(&mut state, entry) {
+                        weight = weight.saturating_add(visitor.weight(&o));
+                        out.push((idx, o));
+                        if out.len() >= BATCH && !send(&mut out, idx) {
+                            return;
+                        }
+                    }
+                }
+            }
+            if weight >= limit {
+                // The merge stops before anything this thread would find from here on.
+                send(&mut out, usize::MAX);
+                return;
+            }
+            quiet += 1;
+            // After a unit the merge may be waiting for it: say so at once.
+            if item_was_unit || out.len() >= BATCH || quiet >= PROGRESS_EVERY {
+                quiet = 0;
+                if !send(&mut out, idx + 1) {
+                    return;
+                }
+            }
+        }
+        send(&mut out, usize::MAX);
+    }
+}
+
+/// Take the threads' results item by item in plan order.
+fn merge<T>(
+    receivers: &[Receiver<Batch<T>>],
+    owner: &[usize],
+    cancel: &CancelToken,
+    take: &mut dyn FnMut(T) -> bool,
+) {
+    let mut queues: Vec<VecDeque<(usize, T)>> = receivers.iter().map(|_| VecDeque::new()).collect();
+    // Every item of thread t below `through[t]` is complete.
+    let mut through = vec![0usize; receivers.len()];
+    for (i, &t) in owner.iter().enumerate() {
+        loop {
+            while queues[t].front().is_some_and(|(item, _)| *item == i) {
+                if let Some((_, out)) = queues[t].pop_front() {
+                    if take(out) {
+                        return;
+                    }
+                }
+            }
+            if through[t] > i {
+                break;
+            }
+            select! {
+                recv(receivers[t]) -> batch => match batch {
+                    Ok(batch) => {
+                        queues[t].extend(batch.results);
+                        through[t] = batch.through;
+                    }
+                    // The thread stopped (aborted): nothing more comes from it.
+                    Err(_) => through[t] = usize::MAX,
+                },
+                recv(cancel.receiver()) -> _ => return,
+            }
+        }
+    }
+}
+
+/// Results of one thread, and how far it has got: every item of its below `through` is done.
+struct Batch<T> {
+    results: Vec<(usize, T)>,
+    through: usize,
+}
+
+/// An entry of the plan.
+struct Item {
+    entry: Entry,
+    /// Levels below the search root.
+    depth: usize,
+    /// A directory whose contents the plan does not list: walked by the thread that owns it.
+    unit: bool,
+    /// A directory that holds the first entry not visited yet: itself and what comes before
+    /// that entry inside it were visited already.
+    holds_resume: bool,
+}
+
+/// `items` without what comes before `resume` in walk order (already visited).
+fn skip_before(items: Vec<Item>, resume: &Path) -> Vec<Item> {
+    let mut before = true;
+    items
+        .into_iter()
+        .filter_map(|mut item| {
+            if !before {
+                return Some(item);
+            }
+            match &item.entry {
+                Ok(e) if e.path() >= resume => {
+                    before = false;
+                    Some(item)
+                }
+                Ok(e) if item.is_dir_at(item.depth) && resume.starts_with(e.path()) => {
+                    item.holds_resume = true;
+                    Some(item)
+                }
+                // Visited already, or an error met while listing what was.
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+impl Item {
+    fn new(entry: Entry, depth: usize) -> Item {
+        Item {
+            entry,
+            depth,
+            unit: false,
+            holds_resume: false,
+        }
+    }
+
+    fn path(&self) -> Option<&Path> {
+        self.entry.as_ref().ok().map(DirEntry::path)
+    }
+
+    /// A directory (not a link to one: the walk does not follow links) at `depth`.
+    fn is_dir_at(&self, depth: usize) -> bool {
+        self.depth == depth
+            && self
+                .entry
+                .as_ref()
+                .is_ok_and(|e| e.file_type().is_some_and(|t| t.is_dir()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ignore::overrides::OverrideBuilder;
+
+    /// A repository-shaped tree whose ignore rules differ at every level: nested `.gitignore`s
+    /// with negations and anchored patterns, `.ignore`, `.rgignore`, `.fdignore`,
+    /// `.git/info/exclude`, a nested repository, a directory outside the repository rules'
+    /// reach (`require_git`), symlinks, and enough directories to make many units.
+    fn tree(root: &Path) {
+        let file = |p: &str, text: &str| {
+            let p = root.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        file("repo/.git/HEAD", "ref: refs/heads/main\n");
+        file("repo/.git/info/exclude", "*.excluded\n");
+        file(
+            "repo/.gitignore",
+            "target/\n*.log\n/top-only.txt\nbuild\n!keep.log\npkg*/gen/\n",
+        );
+        file("repo/.ignore", "*.tmp\n");
+        file("repo/.rgignore", "*.rgskip\n");
+        file("repo/.fdignore", "*.fdskip\n");
+        file("repo/top-only.txt", "x\n");
+        file("repo/keep.log", "x\n");
+        file("repo/a.log", "x\n");
+        for p in 0..12 {
+            let pkg = format!("repo/packages/pkg{p:02}");
+            file(&format!("{pkg}/package.json"), "{}\n");
+            file(
+                &format!("{pkg}/.gitignore"),
+                "coverage/\n!important.tmp\n/local.txt\n",
+            );
+            for m in 0..3 {
+                for f in 0..4 {
+                    file(&format!("{pkg}/src/m{m}/f{f}.rs"), "fn main() {}\n");
+                    file(&format!("{pkg}/src/m{m}/f{f}.tmp"), "x\n");
+                }
+                file(&format!("{pkg}/src/m{m}/deep/er/x.excluded"), "x\n");
+                file(&format!("{pkg}/src/m{m}/deep/er/y.rgskip"), "x\n");
+                file(&format!("{pkg}/src/m{m}/deep/er/z.fdskip"), "x\n");
+                file(&format!("{pkg}/src/m{m}/deep/er/top-only.txt"), "x\n");
+            }
+            file(&format!("{pkg}/important.tmp"), "x\n");
+            file(&format!("{pkg}/local.txt"), "x\n");
+            file(&format!("{pkg}/sub/local.txt"), "x\n");
+            file(&format!("{pkg}/coverage/c.json"), "{}\n");
+            file(&format!("{pkg}/gen/g.rs"), "x\n");
+            file(&format!("{pkg}/build/b.rs"), "x\n");
+            file(&format!("{pkg}/target/t.rs"), "x\n");
+        }
+        // A nested repository: the outer `.gitignore` stops at its boundary.
+        file("repo/vendor/inner/.git/HEAD", "ref: refs/heads/main\n");
+        file("repo/vendor/inner/.gitignore", "secret/\n");
+        file("repo/vendor/inner/target/t.rs", "x\n");
+        file("repo/vendor/inner/secret/s.rs", "x\n");
+        file("repo/vendor/inner/build/b.rs", "x\n");
+        // Outside any repository: `.gitignore` applies to fd only.
+        file("plain/.gitignore", "out/\n");
+        file("plain/out/o.rs", "x\n");
+        file("plain/src/a/b/c/d.rs", "x\n");
+        std::os::unix::fs::symlink("../repo/packages", root.join("plain/link")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join("plain/dangling")).unwrap();
+    }
+
+    struct Paths;
+
+    impl Visitor for Paths {
+        type State = ();
+        type Out = String;
+        fn state(&self) {}
+        fn visit(&self, _: &mut (), entry: Entry) -> Option<String> {
+            Some(match entry {
+                Ok(e) => e.path().display().to_string(),
+                Err(e) => format!("error: {e}"),
+            })
+        }
+        fn weight(&self, _: &String) -> usize {
+            1
+        }
+    }
+
+    fn walk(
+        root: &Path,
+        flavor: Flavor,
+        (threads, units, budget): (usize, usize, usize),
+        limit: usize,
+    ) -> Vec<String> {
+        let mut w = Walker::new(root, root, flavor, limit);
+        w.threads = threads;
+        w.units_per_thread = units;
+        w.sequential_budget = budget;
+        w.sequential_time = Duration::MAX;
+        let mut out = Vec::new();
+        w.run(&Paths, &CancelToken::never(), &mut |p| {
+            out.push(p);
+            out.len() >= limit
+        });
+        out
+    }
+
+    fn flavors(root: &Path) -> Vec<(&'static str, Flavor)> {
+        let mut globs = OverrideBuilder::new(root);
+        globs.add("*.rs").unwrap();
+        globs.add("!**/m1/**").unwrap();
+        vec![
+            ("fd", Flavor::Fd),
+            (
+                "rg",
+                Flavor::Rg(OverrideBuilder::new(root).build().unwrap()),
+            ),
+            ("rg --glob", Flavor::Rg(globs.build().unwrap())),
+        ]
+    }
+
+    #[test]
+    fn parallel_walk_is_the_sequential_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        tree(&root);
+        for search in [
+            root.clone(),
+            root.join("repo"),
+            root.join("repo/packages/pkg03"),
+        ] {
+            for (name, flavor) in flavors(&root) {
+                let want = walk(&search, flavor.clone(), (1, 8, 0), usize::MAX);
+                assert!(want.len() > 10, "{name}: {want:?}");
+                // Units at every plan depth, from many threads to a few, the threads starting
+                // at the first entry or anywhere later (inside a unit, between units).
+                for budget in [0, 1, 7, 50, 333, want.len() - 1] {
+                    for (threads, units) in [(2, 8), (3, 1), (7, 40)] {
+                        let got = walk(
+                            &search,
+                            flavor.clone(),
+                            (threads, units, budget),
+                            usize::MAX,
+                        );
+                        assert_eq!(
+                            got, want,
+                            "{name} {search:?} threads {threads} units {units} budget {budget}"
+                        );
+                    }
+                }
+                // A limit stops at the sequential walk's first results.
+                for limit in [1, 5, 37, want.len() - 1]
+                    .into_iter()
+                    .filter(|&l| l < want.len())
+                {
+                    for budget in [0, 3, 30] {
+                        let got = walk(&search, flavor.clone(), (3, 1, budget), limit);
+                        assert_eq!(got, want[..limit], "{name} {search:?} limit {limit}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn threads_for_the_idle_cores() {
+        assert_eq!(idle_cores(2, Some("0.05 0.20 0.30 1/120 99")), 2);
+        assert_eq!(idle_cores(2, Some("0.99 0.20 0.30 1/120 99")), 2);
+        assert_eq!(idle_cores(2, Some("1.00 0.20 0.30 1/120 99")), 1);
+        assert_eq!(idle_cores(2, Some("7.5 0.20 0.30 1/120 99")), 1);
+        assert_eq!(idle_cores(8, Some("3.2 1 1 1/1 1")), 5);
+        assert_eq!(idle_cores(4, None), 4);
+        assert_eq!(idle_cores(4, Some("nan")), 4);
+        assert_eq!(idle_cores(4, Some("")), 4);
+    }
+
+    #[test]
+    fn an_abort_stops_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path());
+        let (mut source, token) = cancel_pair();
+        source.cancel();
+        let mut w = Walker::new(dir.path(), dir.path(), Flavor::Fd, usize::MAX);
+        w.threads = 3;
+        w.sequential_budget = 0;
+        let mut n = 0;
+        w.run(&Paths, &token, &mut |_| {
+            n += 1;
+            false
+        });
+        assert_eq!(n, 0);
+    }
+}
