@@ -1,5 +1,7 @@
 # pith — see README.md
 CARGO ?= cargo
+# The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1) for `make bench`'s comparison.
+ORACLE ?= ../shared/oracle
 # Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/;
 # absolute, because the interop shim starts the binary from another directory.
 TARGET_DIR := $(abspath $(if $(CARGO_TARGET_DIR),$(CARGO_TARGET_DIR),target))
@@ -57,18 +59,23 @@ static:
 	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS)" \
 	$(CARGO) build --release --target x86_64-unknown-linux-musl
 
-# pith's own figures, then pith beside pi 0.73.1 / 0.87.1 (those installed by ../shared/oracle's
-# setup scripts) as ratios from one run: target/bench/results.json. BENCH_ARGS=--quick for a short run.
-# Then grep/find/ls over a generated 100,000-file repository, pith beside pi 0.73.1 and 0.87.1
-# running rg and fd (found on PATH; pith alone without the oracle): target/bench/tools.json.
-bench: build
-	$(CARGO) run --release --features bench --bin pith-bench
-	@if command -v python3 >/dev/null && [ -f ../shared/oracle/bench.py ]; then \
-		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith $(BENCH_ARGS); \
-	else echo "bench: comparison with pi skipped (needs python3 and ../shared/oracle)"; fi
+# pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
+# target/bench/pith-bench.txt); grep/find/ls over a generated 100,000-file repository, pith beside
+# pi 0.73.1 and 0.87.1 running rg and fd (found on PATH; pith alone without the oracle):
+# target/bench/tools.json; then the one table printed, pith beside pi 0.73.1 / 0.87.1 (those
+# installed by the oracle's setup scripts) as ratios from one run: target/bench/results.json.
+# BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.
+bench:
+	@mkdir -p target/bench
+	$(CARGO) build --release --features bench
+	$(TARGET_DIR)/release/pith-bench > target/bench/pith-bench.txt
 	@if command -v python3 >/dev/null; then \
-		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith $(BENCH_ARGS); \
-	else echo "bench: grep/find/ls benchmark skipped (needs python3)"; fi
+		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt; fi
+	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
+		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
+		echo "pith-bench's and grep/find/ls's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
+	else cat target/bench/pith-bench.txt; [ -f target/bench/tools.txt ] && cat target/bench/tools.txt; \
+		echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi
 
 # Every fuzz target for FUZZ_SECONDS (default 60) with seeds from fixtures/ (nightly + cargo-fuzz;
 # see fuzz/run.sh). FUZZ_TARGETS="sse rpc_input" runs only those.

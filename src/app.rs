@@ -359,9 +359,8 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     if model.is_none() && resumed {
         if let Some((p, i)) = session.model() {
             model = registry
-                .find(&p, &i)
-                .filter(|m| auth.has_auth(&m.provider))
-                .cloned();
+                .lookup(&p, &i)
+                .filter(|m| auth.has_auth(&m.provider));
         }
     }
     if model.is_none() {
@@ -661,7 +660,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
             stdout: stdout_tx,
         },
     );
-    let exit = machine.run();
+    let exit = machine.run_to_exit();
     match collector.join() {
         Ok(Some(err)) => {
             eprintln!("{err}");
@@ -707,7 +706,7 @@ fn run_rpc(startup: Startup) -> i32 {
             stdout: stdout_tx,
         },
     );
-    let exit = machine.run();
+    let exit = machine.run_to_exit();
     // The machine and its senders are gone: the writer drains what is queued and stops. (The
     // stdin thread may still be blocked in read(2); exiting the process ends it.) After a signal
     // the host may not be reading at all, so the drain gets a short grace period only.

@@ -207,7 +207,7 @@ pub enum Trigger {
 
 /// The state `_checkCompaction` looks at besides the assistant message.
 #[derive(Clone, Copy, Debug)]
-pub struct CheckInput<'a> {
+pub struct CheckInput<'a, M = AgentMessage> {
     pub settings: &'a Settings,
     /// The current model as `(provider, id, contextWindow)`; `None` when no model is set.
     pub model: Option<(&'a str, &'a str, u64)>,
@@ -219,7 +219,7 @@ pub struct CheckInput<'a> {
     /// `false` after a run (aborted replies are skipped), `true` before a prompt.
     pub include_aborted: bool,
     /// The agent's current context messages.
-    pub context: &'a [AgentMessage],
+    pub context: &'a [M],
     /// pi 0.87.1's rules: a `length` stop below the model's own output limit (`max_tokens`) is
     /// recovered like an overflow, and an overflowing complete reply is kept (no retry).
     pub v087: bool,
@@ -228,7 +228,10 @@ pub struct CheckInput<'a> {
 }
 
 /// `_checkCompaction` (spec 10.1 / 10.5) as a pure decision.
-pub fn check(assistant: &AssistantMessage, input: &CheckInput) -> Option<Trigger> {
+pub fn check<M: std::borrow::Borrow<AgentMessage>>(
+    assistant: &AssistantMessage,
+    input: &CheckInput<M>,
+) -> Option<Trigger> {
     if !input.settings.enabled {
         return None;
     }
@@ -266,10 +269,10 @@ pub fn check(assistant: &AssistantMessage, input: &CheckInput) -> Option<Trigger
     }
     let context_tokens = if assistant.stop_reason == StopReason::Error {
         let last_usage = input.context.iter().rposition(|m| {
-            matches!(m, AgentMessage::Assistant(a)
+            matches!(m.borrow(), AgentMessage::Assistant(a)
                 if !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error))
         })?;
-        if let AgentMessage::Assistant(a) = &input.context[last_usage] {
+        if let AgentMessage::Assistant(a) = input.context[last_usage].borrow() {
             if before_compaction(a.timestamp) {
                 return None;
             }

@@ -272,8 +272,8 @@ pub fn final_summary(prep: &Preparation, history: Option<&str>, prefix: Option<&
 }
 
 /// `estimatedTokensAfter`: every message of the new context, estimated.
-pub fn estimated_tokens_after(context: &[AgentMessage]) -> u64 {
-    context.iter().map(projection::estimate_tokens).sum()
+pub fn estimated_tokens_after<'a>(context: impl IntoIterator<Item = &'a AgentMessage>) -> u64 {
+    context.into_iter().map(projection::estimate_tokens).sum()
 }
 
 #[cfg(test)]

@@ -98,6 +98,14 @@ impl Compat {
         messages
     }
 
+    /// [`Compat::context`] for a context already shared (`Arc`) with requests.
+    pub fn shared_context(self, mut messages: crate::message::Context) -> crate::message::Context {
+        if self == Compat::V073 {
+            messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+        }
+        messages
+    }
+
     /// pi 0.87.1 answers `abort` after the aborted run's `agent_settled`; pi 0.73.1 right after
     /// its `agent_end`.
     pub fn abort_answered_after_settle(self) -> bool {

@@ -324,7 +324,7 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         model,
         api_key: Some("sk-fuzz-key-0123".into()),
         system_prompt: String::new(),
-        messages: Vec::new(),
+        messages: Vec::new().into(),
         tools: Vec::new(),
         thinking: crate::message::ThinkingLevel::Medium,
         session_id: None,

@@ -55,70 +55,157 @@ pub fn js_number(v: f64) -> String {
 
 /// Append `s` as a JSON string literal exactly as `serde_json` (and `JSON.stringify`) write it:
 /// `"` `\` and control characters escaped (`\b \t \n \f \r`, else `\u00xx`), everything else raw.
-/// Runs without anything to escape are found eight bytes at a time and copied whole: request
-/// bodies of long sessions are mostly such runs.
+/// Runs without anything to escape are found sixteen bytes at a time ([`next_special`]) and
+/// copied whole: request bodies of long sessions are mostly such runs.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const QUOTE: u64 = LO * b'"' as u64;
-    const BACKSLASH: u64 = LO * b'\\' as u64;
-    const SPACE: u64 = LO * 0x20;
-    let b = s.as_bytes();
-    out.reserve(b.len() + 2);
+    out.reserve(s.len() + 2);
     out.push(b'"');
+    write_str_content(out, s);
+    out.push(b'"');
+}
+
+/// The concatenation of `parts` with `sep` between them as one JSON string literal, as
+/// [`write_str`] writes the joined string (without building it).
+pub fn write_str_joined<'a>(
+    out: &mut Vec<u8>,
+    parts: impl IntoIterator<Item = &'a str>,
+    sep: &str,
+) {
+    out.push(b'"');
+    for (i, part) in parts.into_iter().enumerate() {
+        if i > 0 {
+            write_str_content(out, sep);
+        }
+        write_str_content(out, part);
+    }
+    out.push(b'"');
+}
+
+/// The inside of [`write_str`]'s literal.
+fn write_str_content(out: &mut Vec<u8>, s: &str) {
+    let b = s.as_bytes();
     let mut start = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if let Some(chunk) = b.get(i..i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let w = u64::from_le_bytes(word);
-            let q = w ^ QUOTE;
-            let bs = w ^ BACKSLASH;
-            let special =
-                (q.wrapping_sub(LO) & !q | bs.wrapping_sub(LO) & !bs | w.wrapping_sub(SPACE) & !w)
-                    & HI;
-            if special == 0 {
-                i += 8;
-                continue;
-            }
-            i += (special.trailing_zeros() / 8) as usize;
-        }
-        let c = b[i];
-        let short: Option<&[u8]> = match c {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(b"\\b"),
-            0x0c => Some(b"\\f"),
-            _ => None,
-        };
-        if c >= 0x20 && short.is_none() {
-            i += 1;
-            continue;
-        }
+    loop {
+        let i = next_special(b, start);
         out.extend_from_slice(&b[start..i]);
-        match short {
-            Some(esc) => out.extend_from_slice(esc),
-            None => {
+        let Some(&c) = b.get(i) else { break };
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[(c >> 4) as usize]);
                 out.push(HEX[(c & 0xf) as usize]);
             }
         }
-        i += 1;
-        start = i;
+        start = i + 1;
     }
-    out.extend_from_slice(&b[start..]);
-    out.push(b'"');
+}
+
+/// The index of the first byte at or after `i` that a JSON string must escape (`"`, `\`, or
+/// below 0x20), or `b.len()`.
+#[cfg(target_arch = "x86_64")]
+fn next_special(b: &[u8], i: usize) -> usize {
+    // Long runs (tool output, file contents) are most of a long session's request body.
+    if b.len() - i >= 64 && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked just above).
+        return unsafe { next_special_avx2(b, i) };
+    }
+    // SAFETY: SSE2 is part of the x86_64 baseline, always available.
+    unsafe { next_special_sse2(b, i) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn next_special_avx2(b: &[u8], mut i: usize) -> usize {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
+    };
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let control = _mm256_set1_epi8(0x1f);
+    while i + 32 <= b.len() {
+        // SAFETY: `i + 32 <= b.len()`: the 32 bytes read are inside `b` (unaligned load).
+        let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(i).cast::<__m256i>()) };
+        let hits = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
+            _mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v),
+        );
+        let mask = _mm256_movemask_epi8(hits) as u32;
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 32;
+    }
+    next_special_sse2(b, i)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn next_special_sse2(b: &[u8], mut i: usize) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    let quote = _mm_set1_epi8(b'"' as i8);
+    let backslash = _mm_set1_epi8(b'\\' as i8);
+    let control = _mm_set1_epi8(0x1f);
+    while i + 16 <= b.len() {
+        // SAFETY: `i + 16 <= b.len()`, so the 16 bytes read are inside `b`; the load is unaligned.
+        let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
+        // A byte below 0x20 is the unsigned minimum of itself and 0x1f.
+        let hits = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+            _mm_cmpeq_epi8(_mm_min_epu8(v, control), v),
+        );
+        let mask = _mm_movemask_epi8(hits) as u32;
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    next_special_scalar(b, i)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn next_special(b: &[u8], i: usize) -> usize {
+    next_special_scalar(b, i)
+}
+
+fn next_special_scalar(b: &[u8], i: usize) -> usize {
+    b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map_or(b.len(), |p| i + p)
 }
 
 #[cfg(test)]
 mod write_str_tests {
     use super::write_str;
+
+    #[test]
+    fn joined_parts_escape_as_the_joined_string() {
+        for parts in [
+            vec![],
+            vec!["a"],
+            vec!["a\"b", "", "c\nd"],
+            vec!["é", "\u{1}"],
+        ] {
+            let mut out = Vec::new();
+            super::write_str_joined(&mut out, parts.iter().copied(), "\n");
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(&parts.join("\n")).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn escapes_as_serde_json() {
@@ -135,7 +222,22 @@ mod write_str_tests {
             "abcdefg\u{0}",
             &all,
         ];
-        for s in samples {
+        // Every position in and around the sixteen-byte steps, for every kind of byte.
+        let mut shifted = Vec::new();
+        for len in (0..40).chain([63, 64, 65, 80, 95, 96, 97, 130]) {
+            for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}", "é", "\u{7f}", "☃"] {
+                for at in 0..=len {
+                    let mut t = "x".repeat(len);
+                    t.insert_str(at, special);
+                    shifted.push(t);
+                }
+            }
+        }
+        for s in samples
+            .iter()
+            .copied()
+            .chain(shifted.iter().map(String::as_str))
+        {
             let mut out = Vec::new();
             write_str(&mut out, s);
             assert_eq!(

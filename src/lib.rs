@@ -29,3 +29,9 @@ pub mod rpc;
 pub mod session;
 pub mod tools;
 pub mod trust;
+
+/// Stack size of pith's own threads (edges, workers, LLM streams). The default 2 MiB is address
+/// space, not memory, but each stack's touched pages stay resident for the thread's life and
+/// hundreds of agents on a host pay for every one; nothing pith runs off the main thread recurses
+/// deeply (JSON nesting is bounded at 128 levels by serde_json).
+pub const THREAD_STACK: usize = 256 * 1024;

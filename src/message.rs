@@ -109,11 +109,7 @@ impl<'de> Deserialize<'de> for UserContent {
                 self,
                 mut seq: A,
             ) -> Result<UserContent, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-                while let Some(b) = seq.next_element::<Content>()? {
-                    blocks.push(b);
-                }
-                Ok(UserContent::Blocks(blocks))
+                read_blocks(&mut seq).map(UserContent::Blocks)
             }
         }
         d.deserialize_any(V).map_err(|_: D::Error| {
@@ -203,6 +199,42 @@ fn content_variant<'de, D: serde::Deserializer<'de>>(tag: &str, d: D) -> Result<
             &["text", "thinking", "image", "toolCall"],
         )),
     }
+}
+
+/// The blocks of a sequence, in a vector no larger than they need. serde's `Vec` grows by
+/// doubling from four slots, and most messages hold one block: a long session's context would
+/// carry three empty slots (over 400 bytes) per message.
+fn read_blocks<'de, A: serde::de::SeqAccess<'de>>(seq: &mut A) -> Result<Vec<Content>, A::Error> {
+    let Some(first) = seq.next_element::<Content>()? else {
+        return Ok(Vec::new());
+    };
+    let Some(second) = seq.next_element::<Content>()? else {
+        return Ok(vec![first]);
+    };
+    let mut blocks = vec![first, second];
+    while let Some(b) = seq.next_element::<Content>()? {
+        blocks.push(b);
+    }
+    blocks.shrink_to_fit();
+    Ok(blocks)
+}
+
+/// `content` of assistant and tool-result messages: a sequence of blocks ([`read_blocks`]).
+fn content_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Content>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<Content>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a sequence")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            read_blocks(&mut seq)
+        }
+    }
+    d.deserialize_seq(V)
 }
 
 impl UserContent {
@@ -324,6 +356,7 @@ pub struct UserMessage {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AssistantMessage {
+    #[serde(deserialize_with = "content_blocks")]
     pub content: Vec<Content>,
     pub api: String,
     pub provider: String,
@@ -429,6 +462,7 @@ pub struct ToolResultMessage {
     pub tool_call_id: String,
     #[serde(rename = "toolName")]
     pub tool_name: String,
+    #[serde(deserialize_with = "content_blocks")]
     pub content: Vec<Content>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
@@ -551,15 +585,21 @@ impl Serialize for SystemMessage {
 }
 
 /// Every message the agent keeps in its context. Serialised with `role` first.
+///
+/// `#[repr(u8)]` with the same first three variants (and discriminants) as [`LlmMessage`]: a
+/// user, assistant or tool-result message is laid out exactly as the `LlmMessage` of that role,
+/// which lets a request borrow the agent's messages instead of copying them
+/// ([`AgentMessage::as_llm`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
+#[repr(u8)]
 pub enum AgentMessage {
     #[serde(rename = "user")]
-    User(UserMessage),
+    User(UserMessage) = 0,
     #[serde(rename = "assistant")]
-    Assistant(AssistantMessage),
+    Assistant(AssistantMessage) = 1,
     #[serde(rename = "toolResult")]
-    ToolResult(ToolResultMessage),
+    ToolResult(ToolResultMessage) = 2,
     #[serde(rename = "bashExecution")]
     BashExecution(BashExecutionMessage),
     #[serde(rename = "custom")]
@@ -574,21 +614,124 @@ pub enum AgentMessage {
 }
 
 /// A message as sent to a provider (after `convertToLlm`): only these three roles exist there.
+/// Laid out as the first three variants of [`AgentMessage`] (see there).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role")]
+#[repr(u8)]
 pub enum LlmMessage {
     #[serde(rename = "user")]
-    User(UserMessage),
+    User(UserMessage) = 0,
     #[serde(rename = "assistant")]
-    Assistant(AssistantMessage),
+    Assistant(AssistantMessage) = 1,
     #[serde(rename = "toolResult")]
-    ToolResult(ToolResultMessage),
+    ToolResult(ToolResultMessage) = 2,
     /// pi 0.87.1 (`--compat 0.87`): a system message of the transcript, in place. Providers fold
     /// them into the request's system prompt and tools ([`crate::llm::LlmRequest`]'s
     /// `system_prompt` and `tools` already hold the result); the APIs of models that take system
-    /// messages mid-conversation send the later ones where they are.
+    /// messages mid-conversation send the later ones where they are. (Not laid out as
+    /// `AgentMessage::System`: converted, never viewed in place.)
     #[serde(rename = "system")]
-    System(SystemMessage),
+    System(SystemMessage) = 3,
+}
+
+impl AgentMessage {
+    /// A user, assistant or tool-result message seen as what a provider gets, without a copy;
+    /// `None` for the roles `convertToLlm` turns into something else.
+    pub fn as_llm(&self) -> Option<&LlmMessage> {
+        match self {
+            AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) => {
+                // SAFETY: both enums are `#[repr(u8)]`, so each is laid out as a `repr(C)` union
+                // of `repr(C)` structs `{ tag: u8, payload }`, one per variant (RFC 2195). The
+                // three variants matched here have the same tag values and payload types in
+                // both enums, so a value of one of them is a valid `LlmMessage` of the same
+                // variant at the same address; `LlmMessage` is no larger and no more aligned than
+                // `AgentMessage` (checked below), so the reference stays inside the value.
+                Some(unsafe { &*(self as *const AgentMessage).cast::<LlmMessage>() })
+            }
+            _ => None,
+        }
+    }
+}
+
+const _: () = assert!(
+    std::mem::size_of::<LlmMessage>() <= std::mem::size_of::<AgentMessage>()
+        && std::mem::align_of::<LlmMessage>() <= std::mem::align_of::<AgentMessage>()
+);
+
+/// The agent's context: its messages in order, each shared (`Arc`) with the requests that carry
+/// it, so a request over a long history copies pointers instead of the history (the state
+/// machine keeps appending to its context while the request is on the wire). Reads like a list
+/// of [`AgentMessage`]s.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context(Vec<std::sync::Arc<AgentMessage>>);
+
+impl Context {
+    pub fn push(&mut self, m: AgentMessage) {
+        self.0.push(std::sync::Arc::new(m));
+    }
+
+    pub fn pop(&mut self) -> Option<std::sync::Arc<AgentMessage>> {
+        self.0.pop()
+    }
+
+    pub fn last(&self) -> Option<&AgentMessage> {
+        self.0.last().map(|m| &**m)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &AgentMessage> + ExactSizeIterator {
+        self.0.iter().map(|m| &**m)
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&AgentMessage) -> bool) {
+        self.0.retain(|m| keep(m));
+    }
+
+    /// Owned copies of the messages.
+    pub fn to_vec(&self) -> Vec<AgentMessage> {
+        self.iter().cloned().collect()
+    }
+
+    /// The shared messages (for functions generic over `Borrow<AgentMessage>`).
+    pub fn as_slice(&self) -> &[std::sync::Arc<AgentMessage>] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Context {
+    type Item = &'a AgentMessage;
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, std::sync::Arc<AgentMessage>>,
+        fn(&'a std::sync::Arc<AgentMessage>) -> &'a AgentMessage,
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|m| &**m)
+    }
+}
+
+impl From<Vec<std::sync::Arc<AgentMessage>>> for Context {
+    fn from(v: Vec<std::sync::Arc<AgentMessage>>) -> Context {
+        Context(v)
+    }
+}
+
+impl From<Vec<AgentMessage>> for Context {
+    fn from(v: Vec<AgentMessage>) -> Context {
+        Context(v.into_iter().map(std::sync::Arc::new).collect())
+    }
+}
+
+impl Serialize for Context {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
 }
 
 /// Thinking (reasoning) effort. `Off` means no reasoning parameters are sent.

@@ -137,6 +137,7 @@ pub fn start_timer_with(event: Worker, delay: Duration, tx: Sender<Worker>) -> C
     let (source, token) = cancel_pair();
     let spawned = std::thread::Builder::new()
         .name("retry-timer".into())
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || {
             crossbeam_channel::select! {
                 recv(token.receiver()) -> _ => {}

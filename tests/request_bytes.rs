@@ -116,7 +116,72 @@ fn anthropic_body_bytes_are_exact() {
     ] {
         let req = request(m.clone(), msgs);
         let p = pith::llm::anthropic::prepare(&req);
-        got.push(String::from_utf8(p.body).expect("utf-8"));
+        got.push(String::from_utf8(p.body.bytes(&req)).expect("utf-8"));
     }
     assert_eq!(got, want);
+}
+
+/// A long history's body is written twice when it is streamed (once counted, once sent): both
+/// passes give exactly the bytes of the body built whole.
+#[test]
+fn a_streamed_anthropic_body_is_the_whole_body() {
+    use pith::llm::body::{self, Measured};
+    use std::io::Read;
+    let out: String = "tool output with \"quotes\", tabs\t and é\n".repeat(60);
+    let mut msgs = Vec::new();
+    // Enough turns for a body over the streaming threshold (each ~2.6 KB).
+    for i in 0..body::STREAM_ABOVE / 2000 {
+        msgs.push(user(&format!("step {i}")));
+        msgs.push(LlmMessage::Assistant(AssistantMessage {
+            content: vec![Content::ToolCall(ToolCall {
+                id: format!("toolu_{i}"),
+                name: "bash".into(),
+                arguments: json!({"command": format!("cat {i}"), "n": [1, 2.5, {"x": null}]}),
+                thought_signature: None,
+            })],
+            api: "anthropic-messages".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+            stop_reason: StopReason::ToolUse,
+            error_message: None,
+            timestamp: 1,
+            response_id: None,
+            response_model: None,
+            provider_thinking_level: None,
+            raw_stop_reason: None,
+            diagnostics: None,
+        }));
+        msgs.push(LlmMessage::ToolResult(ToolResultMessage {
+            tool_call_id: format!("toolu_{i}"),
+            tool_name: "bash".into(),
+            content: vec![Content::text(out.clone())],
+            details: None,
+            is_error: false,
+            timestamp: 1,
+        }));
+    }
+    msgs.push(user("one more"));
+    let req = request(model(), msgs);
+    let whole = pith::llm::anthropic::body_bytes(&req);
+    assert!(whole.len() > body::STREAM_ABOVE, "{}", whole.len());
+    let Measured::Stream(len) = body::measure(pith::llm::anthropic::write_body, &req) else {
+        panic!("a body of {} bytes was not streamed", whole.len());
+    };
+    assert_eq!(len, whole.len() as u64);
+    let mut sent = Vec::new();
+    body::spawn(pith::llm::anthropic::write_body, std::sync::Arc::new(req))
+        .unwrap()
+        .read_to_end(&mut sent)
+        .unwrap();
+    assert!(
+        sent == whole,
+        "the streamed body differs from the whole body"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&sent).unwrap();
+    // Three messages a turn, and the last prompt.
+    assert_eq!(
+        v["messages"].as_array().unwrap().len(),
+        3 * (body::STREAM_ABOVE / 2000) + 1
+    );
 }

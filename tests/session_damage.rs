@@ -266,3 +266,129 @@ fn devices_and_fifos_are_refused_without_reading_or_blocking() {
     let e = Session::open(Path::new("/dev/zero")).unwrap_err();
     assert!(e.ends_with("is not a regular file"), "{e}");
 }
+
+/// Each line of `path` that is a whole JSON object with an `id` (or ends with one glued onto a
+/// cut line), by id.
+fn lines_by_id(path: &Path) -> std::collections::HashMap<String, String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .split('\n')
+        .filter_map(|l| {
+            l.match_indices(r#"{"type":""#).find_map(|(at, _)| {
+                let v: serde_json::Value = serde_json::from_str(&l[at..]).ok()?;
+                Some((v["id"].as_str()?.to_string(), l[at..].to_string()))
+            })
+        })
+        .collect()
+}
+
+/// Every entry's line as pith reads it back (most from the file, by offset) is the line the
+/// file holds for that id.
+fn assert_lines_read_back(s: &Session, path: &Path) {
+    let file = lines_by_id(path);
+    for e in s.entries() {
+        let line = e.try_line().unwrap();
+        assert_eq!(
+            Some(&*line),
+            file.get(e.id()).map(String::as_str),
+            "{}",
+            e.id()
+        );
+    }
+}
+
+#[test]
+fn lines_left_in_the_file_read_back_after_damage_and_repaired_writes() {
+    // A long session (over 2 MiB: read on two threads) whose entries stay in the file, with a
+    // complete entry glued onto a cut one in the middle and a cut last line. Then writes that
+    // start on a fresh line (after the cut, after half a line another program appended) and
+    // one that fails and is retried: every line pith reads back by offset must still be the
+    // entry's own line.
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = fixture_lines();
+    let text = "x".repeat(3000);
+    let mut parent = "7c16e254".to_string();
+    for i in 0..1000 {
+        let id = format!("{i:08x}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let message = match role {
+            "user" => format!(
+                r#"{{"role":"user","content":[{{"type":"text","text":"{i} {text}"}}],"timestamp":1}}"#
+            ),
+            _ => format!(
+                r#"{{"role":"assistant","content":[{{"type":"text","text":"{i} {text}"}}],"api":"anthropic-messages","provider":"fake","model":"fake-model","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"stop","timestamp":1}}"#
+            ),
+        };
+        let line = format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"2026-11-21T22:24:45.016Z","message":{message}}}"#
+        );
+        if i == 500 {
+            // Entry 500 cut after 200 bytes, entry 501 glued onto it.
+            lines.push(cut(&line, 200).to_string());
+        } else if i == 501 {
+            let last = lines.pop().unwrap();
+            lines.push(last + &line);
+        } else {
+            lines.push(line);
+        }
+        parent = id;
+    }
+    let body = lines.join("\n") + "\n" + r#"{"type":"message","id":"cut"#;
+    assert!(body.len() > 3 << 20);
+    let path = write(dir.path(), &body);
+    let mut s = Session::open(&path).unwrap();
+    // The fixture's 7 entries and 999 of the 1,000 (500 lost, 501 kept from the glued line).
+    assert_eq!(s.entries().len(), 7 + 999);
+    assert_eq!(s.entry("000001f5").unwrap().parent_id(), Some("000001f4"));
+    let in_memory: Vec<&str> = s
+        .entries()
+        .iter()
+        .filter(|e| e.is_in_memory())
+        .map(|e| e.id())
+        .collect();
+    assert_eq!(
+        in_memory,
+        ["000001f5"],
+        "only the glued entry is kept in memory"
+    );
+    assert_lines_read_back(&s, &path);
+
+    // After the cut last line: a fresh line first.
+    let a = s.append_session_info("after the cut");
+    assert!(!s.entry(&a).unwrap().is_in_memory());
+    // Half a line appended behind pith's back.
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, br#"{"type":"message","id":"zz"#).unwrap();
+    drop(f);
+    let b = s.append_session_info("after another program");
+    assert!(!s.entry(&b).unwrap().is_in_memory());
+    assert_lines_read_back(&s, &path);
+
+    // A write that fails (the path is a directory for a moment): the entry waits in memory,
+    // the next write puts both in the file, and both are then read back from it.
+    let aside = dir.path().join("aside.jsonl");
+    fs::rename(&path, &aside).unwrap();
+    fs::create_dir(&path).unwrap();
+    let c = s.append_session_info("while failing");
+    assert_eq!(s.unsaved_entries(), 1);
+    assert!(s.entry(&c).unwrap().is_in_memory());
+    fs::remove_dir(&path).unwrap();
+    fs::rename(&aside, &path).unwrap();
+    let d = s.append_session_info("written again");
+    assert_eq!(s.unsaved_entries(), 0);
+    for id in [&c, &d] {
+        assert!(!s.entry(id).unwrap().is_in_memory(), "{id}");
+    }
+    assert_lines_read_back(&s, &path);
+    let warnings = s.take_warnings();
+    drop(s);
+
+    let again = Session::open(&path).unwrap();
+    assert_eq!(again.leaf_id(), Some(d.as_str()));
+    assert_eq!(again.entries().len(), 7 + 999 + 4);
+    assert_lines_read_back(&again, &path);
+    assert!(
+        warnings.iter().any(|w| w.contains("kept in memory")),
+        "{warnings:?}"
+    );
+}

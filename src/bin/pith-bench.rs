@@ -10,6 +10,10 @@
 //!   `--rpc-partials none` and with `--compat 0.87` (delta-only + live usage): wall time, output
 //!   bytes, peak RSS;
 //! - session load: a 10,000-entry session file opened with `--session`, time to `get_state`;
+//! - many turns: 1,000 prompts in one process (the session on disk), each adding about 2 KB to
+//!   the context: pith's CPU and the wall time per turn, per hundred turns, with the request
+//!   size (a turn costs a fixed part plus what its request holds, nothing that grows with the
+//!   number of turns as such);
 //! - HTML export: `--export` of a 10,000-entry session with tools, thinking, markdown and
 //!   branches (kept as `target/bench/export-10k.jsonl` for `tests/bench/compare.py`): wall and CPU
 //!   time, page size; with Chromium installed, the page's load in a headless browser (parse to
@@ -140,7 +144,7 @@ fn time_first_response(s: &Scratch, command: &[u8]) -> (f64, f64) {
     for _ in 0..30 {
         let start = Instant::now();
         let mut child = spawn(
-            &s,
+            s,
             &[
                 "--mode",
                 "rpc",
@@ -400,6 +404,167 @@ fn main() {
     if on("export") {
         export_html();
     }
+    if on("turns") {
+        many_turns(1000);
+    }
+}
+
+/// A minimal Anthropic endpoint for [`many_turns`]: reads each request whole (keeping only its
+/// size, in `sizes`) and answers with a short text stream.
+fn turn_server(sizes: std::sync::Arc<std::sync::Mutex<Vec<usize>>>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(stream) = conn else { continue };
+            let sizes = sizes.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stream.try_clone().expect("clone"));
+                let mut len = 0usize;
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let h = h.trim_end().to_ascii_lowercase();
+                    if h.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = h.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; len];
+                if r.read_exact(&mut body).is_err() {
+                    return;
+                }
+                sizes.lock().expect("lock").push(len);
+                let sse = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_t\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"fake-model\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Noted; the logs look fine.\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":8}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+                let mut s = stream;
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{sse}",
+                    sse.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+/// `turns` prompts in one process: per hundred turns, the median wall time of a turn (prompt
+/// sent to `agent_settled` read), pith's CPU per turn, the request size at the end and the peak
+/// RSS. Each prompt carries about 2 KB, so the context grows as in a real session.
+fn many_turns(turns: usize) {
+    let sizes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let port = turn_server(sizes.clone());
+    let s = Scratch::new("turns");
+    models_json(&s.0.join("agent"), &format!("http://127.0.0.1:{port}"));
+    let sessions = s.0.join("sessions").to_string_lossy().to_string();
+    let mut child = spawn(
+        &s,
+        &[
+            "--mode",
+            "rpc",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--session-dir",
+            &sessions,
+        ],
+    );
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
+    let filler = "line of tool output ".repeat(100);
+    println!("{turns} turns in one process (about 2 KB more context per turn, session on disk):");
+    println!(
+        "| turns | request (KB) | wall per turn, median (ms) | pith CPU per turn (ms) | peak RSS (MiB) |"
+    );
+    println!("| --- | --- | --- | --- | --- |");
+    let mut walls = Vec::new();
+    // (request MB, CPU ms per turn) of each group, for the fit printed at the end.
+    let mut groups: Vec<(f64, f64)> = Vec::new();
+    let mut cpu0 = cpu_secs(pid);
+    let mut line = Vec::new();
+    for t in 1..=turns {
+        let start = Instant::now();
+        writeln!(
+            stdin,
+            "{{\"type\":\"prompt\",\"message\":\"step {t}: look at the logs. {filler}\"}}"
+        )
+        .expect("write");
+        loop {
+            line.clear();
+            if out.read_until(b'\n', &mut line).expect("read") == 0 {
+                println!("pith stopped at turn {t}");
+                let _ = child.wait();
+                return;
+            }
+            if line.starts_with(b"{\"type\":\"agent_settled\"") {
+                break;
+            }
+        }
+        walls.push(start.elapsed());
+        if t % (turns / 10).max(1) == 0 {
+            let cpu = cpu_secs(pid);
+            let n = walls.len();
+            let last = sizes.lock().expect("lock").last().copied().unwrap_or(0);
+            let group_sizes: Vec<usize> = {
+                let all = sizes.lock().expect("lock");
+                all[all.len().saturating_sub(n)..].to_vec()
+            };
+            let mean_mb = group_sizes.iter().sum::<usize>() as f64
+                / group_sizes.len().max(1) as f64
+                / 1_048_576.0;
+            groups.push((mean_mb, (cpu - cpu0) * 1000.0 / n as f64));
+            println!(
+                "| {}-{t} | {:.0} | {:.2} | {:.2} | {:.1} |",
+                t + 1 - n,
+                last as f64 / 1024.0,
+                ms(median(std::mem::take(&mut walls))),
+                (cpu - cpu0) * 1000.0 / n as f64,
+                peak_rss_kib(pid) as f64 / 1024.0
+            );
+            cpu0 = cpu;
+        }
+    }
+    // Least squares over the groups: CPU per turn = fixed + per_mb × request size. A fixed
+    // part that stays put and groups that sit on the line mean nothing grows with the number of
+    // turns as such (only with what each request holds).
+    let n = groups.len() as f64;
+    let (sx, sy) = groups
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = groups.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+    let sxy: f64 = groups.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let per_mb = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let fixed = my - per_mb * mx;
+    let fixed_parts: Vec<String> = groups
+        .iter()
+        .map(|(x, y)| format!("{:.2}", y - per_mb * x))
+        .collect();
+    println!(
+        "pith CPU per turn = {fixed:.2} ms + {per_mb:.2} ms per MB of request; per group, CPU minus the request part (ms): {}",
+        fixed_parts.join(", ")
+    );
+    // For tests/bench/compare.py's table.
+    let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    let groups_json: Vec<String> = groups
+        .iter()
+        .map(|(mb, cpu)| format!("[{mb:.4},{cpu:.4}]"))
+        .collect();
+    let json = format!(
+        "{{\"turns\":{turns},\"fixed_ms\":{fixed:.4},\"per_mb_ms\":{per_mb:.4},\"groups\":[{}]}}\n",
+        groups_json.join(",")
+    );
+    if std::fs::create_dir_all(&out_dir).is_ok() {
+        let _ = std::fs::write(out_dir.join("turns.json"), json);
+    }
+    drop(stdin);
+    let _ = child.wait();
 }
 
 /// A 10,000-entry session like a long working session: turns of a user message, an assistant

@@ -376,11 +376,13 @@ impl Machine {
         let req = LlmRequest {
             api_key,
             system_prompt: run.system_prompt.clone(),
-            messages: if self.compat.is_087() {
-                crate::core::context::to_llm_087(&self.messages, self.settings.block_images())
-            } else {
-                crate::core::context::to_llm(&self.messages, self.settings.block_images())
-            },
+            // Under 0.87 the transcript's system messages stay in place (pi 0.87.1's agent sends
+            // them); under 0.73 the system prompt holds them.
+            messages: crate::core::context::to_request(
+                &self.messages,
+                self.settings.block_images(),
+                self.compat.is_087(),
+            ),
             tools: run
                 .schemas
                 .iter()

@@ -130,7 +130,7 @@ impl Machine {
         cancel.cancel();
         // The failed reply left the context when the retry was scheduled; with no retry it is
         // the last thing that happened again: the context is the session's, as a resume gives.
-        self.messages = self.session.build_context();
+        self.messages = self.session.build_context().into();
         let attempt = self.retry_attempt;
         self.retry_attempt = 0;
         self.emit(&Frame::AutoRetryEnd {

@@ -52,6 +52,7 @@ impl Machine {
         let cmd = command.clone();
         std::thread::Builder::new()
             .name("bash".into())
+            .stack_size(crate::THREAD_STACK)
             .spawn(move || {
                 let updates = tx.clone();
                 let on_text = move |delta: &str| {

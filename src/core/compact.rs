@@ -211,7 +211,7 @@ impl Machine {
             latest_compaction_ms: compaction::latest_compaction_ms(&self.session),
             overflow_recovery_attempted: self.overflow_recovery_attempted,
             include_aborted: before_prompt,
-            context: &self.messages,
+            context: self.messages.as_slice(),
             v087: self.compat.is_087(),
             max_tokens: model.max_tokens,
         };
@@ -326,7 +326,8 @@ impl Machine {
             messages: vec![LlmMessage::User(UserMessage {
                 content: UserContent::Blocks(vec![Content::text(r.user_text.clone())]),
                 timestamp: now_ms(),
-            })],
+            })]
+            .into(),
             tools: Vec::new(),
             thinking: r.reasoning.unwrap_or(crate::message::ThinkingLevel::Off),
             session_id: None,
@@ -547,7 +548,7 @@ impl Machine {
                         .map(|m| serde_json::to_value(AgentMessage::System(m)).unwrap_or_default())
                 },
             );
-            self.messages = self.compat.context(self.session.build_context());
+            self.messages = self.compat.context(self.session.build_context()).into();
             let after = crate::compaction_087::estimated_tokens_after(&self.messages);
             let mut r = json!({
                 "summary": summary,
@@ -569,7 +570,7 @@ impl Machine {
                 Some(details.clone()),
                 Some(false),
             );
-            self.messages = self.compat.context(self.session.build_context());
+            self.messages = self.compat.context(self.session.build_context()).into();
             json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,

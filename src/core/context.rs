@@ -2,8 +2,9 @@
 //! (dropping errored/aborted assistant messages, synthetic results for orphaned tool calls,
 //! foreign thinking as text) is applied by the request builders in `llm`.
 
+use crate::llm::LlmMessages;
 use crate::message::{
-    AgentMessage, BashExecutionMessage, Content, LlmMessage, UserContent, UserMessage,
+    AgentMessage, BashExecutionMessage, Content, Context, LlmMessage, UserContent, UserMessage,
 };
 
 /// `bashExecutionToText` of the reference, exactly.
@@ -34,6 +35,31 @@ fn user_text(text: String, timestamp: u64) -> LlmMessage {
         content: UserContent::Blocks(vec![Content::text(text)]),
         timestamp,
     })
+}
+
+/// The history of a request over the agent's context: [`to_llm`] ([`to_llm_087`] with
+/// `keep_system`), with the messages a provider sees as they are shared instead of copied.
+pub fn to_request(context: &Context, block_images: bool, keep_system: bool) -> LlmMessages {
+    let mut out = LlmMessages::with_capacity(context.len());
+    for m in context.as_slice() {
+        let has_image = |b: &[Content]| b.iter().any(|c| matches!(c, Content::Image(_)));
+        let as_is = match &**m {
+            AgentMessage::User(u) => match &u.content {
+                UserContent::Blocks(b) => !block_images || !has_image(b),
+                UserContent::Text(_) => true,
+            },
+            AgentMessage::ToolResult(t) => !block_images || !has_image(&t.content),
+            AgentMessage::Assistant(_) => true,
+            _ => false,
+        };
+        if as_is && out.push_shared(m) {
+            continue;
+        }
+        for converted in convert(std::slice::from_ref(&**m), block_images, keep_system) {
+            out.push(converted);
+        }
+    }
+    out
 }
 
 /// Convert the context; `block_images` replaces every image with the reference's placeholder.

@@ -18,7 +18,7 @@ use crate::io::stdin::Input;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
 use crate::message::{
-    AgentMessage, AssistantMessage, ThinkingLevel, UserContent, UserMessage, now_ms,
+    AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
@@ -143,7 +143,7 @@ pub struct Machine {
     pub(crate) session: Session,
     pub(crate) session_id: String,
     /// The agent's context: completed messages only.
-    pub(crate) messages: Vec<AgentMessage>,
+    pub(crate) messages: Context,
 
     /// The agent run in progress, if any.
     pub(crate) run: Option<Run>,
@@ -185,7 +185,7 @@ type Reply = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.compat.context(s.session.take_context());
+        let messages = s.compat.shared_context(s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -246,9 +246,29 @@ impl Machine {
     /// The main loop: wait for the next event, handle it, until there is a reason to exit.
     /// Extensions and MCP servers start first (in the background) and stop at the end.
     pub fn run(mut self) -> Exit {
+        self.run_plugins_and_loop()
+    }
+
+    fn run_plugins_and_loop(&mut self) -> Exit {
         self.start_plugins();
         let exit = self.run_loop();
         self.stop_plugins(matches!(exit, Exit::Signal(_)));
+        exit
+    }
+
+    /// [`Machine::run`] in a process that ends right after it: the context, the session and
+    /// the model registry are left to the OS instead of freed an allocation at a time (a long
+    /// session's context alone is tens of thousands). The channels still close, so the stdout
+    /// writer drains what is queued and stops.
+    pub fn run_to_exit(mut self) -> Exit {
+        let exit = self.run_plugins_and_loop();
+        self.session.close_writes();
+        std::mem::forget(std::mem::take(&mut self.messages));
+        std::mem::forget(std::mem::replace(
+            &mut self.session,
+            Session::new("", None, None),
+        ));
+        std::mem::forget(std::mem::take(&mut self.registry));
         exit
     }
 
@@ -548,7 +568,7 @@ impl Machine {
             Command::Abort => {
                 if self.continue_wait.take().is_some() {
                     // No continuation: the context is the session's (the failed reply is back).
-                    self.messages = self.session.build_context();
+                    self.messages = self.session.build_context().into();
                     self.send(response::success(id, "abort", None));
                     self.settle();
                     return Err(DEFERRED.to_string());
@@ -624,7 +644,7 @@ impl Machine {
             Command::GetState => Ok(Some(self.state_json())),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
             Command::GetLastAssistantText => Ok(Some(
-                match crate::session::tree::last_assistant_text(&self.messages) {
+                match crate::session::tree::last_assistant_text(self.messages.as_slice()) {
                     Some(t) => json!({ "text": t }),
                     None => json!({}),
                 },
@@ -824,7 +844,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.compat.context(self.session.build_context());
+        self.messages = self.compat.context(self.session.build_context()).into();
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();
@@ -864,8 +884,7 @@ impl Machine {
             oauth: self.auth.oauth_login(&model.provider),
             thinking_map: self
                 .registry
-                .thinking_level_map(&model.provider, &model.id)
-                .cloned(),
+                .thinking_level_map_of(&model.provider, &model.id),
             env: Some(self.auth.env().clone()),
         }
     }

@@ -86,7 +86,7 @@ pub fn tree_json(session: &Session) -> Vec<u8> {
         if r > 0 {
             out.push(b',');
         }
-        open_node(&mut out, entries[root].line());
+        open_node(&mut out, &entries[root].line());
         stack.push((root, 0));
         while let Some((node, next)) = stack.last_mut() {
             let node = *node;
@@ -95,7 +95,7 @@ pub fn tree_json(session: &Session) -> Vec<u8> {
                     out.push(b',');
                 }
                 *next += 1;
-                open_node(&mut out, entries[child].line());
+                open_node(&mut out, &entries[child].line());
                 stack.push((child, 0));
             } else {
                 out.push(b']');
@@ -142,7 +142,9 @@ impl Machine {
     /// the summaries' usage) and estimates the context through its projection.
     pub(crate) fn session_stats(&self) -> Value {
         let window = self.model.as_ref().map(|m| m.context_window);
-        let mut stats = self.session.stats_for(&self.messages, window, self.compat);
+        let mut stats = self
+            .session
+            .stats_for(self.messages.as_slice(), window, self.compat);
         if self.compat.is_087() {
             let path = self.session.branch_path();
             let projected = crate::session::projection::project(&path);

@@ -186,7 +186,7 @@ impl Machine {
     }
 
     pub(crate) fn cmd_clone(&mut self) -> Reply {
-        let cloned = self.session.clone_branch();
+        let cloned = self.session.clone_branch()?;
         self.replace_session(cloned);
         Ok(Some(json!({ "cancelled": false })))
     }

@@ -332,7 +332,7 @@ pub struct Declared {
 }
 
 impl Declared {
-    pub fn of(messages: &[AgentMessage]) -> Declared {
+    pub fn of<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Declared {
         let mut d = Declared::default();
         for m in messages {
             if let AgentMessage::System(s) = m {

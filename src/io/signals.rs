@@ -12,6 +12,7 @@ pub fn spawn(tx: Sender<Control>) -> std::io::Result<std::thread::JoinHandle<()>
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("signals".into())
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || {
             for sig in signals.forever() {
                 if tx.send(Control::Signal(sig)).is_err() {

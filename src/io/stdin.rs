@@ -102,6 +102,7 @@ fn overflowing_numbers_as_null(line: &[u8]) -> Vec<u8> {
 pub fn spawn(tx: Sender<Input>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("stdin".into())
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || run(std::io::stdin().lock(), MAX_LINE_BYTES, &tx))
 }
 

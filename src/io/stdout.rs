@@ -26,6 +26,7 @@ pub fn spawn(
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("stdout".into())
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || {
             if let Err(e) = run(std::io::stdout().lock(), &rx) {
                 if e.kind() != std::io::ErrorKind::BrokenPipe {

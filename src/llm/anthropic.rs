@@ -2,13 +2,12 @@
 //! decoder of the SSE stream (`message_start`, `content_block_*`, `message_delta`,
 //! `message_stop`, `error`). Both are pure; `stream.rs` does the I/O.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value, json};
 
-use crate::llm::api::{self, Builder, Prepared, WireApi};
+use crate::llm::api::{self, Body, Builder, Prepared, WireApi};
+use crate::llm::body::{self, BodySink};
 use crate::llm::sse::SseEvent;
-use crate::llm::transform::{sanitize_id, transform_borrowed};
+use crate::llm::transform::{Transformed, sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent, ToolSchema};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
 
@@ -144,7 +143,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
             format!("{base}/v1/messages")
         },
         headers: headers(req),
-        body: body_bytes(req),
+        body: Body::Write(write_body),
     }
 }
 
@@ -382,26 +381,31 @@ pub fn build_body(req: &LlmRequest) -> Value {
     serde_json::from_slice(&body_bytes(req)).unwrap_or(Value::Null)
 }
 
-/// The request body, serialised. The history (`messages`, by far the largest part) is written
-/// straight from the messages; the small fields around it are built as values.
+/// The request body, serialised ([`write_body`] into memory).
 pub fn body_bytes(req: &LlmRequest) -> Vec<u8> {
+    body::to_bytes(write_body, req)
+}
+
+/// Write the request body. The history (`messages`, by far the largest part) is written
+/// straight from the messages, a message at a time (the sink hands the body on in chunks while
+/// it is sent: `body.rs`); the small fields around it are built as values.
+pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
     let model = &req.model;
     let oauth = is_oauth(req);
     let cc = cache_control(req);
     let rest = body_fields(req, cc.as_ref(), oauth);
-    let mut out = Vec::with_capacity(4096);
-    out.extend_from_slice(b"{\"model\":");
-    put(&mut out, &model.id);
-    out.extend_from_slice(b",\"messages\":");
-    write_messages(&mut out, req, cc.as_ref(), oauth);
+    sink.buf.extend_from_slice(b"{\"model\":");
+    put(&mut sink.buf, &model.id);
+    sink.buf.extend_from_slice(b",\"messages\":");
+    write_messages(sink, req, cc.as_ref(), oauth);
+    let out = &mut sink.buf;
     for (k, v) in &rest {
         out.push(b',');
-        put(&mut out, k);
+        put(out, k);
         out.push(b':');
-        put(&mut out, v);
+        put(out, v);
     }
     out.push(b'}');
-    out
 }
 
 /// Every body field after `messages`, in the reference's order.
@@ -742,7 +746,7 @@ enum Planned<'a> {
     UserText(&'a str),
     UserBlocks(Vec<&'a Content>),
     Assistant(&'a crate::message::AssistantMessage, Vec<&'a Content>),
-    ToolResults(&'a [Cow<'a, LlmMessage>]),
+    ToolResults(&'a [Transformed<'a>]),
     /// pi 0.87.1: a later system message of a model that takes them in place.
     System(&'a crate::message::SystemMessage),
 }
@@ -756,7 +760,7 @@ fn signed(t: &crate::message::ThinkingContent) -> bool {
 }
 
 fn plan<'a>(
-    msgs: &'a [Cow<'a, LlmMessage>],
+    msgs: &'a [Transformed<'a>],
     images_ok: bool,
     v087: bool,
     keep_system: bool,
@@ -835,38 +839,6 @@ fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 /// A string as JSON into `out` (the fast path for the history's texts).
 fn put_str(out: &mut Vec<u8>, s: &str) {
     crate::json::write_str(out, s);
-}
-
-/// Roughly the size of the body's history: reserved up front so the buffer of a long session
-/// is not copied while it grows.
-fn estimate(msgs: &[Cow<'_, LlmMessage>]) -> usize {
-    let blocks = |c: &[Content]| -> usize {
-        c.iter()
-            .map(|b| {
-                64 + match b {
-                    Content::Text(t) => t.text.len(),
-                    Content::Thinking(t) => t.thinking.len(),
-                    Content::Image(i) => i.data.len(),
-                    Content::ToolCall(_) => 256,
-                }
-            })
-            .sum()
-    };
-    msgs.iter()
-        .map(|m| {
-            64 + match &**m {
-                LlmMessage::User(u) => match &u.content {
-                    UserContent::Text(s) => s.len(),
-                    UserContent::Blocks(b) => blocks(b),
-                },
-                LlmMessage::Assistant(a) => blocks(&a.content),
-                LlmMessage::ToolResult(r) => blocks(&r.content),
-                LlmMessage::System(_) => 256,
-            }
-        })
-        .sum::<usize>()
-        .saturating_mul(11)
-        / 10
 }
 
 /// `,"cache_control":{...}` when this is the cache breakpoint.
@@ -965,7 +937,7 @@ fn wire_order<'p, 'a>(
 
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
-fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
+fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
@@ -978,9 +950,10 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth
     let wire = wire_order(req, &planned, oauth);
     // The cache breakpoint: the last message converted, when it is the user's or a system one.
     let cc_at_index = wire.iter().rposition(|w| !matches!(w, Wire::Effort(_)));
-    out.reserve(estimate(&msgs));
-    out.push(b'[');
+    sink.buf.push(b'[');
     for (n, w) in wire.iter().enumerate() {
+        sink.checkpoint();
+        let out = &mut sink.buf;
         if n > 0 {
             out.push(b',');
         }
@@ -1100,9 +1073,15 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth
                     out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
                     put_str(out, &r.tool_call_id);
                     out.extend_from_slice(b",\"content\":");
-                    match tool_result_content(&r.content, images_ok) {
-                        Value::String(text) => put_str(out, &text),
-                        blocks => put(out, &blocks),
+                    if images_ok && r.content.iter().any(|c| matches!(c, Content::Image(_))) {
+                        put(out, &tool_result_blocks(&r.content));
+                    } else {
+                        // The texts joined by newlines, as one string.
+                        let texts = r.content.iter().filter_map(|c| match c {
+                            Content::Text(t) => Some(t.text.as_str()),
+                            _ => None,
+                        });
+                        crate::json::write_str_joined(out, texts, "\n");
                     }
                     out.extend_from_slice(b",\"is_error\":");
                     out.extend_from_slice(if r.is_error { b"true" } else { b"false" });
@@ -1113,21 +1092,11 @@ fn write_messages(out: &mut Vec<u8>, req: &LlmRequest, cc: Option<&Value>, oauth
             }
         }
     }
-    out.push(b']');
+    sink.buf.push(b']');
 }
 
-fn tool_result_content(content: &[Content], images_ok: bool) -> Value {
-    let has_images = images_ok && content.iter().any(|c| matches!(c, Content::Image(_)));
-    if !has_images {
-        let texts: Vec<&str> = content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect();
-        return json!(texts.join("\n"));
-    }
+/// The content of a tool result with images (allowed by the model) as blocks.
+fn tool_result_blocks(content: &[Content]) -> Value {
     let mut blocks: Vec<Value> = Vec::new();
     for c in content {
         match c {

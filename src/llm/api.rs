@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use crate::llm::body::WriteBody;
 use crate::llm::sse::SseEvent;
 use crate::llm::{LlmRequest, Model, ModelCost, StreamEvent};
 use crate::message::{
@@ -27,17 +28,45 @@ pub const FETCH_FAILED: &str = "fetch failed";
 /// The request timed out before the response headers arrived.
 pub const TIMED_OUT: &str = "Request timed out.";
 /// A ready-to-send provider request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Prepared {
     pub url: String,
     pub headers: Vec<(String, String)>,
-    /// The serialised JSON body.
-    pub body: Vec<u8>,
+    pub body: Body,
+}
+
+/// The JSON body of a request.
+#[derive(Clone)]
+pub enum Body {
+    /// Serialised already.
+    Bytes(Vec<u8>),
+    /// Written by this function: measured first, then a large body is written again while it
+    /// is sent instead of being held whole (`body.rs`).
+    Write(WriteBody),
+}
+
+impl Body {
+    /// The body's bytes, whole (tests, inspection).
+    pub fn bytes(&self, req: &LlmRequest) -> Vec<u8> {
+        match self {
+            Body::Bytes(b) => b.clone(),
+            Body::Write(w) => crate::llm::body::to_bytes(*w, req),
+        }
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            Body::Write(_) => f.write_str("Write"),
+        }
+    }
 }
 
 /// A body built as a value, serialised (`serde_json` cannot fail on a `Value`).
-pub fn json_body(body: &Value) -> Vec<u8> {
-    serde_json::to_vec(body).unwrap_or_default()
+pub fn json_body(body: &Value) -> Body {
+    Body::Bytes(serde_json::to_vec(body).unwrap_or_default())
 }
 
 /// Decodes one API's SSE events into [`StreamEvent`]s, keeping the partial message in a

@@ -137,7 +137,7 @@ pub fn prepare_with(req: &LlmRequest, env: Env, now: u64) -> Result<Prepared, St
     let path = format!("/model/{}/converse-stream", encode_label(&req.model.id));
     let url = format!("{base}{path}");
     check_images(req)?;
-    let body = api::json_body(&build_body(req, env));
+    let body = serde_json::to_vec(&build_body(req, env)).unwrap_or_default();
     let mut headers: Vec<(String, String)> = vec![
         ("content-type".into(), "application/json".into()),
         ("accept".into(), "application/vnd.amazon.eventstream".into()),
@@ -168,7 +168,11 @@ pub fn prepare_with(req: &LlmRequest, env: Env, now: u64) -> Result<Prepared, St
             headers.retain(|(k, _)| k != "host");
         }
     }
-    Ok(Prepared { url, headers, body })
+    Ok(Prepared {
+        url,
+        headers,
+        body: crate::llm::api::Body::Bytes(body),
+    })
 }
 
 /// `host[:port]` of a URL, as an HTTP client sends it in `Host`.

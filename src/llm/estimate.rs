@@ -136,8 +136,10 @@ pub fn context_tokens(req: &LlmRequest) -> u64 {
                 LlmMessage::Assistant(a) => usage_tokens(a),
                 _ => 0,
             };
-            base + req.messages[i + 1..]
+            base + req
+                .messages
                 .iter()
+                .skip(i + 1)
                 .map(message_tokens)
                 .sum::<u64>()
         }

@@ -13,6 +13,10 @@ use std::time::Duration;
 
 use crate::llm::Timeouts;
 
+/// Stack of the thread that runs the HTTP exchange: more than pith's other threads
+/// ([`crate::THREAD_STACK`]) for the TLS handshake and certificate checks.
+pub const IO_THREAD_STACK: usize = 512 * 1024;
+
 /// A response whose body has not been read yet.
 pub struct HttpResponse {
     pub status: u16,
@@ -107,8 +111,14 @@ pub fn send(
             }
             req.send(body.unwrap_or_default())
         }
-    }
-    .map_err(classify)?;
+    };
+    response(resp)
+}
+
+fn response(
+    sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> Result<HttpResponse, HttpError> {
+    let resp = sent.map_err(classify)?;
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
@@ -126,6 +136,22 @@ pub fn send(
         headers,
         body: Box::new(body),
     })
+}
+
+/// POST a body of `len` bytes read from `body` while it is sent (a long session's history,
+/// written by its own thread: `body.rs`), with `headers` after `Content-Length`.
+pub fn post_streamed(
+    agent: &ureq::Agent,
+    url: &str,
+    headers: &[(String, String)],
+    len: u64,
+    body: impl Read + Send + 'static,
+) -> Result<HttpResponse, HttpError> {
+    let mut req = agent.post(url).header("content-length", len.to_string());
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    response(req.send(ureq::SendBody::from_owned_reader(body)))
 }
 
 /// The whole body of a small response (token endpoints), at most `limit` bytes.

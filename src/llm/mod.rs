@@ -12,6 +12,7 @@ pub mod api;
 pub mod aws;
 pub mod azure_openai;
 pub mod bedrock;
+pub mod body;
 pub mod cloudflare;
 pub mod cost;
 pub mod error_body;
@@ -22,6 +23,7 @@ pub mod google_auth;
 pub mod google_vertex;
 pub mod http;
 pub mod lockfile;
+pub mod messages;
 pub mod mistral;
 pub mod model_json;
 pub mod models;
@@ -38,7 +40,8 @@ pub mod transform;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::{AssistantMessage, LlmMessage, ThinkingLevel, ToolCall, Usage};
+use crate::message::{AssistantMessage, ThinkingLevel, ToolCall, Usage};
+pub use messages::LlmMessages;
 
 /// Prices in USD per million tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -155,7 +158,8 @@ pub struct LlmRequest {
     /// Resolved API key (never logged, never serialised into events).
     pub api_key: Option<String>,
     pub system_prompt: String,
-    pub messages: Vec<LlmMessage>,
+    /// The history, shared with the agent's context (`messages.rs`).
+    pub messages: LlmMessages,
     pub tools: Vec<ToolSchema>,
     /// `Off` = no reasoning parameters.
     pub thinking: ThinkingLevel,

@@ -132,21 +132,49 @@ impl std::fmt::Debug for RequestAuth {
 }
 
 /// All known models, in registry order.
-#[derive(Clone, Default)]
+///
+/// The list is built when first needed ([`Registry::all`]): start-up resolves `--provider` /
+/// `--model` and a session's model from the models of one provider ([`Registry::models_of`]),
+/// and a streaming agent never needs the other hundreds, so most processes never build them
+/// (about 400 KiB resident and a good part of start-up otherwise, per agent).
+#[derive(Default)]
 pub struct Registry {
-    models: Vec<Model>,
-    /// Parallel to `models`.
-    thinking: Vec<Option<ThinkingLevelMap>>,
+    /// models.json as read (providers, overrides, custom models).
+    cfg: std::sync::Arc<ModelsConfig>,
+    /// The built-in models of the pi version (`None`: pi 0.73.1's).
+    version: Option<&'static table::Table>,
+    built: std::sync::OnceLock<Built>,
     provider_configs: HashMap<String, ProviderRequestConfig>,
     /// `provider:id` → headers declared for that model in models.json.
     model_headers: HashMap<String, Headers>,
     load_error: Option<String>,
 }
 
+/// The models of a registry (or of one provider of it), in registry order.
+#[derive(Clone, Default)]
+struct Built {
+    models: Vec<Model>,
+    /// Parallel to `models`.
+    thinking: Vec<Option<ThinkingLevelMap>>,
+}
+
+impl Clone for Registry {
+    fn clone(&self) -> Registry {
+        Registry {
+            cfg: std::sync::Arc::clone(&self.cfg),
+            version: self.version,
+            built: self.built.clone(),
+            provider_configs: self.provider_configs.clone(),
+            model_headers: self.model_headers.clone(),
+            load_error: self.load_error.clone(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
-            .field("models", &self.models.len())
+            .field("built", &self.built.get().map(|b| b.models.len()))
             .field("load_error", &self.load_error)
             .finish_non_exhaustive()
     }
@@ -209,11 +237,10 @@ impl Registry {
 
     fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
         let table = version.providers;
-        let mut reg = Registry::default();
-        let total: usize = table.iter().map(|p| p.models.len()).sum();
-        reg.models.reserve(total);
-        reg.thinking.reserve(total);
-
+        let mut reg = Registry {
+            version: Some(version),
+            ..Registry::default()
+        };
         for (name, p) in &cfg.providers {
             if p.api_key.is_some() || p.headers.is_some() || p.auth_header {
                 let request = ProviderRequestConfig {
@@ -226,9 +253,40 @@ impl Registry {
             for (id, o) in &p.model_overrides {
                 reg.store_model_headers(name, id, o.headers.as_ref());
             }
+            // Headers of the custom models that get registered (as in `models`).
+            let defaults = table.iter().find(|b| b.name == name);
+            for def in &p.models {
+                let api = def.api.is_some() || p.api.is_some() || defaults.is_some();
+                let url = def.base_url.is_some() || p.base_url.is_some() || defaults.is_some();
+                if api && url {
+                    reg.store_model_headers(name, &def.id, def.headers.as_ref());
+                }
+            }
         }
+        reg.cfg = std::sync::Arc::new(cfg);
+        reg
+    }
 
-        for provider in table {
+    /// Every model, or (with `only`) the models of the provider named exactly so: the same list
+    /// filtered, built without the others.
+    fn models(cfg: &ModelsConfig, version: &'static table::Table, only: Option<&str>) -> Built {
+        let table = version.providers;
+        let mut reg = Built::default();
+        let wanted = |name: &str| only.is_none_or(|o| o == name);
+        let total: usize = table
+            .iter()
+            .filter(|p| wanted(p.name))
+            .map(|p| p.models.len())
+            .sum::<usize>()
+            + cfg
+                .providers
+                .iter()
+                .map(|(_, p)| p.models.len())
+                .sum::<usize>();
+        reg.models.reserve_exact(total);
+        reg.thinking.reserve_exact(total);
+
+        for provider in table.iter().filter(|p| wanted(p.name)) {
             let pcfg = cfg
                 .providers
                 .iter()
@@ -255,7 +313,7 @@ impl Registry {
             }
         }
 
-        for (name, p) in &cfg.providers {
+        for (name, p) in cfg.providers.iter().filter(|(n, _)| wanted(n)) {
             let defaults = table.iter().find(|b| b.name == name);
             for def in &p.models {
                 let api = def
@@ -273,7 +331,6 @@ impl Registry {
                 let (Some(api), Some(base_url)) = (api, base_url) else {
                     continue;
                 };
-                reg.store_model_headers(name, &def.id, def.headers.as_ref());
                 let cost = def.cost.unwrap_or([0.0; 4]);
                 let model = Model {
                     id: def.id.clone(),
@@ -303,7 +360,60 @@ impl Registry {
                 reg.upsert(model, def.thinking.clone());
             }
         }
+        reg.models.shrink_to_fit();
+        reg.thinking.shrink_to_fit();
         reg
+    }
+
+    fn version(&self) -> &'static table::Table {
+        self.version.unwrap_or(&table::V073)
+    }
+
+    fn built(&self) -> &Built {
+        self.built
+            .get_or_init(|| Registry::models(&self.cfg, self.version(), None))
+    }
+
+    /// The models of `provider` (exact name), in registry order, without building the others
+    /// when they are not built yet.
+    pub fn models_of(&self, provider: &str) -> Vec<Model> {
+        match self.built.get() {
+            Some(b) => b
+                .models
+                .iter()
+                .filter(|m| m.provider == provider)
+                .cloned()
+                .collect(),
+            None => Registry::models(&self.cfg, self.version(), Some(provider)).models,
+        }
+    }
+
+    /// The spelling of a provider name as models carry it, matched case-insensitively (the last
+    /// one in registry order), if any model has it.
+    pub fn canonical_provider(&self, name: &str) -> Option<String> {
+        let lower = name.to_lowercase();
+        if let Some(b) = self.built.get() {
+            return b
+                .models
+                .iter()
+                .rev()
+                .find(|m| m.provider.to_lowercase() == lower)
+                .map(|m| m.provider.clone());
+        }
+        // Models are in provider order (built-in providers, then models.json's), so the last
+        // model with a matching provider belongs to the last matching name that has models.
+        let names = self
+            .version()
+            .providers
+            .iter()
+            .map(|p| p.name)
+            .chain(self.cfg.providers.iter().map(|(n, _)| n.as_str()));
+        let candidates: Vec<&str> = names.filter(|n| n.to_lowercase() == lower).collect();
+        candidates
+            .into_iter()
+            .rev()
+            .find(|n| !self.models_of(n).is_empty())
+            .map(str::to_string)
     }
 
     fn store_model_headers(&mut self, provider: &str, id: &str, headers: Option<&Headers>) {
@@ -317,7 +427,9 @@ impl Registry {
             }
         }
     }
+}
 
+impl Built {
     fn upsert(&mut self, model: Model, thinking: Option<ThinkingLevelMap>) {
         match self
             .models
@@ -334,23 +446,33 @@ impl Registry {
             }
         }
     }
+}
 
+impl Registry {
     /// Every model, in registry order.
     pub fn all(&self) -> &[Model] {
-        &self.models
+        &self.built().models
     }
 
     /// Exact, case-sensitive lookup.
     pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
-        self.models
+        self.all()
             .iter()
             .find(|m| m.provider == provider && m.id == id)
+    }
+
+    /// [`Registry::find`] as a copy, without building every model.
+    pub fn lookup(&self, provider: &str, id: &str) -> Option<Model> {
+        match self.built.get() {
+            Some(_) => self.find(provider, id).cloned(),
+            None => self.models_of(provider).into_iter().find(|m| m.id == id),
+        }
     }
 
     /// Models whose provider has a credential, in registry order (`get_available_models`).
     pub fn available(&self, auth: &Auth) -> Vec<&Model> {
         let mut cache: HashMap<&str, bool> = HashMap::new();
-        self.models
+        self.all()
             .iter()
             .filter(|m| {
                 *cache
@@ -384,15 +506,36 @@ impl Registry {
 
     /// The `thinkingLevelMap` of a registered model (built-in table or models.json).
     pub fn thinking_level_map(&self, provider: &str, id: &str) -> Option<&ThinkingLevelMap> {
-        let i = self
+        let b = self.built();
+        let i = b
             .models
             .iter()
             .position(|m| m.provider == provider && m.id == id)?;
-        self.thinking[i].as_ref()
+        b.thinking[i].as_ref()
+    }
+
+    /// [`Registry::thinking_level_map`] as a copy, without building every model (what a request
+    /// carries).
+    pub fn thinking_level_map_of(&self, provider: &str, id: &str) -> Option<ThinkingLevelMap> {
+        if self.built.get().is_some() {
+            return self.thinking_level_map(provider, id).cloned();
+        }
+        let b = Registry::models(&self.cfg, self.version(), Some(provider));
+        let i = b.models.iter().position(|m| m.id == id)?;
+        b.thinking[i].clone()
     }
 
     /// [`supported_thinking_levels`] for a model, looking its map up here.
     pub fn thinking_levels(&self, model: &Model) -> Vec<ThinkingLevel> {
+        if self.built.get().is_none() {
+            let b = Registry::models(&self.cfg, self.version(), Some(&model.provider));
+            let map = b
+                .models
+                .iter()
+                .position(|m| m.id == model.id)
+                .and_then(|i| b.thinking[i].as_ref());
+            return supported_thinking_levels(model, map);
+        }
         supported_thinking_levels(model, self.thinking_level_map(&model.provider, &model.id))
     }
 

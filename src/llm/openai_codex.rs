@@ -53,12 +53,14 @@ impl WireApi for OpenAiCodex {
             set(if v087 { "session-id" } else { "session_id" }, s.clone());
             set("x-client-request-id", s.clone());
         }
-        let mut body = api::json_body(&build_body(req));
-        if v087 {
+        let json = serde_json::to_vec(&build_body(req)).unwrap_or_default();
+        let body = if v087 {
             // pi 0.87.1 sends the body as zstd; pith's frame holds it uncompressed (raw blocks).
             set("content-encoding", "zstd".into());
-            body = zstd_raw_frame(&body);
-        }
+            api::Body::Bytes(zstd_raw_frame(&json))
+        } else {
+            api::Body::Bytes(json)
+        };
         Ok(Prepared {
             url: codex_url(&req.model.base_url),
             headers,

@@ -894,7 +894,7 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
     let mut last = Last::Other;
     let mut i = 0;
     while i < msgs.len() {
-        let msg = &msgs[i];
+        let msg: &LlmMessage = &msgs[i];
         i += 1;
         if c.requires_assistant_after_tool_result
             && last == Last::ToolResult

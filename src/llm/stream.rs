@@ -22,6 +22,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, bounded, select};
 
 use crate::cancel::{CancelSource, CancelToken, cancel_pair};
+use crate::llm::api::Body;
+use crate::llm::body::{self, Measured, WriteBody};
 use crate::llm::sse::{SseEvent, SseParser};
 use crate::llm::{LlmRequest, StreamEvent, http};
 
@@ -90,6 +92,7 @@ pub fn spawn(req: LlmRequest, sink: Sink) -> StreamHandle {
     let (source, token) = cancel_pair();
     let thread = std::thread::Builder::new()
         .name(format!("llm-{}", req.model.id))
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || run(req, token, sink))
         .ok();
     StreamHandle {
@@ -142,6 +145,8 @@ fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
     let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
     builder.compat = req.compat;
     builder.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
+    // Shared with the thread that writes a large body onto the connection (`body.rs`).
+    let req = std::sync::Arc::new(req);
     match prepared {
         Ok(prepared) => run_http(api, &req, prepared, &token, &mut builder, &mut em),
         Err(e) => {
@@ -163,6 +168,7 @@ fn prepare_on_worker(
     let cancel = token.clone();
     let spawned = std::thread::Builder::new()
         .name("llm-prepare".into())
+        .stack_size(crate::llm::http::IO_THREAD_STACK)
         .spawn(move || {
             let mut req = req;
             let prepared = match resolve_auth(&mut req, &cancel)
@@ -238,10 +244,22 @@ enum Io {
     Failed(http::HttpError),
 }
 
+/// A request body as the I/O thread sends it.
+#[derive(Clone)]
+enum IoBody {
+    Bytes(std::sync::Arc<Vec<u8>>),
+    /// `len` bytes written by `write` while they are sent.
+    Stream {
+        write: WriteBody,
+        len: u64,
+        req: std::sync::Arc<LlmRequest>,
+    },
+}
+
 fn start_io(
     req: &LlmRequest,
     prepared: &Prepared,
-    body: std::sync::Arc<Vec<u8>>,
+    body: IoBody,
     extra: Option<(String, String)>,
 ) -> Receiver<Io> {
     let (tx, rx) = bounded::<Io>(8);
@@ -253,6 +271,7 @@ fn start_io(
     }
     let spawned = std::thread::Builder::new()
         .name("llm-io".into())
+        .stack_size(crate::llm::http::IO_THREAD_STACK)
         .spawn(move || {
             // Built here: creating the TLS config takes a moment the stream thread should not wait.
             let agent = http::agent(&timeouts);
@@ -270,10 +289,17 @@ fn io_thread(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(String, String)],
-    body: std::sync::Arc<Vec<u8>>,
+    body: IoBody,
     tx: &Sender<Io>,
 ) {
-    let resp = match http::post_json(agent, url, headers, &body) {
+    let sent = match body {
+        IoBody::Bytes(bytes) => http::post_json(agent, url, headers, &bytes),
+        IoBody::Stream { write, len, req } => match body::spawn(write, req) {
+            Ok(reader) => http::post_streamed(agent, url, headers, len, reader),
+            Err(e) => Err(http::HttpError::Other(e.to_string())),
+        },
+    };
+    let resp = match sent {
         Ok(r) => r,
         Err(e) => {
             let _ = tx.send(Io::Failed(e));
@@ -339,15 +365,26 @@ fn sleep_cancellable(token: &CancelToken, d: Duration) -> bool {
 
 fn run_http(
     api: &dyn WireApi,
-    req: &LlmRequest,
+    req: &std::sync::Arc<LlmRequest>,
     mut prepared: Prepared,
     token: &CancelToken,
     b: &mut Builder,
     em: &mut Emitter,
 ) {
     let mut out = Vec::new();
-    // Shared by every SDK-level attempt without copying (a long history is megabytes).
-    let body = std::sync::Arc::new(std::mem::take(&mut prepared.body));
+    // Shared by every SDK-level attempt without copying (a long history is megabytes), or, when
+    // large, written onto the connection again for each attempt.
+    let body = match std::mem::replace(&mut prepared.body, Body::Bytes(Vec::new())) {
+        Body::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
+        Body::Write(write) => match body::measure(write, req) {
+            Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
+            Measured::Stream(len) => IoBody::Stream {
+                write,
+                len,
+                req: std::sync::Arc::clone(req),
+            },
+        },
+    };
     let stainless = api.stainless();
     // Headers can be slow on a busy provider; the response wait is bounded by connect + stall.
     let header_wait = req.timeouts.connect + req.timeouts.stall + Duration::from_secs(1);

@@ -116,15 +116,19 @@ pub fn leading_prompt(req: &LlmRequest) -> String {
 }
 
 /// The leading system message, when the messages start with one.
-pub fn initial(messages: &[LlmMessage]) -> Option<&SystemMessage> {
-    match messages.first() {
+pub fn initial<'a>(
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
+) -> Option<&'a SystemMessage> {
+    match messages.into_iter().next() {
         Some(LlmMessage::System(s)) => Some(s),
         _ => None,
     }
 }
 
-fn systems(messages: &[LlmMessage]) -> impl Iterator<Item = &SystemMessage> {
-    messages.iter().filter_map(|m| match m {
+fn systems<'a>(
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
+) -> impl Iterator<Item = &'a SystemMessage> {
+    messages.into_iter().filter_map(|m| match m {
         LlmMessage::System(s) => Some(s),
         _ => None,
     })
@@ -142,7 +146,7 @@ pub fn schema(d: &ToolDeclaration) -> ToolSchema {
 
 /// Every definition the system messages declare, in first-declaration order (a redeclared name
 /// keeps its first place and takes the last definition: `getDeclaredTools`).
-pub fn declared_tools(messages: &[LlmMessage]) -> Vec<ToolSchema> {
+pub fn declared_tools<'a>(messages: impl IntoIterator<Item = &'a LlmMessage>) -> Vec<ToolSchema> {
     let mut out: Vec<ToolSchema> = Vec::new();
     for s in systems(messages) {
         for t in s.tools_added.iter().flatten() {
@@ -168,7 +172,7 @@ fn declaration_key(d: &ToolDeclaration) -> String {
 }
 
 /// Whether a tool name was declared twice with different definitions (`hasToolRedefinitions`).
-pub fn has_tool_redefinitions(messages: &[LlmMessage]) -> bool {
+pub fn has_tool_redefinitions<'a>(messages: impl IntoIterator<Item = &'a LlmMessage>) -> bool {
     let mut seen: Vec<(&str, String)> = Vec::new();
     for s in systems(messages) {
         for t in s.tools_added.iter().flatten() {
@@ -184,7 +188,9 @@ pub fn has_tool_redefinitions(messages: &[LlmMessage]) -> bool {
 }
 
 /// Whether a tool was removed or a name declared twice (`hasNonAdditiveToolChanges`).
-pub fn has_non_additive_tool_changes(messages: &[LlmMessage]) -> bool {
+pub fn has_non_additive_tool_changes<'a>(
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
+) -> bool {
     let mut seen: Vec<&str> = Vec::new();
     for s in systems(messages) {
         if s.tools_removed.as_ref().is_some_and(|r| !r.is_empty()) {
@@ -250,7 +256,8 @@ mod tests {
             system_prompt: "Summarize.".into(),
             messages: vec![LlmMessage::User(
                 serde_json::from_value(json!({"role":"user","content":"x","timestamp":1})).unwrap(),
-            )],
+            )]
+            .into(),
             compat: crate::compat::Compat::V087,
             model: crate::llm::faux::model(),
             api_key: None,
@@ -272,7 +279,7 @@ mod tests {
         // Once only, and never under 0.73.
         normalize(&mut req);
         assert_eq!(req.messages.len(), 2);
-        req.messages.remove(0);
+        req.messages = req.messages.iter().skip(1).cloned().collect();
         req.compat = crate::compat::Compat::V073;
         normalize(&mut req);
         assert_eq!(req.messages.len(), 1);

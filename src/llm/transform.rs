@@ -5,7 +5,7 @@
 //! `No result provided` error result so the provider accepts the history.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::llm::Model;
 use crate::message::{
@@ -15,69 +15,94 @@ use crate::message::{
 
 /// Normalise `messages` for `model`. `normalize_id` maps a foreign tool-call id to one the target
 /// API accepts (only applied to assistant messages from another model).
-pub fn transform_messages(
-    messages: &[LlmMessage],
+pub fn transform_messages<'a>(
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
 ) -> Vec<LlmMessage> {
     transform_borrowed(messages, model, normalize_id)
         .into_iter()
-        .map(Cow::into_owned)
+        .map(Transformed::into_owned)
         .collect()
 }
 
+/// A message after [`transform_borrowed`]: the request's own when unchanged, else a new one.
+/// (Two words: a long history's transformed list is small next to the history.)
+#[derive(Debug)]
+pub enum Transformed<'a> {
+    Same(&'a LlmMessage),
+    Changed(Box<LlmMessage>),
+}
+
+impl Transformed<'_> {
+    pub fn into_owned(self) -> LlmMessage {
+        match self {
+            Transformed::Same(m) => m.clone(),
+            Transformed::Changed(m) => *m,
+        }
+    }
+}
+
+impl std::ops::Deref for Transformed<'_> {
+    type Target = LlmMessage;
+    fn deref(&self) -> &LlmMessage {
+        match self {
+            Transformed::Same(m) => m,
+            Transformed::Changed(m) => m,
+        }
+    }
+}
+
 /// [`transform_messages`] without copying what it leaves unchanged (nearly everything in a long
-/// history of one model): unchanged messages are borrowed.
+/// history of one model): unchanged messages are borrowed. One pass: each message is
+/// transformed, then placed (orphaned tool calls answered, failed turns dropped).
 pub fn transform_borrowed<'a>(
-    messages: &'a [LlmMessage],
+    messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
-) -> Vec<Cow<'a, LlmMessage>> {
+) -> Vec<Transformed<'a>> {
     let mut id_map: HashMap<String, String> = HashMap::new();
-    let mut first: Vec<Cow<'a, LlmMessage>> = Vec::with_capacity(messages.len());
+    let messages = messages.into_iter();
+    let mut out: Vec<Transformed<'a>> = Vec::with_capacity(messages.size_hint().0);
     let images_ok = model.input.iter().any(|i| i == "image");
+    // Tool calls (id, name, answered) of the latest assistant message: those without a result
+    // by the next assistant or user message get one (`flush_orphans`).
+    let mut pending: Vec<(Cow<'a, str>, Cow<'a, str>, bool)> = Vec::new();
+    // pi 0.87.1: system messages met while tool calls are pending wait until those are answered
+    // (synthetic results included), so they never split calls from their results.
+    let mut held: Vec<Transformed<'a>> = Vec::new();
     for msg in messages {
-        match msg {
+        let msg = match msg {
             LlmMessage::User(u) => match &u.content {
                 UserContent::Blocks(b) if !images_ok && has_image(b) => {
                     let mut u = u.clone();
                     u.content = UserContent::Blocks(replace_images(b, USER_IMAGE_PLACEHOLDER));
-                    first.push(Cow::Owned(LlmMessage::User(u)));
+                    Transformed::Changed(Box::new(LlmMessage::User(u)))
                 }
-                _ => first.push(Cow::Borrowed(msg)),
+                _ => Transformed::Same(msg),
             },
             LlmMessage::ToolResult(r) => {
                 let id = id_map.get(&r.tool_call_id);
                 let downgrade = !images_ok && has_image(&r.content);
                 if id.is_none() && !downgrade {
-                    first.push(Cow::Borrowed(msg));
-                    continue;
+                    Transformed::Same(msg)
+                } else {
+                    let mut r = r.clone();
+                    if let Some(id) = id {
+                        r.tool_call_id = id.clone();
+                    }
+                    if downgrade {
+                        r.content = replace_images(&r.content, TOOL_IMAGE_PLACEHOLDER);
+                    }
+                    Transformed::Changed(Box::new(LlmMessage::ToolResult(r)))
                 }
-                let mut r = r.clone();
-                if let Some(id) = id {
-                    r.tool_call_id = id.clone();
-                }
-                if downgrade {
-                    r.content = replace_images(&r.content, TOOL_IMAGE_PLACEHOLDER);
-                }
-                first.push(Cow::Owned(LlmMessage::ToolResult(r)));
             }
-            LlmMessage::System(_) => first.push(Cow::Borrowed(msg)),
-            LlmMessage::Assistant(a) if unchanged(a, model) => first.push(Cow::Borrowed(msg)),
-            LlmMessage::Assistant(a) => first.push(Cow::Owned(LlmMessage::Assistant(
+            LlmMessage::System(_) => Transformed::Same(msg),
+            LlmMessage::Assistant(a) if unchanged(a, model) => Transformed::Same(msg),
+            LlmMessage::Assistant(a) => Transformed::Changed(Box::new(LlmMessage::Assistant(
                 transform_assistant(a, model, normalize_id, &mut id_map),
             ))),
-        }
-    }
-
-    let mut out = Vec::with_capacity(first.len());
-    // Tool calls (id, name) of the latest assistant message still waiting for a result.
-    let mut pending: Vec<(String, String)> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    // pi 0.87.1: system messages met while tool calls are pending wait until those are answered
-    // (synthetic results included), so they never split calls from their results.
-    let mut held: Vec<Cow<'a, LlmMessage>> = Vec::new();
-    for msg in first {
+        };
         match &*msg {
             LlmMessage::System(_) => {
                 if pending.is_empty() {
@@ -87,30 +112,54 @@ pub fn transform_borrowed<'a>(
                 }
             }
             LlmMessage::Assistant(a) => {
-                flush_orphans(&mut pending, &mut answered, &mut out);
+                flush_orphans(&mut pending, &mut out);
                 out.append(&mut held);
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
-                pending = a
-                    .tool_calls()
-                    .map(|tc| (tc.id.clone(), tc.name.clone()))
-                    .collect();
+                pending = match &msg {
+                    // The request's own message: its ids are borrowed, not copied.
+                    Transformed::Same(LlmMessage::Assistant(a)) => a
+                        .tool_calls()
+                        .map(|tc| {
+                            (
+                                Cow::Borrowed(tc.id.as_str()),
+                                Cow::Borrowed(tc.name.as_str()),
+                                false,
+                            )
+                        })
+                        .collect(),
+                    _ => a
+                        .tool_calls()
+                        .map(|tc| {
+                            (
+                                Cow::Owned(tc.id.clone()),
+                                Cow::Owned(tc.name.clone()),
+                                false,
+                            )
+                        })
+                        .collect(),
+                };
                 out.push(msg);
             }
             LlmMessage::ToolResult(r) => {
-                answered.insert(r.tool_call_id.clone());
+                for p in pending
+                    .iter_mut()
+                    .filter(|p| p.0 == r.tool_call_id.as_str())
+                {
+                    p.2 = true;
+                }
                 out.push(msg);
             }
             LlmMessage::User(_) => {
-                flush_orphans(&mut pending, &mut answered, &mut out);
+                flush_orphans(&mut pending, &mut out);
                 out.append(&mut held);
                 out.push(msg);
             }
         }
     }
     // Calls still unanswered at the end get their synthetic results too (both versions).
-    flush_orphans(&mut pending, &mut answered, &mut out);
+    flush_orphans(&mut pending, &mut out);
     out.append(&mut held);
     out
 }
@@ -155,23 +204,23 @@ fn unchanged(a: &AssistantMessage, model: &Model) -> bool {
 }
 
 fn flush_orphans<'a>(
-    pending: &mut Vec<(String, String)>,
-    answered: &mut HashSet<String>,
-    out: &mut Vec<Cow<'a, LlmMessage>>,
+    pending: &mut Vec<(Cow<'a, str>, Cow<'a, str>, bool)>,
+    out: &mut Vec<Transformed<'a>>,
 ) {
-    for (id, name) in pending.drain(..) {
-        if !answered.contains(&id) {
-            out.push(Cow::Owned(LlmMessage::ToolResult(ToolResultMessage {
-                tool_call_id: id,
-                tool_name: name,
-                content: vec![Content::text("No result provided")],
-                details: None,
-                is_error: true,
-                timestamp: now_ms(),
-            })));
+    for (id, name, answered) in pending.drain(..) {
+        if !answered {
+            out.push(Transformed::Changed(Box::new(LlmMessage::ToolResult(
+                ToolResultMessage {
+                    tool_call_id: id.into_owned(),
+                    tool_name: name.into_owned(),
+                    content: vec![Content::text("No result provided")],
+                    details: None,
+                    is_error: true,
+                    timestamp: now_ms(),
+                },
+            ))));
         }
     }
-    answered.clear();
 }
 
 fn transform_assistant(
@@ -344,7 +393,10 @@ mod tests {
             assistant("other", vec![Content::text("x")], StopReason::Stop),
         ];
         let out = transform_borrowed(&msgs, &model(), None);
-        let borrowed: Vec<bool> = out.iter().map(|m| matches!(m, Cow::Borrowed(_))).collect();
+        let borrowed: Vec<bool> = out
+            .iter()
+            .map(|m| matches!(m, Transformed::Same(_)))
+            .collect();
         assert_eq!(borrowed, [true, true, true, false]);
     }
 

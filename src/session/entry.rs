@@ -1,29 +1,32 @@
 //! One line of a session file, kept losslessly and compactly.
 //!
-//! Every entry keeps its JSON line exactly as pith writes it (`JSON.stringify` form, key order
+//! Every entry has its JSON line exactly as pith writes it (`JSON.stringify` form, key order
 //! kept), so unknown entry types and unknown fields survive a load/fork/rewrite untouched and
 //! copies are byte-identical. Next to it sits a small parsed view ([`EntryKind`]) of only the
-//! fields pith needs. The line is the only full copy: the JSON object ([`Entry::raw`]) and the
-//! agent message of a `message` entry ([`Entry::message`]) are parsed from it on demand, so a
-//! session of many entries costs little more memory than its file. New entries are built with
+//! fields pith needs. The line is the only full copy, and once it is in a file it is not kept in
+//! memory but read back from there when needed (`stored.rs`): the JSON object ([`Entry::raw`])
+//! and the agent message of a `message` entry ([`Entry::message`]) are parsed from it on demand,
+//! so a session of many entries costs a few dozen bytes per entry besides its context. New entries are built with
 //! the reference's key order (`type`, `id`, `parentId`, `timestamp`, then the type's fields; the
 //! extension entry types `custom`/`custom_message` put their own fields first, as the reference
 //! does).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::message::{AgentMessage, CustomMessage, UserContent};
 
+use super::short::Short;
+use super::stored::{Line, Stored};
 use super::{ids, store};
 
 /// The agent message of a `message` entry, parsed from the entry's line on first use of
 /// [`Entry::message`] and then kept. `None` inside: the message did not parse.
 #[derive(Clone, Debug, Default)]
-pub struct MessageCell(OnceLock<Option<Box<AgentMessage>>>);
+pub struct MessageCell(OnceLock<Option<Arc<AgentMessage>>>);
 
 /// The interpreted part of an entry. Anything pith does not understand is `Unknown` (still kept
 /// and written back verbatim).
@@ -65,11 +68,12 @@ pub enum EntryKind {
 /// One entry (every line of a session file except the header).
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// The entry's line as written to the file (without the newline).
-    line: Box<str>,
-    id: Box<str>,
-    parent_id: Option<Box<str>>,
-    entry_type: Box<str>,
+    /// The entry's line as written to the file (without the newline): in memory until it is in
+    /// a file, then read back from there.
+    line: Line,
+    id: Short,
+    parent_id: Option<Short>,
+    entry_type: Short,
     /// The ISO `timestamp` in Unix ms (0 when absent or unparsable).
     timestamp_ms: u64,
     kind: EntryKind,
@@ -120,7 +124,7 @@ impl Entry {
     /// Interpret a JSON object read from a file. Fails only when it has no string `id`.
     pub fn from_raw(raw: Map<String, Value>) -> Result<Entry, String> {
         let id = str_field(&raw, "id").ok_or("entry has no string id")?;
-        let parent_id = str_field(&raw, "parentId").map(String::into_boxed_str);
+        let parent_id = raw.get("parentId").and_then(Value::as_str).map(Short::new);
         let entry_type = raw.get("type").and_then(Value::as_str).unwrap_or("").into();
         let timestamp_ms = raw
             .get("timestamp")
@@ -129,8 +133,8 @@ impl Entry {
             .unwrap_or(0);
         let kind = parse_kind(&raw);
         Ok(Entry {
-            line: store::to_line(&raw).into_boxed_str(),
-            id: id.into_boxed_str(),
+            line: Line::Text(store::to_line(&raw).into_boxed_str()),
+            id: Short::new(&id),
             parent_id,
             entry_type,
             timestamp_ms,
@@ -139,23 +143,24 @@ impl Entry {
         })
     }
 
-    /// The fast path of loading: an entry straight from a file line, kept verbatim, when the
-    /// line is in `JSON.stringify` form and its interpreted fields read cleanly
-    /// ([`super::line`]). `None`: the caller must use [`Entry::from_raw`] on the parsed object
-    /// (which then decides, with the same result as always).
-    pub fn from_line(line: &str) -> Option<Entry> {
-        if !super::line::is_canonical(line) {
+    /// The fast path of loading: an entry straight from a file line when its interpreted fields
+    /// read cleanly ([`super::line`]). The line is left where it is (`stored`), or kept verbatim
+    /// in memory when it is in `JSON.stringify` form. `None`: the caller must use
+    /// [`Entry::from_raw`] on the parsed object (which then decides, with the same result as
+    /// always).
+    pub fn from_line(line: &str, stored: Option<Stored>) -> Option<Entry> {
+        if stored.is_none() && !super::line::is_canonical(line) {
             return None;
         }
         let h = super::line::head(line)?;
-        let id = h.id.owned()?;
+        let id = Short::new(h.id.as_str()?);
         let entry_type = h.ty.as_str().unwrap_or("");
         let s = |f: &super::line::LStr| f.owned().unwrap_or_default();
         let kind = match entry_type {
             "message" => EntryKind::Message {
                 role: s(&h.message.role),
                 message: match h.message.parsed {
-                    Some(m) => MessageCell(OnceLock::from(Some(Box::new(m)))),
+                    Some(m) => MessageCell(OnceLock::from(Some(Arc::new(m)))),
                     None => MessageCell::default(),
                 },
             },
@@ -186,9 +191,12 @@ impl Entry {
             _ => EntryKind::Unknown,
         };
         Some(Entry {
-            line: line.into(),
-            id: id.into_boxed_str(),
-            parent_id: h.parent_id.owned().map(String::into_boxed_str),
+            line: match stored {
+                Some(s) => Line::Stored(s),
+                None => Line::Text(line.into()),
+            },
+            id,
+            parent_id: h.parent_id.as_str().map(Short::new),
             entry_type: entry_type.into(),
             timestamp_ms: h
                 .timestamp
@@ -217,17 +225,52 @@ impl Entry {
         &self.kind
     }
 
-    /// The entry as one line of the session file (`JSON.stringify` form, no newline).
-    pub fn line(&self) -> &str {
-        &self.line
+    /// The entry as one line of the session file (`JSON.stringify` form, no newline). A line
+    /// that cannot be read back (the file was changed in place by another program since it was
+    /// loaded) is reported on stderr and stands in as the entry's tree fields only
+    /// (`{"type","id","parentId"}`); [`Entry::try_line`] says so instead.
+    pub fn line(&self) -> Cow<'_, str> {
+        match self.line.get() {
+            Ok(l) => l,
+            Err(e) => {
+                self.line.warn(&e);
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String(self.entry_type.to_string()));
+                m.insert("id".into(), Value::String(self.id.to_string()));
+                let parent = self.parent_id.as_deref().map(Value::from);
+                m.insert("parentId".into(), parent.unwrap_or(Value::Null));
+                Cow::Owned(store::to_line(&m))
+            }
+        }
+    }
+
+    /// [`Entry::line`], or why it cannot be read back.
+    pub fn try_line(&self) -> Result<Cow<'_, str>, String> {
+        self.line.get()
+    }
+
+    /// The line, for parsing: `None` (reported once on stderr) when it cannot be read back.
+    fn text(&self) -> Option<Cow<'_, str>> {
+        self.line.get().map_err(|e| self.line.warn(&e)).ok()
+    }
+
+    /// The line is in memory only (not in a file pith can read it back from).
+    pub fn is_in_memory(&self) -> bool {
+        matches!(self.line, Line::Text(_))
+    }
+
+    /// The line has been written to a file at `stored`: read it back from there from now on
+    /// instead of keeping it.
+    pub(crate) fn stored_at(&mut self, stored: Stored) {
+        self.line = Line::Stored(stored);
     }
 
     /// The raw JSON object, as loaded or built (parsed from [`Entry::line`] on first use).
     pub fn raw(&self) -> &Map<String, Value> {
         self.raw.get_or_init(|| {
             // The line is always the serialisation of an object.
-            match serde_json::from_str::<Value>(&self.line) {
-                Ok(Value::Object(map)) => Box::new(map),
+            match self.text().map(|t| serde_json::from_str::<Value>(&t)) {
+                Some(Ok(Value::Object(map))) => Box::new(map),
                 _ => Box::default(),
             }
         })
@@ -243,7 +286,7 @@ impl Entry {
         match &self.kind {
             EntryKind::Message { message, role } => message
                 .0
-                .get_or_init(|| parse_message(&self.line, role).map(Box::new))
+                .get_or_init(|| parse_message(&self.text()?, role).map(Arc::new))
                 .as_deref(),
             _ => None,
         }
@@ -257,7 +300,7 @@ impl Entry {
         };
         match message.0.get() {
             Some(parsed) => parsed.as_deref().map(Cow::Borrowed),
-            None => parse_message(&self.line, role).map(Cow::Owned),
+            None => parse_message(&self.text()?, role).map(Cow::Owned),
         }
     }
 
@@ -282,8 +325,10 @@ impl Entry {
         struct Line {
             message: Stop,
         }
-        serde_json::from_str::<Line>(&self.line)
-            .is_ok_and(|l| l.message.stop_reason.as_deref() == Some("error"))
+        self.text().is_some_and(|t| {
+            serde_json::from_str::<Line>(&t)
+                .is_ok_and(|l| l.message.stop_reason.as_deref() == Some("error"))
+        })
     }
 
     pub fn is_assistant_message(&self) -> bool {
@@ -303,13 +348,13 @@ impl Entry {
 
     /// [`Entry::context_message`], moving a message parsed at load out of its cache instead of
     /// copying it.
-    pub fn take_context_message(&mut self) -> Option<AgentMessage> {
+    pub fn take_context_message(&mut self) -> Option<Arc<AgentMessage>> {
         if let EntryKind::Message { message, .. } = &mut self.kind {
             if let Some(Some(m)) = message.0.take() {
-                return Some(*m);
+                return Some(m);
             }
         }
-        self.context_message()
+        self.context_message().map(Arc::new)
     }
 
     /// Drop the parsed message kept with the line (it is parsed again on demand).
@@ -521,7 +566,7 @@ mod tests {
             r#"{"type":"future","id":"f","parentId":"a","z":[1,{"q":null}]}"#,
             r#"{"type":"custom","id":"u","parentId":"a","customType":"x","data":{}}"#,
         ] {
-            let fast = Entry::from_line(line).expect(line);
+            let fast = Entry::from_line(line, None).expect(line);
             let full = parse(line);
             assert_eq!(fast.line(), full.line());
             assert_eq!(
@@ -547,14 +592,15 @@ mod tests {
             );
         }
         // Left to the full path: non-canonical text, custom messages, missing ids.
-        assert!(Entry::from_line(r#"{ "type":"x","id":"i"}"#).is_none());
+        assert!(Entry::from_line(r#"{ "type":"x","id":"i"}"#, None).is_none());
         assert!(
             Entry::from_line(
-                r#"{"type":"custom_message","customType":"c","content":"x","id":"i"}"#
+                r#"{"type":"custom_message","customType":"c","content":"x","id":"i"}"#,
+                None
             )
             .is_none()
         );
-        assert!(Entry::from_line(r#"{"type":"x","id":5}"#).is_none());
+        assert!(Entry::from_line(r#"{"type":"x","id":5}"#, None).is_none());
     }
 
     #[test]

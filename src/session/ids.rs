@@ -130,12 +130,23 @@ pub fn parse_iso_ms(s: &str) -> Option<u64> {
     let rest = &s[19..];
     let millis = match rest.strip_prefix('.') {
         Some(frac) => {
-            let digits: String = frac.chars().take_while(|c| c.is_ascii_digit()).collect();
-            if digits.is_empty() || &frac[digits.len()..] != "Z" {
+            // Milliseconds from the first three digits (fewer are padded: `.5` is 500 ms),
+            // further digits ignored; the fraction must end with `Z`. No allocation: every
+            // entry of a session file goes through here when it is loaded.
+            let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || &frac[digits..] != "Z" {
                 return None;
             }
-            let padded = format!("{:0<3}", &digits[..digits.len().min(3)]);
-            padded.parse::<u64>().ok()?
+            let mut ms = 0u64;
+            for i in 0..3 {
+                let digit = frac
+                    .as_bytes()
+                    .get(i)
+                    .filter(|_| i < digits)
+                    .map_or(0, |c| c - b'0');
+                ms = ms * 10 + u64::from(digit);
+            }
+            ms
         }
         None if rest == "Z" => 0,
         None => return None,

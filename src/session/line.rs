@@ -400,9 +400,97 @@ fn skip_plain(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The index of the first `\n` in `b` (the loader splits a long session file into lines with
+/// it), sixteen bytes at a time.
+#[cfg(target_arch = "x86_64")]
+pub fn find_newline(b: &[u8]) -> Option<usize> {
+    // SAFETY: SSE2 is part of the x86_64 baseline, always available.
+    unsafe { find_newline_sse2(b) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn find_newline_sse2(b: &[u8]) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    let nl = _mm_set1_epi8(b'\n' as i8);
+    let mut i = 0;
+    while i + 16 <= b.len() {
+        // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside `b` (unaligned load).
+        let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
+        let mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) as u32;
+        if mask != 0 {
+            return Some(i + mask.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
+    b[i..].iter().position(|&c| c == b'\n').map(|p| i + p)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn find_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+/// `b` as text, when it is UTF-8. A line of only ASCII (most session lines: `JSON.stringify`
+/// escapes nothing above it, but pi writes non-ASCII text as is) is recognised sixteen bytes at
+/// a time; anything else goes through the full UTF-8 check.
+pub fn utf8(b: &[u8]) -> Option<&str> {
+    if is_ascii(b) {
+        // SAFETY: every byte is below 0x80, so `b` is valid UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(b) });
+    }
+    std::str::from_utf8(b).ok()
+}
+
+#[cfg(target_arch = "x86_64")]
+fn is_ascii(b: &[u8]) -> bool {
+    // SAFETY: SSE2 is part of the x86_64 baseline, always available.
+    unsafe { is_ascii_sse2(b) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+fn is_ascii_sse2(b: &[u8]) -> bool {
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_setzero_si128,
+    };
+    let mut acc = _mm_setzero_si128();
+    let mut i = 0;
+    while i + 16 <= b.len() {
+        // SAFETY: `i + 16 <= b.len()`: the 16 bytes read are inside `b` (unaligned load).
+        let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
+        acc = _mm_or_si128(acc, v);
+        i += 16;
+    }
+    _mm_movemask_epi8(acc) == 0 && b[i..].is_ascii()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn is_ascii(b: &[u8]) -> bool {
+    b.is_ascii()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_of_ascii_and_utf8_lines() {
+        for len in [0, 1, 15, 16, 17, 40] {
+            let ascii = "a".repeat(len);
+            assert_eq!(utf8(ascii.as_bytes()), Some(ascii.as_str()));
+            for at in 0..len {
+                let mut s = ascii.clone().into_bytes();
+                s[at] = 0xff;
+                assert_eq!(utf8(&s), None, "{len} {at}");
+                let mut t = ascii.clone();
+                t.replace_range(at..at + 1, "é");
+                assert_eq!(utf8(t.as_bytes()), Some(t.as_str()));
+            }
+        }
+    }
 
     #[test]
     fn canonical_lines() {
@@ -428,6 +516,23 @@ mod tests {
             "{\"s\":\"unterminated",
         ] {
             assert!(!is_canonical(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn find_newline_finds_the_first() {
+        for (text, want) in [
+            ("", None),
+            ("abc", None),
+            ("\n", Some(0)),
+            ("abcdefgh\n", Some(8)),
+            ("abcdefg\nh\n", Some(7)),
+            ("é☃abcdefghijkl\nx", Some(17)),
+            ("\u{8a}\u{10a}\u{2022}x\n", Some(8)),
+            ("0123456789abcdef0123456789abcde\n", Some(31)),
+            ("0123456789abcdef\n", Some(16)),
+        ] {
+            assert_eq!(find_newline(text.as_bytes()), want, "{text:?}");
         }
     }
 

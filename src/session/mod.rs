@@ -23,17 +23,20 @@ pub mod ids;
 pub mod line;
 pub mod projection;
 pub mod repair;
+mod short;
 pub mod store;
+pub mod stored;
 pub mod tree;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::compat::Compat;
-use crate::message::{AgentMessage, ThinkingLevel, UserContent};
+use crate::message::{AgentMessage, Context, ThinkingLevel, UserContent};
 
 pub use entry::{Entry, EntryKind};
 pub use export_html::export_html;
@@ -41,6 +44,7 @@ pub use store::{default_session_dir, find_most_recent, resolve_session_arg};
 pub use tree::{ContextUsage, SessionStats, TokenStats, last_assistant_text};
 
 use entry::NewEntry;
+use stored::{SessionFile, Stored};
 
 /// The error of `fork` on anything but a user message entry.
 pub const INVALID_FORK_ENTRY: &str = "Invalid entry ID for forking";
@@ -61,7 +65,7 @@ pub struct Session {
     id: String,
     cwd: String,
     entries: Vec<Entry>,
-    by_id: HashMap<String, usize>,
+    by_id: HashMap<short::Short, usize>,
     /// Each entry's parent, resolved when the entry was added (walking a long branch then costs
     /// no hashing): see [`Parent`].
     parents: Vec<Parent>,
@@ -79,6 +83,10 @@ pub struct Session {
     has_assistant: bool,
     /// The file ends without `\n` (a cut last line): start the next write with one.
     needs_newline: bool,
+    /// The session file opened for reading lines back: entries whose lines are in it do not
+    /// keep them in memory (`stored.rs`). `None` until there is a file (or when it cannot be
+    /// opened: lines then stay in memory).
+    stored: Option<Arc<SessionFile>>,
     /// How many entries (in file order) are in the file; the rest wait for the next write.
     saved: usize,
     /// The error of the last write while writes keep failing (reported once, when they start).
@@ -137,6 +145,7 @@ impl Session {
             header_written: false,
             has_assistant: false,
             needs_newline: false,
+            stored: None,
             saved: 0,
             write_failure: None,
             failed_at: None,
@@ -180,21 +189,48 @@ impl Session {
     }
 
     fn open_with(path: &Path, rewrite_migrated: bool) -> Result<Session, String> {
+        // Current files are turned into entries line by line; older ones are collected whole
+        // first, since migrating them renumbers every entry.
+        let file = store::open_regular(path)?;
+        // The open file the lines are read back from later (the same one read now, whatever
+        // happens to the path). Without it, lines stay in memory.
+        let stored = file
+            .try_clone()
+            .ok()
+            .and_then(|f| SessionFile::from_file(f, path).ok());
+        // Lines are parsed into entries on the fast path (possibly on a second thread), then
+        // added in file order; anything else takes the full path in `Opening`.
+        let prepare = |line: &[u8], at: u64| Loader::prepare(line, at, stored.as_ref());
+        // Entries of a long session average most of a KiB (a turn's tool output and messages);
+        // capped, so a huge file of few lines does not reserve for millions.
+        let expect = file
+            .metadata()
+            .map_or(0, |m| (m.len() / 1024).min(1 << 16) as usize);
         let mut opening = Opening {
             path,
             loader: None,
             damage: Vec::new(),
+            expect,
         };
-        let report = store::read_lines(path, &mut opening)?;
+        let report = store::read_lines_from(&file, path, &prepare, &mut opening)?;
         let loader = opening.loader.ok_or("Session file has no header")?;
         let (mut session, migrated, entry_warnings) = loader.finish(opening.damage);
+        if !migrated {
+            session.stored = stored;
+        }
         session.saved = session.entries.len();
+        // Grown by doubling while the file was read: a long session would keep up to half its
+        // entry table empty.
+        session.entries.shrink_to_fit();
+        session.parents.shrink_to_fit();
         session.needs_newline = report.needs_newline;
         session.warnings = report.warnings;
         session.warnings.extend(entry_warnings);
         if migrated && rewrite_migrated {
-            let text = session.all_lines();
-            match store::rewrite(path, &text) {
+            match session
+                .all_lines()
+                .and_then(|text| store::rewrite(path, &text))
+            {
                 Ok(()) => session.needs_newline = false,
                 Err(e) => session.warnings.push(e),
             }
@@ -264,7 +300,7 @@ impl Session {
             .ok_or("Cannot fork: no session directory")?;
         let mut text = format!("{}\n", store::to_line(&fresh.header));
         for e in &src.entries {
-            text.push_str(e.line());
+            text.push_str(&e.try_line().map_err(|e| format!("Cannot fork: {e}"))?);
             text.push('\n');
         }
         store::append(&file, &text, false).map_err(|e| e.message)?;
@@ -296,6 +332,7 @@ impl Session {
             header_written: true,
             has_assistant: false,
             needs_newline: false,
+            stored: None,
             saved: 0,
             write_failure: None,
             failed_at: None,
@@ -409,7 +446,11 @@ impl Session {
             None => Parent::Root,
             Some(p) => self.by_id.get(p).map_or(Parent::Lookup, |&i| Parent::At(i)),
         };
-        if self.by_id.insert(entry.id().to_string(), index).is_some() {
+        if self
+            .by_id
+            .insert(short::Short::new(entry.id()), index)
+            .is_some()
+        {
             // A repeated id changes what earlier links resolve to: look every link up by id from
             // now on, as the walk always did.
             self.parents.iter_mut().for_each(|p| {
@@ -503,28 +544,39 @@ impl Session {
     /// a series is reported once (warning and [`WriteNotice::Failed`]); the first success after
     /// it gives [`WriteNotice::Resumed`].
     fn persist(&mut self, now: bool) {
+        if let Err(e) = self.write_unsaved(now) {
+            self.warnings.push(e);
+        }
+    }
+
+    /// [`Session::persist`]; `Err` only when the line of an entry to write cannot be read back
+    /// (a copied entry whose file was changed in place): nothing is written then.
+    fn write_unsaved(&mut self, now: bool) -> Result<(), String> {
         let Some(path) = self.file.clone() else {
-            return;
+            return Ok(());
         };
         if !self.has_assistant || self.saved == self.entries.len() && self.header_written {
-            return;
+            return Ok(());
         }
         if !now && self.backing_off() {
-            return;
+            return Ok(());
         }
         let mut text = String::new();
         if !self.header_written {
             text.push_str(&store::to_line(&self.header));
             text.push('\n');
         }
-        text.push_str(&self.entry_lines(self.saved..self.entries.len()));
+        let lines_at = text.len();
+        text.push_str(&self.entry_lines(self.saved..self.entries.len())?);
         match store::append(&path, &text, self.needs_newline) {
-            Ok(()) => {
+            Ok(at) => {
+                let first = self.saved;
                 let waited = self.entries.len() - self.saved;
                 self.saved = self.entries.len();
                 self.flushed = true;
                 self.header_written = true;
                 self.needs_newline = false;
+                self.forget_written(&path, first, at + lines_at as u64, &text[lines_at..]);
                 if self.write_failure.take().is_some() {
                     self.notices.push(WriteNotice::Resumed {
                         file: path.display().to_string(),
@@ -550,6 +602,27 @@ impl Session {
                 self.write_failure = Some(e.message);
             }
         }
+        Ok(())
+    }
+
+    /// The lines `text` of entries `first..` are now in the file at `path` from offset `at`: read
+    /// them back from there instead of keeping them (the file is opened for that once; a path
+    /// that names another file than before gets the new one).
+    fn forget_written(&mut self, path: &Path, first: usize, mut at: u64, text: &str) {
+        let current = self.stored.as_ref().filter(|f| f.is_at(path)).cloned();
+        let Some(file) = current.or_else(|| SessionFile::open(path).ok()) else {
+            return;
+        };
+        for (entry, line) in self.entries[first..]
+            .iter_mut()
+            .zip(text.split_terminator('\n'))
+        {
+            if let Some(s) = Stored::new(&file, at, line.as_bytes()) {
+                entry.stored_at(s);
+            }
+            at += line.len() as u64 + 1;
+        }
+        self.stored = Some(file);
     }
 
     /// While writes fail, every new entry tries again with all that waits; once that is more
@@ -579,6 +652,19 @@ impl Session {
         }
     }
 
+    /// What dropping the session does for entries a failed write left in memory (one more
+    /// attempt, then a line on stderr for what is still lost), for a session that is left to
+    /// the OS at exit instead of dropped. Once: a later drop does nothing more.
+    pub fn close_writes(&mut self) {
+        self.retry_writes();
+        if let Some(error) = self.write_failure.take() {
+            eprintln!(
+                "Error: {} session entries were not saved: {error}",
+                self.entries.len() - self.saved
+            );
+        }
+    }
+
     /// Entries that are only in memory because writing the session file failed.
     pub fn unsaved_entries(&self) -> usize {
         match self.write_failure {
@@ -592,21 +678,21 @@ impl Session {
         std::mem::take(&mut self.notices)
     }
 
-    fn entry_lines(&self, range: std::ops::Range<usize>) -> String {
+    fn entry_lines(&self, range: std::ops::Range<usize>) -> Result<String, String> {
         let mut text = String::new();
         for e in &self.entries[range] {
-            text.push_str(e.line());
+            text.push_str(&e.try_line()?);
             text.push('\n');
         }
-        text
+        Ok(text)
     }
 
-    fn all_lines(&self) -> String {
-        format!(
+    fn all_lines(&self) -> Result<String, String> {
+        Ok(format!(
             "{}\n{}",
             store::to_line(&self.header),
-            self.entry_lines(0..self.entries.len())
-        )
+            self.entry_lines(0..self.entries.len())?
+        ))
     }
 
     /// Append a `message` entry; returns its id.
@@ -819,11 +905,16 @@ impl Session {
     /// [`Session::build_context`] for a session just loaded: messages parsed while the file was
     /// read are moved into the context instead of parsed again or copied (entries parse them
     /// again on demand later).
-    pub fn take_context(&mut self) -> Vec<AgentMessage> {
+    pub fn take_context(&mut self) -> Context {
         let plan = tree::context_plan(&self.entries, &self.path());
-        let mut messages: Vec<AgentMessage> = plan
+        let mut messages: Vec<Arc<AgentMessage>> = plan
             .compaction
-            .map(|c| tree::compaction_messages(&self.entries[c]))
+            .map(|c| {
+                tree::compaction_messages(&self.entries[c])
+                    .into_iter()
+                    .map(Arc::new)
+                    .collect()
+            })
             .unwrap_or_default();
         messages.reserve(plan.entries.len());
         for i in plan.entries {
@@ -836,7 +927,7 @@ impl Session {
         for e in &mut self.entries {
             e.forget_parsed();
         }
-        messages
+        messages.into()
     }
 
     /// The latest non-empty `session_info` name in the whole file.
@@ -877,17 +968,21 @@ impl Session {
         let entry = self.entry(entry_id).ok_or(INVALID_FORK_ENTRY)?;
         let text = entry.user_text().ok_or(INVALID_FORK_ENTRY)?;
         let session = match entry.parent_id().and_then(|p| self.by_id.get(p)) {
-            Some(&parent) => self.branched_session(parent),
+            Some(&parent) => self.branched_session(parent)?,
             None => Session::new(&self.cwd, self.session_dir.clone(), self.parent_link()),
         };
         Ok((session, text))
     }
 
     /// `clone`: a new session holding the current branch.
-    pub fn clone_branch(&self) -> Session {
+    pub fn clone_branch(&self) -> Result<Session, String> {
         match self.leaf {
             Some(leaf) => self.branched_session(leaf),
-            None => Session::new(&self.cwd, self.session_dir.clone(), self.parent_link()),
+            None => Ok(Session::new(
+                &self.cwd,
+                self.session_dir.clone(),
+                self.parent_link(),
+            )),
         }
     }
 
@@ -897,7 +992,9 @@ impl Session {
 
     /// `createBranchedSession(leaf)`: root → leaf without labels, then the labels of kept entries
     /// re-created; written at once if the branch holds an assistant message, else deferred.
-    fn branched_session(&self, leaf: usize) -> Session {
+    /// Fails when a line to copy cannot be read back from this session's file (changed in
+    /// place by another program since it was loaded): nothing is written then.
+    fn branched_session(&self, leaf: usize) -> Result<Session, String> {
         let mut s = Session::new(&self.cwd, self.session_dir.clone(), self.parent_link());
         let path = tree::branch_indices(self.entries.len(), |i| self.parent_of(i), Some(leaf));
         for i in path {
@@ -906,7 +1003,7 @@ impl Session {
             }
         }
         for (target, label) in &self.labels {
-            if s.by_id.contains_key(target) {
+            if s.by_id.contains_key(target.as_str()) {
                 let raw = s.new_entry().standard(
                     "label",
                     vec![
@@ -919,8 +1016,11 @@ impl Session {
                 }
             }
         }
-        s.persist(true);
-        s
+        // Lines copied from this session's file are read back as they are written: one that
+        // cannot be (the file was changed in place) fails the whole copy before anything is
+        // written.
+        s.write_unsaved(true)?;
+        Ok(s)
     }
 
     /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] with 0.73).
@@ -933,9 +1033,9 @@ impl Session {
     /// the context (after a compaction, the kept messages only); pi 0.87.1 over every entry of
     /// the session file (all branches, compacted messages included, and the usage recorded on
     /// compaction, branch summary and `usage` entries).
-    pub fn stats_for(
+    pub fn stats_for<M: std::borrow::Borrow<AgentMessage>>(
         &self,
-        messages: &[AgentMessage],
+        messages: &[M],
         context_window: Option<u64>,
         compat: Compat,
     ) -> SessionStats {
@@ -963,13 +1063,7 @@ impl Session {
 /// is closed (replaced by another one, or at exit), and a line on stderr for what is still lost.
 impl Drop for Session {
     fn drop(&mut self) {
-        self.retry_writes();
-        if let Some(error) = &self.write_failure {
-            eprintln!(
-                "Error: {} session entries were not saved: {error}",
-                self.entries.len() - self.saved
-            );
-        }
+        self.close_writes();
     }
 }
 
@@ -993,14 +1087,23 @@ struct Opening<'p> {
     path: &'p Path,
     loader: Option<Loader>,
     damage: Vec<repair::Damage>,
+    /// About how many entries the file holds (from its size), to size the entry tables once.
+    expect: usize,
 }
 
-impl store::LineSink for Opening<'_> {
-    fn line(&mut self, line: &[u8], first: bool) -> store::LineRead {
-        // Current files are turned into entries line by line; older ones are collected whole
-        // first, since migrating them renumbers every entry.
-        if let Some(l) = &mut self.loader {
-            if l.add_line(line) {
+impl store::LineSink<Option<Entry>> for Opening<'_> {
+    fn line(
+        &mut self,
+        line: &[u8],
+        first: bool,
+        _at: u64,
+        prepared: Option<Entry>,
+    ) -> store::LineRead {
+        // Current files are turned into entries line by line (most already by
+        // `Loader::prepare`); older ones are collected whole first, since migrating them
+        // renumbers every entry.
+        if let (Some(l), Some(entry)) = (&mut self.loader, prepared) {
+            if l.add_prepared(entry) {
                 return store::LineRead::Object;
             }
         }
@@ -1012,7 +1115,7 @@ impl store::LineSink for Opening<'_> {
                 }
                 None if first && !store::is_header(&obj) => store::LineRead::NotHeader,
                 None => {
-                    self.loader = Some(Loader::new(obj, self.path));
+                    self.loader = Some(Loader::new(obj, self.path, self.expect));
                     store::LineRead::Object
                 }
             },
@@ -1042,7 +1145,7 @@ impl store::LineSink for Opening<'_> {
         };
         match &mut self.loader {
             None if store::is_header(&obj) => {
-                self.loader = Some(Loader::new(obj, self.path));
+                self.loader = Some(Loader::new(obj, self.path, self.expect));
                 true
             }
             None => false,
@@ -1072,12 +1175,19 @@ struct Loader {
 }
 
 impl Loader {
-    fn new(header: Map<String, Value>, path: &Path) -> Loader {
+    /// `expect`: about how many entries follow (the tables are sized for them; they still grow
+    /// if there are more).
+    fn new(header: Map<String, Value>, path: &Path, expect: usize) -> Loader {
         let version = header.get("version").and_then(Value::as_u64).unwrap_or(1);
         let (session, legacy) = if version < store::CURRENT_VERSION {
             (None, vec![header])
         } else {
-            (Some(Session::from_header(header, path)), Vec::new())
+            let mut s = Session::from_header(header, path);
+            // Grown step by step, the id table would hash every id again at each step.
+            s.entries.reserve(expect);
+            s.parents.reserve(expect);
+            s.by_id.reserve(expect);
+            (Some(s), Vec::new())
         };
         Loader {
             path: path.to_path_buf(),
@@ -1088,14 +1198,20 @@ impl Loader {
         }
     }
 
-    /// The fast path for a current-version file: a canonical line becomes an entry without a
-    /// `Value` ([`Entry::from_line`]). `false`: not taken, parse it fully and call [`Loader::add`].
-    fn add_line(&mut self, line: &[u8]) -> bool {
-        let Some(session) = &mut self.session else {
-            return false;
-        };
+    /// The fast path for a current-version file: a line becomes an entry without a `Value`
+    /// ([`Entry::from_line`]), its text left in `file` at offset `at` (kept in memory when there
+    /// is no file to read it back from). `None`: parse it fully. Pure: runs on any thread.
+    fn prepare(line: &[u8], at: u64, file: Option<&Arc<SessionFile>>) -> Option<Entry> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let Some(entry) = std::str::from_utf8(line).ok().and_then(Entry::from_line) else {
+        let text = line::utf8(line)?;
+        let stored = file.and_then(|f| Stored::new(f, at, line));
+        Entry::from_line(text, stored)
+    }
+
+    /// Add an entry [`Loader::prepare`] made of a line. `false`: not taken (an older file,
+    /// whose objects are collected whole), parse the line fully and call [`Loader::add`].
+    fn add_prepared(&mut self, entry: Entry) -> bool {
+        let Some(session) = &mut self.session else {
             return false;
         };
         self.count += 1;

@@ -95,12 +95,13 @@ pub enum LineRead {
     Unparsable,
 }
 
-/// What [`read_lines`] hands the lines of a file to.
-pub trait LineSink {
-    /// A non-blank line (with its `\n`, if any), and whether no object was taken yet. The sink
-    /// parses it as it likes (the session loader's fast path keeps canonical lines without
-    /// building a `Value`).
-    fn line(&mut self, line: &[u8], first: bool) -> LineRead;
+/// What [`read_lines`] hands the lines of a file to, with what a `prepare` stage made of each
+/// (`P`; nothing for [`read_lines`]).
+pub trait LineSink<P = ()> {
+    /// A non-blank line (with its `\n`, if any), whether no object was taken yet, its offset in
+    /// the file, and what `prepare` made of it. The sink parses it as it likes (the session
+    /// loader's fast path keeps canonical lines without building a `Value`).
+    fn line(&mut self, line: &[u8], first: bool, at: u64, prepared: P) -> LineRead;
 
     /// A line that [`LineSink::line`] found unparsable, before the complete object that may be
     /// glued onto its end is offered to [`LineSink::fragment`].
@@ -108,14 +109,16 @@ pub trait LineSink {
 
     /// The part of a damaged line from a `{"type":"` on: take it only if it is a complete object
     /// of the file's kind (an entry), not a piece of the damaged one.
-    fn fragment(&mut self, part: &[u8], first: bool) -> bool {
-        matches!(self.line(part, first), LineRead::Object)
-    }
+    fn fragment(&mut self, part: &[u8], first: bool) -> bool;
 }
 
 impl<F: FnMut(&[u8], bool) -> LineRead> LineSink for F {
-    fn line(&mut self, line: &[u8], first: bool) -> LineRead {
+    fn line(&mut self, line: &[u8], first: bool, _at: u64, (): ()) -> LineRead {
         self(line, first)
+    }
+
+    fn fragment(&mut self, part: &[u8], first: bool) -> bool {
+        matches!(self(part, first), LineRead::Object)
     }
 }
 
@@ -124,9 +127,15 @@ impl<F: FnMut(&[u8], bool) -> LineRead> LineSink for F {
 /// did not start the next line on a fresh one): that entry is kept (see `repair.rs`). Warnings
 /// and errors as [`read_objects`].
 pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, String> {
+    let file = open_regular(path)?;
+    read_lines_from(&file, path, &|_, _| (), sink)
+}
+
+/// Open a session file for reading, refusing anything but a regular file: a device would be
+/// read without end (`/dev/zero`), a FIFO would block the open itself. Looks before opening,
+/// and again at what was opened.
+pub fn open_regular(path: &Path) -> Result<fs::File, String> {
     let shown = path.display();
-    // A device would be read without end (`/dev/zero`), a FIFO would block the open itself:
-    // look before opening, and again at what was opened.
     let regular = |m: &fs::Metadata| m.is_file();
     if fs::metadata(path).is_ok_and(|m| !regular(&m)) {
         return Err(format!("Session file {shown} is not a regular file"));
@@ -139,73 +148,319 @@ pub fn read_lines(path: &Path, sink: &mut impl LineSink) -> Result<ReadReport, S
     if !regular(&meta) {
         return Err(format!("Session file {shown} is not a regular file"));
     }
-    let len = meta.len();
+    Ok(file)
+}
+
+/// Bytes read from the file at a time (a batch of whole lines).
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Files larger than this are prepared on more than one thread ([`read_lines_from`]).
+const PARALLEL_ABOVE: u64 = 2 * 1024 * 1024;
+
+/// At most this many threads help the calling one prepare a large file.
+const MAX_HELPERS: usize = 3;
+
+/// Batches read ahead of the one the calling thread adds next.
+const AHEAD: usize = 6;
+
+/// [`read_lines`] over a file already open ([`open_regular`]; `path` names it in messages),
+/// with a stage that runs first on every non-blank line, possibly on another thread and out of
+/// order: `prepare(line, offset)` (the session loader parses entries there). `sink` then gets
+/// the lines in file order with what `prepare` made of them. A large file is read in batches of
+/// lines that up to [`MAX_HELPERS`] scoped threads and the calling thread prepare, whichever is
+/// free taking the next (the parse of a long session is most of resuming it); `sink` runs on the
+/// calling thread only.
+pub fn read_lines_from<P: Send>(
+    file: &fs::File,
+    path: &Path,
+    prepare: &(dyn Fn(&[u8], u64) -> P + Sync),
+    sink: &mut impl LineSink<P>,
+) -> Result<ReadReport, String> {
+    let shown = path.display();
+    let len = file
+        .metadata()
+        .map_err(|e| format!("Cannot read session file {shown}: {e}"))?
+        .len();
     if len > MAX_FILE_BYTES {
         return Err(format!("Session file {shown} is too large ({len} bytes)"));
     }
-    let no_header = || {
+    let mut lines = Lines {
+        shown: shown.to_string(),
+        warnings: Vec::new(),
+        needs_newline: false,
+        seen_object: false,
+        failed_line: None,
+        number: 0,
+    };
+    let mut batches = Batches {
+        file: file.take(MAX_FILE_BYTES),
+        carry: Vec::new(),
+        offset: 0,
+        done: false,
+        spare: Vec::new(),
+    };
+    let read_error = |e: std::io::Error| format!("Cannot read session file {shown}: {e}");
+    let stopped = || format!("Cannot read session file {shown}: the reading thread stopped");
+    // Helpers: one fewer than the cores this process may use (the calling thread is the other),
+    // at most three.
+    let helpers = if len > PARALLEL_ABOVE {
+        std::thread::available_parallelism().map_or(0, |n| (n.get() - 1).min(MAX_HELPERS))
+    } else {
+        0
+    };
+    let no_header = std::thread::scope(|scope| -> Result<bool, String> {
+        // Batches read and not yet prepared, numbered in file order; any helper takes the next
+        // one, and so does the calling thread whenever the batch it must add next is not ready:
+        // no fixed share, so a thread the scheduler holds back (a busy machine) does not hold
+        // the others up.
+        let (todo_tx, todo_rx) = crossbeam_channel::bounded::<(usize, Batch)>(AHEAD);
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<(usize, Batch, Vec<P>)>();
+        let mut started = 0;
+        for _ in 0..helpers {
+            let (todo, done) = (todo_rx.clone(), done_tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("session-load".into())
+                .stack_size(crate::THREAD_STACK)
+                .spawn_scoped(scope, move || {
+                    for (seq, b) in todo {
+                        let p = b.prepare(prepare);
+                        if done.send((seq, b, p)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            started += usize::from(spawned.is_ok());
+        }
+        drop(done_tx);
+        // Prepared batches that came back before their turn, by number.
+        let mut ready: std::collections::HashMap<usize, (Batch, Vec<P>)> =
+            std::collections::HashMap::new();
+        let (mut read, mut taken, mut at_end) = (0usize, 0usize, false);
+        loop {
+            // Keep up to AHEAD batches read ahead.
+            while !at_end && read - taken < AHEAD {
+                match batches.next().map_err(read_error)? {
+                    Some(b) if started > 0 => {
+                        todo_tx.send((read, b)).map_err(|_| stopped())?;
+                        read += 1;
+                    }
+                    Some(b) => {
+                        let p = b.prepare(prepare);
+                        ready.insert(read, (b, p));
+                        read += 1;
+                    }
+                    None => at_end = true,
+                }
+            }
+            if taken == read {
+                break;
+            }
+            let (b, p) = loop {
+                if let Some(x) = ready.remove(&taken) {
+                    break x;
+                }
+                if let Ok((seq, b, p)) = done_rx.try_recv() {
+                    ready.insert(seq, (b, p));
+                } else if let Ok((seq, b)) = todo_rx.try_recv() {
+                    let p = b.prepare(prepare);
+                    ready.insert(seq, (b, p));
+                } else {
+                    // Every batch up to this one is with a helper: wait for one to come back.
+                    let (seq, b, p) = done_rx.recv().map_err(|_| stopped())?;
+                    ready.insert(seq, (b, p));
+                }
+            };
+            taken += 1;
+            if lines.take(&b, p, sink) {
+                return Ok(true);
+            }
+            batches.recycle(b);
+        }
+        Ok(false)
+    })?;
+    let no_header_text = || {
         format!(
             "Cannot load session file {shown}: no valid session header (first line must be a JSON object with \"type\":\"session\" and a string \"id\")"
         )
     };
-    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
-    let mut line = Vec::new();
-    let mut warnings = Vec::new();
-    let mut needs_newline = false;
-    let mut seen_object = false;
-    // The latest non-empty line, when it did not parse: its warning depends on what follows.
-    let mut failed_line: Option<usize> = None;
-    for number in 1.. {
-        line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("Cannot read session file {shown}: {e}"))?;
-        if read == 0 {
-            break;
-        }
-        needs_newline = !line.ends_with(b"\n");
-        if number == 1 && line.starts_with(BOM) {
-            line.drain(..BOM.len());
-        }
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        if let Some(n) = failed_line.take() {
-            warnings.push(format!("session file {shown}: skipped unparsable line {n}"));
-        }
-        match sink.line(&line, !seen_object) {
-            LineRead::Object => seen_object = true,
-            LineRead::NotHeader => return Err(no_header()),
-            LineRead::Unparsable => {
-                sink.damaged(&line);
-                let glued = super::repair::object_starts(&line)
-                    .find(|&at| sink.fragment(&line[at..], !seen_object));
-                match glued {
-                    Some(_) => {
-                        seen_object = true;
-                        warnings.push(format!(
-                            "session file {shown}: line {number} starts with a cut entry; kept the complete entry after it"
-                        ));
-                    }
-                    None => failed_line = Some(number),
-                }
-            }
-        }
+    if no_header {
+        return Err(no_header_text());
     }
-    if let Some(n) = failed_line {
-        warnings.push(if needs_newline {
+    let mut warnings = lines.warnings;
+    if let Some(n) = lines.failed_line {
+        warnings.push(if lines.needs_newline {
             format!("session file {shown}: dropped an incomplete last line (line {n})")
         } else {
             format!("session file {shown}: skipped unparsable line {n}")
         });
     }
-    if !seen_object {
-        return Err(no_header());
+    if !lines.seen_object {
+        return Err(no_header_text());
     }
     Ok(ReadReport {
         warnings,
-        needs_newline,
+        needs_newline: lines.needs_newline,
     })
+}
+
+/// Whole lines of a file (the last may lack its `\n`), starting at `start`.
+struct Batch {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    /// Each line with its `\n` (if any) and its offset in the file.
+    fn lines(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        let mut rest: &[u8] = &self.bytes;
+        let mut at = self.start;
+        std::iter::from_fn(move || {
+            if rest.is_empty() {
+                return None;
+            }
+            let end = super::line::find_newline(rest).map_or(rest.len(), |i| i + 1);
+            let (line, tail) = rest.split_at(end);
+            rest = tail;
+            let here = at;
+            at += end as u64;
+            Some((line, here))
+        })
+    }
+
+    fn prepare<P>(&self, prepare: &(dyn Fn(&[u8], u64) -> P + Sync)) -> Vec<P> {
+        // Room for lines of 512 bytes on average (a long session's are longer), so the vector
+        // is not grown from four slots by doubling, copying its entries at every step; counting
+        // the lines first would cost more than that.
+        let mut out = Vec::with_capacity(self.bytes.len() / 512 + 8);
+        out.extend(
+            self.lines()
+                .filter(|(l, _)| !l.trim_ascii().is_empty())
+                .map(|(l, at)| prepare(l, at)),
+        );
+        out
+    }
+}
+
+/// Reads a file in batches of whole lines.
+struct Batches<R> {
+    file: R,
+    /// The start of a line cut by the end of the last read.
+    carry: Vec<u8>,
+    /// Offset of `carry` in the file.
+    offset: u64,
+    done: bool,
+    /// Buffers of batches already taken, read into again: a long session is read through a
+    /// handful of buffers instead of one fresh allocation per batch (each a few hundred pages
+    /// the kernel would have to fault in and clear again).
+    spare: Vec<Vec<u8>>,
+}
+
+impl<R: Read> Batches<R> {
+    /// Hand a batch's buffer back once its lines are taken.
+    fn recycle(&mut self, batch: Batch) {
+        let mut bytes = batch.bytes;
+        if bytes.capacity() <= 2 * READ_CHUNK {
+            bytes.clear();
+            self.spare.push(bytes);
+        }
+    }
+
+    fn next(&mut self) -> std::io::Result<Option<Batch>> {
+        let mut bytes = self.spare.pop().unwrap_or_default();
+        bytes.extend_from_slice(&self.carry);
+        self.carry.clear();
+        loop {
+            if !self.done {
+                let want = READ_CHUNK.saturating_sub(bytes.len()).max(READ_CHUNK / 4);
+                // One allocation per batch (`read_to_end` would grow it step by step).
+                bytes.reserve_exact(want + 1);
+                let n = (&mut self.file).take(want as u64).read_to_end(&mut bytes)?;
+                self.done = n == 0;
+            }
+            match bytes.iter().rposition(|&c| c == b'\n') {
+                Some(last) if !self.done => {
+                    self.carry.extend_from_slice(&bytes[last + 1..]);
+                    bytes.truncate(last + 1);
+                    break;
+                }
+                // A line longer than what was read so far: read on.
+                None if !self.done => continue,
+                _ => break,
+            }
+        }
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let batch = Batch {
+            start: self.offset,
+            bytes,
+        };
+        self.offset += batch.bytes.len() as u64;
+        Ok(Some(batch))
+    }
+}
+
+/// The line-by-line bookkeeping of [`read_lines_from`], in file order.
+struct Lines {
+    /// The file, as warnings name it.
+    shown: String,
+    /// Warnings about lines followed by more lines.
+    warnings: Vec<String>,
+    needs_newline: bool,
+    seen_object: bool,
+    /// The latest non-empty line, when it did not parse: its warning depends on what follows.
+    failed_line: Option<usize>,
+    number: usize,
+}
+
+impl Lines {
+    /// Hand a batch's lines to `sink`; `true` when the file has no header.
+    fn take<P>(&mut self, batch: &Batch, prepared: Vec<P>, sink: &mut impl LineSink<P>) -> bool {
+        let mut prepared = prepared.into_iter();
+        for (line, at) in batch.lines() {
+            self.number += 1;
+            self.needs_newline = !line.ends_with(b"\n");
+            // What `prepare` made of the line (it saw every line that is not blank as it is).
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            let Some(p) = prepared.next() else {
+                continue;
+            };
+            let (line, at) = match line.strip_prefix(BOM) {
+                Some(rest) if self.number == 1 => (rest, at + BOM.len() as u64),
+                _ => (line, at),
+            };
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            if let Some(n) = self.failed_line.take() {
+                let shown = &self.shown;
+                self.warnings
+                    .push(format!("session file {shown}: skipped unparsable line {n}"));
+            }
+            match sink.line(line, !self.seen_object, at, p) {
+                LineRead::Object => self.seen_object = true,
+                LineRead::NotHeader => return true,
+                LineRead::Unparsable => {
+                    sink.damaged(line);
+                    let glued = super::repair::object_starts(line)
+                        .find(|&from| sink.fragment(&line[from..], !self.seen_object));
+                    match glued {
+                        Some(_) => {
+                            self.seen_object = true;
+                            self.warnings.push(format!(
+                                "session file {}: line {} starts with a cut entry; kept the complete entry after it",
+                                self.shown, self.number
+                            ));
+                        }
+                        None => self.failed_line = Some(self.number),
+                    }
+                }
+            }
+        }
+        false
+    }
 }
 
 /// A UTF-8 byte-order mark, which some editors put at the start of a file: skipped there, as pi's
@@ -287,10 +542,13 @@ pub struct AppendError {
 /// Append `text` (whole lines, `\n`-terminated) to `path`, creating the file and its directory.
 /// When the file does not end with `\n` (a line cut by a crash, by another program, or by an
 /// earlier failed write that could not be undone; `fresh_line` says the caller knows it is), a
-/// `\n` goes first so the text starts on a line of its own. A write that fails part-way (a full disk, a file size limit) never
-/// leaves half a line behind for the next append to be glued onto: the file is cut back to its
-/// length before the write, and when even that fails the error says the file is torn.
-pub fn append(path: &Path, text: &str, fresh_line: bool) -> Result<(), AppendError> {
+/// `\n` goes first so the text starts on a line of its own. A write that fails part-way (a full
+/// disk, a file size limit) never leaves half a line behind for the next append to be glued
+/// onto: the file is cut back to its length before the write, and when even that fails the
+/// error says the file is torn. Returns the offset of `text` in the file (entries remember it
+/// to read their lines back instead of keeping them; another writer appending at the same
+/// moment would make it wrong, and reading back notices that: `stored.rs`).
+pub fn append(path: &Path, text: &str, fresh_line: bool) -> Result<u64, AppendError> {
     let fail = |message: String| AppendError {
         message,
         torn: false,
@@ -322,7 +580,9 @@ pub fn append(path: &Path, text: &str, fresh_line: bool) -> Result<(), AppendErr
             break;
         }
     }
-    let Err(e) = result else { return Ok(()) };
+    let Err(e) = result else {
+        return Ok(before + newline.len() as u64);
+    };
     let message = format!("Cannot write {}: {e}", path.display());
     if written == 0 {
         return Err(fail(message));
@@ -632,5 +892,126 @@ mod tests {
         );
         fs::write(&path, "{\"type\":\"message\",\"id\":\"a\"}\n").unwrap();
         assert!(read_objects(&path, |_| {}).is_err());
+    }
+
+    #[test]
+    fn large_files_are_prepared_on_two_threads_and_taken_in_order() {
+        // Over the parallel threshold, with blank lines, garbage, a line longer than a read,
+        // and a last line without its newline; every line must reach `each` in order, at its
+        // offset, with what `prepare` made of that very line.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        let long = "x".repeat(READ_CHUNK + 1000);
+        let mut i = 0;
+        while (text.len() as u64) < PARALLEL_ABOVE * 2 {
+            match i % 97 {
+                13 => text.push('\n'),
+                29 => text.push_str("garbage\n"),
+                71 if i == 71 => text.push_str(&format!("{{\"long\":\"{long}\"}}\n")),
+                _ => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"{i}\"}}\n")),
+            }
+            i += 1;
+        }
+        text.push_str("{\"type\":\"message\",\"id\":\"last\"");
+        fs::write(&path, &text).unwrap();
+        let file = fs::File::open(&path).unwrap();
+        let prepare = |line: &[u8], at: u64| (at, line.len());
+        struct Check<'t> {
+            text: &'t str,
+            seen: Vec<(u64, bool)>,
+        }
+        impl LineSink<(u64, usize)> for Check<'_> {
+            fn line(&mut self, line: &[u8], first: bool, at: u64, p: (u64, usize)) -> LineRead {
+                assert_eq!(p, (at, line.len()));
+                assert_eq!(
+                    &self.text.as_bytes()[at as usize..at as usize + line.len()],
+                    line
+                );
+                self.seen.push((at, first));
+                if line.starts_with(b"garbage") || !line.ends_with(b"\n") {
+                    LineRead::Unparsable
+                } else {
+                    LineRead::Object
+                }
+            }
+            fn fragment(&mut self, _: &[u8], _: bool) -> bool {
+                false
+            }
+        }
+        let mut check = Check {
+            text: &text,
+            seen: Vec::new(),
+        };
+        let report = read_lines_from(&file, &path, &prepare, &mut check).unwrap();
+        let seen = check.seen;
+        // The reference: split by hand.
+        let mut want = Vec::new();
+        let mut at = 0u64;
+        let mut garbage = Vec::new();
+        for (n, l) in text.split_inclusive('\n').enumerate() {
+            if !l.trim().is_empty() {
+                want.push((at, want.is_empty()));
+                if l.starts_with("garbage") {
+                    garbage.push(n + 1);
+                }
+            }
+            at += l.len() as u64;
+        }
+        assert_eq!(seen, want);
+        let shown = path.display();
+        let mut warnings: Vec<String> = garbage
+            .iter()
+            .map(|n| format!("session file {shown}: skipped unparsable line {n}"))
+            .collect();
+        let lines = text.split_inclusive('\n').count();
+        warnings.push(format!(
+            "session file {shown}: dropped an incomplete last line (line {lines})"
+        ));
+        assert_eq!(report.warnings, warnings);
+        assert!(report.needs_newline);
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_skipped_on_both_paths() {
+        // A small file (one thread) and one over the parallel threshold: the header is read
+        // without the mark, and every line's offset still points at that line.
+        for entries in [3, 40_000] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.jsonl");
+            let mut text =
+                String::from("\u{feff}{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+            for i in 0..entries {
+                text.push_str(&format!(
+                    "{{\"type\":\"message\",\"id\":\"{i:08}\",\"pad\":\"{}\"}}\n",
+                    "x".repeat(40)
+                ));
+            }
+            fs::write(&path, &text).unwrap();
+            let file = fs::File::open(&path).unwrap();
+            struct Check<'t> {
+                text: &'t str,
+                n: usize,
+            }
+            impl LineSink<usize> for Check<'_> {
+                fn line(&mut self, line: &[u8], first: bool, at: u64, len: usize) -> LineRead {
+                    assert_eq!(line.first(), Some(&b'{'));
+                    assert_eq!(first, self.n == 0);
+                    let at = at as usize;
+                    assert_eq!(&self.text.as_bytes()[at..at + line.len()], line);
+                    // `prepare` saw the line as it is in the file, mark included.
+                    assert_eq!(len, line.len() + if self.n == 0 { 3 } else { 0 });
+                    self.n += 1;
+                    LineRead::Object
+                }
+                fn fragment(&mut self, _: &[u8], _: bool) -> bool {
+                    false
+                }
+            }
+            let mut check = Check { text: &text, n: 0 };
+            let report = read_lines_from(&file, &path, &|l: &[u8], _| l.len(), &mut check).unwrap();
+            assert_eq!(check.n, entries + 1);
+            assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! Everything here is linear in the number of entries; nothing mutates.
 
 use serde::Serialize;
+use std::borrow::Borrow;
 
 use crate::message::{AgentMessage, CompactionSummaryMessage, Content, UserContent, js_f64};
 
@@ -221,9 +222,9 @@ pub fn model(entries: &[Entry], path: &[usize]) -> Option<(String, String)> {
 
 /// `get_last_assistant_text`: the last assistant message in `messages`, skipping aborted ones
 /// with no content; its text blocks joined and trimmed; `None` when absent or empty.
-pub fn last_assistant_text(messages: &[AgentMessage]) -> Option<String> {
+pub fn last_assistant_text<M: Borrow<AgentMessage>>(messages: &[M]) -> Option<String> {
     use crate::message::StopReason;
-    let last = messages.iter().rev().find_map(|m| match m {
+    let last = messages.iter().rev().find_map(|m| match m.borrow() {
         AgentMessage::Assistant(a)
             if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
         {
@@ -317,13 +318,13 @@ impl MessageCounts {
 }
 
 /// Counts and token sums over the context messages (pi 0.73.1).
-pub fn message_stats(messages: &[AgentMessage]) -> MessageCounts {
+pub fn message_stats<M: Borrow<AgentMessage>>(messages: &[M]) -> MessageCounts {
     let mut c = MessageCounts {
         total: messages.len() as u64,
         ..MessageCounts::default()
     };
     for m in messages {
-        match m {
+        match m.borrow() {
             AgentMessage::User(_) => c.users += 1,
             AgentMessage::ToolResult(_) => c.tool_results += 1,
             AgentMessage::Assistant(a) => {
@@ -410,7 +411,7 @@ pub fn entry_stats(entries: &[Entry]) -> MessageCounts {
             }
             continue;
         }
-        let line: StatsLine = serde_json::from_str(e.line()).unwrap_or_default();
+        let line: StatsLine = serde_json::from_str(&e.line()).unwrap_or_default();
         if counted {
             if let Some(u) = &line.usage {
                 c.add_usage(u);
@@ -439,10 +440,10 @@ pub fn entry_stats(entries: &[Entry]) -> MessageCounts {
 
 /// `contextUsage` for the given context and window (spec 4.9 / 10.2). `None` when the window is
 /// unknown or zero.
-pub fn context_usage(
+pub fn context_usage<M: Borrow<AgentMessage>>(
     entries: &[Entry],
     path: &[usize],
-    messages: &[AgentMessage],
+    messages: &[M],
     context_window: Option<u64>,
 ) -> Option<ContextUsage> {
     let window = context_window.filter(|w| *w > 0)?;
@@ -490,20 +491,21 @@ pub fn usage_tokens(a: &crate::message::AssistantMessage) -> u64 {
 
 /// `estimateContextTokens`: the last successful assistant message's usage plus estimates of
 /// every message after it; the sum of estimates when there is none.
-pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
-    let last = messages.iter().rposition(|m| match m {
+pub fn estimate_context_tokens<M: Borrow<AgentMessage>>(messages: &[M]) -> u64 {
+    let last = messages.iter().rposition(|m| match m.borrow() {
         AgentMessage::Assistant(a) => !is_failed(a),
         _ => false,
     });
+    let estimate = |m: &M| estimate_tokens(m.borrow());
     match last {
         Some(i) => {
-            let base = match &messages[i] {
+            let base = match messages[i].borrow() {
                 AgentMessage::Assistant(a) => usage_tokens(a),
                 _ => 0,
             };
-            base + messages[i + 1..].iter().map(estimate_tokens).sum::<u64>()
+            base + messages[i + 1..].iter().map(estimate).sum::<u64>()
         }
-        None => messages.iter().map(estimate_tokens).sum(),
+        None => messages.iter().map(estimate).sum(),
     }
 }
 

@@ -9,17 +9,28 @@ Agents: target/release/pith (or --pith BIN), and each reference that is installe
 oracle's own harnesses, run the same way for every agent:
 
 - cold start: spawn -> first `get_state` response (bench.py `cold`); the same with 200 skills
-  and 200 prompt templates in the config dir, to `get_state` and to `get_commands`;
+  and 200 prompt templates in the config dir, to `get_state` and to `get_commands`; and the
+  floor: the same harness starting `bench-floor`, a program that only answers `get_state`;
 - idle and peak memory: VmHWM sampled from /proc (not wait4 rusage, which counts the Python
   parent's pages in a forked child): idle after `get_state`, peak over a prompt with a reply;
 - first-token latency: first SSE text chunk written -> its `text_delta` line read (bench.py);
 - 20,000-chunk stream: wall time and CPU (bench.py `throughput`), pith also with
   `--rpc-partials none`;
-- long session: resume a 20,000-entry session, one more turn (bench/longsession.py);
+- long session: resume a 20,000-entry session, one more turn (the oracle's bench/longsession.py
+  session, run by tests/bench/longsession.py, which also marks the request on the wire: the body
+  read off the socket, before the fake server parses and logs it), every agent's runs
+  interleaved; with the CPU time of the resume and of the turn (wait4), which the machine's load
+  does not inflate the way it does wall times;
 - density: streaming agents per GiB of PSS (bench/density.py; fewer pi agents, each needs
   ~200 MiB);
 - HTML export: `--export` of the 10,000-entry session pith-bench leaves in
-  target/bench/export-10k.jsonl (wall time, median of 3; page size).
+  target/bench/export-10k.jsonl (wall time, median of 3; page size);
+- grep/find on a 100,000-file tree: from target/bench/tools.json, which tests/bench/tools.py
+  writes (`make bench` runs it first): the sum of its cases' medians, and its slowest case;
+- 1,000 turns in one process (pith only: pith-bench's `turns` group, target/bench/turns.json):
+  pith's CPU per turn fitted to a fixed part plus a part per MB of request, and the largest
+  departure of a group of a hundred turns from that line (flat: nothing grows with the number of
+  turns beyond what the request holds).
 
 Prints one table (ratio = pi / pith: how many times pith is faster or smaller) and writes the
 figures to target/bench/results.json. A benchmark, not a test: nothing is asserted.
@@ -55,6 +66,17 @@ def agents():
         else:
             print(f"skip {label}: not installed ({path}; see the oracle's setup scripts)", file=sys.stderr)
     return found
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def run(cmd, timeout=1800):
@@ -209,6 +231,33 @@ def export_html(cmd):
     return {"export_ms": times[1], "export_page_mib": os.path.getsize(out) / 1048576}
 
 
+def tools(label):
+    """grep/find figures of `label` from tests/bench/tools.py's last run (same machine, run just
+    before by `make bench`): total of the medians over its cases, and the slowest case."""
+    try:
+        with open(os.path.join(ROOT, "target", "bench", "tools.json")) as f:
+            cases = json.load(f)["agents"][label]
+    except (OSError, ValueError, KeyError):
+        return {}
+    medians = [c["median_ms"] for c in cases.values() if c.get("median_ms") is not None]
+    if not medians or len(medians) < len(cases):
+        return {}
+    return {"tools_total_ms": sum(medians), "tools_max_ms": max(medians)}
+
+
+def turns():
+    """pith-bench's 1,000 turns in one process (target/bench/turns.json, written by `make bench`
+    just before): pith's CPU per turn = fixed + per_mb x request MB, and how far the groups of a
+    hundred turns stray from that line (the largest, in ms)."""
+    try:
+        with open(os.path.join(ROOT, "target", "bench", "turns.json")) as f:
+            t = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    spread = max(abs(cpu - t["fixed_ms"] - t["per_mb_ms"] * mb) for mb, cpu in t["groups"])
+    return {"turn_fixed_ms": t["fixed_ms"], "turn_per_mb_ms": t["per_mb_ms"], "turn_spread_ms": spread}
+
+
 def parse_kv(text, prefix):
     for line in text.splitlines():
         if line.startswith(prefix):
@@ -220,11 +269,34 @@ def main():
     found = agents()
     runs = 5 if QUICK else 15
     res = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
-           "agents": {}}
+           "cpu_model": cpu_model(), "load_start": os.getloadavg()[0], "agents": {}}
+    # The long session first, every agent's runs interleaved (each run is a few seconds of pi:
+    # run one agent after the other and a change in the machine's load becomes their ratio).
+    print("== long session (all agents, interleaved)", file=sys.stderr)
+    cmds = []
+    for _, cmd in found:
+        cmds += ["--", *cmd]
+    out = run([sys.executable, os.path.join(ROOT, "tests", "bench", "longsession.py"),
+               "--oracle", ORACLE, "--turns", "1000" if QUICK else "5000",
+               "--runs", "1" if QUICK else "5", *cmds])
+    lines = [l for l in out.splitlines() if l.startswith("longsession:")]
+    long_session = {label: parse_kv(l, "longsession:") for (label, _), l in zip(found, lines)}
+    # The harness's own share of a cold start: a program that only answers the first get_state
+    # (bench-floor, built next to pith by `make bench`), measured the same way.
+    floor_bin = os.path.join(os.path.dirname(found[0][1][0]), "bench-floor")
+    if os.access(floor_bin, os.X_OK):
+        print("== floor (bench-floor)", file=sys.stderr)
+        b = bench_py("floor", [floor_bin], "cold", runs)
+        res["cold_floor_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
     for label, cmd in found:
         print(f"== {label}", file=sys.stderr)
         pith = label == "pith"
         r = {}
+        ls = long_session.get(label, {})
+        r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
+        r["wire_ms"] = ls.get("wire_ms")
+        r["longsession_rss_mib"] = ls.get("peak_rss_mib")
+        r["resume_cpu_ms"], r["turn_cpu_ms"] = ls.get("resume_cpu_ms"), ls.get("turn_cpu_ms")
         b = bench_py(label, cmd, "cold,latency", runs)
         r["cold_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
         r["latency_ms"] = b.get("latency", {}).get("first_sse_text_chunk_to_text_delta_line_ms", {}).get("median")
@@ -244,18 +316,18 @@ def main():
                          ("--throughput", "20000:tok"))
             t = (t.get("throughput") or [{}])[0]
             r["stream20k_087_s"] = t.get("prompt_to_agent_end_s")
-        turns = "1000" if QUICK else "5000"
-        ls = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "longsession.py"), "--turns", turns,
-                           "--runs", "1" if QUICK else "3", "--", *cmd]), "longsession:")
-        r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
-        r["longsession_rss_mib"] = ls.get("peak_rss_mib")
+            r["stream20k_087_cpu_s"] = t.get("agent_cpu_s")
         n = ("50" if QUICK else "200") if pith else "8"
         d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
         r["agents_per_gib"] = d.get("agents_per_gib")
         r.update(export_html(cmd))
+        r.update(tools(label))
+        if pith:
+            r.update(turns())
         res["agents"][label] = r
         print(json.dumps(r), file=sys.stderr)
 
+    res["load_end"] = os.getloadavg()[0]
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(res, f, indent=2)
@@ -268,14 +340,25 @@ def main():
             ("20k-chunk stream (s)", "stream20k_s", False), ("20k-chunk stream CPU (s)", "stream20k_cpu_s", False),
             ("20k-chunk stream, partials none (s)", "stream20k_none_s", False),
             ("20k-chunk stream, --compat 0.87 (s)", "stream20k_087_s", False),
-            ("long session: resume (ms)", "resume_ms", False), ("long session: prompt -> request (ms)", "request_ms", False),
+            ("20k-chunk stream CPU, --compat 0.87 (s)", "stream20k_087_cpu_s", False),
+            ("long session: resume (ms)", "resume_ms", False),
+            ("long session: prompt -> request on the wire (ms)", "wire_ms", False),
+            ("long session: prompt -> request logged by the fake LLM (ms)", "request_ms", False),
             ("long session: peak RSS (MiB)", "longsession_rss_mib", False),
+            ("long session: CPU to resume (ms)", "resume_cpu_ms", False),
+            ("long session: CPU of the turn (ms)", "turn_cpu_ms", False),
+            ("1,000 turns in one process: CPU per turn, fixed part (ms)", "turn_fixed_ms", False),
+            ("1,000 turns: CPU per turn per MB of request (ms)", "turn_per_mb_ms", False),
+            ("1,000 turns: largest group off that line (ms)", "turn_spread_ms", False),
             ("agents per GiB (PSS)", "agents_per_gib", True),
             ("HTML export, 10k entries (ms)", "export_ms", False),
-            ("HTML export page (MiB)", "export_page_mib", False)]
+            ("HTML export page (MiB)", "export_page_mib", False),
+            ("grep/find, 100k files: 8 cases, sum of medians (ms)", "tools_total_ms", False),
+            ("grep/find, 100k files: slowest case (ms)", "tools_max_ms", False)]
     labels = list(res["agents"])
     head = "| | " + " | ".join(labels) + " | " + " | ".join(f"{l} / pith" for l in labels[1:]) + " |"
-    print(f"\n{res['date']}, {res['cpus']} CPUs ({res['machine']})\n")
+    print(f"\n{res['date']}, {res['cpu_model']}, {res['cpus']} CPUs ({res['machine']}); load average "
+          f"{res['load_start']:.1f} at the start, {res['load_end']:.1f} at the end\n")
     print(head)
     print("|" + " --- |" * (1 + 2 * len(labels) - 1))
     p = res["agents"]["pith"]
@@ -284,9 +367,9 @@ def main():
         cells = ["" if v is None else f"{v:.3g}" for v in vals]
         ratios = []
         for l, v in zip(labels[1:], vals[1:]):
-            if key == "stream20k_s" and l == "pi 0.87.1":
+            if key in ("stream20k_s", "stream20k_cpu_s") and l == "pi 0.87.1":
                 # Same protocol on both sides: pi 0.87.1 against pith --compat 0.87.
-                key087 = p.get("stream20k_087_s")
+                key087 = p.get(key.replace("stream20k", "stream20k_087"))
                 ratios.append(f"{v / key087:.1f}x (vs 0.87)" if v and key087 else "")
                 continue
             if v is None or not p.get(key):
@@ -296,6 +379,9 @@ def main():
             else:
                 ratios.append(f"{v / p[key]:.1f}x")
         print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    if res.get("cold_floor_ms"):
+        print(f"\ncold start floor: {res['cold_floor_ms']:.3g} ms, the same harness starting a program that only"
+              " answers get_state (bench-floor), in the same run")
     print(f"\nfigures: {OUT}")
 
 

@@ -264,11 +264,12 @@ pub fn assert_bodies(name: &str, base_url: &str, api_key: &str, adjust: &dyn Fn(
         let prepared = api
             .prepare(&req)
             .unwrap_or_else(|e| panic!("{name} turn {i}: {e}"));
+        let body_bytes = prepared.body.bytes(&req);
         let body_bytes =
             if pith::llm::api::header_of(&prepared.headers, "content-encoding") == Some("zstd") {
-                zstd_raw_decode(&prepared.body)
+                zstd_raw_decode(&body_bytes)
             } else {
-                prepared.body
+                body_bytes
             };
         let got = String::from_utf8(body_bytes).expect("utf-8");
         if &got != body {

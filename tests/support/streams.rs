@@ -27,7 +27,7 @@ pub fn request(model: Model, messages: Vec<LlmMessage>) -> LlmRequest {
         model,
         api_key: Some("sk-test-key".into()),
         system_prompt: "You are a test.".into(),
-        messages,
+        messages: messages.into(),
         tools: Vec::new(),
         thinking: ThinkingLevel::Medium,
         session_id: None,

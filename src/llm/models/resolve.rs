@@ -66,21 +66,17 @@ pub fn resolve_cli_model(
     provider: Option<&str>,
     pattern: &str,
 ) -> Result<(Model, Option<ThinkingLevel>, Option<String>), String> {
-    let all: Vec<&Model> = registry.all().iter().collect();
-    if all.is_empty() {
+    // With a provider, only its models are looked at: the others are not even built (most
+    // processes never need them; `Registry`).
+    if provider.is_none() && registry.all().is_empty() {
         return Err(
             "No models available. Check your installation or add models to models.json."
                 .to_string(),
         );
     }
-    let canonical = |name: &str| {
-        let lower = name.to_lowercase();
-        // The reference's map keeps the last spelling seen; provider names are unique anyway.
-        all.iter()
-            .rev()
-            .find(|m| m.provider.to_lowercase() == lower)
-            .map(|m| m.provider.clone())
-    };
+    let all_models = || -> Vec<&Model> { registry.all().iter().collect() };
+    // The reference's map keeps the last spelling seen; provider names are unique anyway.
+    let canonical = |name: &str| registry.canonical_provider(name);
     let mut resolved_provider = match provider {
         Some(p) => match canonical(p) {
             Some(c) => Some(c),
@@ -105,7 +101,7 @@ pub fn resolve_cli_model(
         }
     }
     if resolved_provider.is_none() {
-        if let Some(m) = exact_id_or_ref(&all, pattern) {
+        if let Some(m) = exact_id_or_ref(&all_models(), pattern) {
             return Ok((m.clone(), None, None));
         }
     }
@@ -120,9 +116,13 @@ pub fn resolve_cli_model(
         }
     }
 
+    let provider_models: Vec<Model> = match &resolved_provider {
+        Some(p) => registry.models_of(p),
+        None => Vec::new(),
+    };
     let candidates: Vec<&Model> = match &resolved_provider {
-        Some(p) => all.iter().copied().filter(|m| &m.provider == p).collect(),
-        None => all.clone(),
+        Some(_) => provider_models.iter().collect(),
+        None => all_models(),
     };
     let parsed = parse_model_pattern(&pat, &candidates, false);
     if let Some(m) = parsed.model {
@@ -130,6 +130,7 @@ pub fn resolve_cli_model(
     }
 
     if inferred {
+        let all = all_models();
         if let Some(m) = exact_id_or_ref(&all, pattern) {
             return Ok((m.clone(), None, None));
         }
@@ -140,13 +141,11 @@ pub fn resolve_cli_model(
     }
 
     if let Some(p) = &resolved_provider {
-        let provider_models: Vec<&Model> =
-            all.iter().copied().filter(|m| &m.provider == p).collect();
         if let Some(first) = provider_models.first() {
             let base = default_model_id(p)
                 .and_then(|id| provider_models.iter().find(|m| m.id == id))
                 .unwrap_or(first);
-            let mut model = (*base).clone();
+            let mut model = base.clone();
             model.id = pat.clone();
             model.name = pat.clone();
             let note =
@@ -238,8 +237,8 @@ pub fn initial_model(
     settings_default: Option<(&str, &str)>,
 ) -> Option<Model> {
     if let Some((provider, id)) = settings_default {
-        if let Some(m) = registry.find(provider, id) {
-            return Some(m.clone());
+        if let Some(m) = registry.lookup(provider, id) {
+            return Some(m);
         }
     }
     let available = registry.available(auth);

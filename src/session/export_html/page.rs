@@ -705,7 +705,7 @@ impl Page<'_> {
                 None => self.note(i, "Extension message (unreadable)"),
             },
             EntryKind::Custom => {
-                let v: Value = serde_json::from_str(entry.line()).unwrap_or(Value::Null);
+                let v: Value = serde_json::from_str(&entry.line()).unwrap_or(Value::Null);
                 let ty = v.get("customType").and_then(Value::as_str).unwrap_or("");
                 let mut html = format!("Extension data <b>{}</b>", escape(ty));
                 if let Some(data) = v.get("data") {
@@ -739,7 +739,7 @@ impl Page<'_> {
 
     fn unknown_entry(&mut self, i: usize) {
         let entry = &self.entries[i];
-        let v: Value = serde_json::from_str(entry.line()).unwrap_or(Value::Null);
+        let v: Value = serde_json::from_str(&entry.line()).unwrap_or(Value::Null);
         let html = match entry.entry_type() {
             "context_edit" => {
                 let target = v.get("targetId").and_then(Value::as_str).unwrap_or("");
@@ -1402,7 +1402,7 @@ impl Page<'_> {
             let header = store::to_line(self.session.header());
             push_json_line(&mut self.buf, &header);
             for e in self.entries {
-                push_json_line(&mut self.buf, e.line());
+                push_json_line(&mut self.buf, &e.line());
                 if self.buf.len() >= FLUSH_AT {
                     self.flush()?;
                 }

@@ -106,7 +106,7 @@ pub(super) struct Scan {
 pub(super) fn system_message(entry: &Entry) -> Option<Value> {
     match entry.kind() {
         EntryKind::Message { role, .. } if role == "system" => {
-            let v: Value = serde_json::from_str(entry.line()).ok()?;
+            let v: Value = serde_json::from_str(&entry.line()).ok()?;
             v.get("message").cloned()
         }
         _ => None,
@@ -375,7 +375,7 @@ impl Scan {
 
 /// A string field of an entry's line (parsed, not kept).
 fn raw_str(entry: &Entry, key: &str) -> String {
-    serde_json::from_str::<Value>(entry.line())
+    serde_json::from_str::<Value>(&entry.line())
         .ok()
         .and_then(|v| v.get(key).and_then(Value::as_str).map(str::to_string))
         .unwrap_or_default()
