@@ -111,7 +111,7 @@ fn write_str_content(out: &mut Vec<u8>, s: &str) {
 /// The index of the first byte at or after `i` that a JSON string must escape (`"`, `\`, or
 /// below 0x20), or `b.len()`.
 #[cfg(target_arch = "x86_64")]
-fn next_special(b: &[u8], i: usize) -> usize {
+pub(crate) fn next_special(b: &[u8], i: usize) -> usize {
     // Long runs (tool output, file contents) are most of a long session's request body.
     if b.len() - i >= 64 && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked just above).
@@ -175,7 +175,7 @@ fn next_special_sse2(b: &[u8], mut i: usize) -> usize {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn next_special(b: &[u8], i: usize) -> usize {
+pub(crate) fn next_special(b: &[u8], i: usize) -> usize {
     next_special_scalar(b, i)
 }
 

@@ -19,6 +19,7 @@
 
 pub mod entry;
 pub mod export_html;
+mod fastline;
 pub mod ids;
 pub mod line;
 pub mod projection;
