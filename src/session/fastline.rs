@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::line::{Head, LStr, LU64, Msg};
-use crate::json::next_special;
+use crate::json::{next_special, next_special_near};
 use crate::message::{
     AgentMessage, AssistantMessage, Content, Cost, ImageContent, StopReason, TextContent,
     ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
@@ -114,21 +114,10 @@ impl<'a> P<'a> {
     }
 
     /// The first byte at or after `i` that ends a plain run of string content (`"`, `\\`, or a
-    /// control character): short strings (keys, ids, names) byte by byte, long ones (text, tool
-    /// output) 32 bytes at a time.
+    /// control character).
     #[inline]
     fn scan(&self, i: usize) -> usize {
-        let b = self.b;
-        let stop = b.len().min(i + 16);
-        let mut j = i;
-        while j < stop {
-            let c = b[j];
-            if c == b'"' || c == b'\\' || c < 0x20 {
-                return j;
-            }
-            j += 1;
-        }
-        if j == b.len() { j } else { next_special(b, j) }
+        next_special_near(self.b, i)
     }
 
     /// A key without escapes and its `:`.
