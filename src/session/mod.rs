@@ -11,9 +11,6 @@
 //! the entries wait in memory for the next write ([`WriteNotice`] tells the host).
 //!
 //! - `entry`: one line, raw plus a parsed view.
-//! - `line`, `fastline`: reading a line into the fields the tree needs (by hand for the usual
-//!   line, serde for the rest).
-//! - `heap`: a long session's memory faulted in in one step before it is read (glibc).
 //! - `store`: file reading/writing, migrations, locating session files.
 //! - `repair`: what a damaged file still holds (entries glued onto cut lines, links over them).
 //! - `tree`: branch walking, context reconstruction, statistics.
@@ -23,7 +20,6 @@
 pub mod entry;
 pub mod export_html;
 mod fastline;
-mod heap;
 pub mod ids;
 pub mod line;
 pub mod projection;
@@ -32,9 +28,6 @@ mod short;
 pub mod store;
 pub mod stored;
 pub mod tree;
-
-/// Session files above this size have their memory faulted in before they are read.
-const HEAP_RESERVE_ABOVE: u64 = 2 * 1024 * 1024;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -211,11 +204,9 @@ impl Session {
         let prepare = |line: &[u8], at: u64| Loader::prepare(line, at, stored.as_ref());
         // Entries of a long session average most of a KiB (a turn's tool output and messages);
         // capped, so a huge file of few lines does not reserve for millions.
-        let len = file.metadata().map_or(0, |m| m.len());
-        let expect = (len / 1024).min(1 << 16) as usize;
-        // What a long session's entries take (about one and a half times the file) is faulted
-        // in up front, in one step (`heap.rs`).
-        let _heap = (len > HEAP_RESERVE_ABOVE).then(|| heap::Reserve::new(len as usize * 3 / 2));
+        let expect = file
+            .metadata()
+            .map_or(0, |m| (m.len() / 1024).min(1 << 16) as usize);
         let mut opening = Opening {
             path,
             loader: None,
