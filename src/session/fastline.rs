@@ -976,7 +976,9 @@ mod tests {
             }
             // Every byte replaced by a few troublemakers.
             for at in 0..line.len() {
-                for with in ["\"", "\\", "}", "]", ",", ":", "0", "\u{1}", " ", "n", "{", "["] {
+                for with in [
+                    "\"", "\\", "}", "]", ",", ":", "0", "\u{1}", " ", "n", "{", "[",
+                ] {
                     if line.is_char_boundary(at) && line.is_char_boundary(at + 1) {
                         let mut m = line.to_string();
                         m.replace_range(at..at + 1, with);
@@ -987,14 +989,21 @@ mod tests {
         }
         // The usual shapes take the fast path.
         assert!(fast >= 15, "{fast}");
-        for line in LINES[..10].iter().chain(LINES.iter().filter(|l| l.contains(r#""b":"3""#))) {
+        for line in LINES[..10]
+            .iter()
+            .chain(LINES.iter().filter(|l| l.contains(r#""b":"3""#)))
+        {
             assert!(head(line).is_some(), "{line}");
         }
     }
 
     #[test]
     fn deep_nesting_is_left_to_serde() {
-        let deep = format!(r#"{{"type":"x","v":{}{}}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"type":"x","v":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         assert!(head(&deep).is_none());
         assert!(!agrees(&deep));
         let ok = format!(r#"{{"type":"x","v":{}{}}}"#, "[".repeat(20), "]".repeat(20));
