@@ -950,8 +950,10 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
     let wire = wire_order(req, &planned, oauth);
     // The cache breakpoint: the last message converted, when it is the user's or a system one.
     let cc_at_index = wire.iter().rposition(|w| !matches!(w, Wire::Effort(_)));
-    // One message of the history (the `n`th), with the comma before it.
-    let item = |out: &mut Vec<u8>, n: usize, w: &Wire| {
+    sink.buf.push(b'[');
+    for (n, w) in wire.iter().enumerate() {
+        sink.checkpoint();
+        let out = &mut sink.buf;
         if n > 0 {
             out.push(b',');
         }
@@ -973,7 +975,7 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
                     put(out, &b);
                 }
                 out.extend_from_slice(b"]}");
-                return;
+                continue;
             }
             Wire::Effort(effort) => {
                 out.extend_from_slice(
@@ -981,7 +983,7 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
                 );
                 put_str(out, effort);
                 out.extend_from_slice(b"}}");
-                return;
+                continue;
             }
         };
         // The cache breakpoint goes on the last block of the last message when it is the user's.
@@ -1089,16 +1091,7 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
                 out.extend_from_slice(b"]}");
             }
         }
-    };
-    sink.buf.push(b'[');
-    // A long history that is only counted (the first pass of a streamed body): its second half
-    // is counted on another thread meanwhile (`body::count_split`).
-    crate::llm::body::split_count(sink, wire.len(), |sink, range| {
-        for n in range {
-            sink.checkpoint();
-            item(&mut sink.buf, n, &wire[n]);
-        }
-    });
+    }
     sink.buf.push(b']');
 }
 

@@ -110,45 +110,6 @@ impl<'a> BodySink<'a> {
     }
 }
 
-/// Histories of fewer parts than this are counted on one thread.
-const SPLIT_ABOVE: usize = 2000;
-
-/// Write parts `0..parts` of a body (the messages of its history) with `write(sink, range)`. When
-/// the sink only counts (the first pass of a long streamed body: a turn of a long session waits
-/// for it before the first byte goes out) and the parts are many, the second half is counted on a
-/// scoped thread (`llm-count`) while this one counts the first: the same bytes counted, in about
-/// half the time on a second core. `write` must not depend on which thread runs it or in what
-/// order the ranges are written (each part is a function of its index).
-pub fn split_count(
-    sink: &mut BodySink,
-    parts: usize,
-    write: impl Fn(&mut BodySink, std::ops::Range<usize>) + Sync,
-) {
-    if !matches!(sink.out, Out::Count) || parts < SPLIT_ABOVE {
-        write(sink, 0..parts);
-        return;
-    }
-    let half = parts / 2;
-    let write = &write;
-    let counted = std::thread::scope(|scope| {
-        let helper = std::thread::Builder::new()
-            .name("llm-count".into())
-            .stack_size(crate::THREAD_STACK)
-            .spawn_scoped(scope, move || {
-                let mut counter = BodySink::new(Out::Count);
-                write(&mut counter, half..parts);
-                counter.finish().0
-            });
-        write(sink, 0..half);
-        helper.ok().and_then(|h| h.join().ok())
-    });
-    match counted {
-        Some(n) => sink.total += n,
-        // No thread to spare: count the rest here.
-        None => write(sink, half..parts),
-    }
-}
-
 /// The whole body in memory.
 pub fn to_bytes(write: WriteBody, req: &LlmRequest) -> Vec<u8> {
     let mut sink = BodySink::new(Out::Keep);
@@ -313,40 +274,6 @@ mod tests {
                     assert_eq!(sent, whole);
                 }
             }
-        }
-    }
-
-    /// A prefix over the threshold (so the first pass only counts from there), then `max_tokens`
-    /// parts written through [`split_count`].
-    fn split_parts(req: &LlmRequest, sink: &mut BodySink) {
-        sink.buf.extend_from_slice(&[b' '; STREAM_ABOVE + 1]);
-        sink.checkpoint();
-        let parts = req.max_tokens.unwrap_or(0) as usize;
-        split_count(sink, parts, |sink, range| {
-            for i in range {
-                sink.checkpoint();
-                // Parts of different lengths, so a part counted twice or not at all shows.
-                sink.buf
-                    .extend_from_slice(format!(",{}", "x".repeat(i % 7)).as_bytes());
-            }
-        });
-    }
-
-    #[test]
-    fn a_body_counted_on_two_threads_has_its_length() {
-        for n in [0, 1, SPLIT_ABOVE - 1, SPLIT_ABOVE, 100_001] {
-            let req = request(n as u64);
-            let whole = to_bytes(split_parts, &req);
-            let Measured::Stream(len) = measure(split_parts, &req) else {
-                panic!("not streamed");
-            };
-            assert_eq!(len, whole.len() as u64, "{n}");
-            let mut sent = Vec::new();
-            spawn(split_parts, Arc::new(req))
-                .unwrap()
-                .read_to_end(&mut sent)
-                .unwrap();
-            assert_eq!(sent, whole);
         }
     }
 
