@@ -310,7 +310,7 @@ pub fn apply_edits_as(
         }
         matched.push((start, len, i));
     }
-    matched.sort();
+    crate::sort::sort_by(&mut matched, Ord::cmp);
     for w in matched.windows(2) {
         if w[0].0 + w[0].1 > w[1].0 {
             return Err(format!(
