@@ -31,7 +31,10 @@ impl Tool for EditTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["path", "edits"],
             "properties": {
@@ -51,7 +54,8 @@ impl Tool for EditTool {
                 }
             },
             "additionalProperties": false
-        })
+        }"#,
+        )
     }
 
     fn execute(
