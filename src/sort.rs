@@ -65,7 +65,7 @@ mod tests {
                 })
                 .collect();
             let mut want = v.clone();
-            want.sort_by(|a, b| a.0.cmp(&b.0));
+            want.sort_by_key(|a| a.0);
             let mut got = v.clone();
             sort_by(&mut got, |a, b| a.0.cmp(&b.0));
             assert_eq!(got, want, "n {n}");
