@@ -9,9 +9,7 @@ use crate::core::machine::{Channels, Exit, Machine, Startup};
 use crate::core::system_prompt;
 use crate::initial_message;
 use crate::io;
-use crate::llm::models::{
-    Auth, Registry, initial_model, parse_scoped_models, process_env, resolve_cli_model,
-};
+use crate::llm::models::{Auth, Registry, parse_scoped_models, process_env, resolve_cli_model};
 use crate::message::ThinkingLevel;
 use crate::session::Session;
 use crate::session::store::{default_session_dir, find_most_recent, resolve_session_arg};
@@ -334,11 +332,11 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         cli_model: model.clone(),
         cli_level,
         scoped: None,
-        initial: initial_model(
-            &registry,
-            &auth,
-            settings.default_provider().zip(settings.default_model()),
-        ),
+        settings_default: settings
+            .default_provider()
+            .zip(settings.default_model())
+            .map(|(p, i)| (p.to_string(), i.to_string())),
+        initial: Default::default(),
     };
     if model.is_none() && !scoped_models.is_empty() {
         let default = settings.default_provider().zip(settings.default_model());
@@ -364,11 +362,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         }
     }
     if model.is_none() {
-        model = initial_model(
-            &registry,
-            &auth,
-            settings.default_provider().zip(settings.default_model()),
-        );
+        model = defaults.initial(&registry, &auth);
     }
 
     let level = cli_level

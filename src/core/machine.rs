@@ -66,8 +66,32 @@ pub struct SessionDefaults {
     pub cli_level: Option<ThinkingLevel>,
     /// The scoped model a session without messages starts with, and its level.
     pub scoped: Option<(Model, Option<ThinkingLevel>)>,
-    /// The settings' default model, else the first one with a key.
-    pub initial: Option<Model>,
+    /// The settings' default model (provider, id) at start-up, for [`SessionDefaults::initial`].
+    pub settings_default: Option<(String, String)>,
+    /// The settings' default model, else the first one with a key: found on first need (finding
+    /// the first model with a key can build the whole registry, which a start with `--model`
+    /// never needs). Registry, auth and `settings_default` do not change after start-up, so this
+    /// is what start-up would have found.
+    pub initial: std::cell::OnceCell<Option<Model>>,
+}
+
+impl SessionDefaults {
+    pub fn initial(
+        &self,
+        registry: &crate::llm::models::Registry,
+        auth: &crate::llm::models::Auth,
+    ) -> Option<Model> {
+        self.initial
+            .get_or_init(|| {
+                let default = self.settings_default.as_ref();
+                crate::llm::models::initial_model(
+                    registry,
+                    auth,
+                    default.map(|(p, i)| (p.as_str(), i.as_str())),
+                )
+            })
+            .clone()
+    }
 }
 
 /// Channels the machine listens on and writes to.
