@@ -4,12 +4,24 @@
 
 use crossbeam_channel::Sender;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+pub use signal_hook::iterator::Signals;
 
 use crate::core::event::Control;
 
-pub fn spawn(tx: Sender<Control>) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+/// Install the handlers: from here on a signal is recorded (in signal-hook's self-pipe) instead
+/// of ending the process, and waits there for [`forward`]. RPC mode installs them before its
+/// first answer and starts the thread after it (`app.rs`, docs/architecture.md "Memory per
+/// agent": cold start); print and json mode start it at once.
+pub fn install() -> std::io::Result<Signals> {
+    Signals::new([SIGINT, SIGTERM, SIGHUP])
+}
+
+/// The thread that turns the installed handlers' signals into [`Control::Signal`]s, including
+/// those that arrived before it started.
+pub fn forward(
+    mut signals: Signals,
+    tx: Sender<Control>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("signals".into())
         .stack_size(crate::THREAD_STACK)
