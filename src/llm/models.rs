@@ -480,7 +480,12 @@ impl Registry {
     pub fn lookup(&self, provider: &str, id: &str) -> Option<Model> {
         match self.built.get() {
             Some(_) => self.find(provider, id).cloned(),
-            None => self.models_of(provider).into_iter().find(|m| m.id == id),
+            None => self
+                .alone(provider)
+                .models
+                .iter()
+                .find(|m| m.id == id)
+                .cloned(),
         }
     }
 
