@@ -554,6 +554,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     let signals = io::signals::install().and_then(|s| io::signals::forward(s, _control_tx.clone()));
     if signals.is_err() {
         eprintln!("pith: cannot listen for signals");
+        io::signals::restore_defaults();
     }
     if io::stdout::watch(_control_tx.clone()).is_err() {
         eprintln!("pith: cannot watch stdout");
@@ -707,6 +708,7 @@ fn run_rpc(startup: Startup, signals: io::signals::Signals) -> i32 {
     let late = Box::new(move || {
         if let Err(e) = io::signals::forward(signals, control_tx.clone()) {
             eprintln!("pith: cannot listen for signals: {e}");
+            io::signals::restore_defaults();
         }
         if let Err(e) = io::stdout::watch(control_tx) {
             eprintln!("pith: cannot watch stdout: {e}");

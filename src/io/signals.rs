@@ -33,3 +33,18 @@ pub fn forward(
             }
         })
 }
+
+/// Give SIGINT, SIGTERM and SIGHUP their default action again (they end the process), for when
+/// the forwarding thread cannot start: a handler nobody forwards from would swallow them.
+pub fn restore_defaults() {
+    unsafe extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIG_DFL: usize = 0;
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        // SAFETY: SIG_DFL is a valid disposition for these signals; no handler code is involved.
+        unsafe {
+            signal(sig, SIG_DFL);
+        }
+    }
+}
