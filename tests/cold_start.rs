@@ -116,3 +116,46 @@ fn commands_larger_than_the_first_read_are_read_whole() {
         assert_eq!(r["success"], true, "{r}");
     }
 }
+
+/// `get_state`'s model id.
+fn model_id(p: &mut Pith, id: &str) -> String {
+    let st = p.call(json!({"type":"get_state"}), id);
+    st["data"]["model"]["id"].as_str().unwrap_or("").to_string()
+}
+
+#[test]
+fn new_session_under_087_starts_from_the_start_up_default_found_on_first_need() {
+    // Without --model the start-up model is the settings' default, else the first model with a
+    // key; 0.87's new_session goes back to it. It is found when first needed now: the same one.
+    for settings in [
+        None,
+        Some(r#"{"defaultProvider":"fake","defaultModel":"fake-model-2"}"#),
+    ] {
+        let (w, _llm) = support::fake_world(vec![]);
+        if let Some(s) = settings {
+            w.write_agent_file("settings.json", s);
+        }
+        let start = if settings.is_some() {
+            "fake-model-2"
+        } else {
+            "fake-model" // the first model with a key (models.json's apiKey)
+        };
+        let other = if settings.is_some() {
+            "fake-model"
+        } else {
+            "fake-model-2"
+        };
+        let mut p = w.spawn(&["--mode", "rpc", "--compat", "0.87", "--no-session"]);
+        assert_eq!(model_id(&mut p, "s0"), start);
+        let r = p.call(
+            json!({"type":"set_model","provider":"fake","modelId": other}),
+            "m1",
+        );
+        assert_eq!(r["success"], true, "{r}");
+        assert_eq!(model_id(&mut p, "s1"), other);
+        let r = p.call(json!({"type":"new_session"}), "n1");
+        assert_eq!(r["success"], true, "{r}");
+        assert_eq!(model_id(&mut p, "s2"), start);
+        p.finish(Duration::from_secs(10));
+    }
+}
