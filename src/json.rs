@@ -111,7 +111,7 @@ fn write_str_content(out: &mut Vec<u8>, s: &str) {
 /// The index of the first byte at or after `i` that a JSON string must escape (`"`, `\`, or
 /// below 0x20), or `b.len()`.
 #[cfg(target_arch = "x86_64")]
-fn next_special(b: &[u8], i: usize) -> usize {
+pub(crate) fn next_special(b: &[u8], i: usize) -> usize {
     // Long runs (tool output, file contents) are most of a long session's request body.
     if b.len() - i >= 64 && std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked just above).
@@ -119,6 +119,47 @@ fn next_special(b: &[u8], i: usize) -> usize {
     }
     // SAFETY: SSE2 is part of the x86_64 baseline, always available.
     unsafe { next_special_sse2(b, i) }
+}
+
+/// [`next_special`] for a run that is most likely short (a key, an id, a name): the first
+/// sixteen bytes are looked at in place, without the dispatch.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn next_special_near(b: &[u8], i: usize) -> usize {
+    // SAFETY: SSE2 is part of the x86_64 baseline, always available.
+    unsafe { next_special_near_sse2(b, i) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn next_special_near_sse2(b: &[u8], i: usize) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    if i + 16 > b.len() {
+        return next_special(b, i);
+    }
+    // SAFETY: `i + 16 <= b.len()`, so the 16 bytes read are inside `b`; the load is unaligned.
+    let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
+    let hits = _mm_or_si128(
+        _mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+        ),
+        _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
+    );
+    let mask = _mm_movemask_epi8(hits) as u32;
+    if mask != 0 {
+        return i + mask.trailing_zeros() as usize;
+    }
+    next_special(b, i + 16)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn next_special_near(b: &[u8], i: usize) -> usize {
+    next_special(b, i)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -175,7 +216,7 @@ fn next_special_sse2(b: &[u8], mut i: usize) -> usize {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn next_special(b: &[u8], i: usize) -> usize {
+pub(crate) fn next_special(b: &[u8], i: usize) -> usize {
     next_special_scalar(b, i)
 }
 
@@ -189,6 +230,27 @@ fn next_special_scalar(b: &[u8], i: usize) -> usize {
 #[cfg(test)]
 mod write_str_tests {
     use super::write_str;
+
+    #[test]
+    fn next_special_near_finds_what_the_scalar_loop_finds() {
+        for len in [0, 1, 15, 16, 17, 31, 33, 70, 100] {
+            let plain = "é".repeat(len / 2) + &"a".repeat(len % 2);
+            for at in 0..plain.len() {
+                for special in [b'"', b'\\', 0x01, 0x1f] {
+                    let mut b = plain.clone().into_bytes();
+                    b[at] = special;
+                    for from in 0..=at {
+                        assert_eq!(
+                            super::next_special_near(&b, from),
+                            super::next_special_scalar(&b, from),
+                            "{len} {at} {from}"
+                        );
+                    }
+                }
+            }
+            assert_eq!(super::next_special_near(plain.as_bytes(), 0), plain.len());
+        }
+    }
 
     #[test]
     fn joined_parts_escape_as_the_joined_string() {

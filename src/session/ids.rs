@@ -148,12 +148,10 @@ pub fn parse_iso_ms(s: &str) -> Option<u64> {
         return None;
     }
     let num = |r: std::ops::Range<usize>| -> Option<u64> {
-        let part = s.get(r)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) {
-            part.parse().ok()
-        } else {
-            None
-        }
+        // Digits only (no sign), at most four: summed by hand, `str::parse` is dearer.
+        b[r].iter().try_fold(0u64, |v, &c| {
+            c.is_ascii_digit().then(|| v * 10 + u64::from(c - b'0'))
+        })
     };
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);

@@ -293,8 +293,14 @@ pub struct Head<'a> {
 }
 
 /// Parse the interpreted fields of a line; `None` when the line is not a JSON object this fast
-/// path can vouch for (the caller then uses the full parser).
+/// path can vouch for (the caller then uses the full parser). The usual line is read by hand
+/// ([`super::fastline`]); anything it leaves is read here with serde, which decides.
 pub fn head(line: &str) -> Option<Head<'_>> {
+    super::fastline::head(line).or_else(|| head_serde(line))
+}
+
+/// [`head`] through serde alone.
+pub(crate) fn head_serde(line: &str) -> Option<Head<'_>> {
     // serde's derived structs also accept arrays: only objects are entries.
     if !line.starts_with('{') {
         return None;

@@ -11,6 +11,8 @@
 //! the entries wait in memory for the next write ([`WriteNotice`] tells the host).
 //!
 //! - `entry`: one line, raw plus a parsed view.
+//! - `line`, `fastline`: reading a line into the fields the tree needs (by hand for the usual
+//!   line, serde for the rest).
 //! - `store`: file reading/writing, migrations, locating session files.
 //! - `repair`: what a damaged file still holds (entries glued onto cut lines, links over them).
 //! - `tree`: branch walking, context reconstruction, statistics.
@@ -19,6 +21,7 @@
 
 pub mod entry;
 pub mod export_html;
+mod fastline;
 pub mod ids;
 pub mod line;
 pub mod projection;
