@@ -48,11 +48,13 @@ lint:
 # Fully static binary (musl), $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith.
 # Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
 # for the C parts of the TLS crypto (ring).
-# Link flags (docs/architecture.md, "Binary size"): relative relocations packed as DT_RELR (the
-# static-PIE keeps its address randomisation; musl's start-up applies them), and, with the
+# Link flags (docs/architecture.md, "Binary size"): position-dependent, as the glibc build
+# (build.rs): a static-PIE applies 255 K instructions of relocations at every start and makes
+# 323 KiB of pointer tables private to each process ("Memory per agent": cold start);
+# PITH_PIE=1 keeps the static-PIE, its relative relocations packed as DT_RELR. With the
 # toolchain's own lld (rustup ships it), identical code folding. RUSTFLAGS, when set, replace them.
 RUST_GCC_LD = $(shell rustc --print sysroot)/lib/rustlib/$(shell rustc -vV | sed -n 's/^host: //p')/bin/gcc-ld
-STATIC_RUSTFLAGS = -C link-arg=-Wl,-z,pack-relative-relocs $(if $(wildcard $(RUST_GCC_LD)/ld.lld),-C link-arg=-fuse-ld=lld -C link-arg=-B$(RUST_GCC_LD) -C link-arg=-Wl$(comma)--icf=all)
+STATIC_RUSTFLAGS = $(if $(PITH_PIE),-C link-arg=-Wl$(comma)-z$(comma)pack-relative-relocs,-C relocation-model=static) $(if $(wildcard $(RUST_GCC_LD)/ld.lld),-C link-arg=-fuse-ld=lld -C link-arg=-B$(RUST_GCC_LD) -C link-arg=-Wl$(comma)--icf=all)
 comma = ,
 static:
 	CC_x86_64_unknown_linux_musl=musl-gcc \

@@ -7,8 +7,8 @@
 //! start. Linked at a fixed address, those pages stay clean and shared by every pith process
 //! (`docs/architecture.md`, "Memory per agent"). The price is that pith's own code and data are
 //! not randomised (ASLR still applies to the libraries, stack and heap). `PITH_PIE=1` at build
-//! time keeps the default (PIE). The static musl build (`make static`) is left as the target
-//! makes it.
+//! time keeps the default (PIE). The static musl build gets the same from the Makefile
+//! (`make static`: `-C relocation-model=static`, or a static-PIE with `PITH_PIE=1`).
 
 fn main() {
     println!("cargo:rerun-if-env-changed=PITH_PIE");

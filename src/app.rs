@@ -9,9 +9,7 @@ use crate::core::machine::{Channels, Exit, Machine, Startup};
 use crate::core::system_prompt;
 use crate::initial_message;
 use crate::io;
-use crate::llm::models::{
-    Auth, Registry, initial_model, parse_scoped_models, process_env, resolve_cli_model,
-};
+use crate::llm::models::{Auth, Registry, parse_scoped_models, process_env, resolve_cli_model};
 use crate::message::ThinkingLevel;
 use crate::session::Session;
 use crate::session::store::{default_session_dir, find_most_recent, resolve_session_arg};
@@ -40,27 +38,41 @@ pub fn run(opts: Options) -> i32 {
             return cli::EXIT_FAILURE;
         }
     };
+    if opts.mode == Mode::Rpc {
+        // From here on a signal is recorded for the machine instead of killing pith; the thread
+        // that forwards it starts after the first answer (`run_rpc`).
+        let signals = match io::signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("pith: cannot listen for signals: {e}");
+                return cli::EXIT_FAILURE;
+            }
+        };
+        if opts.verbose {
+            report_startup(&startup);
+        }
+        return run_rpc(startup, signals);
+    }
     if opts.verbose {
         report_startup(&startup);
     }
-    match opts.mode {
-        Mode::Rpc => run_rpc(startup),
-        Mode::Print | Mode::Json => match oneshot_prompts(&opts, &startup.cwd) {
-            Ok(prompts) if prompts.is_empty() => {
-                eprintln!("Error: no prompt given (pith -p \"prompt\", @files or piped stdin)");
-                cli::EXIT_USAGE
-            }
-            Ok(_) if startup.model.is_none() => {
-                // pi stops here too, before any output.
-                eprintln!("{}", crate::list_models::NO_MODELS);
-                cli::EXIT_FAILURE
-            }
-            Ok(prompts) => run_oneshot(startup, opts.mode, prompts),
-            Err(e) => {
-                eprintln!("{e}");
-                cli::EXIT_FAILURE
-            }
-        },
+    // Print / json mode. Piped stdin is read before signal handlers go in: a Ctrl-C while it
+    // blocks still ends pith.
+    match oneshot_prompts(&opts, &startup.cwd) {
+        Ok(prompts) if prompts.is_empty() => {
+            eprintln!("Error: no prompt given (pith -p \"prompt\", @files or piped stdin)");
+            cli::EXIT_USAGE
+        }
+        Ok(_) if startup.model.is_none() => {
+            // pi stops here too, before any output.
+            eprintln!("{}", crate::list_models::NO_MODELS);
+            cli::EXIT_FAILURE
+        }
+        Ok(prompts) => run_oneshot(startup, opts.mode, prompts),
+        Err(e) => {
+            eprintln!("{e}");
+            cli::EXIT_FAILURE
+        }
     }
 }
 
@@ -158,7 +170,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
     // Project trust (`--approve` / `--no-approve`, pi 0.87.1's rules under 0.87): an untrusted
     // project's `.pi` files are not read.
-    let (global, _) = Settings::load_global(&agent_dir);
+    let global = settings.global_only();
     // The flag wins over settings `pith.compat`; default 0.73. A project's `pith.compat` counts
     // only in a project trusted by pi 0.87.1's rules (under 0.87 an untrusted project's settings
     // are never read, so it cannot choose the version that would read them).
@@ -334,11 +346,11 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         cli_model: model.clone(),
         cli_level,
         scoped: None,
-        initial: initial_model(
-            &registry,
-            &auth,
-            settings.default_provider().zip(settings.default_model()),
-        ),
+        settings_default: settings
+            .default_provider()
+            .zip(settings.default_model())
+            .map(|(p, i)| (p.to_string(), i.to_string())),
+        initial: Default::default(),
     };
     if model.is_none() && !scoped_models.is_empty() {
         let default = settings.default_provider().zip(settings.default_model());
@@ -364,11 +376,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         }
     }
     if model.is_none() {
-        model = initial_model(
-            &registry,
-            &auth,
-            settings.default_provider().zip(settings.default_model()),
-        );
+        model = defaults.initial(&registry, &auth);
     }
 
     let level = cli_level
@@ -543,9 +551,10 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     let (_control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
     let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
-    let signals = io::signals::spawn(_control_tx.clone());
+    let signals = io::signals::install().and_then(|s| io::signals::forward(s, _control_tx.clone()));
     if signals.is_err() {
         eprintln!("pith: cannot listen for signals");
+        io::signals::restore_defaults();
     }
     if io::stdout::watch(_control_tx.clone()).is_err() {
         eprintln!("pith: cannot watch stdout");
@@ -675,18 +684,19 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     }
 }
 
-fn run_rpc(startup: Startup) -> i32 {
+fn run_rpc(startup: Startup, signals: io::signals::Signals) -> i32 {
     let (input_tx, input_rx) = crossbeam_channel::bounded(64);
     let (control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
     let (stdout_tx, stdout_rx) = crossbeam_channel::bounded(io::stdout::QUEUE_FRAMES);
 
+    // Only what the first answer needs starts before it: the stdin reader first (the host's
+    // first command is read while the rest starts), then the stdout writer. The signal handlers
+    // are in already (`run`); their forwarding thread and the stdout watch start once the
+    // machine has handled its first event (`Machine::with_late_start`).
     let spawned = (|| {
-        let writer = io::stdout::spawn(stdout_rx, control_tx.clone())?;
-        io::stdout::watch(control_tx.clone())?;
-        io::signals::spawn(control_tx.clone())?;
         io::stdin::spawn(input_tx)?;
-        Ok::<_, std::io::Error>(writer)
+        io::stdout::spawn(stdout_rx, control_tx.clone())
     })();
     let writer = match spawned {
         Ok(w) => w,
@@ -695,6 +705,15 @@ fn run_rpc(startup: Startup) -> i32 {
             return cli::EXIT_FAILURE;
         }
     };
+    let late = Box::new(move || {
+        if let Err(e) = io::signals::forward(signals, control_tx.clone()) {
+            eprintln!("pith: cannot listen for signals: {e}");
+            io::signals::restore_defaults();
+        }
+        if let Err(e) = io::stdout::watch(control_tx) {
+            eprintln!("pith: cannot watch stdout: {e}");
+        }
+    });
 
     let machine = Machine::new(
         startup,
@@ -705,7 +724,8 @@ fn run_rpc(startup: Startup) -> i32 {
             worker_tx,
             stdout: stdout_tx,
         },
-    );
+    )
+    .with_late_start(late);
     let exit = machine.run_to_exit();
     // The machine and its senders are gone: the writer drains what is queued and stops. (The
     // stdin thread may still be blocked in read(2); exiting the process ends it.) After a signal

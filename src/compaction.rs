@@ -340,8 +340,8 @@ impl FileOps {
             .cloned()
             .collect();
         let mut modified: Vec<String> = modified.into_iter().cloned().collect();
-        read.sort_by(|a, b| js_cmp(a, b));
-        modified.sort_by(|a, b| js_cmp(a, b));
+        crate::sort::sort_by(&mut read, |a, b| js_cmp(a, b));
+        crate::sort::sort_by(&mut modified, |a, b| js_cmp(a, b));
         (read, modified)
     }
 }

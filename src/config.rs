@@ -95,6 +95,15 @@ impl Settings {
         )
     }
 
+    /// What [`Settings::load_global`] would read, from the file already read.
+    pub fn global_only(&self) -> Settings {
+        Settings {
+            raw: self.global.clone(),
+            global: self.global.clone(),
+            project: Map::new(),
+        }
+    }
+
     /// `defaultProjectTrust` (pi 0.79): `always`, `never` or `ask`.
     pub fn default_project_trust(&self) -> Option<&str> {
         self.str("defaultProjectTrust")

@@ -135,7 +135,8 @@ pub fn rpc_input(data: &[u8]) {
             cli_model: None,
             cli_level: None,
             scoped: None,
-            initial: None,
+            settings_default: None,
+            initial: std::cell::OnceCell::from(None),
         },
         session: crate::session::Session::new(&cwd.to_string_lossy(), None, None),
         tools: crate::tools::DEFAULT_TOOLS

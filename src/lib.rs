@@ -27,6 +27,7 @@ pub mod resources;
 pub mod retry;
 pub mod rpc;
 pub mod session;
+pub mod sort;
 pub mod tools;
 pub mod trust;
 

@@ -27,7 +27,7 @@ pub fn lines(models: &[&Model], search: Option<&str>) -> Vec<String> {
     if shown.is_empty() {
         return vec![format!("No models matching \"{}\"", search.unwrap_or(""))];
     }
-    shown.sort_by(|a, b| {
+    crate::sort::sort_by(&mut shown, |a, b| {
         locale_compare(&a.provider, &b.provider).then_with(|| locale_compare(&a.id, &b.id))
     });
     let header = [

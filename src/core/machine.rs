@@ -66,8 +66,32 @@ pub struct SessionDefaults {
     pub cli_level: Option<ThinkingLevel>,
     /// The scoped model a session without messages starts with, and its level.
     pub scoped: Option<(Model, Option<ThinkingLevel>)>,
-    /// The settings' default model, else the first one with a key.
-    pub initial: Option<Model>,
+    /// The settings' default model (provider, id) at start-up, for [`SessionDefaults::initial`].
+    pub settings_default: Option<(String, String)>,
+    /// The settings' default model, else the first one with a key: found on first need (finding
+    /// the first model with a key can build the whole registry, which a start with `--model`
+    /// never needs). Registry, auth and `settings_default` do not change after start-up, so this
+    /// is what start-up would have found.
+    pub initial: std::cell::OnceCell<Option<Model>>,
+}
+
+impl SessionDefaults {
+    pub fn initial(
+        &self,
+        registry: &crate::llm::models::Registry,
+        auth: &crate::llm::models::Auth,
+    ) -> Option<Model> {
+        self.initial
+            .get_or_init(|| {
+                let default = self.settings_default.as_ref();
+                crate::llm::models::initial_model(
+                    registry,
+                    auth,
+                    default.map(|(p, i)| (p.as_str(), i.as_str())),
+                )
+            })
+            .clone()
+    }
 }
 
 /// Channels the machine listens on and writes to.
@@ -178,7 +202,12 @@ pub struct Machine {
     pub(crate) batch: u64,
     /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
     pub(crate) plugins: crate::core::plugins::Plugins,
+    /// Starts the threads the first answer does not need ([`Machine::with_late_start`]).
+    late_start: Option<Box<dyn FnOnce() + Send>>,
 }
+
+/// How long the machine waits for a first event before it starts the late threads anyway.
+const LATE_START_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
 type Reply = Result<Option<Value>, String>;
@@ -240,6 +269,23 @@ impl Machine {
             model: s.model,
             thinking: s.thinking,
             defaults: s.defaults,
+            late_start: None,
+        }
+    }
+
+    /// `start` spawns threads the first answer does not need (RPC mode: the signal forwarder,
+    /// whose handlers are already installed, and the stdout watch). It runs once the first event
+    /// is handled (its answer is queued), or when none came within [`LATE_START_WAIT`], or
+    /// before the machine would block on a full stdout queue: spawning them before the first
+    /// answer delayed it on a loaded machine (docs/architecture.md, "Memory per agent").
+    pub fn with_late_start(mut self, start: Box<dyn FnOnce() + Send>) -> Machine {
+        self.late_start = Some(start);
+        self
+    }
+
+    fn start_late(&mut self) {
+        if let Some(start) = self.late_start.take() {
+            start();
         }
     }
 
@@ -290,11 +336,14 @@ impl Machine {
             }
             // Once stdin is closed nobody can send `abort`: work that shows no progress at all
             // for `pith.eofIdleTimeoutSeconds` (a stuck worker) is aborted and pith exits.
-            let idle_limit = if self.input_closed {
+            let mut idle_limit = if self.input_closed {
                 std::time::Duration::from_secs(self.settings.eof_idle_timeout_secs())
             } else {
                 std::time::Duration::MAX
             };
+            if self.late_start.is_some() {
+                idle_limit = idle_limit.min(LATE_START_WAIT);
+            }
             let timer = self.plugins.timer();
             let event = select! {
                 recv(self.control_rx) -> c => match c {
@@ -311,6 +360,10 @@ impl Machine {
                 },
                 recv(timer) -> _ => Event::Timer,
                 default(idle_limit) => {
+                    if self.late_start.is_some() {
+                        self.start_late();
+                        continue;
+                    }
                     eprintln!(
                         "pith: stdin is closed and nothing progressed for {} s; aborting and exiting",
                         idle_limit.as_secs()
@@ -322,6 +375,7 @@ impl Machine {
             if let Some(exit) = self.handle_event(event) {
                 return exit;
             }
+            self.start_late();
         }
     }
 
@@ -462,6 +516,8 @@ impl Machine {
             Err(crossbeam_channel::TrySendError::Full(_)) if self.exit_signal.is_some() => return,
             Err(crossbeam_channel::TrySendError::Full(line)) => line,
         };
+        // About to block: signals must get through.
+        self.start_late();
         select! {
             send(self.stdout, line) -> r => {
                 if r.is_err() {

@@ -56,7 +56,7 @@ pub fn tree_json(session: &Session) -> Vec<u8> {
         }
     }
     for c in &mut children {
-        c.sort_by_key(|&i| entries[i].timestamp_ms());
+        crate::sort::sort_by_key(c, |&i| entries[i].timestamp_ms());
     }
     // Labels as pi resolves them: the last label entry per target, cleared by an empty one.
     let mut labels: std::collections::HashMap<&str, (&str, &str)> = Default::default();

@@ -75,7 +75,7 @@ impl Machine {
             .clone()
             .or_else(|| if existing { from_session() } else { None })
             .or_else(|| scoped.as_ref().map(|(m, _)| m.clone()))
-            .or(d.initial.clone());
+            .or_else(|| self.defaults.initial(&self.registry, &self.auth));
         let level = d
             .cli_level
             .or(scoped.and_then(|(_, l)| l))

@@ -99,6 +99,10 @@ fn overflowing_numbers_as_null(line: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The read buffer at start, and what it grows to.
+const FIRST_READ: usize = 8 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
+
 pub fn spawn(tx: Sender<Input>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("stdin".into())
@@ -109,7 +113,10 @@ pub fn spawn(tx: Sender<Input>) -> std::io::Result<std::thread::JoinHandle<()>> 
 /// The reader loop, generic over the source so tests can drive it.
 pub fn run(mut src: impl Read, cap: usize, tx: &Sender<Input>) {
     let mut splitter = LineSplitter::new(cap);
-    let mut buf = vec![0u8; 64 * 1024];
+    // Commands are small: the buffer starts at 8 KiB (what `Stdin` buffers itself; a read that
+    // size bypasses its copy) and grows to 64 KiB once a read fills it (a large command, a
+    // burst). 64 KiB zeroed up front were 16 page faults of every cold start.
+    let mut buf = vec![0u8; FIRST_READ];
     let mut frames = Vec::new();
     loop {
         let n = match src.read(&mut buf) {
@@ -121,6 +128,9 @@ pub fn run(mut src: impl Read, cap: usize, tx: &Sender<Input>) {
                 break;
             }
         };
+        if n == buf.len() && buf.len() < READ_CHUNK {
+            buf.resize(READ_CHUNK, 0);
+        }
         splitter.feed(&buf[..n], &mut frames);
         if !forward(&mut frames, tx) {
             return;

@@ -81,6 +81,7 @@ fn wait_for_hangup(fd: i32) -> bool {
 pub fn watch(control: Sender<Control>) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("stdout-watch".into())
+        .stack_size(crate::THREAD_STACK)
         .spawn(move || {
             if wait_for_hangup(1) {
                 let _ = control.send(Control::ClientGone);

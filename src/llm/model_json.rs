@@ -198,7 +198,7 @@ impl Serialize for Model {
                 _ => None,
             })
             .collect();
-        last.sort_by_key(|(r, _)| *r);
+        crate::sort::sort_by_key(&mut last, |(r, _)| *r);
         for (_, k) in last {
             optional(&mut map, k)?;
         }

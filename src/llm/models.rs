@@ -144,6 +144,9 @@ pub struct Registry {
     /// The built-in models of the pi version (`None`: pi 0.73.1's).
     version: Option<&'static table::Table>,
     built: std::sync::OnceLock<Built>,
+    /// The first provider whose models were built alone (while `built` is not): start-up asks
+    /// for the model's provider two or three times, and every request once more.
+    alone: std::sync::OnceLock<(String, Built)>,
     provider_configs: HashMap<String, ProviderRequestConfig>,
     /// `provider:id` → headers declared for that model in models.json.
     model_headers: HashMap<String, Headers>,
@@ -164,6 +167,7 @@ impl Clone for Registry {
             cfg: std::sync::Arc::clone(&self.cfg),
             version: self.version,
             built: self.built.clone(),
+            alone: self.alone.clone(),
             provider_configs: self.provider_configs.clone(),
             model_headers: self.model_headers.clone(),
             load_error: self.load_error.clone(),
@@ -384,7 +388,18 @@ impl Registry {
                 .filter(|m| m.provider == provider)
                 .cloned()
                 .collect(),
-            None => Registry::models(&self.cfg, self.version(), Some(provider)).models,
+            None => self.alone(provider).models.clone(),
+        }
+    }
+
+    /// The models of `provider` (exact name), built alone, or kept from the first time.
+    fn alone(&self, provider: &str) -> std::borrow::Cow<'_, Built> {
+        let build = || Registry::models(&self.cfg, self.version(), Some(provider));
+        let (name, kept) = self.alone.get_or_init(|| (provider.to_string(), build()));
+        if name == provider {
+            std::borrow::Cow::Borrowed(kept)
+        } else {
+            std::borrow::Cow::Owned(build())
         }
     }
 
@@ -465,7 +480,12 @@ impl Registry {
     pub fn lookup(&self, provider: &str, id: &str) -> Option<Model> {
         match self.built.get() {
             Some(_) => self.find(provider, id).cloned(),
-            None => self.models_of(provider).into_iter().find(|m| m.id == id),
+            None => self
+                .alone(provider)
+                .models
+                .iter()
+                .find(|m| m.id == id)
+                .cloned(),
         }
     }
 
@@ -520,7 +540,7 @@ impl Registry {
         if self.built.get().is_some() {
             return self.thinking_level_map(provider, id).cloned();
         }
-        let b = Registry::models(&self.cfg, self.version(), Some(provider));
+        let b = self.alone(provider);
         let i = b.models.iter().position(|m| m.id == id)?;
         b.thinking[i].clone()
     }
@@ -528,7 +548,7 @@ impl Registry {
     /// [`supported_thinking_levels`] for a model, looking its map up here.
     pub fn thinking_levels(&self, model: &Model) -> Vec<ThinkingLevel> {
         if self.built.get().is_none() {
-            let b = Registry::models(&self.cfg, self.version(), Some(&model.provider));
+            let b = self.alone(&model.provider);
             let map = b
                 .models
                 .iter()

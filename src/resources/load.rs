@@ -454,7 +454,7 @@ impl Loader<'_> {
                 is_dir,
             });
         }
-        out.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        crate::sort::sort_by(&mut out, |a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         Some(out)
     }
 
@@ -804,7 +804,7 @@ impl Loader<'_> {
             }
         }
         // Precedence, then one entry per file.
-        acc.sort_by_key(|(_, m, _)| m.rank());
+        crate::sort::sort_by_key(&mut acc, |(_, m, _)| m.rank());
         let mut seen = Seen::default();
         let mut enabled: Vec<String> = Vec::new();
         for (path, _, on) in acc {

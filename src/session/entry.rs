@@ -85,16 +85,10 @@ fn str_field(raw: &Map<String, Value>, key: &str) -> Option<String> {
     raw.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
-/// Only the `message` field of an entry line (the others are skipped, not built).
-#[derive(Deserialize)]
-struct MessageField {
-    #[serde(default)]
-    message: Option<AgentMessage>,
-}
-
 /// Only the `message` field of an entry line, read straight as the struct of a known role
 /// (serde's internally tagged [`AgentMessage`] would first buffer the whole message to find the
-/// `role`, which the loader already knows).
+/// `role`, which the loader already knows, and its derived deserialiser, with one copy of every
+/// role's struct read from the buffer, is 120 KB of code: `docs/architecture.md`, "Binary size").
 #[derive(Deserialize)]
 struct RoleField<T> {
     message: T,
@@ -106,18 +100,27 @@ fn parse_as<T: serde::de::DeserializeOwned>(line: &str) -> Option<T> {
         .map(|f| f.message)
 }
 
-/// The agent message of a `message` entry line, `None` when it does not parse.
+/// The agent message of a `message` entry line, `None` when it does not parse. `role` is the
+/// message's own `role`, as the tagged enum would dispatch on it; an unknown role is no message.
 fn parse_message(line: &str, role: &str) -> Option<AgentMessage> {
     use crate::message as m;
-    let direct = match role {
+    match role {
         "user" => parse_as::<m::UserMessage>(line).map(AgentMessage::User),
         "assistant" => parse_as::<m::AssistantMessage>(line).map(AgentMessage::Assistant),
         "toolResult" => parse_as::<m::ToolResultMessage>(line).map(AgentMessage::ToolResult),
+        "bashExecution" => {
+            parse_as::<m::BashExecutionMessage>(line).map(AgentMessage::BashExecution)
+        }
+        "custom" => parse_as::<m::CustomMessage>(line).map(AgentMessage::Custom),
+        "branchSummary" => {
+            parse_as::<m::BranchSummaryMessage>(line).map(AgentMessage::BranchSummary)
+        }
+        "compactionSummary" => {
+            parse_as::<m::CompactionSummaryMessage>(line).map(AgentMessage::CompactionSummary)
+        }
+        "system" => parse_as::<m::SystemMessage>(line).map(AgentMessage::System),
         _ => None,
-    };
-    // Anything else (other roles, or a shape the direct read refused) the general way, which
-    // decides exactly as before.
-    direct.or_else(|| serde_json::from_str::<MessageField>(line).ok()?.message)
+    }
 }
 
 impl Entry {

@@ -36,14 +36,18 @@ impl Tool for BashTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["command"],
             "properties": {
                 "command": {"type": "string", "description": "Bash command to execute"},
                 "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}
             }
-        })
+        }"#,
+        )
     }
 
     fn execute(

@@ -187,7 +187,8 @@ fn weights() -> &'static Weights {
                 }
             }
         }
-        w.other.sort_unstable();
+        // Keys are distinct: the shared stable sort gives the one order there is.
+        crate::sort::sort_by(&mut w.other, Ord::cmp);
         w
     })
 }

@@ -31,7 +31,10 @@ impl Tool for EditTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["path", "edits"],
             "properties": {
@@ -51,7 +54,8 @@ impl Tool for EditTool {
                 }
             },
             "additionalProperties": false
-        })
+        }"#,
+        )
     }
 
     fn execute(
@@ -310,7 +314,7 @@ pub fn apply_edits_as(
         }
         matched.push((start, len, i));
     }
-    matched.sort();
+    crate::sort::sort_by(&mut matched, Ord::cmp);
     for w in matched.windows(2) {
         if w[0].0 + w[0].1 > w[1].0 {
             return Err(format!(

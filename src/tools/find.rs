@@ -12,7 +12,7 @@ use std::path::Path;
 
 use globset::GlobBuilder;
 use regex::bytes::{Regex, RegexBuilder};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::ls::finish_listing;
 use super::ordered_walk::{Entry, Visitor, Walker};
@@ -41,7 +41,10 @@ impl Tool for FindTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["pattern"],
             "properties": {
@@ -49,7 +52,8 @@ impl Tool for FindTool {
                 "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
                 "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
             }
-        })
+        }"#,
+        )
     }
 
     fn execute(

@@ -62,7 +62,10 @@ impl Tool for GrepTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["pattern"],
             "properties": {
@@ -74,7 +77,8 @@ impl Tool for GrepTool {
                 "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
                 "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
             }
-        })
+        }"#,
+        )
     }
 
     fn execute(

@@ -32,13 +32,17 @@ impl Tool for LsTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "properties": {
                 "path": {"type": "string", "description": "Directory to list (default: current directory)"},
                 "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
             }
-        })
+        }"#,
+        )
     }
 
     fn execute(

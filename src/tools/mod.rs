@@ -122,6 +122,15 @@ pub fn prepare_arguments(tool_name: &str, args: &Value) -> Value {
     }
 }
 
+/// A tool's JSON schema ([`Tool::parameters`]) from its text, parsed once per process and cloned
+/// for every caller. `json!` would build it with inline code at every call, about 5 KB of code a
+/// tool (`docs/architecture.md`, "Binary size"); a clone costs what that building did. The texts
+/// are constants, checked by a test to parse.
+pub(crate) fn schema(cell: &'static std::sync::OnceLock<Value>, text: &str) -> Value {
+    cell.get_or_init(|| serde_json::from_str(text).unwrap_or(Value::Null))
+        .clone()
+}
+
 /// Prepare, then validate `args` against `tool`'s schema (the machine's one call per tool call).
 pub fn prepare_and_validate(tool: &dyn Tool, args: &Value) -> Result<Value, String> {
     let prepared = prepare_arguments(tool.name(), args);
@@ -175,5 +184,22 @@ pub(crate) fn js_num(n: f64) -> String {
         if n > 0.0 { "Infinity" } else { "-Infinity" }.to_string()
     } else {
         crate::json::js_number(n)
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_text_parses_to_an_object_schema() {
+        for name in ALL_TOOLS {
+            let tool = builtin_tool(name).expect("built-in tool");
+            let p = tool.parameters();
+            assert_eq!(p["type"], "object", "{name}");
+            assert!(p["properties"].is_object(), "{name}");
+            // A second call gives the same value (from the parsed copy).
+            assert_eq!(tool.parameters(), p, "{name}");
+        }
     }
 }

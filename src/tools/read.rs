@@ -32,7 +32,10 @@ impl Tool for ReadTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["path"],
             "properties": {
@@ -40,7 +43,8 @@ impl Tool for ReadTool {
                 "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
                 "limit": {"type": "number", "description": "Maximum number of lines to read"}
             }
-        })
+        }"#,
+        )
     }
 
     fn execute(

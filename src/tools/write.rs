@@ -1,6 +1,6 @@
 //! The `write` tool: create or overwrite a file, creating parent directories (spec 14.6).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::paths::{node_error, resolve_to_cwd};
 use super::regular::{refuse_special, write_regular};
@@ -22,14 +22,18 @@ impl Tool for WriteTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
+        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        super::schema(
+            &SCHEMA,
+            r#"{
             "type": "object",
             "required": ["path", "content"],
             "properties": {
                 "path": {"type": "string", "description": "Path to the file to write (relative or absolute)"},
                 "content": {"type": "string", "description": "Content to write to the file"}
             }
-        })
+        }"#,
+        )
     }
 
     fn execute(

@@ -106,7 +106,7 @@ pub fn canonical_query(query: &str) -> String {
             )
         })
         .collect();
-    pairs.sort();
+    crate::sort::sort_by(&mut pairs, Ord::cmp);
     pairs
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -153,7 +153,7 @@ pub fn signature(
             !UNSIGNABLE.contains(&k.as_str()) && !k.starts_with("proxy-") && !k.starts_with("sec-")
         })
         .collect();
-    canon.sort_by(|a, b| a.0.cmp(&b.0));
+    crate::sort::sort_by(&mut canon, |a, b| a.0.cmp(&b.0));
     canon.dedup_by(|a, b| a.0 == b.0);
     let signed: Vec<&str> = canon.iter().map(|(k, _)| k.as_str()).collect();
     let signed = signed.join(";");

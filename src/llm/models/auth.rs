@@ -65,9 +65,9 @@ pub struct Auth {
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut runtime: Vec<&String> = self.runtime.keys().collect();
-        runtime.sort();
+        crate::sort::sort_by(&mut runtime, Ord::cmp);
         let mut fallback: Vec<&String> = self.fallback.keys().collect();
-        fallback.sort();
+        crate::sort::sort_by(&mut fallback, Ord::cmp);
         f.debug_struct("Auth")
             .field("runtime", &runtime)
             .field("stored", &self.stored.keys().collect::<Vec<_>>())

@@ -241,16 +241,16 @@ pub fn initial_model(
             return Some(m);
         }
     }
-    let available = registry.available(auth);
+    // Each provider's default looked up alone: with a key for one of them, the models of the
+    // others are not built (the whole registry is most of a cold start's instructions).
     for (provider, id) in DEFAULT_MODEL_PER_PROVIDER {
-        if let Some(m) = available
-            .iter()
-            .find(|m| m.provider == *provider && m.id == *id)
-        {
-            return Some((*m).clone());
+        if registry.has_configured_auth(provider, auth) {
+            if let Some(m) = registry.lookup(provider, id) {
+                return Some(m);
+            }
         }
     }
-    available.first().map(|m| (*m).clone())
+    registry.available(auth).first().map(|m| (*m).clone())
 }
 
 struct Parsed<'a> {

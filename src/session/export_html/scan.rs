@@ -185,7 +185,7 @@ impl Scan {
             .into_iter()
             .map(|(p, m)| if p.is_empty() { m } else { format!("{p}/{m}") })
             .collect();
-        models.sort();
+        crate::sort::sort_by(&mut models, Ord::cmp);
         scan.models = models;
         // The system prompt as recorded on the current branch: sections patched in order.
         for &i in layout.order.iter().take(layout.path_len) {
