@@ -299,10 +299,12 @@ fn io_thread(
 ) {
     let sent = match body {
         IoBody::Bytes(bytes) => http::post_json(agent, url, headers, &bytes),
-        IoBody::Stream { write, len, req } => match early.map_or_else(|| body::spawn(write, req), Ok) {
-            Ok(reader) => http::post_streamed(agent, url, headers, len, reader),
-            Err(e) => Err(http::HttpError::Other(e.to_string())),
-        },
+        IoBody::Stream { write, len, req } => {
+            match early.map_or_else(|| body::spawn(write, req), Ok) {
+                Ok(reader) => http::post_streamed(agent, url, headers, len, reader),
+                Err(e) => Err(http::HttpError::Other(e.to_string())),
+            }
+        }
     };
     let resp = match sent {
         Ok(r) => r,
@@ -385,19 +387,19 @@ fn run_http(
     let mut early = None;
     let body = match std::mem::replace(&mut prepared.body, Body::Bytes(Vec::new())) {
         Body::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
-        Body::Write(write) => match {
+        Body::Write(write) => {
             if body::counts_from_start(req) {
                 early = body::spawn(write, std::sync::Arc::clone(req)).ok();
             }
-            body::measure(write, req)
-        } {
-            Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
-            Measured::Stream(len) => IoBody::Stream {
-                write,
-                len,
-                req: std::sync::Arc::clone(req),
-            },
-        },
+            match body::measure(write, req) {
+                Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
+                Measured::Stream(len) => IoBody::Stream {
+                    write,
+                    len,
+                    req: std::sync::Arc::clone(req),
+                },
+            }
+        }
     };
     let stainless = api.stainless();
     // Headers can be slow on a busy provider; the response wait is bounded by connect + stall.
