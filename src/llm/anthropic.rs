@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::llm::api::{self, Body, Builder, Prepared, WireApi};
-use crate::llm::body::{self, BodySink};
+use crate::llm::body::{self, BodySink, JsonOut};
 use crate::llm::sse::SseEvent;
 use crate::llm::transform::{Transformed, sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent, ToolSchema};
@@ -397,7 +397,14 @@ pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
     sink.buf.extend_from_slice(b"{\"model\":");
     put(&mut sink.buf, &model.id);
     sink.buf.extend_from_slice(b",\"messages\":");
-    write_messages(sink, req, cc.as_ref(), oauth);
+    if sink.counting() {
+        // The first pass over a long body: the history only counted, not written.
+        let mut count = body::Counter::default();
+        write_messages(&mut count, req, cc.as_ref(), oauth);
+        sink.add_counted(count.0);
+    } else {
+        write_messages(sink, req, cc.as_ref(), oauth);
+    }
     let out = &mut sink.buf;
     for (k, v) in &rest {
         out.push(b',');
@@ -832,31 +839,31 @@ fn plan<'a>(
 }
 
 /// `value` as JSON into `out` (serialising borrowed data into memory cannot fail).
-fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    let _ = serde_json::to_writer(&mut *out, value);
+fn put<T: serde::Serialize + ?Sized>(out: &mut impl JsonOut, value: &T) {
+    out.put(value);
 }
 
 /// A string as JSON into `out` (the fast path for the history's texts).
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    crate::json::write_str(out, s);
+fn put_str(out: &mut impl JsonOut, s: &str) {
+    out.put_str(s);
 }
 
 /// `,"cache_control":{...}` when this is the cache breakpoint.
-fn put_cc(out: &mut Vec<u8>, cc: Option<&Value>) {
+fn put_cc(out: &mut impl JsonOut, cc: Option<&Value>) {
     if let Some(cc) = cc {
         out.extend_from_slice(b",\"cache_control\":");
         put(out, cc);
     }
 }
 
-fn put_text_block(out: &mut Vec<u8>, text: &str, cc: Option<&Value>) {
+fn put_text_block(out: &mut impl JsonOut, text: &str, cc: Option<&Value>) {
     out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
     put_str(out, text);
     put_cc(out, cc);
     out.push(b'}');
 }
 
-fn put_image_block(out: &mut Vec<u8>, data: &str, mime: &str, cc: Option<&Value>) {
+fn put_image_block(out: &mut impl JsonOut, data: &str, mime: &str, cc: Option<&Value>) {
     out.extend_from_slice(b"{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
     put_str(out, mime);
     out.extend_from_slice(b",\"data\":");
@@ -937,7 +944,7 @@ fn wire_order<'p, 'a>(
 
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
-fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
+fn write_messages<O: JsonOut>(out: &mut O, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
@@ -950,10 +957,9 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
     let wire = wire_order(req, &planned, oauth);
     // The cache breakpoint: the last message converted, when it is the user's or a system one.
     let cc_at_index = wire.iter().rposition(|w| !matches!(w, Wire::Effort(_)));
-    sink.buf.push(b'[');
+    out.push(b'[');
     for (n, w) in wire.iter().enumerate() {
-        sink.checkpoint();
-        let out = &mut sink.buf;
+        out.checkpoint();
         if n > 0 {
             out.push(b',');
         }
@@ -1081,7 +1087,7 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
                             Content::Text(t) => Some(t.text.as_str()),
                             _ => None,
                         });
-                        crate::json::write_str_joined(out, texts, "\n");
+                        out.put_str_joined(texts, "\n");
                     }
                     out.extend_from_slice(b",\"is_error\":");
                     out.extend_from_slice(if r.is_error { b"true" } else { b"false" });
@@ -1092,7 +1098,7 @@ fn write_messages(sink: &mut BodySink, req: &LlmRequest, cc: Option<&Value>, oau
             }
         }
     }
-    sink.buf.push(b']');
+    out.push(b']');
 }
 
 /// The content of a tool result with images (allowed by the model) as blocks.

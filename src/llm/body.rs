@@ -92,6 +92,17 @@ impl<'a> BodySink<'a> {
         }
     }
 
+    /// Whether what is written is only counted (nothing kept or sent): a writer may then count
+    /// a part with a [`Counter`] and add it ([`BodySink::add_counted`]) instead of writing it.
+    pub fn counting(&self) -> bool {
+        matches!(self.out, Out::Count | Out::Closed)
+    }
+
+    /// Add `n` bytes counted elsewhere (only while [`BodySink::counting`]).
+    pub fn add_counted(&mut self, n: u64) {
+        self.total += n;
+    }
+
     /// Hand on the rest: the body's whole length, and the body itself when it was kept.
     fn finish(mut self) -> (u64, Option<Vec<u8>>) {
         match self.out {
@@ -110,11 +121,108 @@ impl<'a> BodySink<'a> {
     }
 }
 
+/// What a body writer writes into: the bytes (a [`BodySink`], a `Vec`) or only their number (a
+/// [`Counter`]: the first pass over a long body, for `Content-Length`). The writer is the same
+/// function either way, so the count is the length of the bytes written.
+pub trait JsonOut {
+    fn extend_from_slice(&mut self, b: &[u8]);
+    fn push(&mut self, b: u8);
+    /// A string as a JSON literal (`json::write_str`).
+    fn put_str(&mut self, s: &str);
+    /// `parts` joined by `sep` as one JSON literal (`json::write_str_joined`).
+    fn put_str_joined<'a>(&mut self, parts: impl IntoIterator<Item = &'a str>, sep: &str);
+    /// `value` as JSON (serde_json).
+    fn put<T: serde::Serialize + ?Sized>(&mut self, value: &T);
+    /// Between parts of the body (a sink hands on what it holds once it is a chunk).
+    fn checkpoint(&mut self) {}
+}
+
+impl JsonOut for Vec<u8> {
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        Vec::extend_from_slice(self, b);
+    }
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b);
+    }
+    fn put_str(&mut self, s: &str) {
+        crate::json::write_str(self, s);
+    }
+    fn put_str_joined<'a>(&mut self, parts: impl IntoIterator<Item = &'a str>, sep: &str) {
+        crate::json::write_str_joined(self, parts, sep);
+    }
+    fn put<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
+        // Serialising borrowed data into memory cannot fail.
+        let _ = serde_json::to_writer(&mut *self, value);
+    }
+}
+
+impl JsonOut for BodySink<'_> {
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
+    fn push(&mut self, b: u8) {
+        self.buf.push(b);
+    }
+    fn put_str(&mut self, s: &str) {
+        self.buf.put_str(s);
+    }
+    fn put_str_joined<'a>(&mut self, parts: impl IntoIterator<Item = &'a str>, sep: &str) {
+        self.buf.put_str_joined(parts, sep);
+    }
+    fn put<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
+        self.buf.put(value);
+    }
+    fn checkpoint(&mut self) {
+        BodySink::checkpoint(self);
+    }
+}
+
+/// Counts what a writer would write ([`JsonOut`]): strings are measured by
+/// `json::str_len`, which looks for escapes 32 bytes at a time instead of copying.
+#[derive(Default)]
+pub struct Counter(pub u64);
+
+impl JsonOut for Counter {
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        self.0 += b.len() as u64;
+    }
+    fn push(&mut self, _: u8) {
+        self.0 += 1;
+    }
+    fn put_str(&mut self, s: &str) {
+        self.0 += crate::json::str_len(s) as u64;
+    }
+    fn put_str_joined<'a>(&mut self, parts: impl IntoIterator<Item = &'a str>, sep: &str) {
+        self.0 += crate::json::str_joined_len(parts, sep) as u64;
+    }
+    fn put<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
+        let _ = serde_json::to_writer(&mut *self, value);
+    }
+}
+
+impl std::io::Write for Counter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The whole body in memory.
 pub fn to_bytes(write: WriteBody, req: &LlmRequest) -> Vec<u8> {
     let mut sink = BodySink::new(Out::Keep);
     write(req, &mut sink);
     sink.finish().1.unwrap_or_default()
+}
+
+/// The length of the body, only counted (what [`measure`] does for a long history; tests hold
+/// it to the bytes of [`to_bytes`] for every message shape).
+pub fn count(write: WriteBody, req: &LlmRequest) -> u64 {
+    let mut sink = BodySink::new(Out::Count);
+    write(req, &mut sink);
+    sink.finish().0
 }
 
 /// What the first pass over a body found.
@@ -130,7 +238,7 @@ pub enum Measured {
 /// being kept up to the limit first only to be dropped: a long session's turn would hold
 /// [`STREAM_ABOVE`] of body (and up to twice that of buffer) for nothing.
 pub fn measure(write: WriteBody, req: &LlmRequest) -> Measured {
-    let out = if history_text_bytes(req) > STREAM_ABOVE {
+    let out = if counts_from_start(req) {
         Out::Count
     } else {
         Out::KeepUpTo(STREAM_ABOVE)
@@ -138,9 +246,19 @@ pub fn measure(write: WriteBody, req: &LlmRequest) -> Measured {
     let mut sink = BodySink::new(out);
     write(req, &mut sink);
     match sink.finish() {
-        (_, Some(bytes)) => Measured::Bytes(bytes),
+        (_, Some(bytes)) => {
+            // Every request of a debug build (the test suite's) checks that the count a long
+            // history gets is the length of the bytes written.
+            debug_assert_eq!(count(write, req), bytes.len() as u64, "counted body length");
+            Measured::Bytes(bytes)
+        }
         (len, None) => Measured::Stream(len),
     }
+}
+
+/// Whether [`measure`] only counts this request's body (so it is surely streamed).
+pub fn counts_from_start(req: &LlmRequest) -> bool {
+    history_text_bytes(req) > STREAM_ABOVE
 }
 
 /// The bytes of text in a request's history (text and thinking blocks, plain user text). Only a

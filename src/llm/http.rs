@@ -56,6 +56,15 @@ impl std::fmt::Display for HttpError {
 /// Build an agent for one request's timeouts. Building is cheap next to a TLS handshake, and a
 /// fresh agent per request keeps streams independent (no shared pool to poison).
 pub fn agent(timeouts: &Timeouts) -> ureq::Agent {
+    agent_sized(timeouts, 32 * 1024)
+}
+
+/// How much of a streamed request body (`llm/body.rs`, over 4 MiB) is handed to the socket at
+/// a time: a 12 MB body in 32 KiB writes was 560 `sendto` calls, each waking the reader.
+pub const UPLOAD_BUFFER: usize = 256 * 1024;
+
+/// [`agent`] with an output buffer of `output` bytes ([`UPLOAD_BUFFER`] for a streamed body).
+pub fn agent_sized(timeouts: &Timeouts, output: usize) -> ureq::Agent {
     let mut builder = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(timeouts.connect))
@@ -66,7 +75,7 @@ pub fn agent(timeouts: &Timeouts) -> ureq::Agent {
         // 128 KiB each by default; half is plenty for SSE and headers (which are capped at 64 KiB),
         // and it is resident memory for every streaming agent on a host running hundreds.
         .input_buffer_size(64 * 1024)
-        .output_buffer_size(32 * 1024)
+        .output_buffer_size(output)
         .user_agent(ureq::config::AutoHeaderValue::None);
     if let Some(roots) = custom_roots() {
         builder = builder.tls_config(

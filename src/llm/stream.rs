@@ -260,6 +260,7 @@ fn start_io(
     req: &LlmRequest,
     prepared: &Prepared,
     body: IoBody,
+    early: Option<body::Streamed>,
     extra: Option<(String, String)>,
 ) -> Receiver<Io> {
     let (tx, rx) = bounded::<Io>(8);
@@ -274,8 +275,11 @@ fn start_io(
         .stack_size(crate::llm::http::IO_THREAD_STACK)
         .spawn(move || {
             // Built here: creating the TLS config takes a moment the stream thread should not wait.
-            let agent = http::agent(&timeouts);
-            io_thread(&agent, &url, &headers, body, &tx);
+            let agent = match body {
+                IoBody::Stream { .. } => http::agent_sized(&timeouts, http::UPLOAD_BUFFER),
+                IoBody::Bytes(_) => http::agent(&timeouts),
+            };
+            io_thread(&agent, &url, &headers, body, early, &tx);
         });
     if let Err(e) = spawned {
         let (tx, rx) = bounded::<Io>(1);
@@ -290,14 +294,17 @@ fn io_thread(
     url: &str,
     headers: &[(String, String)],
     body: IoBody,
+    early: Option<body::Streamed>,
     tx: &Sender<Io>,
 ) {
     let sent = match body {
         IoBody::Bytes(bytes) => http::post_json(agent, url, headers, &bytes),
-        IoBody::Stream { write, len, req } => match body::spawn(write, req) {
-            Ok(reader) => http::post_streamed(agent, url, headers, len, reader),
-            Err(e) => Err(http::HttpError::Other(e.to_string())),
-        },
+        IoBody::Stream { write, len, req } => {
+            match early.map_or_else(|| body::spawn(write, req), Ok) {
+                Ok(reader) => http::post_streamed(agent, url, headers, len, reader),
+                Err(e) => Err(http::HttpError::Other(e.to_string())),
+            }
+        }
     };
     let resp = match sent {
         Ok(r) => r,
@@ -374,16 +381,25 @@ fn run_http(
     let mut out = Vec::new();
     // Shared by every SDK-level attempt without copying (a long history is megabytes), or, when
     // large, written onto the connection again for each attempt.
+    // A long history's body is written twice: counted here, then written again while it is
+    // sent. The second writer starts now, so that its setup (the transform and plan of 20,000
+    // messages) and its first chunks are done on another core while this pass counts.
+    let mut early = None;
     let body = match std::mem::replace(&mut prepared.body, Body::Bytes(Vec::new())) {
         Body::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
-        Body::Write(write) => match body::measure(write, req) {
-            Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
-            Measured::Stream(len) => IoBody::Stream {
-                write,
-                len,
-                req: std::sync::Arc::clone(req),
-            },
-        },
+        Body::Write(write) => {
+            if body::counts_from_start(req) {
+                early = body::spawn(write, std::sync::Arc::clone(req)).ok();
+            }
+            match body::measure(write, req) {
+                Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
+                Measured::Stream(len) => IoBody::Stream {
+                    write,
+                    len,
+                    req: std::sync::Arc::clone(req),
+                },
+            }
+        }
     };
     let stainless = api.stainless();
     // Headers can be slow on a busy provider; the response wait is bounded by connect + stall.
@@ -396,7 +412,13 @@ fn run_http(
             return;
         }
         let extra = stainless.then(|| ("x-stainless-retry-count".to_string(), attempt.to_string()));
-        let rx = start_io(req, &prepared, body.clone(), extra);
+        // (Only the first attempt can use the early writer; a retry writes the body again.)
+        let early = if matches!(body, IoBody::Stream { .. }) {
+            early.take()
+        } else {
+            None
+        };
+        let rx = start_io(req, &prepared, body.clone(), early, extra);
         // pith never retries inside the stream (the SDKs do, invisibly): every retry goes through
         // auto-retry and shows as `auto_retry_start`/`auto_retry_end` (docs/rpc.md).
         let can_retry = false;
