@@ -149,24 +149,12 @@ fn str_content_len(b: &[u8]) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn str_content_len_avx2(b: &[u8]) -> usize {
-    use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8,
-    };
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let control = _mm256_set1_epi8(0x1f);
     let mut n = b.len();
     let mut i = 0;
     while i + 32 <= b.len() {
-        // SAFETY: `i + 32 <= b.len()`: the 32 bytes read are inside `b` (unaligned load).
-        let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(i).cast::<__m256i>()) };
-        let hits = _mm256_or_si256(
-            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
-            _mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v),
-        );
+        // SAFETY: AVX2 (this function's feature); `i + 32 <= b.len()`: the bytes are inside `b`.
         // Mostly nothing to escape; else each byte that is by the table.
-        let mut m = _mm256_movemask_epi8(hits) as u32;
+        let mut m = unsafe { special_mask_32(b.as_ptr().add(i)) };
         while m != 0 {
             n += escape_extra(b[i + m.trailing_zeros() as usize]);
             m &= m - 1;
@@ -174,6 +162,55 @@ fn str_content_len_avx2(b: &[u8]) -> usize {
         i += 32;
     }
     n + b[i..].iter().map(|&c| escape_extra(c)).sum::<usize>()
+}
+
+/// The bits of the 32 bytes at `p` that a JSON string must escape (`"`, `\\`, below 0x20).
+///
+/// # Safety
+/// AVX2 must be available and the 32 bytes at `p` readable (the load is unaligned).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn special_mask_32(p: *const u8) -> u32 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
+    };
+    // SAFETY: the caller guarantees the 32 bytes are readable.
+    let v = unsafe { _mm256_loadu_si256(p.cast::<__m256i>()) };
+    // A byte below 0x20 is the unsigned minimum of itself and 0x1f.
+    let hits = _mm256_or_si256(
+        _mm256_or_si256(
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+        ),
+        _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+    );
+    _mm256_movemask_epi8(hits) as u32
+}
+
+/// [`special_mask_32`] for 16 bytes (SSE2, part of the x86_64 baseline).
+///
+/// # Safety
+/// The 16 bytes at `p` must be readable (the load is unaligned).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+unsafe fn special_mask_16(p: *const u8) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: the caller guarantees the 16 bytes are readable.
+    let v = unsafe { _mm_loadu_si128(p.cast::<__m128i>()) };
+    let hits = _mm_or_si128(
+        _mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+        ),
+        _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
+    );
+    _mm_movemask_epi8(hits) as u32
 }
 
 /// The index of the first byte at or after `i` that a JSON string must escape (`"`, `\`, or
@@ -202,23 +239,11 @@ pub(crate) fn next_special_near(b: &[u8], i: usize) -> usize {
 #[target_feature(enable = "sse2")]
 #[inline]
 fn next_special_near_sse2(b: &[u8], i: usize) -> usize {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
     if i + 16 > b.len() {
         return next_special(b, i);
     }
-    // SAFETY: `i + 16 <= b.len()`, so the 16 bytes read are inside `b`; the load is unaligned.
-    let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
-    let hits = _mm_or_si128(
-        _mm_or_si128(
-            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
-            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
-        ),
-        _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
-    );
-    let mask = _mm_movemask_epi8(hits) as u32;
+    // SAFETY: `i + 16 <= b.len()`, so the 16 bytes read are inside `b`.
+    let mask = unsafe { special_mask_16(b.as_ptr().add(i)) };
     if mask != 0 {
         return i + mask.trailing_zeros() as usize;
     }
@@ -233,21 +258,9 @@ pub(crate) fn next_special_near(b: &[u8], i: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn next_special_avx2(b: &[u8], mut i: usize) -> usize {
-    use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8,
-    };
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let control = _mm256_set1_epi8(0x1f);
     while i + 32 <= b.len() {
-        // SAFETY: `i + 32 <= b.len()`: the 32 bytes read are inside `b` (unaligned load).
-        let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(i).cast::<__m256i>()) };
-        let hits = _mm256_or_si256(
-            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
-            _mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v),
-        );
-        let mask = _mm256_movemask_epi8(hits) as u32;
+        // SAFETY: AVX2 (this function's feature); `i + 32 <= b.len()`: the bytes are inside `b`.
+        let mask = unsafe { special_mask_32(b.as_ptr().add(i)) };
         if mask != 0 {
             return i + mask.trailing_zeros() as usize;
         }
@@ -259,22 +272,9 @@ fn next_special_avx2(b: &[u8], mut i: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 fn next_special_sse2(b: &[u8], mut i: usize) -> usize {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
-    let quote = _mm_set1_epi8(b'"' as i8);
-    let backslash = _mm_set1_epi8(b'\\' as i8);
-    let control = _mm_set1_epi8(0x1f);
     while i + 16 <= b.len() {
-        // SAFETY: `i + 16 <= b.len()`, so the 16 bytes read are inside `b`; the load is unaligned.
-        let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
-        // A byte below 0x20 is the unsigned minimum of itself and 0x1f.
-        let hits = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-            _mm_cmpeq_epi8(_mm_min_epu8(v, control), v),
-        );
-        let mask = _mm_movemask_epi8(hits) as u32;
+        // SAFETY: `i + 16 <= b.len()`, so the 16 bytes read are inside `b`.
+        let mask = unsafe { special_mask_16(b.as_ptr().add(i)) };
         if mask != 0 {
             return i + mask.trailing_zeros() as usize;
         }
