@@ -41,7 +41,7 @@ pub fn run(opts: Options) -> i32 {
     if opts.mode == Mode::Rpc {
         // From here on a signal is recorded for the machine instead of killing pith; the thread
         // that forwards it starts after the first answer (`run_rpc`).
-        let signals = match io::signals::install() {
+        let signals = match io::watch::install() {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("pith: cannot listen for signals: {e}");
@@ -251,7 +251,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     } else if let Some(id) = &opts.session_id {
         // pi 0.87.1: the session of this directory with exactly this id, else a new one with it.
         match find_session_by_id(&session_dir, id) {
-            Some(p) => Session::open(&p)?,
+            Some(p) => Session::open_at_start(&p)?,
             None => {
                 eprintln!(
                     "Warning: No project session found with id '{id}'; creating a new session with that id."
@@ -272,7 +272,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         s
     } else if opts.continue_session {
         match find_most_recent(&session_dir) {
-            Some(p) => Session::open(&p)?,
+            Some(p) => Session::open_at_start(&p)?,
             None => Session::new(&cwd_str, Some(session_dir.clone()), None),
         }
     } else {
@@ -551,13 +551,13 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     let (_control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
     let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
-    let signals = io::signals::install().and_then(|s| io::signals::forward(s, _control_tx.clone()));
+    let signals = io::watch::install();
     if signals.is_err() {
         eprintln!("pith: cannot listen for signals");
-        io::signals::restore_defaults();
     }
-    if io::stdout::watch(_control_tx.clone()).is_err() {
-        eprintln!("pith: cannot watch stdout");
+    if io::watch::spawn(signals.ok(), _control_tx.clone()).is_err() {
+        eprintln!("pith: cannot listen for signals or watch stdout");
+        io::watch::restore_defaults();
     }
     // json mode starts with the session header, as pi's.
     let header = (mode == Mode::Json).then(|| {
@@ -684,7 +684,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     }
 }
 
-fn run_rpc(startup: Startup, signals: io::signals::Signals) -> i32 {
+fn run_rpc(startup: Startup, signals: io::watch::Signals) -> i32 {
     let (input_tx, input_rx) = crossbeam_channel::bounded(64);
     let (control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
@@ -692,8 +692,8 @@ fn run_rpc(startup: Startup, signals: io::signals::Signals) -> i32 {
 
     // Only what the first answer needs starts before it: the stdin reader first (the host's
     // first command is read while the rest starts), then the stdout writer. The signal handlers
-    // are in already (`run`); their forwarding thread and the stdout watch start once the
-    // machine has handled its first event (`Machine::with_late_start`).
+    // are in already (`run`); the watch thread that forwards them and notices the host hanging up
+    // starts later (`Machine::with_late_start`).
     let spawned = (|| {
         io::stdin::spawn(input_tx)?;
         io::stdout::spawn(stdout_rx, control_tx.clone())
@@ -706,12 +706,9 @@ fn run_rpc(startup: Startup, signals: io::signals::Signals) -> i32 {
         }
     };
     let late = Box::new(move || {
-        if let Err(e) = io::signals::forward(signals, control_tx.clone()) {
-            eprintln!("pith: cannot listen for signals: {e}");
-            io::signals::restore_defaults();
-        }
-        if let Err(e) = io::stdout::watch(control_tx) {
-            eprintln!("pith: cannot watch stdout: {e}");
+        if let Err(e) = io::watch::spawn(Some(signals), control_tx) {
+            eprintln!("pith: cannot listen for signals or watch stdout: {e}");
+            io::watch::restore_defaults();
         }
     });
 

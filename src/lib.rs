@@ -21,6 +21,7 @@ pub mod io;
 pub mod json;
 pub mod list_models;
 pub mod llm;
+pub mod malloc;
 pub mod mcp;
 pub mod message;
 pub mod resources;

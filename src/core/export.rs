@@ -21,7 +21,9 @@ use crate::core::event::Worker;
 use crate::core::machine::Machine;
 use crate::rpc::response;
 use crate::session::Session;
-use crate::session::export_html::{Extras, ToolSpec, export_target, tool_specs, write_page};
+use crate::session::export_html::{
+    Extras, ToolSpec, export_target, temporary_path, tool_specs, write_page,
+};
 
 /// Exports running or waiting at most.
 pub const MAX_IN_FLIGHT: usize = 8;
@@ -38,6 +40,8 @@ struct Running {
     job: u64,
     id: Option<Value>,
     cancel: CancelSource,
+    /// Where the page is rendered before it is renamed into place.
+    temporary: std::path::PathBuf,
 }
 
 /// An export asked for: what it renders, taken when the command arrived.
@@ -63,6 +67,15 @@ impl Exports {
         self.waiting.clear();
         if let Some(r) = self.running.as_mut() {
             r.cancel.cancel();
+        }
+    }
+
+    /// Shutdown, once the render has had its grace ([`Exports::cancel_all`]) and still runs (a
+    /// slow build or a huge session can be far from its next write): it ends with the process,
+    /// and its temporary page is removed here, as the render would have removed it.
+    pub fn abandon(&mut self) {
+        if let Some(r) = self.running.take() {
+            let _ = std::fs::remove_file(&r.temporary);
         }
     }
 }
@@ -118,15 +131,24 @@ impl Machine {
                 extras,
                 path,
             } = w;
+            let temporary = temporary_path(&path);
+            let tmp = temporary.clone();
             let started = std::thread::Builder::new()
                 .name("export".into())
                 .spawn(move || {
-                    let result =
-                        write_page(&session, &extras, &path, Some(&token)).map(|()| path.clone());
+                    let result = write_page(&session, &extras, &path, &tmp, Some(&token))
+                        .map(|()| path.clone());
                     let _ = tx.send(Worker::ExportDone { job, result });
                 });
             match started {
-                Ok(_) => self.exports.running = Some(Running { job, id, cancel }),
+                Ok(_) => {
+                    self.exports.running = Some(Running {
+                        job,
+                        id,
+                        cancel,
+                        temporary,
+                    })
+                }
                 Err(e) => {
                     let msg = format!("Cannot start the export thread: {e}");
                     self.send(response::error(id.as_ref(), Some("export_html"), &msg));

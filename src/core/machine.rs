@@ -202,11 +202,11 @@ pub struct Machine {
     pub(crate) batch: u64,
     /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
     pub(crate) plugins: crate::core::plugins::Plugins,
-    /// Starts the threads the first answer does not need ([`Machine::with_late_start`]).
-    late_start: Option<Box<dyn FnOnce() + Send>>,
+    /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
+    late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
 
-/// How long the machine waits for a first event before it starts the late threads anyway.
+/// How long after it starts the machine starts the late threads.
 const LATE_START_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
@@ -273,18 +273,19 @@ impl Machine {
         }
     }
 
-    /// `start` spawns threads the first answer does not need (RPC mode: the signal forwarder,
-    /// whose handlers are already installed, and the stdout watch). It runs once the first event
-    /// is handled (its answer is queued), or when none came within [`LATE_START_WAIT`], or
-    /// before the machine would block on a full stdout queue: spawning them before the first
-    /// answer delayed it on a loaded machine (docs/architecture.md, "Memory per agent").
+    /// `start` spawns threads the first answer does not need (RPC mode: the watch thread, which
+    /// forwards the signals whose handlers are already installed and notices the host hanging
+    /// up). It runs [`LATE_START_WAIT`] after this call, between two events, or before the
+    /// machine would block on a full stdout queue: spawning it before the first answer, or
+    /// right after it while the host is reading it, took CPU time from both on a loaded machine
+    /// (docs/architecture.md, "Memory per agent"). A signal that comes meanwhile waits for it.
     pub fn with_late_start(mut self, start: Box<dyn FnOnce() + Send>) -> Machine {
-        self.late_start = Some(start);
+        self.late_start = Some((start, std::time::Instant::now() + LATE_START_WAIT));
         self
     }
 
     fn start_late(&mut self) {
-        if let Some(start) = self.late_start.take() {
+        if let Some((start, _)) = self.late_start.take() {
             start();
         }
     }
@@ -341,8 +342,11 @@ impl Machine {
             } else {
                 std::time::Duration::MAX
             };
-            if self.late_start.is_some() {
-                idle_limit = idle_limit.min(LATE_START_WAIT);
+            if let Some((_, at)) = &self.late_start {
+                match at.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => idle_limit = idle_limit.min(left),
+                    _ => self.start_late(),
+                }
             }
             let timer = self.plugins.timer();
             let event = select! {
@@ -375,7 +379,6 @@ impl Machine {
             if let Some(exit) = self.handle_event(event) {
                 return exit;
             }
-            self.start_late();
         }
     }
 
@@ -494,6 +497,7 @@ impl Machine {
                 None => break,
             }
         }
+        self.exports.abandon();
     }
 
     // ---- output ------------------------------------------------------------------------------

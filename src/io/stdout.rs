@@ -2,13 +2,8 @@
 //! serialised (one JSON object + `\n` each), so a frame is never split or interleaved. The channel
 //! is bounded: when the host stops reading, pith stops producing instead of buffering without
 //! limit. Frames that are queued together go out in one `write`. A closed stdout (`EPIPE`) means
-//! the host is gone: the writer reports it on the control channel and stops.
-//!
-//! A write may be long in coming (a tool that runs for minutes prints nothing), so a second
-//! thread, [`watch`], sleeps in `poll(2)` on stdout asking for no event at all: the kernel still
-//! reports `POLLERR` (a pipe whose reader closed) and `POLLHUP` (a socket or terminal that hung
-//! up), and the host's leaving is noticed at once. It never wakes otherwise (a file or
-//! `/dev/null` reports neither).
+//! the host is gone: the writer reports it on the control channel and stops. (A host that leaves
+//! while nothing is written is noticed by the watch thread, `io/watch.rs`.)
 
 use std::io::Write;
 
@@ -32,58 +27,6 @@ pub fn spawn(
                 if e.kind() != std::io::ErrorKind::BrokenPipe {
                     eprintln!("pith: writing stdout failed: {e}");
                 }
-                let _ = control.send(Control::ClientGone);
-            }
-        })
-}
-
-#[repr(C)]
-struct PollFd {
-    fd: i32,
-    events: i16,
-    revents: i16,
-}
-
-unsafe extern "C" {
-    fn poll(fds: *mut PollFd, nfds: std::ffi::c_ulong, timeout: i32) -> i32;
-}
-
-const POLLERR: i16 = 0x008;
-const POLLHUP: i16 = 0x010;
-const POLLNVAL: i16 = 0x020;
-
-/// Waits until `fd` (stdout) has no reader any more; `false` if that cannot be known.
-fn wait_for_hangup(fd: i32) -> bool {
-    loop {
-        let mut p = PollFd {
-            fd,
-            events: 0,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, for the duration of the call.
-        let n = unsafe { poll(&mut p, 1, -1) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return false;
-        }
-        if p.revents & POLLNVAL != 0 {
-            return false;
-        }
-        if p.revents & (POLLERR | POLLHUP) != 0 {
-            return true;
-        }
-    }
-}
-
-/// The thread that notices the host closing stdout without waiting for a write to fail.
-pub fn watch(control: Sender<Control>) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("stdout-watch".into())
-        .stack_size(crate::THREAD_STACK)
-        .spawn(move || {
-            if wait_for_hangup(1) {
                 let _ = control.send(Control::ClientGone);
             }
         })
@@ -139,17 +82,6 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
-    }
-
-    #[test]
-    fn a_pipe_without_reader_is_a_hangup() {
-        use std::os::fd::AsRawFd;
-        let (reader, writer) = std::io::pipe().unwrap();
-        let fd = writer.as_raw_fd();
-        let t = std::thread::spawn(move || wait_for_hangup(fd));
-        drop(reader);
-        assert!(t.join().unwrap());
-        drop(writer);
     }
 
     #[test]

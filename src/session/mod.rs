@@ -182,16 +182,23 @@ impl Session {
     /// `repair.rs`). Older versions are migrated and the file rewritten. A missing file or one
     /// without a valid header is an error. Later `fork`/new files go to the file's directory.
     pub fn open(path: &Path) -> Result<Session, String> {
-        Session::open_with(path, true)
+        Session::open_with(path, true, Load::Later)
     }
 
-    /// [`Session::open`] for reading only (`--export`): an older file is migrated in memory and
-    /// left unchanged on disk.
+    /// [`Session::open`] at start-up (`--session`, `--continue`, `--session-id`), before any
+    /// thread but main exists: a long file is parsed on more than one thread, each allocating
+    /// in an arena of its own (`crate::malloc`). Later, with glibc's or musl's allocator, on one.
+    pub fn open_at_start(path: &Path) -> Result<Session, String> {
+        Session::open_with(path, true, Load::AtStart)
+    }
+
+    /// [`Session::open`] for reading only (`--export`, at start-up): an older file is migrated
+    /// in memory and left unchanged on disk.
     pub fn open_read_only(path: &Path) -> Result<Session, String> {
-        Session::open_with(path, false)
+        Session::open_with(path, false, Load::AtStart)
     }
 
-    fn open_with(path: &Path, rewrite_migrated: bool) -> Result<Session, String> {
+    fn open_with(path: &Path, rewrite_migrated: bool, load: Load) -> Result<Session, String> {
         // Current files are turned into entries line by line; older ones are collected whole
         // first, since migrating them renumbers every entry.
         let file = store::open_regular(path)?;
@@ -215,7 +222,12 @@ impl Session {
             damage: Vec::new(),
             expect,
         };
-        let report = store::read_lines_from(&file, path, &prepare, &mut opening)?;
+        let wanted = file.metadata().map_or(0, |m| store::helpers_for(m.len()));
+        let helpers = match load {
+            Load::AtStart => crate::malloc::arenas_at_start(wanted),
+            Load::Later => crate::malloc::side_by_side(wanted),
+        };
+        let report = store::read_lines_from(&file, path, &prepare, &mut opening, helpers)?;
         let loader = opening.loader.ok_or("Session file has no header")?;
         let (mut session, migrated, entry_warnings) = loader.finish(opening.damage);
         if !migrated {
@@ -245,6 +257,7 @@ impl Session {
     /// opened; a missing or empty file gives a new empty session written later at exactly `path`.
     /// A file that cannot be read as a session is an error and is left untouched (the reference
     /// replaces it by a fresh header, losing whatever it held), as is anything but a regular file.
+    /// Used at start-up (a long file is parsed as [`Session::open_at_start`] parses it).
     pub fn open_or_create(path: &Path, cwd: &str) -> Result<Session, String> {
         let meta = match std::fs::metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -262,7 +275,7 @@ impl Session {
         if meta.len() == 0 {
             return Ok(Session::create_at(path, cwd));
         }
-        Session::open(path).map_err(|e| {
+        Session::open_at_start(path).map_err(|e| {
             format!(
                 "{e}; pith does not overwrite a file it cannot read as a session: move it away or name another path"
             )
@@ -280,15 +293,15 @@ impl Session {
 
     /// `--fork <path|id>` (pi's `forkFrom`): a new session file in `dir` — a new id, this `cwd`,
     /// `parentSession` naming the source — holding every entry of `source` (all branches),
-    /// written at once. The source is read as [`Session::open`] reads it (an older version is
-    /// migrated first).
+    /// written at once. The source is read as [`Session::open_at_start`] reads it (start-up's
+    /// `--fork`; an older version is migrated first).
     pub fn fork_from(
         source: &Path,
         cwd: &str,
         dir: PathBuf,
         id: Option<&str>,
     ) -> Result<Session, String> {
-        let mut src = Session::open(source).map_err(|e| format!("Cannot fork: {e}"))?;
+        let mut src = Session::open_at_start(source).map_err(|e| format!("Cannot fork: {e}"))?;
         let parent = source.to_string_lossy().into_owned();
         let mut fresh = match id {
             Some(id) => Session::with_id(cwd, Some(dir), id),
@@ -1163,6 +1176,14 @@ impl store::LineSink<Option<Entry>> for Opening<'_> {
             }
         }
     }
+}
+
+/// When a file is loaded: at start-up, before any thread but main exists, or later (see
+/// `crate::malloc`: whether helper threads may parse a long file).
+#[derive(Clone, Copy)]
+enum Load {
+    AtStart,
+    Later,
 }
 
 /// Builds a [`Session`] from the objects of a file as they are read (header first).

@@ -43,7 +43,7 @@ pub fn export_html(
     extras: &Extras,
 ) -> Result<String, String> {
     let path = export_target(session, output_path)?;
-    write_page(session, extras, &path, None)?;
+    write_page(session, extras, &path, &temporary_path(&path), None)?;
     Ok(path)
 }
 
@@ -111,7 +111,13 @@ pub fn export_file(input: &str, output: Option<&str>, cwd: &Path) -> Result<Stri
         Some(p) => expand_tilde(p),
         None => default_export_name(&resolved),
     };
-    write_page(&session, &Extras::default(), &path, None)?;
+    write_page(
+        &session,
+        &Extras::default(),
+        &path,
+        &temporary_path(&path),
+        None,
+    )?;
     Ok(path)
 }
 
@@ -140,23 +146,41 @@ pub fn default_export_name(session_file: &Path) -> String {
     format!("pi-session-{stem}.html")
 }
 
-/// Render into a temporary file next to `path`, then rename it into place: a full disk, a
-/// cancellation (`cancel`, checked at every write of the page) or any other failure leaves no
-/// partial page (and an older export at `path` intact).
+/// Where [`write_page`] renders a page for `path` before renaming it into place: a new name
+/// (random) beside it. Chosen before the render starts, so that whoever starts a render on
+/// another thread can remove what it leaves if it has to go before the render ends (pith
+/// shutting down, `core/export.rs`).
+pub fn temporary_path(path: &str) -> PathBuf {
+    let dir = match Path::new(path).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut random = [0u8; 8];
+    crate::session::ids::random_bytes(&mut random);
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!(".pith-export-{hex}.html.tmp"))
+}
+
+/// Render into a new file at `temporary` (see [`temporary_path`]), then rename it into place at
+/// `path`: a full disk, a cancellation (`cancel`, checked at every write of the page) or any
+/// other failure leaves no partial page (and an older export at `path` intact).
 pub fn write_page(
     session: &Session,
     extras: &Extras,
     path: &str,
+    temporary: &Path,
     cancel: Option<&CancelToken>,
 ) -> Result<(), String> {
     let fail = |e: &std::io::Error| format!("Failed to write {path}: {}", plain_io_error(e));
     let target = Path::new(path);
-    let dir = match target.parent() {
+    let dir = match temporary.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    let name = temporary.file_name().unwrap_or_default();
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".pith-export-").suffix(".html.tmp");
+    // Exactly `temporary` (created new: an existing file of that name is an error, not reused).
+    builder.prefix(name).rand_bytes(0);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
