@@ -171,7 +171,8 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
     let req = request(model(), msgs);
     let whole = pith::llm::anthropic::body_bytes(&req);
     assert!(whole.len() > body::STREAM_ABOVE, "{}", whole.len());
-    let Measured::Stream(len) = body::measure(pith::llm::anthropic::write_body, &req) else {
+    assert!(body::counts_from_start(&req));
+    let Measured::Stream(len) = body::measure(pith::llm::anthropic::write_body, &req, true) else {
         panic!("a body of {} bytes was not streamed", whole.len());
     };
     assert_eq!(len, whole.len() as u64);

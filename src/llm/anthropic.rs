@@ -85,16 +85,16 @@ fn cache_control_for(req: &LlmRequest) -> Value {
 }
 
 /// Tool name as sent: Claude Code casing for known tools under OAuth.
-fn wire_tool_name(name: &str, oauth: bool) -> String {
+fn wire_tool_name(name: &str, oauth: bool) -> &str {
     if oauth {
         if let Some(cc) = CLAUDE_CODE_TOOLS
             .iter()
             .find(|cc| cc.eq_ignore_ascii_case(name))
         {
-            return (*cc).to_string();
+            return cc;
         }
     }
-    name.to_string()
+    name
 }
 /// The `anthropic-messages` wire API.
 pub struct Anthropic;
@@ -748,14 +748,41 @@ fn image_block(data: &str, mime: &str) -> Value {
 }
 
 /// One message of the request as planned from the transformed history: references only, so the
-/// long history is written straight into the body without an intermediate `Value` tree.
+/// long history is written straight into the body without an intermediate `Value` tree (and
+/// without a list of blocks per message: the blocks sent are those the predicates below keep,
+/// at least one).
 enum Planned<'a> {
     UserText(&'a str),
-    UserBlocks(Vec<&'a Content>),
-    Assistant(&'a crate::message::AssistantMessage, Vec<&'a Content>),
+    /// Blocks kept by [`user_block_sent`].
+    UserBlocks(&'a [Content]),
+    /// Blocks kept by [`assistant_block_sent`].
+    Assistant(&'a crate::message::AssistantMessage),
     ToolResults(&'a [Transformed<'a>]),
     /// pi 0.87.1: a later system message of a model that takes them in place.
     System(&'a crate::message::SystemMessage),
+}
+
+/// Whether a block of a user message is sent: text that is not blank, images when the model
+/// takes them.
+fn user_block_sent(b: &Content, images_ok: bool) -> bool {
+    match b {
+        Content::Text(t) => !t.text.trim().is_empty(),
+        Content::Image(_) => images_ok,
+        _ => false,
+    }
+}
+
+/// Whether a block of an assistant message is sent: text that is not blank, thinking that is
+/// redacted or not blank (pi 0.87.1: or signed), tool calls.
+fn assistant_block_sent(c: &Content, v087: bool) -> bool {
+    match c {
+        Content::Text(t) => !t.text.trim().is_empty(),
+        Content::Thinking(t) => {
+            t.redacted == Some(true) || !t.thinking.trim().is_empty() || (v087 && signed(t))
+        }
+        Content::ToolCall(_) => true,
+        _ => false,
+    }
 }
 
 /// A thinking block with a signature to send back (pi 0.87.1 keeps a signed block whose text is
@@ -789,36 +816,14 @@ fn plan<'a>(
                     }
                 }
                 UserContent::Blocks(blocks) => {
-                    let content: Vec<&Content> = blocks
-                        .iter()
-                        .filter(|b| match b {
-                            Content::Text(t) => !t.text.trim().is_empty(),
-                            Content::Image(_) => images_ok,
-                            _ => false,
-                        })
-                        .collect();
-                    if !content.is_empty() {
-                        out.push(Planned::UserBlocks(content));
+                    if blocks.iter().any(|b| user_block_sent(b, images_ok)) {
+                        out.push(Planned::UserBlocks(blocks));
                     }
                 }
             },
             LlmMessage::Assistant(a) => {
-                let blocks: Vec<&Content> = a
-                    .content
-                    .iter()
-                    .filter(|c| match c {
-                        Content::Text(t) => !t.text.trim().is_empty(),
-                        Content::Thinking(t) => {
-                            t.redacted == Some(true)
-                                || !t.thinking.trim().is_empty()
-                                || (v087 && signed(t))
-                        }
-                        Content::ToolCall(_) => true,
-                        _ => false,
-                    })
-                    .collect();
-                if !blocks.is_empty() {
-                    out.push(Planned::Assistant(a, blocks));
+                if a.content.iter().any(|c| assistant_block_sent(c, v087)) {
+                    out.push(Planned::Assistant(a));
                 }
             }
             LlmMessage::ToolResult(_) => {
@@ -929,7 +934,7 @@ fn wire_order<'p, 'a>(
     let valid = |e: &str| ["low", "medium", "high", "xhigh", "max"].contains(&e);
     let mut with_efforts = Vec::with_capacity(out.len() + 4);
     for w in out {
-        if let Wire::Msg(Planned::Assistant(a, _)) = &w {
+        if let Wire::Msg(Planned::Assistant(a)) = &w {
             if let Some(level) = a.provider_thinking_level.as_deref().filter(|l| {
                 valid(l) && a.api == "anthropic-messages" && a.provider == req.model.provider
             }) {
@@ -1007,14 +1012,21 @@ fn write_messages<O: JsonOut>(out: &mut O, req: &LlmRequest, cc: Option<&Value>,
             }
             Planned::UserBlocks(blocks) => {
                 out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                for (k, b) in blocks.iter().enumerate() {
+                let sent = |b: &&Content| user_block_sent(b, images_ok);
+                // How many are sent matters only for where the breakpoint goes.
+                let n = if last {
+                    blocks.iter().filter(sent).count()
+                } else {
+                    0
+                };
+                for (k, b) in blocks.iter().filter(sent).enumerate() {
                     if k > 0 {
                         out.push(b',');
                     }
                     match b {
-                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, blocks.len())),
+                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, n)),
                         Content::Image(img) => {
-                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, blocks.len()))
+                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, n))
                         }
                         _ => {}
                     }
@@ -1022,9 +1034,10 @@ fn write_messages<O: JsonOut>(out: &mut O, req: &LlmRequest, cc: Option<&Value>,
                 out.extend_from_slice(b"]}");
             }
             Planned::System(_) => {}
-            Planned::Assistant(_, blocks) => {
+            Planned::Assistant(a) => {
                 out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
-                for (k, c) in blocks.iter().enumerate() {
+                let blocks = a.content.iter().filter(|c| assistant_block_sent(c, v087));
+                for (k, c) in blocks.enumerate() {
                     if k > 0 {
                         out.push(b',');
                     }
@@ -1057,7 +1070,7 @@ fn write_messages<O: JsonOut>(out: &mut O, req: &LlmRequest, cc: Option<&Value>,
                             out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
                             put_str(out, &tc.id);
                             out.extend_from_slice(b",\"name\":");
-                            put_str(out, &wire_tool_name(&tc.name, oauth));
+                            put_str(out, wire_tool_name(&tc.name, oauth));
                             out.extend_from_slice(b",\"input\":");
                             put(out, &tc.arguments);
                             out.push(b'}');

@@ -234,11 +234,12 @@ pub enum Measured {
 }
 
 /// The first pass: a small body kept, a large one counted. A history whose text alone is over
-/// [`STREAM_ABOVE`] is counted from the start (the body holds at least that text), instead of
-/// being kept up to the limit first only to be dropped: a long session's turn would hold
-/// [`STREAM_ABOVE`] of body (and up to twice that of buffer) for nothing.
-pub fn measure(write: WriteBody, req: &LlmRequest) -> Measured {
-    let out = if counts_from_start(req) {
+/// [`STREAM_ABOVE`] (`long`: [`counts_from_start`], which the caller has asked already) is
+/// counted from the start (the body holds at least that text), instead of being kept up to the
+/// limit first only to be dropped: a long session's turn would hold [`STREAM_ABOVE`] of body
+/// (and up to twice that of buffer) for nothing.
+pub fn measure(write: WriteBody, req: &LlmRequest, long: bool) -> Measured {
+    let out = if long {
         Out::Count
     } else {
         Out::KeepUpTo(STREAM_ABOVE)
@@ -261,9 +262,10 @@ pub fn counts_from_start(req: &LlmRequest) -> bool {
     history_text_bytes(req) > STREAM_ABOVE
 }
 
-/// The bytes of text in a request's history (text and thinking blocks, plain user text). Only a
-/// hint for [`measure`]: an estimate off either way changes how the body is sent, never its
-/// bytes.
+/// The bytes of text in a request's history (text and thinking blocks, plain user text), up to
+/// the first message that takes them over [`STREAM_ABOVE`]: in a long session that is a third
+/// of the history, and each message read is a cache miss or two. Only a hint for [`measure`]:
+/// an estimate off either way changes how the body is sent, never its bytes.
 fn history_text_bytes(req: &LlmRequest) -> usize {
     use crate::message::{Content, LlmMessage, UserContent};
     let blocks = |content: &[Content]| -> usize {
@@ -276,9 +278,9 @@ fn history_text_bytes(req: &LlmRequest) -> usize {
             })
             .sum()
     };
-    req.messages
-        .iter()
-        .map(|m| match m {
+    let mut total = 0;
+    for m in req.messages.iter() {
+        total += match m {
             LlmMessage::User(u) => match &u.content {
                 UserContent::Text(t) => t.len(),
                 UserContent::Blocks(b) => blocks(b),
@@ -286,8 +288,12 @@ fn history_text_bytes(req: &LlmRequest) -> usize {
             LlmMessage::Assistant(a) => blocks(&a.content),
             LlmMessage::ToolResult(t) => blocks(&t.content),
             LlmMessage::System(_) => 0,
-        })
-        .sum()
+        };
+        if total > STREAM_ABOVE {
+            break;
+        }
+    }
+    total
 }
 
 /// A body being written by its own thread, read in chunks (what the HTTP client sends).
@@ -376,7 +382,7 @@ mod tests {
         for n in [0, 1, 1000, 600_000] {
             let req = request(n);
             let whole = to_bytes(numbers, &req);
-            match measure(numbers, &req) {
+            match measure(numbers, &req, counts_from_start(&req)) {
                 Measured::Bytes(b) => {
                     assert!(whole.len() <= STREAM_ABOVE);
                     assert_eq!(b, whole);

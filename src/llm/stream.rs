@@ -388,10 +388,11 @@ fn run_http(
     let body = match std::mem::replace(&mut prepared.body, Body::Bytes(Vec::new())) {
         Body::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
         Body::Write(write) => {
-            if body::counts_from_start(req) {
+            let long = body::counts_from_start(req);
+            if long {
                 early = body::spawn(write, std::sync::Arc::clone(req)).ok();
             }
-            match body::measure(write, req) {
+            match body::measure(write, req, long) {
                 Measured::Bytes(b) => IoBody::Bytes(std::sync::Arc::new(b)),
                 Measured::Stream(len) => IoBody::Stream {
                     write,

@@ -117,29 +117,27 @@ pub fn transform_borrowed<'a>(
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
-                pending = match &msg {
+                // Refilled in place: a long history has a call in most assistant messages.
+                pending.clear();
+                match &msg {
                     // The request's own message: its ids are borrowed, not copied.
-                    Transformed::Same(LlmMessage::Assistant(a)) => a
-                        .tool_calls()
-                        .map(|tc| {
+                    Transformed::Same(LlmMessage::Assistant(a)) => {
+                        pending.extend(a.tool_calls().map(|tc| {
                             (
                                 Cow::Borrowed(tc.id.as_str()),
                                 Cow::Borrowed(tc.name.as_str()),
                                 false,
                             )
-                        })
-                        .collect(),
-                    _ => a
-                        .tool_calls()
-                        .map(|tc| {
-                            (
-                                Cow::Owned(tc.id.clone()),
-                                Cow::Owned(tc.name.clone()),
-                                false,
-                            )
-                        })
-                        .collect(),
-                };
+                        }))
+                    }
+                    _ => pending.extend(a.tool_calls().map(|tc| {
+                        (
+                            Cow::Owned(tc.id.clone()),
+                            Cow::Owned(tc.name.clone()),
+                            false,
+                        )
+                    })),
+                }
                 out.push(msg);
             }
             LlmMessage::ToolResult(r) => {
