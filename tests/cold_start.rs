@@ -159,3 +159,58 @@ fn new_session_under_087_starts_from_the_start_up_default_found_on_first_need() 
         p.finish(Duration::from_secs(10));
     }
 }
+
+/// pith runs without Rust's runtime start (`main.rs`), which opened closed standard descriptors
+/// on `/dev/null`; pith does it itself. Otherwise the first file or socket pith opens would take
+/// the number of a closed stdout or stderr, and frames and logs would be written into it.
+#[test]
+fn closed_stdout_and_stderr_are_opened_on_dev_null() {
+    let w = World::new();
+    let mut cmd = w.wrapped_command(
+        &["sh", "-c", "exec \"$0\" \"$@\" >&- 2>&-"],
+        &["--mode", "rpc", "--no-session"],
+    );
+    cmd.stdin(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let proc = |name: String| std::fs::read_link(format!("/proc/{}/{name}", child.id()));
+    let fd = |n: u32| proc(format!("fd/{n}"));
+    // Until the shell has become pith (its stdout closed) and pith has opened its descriptors.
+    let pith = std::path::Path::new(env!("CARGO_BIN_EXE_pith"));
+    let t0 = Instant::now();
+    while proc("exe".into()).ok().as_deref() != Some(pith) || fd(1).is_err() || fd(2).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "stdout never opened"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (out, err) = (fd(1).unwrap(), fd(2).unwrap());
+    drop(child.stdin.take());
+    assert_eq!(
+        support::wait_timeout(&mut child, Duration::from_secs(10)).code(),
+        Some(0)
+    );
+    assert_eq!(out, std::path::Path::new("/dev/null"));
+    assert_eq!(err, std::path::Path::new("/dev/null"));
+}
+
+/// The same with stdin closed: RPC mode reads the end of its input at once and exits 0 (without
+/// `/dev/null` there, it would read from whatever it opened first).
+#[test]
+fn a_closed_stdin_is_the_end_of_input() {
+    let w = World::new();
+    let mut cmd = w.wrapped_command(
+        &["sh", "-c", "exec \"$0\" \"$@\" <&-"],
+        &["--mode", "rpc", "--no-session"],
+    );
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = support::wait_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert_eq!(out, "");
+}
