@@ -75,7 +75,7 @@ fn anthropic_body_bytes_are_exact() {
             redacted: red,
         })
     };
-    for msgs in [
+    let histories = vec![
         vec![user("hi \"q\" \n é \u{2028}")],
         vec![
             user("a"),
@@ -113,7 +113,8 @@ fn anthropic_body_bytes_are_exact() {
             user("b"),
             tr("zz", vec![Content::text("r"), img.clone()], false),
         ],
-    ] {
+    ];
+    for msgs in histories.clone() {
         let req = request(m.clone(), msgs);
         let p = pith::llm::anthropic::prepare(&req);
         let bytes = p.body.bytes(&req);
@@ -125,6 +126,23 @@ fn anthropic_body_bytes_are_exact() {
         got.push(String::from_utf8(bytes).expect("utf-8"));
     }
     assert_eq!(got, want);
+    // A long history (over 4,096 items in the `messages` array) is counted in two halves on two
+    // threads: still the length of the bytes, in both protocol versions.
+    let mut long = Vec::new();
+    while long.len() < 12_000 {
+        for h in &histories {
+            long.extend(h.iter().cloned());
+        }
+    }
+    for compat in [pith::compat::Compat::V073, pith::compat::Compat::V087] {
+        let mut req = request(m.clone(), long.clone());
+        req.compat = compat;
+        let bytes = pith::llm::anthropic::prepare(&req).body.bytes(&req);
+        assert_eq!(
+            pith::llm::body::count(pith::llm::anthropic::write_body, &req),
+            bytes.len() as u64
+        );
+    }
 }
 
 /// A long history's body is written twice when it is streamed (once counted, once sent): both

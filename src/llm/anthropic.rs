@@ -399,9 +399,7 @@ pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
     sink.buf.extend_from_slice(b",\"messages\":");
     if sink.counting() {
         // The first pass over a long body: the history only counted, not written.
-        let mut count = body::Counter::default();
-        write_messages(&mut count, req, cc.as_ref(), oauth);
-        sink.add_counted(count.0);
+        sink.add_counted(count_messages(req, cc.as_ref(), oauth));
     } else {
         write_messages(sink, req, cc.as_ref(), oauth);
     }
@@ -947,171 +945,266 @@ fn wire_order<'p, 'a>(
     with_efforts
 }
 
+/// The history prepared for the `messages` array: transformed, planned, in wire order, with what
+/// writing an item needs besides the item.
+struct History<'a> {
+    msgs: Vec<Transformed<'a>>,
+    images_ok: bool,
+    v087: bool,
+    empty_signature_ok: bool,
+    keep_system: bool,
+}
+
+/// What writing one item of the `messages` array needs besides the item.
+struct Ctx<'r> {
+    cc: Option<&'r Value>,
+    /// The item that carries the cache breakpoint: the last message converted, when it is the
+    /// user's or a system one.
+    cc_at_index: Option<usize>,
+    images_ok: bool,
+    v087: bool,
+    empty_signature_ok: bool,
+    oauth: bool,
+}
+
+fn prepare_history(req: &LlmRequest) -> History<'_> {
+    let model = &req.model;
+    let normalize = |id: &str| sanitize_id(id, 64);
+    let v087 = req.compat.is_087();
+    History {
+        msgs: transform_borrowed(&req.messages, model, Some(&normalize)),
+        images_ok: model.input.iter().any(|i| i == "image"),
+        v087,
+        empty_signature_ok: v087
+            && crate::llm::strict::compat_flag(model, "allowEmptySignature", false),
+        keep_system: crate::llm::transcript::mid_convo(req),
+    }
+}
+
+impl History<'_> {
+    fn ctx<'r>(&self, wire: &[Wire], cc: Option<&'r Value>, oauth: bool) -> Ctx<'r> {
+        Ctx {
+            cc,
+            cc_at_index: wire.iter().rposition(|w| !matches!(w, Wire::Effort(_))),
+            images_ok: self.images_ok,
+            v087: self.v087,
+            empty_signature_ok: self.empty_signature_ok,
+            oauth,
+        }
+    }
+}
+
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
 fn write_messages<O: JsonOut>(out: &mut O, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
-    let model = &req.model;
-    let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
-    let images_ok = model.input.iter().any(|i| i == "image");
-    let v087 = req.compat.is_087();
-    let empty_signature_ok =
-        v087 && crate::llm::strict::compat_flag(model, "allowEmptySignature", false);
-    let keep_system = crate::llm::transcript::mid_convo(req);
-    let planned = plan(&msgs, images_ok, v087, keep_system);
+    let prepared = prepare_history(req);
+    let p = &prepared;
+    let planned = plan(&p.msgs, p.images_ok, p.v087, p.keep_system);
     let wire = wire_order(req, &planned, oauth);
-    // The cache breakpoint: the last message converted, when it is the user's or a system one.
-    let cc_at_index = wire.iter().rposition(|w| !matches!(w, Wire::Effort(_)));
+    let x = p.ctx(&wire, cc, oauth);
     out.push(b'[');
     for (n, w) in wire.iter().enumerate() {
         out.checkpoint();
         if n > 0 {
             out.push(b',');
         }
-        let last = Some(n) == cc_at_index;
-        let m = match w {
-            Wire::Msg(m) => *m,
-            Wire::System(blocks) => {
-                out.extend_from_slice(b"{\"role\":\"system\",\"content\":[");
-                for (k, b) in blocks.iter().enumerate() {
-                    if k > 0 {
-                        out.push(b',');
-                    }
-                    let mut b = b.clone();
-                    if let (true, Some(cc), Value::Object(o)) =
-                        (last && k + 1 == blocks.len(), cc, &mut b)
-                    {
-                        o.insert("cache_control".into(), cc.clone());
-                    }
-                    put(out, &b);
-                }
-                out.extend_from_slice(b"]}");
-                continue;
-            }
-            Wire::Effort(effort) => {
-                out.extend_from_slice(
-                    b"{\"role\":\"system\",\"content\":[],\"output_config\":{\"effort\":",
-                );
-                put_str(out, effort);
-                out.extend_from_slice(b"}}");
-                continue;
-            }
-        };
-        // The cache breakpoint goes on the last block of the last message when it is the user's.
-        let cc_at = |k: usize, len: usize| cc.filter(|_| last && k + 1 == len);
-        match m {
-            Planned::UserText(s) if last => {
-                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                put_text_block(out, s, cc);
-                out.extend_from_slice(b"]}");
-            }
-            Planned::UserText(s) => {
-                out.extend_from_slice(b"{\"role\":\"user\",\"content\":");
-                put_str(out, s);
-                out.push(b'}');
-            }
-            Planned::UserBlocks(blocks) => {
-                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                let sent = |b: &&Content| user_block_sent(b, images_ok);
-                // How many are sent matters only for where the breakpoint goes.
-                let n = if last {
-                    blocks.iter().filter(sent).count()
-                } else {
-                    0
-                };
-                for (k, b) in blocks.iter().filter(sent).enumerate() {
-                    if k > 0 {
-                        out.push(b',');
-                    }
-                    match b {
-                        Content::Text(t) => put_text_block(out, &t.text, cc_at(k, n)),
-                        Content::Image(img) => {
-                            put_image_block(out, &img.data, &img.mime_type, cc_at(k, n))
-                        }
-                        _ => {}
-                    }
-                }
-                out.extend_from_slice(b"]}");
-            }
-            Planned::System(_) => {}
-            Planned::Assistant(a) => {
-                out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
-                let blocks = a.content.iter().filter(|c| assistant_block_sent(c, v087));
-                for (k, c) in blocks.enumerate() {
-                    if k > 0 {
-                        out.push(b',');
-                    }
-                    match c {
-                        Content::Text(t) => put_text_block(out, &t.text, None),
-                        Content::Thinking(t) if t.redacted == Some(true) => {
-                            out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
-                            put_str(out, t.thinking_signature.as_deref().unwrap_or(""));
-                            out.push(b'}');
-                        }
-                        Content::Thinking(t) if v087 && !signed(t) && empty_signature_ok => {
-                            out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
-                            put_str(out, &t.thinking);
-                            out.extend_from_slice(b",\"signature\":\"\"}");
-                        }
-                        Content::Thinking(t) if v087 && !signed(t) => {
-                            put_text_block(out, &t.thinking, None)
-                        }
-                        Content::Thinking(t) => match &t.thinking_signature {
-                            Some(sig) if !sig.is_empty() => {
-                                out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
-                                put_str(out, &t.thinking);
-                                out.extend_from_slice(b",\"signature\":");
-                                put_str(out, sig);
-                                out.push(b'}');
-                            }
-                            _ => put_text_block(out, &t.thinking, None),
-                        },
-                        Content::ToolCall(tc) => {
-                            out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
-                            put_str(out, &tc.id);
-                            out.extend_from_slice(b",\"name\":");
-                            put_str(out, wire_tool_name(&tc.name, oauth));
-                            out.extend_from_slice(b",\"input\":");
-                            put(out, &tc.arguments);
-                            out.push(b'}');
-                        }
-                        _ => {}
-                    }
-                }
-                out.extend_from_slice(b"]}");
-            }
-            Planned::ToolResults(results) => {
-                out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
-                for (k, r) in results.iter().enumerate() {
-                    let LlmMessage::ToolResult(r) = &**r else {
-                        continue;
-                    };
-                    if k > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
-                    put_str(out, &r.tool_call_id);
-                    out.extend_from_slice(b",\"content\":");
-                    if images_ok && r.content.iter().any(|c| matches!(c, Content::Image(_))) {
-                        put(out, &tool_result_blocks(&r.content));
-                    } else {
-                        // The texts joined by newlines, as one string.
-                        let texts = r.content.iter().filter_map(|c| match c {
-                            Content::Text(t) => Some(t.text.as_str()),
-                            _ => None,
-                        });
-                        out.put_str_joined(texts, "\n");
-                    }
-                    out.extend_from_slice(b",\"is_error\":");
-                    out.extend_from_slice(if r.is_error { b"true" } else { b"false" });
-                    put_cc(out, cc_at(k, results.len()));
-                    out.push(b'}');
-                }
-                out.extend_from_slice(b"]}");
-            }
-        }
+        write_item(out, n, w, &x);
     }
     out.push(b']');
+}
+
+/// Histories of at least this many items are counted on two threads ([`count_messages`]).
+const COUNT_ON_TWO_ABOVE: usize = 4096;
+
+/// The length of the `messages` array [`write_messages`] writes, counted (the first pass over a
+/// long body, for `Content-Length`). A long history is counted in two halves, the second on a
+/// scoped thread: the count is on the way to the first byte on the wire, and the other core is
+/// idle meanwhile (the body's second writer, started before the count, has written its first
+/// chunks and waits for the connection).
+fn count_messages(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> u64 {
+    let prepared = prepare_history(req);
+    let p = &prepared;
+    let planned = plan(&p.msgs, p.images_ok, p.v087, p.keep_system);
+    let wire = wire_order(req, &planned, oauth);
+    let x = p.ctx(&wire, cc, oauth);
+    let count = |from: usize, items: &[Wire]| {
+        let mut c = body::Counter::default();
+        for (n, w) in items.iter().enumerate() {
+            write_item(&mut c, from + n, w, &x);
+        }
+        c.0
+    };
+    // `[`, `]` and the commas between items.
+    let punctuation = 2 + wire.len().saturating_sub(1) as u64;
+    let two = wire.len() >= COUNT_ON_TWO_ABOVE
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !two {
+        return punctuation + count(0, &wire);
+    }
+    let mid = wire.len() / 2;
+    let (first, second) = wire.split_at(mid);
+    let (a, b) = std::thread::scope(|s| {
+        let helper = std::thread::Builder::new()
+            .name("llm-count".into())
+            .stack_size(crate::THREAD_STACK)
+            .spawn_scoped(s, || count(mid, second));
+        let a = count(0, first);
+        // A helper that could not start (or died): its half is counted here.
+        let b = match helper {
+            Ok(h) => h.join().ok(),
+            Err(_) => None,
+        };
+        (a, b)
+    });
+    punctuation + a + b.unwrap_or_else(|| count(mid, second))
+}
+
+/// Item `n` of the `messages` array.
+fn write_item<O: JsonOut>(out: &mut O, n: usize, w: &Wire, x: &Ctx) {
+    let last = Some(n) == x.cc_at_index;
+    let (cc, images_ok, v087, oauth) = (x.cc, x.images_ok, x.v087, x.oauth);
+    let empty_signature_ok = x.empty_signature_ok;
+    let m = match w {
+        Wire::Msg(m) => *m,
+        Wire::System(blocks) => {
+            out.extend_from_slice(b"{\"role\":\"system\",\"content\":[");
+            for (k, b) in blocks.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                let mut b = b.clone();
+                if let (true, Some(cc), Value::Object(o)) =
+                    (last && k + 1 == blocks.len(), cc, &mut b)
+                {
+                    o.insert("cache_control".into(), cc.clone());
+                }
+                put(out, &b);
+            }
+            out.extend_from_slice(b"]}");
+            return;
+        }
+        Wire::Effort(effort) => {
+            out.extend_from_slice(
+                b"{\"role\":\"system\",\"content\":[],\"output_config\":{\"effort\":",
+            );
+            put_str(out, effort);
+            out.extend_from_slice(b"}}");
+            return;
+        }
+    };
+    // The cache breakpoint goes on the last block of the last message when it is the user's.
+    let cc_at = |k: usize, len: usize| cc.filter(|_| last && k + 1 == len);
+    match m {
+        Planned::UserText(s) if last => {
+            out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+            put_text_block(out, s, cc);
+            out.extend_from_slice(b"]}");
+        }
+        Planned::UserText(s) => {
+            out.extend_from_slice(b"{\"role\":\"user\",\"content\":");
+            put_str(out, s);
+            out.push(b'}');
+        }
+        Planned::UserBlocks(blocks) => {
+            out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+            let sent = |b: &&Content| user_block_sent(b, images_ok);
+            // How many are sent matters only for where the breakpoint goes.
+            let n = if last {
+                blocks.iter().filter(sent).count()
+            } else {
+                0
+            };
+            for (k, b) in blocks.iter().filter(sent).enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                match b {
+                    Content::Text(t) => put_text_block(out, &t.text, cc_at(k, n)),
+                    Content::Image(img) => {
+                        put_image_block(out, &img.data, &img.mime_type, cc_at(k, n))
+                    }
+                    _ => {}
+                }
+            }
+            out.extend_from_slice(b"]}");
+        }
+        Planned::System(_) => {}
+        Planned::Assistant(a) => {
+            out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
+            let blocks = a.content.iter().filter(|c| assistant_block_sent(c, v087));
+            for (k, c) in blocks.enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                match c {
+                    Content::Text(t) => put_text_block(out, &t.text, None),
+                    Content::Thinking(t) if t.redacted == Some(true) => {
+                        out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
+                        put_str(out, t.thinking_signature.as_deref().unwrap_or(""));
+                        out.push(b'}');
+                    }
+                    Content::Thinking(t) if v087 && !signed(t) && empty_signature_ok => {
+                        out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+                        put_str(out, &t.thinking);
+                        out.extend_from_slice(b",\"signature\":\"\"}");
+                    }
+                    Content::Thinking(t) if v087 && !signed(t) => {
+                        put_text_block(out, &t.thinking, None)
+                    }
+                    Content::Thinking(t) => match &t.thinking_signature {
+                        Some(sig) if !sig.is_empty() => {
+                            out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+                            put_str(out, &t.thinking);
+                            out.extend_from_slice(b",\"signature\":");
+                            put_str(out, sig);
+                            out.push(b'}');
+                        }
+                        _ => put_text_block(out, &t.thinking, None),
+                    },
+                    Content::ToolCall(tc) => {
+                        out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+                        put_str(out, &tc.id);
+                        out.extend_from_slice(b",\"name\":");
+                        put_str(out, wire_tool_name(&tc.name, oauth));
+                        out.extend_from_slice(b",\"input\":");
+                        put(out, &tc.arguments);
+                        out.push(b'}');
+                    }
+                    _ => {}
+                }
+            }
+            out.extend_from_slice(b"]}");
+        }
+        Planned::ToolResults(results) => {
+            out.extend_from_slice(b"{\"role\":\"user\",\"content\":[");
+            for (k, r) in results.iter().enumerate() {
+                let LlmMessage::ToolResult(r) = &**r else {
+                    continue;
+                };
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
+                put_str(out, &r.tool_call_id);
+                out.extend_from_slice(b",\"content\":");
+                if images_ok && r.content.iter().any(|c| matches!(c, Content::Image(_))) {
+                    put(out, &tool_result_blocks(&r.content));
+                } else {
+                    // The texts joined by newlines, as one string.
+                    let texts = r.content.iter().filter_map(|c| match c {
+                        Content::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    });
+                    out.put_str_joined(texts, "\n");
+                }
+                out.extend_from_slice(b",\"is_error\":");
+                out.extend_from_slice(if r.is_error { b"true" } else { b"false" });
+                put_cc(out, cc_at(k, results.len()));
+                out.push(b'}');
+            }
+            out.extend_from_slice(b"]}");
+        }
+    }
 }
 
 /// The content of a tool result with images (allowed by the model) as blocks.
