@@ -40,7 +40,7 @@ pub fn run(opts: Options) -> i32 {
     };
     if opts.mode == Mode::Rpc {
         // From here on a signal is recorded for the machine instead of killing pith; the thread
-        // that forwards it starts after the first answer (`run_rpc`).
+        // that forwards it starts a few milliseconds later (`run_rpc`).
         let signals = match io::watch::install() {
             Ok(s) => s,
             Err(e) => {
