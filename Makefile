@@ -66,6 +66,7 @@ static:
 # pi 0.73.1 and 0.87.1 running rg and fd (found on PATH; pith alone without the oracle):
 # target/bench/tools.json; then the one table printed, pith beside pi 0.73.1 / 0.87.1 (those
 # installed by the oracle's setup scripts) as ratios from one run: target/bench/results.json.
+# The static musl build gets a column of its own when `make static` has built it.
 # BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.
 bench:
 	@mkdir -p target/bench
@@ -74,7 +75,7 @@ bench:
 	@if command -v python3 >/dev/null; then \
 		python3 tests/bench/tools.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) > target/bench/tools.txt; fi
 	@if command -v python3 >/dev/null && [ -f $(ORACLE)/fakellm.py ]; then \
-		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
+		python3 tests/bench/compare.py --pith $(TARGET_DIR)/release/pith --static $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith --oracle $(ORACLE) $(BENCH_ARGS) && \
 		echo "pith-bench's and grep/find/ls's own figures: target/bench/pith-bench.txt, target/bench/tools.txt"; \
 	else cat target/bench/pith-bench.txt; [ -f target/bench/tools.txt ] && cat target/bench/tools.txt; \
 		echo "bench: comparison with pi skipped (needs python3 and the oracle in $(ORACLE))"; fi

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """`make bench`'s comparison: pith beside pi 0.73.1 and pi 0.87.1, as ratios from one run.
 
-  tests/bench/compare.py [--quick] [--pith BIN] [--oracle DIR] [--out target/bench/results.json]
+  tests/bench/compare.py [--quick] [--pith BIN] [--static BIN] [--oracle DIR] [--out target/bench/results.json]
 
-Agents: target/release/pith (or --pith BIN), and each reference that is installed in the oracle directory
+Agents: target/release/pith (or --pith BIN); the static musl build (`--static BIN`, when that file
+exists: `make bench` passes the one `make static` builds), measured as pith is, in a column of
+its own ("pith static / pith" is its figure over the glibc build's); and each reference that is
+installed in the oracle directory
 (`../shared/oracle` by default: `setup.sh` installs pi 0.73.1 into ref/, `setup-latest.sh` pi
 0.87.1 into ref-latest/). A missing reference is reported and skipped. The measurements are the
 oracle's own harnesses, run the same way for every agent:
@@ -59,6 +62,11 @@ OUT = arg("--out", os.path.join(ROOT, "target", "bench", "results.json"))
 
 def agents():
     found = [("pith", [arg("--pith", os.path.join(ROOT, "target", "release", "pith")), "--mode", "rpc"])]
+    static = arg("--static", None)
+    if static and os.access(static, os.X_OK):
+        found.append(("pith static", [static, "--mode", "rpc"]))
+    elif static:
+        print(f"skip pith static: not built ({static}; `make static` builds it)", file=sys.stderr)
     for label, path in (("pi 0.73.1", os.path.join(ORACLE, "ref", "node_modules", ".bin", "pi")),
                         ("pi 0.87.1", os.path.join(ORACLE, "ref-latest", "pi"))):
         if os.access(path, os.X_OK):
@@ -290,7 +298,8 @@ def main():
         res["cold_floor_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
     for label, cmd in found:
         print(f"== {label}", file=sys.stderr)
-        pith = label == "pith"
+        # Both builds of pith get pith's own rows (partials none, 0.87, 200 agents).
+        pith = label.startswith("pith")
         r = {}
         ls = long_session.get(label, {})
         r["resume_ms"], r["request_ms"] = ls.get("resume_ms"), ls.get("request_ms")
@@ -322,7 +331,7 @@ def main():
         r["agents_per_gib"] = d.get("agents_per_gib")
         r.update(export_html(cmd))
         r.update(tools(label))
-        if pith:
+        if label == "pith":
             r.update(turns())
         res["agents"][label] = r
         print(json.dumps(r), file=sys.stderr)
