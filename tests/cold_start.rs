@@ -175,9 +175,12 @@ fn closed_stdout_and_stderr_are_opened_on_dev_null() {
     let proc = |name: String| std::fs::read_link(format!("/proc/{}/{name}", child.id()));
     let fd = |n: u32| proc(format!("fd/{n}"));
     // Until the shell has become pith (its stdout closed) and pith has opened its descriptors.
-    let pith = std::path::Path::new(env!("CARGO_BIN_EXE_pith"));
+    let pith = std::fs::canonicalize(env!("CARGO_BIN_EXE_pith")).unwrap();
     let t0 = Instant::now();
-    while proc("exe".into()).ok().as_deref() != Some(pith) || fd(1).is_err() || fd(2).is_err() {
+    while proc("exe".into()).ok().as_deref() != Some(pith.as_path())
+        || fd(1).is_err()
+        || fd(2).is_err()
+    {
         assert!(
             t0.elapsed() < Duration::from_secs(10),
             "stdout never opened"
