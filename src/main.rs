@@ -61,23 +61,14 @@ fn run(args: Vec<OsString>) -> i32 {
 mod start {
     use super::*;
 
+    use pith::io::sys::{POLLNVAL, PollFd, SIG_IGN, poll, signal};
+
     unsafe extern "C" {
-        fn poll(fds: *mut PollFd, nfds: std::ffi::c_ulong, timeout: c_int) -> c_int;
         fn open(path: *const c_char, flags: c_int, ...) -> c_int;
-        fn signal(signum: c_int, handler: usize) -> usize;
-        fn abort() -> !;
     }
 
-    #[repr(C)]
-    struct PollFd {
-        fd: c_int,
-        events: i16,
-        revents: i16,
-    }
-    const POLLNVAL: i16 = 0x020;
     const O_RDWR: c_int = 2;
     const SIGPIPE: c_int = 13;
-    const SIG_IGN: usize = 1;
 
     /// A standard descriptor (0, 1, 2) that is not open is opened on `/dev/null`, so that no file
     /// opened later takes its number; pith cannot run without them (abort, as Rust's start does).
@@ -97,8 +88,7 @@ mod start {
                 // SAFETY: a NUL-terminated path; `open` returns the lowest free descriptor,
                 // which is this one (the lower ones are open or were just opened).
                 if unsafe { open(c"/dev/null".as_ptr(), O_RDWR) } != p.fd {
-                    // SAFETY: abort takes no arguments and does not return.
-                    unsafe { abort() }
+                    std::process::abort();
                 }
             }
         }

@@ -5,4 +5,5 @@
 pub mod child;
 pub mod stdin;
 pub mod stdout;
+pub mod sys;
 pub mod watch;

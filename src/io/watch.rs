@@ -23,6 +23,7 @@ use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::SignalOnly;
 
 use crate::core::event::Control;
+use crate::io::sys::{POLLERR, POLLHUP, POLLIN, POLLNVAL, PollFd, SIG_DFL, poll, signal};
 
 /// The installed handlers and the self-pipe they write to.
 pub struct Signals(SignalDelivery<UnixStream, SignalOnly>);
@@ -51,10 +52,6 @@ pub fn spawn(
 /// Give SIGINT, SIGTERM and SIGHUP their default action again (they end the process), for when
 /// the watch thread cannot start or stops: a handler nobody forwards from would swallow them.
 pub fn restore_defaults() {
-    unsafe extern "C" {
-        fn signal(signum: i32, handler: usize) -> usize;
-    }
-    const SIG_DFL: usize = 0;
     for sig in [SIGINT, SIGTERM, SIGHUP] {
         // SAFETY: SIG_DFL is a valid disposition for these signals; no handler code is involved.
         unsafe {
@@ -62,22 +59,6 @@ pub fn restore_defaults() {
         }
     }
 }
-
-#[repr(C)]
-struct PollFd {
-    fd: i32,
-    events: i16,
-    revents: i16,
-}
-
-unsafe extern "C" {
-    fn poll(fds: *mut PollFd, nfds: std::ffi::c_ulong, timeout: i32) -> i32;
-}
-
-const POLLIN: i16 = 0x001;
-const POLLERR: i16 = 0x008;
-const POLLHUP: i16 = 0x010;
-const POLLNVAL: i16 = 0x020;
 
 /// stdout's descriptor.
 const STDOUT: i32 = 1;

@@ -945,16 +945,6 @@ fn wire_order<'p, 'a>(
     with_efforts
 }
 
-/// The history prepared for the `messages` array: transformed, planned, in wire order, with what
-/// writing an item needs besides the item.
-struct History<'a> {
-    msgs: Vec<Transformed<'a>>,
-    images_ok: bool,
-    v087: bool,
-    empty_signature_ok: bool,
-    keep_system: bool,
-}
-
 /// What writing one item of the `messages` array needs besides the item.
 struct Ctx<'r> {
     cc: Option<&'r Value>,
@@ -967,50 +957,48 @@ struct Ctx<'r> {
     oauth: bool,
 }
 
-fn prepare_history(req: &LlmRequest) -> History<'_> {
+/// The history as the items of the `messages` array (transformed, planned, in wire order), handed
+/// to `f` with what writing them needs: the one preparation of both passes over a body.
+fn with_items<R>(
+    req: &LlmRequest,
+    cc: Option<&Value>,
+    oauth: bool,
+    f: impl FnOnce(&[Wire], &Ctx) -> R,
+) -> R {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
+    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
+    let images_ok = model.input.iter().any(|i| i == "image");
     let v087 = req.compat.is_087();
-    History {
-        msgs: transform_borrowed(&req.messages, model, Some(&normalize)),
-        images_ok: model.input.iter().any(|i| i == "image"),
+    let keep_system = crate::llm::transcript::mid_convo(req);
+    let planned = plan(&msgs, images_ok, v087, keep_system);
+    let wire = wire_order(req, &planned, oauth);
+    let x = Ctx {
+        cc,
+        cc_at_index: wire.iter().rposition(|w| !matches!(w, Wire::Effort(_))),
+        images_ok,
         v087,
         empty_signature_ok: v087
             && crate::llm::strict::compat_flag(model, "allowEmptySignature", false),
-        keep_system: crate::llm::transcript::mid_convo(req),
-    }
-}
-
-impl History<'_> {
-    fn ctx<'r>(&self, wire: &[Wire], cc: Option<&'r Value>, oauth: bool) -> Ctx<'r> {
-        Ctx {
-            cc,
-            cc_at_index: wire.iter().rposition(|w| !matches!(w, Wire::Effort(_))),
-            images_ok: self.images_ok,
-            v087: self.v087,
-            empty_signature_ok: self.empty_signature_ok,
-            oauth,
-        }
-    }
+        oauth,
+    };
+    f(&wire, &x)
 }
 
 /// The `messages` array, written into `out`. The last block of a final user message carries the
 /// cache breakpoint, as the reference's.
 fn write_messages<O: JsonOut>(out: &mut O, req: &LlmRequest, cc: Option<&Value>, oauth: bool) {
-    let prepared = prepare_history(req);
-    let p = &prepared;
-    let planned = plan(&p.msgs, p.images_ok, p.v087, p.keep_system);
-    let wire = wire_order(req, &planned, oauth);
-    let x = p.ctx(&wire, cc, oauth);
-    out.push(b'[');
-    for (n, w) in wire.iter().enumerate() {
-        out.checkpoint();
-        if n > 0 {
-            out.push(b',');
+    with_items(req, cc, oauth, |wire, x| {
+        out.push(b'[');
+        for (n, w) in wire.iter().enumerate() {
+            out.checkpoint();
+            if n > 0 {
+                out.push(b',');
+            }
+            write_item(out, n, w, x);
         }
-        write_item(out, n, w, &x);
-    }
-    out.push(b']');
+        out.push(b']');
+    })
 }
 
 /// Histories of at least this many items are counted on two threads ([`count_messages`]).
@@ -1022,15 +1010,14 @@ const COUNT_ON_TWO_ABOVE: usize = 4096;
 /// idle meanwhile (the body's second writer, started before the count, has written its first
 /// chunks and waits for the connection).
 fn count_messages(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> u64 {
-    let prepared = prepare_history(req);
-    let p = &prepared;
-    let planned = plan(&p.msgs, p.images_ok, p.v087, p.keep_system);
-    let wire = wire_order(req, &planned, oauth);
-    let x = p.ctx(&wire, cc, oauth);
+    with_items(req, cc, oauth, count_items)
+}
+
+fn count_items(wire: &[Wire], x: &Ctx) -> u64 {
     let count = |from: usize, items: &[Wire]| {
         let mut c = body::Counter::default();
         for (n, w) in items.iter().enumerate() {
-            write_item(&mut c, from + n, w, &x);
+            write_item(&mut c, from + n, w, x);
         }
         c.0
     };
@@ -1039,7 +1026,7 @@ fn count_messages(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> u64 {
     let two = wire.len() >= COUNT_ON_TWO_ABOVE
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     if !two {
-        return punctuation + count(0, &wire);
+        return punctuation + count(0, wire);
     }
     let mid = wire.len() / 2;
     let (first, second) = wire.split_at(mid);

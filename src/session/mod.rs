@@ -213,16 +213,15 @@ impl Session {
         let prepare = |line: &[u8], at: u64| Loader::prepare(line, at, stored.as_ref());
         // Entries of a long session average most of a KiB (a turn's tool output and messages);
         // capped, so a huge file of few lines does not reserve for millions.
-        let expect = file
-            .metadata()
-            .map_or(0, |m| (m.len() / 1024).min(1 << 16) as usize);
+        let len = file.metadata().map_or(0, |m| m.len());
+        let expect = (len / 1024).min(1 << 16) as usize;
         let mut opening = Opening {
             path,
             loader: None,
             damage: Vec::new(),
             expect,
         };
-        let wanted = file.metadata().map_or(0, |m| store::helpers_for(m.len()));
+        let wanted = store::helpers_for(len);
         let helpers = match load {
             Load::AtStart => crate::malloc::arenas_at_start(wanted),
             Load::Later => crate::malloc::side_by_side(wanted),

@@ -157,7 +157,7 @@ pub fn temporary_path(path: &str) -> PathBuf {
     };
     let mut random = [0u8; 8];
     crate::session::ids::random_bytes(&mut random);
-    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::session::ids::hex(&random);
     dir.join(format!(".pith-export-{hex}.html.tmp"))
 }
 
