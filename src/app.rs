@@ -431,6 +431,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         &opts.extensions,
         opts.no_extensions,
         opts.no_mcp,
+        project_trusted,
         opts.confirm_tools.as_deref(),
         opts.confirm_timeout,
         &settings,

@@ -1,6 +1,7 @@
 //! Project trust (pi 0.79, `--approve` / `--no-approve`): whether project-local files — the
 //! project's `.pi/settings.json`, `.pi/SYSTEM.md`, `.pi/APPEND_SYSTEM.md` (and its skills,
-//! templates, extensions) — are loaded.
+//! templates, extensions) and its `.mcp.json` (MCP servers: programs pith would start) — are
+//! loaded. Context files (`AGENTS.md`, `CLAUDE.md`) are read in every case, as pi reads them.
 //!
 //! pi 0.87.1 (`--compat 0.87`) trusts a project without such files, and otherwise only when
 //! `--approve` says so, the trust store (`<agent dir>/trust.json`, nearest ancestor entry) says
@@ -25,13 +26,15 @@ const TRUST_REQUIRING: [&str; 7] = [
     "APPEND_SYSTEM.md",
 ];
 
-/// The project has files that need trust: an entry above under `.pi`, or `.agents/skills` in
-/// cwd or an ancestor (the user's own `~/.agents/skills` does not count).
+/// The project has files that need trust: an entry above under `.pi`, a `.mcp.json` (pith's
+/// own: pi has no MCP, so it never starts that file's servers), or `.agents/skills` in cwd or an
+/// ancestor (the user's own `~/.agents/skills` does not count).
 pub fn has_trust_requiring_resources(cwd: &Path, home: Option<&Path>) -> bool {
     let dir = canonical(cwd);
     if TRUST_REQUIRING
         .iter()
         .any(|e| dir.join(".pi").join(e).exists())
+        || dir.join(".mcp.json").exists()
     {
         return true;
     }
@@ -107,5 +110,34 @@ mod tests {
         std::fs::write(agent.join("trust.json"), format!("{{\"{key}\": true}}")).unwrap();
         assert!(trusted(Compat::V087, None, None));
         assert!(!trusted(Compat::V087, Some(false), None));
+    }
+
+    #[test]
+    fn an_mcp_json_alone_asks_for_trust() {
+        let d = tempfile::tempdir().unwrap();
+        let agent = d.path().join("agent");
+        let proj = d.path().join("proj");
+        std::fs::create_dir_all(&agent).unwrap();
+        std::fs::create_dir_all(&proj).unwrap();
+        std::fs::write(proj.join("AGENTS.md"), "context files need no trust").unwrap();
+        assert!(!has_trust_requiring_resources(&proj, None));
+        std::fs::write(proj.join(".mcp.json"), "{}").unwrap();
+        assert!(has_trust_requiring_resources(&proj, None));
+        assert!(!project_trusted(Compat::V087, None, &proj, &agent, None));
+        assert!(project_trusted(
+            Compat::V087,
+            Some(true),
+            &proj,
+            &agent,
+            None
+        ));
+        assert!(project_trusted(Compat::V073, None, &proj, &agent, None));
+        assert!(!project_trusted(
+            Compat::V073,
+            Some(false),
+            &proj,
+            &agent,
+            None
+        ));
     }
 }

@@ -64,12 +64,15 @@ pub struct PluginConfig {
 }
 
 impl PluginConfig {
-    /// Resolve from the command line and settings. Warnings are for stderr.
+    /// Resolve from the command line and settings. Warnings are for stderr. An untrusted
+    /// project (`project_trusted` false, see `crate::trust`) names nothing that starts: its
+    /// settings' extensions and its `.mcp.json` are not read (`settings` is then the user's only).
     #[allow(clippy::too_many_arguments)]
     pub fn resolve(
         cli_extensions: &[String],
         no_extensions: bool,
         no_mcp: bool,
+        project_trusted: bool,
         confirm_tools: Option<&str>,
         confirm_timeout: Option<u64>,
         settings: &crate::config::Settings,
@@ -77,25 +80,40 @@ impl PluginConfig {
         cwd: &Path,
         mode: &'static str,
     ) -> (PluginConfig, Vec<String>) {
-        let (extensions, mut warnings) =
-            crate::ext::load::resolve(cli_extensions, no_extensions, agent_dir, cwd);
+        let (extensions, mut warnings) = crate::ext::load::resolve(
+            cli_extensions,
+            no_extensions,
+            project_trusted,
+            agent_dir,
+            cwd,
+        );
         let mut mcp = Vec::new();
         if !no_mcp {
             let project_path = cwd.join(".mcp.json");
-            let project = match crate::files::read_text(&project_path).map_err(|e| {
-                warnings.extend(e.warning(&project_path));
-            }) {
-                Ok(text) => match serde_json::from_str::<Value>(&text) {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        warnings.push(format!(
-                            "Warning: cannot parse {}: {e}; ignored",
-                            project_path.display()
-                        ));
-                        None
-                    }
-                },
-                Err(_) => None,
+            let project = if !project_trusted {
+                if project_path.exists() {
+                    warnings.push(format!(
+                        "Warning: the project is not trusted: {} ignored (--approve trusts it)",
+                        project_path.display()
+                    ));
+                }
+                None
+            } else {
+                match crate::files::read_text(&project_path).map_err(|e| {
+                    warnings.extend(e.warning(&project_path));
+                }) {
+                    Ok(text) => match serde_json::from_str::<Value>(&text) {
+                        Ok(v) => Some(v),
+                        Err(e) => {
+                            warnings.push(format!(
+                                "Warning: cannot parse {}: {e}; ignored",
+                                project_path.display()
+                            ));
+                            None
+                        }
+                    },
+                    Err(_) => None,
+                }
             };
             let env = |k: &str| std::env::var(k).ok();
             let (servers, w) = crate::mcp::config::resolve(

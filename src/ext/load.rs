@@ -1,7 +1,9 @@
 //! Which extensions to start: `-e/--extension PATH` (repeatable) first, then settings
 //! `extensions` of the project (`<cwd>/.pi/settings.json`, paths relative to `<cwd>/.pi`) and of
 //! the user (`<agentDir>/settings.json`, relative to the agent dir), as pi orders them.
-//! `--no-extensions` drops the settings entries (explicit `-e` paths still load, as in pi).
+//! `--no-extensions` drops the settings entries (explicit `-e` paths still load, as in pi). The
+//! project's entries are read only in a trusted project (`crate::trust`): an untrusted checkout
+//! never names a program pith starts.
 //!
 //! An extension is an executable file. pi's TypeScript/JavaScript extensions cannot run in pith
 //! (no JavaScript runtime): a non-executable `.ts`/`.js` entry is skipped with a warning, so a pi
@@ -90,6 +92,7 @@ fn settings_entries(file: &Path) -> Vec<String> {
 pub fn resolve(
     cli: &[String],
     no_extensions: bool,
+    project_trusted: bool,
     agent_dir: &Path,
     cwd: &Path,
 ) -> (Vec<ExtEntry>, Vec<String>) {
@@ -101,8 +104,10 @@ pub fn resolve(
         .collect();
     if !no_extensions {
         let project = cwd.join(".pi");
-        for e in settings_entries(&project.join("settings.json")) {
-            sources.push((e, Origin::Project, project.clone()));
+        if project_trusted {
+            for e in settings_entries(&project.join("settings.json")) {
+                sources.push((e, Origin::Project, project.clone()));
+            }
         }
         for e in settings_entries(&agent_dir.join("settings.json")) {
             sources.push((e, Origin::User, agent_dir.to_path_buf()));
@@ -190,7 +195,7 @@ mod tests {
             r#"{"extensions":["proj.sh","../cli.sh"]}"#,
         )
         .unwrap();
-        let (list, warnings) = resolve(&["cli.sh".into()], false, &agent, &cwd);
+        let (list, warnings) = resolve(&["cli.sh".into()], false, true, &agent, &cwd);
         let names: Vec<(String, Origin)> = list
             .iter()
             .map(|e| {
@@ -210,7 +215,11 @@ mod tests {
         );
         assert_eq!(warnings.len(), 3, "{warnings:?}");
         assert!(warnings[0].contains("TypeScript"));
-        let (list, _) = resolve(&["cli.sh".into()], true, &agent, &cwd);
+        let (list, _) = resolve(&["cli.sh".into()], true, true, &agent, &cwd);
         assert_eq!(list.len(), 1);
+        // An untrusted project's entries are not read; the user's still are.
+        let (list, _) = resolve(&["cli.sh".into()], false, false, &agent, &cwd);
+        let origins: Vec<Origin> = list.iter().map(|e| e.origin).collect();
+        assert_eq!(origins, vec![Origin::Cli, Origin::User]);
     }
 }

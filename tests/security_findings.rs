@@ -1,0 +1,219 @@
+//! Regressions of the security probe's findings (issue 22), through the real binary:
+//! 1. an untrusted checkout starts none of its own programs (project extensions, `.mcp.json`
+//!    servers) — with `--no-approve` in every mode, and under `--compat 0.87` in an undecided
+//!    project — and a trusted one still does;
+//! 4. an extension tool's result is bounded like an MCP tool's;
+//! 5. an OAuth refresh keeps auth.json 0600 and no token endpoint echoes a secret onto stdout or
+//!    into the session file;
+//! 6. the HTML export keeps no `javascript:` link.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use support::{Pith, World};
+
+fn have_python() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An executable `/bin/sh` script at `path`.
+fn script_at(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `--mode rpc` on the faux provider with `script`, then `extra`.
+fn spawn_faux(w: &World, script: &str, extra: &[&str]) -> Pith {
+    let path = w.tmp().join("faux.jsonl");
+    std::fs::write(&path, script).unwrap();
+    let path = path.to_string_lossy().to_string();
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        &path,
+    ];
+    args.extend_from_slice(extra);
+    w.spawn(&args)
+}
+
+fn settle(p: &mut Pith) -> Vec<Value> {
+    p.recv_until(|v| v["type"] == "agent_settled")
+        .into_iter()
+        .filter(|f| f["type"] != "message_update")
+        .collect()
+}
+
+// ---- 1. no project code before trust -------------------------------------------------------
+
+/// A hostile checkout in `w.cwd()`: `.pi/settings.json` names `.pi/ext.sh` (an extension that
+/// registers `/projcmd`) unless `mcp_only`, and `.mcp.json` names `.pi/mcp.sh` (the fake MCP
+/// server). Each program writes its marker file in tmp when it runs; returns the two markers.
+fn hostile_checkout(w: &World, mcp_only: bool) -> (PathBuf, PathBuf) {
+    let ext_marker = w.tmp().join("ext-ran");
+    let mcp_marker = w.tmp().join("mcp-ran");
+    let pi = w.cwd().join(".pi");
+    std::fs::create_dir_all(&pi).unwrap();
+    if !mcp_only {
+        script_at(
+            &pi.join("ext.sh"),
+            &format!(
+                "echo ran > '{}'\nread hello\necho '{{\"type\":\"register\",\"protocol\":1,\"commands\":[{{\"name\":\"projcmd\"}}]}}'\nwhile read l; do :; done\n",
+                ext_marker.display()
+            ),
+        );
+        std::fs::write(pi.join("settings.json"), r#"{"extensions":["ext.sh"]}"#).unwrap();
+    }
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fake_server.py");
+    let mcp = w.tmp().join("mcp.sh");
+    script_at(
+        &mcp,
+        &format!(
+            "echo ran > '{}'\nexec python3 '{}'\n",
+            mcp_marker.display(),
+            server.display()
+        ),
+    );
+    std::fs::write(
+        w.cwd().join(".mcp.json"),
+        json!({"mcpServers":{"proj":{"command":mcp}}}).to_string(),
+    )
+    .unwrap();
+    (ext_marker, mcp_marker)
+}
+
+const CALL_PROJECT_MCP: &str = "{\"toolCalls\":[{\"name\":\"mcp__proj__echo\",\"arguments\":{\"text\":\"from .mcp.json\"}}]}\n{\"text\":\"done\"}\n";
+
+/// Runs pith with `extra` in a hostile checkout and returns (command names the host sees, the
+/// text of the model's call of the project's MCP tool, ext marker written, mcp marker written).
+fn probe(w: &World, mcp_only: bool, extra: &[&str]) -> (Vec<String>, String, bool, bool) {
+    let (ext_marker, mcp_marker) = hostile_checkout(w, mcp_only);
+    let _ = std::fs::remove_file(&ext_marker);
+    let _ = std::fs::remove_file(&mcp_marker);
+    let mut p = spawn_faux(w, CALL_PROJECT_MCP, extra);
+    // Answered once every extension has registered.
+    let r = p.call(json!({"type":"get_commands"}), "c");
+    let names = r["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    // A prompt waits for the MCP servers' start.
+    p.send(json!({"id":"p","type":"prompt","message":"go"}));
+    let frames = settle(&mut p);
+    let end = frames
+        .iter()
+        .find(|f| f["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool_execution_end: {frames:#?}"));
+    let text = end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, _) = p.finish(support::TIMEOUT);
+    assert!(status.success());
+    (
+        text_names(names),
+        text,
+        ext_marker.exists(),
+        mcp_marker.exists(),
+    )
+}
+
+fn text_names(mut names: Vec<String>) -> Vec<String> {
+    // pi 0.87.1's built-in inline extension command is always there under 0.87.
+    names.retain(|n| n != "llama");
+    names
+}
+
+const NOT_FOUND: &str = "Tool mcp__proj__echo not found";
+
+#[test]
+fn no_approve_starts_no_project_program_in_any_mode() {
+    if !have_python() {
+        eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
+        return;
+    }
+    for mode in [&[][..], &["--compat", "0.87"][..]] {
+        let w = World::new();
+        let mut args = mode.to_vec();
+        args.push("--no-approve");
+        let (names, text, ext_ran, mcp_ran) = probe(&w, false, &args);
+        assert_eq!(names, Vec::<String>::new(), "{mode:?}");
+        assert_eq!(text, NOT_FOUND, "{mode:?}");
+        assert!(!ext_ran, "project extension ran with --no-approve {mode:?}");
+        assert!(
+            !mcp_ran,
+            "project MCP server ran with --no-approve {mode:?}"
+        );
+    }
+}
+
+#[test]
+fn an_undecided_project_under_087_starts_nothing() {
+    if !have_python() {
+        eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
+        return;
+    }
+    // Project settings naming an extension, and a `.mcp.json`.
+    let w = World::new();
+    let (names, text, ext_ran, mcp_ran) = probe(&w, false, &["--compat", "0.87"]);
+    assert_eq!(names, Vec::<String>::new());
+    assert_eq!(text, NOT_FOUND);
+    assert!(!ext_ran && !mcp_ran);
+    // A checkout with only `.mcp.json`.
+    let w = World::new();
+    let (names, text, ext_ran, mcp_ran) = probe(&w, true, &["--compat", "0.87"]);
+    assert_eq!(names, Vec::<String>::new());
+    assert_eq!(text, NOT_FOUND);
+    assert!(!ext_ran && !mcp_ran);
+}
+
+#[test]
+fn a_trusted_project_still_starts_its_programs() {
+    if !have_python() {
+        eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
+        return;
+    }
+    let trusted = vec!["projcmd".to_string()];
+    // --approve, in both modes.
+    for mode in [&[][..], &["--compat", "0.87"][..]] {
+        let w = World::new();
+        let mut args = mode.to_vec();
+        args.push("--approve");
+        let (names, text, ext_ran, mcp_ran) = probe(&w, false, &args);
+        assert_eq!(names, trusted, "{mode:?}");
+        assert_eq!(text, "from .mcp.json", "{mode:?}");
+        assert!(ext_ran && mcp_ran, "{mode:?}");
+    }
+    // pi 0.73.1 had no project trust: without a flag everything loads.
+    let w = World::new();
+    let (names, text, ext_ran, mcp_ran) = probe(&w, false, &[]);
+    assert_eq!(names, trusted);
+    assert_eq!(text, "from .mcp.json");
+    assert!(ext_ran && mcp_ran);
+    // Under 0.87 a `true` in trust.json decides, for a checkout with only `.mcp.json` too.
+    for mcp_only in [false, true] {
+        let w = World::new();
+        let key = std::fs::canonicalize(w.cwd()).unwrap();
+        w.write_agent_file(
+            "trust.json",
+            &json!({key.to_string_lossy(): true}).to_string(),
+        );
+        let (names, text, ext_ran, mcp_ran) = probe(&w, mcp_only, &["--compat", "0.87"]);
+        let expected: Vec<String> = if mcp_only { vec![] } else { trusted.clone() };
+        assert_eq!(names, expected);
+        assert_eq!(text, "from .mcp.json");
+        assert_eq!((ext_ran, mcp_ran), (!mcp_only, true));
+    }
+}
