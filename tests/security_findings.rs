@@ -217,3 +217,93 @@ fn a_trusted_project_still_starts_its_programs() {
         assert_eq!((ext_ran, mcp_ran), (!mcp_only, true));
     }
 }
+
+// ---- 4. extension tool results are bounded -------------------------------------------------
+
+fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
+    frames
+        .iter()
+        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
+        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
+}
+
+/// Lines `line 1` … `line N` of the big result.
+const BIG_LINES: usize = 1_200_000;
+
+#[test]
+fn a_12_mb_extension_tool_result_is_cut_like_an_mcp_result() {
+    use support::anthropic::{Sse, text, tool_call};
+    if !have_python() {
+        eprintln!("SKIPPED: python3 not found (the fake extension needs it)");
+        return;
+    }
+    let ext_dir = tempfile::tempdir().unwrap();
+    let ext = ext_dir.path().join("big.py");
+    std::fs::write(
+        &ext,
+        format!(
+            r#"#!/usr/bin/env python3
+import json, sys
+sys.stdin.readline()
+print(json.dumps({{"type":"register","protocol":1,"tools":[{{"name":"big","description":"A big result.","parameters":{{"type":"object","properties":{{}}}}}}]}}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "execute_tool":
+        big = "\n".join("line %d" % n for n in range(1, {BIG_LINES} + 1))
+        print(json.dumps({{"type":"result","id":m["id"],"result":{{"content":[{{"type":"text","text":big}}],"details":{{"pad":"x" * 300000}}}}}}), flush=True)
+    elif "id" in m:
+        print(json.dumps({{"type":"result","id":m["id"],"result":{{}}}}), flush=True)
+"#
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ext, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let ext = ext.to_string_lossy().to_string();
+    let total_bytes: usize = (1..=BIG_LINES)
+        .map(|n| format!("line {n}").len() + 1)
+        .sum::<usize>()
+        - 1;
+    assert!(total_bytes > 12 * 1024 * 1024);
+    for mode in [&[][..], &["--compat", "0.87"][..]] {
+        let calls = Sse::numbered(1).reply(&[tool_call("t1", "big", &["{}"])]);
+        let done = Sse::numbered(2).reply(&[text(&["done"])]);
+        let (w, llm) = support::fake_world(vec![calls, done]);
+        let mut args = support::fake_rpc(&["-e", &ext]);
+        args.extend_from_slice(mode);
+        let mut p = w.spawn(&args);
+        p.send(json!({"id":"p","type":"prompt","message":"go"}));
+        let frames = settle(&mut p);
+        let lines: Vec<String> = (1..=2000).map(|n| format!("line {n}")).collect();
+        let cut = format!(
+            "{}\n\n[Showing lines 1-2000 of {BIG_LINES} of the extension tool's output (2000 lines limit); the rest was cut]",
+            lines.join("\n")
+        );
+        let end = tool_end(&frames, "t1");
+        assert_eq!(end["isError"], false);
+        assert_eq!(
+            end["result"]["content"],
+            json!([{"type":"text","text":cut}])
+        );
+        assert_eq!(
+            end["result"]["details"],
+            json!({"detailsOmitted":{"bytes":300_010,"maxBytes":256 * 1024},
+                "truncation":{"content":lines.join("\n"),"truncated":true,"truncatedBy":"lines",
+                    "totalLines":BIG_LINES,"totalBytes":total_bytes,"outputLines":2000,
+                    "outputBytes":lines.join("\n").len(),"lastLinePartial":false,
+                    "firstLineExceedsLimit":false,"maxLines":2000,"maxBytes":51200}})
+        );
+        // The next request carries the cut text only.
+        let reqs = llm.requests();
+        let second = &reqs[reqs.len() - 1].body;
+        assert!(second.len() < 200 * 1024, "{} bytes", second.len());
+        assert!(second.contains(
+            "line 2000\\n\\n[Showing lines 1-2000 of 1200000 of the extension tool's output"
+        ));
+        assert!(!second.contains("line 2001"));
+        let (status, _) = p.finish(support::TIMEOUT);
+        assert!(status.success());
+    }
+}

@@ -421,6 +421,11 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
 }
 
 /// An extension tool's answer (`result` of `execute_tool`): `{content, details?, isError?}`.
+/// An extension is not trusted more than an MCP server: its text is held to the limits of every
+/// tool's output (the shared cut, [`crate::tools::truncate::bound_text`]), an image a provider
+/// would refuse becomes a text saying so, and `details` over
+/// [`MAX_STRUCTURED_BYTES`](crate::mcp::protocol::MAX_STRUCTURED_BYTES) serialised is replaced by
+/// `{"detailsOmitted":{"bytes","maxBytes"}}`.
 pub fn decode_tool_result(outcome: Result<Value, String>) -> ToolResult {
     let v = outcome?;
     let Some(obj) = v.as_object() else {
@@ -437,6 +442,16 @@ pub fn decode_tool_result(outcome: Result<Value, String>) -> ToolResult {
             }
         })?,
     };
+    let content: Vec<Content> = content
+        .into_iter()
+        .map(|c| match c {
+            Content::Image(i) => {
+                crate::mcp::protocol::image_block(Some(&i.data), Some(&i.mime_type))
+            }
+            other => other,
+        })
+        .collect();
+    let (content, truncation) = crate::tools::truncate::bound_text(content, "extension tool");
     if obj.get("isError") == Some(&Value::Bool(true)) {
         let text: Vec<&str> = content
             .iter()
@@ -447,10 +462,24 @@ pub fn decode_tool_result(outcome: Result<Value, String>) -> ToolResult {
             .collect();
         return Err(text.join("\n"));
     }
-    Ok(ToolOutput {
-        content,
-        details: obj.get("details").filter(|d| !d.is_null()).cloned(),
-    })
+    let mut details = obj.get("details").filter(|d| !d.is_null()).cloned();
+    if let Some(d) = &details {
+        let bytes = serde_json::to_vec(d).map_or(0, |b| b.len());
+        let max = crate::mcp::protocol::MAX_STRUCTURED_BYTES;
+        if bytes > max {
+            details = Some(json!({"detailsOmitted": {"bytes": bytes, "maxBytes": max}}));
+        }
+    }
+    if let Some(t) = truncation {
+        match &mut details {
+            None => details = Some(json!({ "truncation": t })),
+            Some(Value::Object(m)) if !m.contains_key("truncation") => {
+                m.insert("truncation".into(), t);
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(ToolOutput { content, details })
 }
 
 /// What a `tool_call` handler decided.
@@ -676,6 +705,31 @@ mod tests {
             decode_tool_result(Ok(json!(5)))
                 .unwrap_err()
                 .starts_with("Extension tool returned an invalid result")
+        );
+    }
+
+    #[test]
+    fn tool_results_are_bounded() {
+        // A huge error text is cut like any output; an image a provider refuses is described.
+        let long = "e".repeat(200_000);
+        let err = decode_tool_result(Ok(json!({"content":long,"isError":true}))).unwrap_err();
+        assert_eq!(
+            err,
+            "[The extension tool's first line is 195.3KB, over the 50.0KB limit: output not shown]"
+        );
+        let out = decode_tool_result(Ok(json!({"content":[
+            {"type":"image","data":"PHN2Zz4=","mimeType":"image/png"}],
+            "details":{"pad":"x".repeat(300_000)}})))
+        .unwrap();
+        assert_eq!(
+            out.content,
+            vec![Content::text(
+                "[image image/png: not a PNG, JPEG, GIF or WebP image, not shown]"
+            )]
+        );
+        assert_eq!(
+            out.details,
+            Some(json!({"detailsOmitted":{"bytes":300_010,"maxBytes":262_144}}))
         );
     }
 

@@ -281,7 +281,7 @@ fn base64_prefix(data: &str, n: usize) -> Option<Vec<u8>> {
 /// An image block, if it is one a provider accepts: base64 of a PNG, JPEG, GIF or WebP (by its
 /// bytes, which win over a wrong `mimeType`), at most [`MAX_IMAGE_BASE64`]. Otherwise a text
 /// saying why it is not shown: one bad image would make every later request of the session fail.
-fn image_block(data: Option<&str>, mime: Option<&str>) -> Content {
+pub(crate) fn image_block(data: Option<&str>, mime: Option<&str>) -> Content {
     let shown = mime.unwrap_or("?");
     let Some(data) = data else {
         return Content::text(format!("[image {shown} without data, not shown]"));
@@ -364,64 +364,6 @@ fn texts(content: &[Content]) -> Vec<&str> {
         .collect()
 }
 
-/// The text blocks of `content` held to the limits every tool's output has
-/// ([`DEFAULT_MAX_LINES`](crate::tools::truncate::DEFAULT_MAX_LINES) lines,
-/// [`DEFAULT_MAX_BYTES`](crate::tools::truncate::DEFAULT_MAX_BYTES)), keeping the head. Within
-/// them nothing changes; over them the texts are joined (one per line) and cut, the cut text
-/// takes the first text block's place followed by a note, and `details.truncation` tells how.
-fn bound_text(content: Vec<Content>) -> (Vec<Content>, Option<Value>) {
-    use crate::tools::truncate::{
-        DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head,
-    };
-    let texts = texts(&content);
-    let bytes: usize = texts.iter().map(|t| t.len() + 1).sum();
-    let lines: usize = texts.iter().map(|t| t.split('\n').count()).sum();
-    if bytes <= DEFAULT_MAX_BYTES + 1 && lines <= DEFAULT_MAX_LINES {
-        return (content, None);
-    }
-    let joined = texts.join("\n");
-    let t = truncate_head(&joined, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
-    if !t.truncated {
-        return (content, None);
-    }
-    let note = if t.first_line_exceeds_limit {
-        format!(
-            "[The MCP tool's first line is {}, over the {} limit: output not shown]",
-            format_size(joined.split('\n').next().map_or(0, str::len)),
-            format_size(DEFAULT_MAX_BYTES)
-        )
-    } else {
-        format!(
-            "[Showing lines 1-{} of {} of the MCP tool's output ({} limit); the rest was cut]",
-            t.output_lines,
-            t.total_lines,
-            if t.truncated_by == Some(crate::tools::truncate::TruncatedBy::Lines) {
-                format!("{DEFAULT_MAX_LINES} lines")
-            } else {
-                format_size(DEFAULT_MAX_BYTES)
-            }
-        )
-    };
-    let text = if t.content.is_empty() {
-        note
-    } else {
-        format!("{}\n\n{note}", t.content)
-    };
-    let mut out = Vec::with_capacity(content.len());
-    let mut placed = false;
-    for c in content {
-        match c {
-            Content::Text(_) if placed => {}
-            Content::Text(_) => {
-                out.push(Content::text(text.clone()));
-                placed = true;
-            }
-            other => out.push(other),
-        }
-    }
-    (out, Some(t.to_json()))
-}
-
 /// A `tools/call` result as a tool result: text and image blocks (other kinds described in
 /// text), `structuredContent` in `details` (and as the text when there is no content),
 /// `isError: true` → an error result with the text. A server is not trusted: a result that is
@@ -447,7 +389,7 @@ pub fn call_result(result: &Value) -> ToolResult {
         }
         structured_json = Some(text);
     }
-    let (content, truncation) = bound_text(content);
+    let (content, truncation) = crate::tools::truncate::bound_text(content, "MCP tool");
     if obj.get("isError") == Some(&Value::Bool(true)) {
         let text = texts(&content).join("\n");
         return Err(if text.is_empty() {

@@ -8,6 +8,8 @@
 
 use serde_json::{Value, json};
 
+use crate::message::Content;
+
 pub const DEFAULT_MAX_LINES: usize = 2000;
 pub const DEFAULT_MAX_BYTES: usize = 51200;
 /// Longest line `grep` shows before cutting it.
@@ -224,6 +226,68 @@ pub fn truncate_line(line: &str, max_units: usize) -> (String, bool) {
         units = next;
     }
     (line.to_string(), false)
+}
+
+/// The text blocks of a remote tool's result (`owner`: `MCP tool`, `extension tool`) held to
+/// the limits every tool's output has ([`DEFAULT_MAX_LINES`] lines, [`DEFAULT_MAX_BYTES`]),
+/// keeping the head: one shared cut for every output pith does not produce itself. Within them
+/// nothing changes; over them the texts are joined (one per line) and cut, the cut text takes
+/// the first text block's place followed by a note, and the returned truncation (the caller's
+/// `details.truncation`) tells how.
+pub fn bound_text(content: Vec<Content>, owner: &str) -> (Vec<Content>, Option<Value>) {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let bytes: usize = texts.iter().map(|t| t.len() + 1).sum();
+    let lines: usize = texts.iter().map(|t| t.split('\n').count()).sum();
+    if bytes <= DEFAULT_MAX_BYTES + 1 && lines <= DEFAULT_MAX_LINES {
+        return (content, None);
+    }
+    let joined = texts.join("\n");
+    let t = truncate_head(&joined, DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
+    if !t.truncated {
+        return (content, None);
+    }
+    let note = if t.first_line_exceeds_limit {
+        format!(
+            "[The {owner}'s first line is {}, over the {} limit: output not shown]",
+            format_size(joined.split('\n').next().map_or(0, str::len)),
+            format_size(DEFAULT_MAX_BYTES)
+        )
+    } else {
+        format!(
+            "[Showing lines 1-{} of {} of the {owner}'s output ({} limit); the rest was cut]",
+            t.output_lines,
+            t.total_lines,
+            if t.truncated_by == Some(TruncatedBy::Lines) {
+                format!("{DEFAULT_MAX_LINES} lines")
+            } else {
+                format_size(DEFAULT_MAX_BYTES)
+            }
+        )
+    };
+    let text = if t.content.is_empty() {
+        note
+    } else {
+        format!("{}\n\n{note}", t.content)
+    };
+    let mut out = Vec::with_capacity(content.len());
+    let mut placed = false;
+    for c in content {
+        match c {
+            Content::Text(_) if placed => {}
+            Content::Text(_) => {
+                out.push(Content::text(text.clone()));
+                placed = true;
+            }
+            other => out.push(other),
+        }
+    }
+    (out, Some(t.to_json()))
 }
 
 #[cfg(test)]
