@@ -149,7 +149,8 @@ fn expired_anthropic_login_is_refreshed_and_written_back() {
     );
     assert_eq!(header(r, "x-api-key"), None);
 
-    // auth.json: the login replaced in place, the other entries and the mode kept, no lock left.
+    // auth.json: the login replaced in place, the other entries kept, mode 0600 (as pi writes
+    // it; it was 0640), no lock left.
     let auth = read_auth(&world);
     let keys: Vec<&str> = auth
         .as_object()
@@ -173,7 +174,7 @@ fn expired_anthropic_login_is_refreshed_and_written_back() {
         .permissions()
         .mode()
         & 0o777;
-    assert_eq!(mode, 0o640);
+    assert_eq!(mode, 0o600);
     assert!(!world.agent_dir().join("auth.json.lock").exists());
     let text = std::fs::read_to_string(auth_path(&world)).unwrap();
     assert!(
@@ -337,7 +338,7 @@ fn refresh_failures_are_clear_and_transient_ones_are_retried() {
     assert_eq!(msg["stopReason"], "error");
     assert_eq!(
         msg["errorMessage"],
-        r#"Failed to refresh OAuth token for anthropic: token endpoint answered 400: {"error":"invalid_grant","error_description":"Refresh token revoked"}"#
+        "Failed to refresh OAuth token for anthropic: token endpoint answered 400: invalid_grant: Refresh token revoked"
     );
     assert_eq!(
         tokens.requests().len(),

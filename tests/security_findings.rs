@@ -307,3 +307,141 @@ for line in sys.stdin:
         assert!(status.success());
     }
 }
+
+// ---- 5. OAuth refresh: auth.json 0600, no secret in messages ------------------------------
+
+/// A world whose auth.json (mode `auth_mode`) holds an expired Anthropic login.
+fn anthropic_oauth_world(auth_mode: u32) -> World {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let auth = json!({"anthropic":{"type":"oauth","refresh":"rt-ECHOED-SECRET-123",
+        "access":"sk-ant-oat01-OLD-SECRET","expires":1000}});
+    let p = w.agent_dir().join("auth.json");
+    std::fs::write(&p, serde_json::to_string_pretty(&auth).unwrap()).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(auth_mode)).unwrap();
+    w
+}
+
+/// pith on Anthropic at `llm_url`, its token endpoint `tokens`, sessions in tmp/sessions.
+fn oauth_pith(
+    w: &World,
+    tokens: &support::fake_llm::FakeLlm,
+    llm_url: &str,
+    mode: &[&str],
+) -> Pith {
+    w.write_agent_file(
+        "models.json",
+        &json!({"providers":{"anthropic":{"baseUrl":llm_url}}}).to_string(),
+    );
+    let sessions = w.tmp().join("sessions");
+    let sessions = sessions.to_string_lossy().to_string();
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-sonnet-4-5",
+        "--session-dir",
+        &sessions,
+    ];
+    args.extend_from_slice(mode);
+    let mut cmd = w.command(&args);
+    cmd.env("PITH_ANTHROPIC_TOKEN_URL", tokens.base_url());
+    Pith::spawn_cmd(cmd)
+}
+
+fn all_session_text(w: &World) -> String {
+    let mut out = String::new();
+    if let Ok(rd) = std::fs::read_dir(w.tmp().join("sessions")) {
+        for e in rd.flatten() {
+            out.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_token_endpoint_echoing_the_refresh_token_leaks_it_nowhere() {
+    use support::fake_llm::{FakeLlm, Reply};
+    let secret = "rt-ECHOED-SECRET-123";
+    let bodies = [
+        (
+            format!(
+                r#"{{"error":"invalid_grant","error_description":"refresh token {secret} is not valid","echo":{{"refresh_token":"{secret}"}}}}"#
+            ),
+            "Failed to refresh OAuth token for anthropic: token endpoint answered 400: invalid_grant: refresh token [redacted] is not valid",
+        ),
+        (
+            format!("grant_type=refresh_token&refresh_token={secret}"),
+            "Failed to refresh OAuth token for anthropic: token endpoint answered 400",
+        ),
+    ];
+    for mode in [&[][..], &["--compat", "0.87"][..]] {
+        for (body, expected) in &bodies {
+            let tokens = FakeLlm::start(vec![Reply::error(400, body)]);
+            let w = anthropic_oauth_world(0o600);
+            let mut p = oauth_pith(&w, &tokens, "http://127.0.0.1:9", mode);
+            p.call(json!({"type":"set_auto_retry","enabled":false}), "r");
+            p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+            let frames = settle(&mut p);
+            let end = frames
+                .iter()
+                .rev()
+                .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+                .expect("assistant message_end");
+            assert_eq!(end["message"]["stopReason"], "error");
+            assert_eq!(end["message"]["errorMessage"], *expected, "{mode:?}");
+            assert_eq!(tokens.requests().len(), 1);
+            let err = p.stderr.clone();
+            let (_, rest) = p.finish(support::TIMEOUT);
+            let mut printed: Vec<String> = p_seen_text(&frames);
+            printed.extend(rest);
+            printed.extend(err.lock().unwrap().iter().cloned());
+            let printed = printed.join("\n");
+            let session = all_session_text(&w);
+            assert!(session.contains("token endpoint answered 400"), "{session}");
+            for s in [secret, "sk-ant-oat01-OLD-SECRET"] {
+                assert!(!printed.contains(s), "{s} printed ({mode:?})");
+                assert!(!session.contains(s), "{s} in the session file ({mode:?})");
+            }
+        }
+    }
+}
+
+fn p_seen_text(frames: &[Value]) -> Vec<String> {
+    frames.iter().map(Value::to_string).collect()
+}
+
+#[test]
+fn a_refresh_writes_auth_json_0600_even_over_0644() {
+    use std::os::unix::fs::PermissionsExt;
+    use support::fake_llm::{FakeLlm, Reply};
+    let text_sse = std::fs::read_to_string(support::fixture("anthropic/text.sse")).unwrap();
+    for mode in [&[][..], &["--compat", "0.87"][..]] {
+        let llm = FakeLlm::start(vec![Reply::sse(text_sse.clone())]);
+        let tokens = FakeLlm::start(vec![Reply {
+            headers: vec![("content-type".into(), "application/json".into())],
+            ..Reply::sse(
+                json!({"access_token":"sk-ant-oat01-NEW","refresh_token":"rt-NEW","expires_in":3600})
+                    .to_string(),
+            )
+        }]);
+        let w = anthropic_oauth_world(0o644);
+        let mut p = oauth_pith(&w, &tokens, &llm.base_url(), mode);
+        p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+        let frames = settle(&mut p);
+        assert!(
+            frames
+                .iter()
+                .any(|f| f["type"] == "message_end" && f["message"]["stopReason"] == "stop"),
+            "{frames:#?}"
+        );
+        p.finish(support::TIMEOUT);
+        let path = w.agent_dir().join("auth.json");
+        let auth: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(auth["anthropic"]["refresh"], "rt-NEW");
+        let m = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(m, 0o600, "{mode:?}");
+    }
+}

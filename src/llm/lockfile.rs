@@ -173,7 +173,8 @@ fn jitter() -> f64 {
 }
 
 /// Replace `file` with `contents` atomically (temporary file in the same directory, fsync,
-/// rename), keeping the old file's permission bits (0600 for a new file, as pi writes it).
+/// rename), mode 0600 whatever the old file's was: auth.json holds secrets, and pi 0.73.1
+/// writes it 0600 too.
 pub fn write_atomic(file: &Path, contents: &[u8]) -> io::Result<()> {
     use std::io::Write;
     let dir = file.parent().unwrap_or(Path::new("."));
@@ -185,11 +186,8 @@ pub fn write_atomic(file: &Path, contents: &[u8]) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(file)
-            .map(|m| m.permissions().mode() & 0o7777)
-            .unwrap_or(0o600);
         tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(mode))?;
+            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     tmp.persist(&real).map_err(|e| e.error)?;
@@ -252,16 +250,16 @@ mod tests {
     }
 
     #[test]
-    fn atomic_write_keeps_the_mode() {
+    fn atomic_write_is_always_0600() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("auth.json");
         std::fs::write(&file, "{}").unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         write_atomic(&file, b"{\"a\": 1}").unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"a\": 1}");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o640);
+        assert_eq!(mode, 0o600);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1);
     }

@@ -11,7 +11,10 @@
 //! requests do not take the lock again.
 //!
 //! Tokens are secrets: [`OAuthLogin`]'s `Debug` redacts the entry, and no error text here ever
-//! contains a token (token endpoint bodies are only quoted on failure statuses).
+//! contains a token: a failure status is reported with the OAuth `error` / `error_description`
+//! of a JSON body only, bounded, with every known secret replaced by `[redacted]`
+//! ([`failure_message`]) — never the body itself, which an endpoint may make echo the request.
+//! auth.json is written 0600 (as pi writes it), whatever its mode was.
 //!
 //! The pure core (what to send, how to read the answer, how the file changes) is separate from
 //! the glue ([`resolve`]) and unit-tested.
@@ -219,10 +222,7 @@ pub fn refreshed_entry(
 ) -> Result<Map<String, Value>, RefreshError> {
     if !(200..300).contains(&status) {
         return Err(RefreshError {
-            message: format!(
-                "token endpoint answered {status}: {}",
-                truncate(body.trim(), 500)
-            ),
+            message: failure_message(status, body, old),
             transient: matches!(status, 408 | 429) || status >= 500,
         });
     }
@@ -375,11 +375,66 @@ fn form_encode(s: &str) -> String {
     out
 }
 
-fn truncate(s: &str, max: usize) -> &str {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => &s[..i],
-        None => s,
+/// Most characters of one field of a token endpoint's error quoted in a message.
+const MAX_ERROR_FIELD: usize = 200;
+
+/// What a failed token request says: `token endpoint answered <status>`, then the OAuth
+/// `error` and `error_description` of a JSON body (or `error.type` / `error.message` of an API
+/// error body), each bounded and with every secret of `old` (refresh and access token, in the
+/// forms a request carries them) replaced by `[redacted]`. Nothing else of the body: an endpoint
+/// that echoes its request would put the refresh token on stdout and into the session file.
+pub fn failure_message(status: u16, body: &str, old: &Map<String, Value>) -> String {
+    let v: Value = serde_json::from_str(body.trim()).unwrap_or(Value::Null);
+    let field = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let (error, description) = match v.get("error") {
+        Some(Value::Object(_)) => {
+            let e = &v["error"];
+            (field(e, "type"), field(e, "message"))
+        }
+        _ => (field(&v, "error"), field(&v, "error_description")),
+    };
+    let parts: Vec<String> = [error, description]
+        .into_iter()
+        .flatten()
+        .map(|s| redact(&s, old))
+        .map(|s| {
+            let clean: String = s.chars().filter(|c| !c.is_control()).collect();
+            match clean.char_indices().nth(MAX_ERROR_FIELD) {
+                Some((i, _)) => format!("{}…", &clean[..i]),
+                None => clean,
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("token endpoint answered {status}")
+    } else {
+        format!("token endpoint answered {status}: {}", parts.join(": "))
     }
+}
+
+/// `text` with each secret of the login `entry` replaced by `[redacted]` (as is, and
+/// form-encoded as a refresh request carries it).
+fn redact(text: &str, entry: &Map<String, Value>) -> String {
+    let mut out = text.to_string();
+    for k in ["refresh", "access"] {
+        let Some(secret) = entry.get(k).and_then(Value::as_str) else {
+            continue;
+        };
+        // A very short "secret" would blank ordinary words; real tokens are long.
+        if secret.len() < 4 {
+            continue;
+        }
+        for form in [secret.to_string(), form_encode(secret)] {
+            out = out.replace(&form, "[redacted]");
+        }
+    }
+    out
 }
 
 fn now_ms() -> f64 {
@@ -570,10 +625,7 @@ mod tests {
         let old = entry(json!({"type":"oauth","refresh":"rt","access":"a","expires":1}));
         let e = refreshed_entry("anthropic", &old, 400, r#"{"error":"invalid_grant"}"#, 0.0)
             .unwrap_err();
-        assert_eq!(
-            e.message,
-            r#"token endpoint answered 400: {"error":"invalid_grant"}"#
-        );
+        assert_eq!(e.message, "token endpoint answered 400: invalid_grant");
         assert!(!e.transient);
         for status in [429, 500, 503] {
             assert!(
@@ -588,6 +640,45 @@ mod tests {
         assert_eq!(missing.message, "token endpoint answer has no access_token");
         let no_refresh = entry(json!({"type":"oauth","access":"a","expires":1}));
         assert!(refresh_call("anthropic", &no_refresh, None).is_err());
+    }
+
+    #[test]
+    fn failure_messages_never_quote_secrets() {
+        let old =
+            entry(json!({"type":"oauth","refresh":"rt-SECRET+1","access":"sk-ACCESS","expires":1}));
+        let m = |body: &str| failure_message(400, body, &old);
+        assert_eq!(
+            m(
+                r#"{"error":"invalid_grant","error_description":"rt-SECRET+1 is revoked (sk-ACCESS)"}"#
+            ),
+            "token endpoint answered 400: invalid_grant: [redacted] is revoked ([redacted])"
+        );
+        // Not JSON, or JSON without the OAuth fields: the status only.
+        assert_eq!(
+            m("grant_type=refresh_token&refresh_token=rt-SECRET%2B1"),
+            "token endpoint answered 400"
+        );
+        assert_eq!(
+            m(r#"{"echo":{"refresh_token":"rt-SECRET+1"}}"#),
+            "token endpoint answered 400"
+        );
+        // The form-encoded token too; an API error body; bounded fields.
+        assert_eq!(
+            m(r#"{"error":"bad","error_description":"got rt-SECRET%2B1"}"#),
+            "token endpoint answered 400: bad: got [redacted]"
+        );
+        assert_eq!(
+            m(r#"{"type":"error","error":{"type":"invalid_request_error","message":"nope"}}"#),
+            "token endpoint answered 400: invalid_request_error: nope"
+        );
+        let long = format!(r#"{{"error":"{}"}}"#, "x".repeat(1000));
+        assert_eq!(
+            m(&long),
+            format!(
+                "token endpoint answered 400: {}…",
+                "x".repeat(MAX_ERROR_FIELD)
+            )
+        );
     }
 
     #[test]
