@@ -445,3 +445,191 @@ fn a_refresh_writes_auth_json_0600_even_over_0644() {
         assert_eq!(m, 0o600, "{mode:?}");
     }
 }
+
+// ---- 6. the HTML export keeps no dangerous link ---------------------------------------------
+
+/// Every `href`/`src`/`action`/`formaction`/`xlink:href` attribute value of `html`, its
+/// entities decoded (the few the page writes and numeric ones), as a browser would read it.
+fn url_attributes(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let lower = html.to_ascii_lowercase();
+    for name in ["href=", "src=", "action=", "formaction="] {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(name) {
+            let at = from + i + name.len();
+            from = at;
+            let Some(q) = html[at..].chars().next() else {
+                break;
+            };
+            let value = if q == '"' || q == '\'' {
+                let end = html[at + 1..].find(q).map_or(html.len(), |e| at + 1 + e);
+                &html[at + 1..end]
+            } else {
+                let end = html[at..]
+                    .find(|c: char| c.is_whitespace() || c == '>')
+                    .map_or(html.len(), |e| at + e);
+                &html[at..end]
+            };
+            out.push(decode_entities(value));
+        }
+    }
+    out
+}
+
+fn decode_entities(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let Some(end) = rest.find(';').filter(|e| *e < 12) else {
+            out.push('&');
+            rest = &rest[1..];
+            continue;
+        };
+        let ent = &rest[1..end];
+        let c = match ent {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "colon" => Some(':'),
+            "Tab" => Some('\t'),
+            "NewLine" => Some('\n'),
+            _ => ent
+                .strip_prefix("#x")
+                .or_else(|| ent.strip_prefix("#X"))
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .or_else(|| ent.strip_prefix('#').and_then(|d| d.parse().ok()))
+                .and_then(char::from_u32),
+        };
+        match c {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The scheme a browser sees in `url` (ASCII whitespace and controls removed, lowercase).
+fn scheme(url: &str) -> String {
+    let cleaned: String = url
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace() && !c.is_ascii_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    match cleaned.find(':') {
+        Some(i)
+            if cleaned[..i]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c)) =>
+        {
+            cleaned[..i].to_string()
+        }
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn the_export_keeps_no_javascript_link() {
+    let variants = [
+        r#"<a href="javascript:alert(1)">raw-link-1</a>"#,
+        r#"<a href="JaVaScRiPt:alert(2)">raw-link-2</a>"#,
+        r#"<a href="java&#x09;script:alert(3)">raw-link-3</a>"#,
+        r#"<a href=" javascript:alert(4)">raw-link-4</a>"#,
+        r#"<a href='vbscript:msgbox(5)'>raw-link-5</a>"#,
+        r#"<a href="data:text/html,<script>alert(6)</script>">raw-link-6</a>"#,
+        r#"<img src="javascript:alert(7)"> <iframe src="data:text/html,x"></iframe>"#,
+        "[md-link-1](javascript:alert(11))",
+        "[md-link-2](JaVaScRiPt:alert(12))",
+        "[md-link-3](java&#x09;script:alert(13))",
+        "[md-link-4](<java script:alert(14)>)",
+        "[md-link-5](vbscript:msgbox(15))",
+        "[md-link-6](data:text/html;base64,PHNjcmlwdD4=)",
+        "![md-img](javascript:alert(17))",
+        "<javascript:alert(18)>",
+        "[md-ref][r]\n\n[r]: javascript:alert(19)",
+    ];
+    let text = variants.join("\n\n");
+    let w = World::new();
+    let input = w.tmp().join("links.jsonl");
+    let header = json!({"type":"session","version":3,"id":"s-1","timestamp":"2026-11-24T10:00:00.000Z","cwd":"/w"});
+    let usage = json!({"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,
+        "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}});
+    let entries = [
+        json!({"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-24T10:00:01.000Z",
+            "message":{"role":"user","content":text,"timestamp":1}}),
+        json!({"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-24T10:00:02.000Z",
+            "message":{"role":"assistant","content":[{"type":"thinking","thinking":text},{"type":"text","text":text},
+                {"type":"toolCall","id":"c1","name":"read","arguments":{"path":text}}],
+            "api":"a","provider":"p","model":"m","usage":usage,"stopReason":"toolUse","timestamp":2}}),
+        json!({"type":"message","id":"t1","parentId":"a1","timestamp":"2026-11-24T10:00:03.000Z",
+            "message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":text}],
+            "isError":false,"timestamp":3}}),
+        json!({"type":"custom_message","id":"m1","parentId":"t1","timestamp":"2026-11-24T10:00:04.000Z",
+            "customType":"note","content":text,"display":true}),
+        json!({"type":"branch_summary","id":"b1","parentId":"m1","timestamp":"2026-11-24T10:00:05.000Z",
+            "fromId":"u1","summary":text}),
+        json!({"type":"compaction","id":"k1","parentId":"b1","timestamp":"2026-11-24T10:00:06.000Z",
+            "summary":text,"firstKeptEntryId":"u1","tokensBefore":10}),
+        json!({"type":"message","id":"x1","parentId":"k1","timestamp":"2026-11-24T10:00:07.000Z",
+            "message":{"role":"bashExecution","command":text,"output":text,"exitCode":0,"cancelled":false,
+            "truncated":false,"timestamp":7}}),
+    ];
+    let mut file = header.to_string();
+    for e in &entries {
+        file.push('\n');
+        file.push_str(&e.to_string());
+    }
+    file.push('\n');
+    std::fs::write(&input, file).unwrap();
+    let out = w.tmp().join("links.html");
+    let o = w
+        .command(&["--export", input.to_str().unwrap(), out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&out).unwrap();
+    for url in url_attributes(&page) {
+        let s = scheme(&url);
+        assert!(
+            s.is_empty()
+                || s == "http"
+                || s == "https"
+                || s == "mailto"
+                // Inlined images, and the page's own download of the session file.
+                || (s == "data"
+                    && (url.starts_with("data:image/")
+                        || url.starts_with("data:application/x-ndjson;base64,"))),
+            "dangerous URL attribute on the page: {}",
+            &url[..url.len().min(200)]
+        );
+    }
+    // No raw markup of the message reaches the page as markup.
+    let lower = page.to_ascii_lowercase();
+    for raw in [
+        "<a href=\"javascript",
+        "<a href='vbscript",
+        "<iframe",
+        "<img src=\"javascript",
+    ] {
+        assert!(!lower.contains(raw), "{raw} on the page");
+    }
+    // The visible text stays.
+    for label in [
+        "raw-link-1",
+        "raw-link-6",
+        "md-link-1",
+        "md-link-6",
+        "md-ref",
+    ] {
+        assert!(page.contains(label), "{label} missing");
+    }
+}
