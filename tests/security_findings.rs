@@ -633,3 +633,68 @@ fn the_export_keeps_no_javascript_link() {
         assert!(page.contains(label), "{label} missing");
     }
 }
+
+/// `--no-approve` ignores every project file pith reads (settings, SYSTEM.md,
+/// APPEND_SYSTEM.md, skills, prompt templates) in every mode; context files (`AGENTS.md`) are
+/// still read, as pi reads them whatever the trust. `--approve` reads them all.
+#[test]
+fn no_approve_ignores_every_project_file_but_context_files() {
+    use support::anthropic::{Sse, text};
+    for mode in [&[][..], &["--compat", "0.87"][..]] {
+        for approve in ["--no-approve", "--approve"] {
+            let (w, llm) = support::fake_world(vec![Sse::numbered(1).reply(&[text(&["ok"])])]);
+            let pi = w.cwd().join(".pi");
+            std::fs::create_dir_all(pi.join("skills/proj-skill")).unwrap();
+            std::fs::create_dir_all(pi.join("prompts")).unwrap();
+            std::fs::write(pi.join("SYSTEM.md"), "PROJECT-SYSTEM-MD").unwrap();
+            std::fs::write(pi.join("APPEND_SYSTEM.md"), "PROJECT-APPEND-MD").unwrap();
+            std::fs::write(
+                pi.join("skills/proj-skill/SKILL.md"),
+                "---\nname: proj-skill\ndescription: PROJECT-SKILL\n---\nbody\n",
+            )
+            .unwrap();
+            std::fs::write(
+                pi.join("prompts/projtpl.md"),
+                "---\ndescription: PROJECT-TEMPLATE\n---\nx\n",
+            )
+            .unwrap();
+            std::fs::write(pi.join("settings.json"), r#"{"steeringMode":"all"}"#).unwrap();
+            std::fs::write(w.cwd().join("AGENTS.md"), "PROJECT-AGENTS-MD").unwrap();
+            let mut args = support::fake_rpc(&[approve]);
+            args.extend_from_slice(mode);
+            let mut p = w.spawn(&args);
+            let state = p.call(json!({"type":"get_state"}), "s");
+            let commands = p.call(json!({"type":"get_commands"}), "c");
+            let names: Vec<&str> = commands["data"]["commands"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|c| c["name"].as_str())
+                .filter(|n| *n != "llama")
+                .collect();
+            p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+            settle(&mut p);
+            let body = llm.requests()[0].body.clone();
+            p.finish(support::TIMEOUT);
+            let trusted = approve == "--approve";
+            let ctx = format!("{mode:?} {approve}");
+            assert_eq!(
+                state["data"]["steeringMode"],
+                if trusted { "all" } else { "one-at-a-time" },
+                "{ctx}"
+            );
+            let expected: Vec<&str> = if trusted {
+                vec!["projtpl", "skill:proj-skill"]
+            } else {
+                vec![]
+            };
+            let mut got = names.clone();
+            got.sort();
+            assert_eq!(got, expected, "{ctx}");
+            for marker in ["PROJECT-SYSTEM-MD", "PROJECT-APPEND-MD", "PROJECT-SKILL"] {
+                assert_eq!(body.contains(marker), trusted, "{marker} {ctx}");
+            }
+            assert!(body.contains("PROJECT-AGENTS-MD"), "{ctx}");
+        }
+    }
+}
