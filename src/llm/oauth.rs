@@ -6,8 +6,8 @@
 //! A fresh token is used as is. An expired one is refreshed the way pi's `AuthStorage` does:
 //! under the `auth.json` lock ([`crate::llm::lockfile`], the one pi takes), re-read the file —
 //! another process may have refreshed already — and only if the token there is still expired,
-//! call the provider's token endpoint, then write the file back (atomically, other entries and
-//! the file mode kept). The newest entry is remembered for the life of the process so later
+//! call the provider's token endpoint, then write the file back (atomically, other entries
+//! kept, mode 0600). The newest entry is remembered for the life of the process so later
 //! requests do not take the lock again.
 //!
 //! Tokens are secrets: [`OAuthLogin`]'s `Debug` redacts the entry, and no error text here ever
