@@ -880,10 +880,12 @@ fn session_stats_count_the_kept_context_in_073_and_the_whole_session_in_087() {
     }
 }
 
-/// An overflow recovery drops the failed reply and continues; whether the continuation runs or
-/// an `abort` cancels it during the pause before it, the live context equals the rebuilt one.
+/// An overflow recovery drops the failed reply from the live context and continues, as pi 0.73.1
+/// does; the context read back from the file has it (pi's `buildSessionContext` keeps every
+/// message on the path). An `abort` in the pause before the continuation leaves the session's
+/// context live. Apart from the failed reply, live and rebuilt contexts agree.
 #[test]
-fn overflow_recovery_keeps_the_live_context_equal_to_the_rebuilt_one() {
+fn overflow_recovery_live_and_rebuilt_contexts_as_pi() {
     for abort_in_pause in [false, true] {
         let mut e = start(
             vec![overflow(), summary_reply(), text(2, &["Fits", " now."])],
@@ -895,7 +897,7 @@ fn overflow_recovery_keeps_the_live_context_equal_to_the_rebuilt_one() {
         e.p.recv_until(|v| v["type"] == "auto_compaction_end");
         if abort_in_pause {
             // Usually lands in the 100 ms pause (the continuation is cancelled); on a slow
-            // machine it may abort the continuation's run instead. Either way the invariant holds.
+            // machine it may abort the continuation's run instead.
             let r = e.p.call(json!({"type":"abort"}), "ab");
             assert_eq!(r["success"], true, "{r}");
         }
@@ -916,7 +918,20 @@ fn overflow_recovery_keeps_the_live_context_equal_to_the_rebuilt_one() {
         let count = e.p.call(json!({"type":"get_state"}), "gs")["data"]["messageCount"].clone();
         assert_eq!(count, json!(live.len()));
         let (rebuilt, rebuilt_count) = rebuilt_shape(&mut e.p);
-        assert_eq!(rebuilt, live, "abort in the pause: {abort_in_pause}");
-        assert_eq!(rebuilt_count, count);
+        // The failed reply (no content) follows the prompt in the file's context.
+        assert_eq!(
+            rebuilt[..3],
+            [live[0].clone(), live[1].clone(), "assistant:".to_string()],
+            "abort in the pause: {abort_in_pause}"
+        );
+        if !abort_in_pause {
+            assert_eq!(rebuilt.len(), 4, "{rebuilt:?}");
+            assert_eq!(rebuilt[3], "assistant:Fits now.");
+        }
+        let without_empty = |v: &[String]| -> Vec<String> {
+            v.iter().filter(|s| *s != "assistant:").cloned().collect()
+        };
+        assert_eq!(without_empty(&rebuilt), without_empty(&live));
+        assert_eq!(rebuilt_count, json!(rebuilt.len()));
     }
 }

@@ -622,6 +622,119 @@ fn vertex_service_account_token_is_fetched_once_and_sent_as_bearer() {
     }
 }
 
+/// A service account of another universe (`universe_domain` not `googleapis.com`: sovereign and
+/// private clouds) calls no token endpoint: as google-auth-library's `JWT` client there, it signs
+/// a JWT itself (`iss` = `sub` = the account, `scope` = cloud-platform, `iat`, `exp` one hour
+/// later; no `aud`) and sends it as the bearer token, the same one for both requests.
+#[test]
+fn vertex_service_account_of_another_universe_sends_a_self_signed_jwt() {
+    use base64::Engine;
+    let llm = FakeLlm::start(vec![gemini_text(), gemini_text()]);
+    // The key's token endpoint: must not be asked.
+    let tokens = FakeLlm::start(vec![]);
+    let world = World::new();
+    let key = std::fs::read_to_string(fixture("google/test-service-account.pem")).unwrap();
+    let sa = json!({"type":"service_account","project_id":"proj-u","private_key_id":"kid-u",
+        "private_key": key, "client_email":"ci@proj-u.iam.gserviceaccount.example",
+        "token_uri": format!("{}/token", tokens.base_url()),
+        "universe_domain": "sovereign.example"});
+    let sa_path = world.dir.path().join("sa.json");
+    std::fs::write(&sa_path, sa.to_string()).unwrap();
+    point(
+        &world,
+        json!({"google-vertex": {"baseUrl": llm.base_url()}}),
+    );
+    let env = [
+        (
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            sa_path.display().to_string(),
+        ),
+        ("GOOGLE_CLOUD_PROJECT", "proj-u".to_string()),
+        ("GOOGLE_CLOUD_LOCATION", "europe-west4".to_string()),
+        // Were an exchange attempted for the user credentials, it would come here.
+        (
+            "PITH_GOOGLE_TOKEN_URL",
+            format!("{}/token", tokens.base_url()),
+        ),
+    ];
+    let mut p = spawn(&world, &["--mode", "rpc", "--no-session"], &env);
+    p.call(
+        json!({"type":"set_model","provider":"google-vertex","modelId":"gemini-2.5-flash"}),
+        "s",
+    );
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut seen = Vec::new();
+    for id in ["1", "2"] {
+        let frames = run(&mut p, id, "hi");
+        assert_eq!(assistant_end(&frames)["stopReason"], "stop");
+        seen.extend(frames);
+    }
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(tokens.requests().is_empty(), "no token endpoint call");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2);
+    let bearer = header(&reqs[0], "authorization")
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .expect("a bearer token")
+        .to_string();
+    assert_eq!(
+        header(&reqs[1], "authorization"),
+        Some(format!("Bearer {bearer}").as_str())
+    );
+    for r in &reqs {
+        assert_eq!(
+            r.path,
+            "/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+    }
+    let parts: Vec<&str> = bearer.split('.').collect();
+    assert_eq!(parts.len(), 3, "{bearer}");
+    let dec = |s: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s)
+            .unwrap()
+    };
+    assert_eq!(
+        String::from_utf8(dec(parts[0])).unwrap(),
+        r#"{"alg":"RS256","typ":"JWT","kid":"kid-u"}"#
+    );
+    let claims: Value = serde_json::from_slice(&dec(parts[1])).unwrap();
+    let iat = claims["iat"].as_u64().expect("iat");
+    assert!((before..=after).contains(&iat), "{claims}");
+    assert_eq!(
+        String::from_utf8(dec(parts[1])).unwrap(),
+        json!({"iss":"ci@proj-u.iam.gserviceaccount.example",
+            "sub":"ci@proj-u.iam.gserviceaccount.example",
+            "scope":"https://www.googleapis.com/auth/cloud-platform",
+            "exp":iat + 3600,"iat":iat})
+        .to_string()
+    );
+    // Signed with the account's key: verifies with its public part, and not once altered.
+    let der = pith::llm::google_auth::pem_der(&key, "PRIVATE KEY").unwrap();
+    let pair = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
+    use ring::signature::KeyPair;
+    let public = ring::signature::UnparsedPublicKey::new(
+        &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+        pair.public_key().as_ref(),
+    );
+    let signed = format!("{}.{}", parts[0], parts[1]);
+    public
+        .verify(signed.as_bytes(), &dec(parts[2]))
+        .expect("the token verifies");
+    let mut altered = signed.into_bytes();
+    let last = altered.len() - 1;
+    altered[last] ^= 1;
+    assert!(public.verify(&altered, &dec(parts[2])).is_err());
+    // Neither the token nor the key is printed (stdout, stderr).
+    finish_without_secrets(p, &seen, &[&bearer, "PRIVATE KEY"]);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Bedrock with a profile
 

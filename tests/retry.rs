@@ -385,15 +385,12 @@ fn cancel_back_off(cmd: &str) {
     assert_eq!(srv.requests().len(), 1);
     let st = p.call(json!({"type":"get_state"}), "s");
     assert_eq!(st["data"]["isStreaming"], false);
-    // The error message left the context when the back-off began (spec 9, step 2); with the
-    // retry cancelled it is the last thing that happened, and the context is again the one the
-    // session file gives (pi 0.73.1 keeps it out of its live context only, and shows it again
-    // after a resume).
+    // The error message left the context when the back-off began (spec 9, step 2) and stays
+    // out of it with the retry cancelled, as in pi 0.73.1 (oracle: messageCount 1).
     let msgs = messages(&mut p);
-    assert_eq!(msgs.len(), 2, "{msgs:#?}");
+    assert_eq!(msgs.len(), 1, "{msgs:#?}");
     assert_eq!(msgs[0]["role"], "user");
-    assert_eq!(msgs[1]["stopReason"], "error");
-    assert_eq!(st["data"]["messageCount"], 2);
+    assert_eq!(st["data"]["messageCount"], 1);
 }
 
 #[test]
@@ -542,8 +539,8 @@ fn error_messages_stay_in_the_session_file_after_a_retry() {
     );
     assert_eq!(st["data"]["messageCount"], 2);
     // The entries stay one chain (the error entry is the parent of the retried reply). A resumed
-    // session leaves the retried error out, as the live context did (pi 0.73.1 shows it again
-    // after a resume; 0.87.1 leaves it out with a context_edit entry).
+    // session shows the retried error again, as pi 0.73.1 does (oracle: messageCount 3 after
+    // switch_session back); 0.87.1 leaves it out with a context_edit entry.
     let lines: Vec<Value> = std::fs::read_to_string(&file)
         .unwrap()
         .lines()
@@ -557,9 +554,9 @@ fn error_messages_stay_in_the_session_file_after_a_retry() {
         .iter()
         .map(|m| m["stopReason"].as_str().unwrap_or("-"))
         .collect();
-    assert_eq!(stops, ["-", "stop"]);
+    assert_eq!(stops, ["-", "error", "stop"]);
     let st = p.call(json!({"type":"get_state"}), "s2");
-    assert_eq!(st["data"]["messageCount"], 2);
+    assert_eq!(st["data"]["messageCount"], 3);
 }
 
 #[test]
@@ -780,11 +777,11 @@ fn a_prompt_after_a_cancelled_retry_sends_both_prompts() {
     assert_eq!(texts, ["Hello?", "Again"]);
 }
 
-/// The context pith keeps and the one it rebuilds from the session file are the same after a
-/// retried failure (the failed reply left out of both) and after a cancelled retry (the failed
-/// reply in both), so switching away and back changes nothing.
+/// The context pith keeps and the one it rebuilds from the session file, as pi 0.73.1 has them:
+/// a failed reply leaves the live context when its retry starts (whether the retry then succeeds
+/// or is cancelled) and is back in the context read from the file.
 #[test]
-fn the_context_rebuilt_from_the_file_equals_the_live_one_around_retries() {
+fn the_context_rebuilt_from_the_file_around_retries_is_pis() {
     let (w, srv) = setup(
         vec![
             error_reply(529, OVERLOADED),
@@ -823,15 +820,19 @@ fn the_context_rebuilt_from_the_file_equals_the_live_one_around_retries() {
         (messages(p), count)
     };
 
-    // A retried failure: left out live and after the rebuild.
+    // A retried failure: left out live, back after the rebuild.
     run(&mut p, "Hello?");
     let live = messages(&mut p);
     assert_eq!(stops(&live), ["user:-", "assistant:stop"]);
     let (again, count) = rebuilt(&mut p, "a");
-    assert_eq!(again, live);
-    assert_eq!(count, 2);
+    assert_eq!(
+        stops(&again),
+        ["user:-", "assistant:error", "assistant:stop"]
+    );
+    assert_eq!([again[0].clone(), again[2].clone()], live[..]);
+    assert_eq!(count, 3);
 
-    // A failure whose retry is cancelled: in both.
+    // A failure whose retry is cancelled: out of the live context, in the file's.
     p.send(json!({"id":"p2","type":"prompt","message":"Again?"}));
     p.recv_until(|v| v["type"] == "auto_retry_start");
     let r = p.call(json!({"type":"abort_retry"}), "ar");
@@ -840,10 +841,197 @@ fn the_context_rebuilt_from_the_file_equals_the_live_one_around_retries() {
     let live = messages(&mut p);
     assert_eq!(
         stops(&live),
-        ["user:-", "assistant:stop", "user:-", "assistant:error"]
+        ["user:-", "assistant:error", "assistant:stop", "user:-"]
     );
     let (again, count) = rebuilt(&mut p, "b");
-    assert_eq!(again, live);
-    assert_eq!(count, 4);
+    assert_eq!(
+        stops(&again),
+        [
+            "user:-",
+            "assistant:error",
+            "assistant:stop",
+            "user:-",
+            "assistant:error"
+        ]
+    );
+    assert_eq!(again[..4], live[..]);
+    assert_eq!(count, 5);
     assert_eq!(srv.requests().len(), 3);
+}
+
+/// `get_state`, `get_session_stats` and `get_messages` after a 529, `auto_retry_start` and
+/// `abort_retry`, then after `switch_session` back to the same file, as pi 0.73.1 and 0.87.1
+/// answer them (oracle scenario: prompt "Hello?", 529, `abort_retry` during the back-off).
+/// The failed reply stays out of the live context; the file keeps it: 0.73 shows it again once
+/// the file is read, 0.87's `context_edit` entry keeps it out there too.
+fn abort_retry_then_switch_back(compat: &str) {
+    let (w, srv) = setup(
+        vec![
+            error_reply(529, OVERLOADED),
+            Reply::sse(text_sse(2, &["not reached"])),
+        ],
+        json!({"retry":{"baseDelayMs":5000}}),
+    );
+    let is_087 = compat == "0.87";
+    let dir = w.dir.path().join("sessions");
+    let mut args = vec!["--session-dir", dir.to_str().unwrap()];
+    if is_087 {
+        args.extend(["--compat", "0.87"]);
+    }
+    let mut p = w.spawn(&fake_rpc(&args));
+    in_back_off(&mut p);
+    let r = p.call(json!({"type":"abort_retry"}), "ar");
+    assert_eq!(
+        r,
+        json!({"id":"ar","type":"response","command":"abort_retry","success":true})
+    );
+    p.recv_until(|v| v["type"] == "agent_settled");
+    let st = p.call(json!({"type":"get_state"}), "gs");
+    let file = st["data"]["sessionFile"].as_str().unwrap().to_string();
+    let sid = st["data"]["sessionId"].as_str().unwrap().to_string();
+    let model = st["data"]["model"].clone();
+    assert_eq!(model["id"], "fake-model");
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The session file: the failed reply stays (0.87 adds the context_edit that drops it).
+    let shape: Vec<String> = lines
+        .iter()
+        .map(|e| {
+            let role = e["message"]["role"].as_str().unwrap_or("");
+            let stop = e["message"]["stopReason"].as_str().unwrap_or("");
+            format!("{}:{role}:{stop}", e["type"].as_str().unwrap())
+        })
+        .collect();
+    let mut want_shape = vec!["session::", "model_change::", "thinking_level_change::"];
+    if is_087 {
+        want_shape.push("message:system:");
+    }
+    want_shape.extend(["message:user:", "message:assistant:error"]);
+    if is_087 {
+        want_shape.push("context_edit::");
+    }
+    assert_eq!(shape, want_shape);
+    let user_entry = lines
+        .iter()
+        .find(|e| e["message"]["role"] == "user")
+        .unwrap();
+    let failed_entry = lines
+        .iter()
+        .find(|e| e["message"]["stopReason"] == "error")
+        .unwrap();
+    if is_087 {
+        let edit = lines.last().unwrap();
+        assert_eq!(edit["targetId"], failed_entry["id"]);
+        assert_eq!(edit["parentId"], failed_entry["id"]);
+        assert_eq!(edit["replacement"], Value::Null);
+    }
+    let user = user_entry["message"].clone();
+    let failed = failed_entry["message"].clone();
+    assert_eq!(
+        failed,
+        json!({"role":"assistant","content":[],"api":"anthropic-messages","provider":"fake",
+            "model":"fake-model","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,
+            "totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},
+            "stopReason":"error","timestamp":failed["timestamp"],
+            "errorMessage":format!("529 {OVERLOADED}")})
+    );
+    assert_eq!(
+        user,
+        json!({"role":"user","content":[{"type":"text","text":"Hello?"}],"timestamp":user["timestamp"]})
+    );
+
+    // What get_state, get_session_stats and get_messages answer (system messages of 0.87 shown
+    // by their role: their text is the system prompt).
+    let queries = |p: &mut Pith, tag: &str| -> (Value, Value, Vec<Value>) {
+        let st = p.call(json!({"type":"get_state"}), &format!("{tag}-gs"));
+        let mut ss = p.call(json!({"type":"get_session_stats"}), &format!("{tag}-ss"));
+        // 0.87 estimates the context from pith's own system prompt (without pi's docs section).
+        if is_087 {
+            let usage = &mut ss["data"]["contextUsage"];
+            assert!(usage["tokens"].as_u64().unwrap() > 0, "{usage}");
+            usage["tokens"] = json!("<estimate>");
+            usage["percent"] = json!("<estimate>");
+        }
+        let msgs = messages(p)
+            .into_iter()
+            .map(|m| {
+                if m["role"] == "system" {
+                    json!({"role":"system"})
+                } else {
+                    m
+                }
+            })
+            .collect();
+        (st, ss, msgs)
+    };
+    let state = |tag: &str, count: u64| {
+        let mut data = json!({"model":model,"thinkingLevel":"medium","isStreaming":false,
+            "isCompacting":false,"steeringMode":"one-at-a-time","followUpMode":"one-at-a-time",
+            "sessionFile":file,"sessionId":sid,"autoCompactionEnabled":true,
+            "messageCount":count,"pendingMessageCount":0});
+        // pith's additions (docs/rpc.md), last.
+        data["interruptMode"] = json!("wait");
+        data["queuedMessageCount"] = json!(0);
+        json!({"id":format!("{tag}-gs"),"type":"response","command":"get_state","success":true,
+            "data":data})
+    };
+    let stats = |tag: &str, users: u64, assistants: u64, total: u64, usage: Value| {
+        json!({"id":format!("{tag}-ss"),"type":"response","command":"get_session_stats",
+            "success":true,"data":{"sessionFile":file,"sessionId":sid,"userMessages":users,
+            "assistantMessages":assistants,"toolCalls":0,"toolResults":0,"totalMessages":total,
+            "tokens":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0},"cost":0,
+            "contextUsage":usage}})
+    };
+    let estimate = json!({"tokens":"<estimate>","contextWindow":200000,"percent":"<estimate>"});
+    let two = json!({"tokens":2,"contextWindow":200000,"percent":0.001});
+
+    let (st, ss, msgs) = queries(&mut p, "live");
+    if is_087 {
+        // pi 0.87.1: the system message and the prompt; the stats count the whole file.
+        assert_eq!(st, state("live", 2));
+        assert_eq!(ss, stats("live", 1, 1, 3, estimate.clone()));
+        assert_eq!(msgs, [json!({"role":"system"}), user.clone()]);
+    } else {
+        // pi 0.73.1: the prompt only, and the stats count the live context.
+        assert_eq!(st, state("live", 1));
+        assert_eq!(ss, stats("live", 1, 0, 1, two.clone()));
+        assert_eq!(msgs, std::slice::from_ref(&user));
+    }
+
+    let r = p.call(json!({"type":"switch_session","sessionPath":file}), "sw");
+    assert_eq!(
+        r,
+        json!({"id":"sw","type":"response","command":"switch_session","success":true,
+            "data":{"cancelled":false}})
+    );
+    let (st, ss, msgs) = queries(&mut p, "back");
+    if is_087 {
+        assert_eq!(st, state("back", 2));
+        assert_eq!(ss, stats("back", 1, 1, 3, estimate));
+        assert_eq!(msgs, [json!({"role":"system"}), user.clone()]);
+    } else {
+        // pi 0.73.1 shows the failed reply again once the file is read.
+        assert_eq!(st, state("back", 2));
+        assert_eq!(ss, stats("back", 1, 1, 2, two));
+        assert_eq!(msgs, [user.clone(), failed.clone()]);
+    }
+    assert_eq!(srv.requests().len(), 1);
+    // Nothing more was written to the file.
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().lines().count(),
+        lines.len()
+    );
+}
+
+#[test]
+fn abort_retry_leaves_the_failed_reply_out_of_the_live_context_073() {
+    abort_retry_then_switch_back("0.73");
+}
+
+#[test]
+fn abort_retry_leaves_the_failed_reply_out_of_the_live_context_087() {
+    abort_retry_then_switch_back("0.87");
 }

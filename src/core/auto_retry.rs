@@ -128,9 +128,11 @@ impl Machine {
             return false;
         };
         cancel.cancel();
-        // The failed reply left the context when the retry was scheduled; with no retry it is
-        // the last thing that happened again: the context is the session's, as a resume gives.
-        self.messages = self.session.build_context().into();
+        // The failed reply left the live context when the retry was scheduled and stays out of
+        // it (as in pi 0.73.1 and 0.87.1: `messageCount`, `get_messages` and 0.73's
+        // `get_session_stats` count without it). It is still in the session file: 0.73 shows it
+        // again once the file is read (`switch_session`, resume), 0.87's `context_edit` keeps it
+        // out there too.
         let attempt = self.retry_attempt;
         self.retry_attempt = 0;
         self.emit(&Frame::AutoRetryEnd {

@@ -4,7 +4,10 @@
 //!
 //! - `service_account`: a JWT (`iss` = the account, `scope` = cloud-platform, one hour) signed
 //!   RS256 with the account's key (`ring`), exchanged at the token endpoint
-//!   (`urn:ietf:params:oauth:grant-type:jwt-bearer`);
+//!   (`urn:ietf:params:oauth:grant-type:jwt-bearer`). A key whose `universe_domain` is not
+//!   `googleapis.com` (sovereign and private clouds) exchanges nothing: the self-signed JWT
+//!   (`iss` = `sub` = the account, `scope` = cloud-platform, one hour) is itself the bearer token,
+//!   as google-auth-library's `JWT` client does there (`JWTAccess` with scopes);
 //! - `authorized_user` (`gcloud auth application-default login`): the refresh token exchanged
 //!   for an access token.
 //!
@@ -26,6 +29,8 @@ use crate::llm::{Timeouts, http};
 
 const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
 const DEFAULT_TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
+/// google-auth-library's `DEFAULT_UNIVERSE`.
+const DEFAULT_UNIVERSE: &str = "googleapis.com";
 /// Refresh this long before expiry.
 const EAGER_REFRESH_MS: f64 = 5.0 * 60.0 * 1000.0;
 
@@ -37,6 +42,8 @@ pub enum AdcFile {
         private_key_pem: String,
         private_key_id: Option<String>,
         token_uri: Option<String>,
+        /// `universe_domain` when the file names one (absent or empty: `googleapis.com`).
+        universe_domain: Option<String>,
     },
     AuthorizedUser {
         client_id: String,
@@ -77,6 +84,7 @@ pub fn parse_adc(text: &str) -> Result<AdcFile, String> {
             private_key_pem: s("private_key").ok_or_else(|| missing("private_key"))?,
             private_key_id: s("private_key_id"),
             token_uri: s("token_uri"),
+            universe_domain: s("universe_domain"),
         }),
         Some("authorized_user") => Ok(AdcFile::AuthorizedUser {
             client_id: s("client_id").ok_or_else(|| missing("client_id"))?,
@@ -124,6 +132,27 @@ pub fn service_account_jwt(
     audience: &str,
     now_secs: u64,
 ) -> Result<String, String> {
+    let claims = json!({"iss": client_email, "scope": SCOPE, "aud": audience,
+                        "exp": now_secs + 3600, "iat": now_secs});
+    sign_jwt(private_key_pem, key_id, &claims)
+}
+
+/// The self-signed JWT a service account of another universe sends as its bearer token
+/// (google-auth-library's `JWTAccess.getRequestHeaders` with scopes): header `{alg,typ,kid}`,
+/// claims `{iss,sub,scope,exp,iat}` (no audience: the scope takes its place), RS256.
+pub fn self_signed_jwt(
+    client_email: &str,
+    private_key_pem: &str,
+    key_id: Option<&str>,
+    now_secs: u64,
+) -> Result<String, String> {
+    let claims = json!({"iss": client_email, "sub": client_email, "scope": SCOPE,
+                        "exp": now_secs + 3600, "iat": now_secs});
+    sign_jwt(private_key_pem, key_id, &claims)
+}
+
+/// `claims` signed RS256 with the PKCS#8 key, header `{alg,typ,kid}` (`kid` when known).
+fn sign_jwt(private_key_pem: &str, key_id: Option<&str>, claims: &Value) -> Result<String, String> {
     use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
     let der = pem_der(private_key_pem, "PRIVATE KEY")?;
     let key = RsaKeyPair::from_pkcs8(&der)
@@ -134,8 +163,6 @@ pub fn service_account_jwt(
     if let Some(k) = key_id {
         header.insert("kid".into(), json!(k));
     }
-    let claims = json!({"iss": client_email, "scope": SCOPE, "aud": audience,
-                        "exp": now_secs + 3600, "iat": now_secs});
     let signing_input = format!(
         "{}.{}",
         b64url(Value::Object(header).to_string().as_bytes()),
@@ -160,6 +187,35 @@ fn form(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
+/// For a service account of a universe other than `googleapis.com`: its self-signed JWT and
+/// when it expires (ms), the bearer token to send as is; `None` for every other credential,
+/// which is exchanged at a token endpoint ([`token_request`]).
+pub fn self_signed_token(adc: &AdcFile, now_secs: u64) -> Option<Result<(String, f64), String>> {
+    let AdcFile::ServiceAccount {
+        client_email,
+        private_key_pem,
+        private_key_id,
+        universe_domain: Some(universe),
+        ..
+    } = adc
+    else {
+        return None;
+    };
+    if universe == DEFAULT_UNIVERSE {
+        return None;
+    }
+    let expiry_ms = (now_secs + 3600) as f64 * 1000.0;
+    Some(
+        self_signed_jwt(
+            client_email,
+            private_key_pem,
+            private_key_id.as_deref(),
+            now_secs,
+        )
+        .map(|jwt| (jwt, expiry_ms)),
+    )
+}
+
 /// The token request for a credentials file: URL and form body.
 pub fn token_request(
     adc: &AdcFile,
@@ -172,6 +228,7 @@ pub fn token_request(
             private_key_pem,
             private_key_id,
             token_uri,
+            ..
         } => {
             let url = token_uri
                 .as_deref()
@@ -270,6 +327,11 @@ pub fn access_token(env: &dyn Fn(&str) -> Option<String>) -> Result<String, Stri
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let adc = parse_adc(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(signed) = self_signed_token(&adc, secs) {
+        let (token, expiry) = signed.map_err(|e| format!("{}: {e}", path.display()))?;
+        remember(path, &token, expiry);
+        return Ok(token);
+    }
     let override_url = env("PITH_GOOGLE_TOKEN_URL").filter(|u| !u.is_empty());
     let (url, body) = token_request(&adc, override_url.as_deref(), secs)?;
     let agent = http::agent(&Timeouts {
@@ -285,11 +347,16 @@ pub fn access_token(env: &dyn Fn(&str) -> Option<String>) -> Result<String, Stri
         .map_err(|e| format!("Google token request to {url} failed: {e}"))?;
     let (token, expiry) = parse_token_response(status, &answer, now().1)
         .map_err(|e| format!("Google token request to {url}: {e}"))?;
+    remember(path, &token, expiry);
+    Ok(token)
+}
+
+/// Keep `token` for the credentials file at `path` until shortly before `expiry` (ms).
+fn remember(path: PathBuf, token: &str, expiry: f64) {
     if let Ok(mut cache) = CACHE.lock() {
         cache.retain(|(p, _, _)| *p != path);
-        cache.push((path, token.clone(), expiry));
+        cache.push((path, token.to_string(), expiry));
     }
-    Ok(token)
 }
 
 #[cfg(test)]
@@ -336,6 +403,57 @@ mod tests {
         public.verify(signed.as_bytes(), &dec(parts[2])).unwrap();
         // Tampered claims do not verify.
         assert!(public.verify(b"x.y", &dec(parts[2])).is_err());
+    }
+
+    #[test]
+    fn another_universe_signs_its_own_bearer_token() {
+        use ring::signature::{KeyPair, RSA_PKCS1_2048_8192_SHA256, RsaKeyPair, UnparsedPublicKey};
+        let pem = test_key();
+        let dec = |s: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(s)
+                .unwrap()
+        };
+        let file = |universe: Option<&str>| {
+            let mut v = json!({"type":"service_account","client_email":"sa@p.iam.example",
+                "private_key":pem,"private_key_id":"kid-9","token_uri":"http://127.0.0.1:1/token"});
+            if let Some(u) = universe {
+                v["universe_domain"] = json!(u);
+            }
+            parse_adc(&v.to_string()).unwrap()
+        };
+        // The default universe (named, empty or absent) exchanges its assertion for a token.
+        for u in [None, Some(""), Some("googleapis.com")] {
+            assert!(self_signed_token(&file(u), 1).is_none(), "{u:?}");
+        }
+        let (jwt, expiry) = self_signed_token(&file(Some("s3nsapis.fr")), 1_700_000_000)
+            .unwrap()
+            .unwrap();
+        assert_eq!(expiry, 1_700_003_600_000.0);
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(
+            String::from_utf8(dec(parts[0])).unwrap(),
+            r#"{"alg":"RS256","typ":"JWT","kid":"kid-9"}"#
+        );
+        assert_eq!(
+            String::from_utf8(dec(parts[1])).unwrap(),
+            r#"{"iss":"sa@p.iam.example","sub":"sa@p.iam.example","scope":"https://www.googleapis.com/auth/cloud-platform","exp":1700003600,"iat":1700000000}"#
+        );
+        let key = RsaKeyPair::from_pkcs8(&pem_der(&pem, "PRIVATE KEY").unwrap()).unwrap();
+        let public = UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, key.public_key().as_ref());
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        public.verify(signed.as_bytes(), &dec(parts[2])).unwrap();
+        // A key that is not RSA fails with the reason, not a token.
+        let bad = AdcFile::ServiceAccount {
+            client_email: "a@b".into(),
+            private_key_pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----".into(),
+            private_key_id: None,
+            token_uri: None,
+            universe_domain: Some("example.com".into()),
+        };
+        let err = self_signed_token(&bad, 1).unwrap().unwrap_err();
+        assert!(err.contains("not a usable RSA key"), "{err}");
     }
 
     #[test]

@@ -307,33 +307,6 @@ impl Entry {
         }
     }
 
-    /// An assistant `message` entry whose reply failed (`stopReason: "error"`). Reads only the
-    /// stop reason (the message is not kept).
-    pub fn is_failed_reply(&self) -> bool {
-        if !self.is_assistant_message() {
-            return false;
-        }
-        if let EntryKind::Message { message, .. } = &self.kind {
-            if let Some(parsed) = message.0.get() {
-                return matches!(parsed.as_deref(), Some(AgentMessage::Assistant(a))
-                    if a.stop_reason == crate::message::StopReason::Error);
-            }
-        }
-        #[derive(Deserialize)]
-        struct Stop {
-            #[serde(rename = "stopReason", default)]
-            stop_reason: Option<String>,
-        }
-        #[derive(Deserialize)]
-        struct Line {
-            message: Stop,
-        }
-        self.text().is_some_and(|t| {
-            serde_json::from_str::<Line>(&t)
-                .is_ok_and(|l| l.message.stop_reason.as_deref() == Some("error"))
-        })
-    }
-
     pub fn is_assistant_message(&self) -> bool {
         matches!(&self.kind, EntryKind::Message { role, .. } if role == "assistant")
     }

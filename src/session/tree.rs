@@ -39,48 +39,12 @@ pub struct ContextPlan {
     pub entries: Vec<usize>,
 }
 
+/// The context of a branch as pi's `buildSessionContext` gives it: every message on the path
+/// after the latest compaction, failed replies included (a retried one too: pi 0.73.1 drops it
+/// from its live context only and shows it again once the file is read; 0.87.1's
+/// `context_edit` entry takes it out, [`drop_edited`]). Requests never carry failed replies.
 pub fn context_plan(entries: &[Entry], path: &[usize]) -> ContextPlan {
-    let mut plan = compaction_plan(entries, path);
-    drop_retried_replies(entries, &mut plan.entries);
-    plan
-}
-
-/// A failed reply that was followed by another reply before the next user message was retried
-/// (auto-retry, or the continuation after an overflow compaction): the agent dropped it from its
-/// context when the retry started, so it is left out here too and the context rebuilt from a
-/// file is the one the agent ran on (pi 0.73.1 only drops it live, and shows it again after a
-/// resume; 0.87.1 records the drop as a `context_edit` entry). Requests never carry failed
-/// replies, so this changes what `get_messages` shows, not what the model sees.
-fn drop_retried_replies(entries: &[Entry], plan: &mut Vec<usize>) {
-    let mut last_reply: Option<usize> = None;
-    let mut retried: Vec<usize> = Vec::new();
-    for (pos, &i) in plan.iter().enumerate() {
-        match entries[i].kind() {
-            EntryKind::Message { role, .. } if role == "user" => last_reply = None,
-            EntryKind::Message { role, .. } if role == "assistant" => {
-                if let Some(prev) = last_reply {
-                    if entries[plan[prev]].is_failed_reply() {
-                        retried.push(prev);
-                    }
-                }
-                last_reply = Some(pos);
-            }
-            _ => {}
-        }
-    }
-    if retried.is_empty() {
-        return;
-    }
-    let mut k = 0;
-    let mut pos = 0;
-    plan.retain(|_| {
-        let keep = retried.get(k) != Some(&pos);
-        if !keep {
-            k += 1;
-        }
-        pos += 1;
-        keep
-    });
+    compaction_plan(entries, path)
 }
 
 /// Spec 11.4: the latest compaction on the branch and the entries whose messages follow it.
