@@ -443,6 +443,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     }
 
     let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
+    let limits = settings.limits()?.overridden_by(&opts.limits);
 
     Ok(Startup {
         resources,
@@ -474,6 +475,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
         compat,
+        limits,
     })
 }
 
@@ -603,6 +605,8 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
         }
         let mut failure: Option<String> = None;
         let mut final_text: Option<String> = None;
+        // The last limit that ended a run (`run_limit_reached`): its kind, limit and use.
+        let mut limit: Option<(crate::core::limits::Kind, f64, f64)> = None;
         for line in stdout_rx.iter() {
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
                 continue;
@@ -617,6 +621,15 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
             }
             if ty == "agent_settled" {
                 send_next(&mut input);
+            }
+            if ty == "run_limit_reached" {
+                let kind = v["limit"]
+                    .as_str()
+                    .and_then(crate::core::limits::Kind::from_name);
+                let num = |k: &str| v[k].as_f64().unwrap_or(0.0);
+                limit = kind.map(|k| (k, num("value"), num("used")));
+                // No further prompt: a limit ends the job.
+                input.take();
             }
             if mode == Mode::Json && out.write_all(&line).and_then(|_| out.flush()).is_err() {
                 break;
@@ -657,7 +670,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
                 let _ = writeln!(out, "{t}");
             }
         }
-        failure
+        (failure, limit)
     });
     let machine = Machine::new(
         startup,
@@ -671,7 +684,14 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     );
     let exit = machine.run_to_exit();
     match collector.join() {
-        Ok(Some(err)) => {
+        Ok((_, Some((kind, value, used)))) if exit.code() == 0 => {
+            eprintln!(
+                "pith: run limit reached: {} {value} (used {used})",
+                kind.name()
+            );
+            cli::ExitCode::of_limit(kind).code()
+        }
+        Ok((Some(err), _)) => {
             eprintln!("{err}");
             if exit.code() != 0 {
                 exit.code()
@@ -679,7 +699,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
                 cli::EXIT_FAILURE
             }
         }
-        Ok(None) => exit.code(),
+        Ok((None, _)) => exit.code(),
         Err(_) => cli::EXIT_FAILURE,
     }
 }

@@ -55,6 +55,8 @@ pub struct Startup {
     pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
+    /// Run limits of every prompt: settings `pith.limits`, overridden by the flags.
+    pub limits: crate::core::limits::Limits,
 }
 
 /// The choices pi 0.87.1 applies again whenever it builds the runtime of a session (it does so
@@ -202,6 +204,13 @@ pub struct Machine {
     pub(crate) batch: u64,
     /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
     pub(crate) plugins: crate::core::plugins::Plugins,
+    /// Run limits of every prompt (a prompt's own `limits` override them).
+    pub(crate) default_limits: crate::core::limits::Limits,
+    /// What the current prompt's run has used against its limits (`None`: no limit set).
+    pub(crate) tally: Option<crate::core::limits::Tally>,
+    /// The deadline timer of `tally`: its number, when the run started, its cancel handle.
+    pub(crate) deadline: Option<(u64, std::time::Instant, crate::cancel::CancelSource)>,
+    pub(crate) deadline_seq: u64,
     /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
     late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
@@ -269,6 +278,10 @@ impl Machine {
             model: s.model,
             thinking: s.thinking,
             defaults: s.defaults,
+            default_limits: s.limits,
+            tally: None,
+            deadline: None,
+            deadline_seq: 0,
             late_start: None,
         }
     }
@@ -429,6 +442,7 @@ impl Machine {
             Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
             Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
+            Event::Worker(Worker::DeadlineDue { id }) => self.on_deadline_due(id),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
             Event::Worker(Worker::ExportDone { job, result }) => self.on_export_done(job, result),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
@@ -837,6 +851,7 @@ impl Machine {
         });
         let mut messages = vec![message];
         messages.extend(self.take_next_turn_messages());
+        self.begin_limits(input.limits.as_ref());
         self.start_run(messages);
         Err(DEFERRED.to_string())
     }
