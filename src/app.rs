@@ -34,8 +34,12 @@ pub fn run(opts: Options) -> i32 {
     let startup = match startup(&opts) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
-            return cli::EXIT_FAILURE;
+            eprintln!("{}", e.message);
+            return if e.config && opts.mode != Mode::Rpc {
+                cli::EXIT_USAGE
+            } else {
+                cli::EXIT_FAILURE
+            };
         }
     };
     if opts.mode == Mode::Rpc {
@@ -64,9 +68,10 @@ pub fn run(opts: Options) -> i32 {
             cli::EXIT_USAGE
         }
         Ok(_) if startup.model.is_none() => {
-            // pi stops here too, before any output.
+            // pi stops here too, before any output (pi exits 1; pith's code for a configuration
+            // that cannot run is 2).
             eprintln!("{}", crate::list_models::NO_MODELS);
-            cli::EXIT_FAILURE
+            cli::EXIT_USAGE
         }
         Ok(prompts) => run_oneshot(startup, opts.mode, prompts),
         Err(e) => {
@@ -164,7 +169,34 @@ fn run_export(input: &str, output: Option<&str>) -> i32 {
 const WORKER_QUEUE: usize = 128;
 
 /// Everything the machine starts with: settings, registry, auth, model, thinking, session, tools.
-pub fn startup(opts: &Options) -> Result<Startup, String> {
+/// Why pith could not start: the message for stderr, and whether it is a configuration error
+/// (an unknown model or provider, bad `pith.limits`): exit 2 in print and json modes, where
+/// pith's exit codes apply (rpc mode keeps pi's 1).
+#[derive(Debug)]
+pub struct StartupError {
+    pub message: String,
+    pub config: bool,
+}
+
+impl StartupError {
+    fn config(message: String) -> StartupError {
+        StartupError {
+            message,
+            config: true,
+        }
+    }
+}
+
+impl From<String> for StartupError {
+    fn from(message: String) -> StartupError {
+        StartupError {
+            message,
+            config: false,
+        }
+    }
+}
+
+pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
@@ -233,7 +265,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         // pi 0.87.1: `--session-id` names the fork, unless a session of this directory has it.
         if let Some(id) = &opts.session_id {
             if find_session_by_id(&session_dir, id).is_some() {
-                return Err(format!("Session already exists with id '{id}'"));
+                return Err(format!("Session already exists with id '{id}'").into());
             }
         }
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
@@ -290,7 +322,9 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         // pi 0.78: named from the start (on a new session the `session_info` entry is the root).
         let name = name.trim();
         if name.is_empty() {
-            return Err("Error: --name requires a non-empty value".to_string());
+            return Err("Error: --name requires a non-empty value"
+                .to_string()
+                .into());
         }
         session.append_session_info(name);
     }
@@ -307,7 +341,8 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
                 (crate::llm::faux::model(), None, None)
             } else {
-                resolve_cli_model(&registry, opts.provider.as_deref(), pattern)?
+                resolve_cli_model(&registry, opts.provider.as_deref(), pattern)
+                    .map_err(StartupError::config)?
             };
         if let Some(w) = warning {
             eprintln!("Warning: {w}");
@@ -322,7 +357,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             Some(m) => auth.set_runtime_key(&m.provider, key),
             None => {
                 return Err(
-                    "--api-key requires a model to be specified via --model, --provider/--model, or --models".into()
+                    "--api-key requires a model to be specified via --model, --provider/--model, or --models".to_string().into()
                 );
             }
         }
@@ -443,7 +478,10 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     }
 
     let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
-    let limits = settings.limits()?.overridden_by(&opts.limits);
+    let limits = settings
+        .limits()
+        .map_err(StartupError::config)?
+        .overridden_by(&opts.limits);
 
     Ok(Startup {
         resources,

@@ -299,7 +299,8 @@ ENVIRONMENT:
     ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, ...   Provider API keys
 
 EXIT CODES:
-    0 success / stdin closed, 1 run failed (print/json), 2 bad command line,
+    0 success / stdin closed, 1 run failed (print/json),
+    2 bad command line or configuration (unknown model or provider, no model with a key),
     3 a turn/tool-call/cost/repeat limit ended the run, 4 the deadline ended the run,
     128+N killed by signal N
 ";

@@ -307,7 +307,7 @@ fn a_provider_error_in_json_mode_exits_1_after_the_events() {
 }
 
 #[test]
-fn no_model_exits_1_with_a_message_on_stderr() {
+fn no_model_exits_2_with_a_message_on_stderr() {
     let w = World::new();
     for mode in [["-p", "hi"], ["--mode", "json"]] {
         let mut args = mode.to_vec();
@@ -316,7 +316,8 @@ fn no_model_exits_1_with_a_message_on_stderr() {
         }
         args.push("--no-session");
         let o = pith(&w, &args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        // pi exits 1; pith's exit code for a configuration that cannot run is 2 (issue 27).
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert_eq!(stdout(&o), "", "{args:?}");
         let err = stderr(&o);
         // As pi: no model is a start-up error, before any output (its text points at /login,

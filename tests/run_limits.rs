@@ -387,7 +387,7 @@ fn settings_limits_and_the_flags_over_them() {
         &json!({"pith":{"limits":{"maxTurn":1}}}).to_string(),
     );
     let o = pith(&w, &args(&["--no-session", "-p", "go"]));
-    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(o.status.code(), Some(2));
     assert_eq!(out(&o), "");
     assert!(
         err(&o).contains("settings.json: pith.limits: unknown key \"maxTurn\""),
@@ -541,4 +541,33 @@ fn no_limit_no_new_frame() {
     );
     assert_eq!(o.status.code(), Some(0), "stderr: {}", err(&o));
     assert!(limit_events(&lines(&o)).is_empty());
+}
+
+#[test]
+fn configuration_errors_exit_2_in_print_and_json_modes() {
+    let w = World::new();
+    for mode in [&["-p"][..], &["--mode", "json"]] {
+        let mut a = vec!["--no-session", "--model", "no-such-model-anywhere"];
+        a.extend_from_slice(mode);
+        a.push("hi");
+        let o = pith(&w, &a);
+        assert_eq!(o.status.code(), Some(2), "{mode:?}: {}", err(&o));
+        assert_eq!(out(&o), "");
+        assert!(err(&o).contains("no-such-model-anywhere"), "{}", err(&o));
+    }
+    // rpc mode keeps pi's exit 1 for a start-up error.
+    let o = pith(
+        &w,
+        &[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--model",
+            "no-such-model-anywhere",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    // An unknown flag is 2 everywhere, as before.
+    let o = pith(&w, &["--no-such-flag", "-p", "hi"]);
+    assert_eq!(o.status.code(), Some(2));
 }
