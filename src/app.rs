@@ -73,7 +73,12 @@ pub fn run(opts: Options) -> i32 {
             eprintln!("{}", crate::list_models::NO_MODELS);
             cli::EXIT_USAGE
         }
-        Ok(prompts) => run_oneshot(startup, opts.mode, prompts),
+        Ok(prompts) => run_oneshot(
+            startup,
+            opts.mode,
+            prompts,
+            opts.result_file.as_deref().map(PathBuf::from),
+        ),
         Err(e) => {
             eprintln!("{e}");
             cli::EXIT_FAILURE
@@ -586,7 +591,18 @@ fn find_session_by_id(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of
 /// going to stdout as they are. Print mode writes the final assistant text; json mode writes
 /// every event line. Exit 1 (message on stderr) when the prompt or the run fails.
-fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Prompt>) -> i32 {
+fn run_oneshot(
+    startup: Startup,
+    mode: Mode,
+    prompts: Vec<initial_message::Prompt>,
+    result_file: Option<PathBuf>,
+) -> i32 {
+    let started = std::time::Instant::now();
+    let session_id = startup.session.id().to_string();
+    let session_file = startup
+        .session
+        .file()
+        .map(|f| f.to_string_lossy().into_owned());
     let (input_tx, input_rx) = crossbeam_channel::bounded(4);
     let (_control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
@@ -645,11 +661,13 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
         let mut final_text: Option<String> = None;
         // The last limit that ended a run (`run_limit_reached`): its kind, limit and use.
         let mut limit: Option<(crate::core::limits::Kind, f64, f64)> = None;
+        let mut summary = crate::result_record::Summary::default();
         for line in stdout_rx.iter() {
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
                 continue;
             };
             let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("");
+            summary.observe(&v);
             if ty == "response" {
                 if v.get("success") == Some(&serde_json::Value::Bool(false)) {
                     failure = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
@@ -706,6 +724,23 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
         if mode == Mode::Print {
             if let Some(t) = &final_text {
                 let _ = writeln!(out, "{t}");
+            }
+        }
+        // The result record: json mode's last line, and `--result-file`.
+        let record = summary.record(&crate::result_record::Ending {
+            error: failure.as_deref(),
+            text: final_text.as_deref(),
+            session_id: &session_id,
+            session_file: session_file.as_deref(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+        let line = crate::rpc::response::line(&record);
+        if mode == Mode::Json {
+            let _ = out.write_all(&line).and_then(|_| out.flush());
+        }
+        if let Some(path) = &result_file {
+            if let Err(e) = crate::result_record::write_atomically(path, &line) {
+                eprintln!("pith: cannot write the result file {}: {e}", path.display());
             }
         }
         (failure, limit)

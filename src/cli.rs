@@ -120,6 +120,8 @@ pub struct Options {
     /// `--max-turns`, `--max-tool-calls`, `--max-cost`, `--deadline`, `--max-repeats`: run limits
     /// of every prompt (over settings `pith.limits`; a prompt's `limits` over these).
     pub limits: crate::core::limits::Limits,
+    /// `--result-file PATH`: print/json modes write the result record there (atomically).
+    pub result_file: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -196,6 +198,7 @@ const TAKES_VALUE: &[&str] = &[
     "--max-cost",
     "--deadline",
     "--max-repeats",
+    "--result-file",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -277,6 +280,7 @@ OPTIONS:
     --max-cost <usd>               End the run once its cost reaches this (pith.limits.maxCostUsd)
     --deadline <seconds>           Abort the run after this wall-clock time (pith.limits.deadlineMs)
     --max-repeats <n>              The same tool call n times in a row ends the run (maxRepeats)
+    --result-file <path>           Print/json modes: write the result record there (atomically)
     --export <file> [out.html]     Export a session file to HTML and exit
     -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
     -ne, --no-extensions           No extensions from settings (-e ones still load)
@@ -384,6 +388,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         prompt_templates: Vec::new(),
         no_prompt_templates: false,
         limits: Default::default(),
+        result_file: None,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -559,6 +564,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     .ok_or_else(|| format!("--deadline: '{v}' is not a number of seconds"))?;
                 o.limits.deadline_ms = Some(((secs * 1000.0).round() as u64).max(1));
             }
+            Long("result-file") => o.result_file = Some(value(&mut p, "--result-file")?),
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),

@@ -181,7 +181,8 @@ fn a_tool_call_runs_before_the_final_answer() {
             "message_end:assistant",
             "turn_end",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
     let ends: Vec<&Value> = frames
@@ -226,7 +227,8 @@ fn json_mode_prints_every_event_and_ends_settled() {
             "message_end:assistant",
             "turn_end",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
     // The deltas spell out the answer; no RPC responses are written.
@@ -237,7 +239,7 @@ fn json_mode_prints_every_event_and_ends_settled() {
         .collect();
     assert_eq!(text, "This is the faux provider. You said: hi");
     assert!(!frames.iter().any(|f| f["type"] == "response"));
-    let end = &frames[frames.len() - 2];
+    let end = &frames[frames.len() - 3];
     assert_eq!(
         end["messages"][0]["content"],
         json!([{"type":"text","text":"hi"}])
@@ -292,7 +294,8 @@ fn a_provider_error_in_json_mode_exits_1_after_the_events() {
             "message_end:assistant",
             "turn_end",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
     let end = &frames[5]["message"];

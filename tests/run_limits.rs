@@ -151,14 +151,22 @@ fn max_turns_in_json_and_print_modes() {
     assert_eq!(requests(&frames), 2);
     assert_eq!(tool_ends(&frames).len(), 2);
     assert_eq!(
-        kinds(&frames)[kinds(&frames).len() - 4..],
+        kinds(&frames)[kinds(&frames).len() - 5..],
         [
             "turn_end",
             "run_limit_reached",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
+    let r = frames.last().expect("result");
+    assert_eq!(r["subtype"], "max_turns");
+    assert_eq!(
+        (r["turns"].as_u64(), r["toolCalls"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(r["text"], "turn 1");
     assert!(err(&o).contains("pith: run limit reached: maxTurns 2 (used 2)"));
 
     let o = pith(
@@ -570,4 +578,117 @@ fn configuration_errors_exit_2_in_print_and_json_modes() {
     // An unknown flag is 2 everywhere, as before.
     let o = pith(&w, &["--no-such-flag", "-p", "hi"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// The result record: json mode's last line, and `--result-file` (atomically) in both modes.
+#[test]
+fn the_result_record_and_file() {
+    let w = World::new();
+    let s = script(
+        &w,
+        "ok.jsonl",
+        &[
+            json!({"text":"Looking.","usage":{"input":100,"output":10},"toolCalls":[{"name":"bash","arguments":{"command":"true"}}]}),
+            json!({"text":"All done.","usage":{"input":120,"output":5}}),
+        ],
+    );
+    let file = w.dir.path().join("out").join("result.json");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
+    let file_s = file.to_str().expect("utf-8");
+    let sessions = w.dir.path().join("sessions");
+    let o = pith(
+        &w,
+        &args(&[
+            "--session-dir",
+            sessions.to_str().expect("utf-8"),
+            "--mode",
+            "json",
+            "--faux-script",
+            &s,
+            "--result-file",
+            file_s,
+            "go",
+        ]),
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", err(&o));
+    let frames = lines(&o);
+    let header = &frames[0];
+    let r = frames.last().expect("result").clone();
+    let session_file = r["sessionFile"].as_str().expect("session file").to_string();
+    assert!(
+        std::path::Path::new(&session_file).exists(),
+        "{session_file}"
+    );
+    let d = r["durationMs"].as_u64().expect("durationMs");
+    assert_eq!(
+        r,
+        json!({"type":"result","subtype":"success","sessionId":header["id"],
+            "sessionFile":session_file,"turns":2,"toolCalls":1,
+            "usage":{"input":220,"output":15,"cacheRead":0,"cacheWrite":0,"totalTokens":235},
+            "costUsd":0,"durationMs":d,"text":"All done."})
+    );
+    // The file holds the same line, and nothing else is left in its directory.
+    let written = std::fs::read_to_string(&file).expect("result file");
+    assert_eq!(
+        written,
+        format!("{}\n", out(&o).lines().last().expect("line"))
+    );
+    assert_eq!(
+        std::fs::read_dir(file.parent().expect("dir"))
+            .expect("dir")
+            .count(),
+        1
+    );
+
+    // Print mode: stdout is the answer only; the file says how it ended.
+    let looped = looping(&w, 5);
+    let o = pith(
+        &w,
+        &args(&[
+            "--no-session",
+            "-p",
+            "go",
+            "--faux-script",
+            &looped,
+            "--max-repeats",
+            "2",
+            "--result-file",
+            file_s,
+        ]),
+    );
+    assert_eq!(o.status.code(), Some(3), "stderr: {}", err(&o));
+    assert_eq!(out(&o), "turn 1\n");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("result file")).expect("json");
+    assert_eq!(r["subtype"], "max_repeats");
+    assert_eq!(r["sessionFile"], Value::Null);
+    assert_eq!(
+        (r["turns"].as_u64(), r["toolCalls"].as_u64()),
+        (Some(2), Some(1))
+    );
+
+    // A failed run: subtype error, with the error.
+    let failing = script(&w, "fail.jsonl", &[json!({"error":"scripted failure"})]);
+    let o = pith(
+        &w,
+        &args(&[
+            "--no-session",
+            "--mode",
+            "json",
+            "--faux-script",
+            &failing,
+            "--result-file",
+            file_s,
+            "go",
+        ]),
+    );
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", err(&o));
+    let r = lines(&o).last().expect("result").clone();
+    assert_eq!(r["subtype"], "error");
+    assert_eq!(r["error"], "scripted failure");
+    assert_eq!(r["text"], Value::Null);
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("result file"),
+        format!("{}\n", out(&o).lines().last().expect("line"))
+    );
 }

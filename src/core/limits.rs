@@ -78,6 +78,9 @@ pub struct Reached {
     pub used: f64,
 }
 
+/// How the result of a call a limit kept from running starts.
+pub const REFUSED: &str = "Tool call not run: the run's ";
+
 /// The keys of a `limits` object, in the order the docs list them.
 pub const KEYS: [&str; 5] = [
     "maxTurns",
@@ -237,11 +240,7 @@ impl Tally {
 
     /// What a call a limit kept from running gets as its (error) result.
     pub fn refusal(r: &Reached) -> String {
-        format!(
-            "Tool call not run: the run's {} limit ({}) was reached",
-            r.kind.name(),
-            r.value
-        )
+        format!("{REFUSED}{} limit ({}) was reached", r.kind.name(), r.value)
     }
 }
 
