@@ -692,3 +692,52 @@ fn the_result_record_and_file() {
         format!("{}\n", out(&o).lines().last().expect("line"))
     );
 }
+
+/// `ping` is answered at once, also in the middle of a stream, and says whether a run is active.
+#[test]
+fn ping_during_a_stream() {
+    let w = World::new();
+    let s = script(
+        &w,
+        "slow.jsonl",
+        &[json!({"text":"one two three four five six seven eight nine ten","delayMs":100})],
+    );
+    let mut p = w.spawn(&args(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--faux-script",
+        &s,
+    ]));
+    let r = p.call(json!({"type":"ping"}), "idle");
+    assert_eq!(r["success"], true);
+    assert_eq!(r["command"], "ping");
+    assert_eq!(r["data"]["isStreaming"], false);
+    assert!(r["data"]["uptimeMs"].as_u64().is_some());
+    assert_eq!(
+        p.call(json!({"type":"prompt","message":"go"}), "1")["success"],
+        true
+    );
+    p.recv_until(|f| f["type"] == "message_update");
+    let t0 = Instant::now();
+    p.send(json!({"type":"ping","id":"busy"}));
+    let before = p.recv_until(|f| f["id"] == "busy" || f["type"] == "agent_end");
+    let r = before.last().expect("frame").clone();
+    assert_eq!(
+        r["id"], "busy",
+        "ping answered only after the run: {before:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(r["data"]["isStreaming"], true);
+    assert_eq!(
+        r.as_object().expect("obj").keys().collect::<Vec<_>>(),
+        ["id", "type", "command", "success", "data"]
+    );
+    p.recv_until(|f| f["type"] == "agent_settled");
+    let (status, _) = p.finish(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0));
+}

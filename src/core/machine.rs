@@ -211,6 +211,8 @@ pub struct Machine {
     /// The deadline timer of `tally`: its number, when the run started, its cancel handle.
     pub(crate) deadline: Option<(u64, std::time::Instant, crate::cancel::CancelSource)>,
     pub(crate) deadline_seq: u64,
+    /// When the machine started (`ping`'s `uptimeMs`).
+    born: std::time::Instant,
     /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
     late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
@@ -282,6 +284,7 @@ impl Machine {
             tally: None,
             deadline: None,
             deadline_seq: 0,
+            born: std::time::Instant::now(),
             late_start: None,
         }
     }
@@ -716,6 +719,10 @@ impl Machine {
                 Err(DEFERRED.to_string())
             }
             Command::GetState => Ok(Some(self.state_json())),
+            Command::Ping => Ok(Some(json!({
+                "uptimeMs": u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "isStreaming": self.run.is_some(),
+            }))),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
             Command::GetLastAssistantText => Ok(Some(
                 match crate::session::tree::last_assistant_text(self.messages.as_slice()) {

@@ -88,6 +88,8 @@ pub enum Command {
         parent_session: Option<String>,
     },
     GetState,
+    /// pith's own (issue 27): a liveness check, answered at once.
+    Ping,
     GetMessages,
     SetModel {
         provider: String,
@@ -451,6 +453,7 @@ pub fn decode(command: &str, obj: &Map<String, Value>) -> Result<Command, Decode
             parent_session: f.opt_string("parentSession")?,
         },
         "get_state" => Command::GetState,
+        "ping" => Command::Ping,
         "get_messages" => Command::GetMessages,
         "set_model" => Command::SetModel {
             provider: f.string("provider")?,
