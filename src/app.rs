@@ -483,6 +483,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     }
 
     let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
+    let cwd_for_files = cwd.clone();
     let limits = settings
         .limits()
         .map_err(StartupError::config)?
@@ -519,6 +520,12 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         partials: opts.partials,
         compat,
         limits,
+        heartbeat: (opts.heartbeat.is_some() || opts.heartbeat_file.is_some()).then(|| {
+            crate::core::machine::Heartbeat {
+                every: opts.heartbeat.unwrap_or(std::time::Duration::from_secs(10)),
+                file: opts.heartbeat_file.as_ref().map(|f| cwd_for_files.join(f)),
+            }
+        }),
     })
 }
 

@@ -122,6 +122,10 @@ pub struct Options {
     pub limits: crate::core::limits::Limits,
     /// `--result-file PATH`: print/json modes write the result record there (atomically).
     pub result_file: Option<String>,
+    /// `--heartbeat SECONDS`: a `heartbeat` event this often while a run is active.
+    pub heartbeat: Option<std::time::Duration>,
+    /// `--heartbeat-file PATH`: touch this file instead of the event.
+    pub heartbeat_file: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -199,6 +203,8 @@ const TAKES_VALUE: &[&str] = &[
     "--deadline",
     "--max-repeats",
     "--result-file",
+    "--heartbeat",
+    "--heartbeat-file",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -281,6 +287,8 @@ OPTIONS:
     --deadline <seconds>           Abort the run after this wall-clock time (pith.limits.deadlineMs)
     --max-repeats <n>              The same tool call n times in a row ends the run (maxRepeats)
     --result-file <path>           Print/json modes: write the result record there (atomically)
+    --heartbeat <seconds>          A heartbeat event this often while a run is active
+    --heartbeat-file <path>        Touch this file instead (every --heartbeat seconds, default 10)
     --export <file> [out.html]     Export a session file to HTML and exit
     -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
     -ne, --no-extensions           No extensions from settings (-e ones still load)
@@ -389,6 +397,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         no_prompt_templates: false,
         limits: Default::default(),
         result_file: None,
+        heartbeat: None,
+        heartbeat_file: None,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -565,6 +575,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                 o.limits.deadline_ms = Some(((secs * 1000.0).round() as u64).max(1));
             }
             Long("result-file") => o.result_file = Some(value(&mut p, "--result-file")?),
+            Long("heartbeat") => {
+                let v = value(&mut p, "--heartbeat")?;
+                let secs = v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.01 && *s < 1e9)
+                    .ok_or_else(|| format!("--heartbeat: '{v}' is not a number of seconds"))?;
+                o.heartbeat = Some(std::time::Duration::from_secs_f64(secs));
+            }
+            Long("heartbeat-file") => o.heartbeat_file = Some(value(&mut p, "--heartbeat-file")?),
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),

@@ -741,3 +741,92 @@ fn ping_during_a_stream() {
     let (status, _) = p.finish(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0));
 }
+
+/// `--heartbeat`: events while a silent tool runs, none once the run has settled;
+/// `--heartbeat-file` touches a file instead.
+#[test]
+fn heartbeats_during_a_silent_sleep_tool() {
+    let w = World::new();
+    let s = script(
+        &w,
+        "sleep.jsonl",
+        &[
+            json!({"toolCalls":[{"name":"bash","arguments":{"command":"sleep 1"}}]}),
+            json!({"text":"done"}),
+        ],
+    );
+    let mut p = w.spawn(&args(&[
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--faux-script",
+        &s,
+        "--heartbeat",
+        "0.2",
+    ]));
+    assert_eq!(
+        p.call(json!({"type":"prompt","message":"go"}), "1")["success"],
+        true
+    );
+    let frames = p.recv_until(|f| f["type"] == "agent_settled");
+    let k = kinds(&frames);
+    let start = k
+        .iter()
+        .position(|t| t == "tool_execution_start")
+        .expect("start");
+    let end = k
+        .iter()
+        .position(|t| t == "tool_execution_end")
+        .expect("end");
+    let beats: Vec<&Value> = frames.iter().filter(|f| f["type"] == "heartbeat").collect();
+    let during = k[start..end].iter().filter(|t| *t == "heartbeat").count();
+    assert!(during >= 3, "{k:?}");
+    let b = beats[0];
+    assert_eq!(
+        b.as_object().expect("obj").keys().collect::<Vec<_>>(),
+        [
+            "type",
+            "elapsedMs",
+            "turns",
+            "toolCalls",
+            "tokens",
+            "costUsd",
+            "activity"
+        ]
+    );
+    assert_eq!(b["activity"], "tool");
+    assert_eq!(
+        (b["turns"].as_u64(), b["toolCalls"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(b["tokens"].as_u64().expect("tokens") > 0);
+    let ms: Vec<u64> = beats
+        .iter()
+        .map(|b| b["elapsedMs"].as_u64().expect("ms"))
+        .collect();
+    assert!(ms.windows(2).all(|w| w[0] < w[1]), "{ms:?}");
+    // Idle: no more beats.
+    p.assert_quiet(Duration::from_millis(600));
+    let (status, _) = p.finish(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0));
+
+    let file = w.dir.path().join("alive");
+    let o = pith(
+        &w,
+        &args(&[
+            "--no-session",
+            "--mode",
+            "json",
+            "--faux-script",
+            &s,
+            "--heartbeat",
+            "0.2",
+            "--heartbeat-file",
+            file.to_str().expect("utf-8"),
+            "go",
+        ]),
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", err(&o));
+    assert!(file.exists());
+    assert!(!lines(&o).iter().any(|f| f["type"] == "heartbeat"));
+}

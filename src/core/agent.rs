@@ -541,7 +541,7 @@ impl Machine {
             return;
         };
         if let Some(t) = self.tally.as_mut() {
-            t.add_cost(a.usage.cost.total);
+            t.add_usage(a.usage.total_tokens, a.usage.cost.total);
         }
         self.retry_message_end(a);
         if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
@@ -1100,11 +1100,14 @@ impl Machine {
             None => self.default_limits,
         };
         self.deadline = None; // dropping the handle stops an earlier prompt's timer
-        if limits.is_empty() {
+        self.prompt_started = std::time::Instant::now();
+        if limits.is_empty() && self.heartbeat.is_none() {
             self.tally = None;
             return;
         }
+        // With heartbeats and no limit the tally only counts (it never reaches a limit).
         self.tally = Some(crate::core::limits::Tally::new(limits));
+        self.arm_heartbeat();
         if let Some(ms) = limits.deadline_ms {
             self.deadline_seq += 1;
             let cancel = crate::retry::start_timer_with(
@@ -1147,6 +1150,77 @@ impl Machine {
             value: r.value,
             used: r.used,
         });
+    }
+
+    /// `--heartbeat`: (re)start the timer of the next beat.
+    pub(crate) fn arm_heartbeat(&mut self) {
+        let Some(every) = self.heartbeat.as_ref().map(|h| h.every) else {
+            return;
+        };
+        self.heartbeat_seq += 1;
+        let cancel = crate::retry::start_timer_with(
+            Worker::HeartbeatDue {
+                id: self.heartbeat_seq,
+            },
+            every,
+            self.worker_tx.clone(),
+        );
+        self.heartbeat_timer = Some((self.heartbeat_seq, cancel));
+    }
+
+    /// A heartbeat is due: while a run, its retry wait or a compaction is under way, one
+    /// `heartbeat` event (or a touch of `--heartbeat-file`), and the next one armed; when idle,
+    /// the timer stops (the next prompt starts it again).
+    pub(crate) fn on_heartbeat_due(&mut self, id: u64) {
+        if self.heartbeat_timer.as_ref().is_none_or(|(i, _)| *i != id) {
+            return;
+        }
+        let activity = if self.compaction.is_some() {
+            "compacting"
+        } else {
+            match self.run.as_ref().map(|r| &r.phase) {
+                Some(Phase::Tools(_)) => "tool",
+                Some(_) => "streaming",
+                None if self.retry_wait.is_some() || self.continue_wait.is_some() => "retry_wait",
+                None => {
+                    self.heartbeat_timer = None;
+                    return;
+                }
+            }
+        };
+        let file = self.heartbeat.as_ref().and_then(|h| h.file.clone());
+        match file {
+            Some(path) => {
+                let touched = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                if let Err(e) = touched {
+                    eprintln!(
+                        "pith: cannot touch the heartbeat file {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+            None => {
+                let elapsed =
+                    u64::try_from(self.prompt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let (turns, tool_calls, tokens, cost) =
+                    self.tally.as_ref().map_or((0, 0, 0, 0.0), |t| {
+                        (t.turns, t.tool_calls, t.tokens, t.cost_usd)
+                    });
+                self.emit(&Frame::Heartbeat {
+                    elapsed_ms: elapsed,
+                    turns,
+                    tool_calls,
+                    tokens,
+                    cost_usd: cost,
+                    activity,
+                });
+            }
+        }
+        self.arm_heartbeat();
     }
 
     /// The run's deadline passed: a running stream or tool batch is aborted as by `abort` (the

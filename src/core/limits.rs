@@ -154,6 +154,8 @@ pub struct Tally {
     pub turns: u64,
     pub tool_calls: u64,
     pub cost_usd: f64,
+    /// Tokens of the run's replies (`usage.totalTokens`), for heartbeats.
+    pub tokens: u64,
     /// The last call's tool and arguments, and how many times in a row it came.
     last_call: Option<(String, Value)>,
     repeats: u64,
@@ -170,6 +172,7 @@ impl Tally {
             turns: 0,
             tool_calls: 0,
             cost_usd: 0.0,
+            tokens: 0,
             last_call: None,
             repeats: 0,
             reached: None,
@@ -180,6 +183,12 @@ impl Tally {
     /// An LLM request started.
     pub fn count_turn(&mut self) {
         self.turns += 1;
+    }
+
+    /// A reply ended with this many tokens and this cost (dollars).
+    pub fn add_usage(&mut self, tokens: u64, usd: f64) {
+        self.tokens = self.tokens.saturating_add(tokens);
+        self.add_cost(usd);
     }
 
     /// A reply ended with this cost (dollars).

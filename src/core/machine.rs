@@ -57,6 +57,16 @@ pub struct Startup {
     pub plugins: crate::core::plugins::PluginConfig,
     /// Run limits of every prompt: settings `pith.limits`, overridden by the flags.
     pub limits: crate::core::limits::Limits,
+    /// `--heartbeat` / `--heartbeat-file`.
+    pub heartbeat: Option<Heartbeat>,
+}
+
+/// `--heartbeat SECONDS` / `--heartbeat-file PATH`: how often, and a file to touch instead of
+/// the `heartbeat` event.
+#[derive(Clone, Debug)]
+pub struct Heartbeat {
+    pub every: std::time::Duration,
+    pub file: Option<PathBuf>,
 }
 
 /// The choices pi 0.87.1 applies again whenever it builds the runtime of a session (it does so
@@ -213,6 +223,12 @@ pub struct Machine {
     pub(crate) deadline_seq: u64,
     /// When the machine started (`ping`'s `uptimeMs`).
     born: std::time::Instant,
+    /// When the current prompt's run started (heartbeats' `elapsedMs`).
+    pub(crate) prompt_started: std::time::Instant,
+    pub(crate) heartbeat: Option<Heartbeat>,
+    /// The armed heartbeat timer: its number and cancel handle.
+    pub(crate) heartbeat_timer: Option<(u64, crate::cancel::CancelSource)>,
+    pub(crate) heartbeat_seq: u64,
     /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
     late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
@@ -285,6 +301,10 @@ impl Machine {
             deadline: None,
             deadline_seq: 0,
             born: std::time::Instant::now(),
+            prompt_started: std::time::Instant::now(),
+            heartbeat: s.heartbeat,
+            heartbeat_timer: None,
+            heartbeat_seq: 0,
             late_start: None,
         }
     }
@@ -446,6 +466,7 @@ impl Machine {
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
             Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
             Event::Worker(Worker::DeadlineDue { id }) => self.on_deadline_due(id),
+            Event::Worker(Worker::HeartbeatDue { id }) => self.on_heartbeat_due(id),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
             Event::Worker(Worker::ExportDone { job, result }) => self.on_export_done(job, result),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
