@@ -34,8 +34,12 @@ pub fn run(opts: Options) -> i32 {
     let startup = match startup(&opts) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
-            return cli::EXIT_FAILURE;
+            eprintln!("{}", e.message);
+            return if e.config && opts.mode != Mode::Rpc {
+                cli::EXIT_USAGE
+            } else {
+                cli::EXIT_FAILURE
+            };
         }
     };
     if opts.mode == Mode::Rpc {
@@ -64,11 +68,17 @@ pub fn run(opts: Options) -> i32 {
             cli::EXIT_USAGE
         }
         Ok(_) if startup.model.is_none() => {
-            // pi stops here too, before any output.
+            // pi stops here too, before any output (pi exits 1; pith's code for a configuration
+            // that cannot run is 2).
             eprintln!("{}", crate::list_models::NO_MODELS);
-            cli::EXIT_FAILURE
+            cli::EXIT_USAGE
         }
-        Ok(prompts) => run_oneshot(startup, opts.mode, prompts),
+        Ok(prompts) => run_oneshot(
+            startup,
+            opts.mode,
+            prompts,
+            opts.result_file.as_deref().map(PathBuf::from),
+        ),
         Err(e) => {
             eprintln!("{e}");
             cli::EXIT_FAILURE
@@ -164,7 +174,34 @@ fn run_export(input: &str, output: Option<&str>) -> i32 {
 const WORKER_QUEUE: usize = 128;
 
 /// Everything the machine starts with: settings, registry, auth, model, thinking, session, tools.
-pub fn startup(opts: &Options) -> Result<Startup, String> {
+/// Why pith could not start: the message for stderr, and whether it is a configuration error
+/// (an unknown model or provider, bad `pith.limits`): exit 2 in print and json modes, where
+/// pith's exit codes apply (rpc mode keeps pi's 1).
+#[derive(Debug)]
+pub struct StartupError {
+    pub message: String,
+    pub config: bool,
+}
+
+impl StartupError {
+    fn config(message: String) -> StartupError {
+        StartupError {
+            message,
+            config: true,
+        }
+    }
+}
+
+impl From<String> for StartupError {
+    fn from(message: String) -> StartupError {
+        StartupError {
+            message,
+            config: false,
+        }
+    }
+}
+
+pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, warnings) = Settings::load(&agent_dir, &cwd);
@@ -233,7 +270,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         // pi 0.87.1: `--session-id` names the fork, unless a session of this directory has it.
         if let Some(id) = &opts.session_id {
             if find_session_by_id(&session_dir, id).is_some() {
-                return Err(format!("Session already exists with id '{id}'"));
+                return Err(format!("Session already exists with id '{id}'").into());
             }
         }
         let path = if arg.contains('/') || arg.contains('\\') || arg.ends_with(".jsonl") {
@@ -290,7 +327,9 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         // pi 0.78: named from the start (on a new session the `session_info` entry is the root).
         let name = name.trim();
         if name.is_empty() {
-            return Err("Error: --name requires a non-empty value".to_string());
+            return Err("Error: --name requires a non-empty value"
+                .to_string()
+                .into());
         }
         session.append_session_info(name);
     }
@@ -307,7 +346,8 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
                 (crate::llm::faux::model(), None, None)
             } else {
-                resolve_cli_model(&registry, opts.provider.as_deref(), pattern)?
+                resolve_cli_model(&registry, opts.provider.as_deref(), pattern)
+                    .map_err(StartupError::config)?
             };
         if let Some(w) = warning {
             eprintln!("Warning: {w}");
@@ -322,7 +362,7 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
             Some(m) => auth.set_runtime_key(&m.provider, key),
             None => {
                 return Err(
-                    "--api-key requires a model to be specified via --model, --provider/--model, or --models".into()
+                    "--api-key requires a model to be specified via --model, --provider/--model, or --models".to_string().into()
                 );
             }
         }
@@ -444,6 +484,11 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
     }
 
     let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
+    let cwd_for_files = cwd.clone();
+    let limits = settings
+        .limits()
+        .map_err(StartupError::config)?
+        .overridden_by(&opts.limits);
 
     Ok(Startup {
         resources,
@@ -475,6 +520,13 @@ pub fn startup(opts: &Options) -> Result<Startup, String> {
         faux_script: opts.faux_script.as_ref().map(PathBuf::from),
         partials: opts.partials,
         compat,
+        limits,
+        heartbeat: (opts.heartbeat.is_some() || opts.heartbeat_file.is_some()).then(|| {
+            crate::core::machine::Heartbeat {
+                every: opts.heartbeat.unwrap_or(std::time::Duration::from_secs(10)),
+                file: opts.heartbeat_file.as_ref().map(|f| cwd_for_files.join(f)),
+            }
+        }),
     })
 }
 
@@ -547,7 +599,18 @@ fn find_session_by_id(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of
 /// going to stdout as they are. Print mode writes the final assistant text; json mode writes
 /// every event line. Exit 1 (message on stderr) when the prompt or the run fails.
-fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Prompt>) -> i32 {
+fn run_oneshot(
+    startup: Startup,
+    mode: Mode,
+    prompts: Vec<initial_message::Prompt>,
+    result_file: Option<PathBuf>,
+) -> i32 {
+    let started = std::time::Instant::now();
+    let session_id = startup.session.id().to_string();
+    let session_file = startup
+        .session
+        .file()
+        .map(|f| f.to_string_lossy().into_owned());
     let (input_tx, input_rx) = crossbeam_channel::bounded(4);
     let (_control_tx, control_rx) = crossbeam_channel::unbounded();
     let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
@@ -604,11 +667,15 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
         }
         let mut failure: Option<String> = None;
         let mut final_text: Option<String> = None;
+        // The last limit that ended a run (`run_limit_reached`): its kind, limit and use.
+        let mut limit: Option<(crate::core::limits::Kind, f64, f64)> = None;
+        let mut summary = crate::result_record::Summary::default();
         for line in stdout_rx.iter() {
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
                 continue;
             };
             let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("");
+            summary.observe(&v);
             if ty == "response" {
                 if v.get("success") == Some(&serde_json::Value::Bool(false)) {
                     failure = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
@@ -618,6 +685,15 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
             }
             if ty == "agent_settled" {
                 send_next(&mut input);
+            }
+            if ty == "run_limit_reached" {
+                let kind = v["limit"]
+                    .as_str()
+                    .and_then(crate::core::limits::Kind::from_name);
+                let num = |k: &str| v[k].as_f64().unwrap_or(0.0);
+                limit = kind.map(|k| (k, num("value"), num("used")));
+                // No further prompt: a limit ends the job.
+                input.take();
             }
             if mode == Mode::Json && out.write_all(&line).and_then(|_| out.flush()).is_err() {
                 break;
@@ -658,7 +734,24 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
                 let _ = writeln!(out, "{t}");
             }
         }
-        failure
+        // The result record: json mode's last line, and `--result-file`.
+        let record = summary.record(&crate::result_record::Ending {
+            error: failure.as_deref(),
+            text: final_text.as_deref(),
+            session_id: &session_id,
+            session_file: session_file.as_deref(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+        let line = crate::rpc::response::line(&record);
+        if mode == Mode::Json {
+            let _ = out.write_all(&line).and_then(|_| out.flush());
+        }
+        if let Some(path) = &result_file {
+            if let Err(e) = crate::result_record::write_atomically(path, &line) {
+                eprintln!("pith: cannot write the result file {}: {e}", path.display());
+            }
+        }
+        (failure, limit)
     });
     let machine = Machine::new(
         startup,
@@ -672,7 +765,14 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
     );
     let exit = machine.run_to_exit();
     match collector.join() {
-        Ok(Some(err)) => {
+        Ok((_, Some((kind, value, used)))) if exit.code() == 0 => {
+            eprintln!(
+                "pith: run limit reached: {} {value} (used {used})",
+                kind.name()
+            );
+            cli::ExitCode::of_limit(kind).code()
+        }
+        Ok((Some(err), _)) => {
             eprintln!("{err}");
             if exit.code() != 0 {
                 exit.code()
@@ -680,7 +780,7 @@ fn run_oneshot(startup: Startup, mode: Mode, prompts: Vec<initial_message::Promp
                 cli::EXIT_FAILURE
             }
         }
-        Ok(None) => exit.code(),
+        Ok((None, _)) => exit.code(),
         Err(_) => cli::EXIT_FAILURE,
     }
 }

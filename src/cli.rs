@@ -6,11 +6,44 @@ use crate::compat::Compat;
 use crate::message::ThinkingLevel;
 use crate::rpc::event::Partials;
 
-pub const EXIT_OK: i32 = 0;
+/// pith's exit codes (the same in print and json modes; `--help` and README list them). A
+/// signal ends pith with 128 + its number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    Ok = 0,
+    /// The run ended in an error (provider error, abort).
+    Failure = 1,
+    /// Bad usage or configuration.
+    Usage = 2,
+    /// A turn, tool-call, cost or repeat limit ended the run.
+    Limit = 3,
+    /// The deadline ended the run.
+    Deadline = 4,
+    /// The requested sandbox is unavailable.
+    SandboxUnavailable = 5,
+    /// The structured output did not validate against its schema.
+    OutputSchema = 6,
+}
+
+impl ExitCode {
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The exit code of a run that this limit ended.
+    pub fn of_limit(kind: crate::core::limits::Kind) -> ExitCode {
+        match kind {
+            crate::core::limits::Kind::Deadline => ExitCode::Deadline,
+            _ => ExitCode::Limit,
+        }
+    }
+}
+
+pub const EXIT_OK: i32 = ExitCode::Ok.code();
 /// A run in print/json mode ended with an error (provider error, abort).
-pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_FAILURE: i32 = ExitCode::Failure.code();
 /// Bad command line.
-pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_USAGE: i32 = ExitCode::Usage.code();
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -84,6 +117,15 @@ pub struct Options {
     pub prompt_templates: Vec<String>,
     /// `--no-prompt-templates` / `-np`.
     pub no_prompt_templates: bool,
+    /// `--max-turns`, `--max-tool-calls`, `--max-cost`, `--deadline`, `--max-repeats`: run limits
+    /// of every prompt (over settings `pith.limits`; a prompt's `limits` over these).
+    pub limits: crate::core::limits::Limits,
+    /// `--result-file PATH`: print/json modes write the result record there (atomically).
+    pub result_file: Option<String>,
+    /// `--heartbeat SECONDS`: a `heartbeat` event this often while a run is active.
+    pub heartbeat: Option<std::time::Duration>,
+    /// `--heartbeat-file PATH`: touch this file instead of the event.
+    pub heartbeat_file: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -155,6 +197,14 @@ const TAKES_VALUE: &[&str] = &[
     "--confirm-timeout",
     "--skill",
     "--prompt-template",
+    "--max-turns",
+    "--max-tool-calls",
+    "--max-cost",
+    "--deadline",
+    "--max-repeats",
+    "--result-file",
+    "--heartbeat",
+    "--heartbeat-file",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -231,6 +281,14 @@ OPTIONS:
     -a, --approve                  Trust project-local files (.pi/settings.json, SYSTEM.md, ...)
     -na, --no-approve              Ignore project-local files for this run
     --compat <0.73|0.87>           pi protocol version to speak (default 0.73; settings pith.compat)
+    --max-turns <n>                At most n LLM requests per run (settings pith.limits.maxTurns)
+    --max-tool-calls <n>           At most n tool calls per run (pith.limits.maxToolCalls)
+    --max-cost <usd>               End the run once its cost reaches this (pith.limits.maxCostUsd)
+    --deadline <seconds>           Abort the run after this wall-clock time (pith.limits.deadlineMs)
+    --max-repeats <n>              The same tool call n times in a row ends the run (maxRepeats)
+    --result-file <path>           Print/json modes: write the result record there (atomically)
+    --heartbeat <seconds>          A heartbeat event this often while a run is active
+    --heartbeat-file <path>        Touch this file instead (every --heartbeat seconds, default 10)
     --export <file> [out.html]     Export a session file to HTML and exit
     -e, --extension <path>         Load an extension executable (repeatable; docs/extensions.md)
     -ne, --no-extensions           No extensions from settings (-e ones still load)
@@ -253,7 +311,10 @@ ENVIRONMENT:
     ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, ...   Provider API keys
 
 EXIT CODES:
-    0 success / stdin closed, 1 run failed (print/json), 2 bad command line, 128+N killed by signal N
+    0 success / stdin closed, 1 run failed (print/json),
+    2 bad command line or configuration (unknown model or provider, no model with a key),
+    3 a turn/tool-call/cost/repeat limit ended the run, 4 the deadline ended the run,
+    128+N killed by signal N
 ";
 
 fn value(parser: &mut lexopt::Parser, flag: &str) -> Result<String, String> {
@@ -262,6 +323,16 @@ fn value(parser: &mut lexopt::Parser, flag: &str) -> Result<String, String> {
         .map_err(|_| format!("{flag} requires a value"))?;
     v.into_string()
         .map_err(|_| format!("{flag}: value is not valid UTF-8"))
+}
+
+/// A whole number of at least `min` (the count limits).
+fn count(parser: &mut lexopt::Parser, flag: &str, min: u64) -> Result<u64, String> {
+    let v = value(parser, flag)?;
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| *n >= min)
+        .ok_or_else(|| format!("{flag}: '{v}' is not a whole number of at least {min}"))
 }
 
 fn comma_list(s: &str) -> Vec<String> {
@@ -324,6 +395,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         no_skills: false,
         prompt_templates: Vec::new(),
         no_prompt_templates: false,
+        limits: Default::default(),
+        result_file: None,
+        heartbeat: None,
+        heartbeat_file: None,
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -472,6 +547,45 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             Long("no-skills") => o.no_skills = true,
             Long("prompt-template") => o.prompt_templates.push(value(&mut p, "--prompt-template")?),
             Long("no-prompt-templates") => o.no_prompt_templates = true,
+            Long("max-turns") => o.limits.max_turns = Some(count(&mut p, "--max-turns", 1)?),
+            Long("max-tool-calls") => {
+                o.limits.max_tool_calls = Some(count(&mut p, "--max-tool-calls", 0)?)
+            }
+            Long("max-repeats") => o.limits.max_repeats = Some(count(&mut p, "--max-repeats", 1)?),
+            Long("max-cost") => {
+                let v = value(&mut p, "--max-cost")?;
+                o.limits.max_cost_usd = Some(
+                    v.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|c| c.is_finite() && *c >= 0.0)
+                        .ok_or_else(|| {
+                            format!("--max-cost: '{v}' is not an amount of US dollars")
+                        })?,
+                );
+            }
+            Long("deadline") => {
+                let v = value(&mut p, "--deadline")?;
+                let secs = v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e12)
+                    .ok_or_else(|| format!("--deadline: '{v}' is not a number of seconds"))?;
+                o.limits.deadline_ms = Some(((secs * 1000.0).round() as u64).max(1));
+            }
+            Long("result-file") => o.result_file = Some(value(&mut p, "--result-file")?),
+            Long("heartbeat") => {
+                let v = value(&mut p, "--heartbeat")?;
+                let secs = v
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s >= 0.01 && *s < 1e9)
+                    .ok_or_else(|| format!("--heartbeat: '{v}' is not a number of seconds"))?;
+                o.heartbeat = Some(std::time::Duration::from_secs_f64(secs));
+            }
+            Long("heartbeat-file") => o.heartbeat_file = Some(value(&mut p, "--heartbeat-file")?),
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),

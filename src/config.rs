@@ -249,6 +249,15 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(300)
     }
+    /// pith's own: `pith.limits` (`core/limits.rs`), run limits of every prompt; an invalid
+    /// object is an error (a limit must not silently vanish).
+    pub fn limits(&self) -> Result<crate::core::limits::Limits, String> {
+        match self.nested("pith", "limits") {
+            None | Some(Value::Null) => Ok(Default::default()),
+            Some(v) => crate::core::limits::Limits::from_json(v)
+                .map_err(|e| format!("settings.json: pith.limits: {e}")),
+        }
+    }
     /// `mcpServers` (the widely used MCP client format; merged by server name like any object).
     pub fn mcp_servers(&self) -> Option<&Value> {
         self.get("mcpServers")

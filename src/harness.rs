@@ -150,6 +150,8 @@ pub fn rpc_input(data: &[u8]) {
         faux_script: None,
         partials: crate::rpc::event::Partials::Full,
         compat: compat_for(data),
+        limits: Default::default(),
+        heartbeat: None,
         resources: crate::resources::LazyResources::new(crate::resources::LoadOptions {
             cwd: cwd.to_string_lossy().into_owned(),
             agent_dir: cwd.join("agent").to_string_lossy().into_owned(),

@@ -25,6 +25,7 @@ pub mod malloc;
 pub mod mcp;
 pub mod message;
 pub mod resources;
+pub mod result_record;
 pub mod retry;
 pub mod rpc;
 pub mod session;

@@ -181,7 +181,8 @@ fn a_tool_call_runs_before_the_final_answer() {
             "message_end:assistant",
             "turn_end",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
     let ends: Vec<&Value> = frames
@@ -226,7 +227,8 @@ fn json_mode_prints_every_event_and_ends_settled() {
             "message_end:assistant",
             "turn_end",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
     // The deltas spell out the answer; no RPC responses are written.
@@ -237,7 +239,7 @@ fn json_mode_prints_every_event_and_ends_settled() {
         .collect();
     assert_eq!(text, "This is the faux provider. You said: hi");
     assert!(!frames.iter().any(|f| f["type"] == "response"));
-    let end = &frames[frames.len() - 2];
+    let end = &frames[frames.len() - 3];
     assert_eq!(
         end["messages"][0]["content"],
         json!([{"type":"text","text":"hi"}])
@@ -292,7 +294,8 @@ fn a_provider_error_in_json_mode_exits_1_after_the_events() {
             "message_end:assistant",
             "turn_end",
             "agent_end",
-            "agent_settled"
+            "agent_settled",
+            "result"
         ]
     );
     let end = &frames[5]["message"];
@@ -307,7 +310,7 @@ fn a_provider_error_in_json_mode_exits_1_after_the_events() {
 }
 
 #[test]
-fn no_model_exits_1_with_a_message_on_stderr() {
+fn no_model_exits_2_with_a_message_on_stderr() {
     let w = World::new();
     for mode in [["-p", "hi"], ["--mode", "json"]] {
         let mut args = mode.to_vec();
@@ -316,7 +319,8 @@ fn no_model_exits_1_with_a_message_on_stderr() {
         }
         args.push("--no-session");
         let o = pith(&w, &args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        // pi exits 1; pith's exit code for a configuration that cannot run is 2 (issue 27).
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
         assert_eq!(stdout(&o), "", "{args:?}");
         let err = stderr(&o);
         // As pi: no model is a start-up error, before any output (its text points at /login,

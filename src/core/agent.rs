@@ -408,6 +408,9 @@ impl Machine {
             extra: self.request_extra(&model, auth),
             model,
         };
+        if let Some(t) = self.tally.as_mut() {
+            t.count_turn();
+        }
         self.generation += 1;
         let generation = self.generation;
         let tx = self.worker_tx.clone();
@@ -537,6 +540,9 @@ impl Machine {
         let AgentMessage::Assistant(a) = &m else {
             return;
         };
+        if let Some(t) = self.tally.as_mut() {
+            t.add_usage(a.usage.total_tokens, a.usage.cost.total);
+        }
         self.retry_message_end(a);
         if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
             self.emit(&Frame::TurnEnd {
@@ -651,7 +657,14 @@ impl Machine {
             });
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
+            let refused = self
+                .tally
+                .as_mut()
+                .and_then(|t| t.before_call(&call.name, &call.arguments).err());
             match self.resolve_tool(&call.name) {
+                _ if refused.is_some() => {
+                    result = refused.map(|r| Err(crate::core::limits::Tally::refusal(&r)))
+                }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
                 Some(exec) => match validate_for(&exec, &call.arguments, self.compat) {
                     Err(e) => result = Some(Err(e)),
@@ -1002,9 +1015,15 @@ impl Machine {
             steering
         };
         if had_tool_calls || !pending.is_empty() {
+            if self.limit_ends_run() {
+                return;
+            }
             self.emit(&Frame::TurnStart);
             self.declare_tool_changes_087();
             self.continue_turn(pending, Source::Steering);
+            return;
+        }
+        if !self.follow_up.is_empty() && self.limit_ends_run() {
             return;
         }
         let follow = self.follow_up.take();
@@ -1044,9 +1063,12 @@ impl Machine {
             AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,
         });
+        // A limit ended the run: no retry follows, as after an abort.
+        let stopped = run.aborting || self.tally.as_ref().is_some_and(|t| t.reached.is_some());
+        self.announce_limit();
         // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
         let will_retry = self.compat.is_087().then(|| {
-            !run.aborting
+            !stopped
                 && self.pending_prompt.is_none()
                 && last.as_ref().is_some_and(|a| self.retry_planned(a))
         });
@@ -1062,11 +1084,173 @@ impl Machine {
             }
         };
         if self.compat.abort_answered_after_settle() {
-            self.after_run(last, run.aborting);
+            self.after_run(last, stopped);
             answer_aborts(self);
         } else {
             answer_aborts(self);
-            self.after_run(last, run.aborting);
+            self.after_run(last, stopped);
+        }
+    }
+
+    /// A prompt's run starts: its limits (the prompt's own over the flags' and settings'), a
+    /// fresh tally and, with a deadline, the timer. No limit: no tally, nothing changes.
+    pub(crate) fn begin_limits(&mut self, own: Option<&crate::core::limits::Limits>) {
+        let limits = match own {
+            Some(o) => self.default_limits.overridden_by(o),
+            None => self.default_limits,
+        };
+        self.deadline = None; // dropping the handle stops an earlier prompt's timer
+        self.prompt_started = std::time::Instant::now();
+        if limits.is_empty() && self.heartbeat.is_none() {
+            self.tally = None;
+            return;
+        }
+        // With heartbeats and no limit the tally only counts (it never reaches a limit).
+        self.tally = Some(crate::core::limits::Tally::new(limits));
+        self.arm_heartbeat();
+        if let Some(ms) = limits.deadline_ms {
+            self.deadline_seq += 1;
+            let cancel = crate::retry::start_timer_with(
+                Worker::DeadlineDue {
+                    id: self.deadline_seq,
+                },
+                std::time::Duration::from_millis(ms),
+                self.worker_tx.clone(),
+            );
+            self.deadline = Some((self.deadline_seq, std::time::Instant::now(), cancel));
+        }
+    }
+
+    /// Before another turn: a limit that forbids its request ends the run here (true).
+    fn limit_ends_run(&mut self) -> bool {
+        let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
+        let Some(t) = self.tally.as_mut() else {
+            return false;
+        };
+        // An `abort` of the host ends the run as pi's does (not as a limit).
+        if aborting && t.reached.is_none() {
+            return false;
+        }
+        if t.before_turn().is_none() {
+            return false;
+        }
+        self.end_run();
+        true
+    }
+
+    /// `run_limit_reached`, once per run a limit ended.
+    pub(crate) fn announce_limit(&mut self) {
+        let Some(t) = self.tally.as_mut() else { return };
+        let Some(r) = t.reached.filter(|_| !t.announced) else {
+            return;
+        };
+        t.announced = true;
+        self.emit(&Frame::RunLimitReached {
+            limit: r.kind.name(),
+            value: r.value,
+            used: r.used,
+        });
+    }
+
+    /// `--heartbeat`: (re)start the timer of the next beat.
+    pub(crate) fn arm_heartbeat(&mut self) {
+        let Some(every) = self.heartbeat.as_ref().map(|h| h.every) else {
+            return;
+        };
+        self.heartbeat_seq += 1;
+        let cancel = crate::retry::start_timer_with(
+            Worker::HeartbeatDue {
+                id: self.heartbeat_seq,
+            },
+            every,
+            self.worker_tx.clone(),
+        );
+        self.heartbeat_timer = Some((self.heartbeat_seq, cancel));
+    }
+
+    /// A heartbeat is due: while a run, its retry wait or a compaction is under way, one
+    /// `heartbeat` event (or a touch of `--heartbeat-file`), and the next one armed; when idle,
+    /// the timer stops (the next prompt starts it again).
+    pub(crate) fn on_heartbeat_due(&mut self, id: u64) {
+        if self.heartbeat_timer.as_ref().is_none_or(|(i, _)| *i != id) {
+            return;
+        }
+        let activity = if self.compaction.is_some() {
+            "compacting"
+        } else {
+            match self.run.as_ref().map(|r| &r.phase) {
+                Some(Phase::Tools(_)) => "tool",
+                Some(_) => "streaming",
+                None if self.retry_wait.is_some() || self.continue_wait.is_some() => "retry_wait",
+                None => {
+                    self.heartbeat_timer = None;
+                    return;
+                }
+            }
+        };
+        let file = self.heartbeat.as_ref().and_then(|h| h.file.clone());
+        match file {
+            Some(path) => {
+                let touched = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                if let Err(e) = touched {
+                    eprintln!(
+                        "pith: cannot touch the heartbeat file {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+            None => {
+                let elapsed =
+                    u64::try_from(self.prompt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let (turns, tool_calls, tokens, cost) =
+                    self.tally.as_ref().map_or((0, 0, 0, 0.0), |t| {
+                        (t.turns, t.tool_calls, t.tokens, t.cost_usd)
+                    });
+                self.emit(&Frame::Heartbeat {
+                    elapsed_ms: elapsed,
+                    turns,
+                    tool_calls,
+                    tokens,
+                    cost_usd: cost,
+                    activity,
+                });
+            }
+        }
+        self.arm_heartbeat();
+    }
+
+    /// The run's deadline passed: a running stream or tool batch is aborted as by `abort` (the
+    /// run then ends with `run_limit_reached`); an auto-retry or continuation still waiting is
+    /// cancelled instead of started.
+    pub(crate) fn on_deadline_due(&mut self, id: u64) {
+        let Some(started) = self
+            .deadline
+            .as_ref()
+            .filter(|(i, _, _)| *i == id)
+            .map(|(_, at, _)| *at)
+        else {
+            return;
+        };
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let Some(t) = self.tally.as_mut() else { return };
+        if t.reached.is_some() {
+            return;
+        }
+        if self.run.is_some() {
+            t.deadline_passed(elapsed);
+            self.abort_run(None);
+        } else if self.retry_wait.is_some() || self.continue_wait.is_some() {
+            t.deadline_passed(elapsed);
+            if self.continue_wait.take().is_some() {
+                self.messages = self.session.build_context().into();
+            }
+            self.cancel_retry();
+            self.announce_limit();
+            self.settle();
         }
     }
 

@@ -676,6 +676,7 @@ impl Machine {
             };
             self.emit_queue_update();
             let prompts = queued.into_iter().map(|q| q.message).collect();
+            self.begin_limits(None);
             self.start_run(prompts);
             return;
         }

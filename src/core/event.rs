@@ -37,6 +37,10 @@ pub enum Worker {
     SummaryRetryDue { id: u64 },
     /// The pause before continuing after an overflow compaction (number `id`) is over.
     ContinueDue { id: u64 },
+    /// Heartbeat timer number `id` (`--heartbeat`) fired.
+    HeartbeatDue { id: u64 },
+    /// The deadline of the run limits number `id` (`core/limits.rs`) passed.
+    DeadlineDue { id: u64 },
     /// The grace after an abort is over: tool calls of `batch` still running are abandoned.
     ToolsAbandoned { batch: u64 },
     /// Output of the RPC `bash` command `job` (pi 0.87.1's `bash_execution_update`).

@@ -626,6 +626,7 @@ impl Machine {
             return Err(format!("No API key found for {}.", model.provider));
         }
         self.flush_deferred_bash();
+        self.begin_limits(None);
         self.start_run(vec![message]);
         Ok(())
     }

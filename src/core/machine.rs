@@ -55,6 +55,18 @@ pub struct Startup {
     pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
+    /// Run limits of every prompt: settings `pith.limits`, overridden by the flags.
+    pub limits: crate::core::limits::Limits,
+    /// `--heartbeat` / `--heartbeat-file`.
+    pub heartbeat: Option<Heartbeat>,
+}
+
+/// `--heartbeat SECONDS` / `--heartbeat-file PATH`: how often, and a file to touch instead of
+/// the `heartbeat` event.
+#[derive(Clone, Debug)]
+pub struct Heartbeat {
+    pub every: std::time::Duration,
+    pub file: Option<PathBuf>,
 }
 
 /// The choices pi 0.87.1 applies again whenever it builds the runtime of a session (it does so
@@ -202,6 +214,21 @@ pub struct Machine {
     pub(crate) batch: u64,
     /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
     pub(crate) plugins: crate::core::plugins::Plugins,
+    /// Run limits of every prompt (a prompt's own `limits` override them).
+    pub(crate) default_limits: crate::core::limits::Limits,
+    /// What the current prompt's run has used against its limits (`None`: no limit set).
+    pub(crate) tally: Option<crate::core::limits::Tally>,
+    /// The deadline timer of `tally`: its number, when the run started, its cancel handle.
+    pub(crate) deadline: Option<(u64, std::time::Instant, crate::cancel::CancelSource)>,
+    pub(crate) deadline_seq: u64,
+    /// When the machine started (`ping`'s `uptimeMs`).
+    born: std::time::Instant,
+    /// When the current prompt's run started (heartbeats' `elapsedMs`).
+    pub(crate) prompt_started: std::time::Instant,
+    pub(crate) heartbeat: Option<Heartbeat>,
+    /// The armed heartbeat timer: its number and cancel handle.
+    pub(crate) heartbeat_timer: Option<(u64, crate::cancel::CancelSource)>,
+    pub(crate) heartbeat_seq: u64,
     /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
     late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
@@ -269,6 +296,15 @@ impl Machine {
             model: s.model,
             thinking: s.thinking,
             defaults: s.defaults,
+            default_limits: s.limits,
+            tally: None,
+            deadline: None,
+            deadline_seq: 0,
+            born: std::time::Instant::now(),
+            prompt_started: std::time::Instant::now(),
+            heartbeat: s.heartbeat,
+            heartbeat_timer: None,
+            heartbeat_seq: 0,
             late_start: None,
         }
     }
@@ -429,6 +465,8 @@ impl Machine {
             Event::Worker(Worker::SummaryRetryDue { id }) => self.on_summary_retry_due(id),
             Event::Worker(Worker::BashDone { job, outcome }) => self.on_bash_done(job, *outcome),
             Event::Worker(Worker::ToolsAbandoned { batch }) => self.on_tools_abandoned(batch),
+            Event::Worker(Worker::DeadlineDue { id }) => self.on_deadline_due(id),
+            Event::Worker(Worker::HeartbeatDue { id }) => self.on_heartbeat_due(id),
             Event::Worker(Worker::BashOutput { job, delta }) => self.on_bash_output(job, &delta),
             Event::Worker(Worker::ExportDone { job, result }) => self.on_export_done(job, result),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
@@ -702,6 +740,10 @@ impl Machine {
                 Err(DEFERRED.to_string())
             }
             Command::GetState => Ok(Some(self.state_json())),
+            Command::Ping => Ok(Some(json!({
+                "uptimeMs": u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "isStreaming": self.run.is_some(),
+            }))),
             Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
             Command::GetLastAssistantText => Ok(Some(
                 match crate::session::tree::last_assistant_text(self.messages.as_slice()) {
@@ -837,6 +879,7 @@ impl Machine {
         });
         let mut messages = vec![message];
         messages.extend(self.take_next_turn_messages());
+        self.begin_limits(input.limits.as_ref());
         self.start_run(messages);
         Err(DEFERRED.to_string())
     }

@@ -59,6 +59,9 @@ pub struct UserInput {
     pub images: Vec<ImageContent>,
     /// Seed 000 `attachments`, in order: images as image blocks, documents as text blocks.
     pub attachments: Vec<Content>,
+    /// pith's own: the run limits of a `prompt` / `abort_and_prompt` (`core/limits.rs`); `None`
+    /// when the command has no `limits` (steer and follow-up never start a run: not read).
+    pub limits: Option<crate::core::limits::Limits>,
 }
 
 impl UserInput {
@@ -85,6 +88,8 @@ pub enum Command {
         parent_session: Option<String>,
     },
     GetState,
+    /// pith's own (issue 27): a liveness check, answered at once.
+    Ping,
     GetMessages,
     SetModel {
         provider: String,
@@ -296,10 +301,19 @@ impl<'a> Fields<'a> {
                 .collect::<Result<_, _>>()?,
             other => return Err(self.err("attachments", "an array of attachments", other)),
         };
+        let limits = match (self.command, self.get("limits")) {
+            ("prompt" | "abort_and_prompt", Some(v)) => {
+                Some(crate::core::limits::Limits::from_json(v).map_err(|e| {
+                    DecodeError::Invalid(format!("{}: field \"limits\": {e}", self.command))
+                })?)
+            }
+            _ => None,
+        };
         Ok(UserInput {
             text,
             images,
             attachments,
+            limits,
         })
     }
 }
@@ -439,6 +453,7 @@ pub fn decode(command: &str, obj: &Map<String, Value>) -> Result<Command, Decode
             parent_session: f.opt_string("parentSession")?,
         },
         "get_state" => Command::GetState,
+        "ping" => Command::Ping,
         "get_messages" => Command::GetMessages,
         "set_model" => Command::SetModel {
             provider: f.string("provider")?,

@@ -112,6 +112,25 @@ pub enum Event<'a> {
     },
     /// pith's addition: the agent is idle and nothing (retry, compaction, queued message) is pending.
     AgentSettled,
+    /// pith's own (issue 27, `--heartbeat`): a run (or its retry wait, a compaction) is alive.
+    Heartbeat {
+        #[serde(rename = "elapsedMs")]
+        elapsed_ms: u64,
+        turns: u64,
+        #[serde(rename = "toolCalls")]
+        tool_calls: u64,
+        tokens: u64,
+        #[serde(rename = "costUsd")]
+        cost_usd: f64,
+        activity: &'a str,
+    },
+    /// pith's own (issue 27): a run limit ended the run (right before its `agent_end`). Only
+    /// when a limit was set.
+    RunLimitReached {
+        limit: &'a str,
+        value: f64,
+        used: f64,
+    },
     /// pi 0.87.1: a chunk of the RPC `bash` command's output (`id` of the command, when it had one).
     BashExecutionUpdate {
         #[serde(skip_serializing_if = "Option::is_none")]
