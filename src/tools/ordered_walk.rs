@@ -37,11 +37,17 @@
 //! before anything that thread would find later, so it stops. Memory is bounded by the
 //! channels and by the limit, per thread.
 //!
-//! Threads: only as many as the machine has idle cores (`idle_cores`); with one, step 0 is
-//! the whole walk. `ignore`'s `WalkParallel` was tried for the units (its results sorted per
-//! batch of units): it spares the sequential walker's per-directory probes for ignore files,
-//! but moving every entry through its work queue cost more than that, and a batch cannot stop
-//! at the limit.
+//! Threads: as many as the machine has cores (up to [`MAX_THREADS`]), as rg and fd use; with
+//! one, step 0 is the whole walk. They were once limited to the cores the 1-minute load average
+//! left idle (to spare the CPU time a walk on several threads can add where every core is
+//! busy), but on such a host one thread gets one share of the CPU while rg and fd compete with
+//! one per core: a whole-tree search took up to half again as long as theirs (issue 29, at a
+//! load average of 14 on 2 cores: `find *.json` 1,070 ms on one thread, 740 ms on two, for the
+//! same CPU time). `ignore`'s `WalkParallel` was tried for the units (its results sorted per
+//! batch of units, and again per unit): it spares the sequential walker's per-directory probes
+//! for ignore files, but each of its walks compiles the parents' ignore files and the global
+//! excludes anew, which cost what the probes save (issue 29: 173-196 ms of CPU for `find` over
+//! the bench tree against 175-187 ms), and a batch cannot stop at the limit.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -87,22 +93,6 @@ const SEQUENTIAL_TIME: Duration = Duration::from_millis(5);
 /// The most threads a walk uses.
 pub const MAX_THREADS: usize = 8;
 
-/// The threads a walk uses: the cores the rest of the machine left idle over the last minute
-/// (`/proc/loadavg`, as `make -l` reads it), at least one. Where every core is busy already,
-/// more threads would only share the same CPU time and spend about a tenth more of it
-/// (contention in the kernel, subtrees set up twice); with many agents on one host, that is
-/// the usual case.
-fn idle_cores(cores: usize, loadavg: Option<&str>) -> usize {
-    let load = loadavg
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|l| l.parse::<f64>().ok())
-        .filter(|l| l.is_finite() && *l >= 0.0);
-    match load {
-        Some(load) => ((cores as f64 - load).ceil().max(1.0) as usize).min(cores),
-        None => cores,
-    }
-}
-
 /// A walk of `root` with `flavor`'s ignore rules.
 pub struct Walker<'a> {
     pub root: &'a Path,
@@ -123,11 +113,9 @@ pub struct Walker<'a> {
 
 impl<'a> Walker<'a> {
     pub fn new(root: &'a Path, cwd: &'a Path, flavor: Flavor, limit: usize) -> Walker<'a> {
-        let cores = std::thread::available_parallelism()
+        let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(MAX_THREADS);
-        let load = std::fs::read_to_string("/proc/loadavg").ok();
-        let threads = idle_cores(cores, load.as_deref());
         Walker {
             root,
             cwd,
@@ -689,18 +677,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn threads_for_the_idle_cores() {
-        assert_eq!(idle_cores(2, Some("0.05 0.20 0.30 1/120 99")), 2);
-        assert_eq!(idle_cores(2, Some("0.99 0.20 0.30 1/120 99")), 2);
-        assert_eq!(idle_cores(2, Some("1.00 0.20 0.30 1/120 99")), 1);
-        assert_eq!(idle_cores(2, Some("7.5 0.20 0.30 1/120 99")), 1);
-        assert_eq!(idle_cores(8, Some("3.2 1 1 1/1 1")), 5);
-        assert_eq!(idle_cores(4, None), 4);
-        assert_eq!(idle_cores(4, Some("nan")), 4);
-        assert_eq!(idle_cores(4, Some("")), 4);
     }
 
     #[test]
