@@ -11,6 +11,9 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Bad command line.
 pub const EXIT_USAGE: i32 = 2;
+/// The requested sandbox is unavailable (no Landlock, or not the ABI the mode needs; a malformed
+/// `pith.sandbox` setting): pith refuses to start unless `--sandbox-fallback warn`.
+pub const EXIT_SANDBOX: i32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -84,6 +87,8 @@ pub struct Options {
     pub prompt_templates: Vec<String>,
     /// `--no-prompt-templates` / `-np`.
     pub no_prompt_templates: bool,
+    /// `--sandbox MODE` and `--sandbox-fallback warn|fail` (src/sandbox.rs).
+    pub sandbox: crate::sandbox::CliSandbox,
 }
 
 #[derive(Debug, PartialEq)]
@@ -155,6 +160,8 @@ const TAKES_VALUE: &[&str] = &[
     "--confirm-timeout",
     "--skill",
     "--prompt-template",
+    "--sandbox",
+    "--sandbox-fallback",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -241,6 +248,9 @@ OPTIONS:
     -ns, --no-skills               No skill discovery (--skill paths still load)
     --prompt-template <path>       Load a prompt template file or directory (repeatable)
     -np, --no-prompt-templates     No prompt template discovery
+    --sandbox <mode>               Confine tools with Landlock: off, read-only, workspace-write
+                                   (settings pith.sandbox; exit 5 where the kernel cannot)
+    --sandbox-fallback <warn|fail> warn: run unsandboxed (with a warning) where Landlock is missing
     --                             End of options: everything after is the prompt
     -h, --help                     Show this help
     -v, --version                  Show the version
@@ -324,6 +334,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         no_skills: false,
         prompt_templates: Vec::new(),
         no_prompt_templates: false,
+        sandbox: Default::default(),
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -472,6 +483,19 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             Long("no-skills") => o.no_skills = true,
             Long("prompt-template") => o.prompt_templates.push(value(&mut p, "--prompt-template")?),
             Long("no-prompt-templates") => o.no_prompt_templates = true,
+            Long("sandbox") => {
+                let v = value(&mut p, "--sandbox")?;
+                o.sandbox.mode = Some(crate::sandbox::Mode::parse(&v).ok_or_else(|| {
+                    format!("--sandbox: unknown mode \"{v}\" (off, read-only, workspace-write)")
+                })?);
+            }
+            Long("sandbox-fallback") => {
+                let v = value(&mut p, "--sandbox-fallback")?;
+                o.sandbox.fallback =
+                    Some(crate::sandbox::Fallback::parse(&v).ok_or_else(|| {
+                        format!("--sandbox-fallback: unknown value \"{v}\" (warn, fail)")
+                    })?);
+            }
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),

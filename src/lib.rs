@@ -27,6 +27,7 @@ pub mod message;
 pub mod resources;
 pub mod retry;
 pub mod rpc;
+pub mod sandbox;
 pub mod session;
 pub mod sort;
 pub mod tools;
