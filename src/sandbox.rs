@@ -12,7 +12,8 @@
 //!   working directory, the tools' temporary directory (`$TMPDIR`) and
 //!   `pith.sandbox.writableRoots` (`workspace-write`), or only under `$TMPDIR` (`read-only`);
 //!   `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/ptmx` and `/dev/pts` stay writable
-//!   so shells work. The ruleset is built once at start-up; each tool thread enforces a copy of
+//!   so shells work. From Landlock ABI 6 on, signals to processes outside the sandbox (pith
+//!   itself included) are denied too. The ruleset is built once at start-up; each tool thread enforces a copy of
 //!   it (one `dup`, `prctl(NO_NEW_PRIVS)` and `landlock_restrict_self`).
 //! - Network (unless `pith.sandbox.network: true`): Landlock (ABI 4) denies TCP connect and bind;
 //!   a seccomp filter, compiled once at start-up and installed on the tool thread after Landlock
@@ -419,7 +420,7 @@ mod imp {
 
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-        RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
     };
 
     /// The ABI whose rights pith asks for (V5 adds device ioctls). Newer kernels keep it.
@@ -436,7 +437,6 @@ mod imp {
 
     unsafe extern "C" {
         fn syscall(num: std::ffi::c_long, ...) -> std::ffi::c_long;
-        fn __errno_location() -> *mut std::ffi::c_int;
     }
     const SYS_LANDLOCK_CREATE_RULESET: std::ffi::c_long = 444;
     const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
@@ -455,8 +455,8 @@ mod imp {
         if v >= 1 {
             return Ok(v as i32);
         }
-        // SAFETY: errno of this thread, read right after the call.
-        let errno = unsafe { *__errno_location() };
+        // errno of this thread, read right after the call.
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         Err(Unavailable(match errno {
             95 => "Landlock is supported by this kernel but not enabled (add landlock to the lsm= boot parameter)".to_string(),
             38 => "Landlock is not available: this kernel was built without it".to_string(),
@@ -478,9 +478,13 @@ mod imp {
             )));
         }
         let err = |e: &dyn std::fmt::Display| Unavailable(format!("Landlock: {e}"));
+        // Signals to processes outside the sandbox (pith itself, the user's other processes):
+        // denied from ABI 6 on, where the kernel has it.
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET))
+            .map_err(|e| err(&e))?
+            .scope(Scope::Signal)
             .map_err(|e| err(&e))?;
         if !policy.network {
             ruleset = ruleset

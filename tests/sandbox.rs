@@ -164,6 +164,7 @@ fn workspace_write_confines_writes_and_network_of_tools_only() {
                 "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'u'); print('unix', b.recv(1))\"",
             ),
             ("read", json!({"path": "link/edit-me.txt"})),
+            bash("kill -0 $PPID && echo signalled"),
         ]),
         json!({"text": "done"}),
     ];
@@ -192,6 +193,15 @@ fn workspace_write_confines_writes_and_network_of_tools_only() {
     denied(10, "EACCES: permission denied");
     ok(11, "unix b'u'");
     ok(12, "hello");
+    // Landlock ABI 6 scopes signals: the shell cannot signal pith (its parent).
+    if frames[1]["enforced"]
+        .as_str()
+        .and_then(|e| e.strip_prefix("landlock-abi-"))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 6)
+    {
+        denied(13, "Operation not permitted");
+    }
     assert!(!r[&id(10)].0.contains("File not found"));
     // Nothing landed outside; what was inside did.
     for f in ["bash.txt", "py.txt", "escaped.txt", "w.txt"] {
