@@ -501,8 +501,20 @@ mod imp {
         let mut dirs: Vec<PathBuf> = write_roots.clone();
         dirs.push(PathBuf::from("/dev/pts"));
         for dir in &dirs {
-            // A writable root that does not exist (yet) cannot be opened: skipped.
-            let Ok(fd) = PathFd::new(dir) else { continue };
+            // A writable root that cannot be opened (missing) is skipped: nothing can be written
+            // there, which is the safe side; said on stderr.
+            let fd = match PathFd::new(dir) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    if dir != Path::new("/dev/pts") {
+                        eprintln!(
+                            "Warning: sandbox: {} cannot be opened, so nothing can be written there ({e})",
+                            dir.display()
+                        );
+                    }
+                    continue;
+                }
+            };
             created = created
                 .add_rule(PathBeneath::new(fd, AccessFs::from_all(TARGET)))
                 .map_err(|e| err(&e))?;

@@ -376,6 +376,12 @@ fn the_rpc_bash_command_is_confined_and_get_state_reports_the_sandbox() {
     if !landlock_ok("the_rpc_bash_command_is_confined_and_get_state_reports_the_sandbox") {
         return;
     }
+    for compat in ["0.73", "0.87"] {
+        rpc_bash_confined(compat);
+    }
+}
+
+fn rpc_bash_confined(compat: &str) {
     let world = World::new();
     let outside = world.dir.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -394,6 +400,8 @@ fn the_rpc_bash_command_is_confined_and_get_state_reports_the_sandbox() {
         "--model",
         "faux",
         "--no-session",
+        "--compat",
+        compat,
     ]);
     let st = p.call(json!({"type": "get_state"}), "s");
     let cwd = std::fs::canonicalize(world.cwd()).unwrap();
@@ -421,6 +429,41 @@ fn the_rpc_bash_command_is_confined_and_get_state_reports_the_sandbox() {
     assert!(world.cwd().join("i.txt").exists());
     p.close_stdin();
     let _ = p.wait(support::TIMEOUT);
+}
+
+#[test]
+fn print_mode_runs_sandboxed() {
+    if !landlock_ok("print_mode_runs_sandboxed") {
+        return;
+    }
+    let world = World::new();
+    let outside = world.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let path = faux_script(
+        &world,
+        &[
+            calls(&[bash(&format!("echo x > {}/p.txt", outside.display()))]),
+            json!({"text": "finished"}),
+        ],
+    );
+    let mut c = world.command(&[
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+        "--faux-script",
+        &path,
+        "--sandbox",
+        "workspace-write",
+        "-p",
+        "go",
+    ]);
+    c.stdin(Stdio::null());
+    let out = run(c);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "finished\n");
+    assert!(!outside.join("p.txt").exists());
 }
 
 #[test]
