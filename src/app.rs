@@ -196,6 +196,9 @@ fn report_startup(s: &Startup) {
     let tools: Vec<&str> = s.tools.iter().map(|t| t.name()).collect();
     eprintln!("pith: tools {}", tools.join(", "));
     eprintln!("pith: protocol pi {}", s.compat.as_str());
+    if let Some(sb) = &s.sandbox {
+        eprintln!("pith: sandbox {}", sb.state_json());
+    }
 }
 
 /// `--export <session.jsonl> [out.html]`: write the HTML export and exit, with pi's messages.
