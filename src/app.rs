@@ -31,7 +31,7 @@ pub fn run(opts: Options) -> i32 {
         eprintln!("Error: @file arguments are not supported in RPC mode");
         return cli::EXIT_USAGE;
     }
-    let startup = match startup(&opts) {
+    let mut startup = match startup(&opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}", e.message);
@@ -42,6 +42,13 @@ pub fn run(opts: Options) -> i32 {
             };
         }
     };
+    match start_sandbox(&opts, &startup) {
+        Ok(sandbox) => startup.sandbox = sandbox,
+        Err(e) => {
+            eprintln!("{e}");
+            return cli::EXIT_SANDBOX;
+        }
+    }
     if opts.mode == Mode::Rpc {
         // From here on a signal is recorded for the machine instead of killing pith; the thread
         // that forwards it starts a few milliseconds later (`run_rpc`).
@@ -83,6 +90,54 @@ pub fn run(opts: Options) -> i32 {
             eprintln!("{e}");
             cli::EXIT_FAILURE
         }
+    }
+}
+
+/// `--sandbox` / settings `pith.sandbox` (a trusted project's may only tighten): the sandbox the
+/// tool threads enter, `None` without one. `Err`: the kernel cannot enforce it (or the setting is
+/// malformed) and `--sandbox-fallback warn` was not given: pith refuses to start (exit 5).
+fn start_sandbox(
+    opts: &Options,
+    s: &Startup,
+) -> Result<Option<Arc<crate::sandbox::Sandbox>>, String> {
+    use crate::sandbox::{Fallback, Sandbox, Unavailable};
+    let mut warnings = Vec::new();
+    let pith = |m: &serde_json::Map<String, serde_json::Value>| {
+        m.get("pith")
+            .and_then(serde_json::Value::as_object)
+            .cloned()
+    };
+    let resolved = crate::sandbox::resolve_policy(
+        opts.sandbox,
+        pith(s.settings.global()).as_ref(),
+        pith(s.settings.project()).as_ref(),
+        &s.cwd,
+        config::home_dir().as_deref(),
+        &mut warnings,
+    );
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    let policy = match resolved {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(format!("pith: the sandbox cannot start: {e}")),
+    };
+    let tmp = std::env::temp_dir();
+    let mode = policy.mode.as_str();
+    match Sandbox::start(policy.clone(), &s.cwd, &tmp) {
+        Ok(sb) => Ok(Some(Arc::new(sb))),
+        Err(Unavailable(why)) if policy.fallback == Fallback::Warn => {
+            eprintln!(
+                "Warning: the {mode} sandbox cannot be enforced: {why}. Running UNSANDBOXED (--sandbox-fallback warn)."
+            );
+            Ok(Some(Arc::new(Sandbox::unenforced(
+                policy, &s.cwd, &tmp, why,
+            ))))
+        }
+        Err(Unavailable(why)) => Err(format!(
+            "pith: the {mode} sandbox is unavailable: {why}. Refusing to run unsandboxed (--sandbox-fallback warn would run without it)."
+        )),
     }
 }
 
@@ -151,6 +206,9 @@ fn report_startup(s: &Startup) {
     let tools: Vec<&str> = s.tools.iter().map(|t| t.name()).collect();
     eprintln!("pith: tools {}", tools.join(", "));
     eprintln!("pith: protocol pi {}", s.compat.as_str());
+    if let Some(sb) = &s.sandbox {
+        eprintln!("pith: sandbox {}", sb.state_json());
+    }
 }
 
 /// `--export <session.jsonl> [out.html]`: write the HTML export and exit, with pi's messages.
@@ -527,6 +585,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
                 file: opts.heartbeat_file.as_ref().map(|f| cwd_for_files.join(f)),
             }
         }),
+        sandbox: None,
     })
 }
 
@@ -623,12 +682,23 @@ fn run_oneshot(
         eprintln!("pith: cannot listen for signals or watch stdout");
         io::watch::restore_defaults();
     }
-    // json mode starts with the session header, as pi's.
+    // json mode starts with the session header, as pi's; under `--sandbox` a `sandbox` line
+    // follows (pith's own, docs/rpc.md).
     let header = (mode == Mode::Json).then(|| {
-        format!(
+        let mut h = format!(
             "{}\n",
             crate::session::store::to_line(startup.session.header())
-        )
+        );
+        if let Some(sb) = &startup.sandbox {
+            let mut line = serde_json::json!({"type": "sandbox"});
+            if let (Some(l), serde_json::Value::Object(state)) =
+                (line.as_object_mut(), sb.state_json())
+            {
+                l.extend(state);
+            }
+            h.push_str(&format!("{line}\n"));
+        }
+        h
     });
     // The prompts go in one at a time: the next once the previous run has settled (as pi awaits
     // each prompt); a refused prompt ends the sequence. Dropping the sender ends the input.

@@ -44,6 +44,9 @@ pub const EXIT_OK: i32 = ExitCode::Ok.code();
 pub const EXIT_FAILURE: i32 = ExitCode::Failure.code();
 /// Bad command line.
 pub const EXIT_USAGE: i32 = ExitCode::Usage.code();
+/// The requested sandbox is unavailable (no Landlock, or not the ABI the mode needs; a malformed
+/// `pith.sandbox` setting): pith refuses to start unless `--sandbox-fallback warn`.
+pub const EXIT_SANDBOX: i32 = ExitCode::SandboxUnavailable.code();
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -126,6 +129,8 @@ pub struct Options {
     pub heartbeat: Option<std::time::Duration>,
     /// `--heartbeat-file PATH`: touch this file instead of the event.
     pub heartbeat_file: Option<String>,
+    /// `--sandbox MODE` and `--sandbox-fallback warn|fail` (src/sandbox.rs).
+    pub sandbox: crate::sandbox::CliSandbox,
 }
 
 #[derive(Debug, PartialEq)]
@@ -205,6 +210,8 @@ const TAKES_VALUE: &[&str] = &[
     "--result-file",
     "--heartbeat",
     "--heartbeat-file",
+    "--sandbox",
+    "--sandbox-fallback",
 ];
 
 fn spell_out_short_options(args: Vec<OsString>) -> Vec<OsString> {
@@ -299,6 +306,9 @@ OPTIONS:
     -ns, --no-skills               No skill discovery (--skill paths still load)
     --prompt-template <path>       Load a prompt template file or directory (repeatable)
     -np, --no-prompt-templates     No prompt template discovery
+    --sandbox <mode>               Confine tools with Landlock: off, read-only, workspace-write
+                                   (settings pith.sandbox; exit 5 where the kernel cannot)
+    --sandbox-fallback <warn|fail> warn: run unsandboxed (with a warning) where Landlock is missing
     --                             End of options: everything after is the prompt
     -h, --help                     Show this help
     -v, --version                  Show the version
@@ -399,6 +409,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         result_file: None,
         heartbeat: None,
         heartbeat_file: None,
+        sandbox: Default::default(),
     };
     let mut no_tools = false;
     let mut resume = false;
@@ -586,6 +597,19 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                 o.heartbeat = Some(std::time::Duration::from_secs_f64(secs));
             }
             Long("heartbeat-file") => o.heartbeat_file = Some(value(&mut p, "--heartbeat-file")?),
+            Long("sandbox") => {
+                let v = value(&mut p, "--sandbox")?;
+                o.sandbox.mode = Some(crate::sandbox::Mode::parse(&v).ok_or_else(|| {
+                    format!("--sandbox: unknown mode \"{v}\" (off, read-only, workspace-write)")
+                })?);
+            }
+            Long("sandbox-fallback") => {
+                let v = value(&mut p, "--sandbox-fallback")?;
+                o.sandbox.fallback =
+                    Some(crate::sandbox::Fallback::parse(&v).ok_or_else(|| {
+                        format!("--sandbox-fallback: unknown value \"{v}\" (warn, fail)")
+                    })?);
+            }
             Long("offline") => {}
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('v') | Long("version") => return Ok(Parsed::Version),

@@ -149,6 +149,7 @@ pub fn rpc_input(data: &[u8]) {
         no_context_files: true,
         faux_script: None,
         partials: crate::rpc::event::Partials::Full,
+        sandbox: None,
         compat: compat_for(data),
         limits: Default::default(),
         heartbeat: None,

@@ -28,6 +28,7 @@ pub mod resources;
 pub mod result_record;
 pub mod retry;
 pub mod rpc;
+pub mod sandbox;
 pub mod session;
 pub mod sort;
 pub mod tools;

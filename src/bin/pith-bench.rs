@@ -18,6 +18,10 @@
 //!   branches (kept as `target/bench/export-10k.jsonl` for `tests/bench/compare.py`): wall and CPU
 //!   time, page size; with Chromium installed, the page's load in a headless browser (parse to
 //!   viewer ready, and with a search over every entry).
+//! - sandbox (`PITH_BENCH_ONLY=sandbox`, in-process, Linux with Landlock): what `--sandbox` adds
+//!   to a tool call (a tool thread confining itself: ruleset copy + restrict + seccomp) and to a
+//!   bash call (`true` through the bash tool's runner), without / Landlock only / Landlock and
+//!   seccomp; and the one-time set-up at start.
 
 #[path = "../../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -406,6 +410,110 @@ fn main() {
     }
     if on("turns") {
         many_turns(1000);
+    }
+    if on("sandbox") {
+        sandbox_cost();
+    }
+}
+
+/// The median of `runs` timings of `f`, in microseconds.
+fn median_us(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    t.sort_by(|a, b| a.total_cmp(b));
+    t[t.len() / 2]
+}
+
+/// `--sandbox`'s cost per tool call and per bash call (see the module comment).
+fn sandbox_cost() {
+    use pith::sandbox::{Fallback, Mode, Policy, Sandbox};
+    use std::sync::Arc;
+    let dir = Scratch::new("sandbox");
+    let cwd = dir.0.join("cwd");
+    let tmp = std::env::temp_dir();
+    let policy = |network: bool| Policy {
+        mode: Mode::WorkspaceWrite,
+        network,
+        writable_roots: Vec::new(),
+        env_inherit: false,
+        fallback: Fallback::Fail,
+    };
+    let setup = Instant::now();
+    let full = match Sandbox::start(policy(false), &cwd, &tmp) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            println!("sandbox: skipped ({})", e.0);
+            return;
+        }
+    };
+    let setup_us = setup.elapsed().as_secs_f64() * 1e6;
+    let landlock_only = Arc::new(Sandbox::start(policy(true), &cwd, &tmp).expect("sandbox"));
+    let variants: [(&str, Option<Arc<Sandbox>>); 3] = [
+        ("no sandbox", None),
+        ("landlock", Some(landlock_only)),
+        ("landlock+seccomp", Some(full)),
+    ];
+    println!("sandbox: start-up set-up (probe, ruleset, seccomp compile): {setup_us:.0} us");
+    for (name, sb) in &variants {
+        let thread = median_us(2000, || {
+            let sb = sb.clone();
+            std::thread::spawn(move || {
+                if let Some(sb) = sb {
+                    sb.enter().expect("enter");
+                }
+            })
+            .join()
+            .expect("join");
+        });
+        let bash = median_us(300, || {
+            let sb = sb.clone();
+            let cwd = cwd.clone();
+            std::thread::spawn(move || {
+                if let Some(sb) = sb {
+                    sb.enter().expect("enter");
+                }
+                let (_source, token) = pith::cancel::cancel_pair();
+                let spec = pith::tools::process::CommandSpec {
+                    command: "true",
+                    cwd: &cwd,
+                    shell_path: None,
+                    prefix: None,
+                    cancel: &token,
+                    timeout: None,
+                    sanitize: false,
+                    path_prepend: None,
+                    env: &[],
+                    on_text: None,
+                    line_counting: pith::tools::truncate::LineCounting::Split,
+                };
+                pith::tools::process::run_command(&spec, Duration::from_secs(1), &mut |_| {})
+                    .expect("run");
+            })
+            .join()
+            .expect("join");
+        });
+        // A child's start and end alone (fork/exec/wait of /bin/true) on one confined thread.
+        let sb2 = sb.clone();
+        let child = std::thread::spawn(move || {
+            if let Some(sb) = sb2 {
+                sb.enter().expect("enter");
+            }
+            median_us(500, || {
+                std::process::Command::new("/bin/true")
+                    .status()
+                    .expect("true");
+            })
+        })
+        .join()
+        .expect("join");
+        println!(
+            "sandbox: {name:<17} tool thread (spawn+enter+join) {thread:>6.1} us   child /bin/true {child:>6.0} us   bash tool `true` {bash:>6.0} us"
+        );
     }
 }
 

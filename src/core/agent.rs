@@ -783,7 +783,7 @@ impl Machine {
         let shell_command_prefix = self.settings.shell_command_prefix().map(str::to_string);
         let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
         let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
-        let env = self.compat.tool_env(
+        let mut env = self.compat.tool_env(
             &self.session_id,
             self.session.file(),
             run_model
@@ -791,6 +791,10 @@ impl Machine {
                 .map(|(m, _)| (m.provider.as_str(), m.id.as_str())),
             thinking.as_str(),
         );
+        let sandbox = self.sandbox.clone();
+        if let Some(sb) = &sandbox {
+            sb.filter_env(&mut env);
+        }
         let Some(b) = self.batch_mut() else { return };
         let batch = b.batch;
         let runnable = std::mem::take(&mut b.runnable);
@@ -834,9 +838,24 @@ impl Machine {
             let initial = tool.initial_update();
             let tx = self.worker_tx.clone();
             let ctx = ctx.clone();
+            let sandbox = sandbox.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("tool-{}", tool.name()))
                 .spawn(move || {
+                    // `--sandbox`: this thread (new for this one call, ended with it) is
+                    // confined before it touches anything the call asked for; fail closed.
+                    if let Some(sb) = &sandbox {
+                        if let Err(e) = sb.enter() {
+                            let _ = tx.send(Worker::Tool {
+                                batch,
+                                index,
+                                event: ToolEvent::Done(Err(format!(
+                                    "The sandbox could not be entered, so the tool did not run: {e}"
+                                ))),
+                            });
+                            return;
+                        }
+                    }
                     let mut on_update = |o: ToolOutput| {
                         let _ = tx.send(Worker::Tool {
                             batch,

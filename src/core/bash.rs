@@ -44,7 +44,11 @@ impl Machine {
         } else {
             crate::tools::truncate::LineCounting::Split
         };
-        let env = self.compat.child_env();
+        let mut env = self.compat.child_env();
+        let sandbox = self.sandbox.clone();
+        if let Some(sb) = &sandbox {
+            sb.filter_env(&mut env);
+        }
         let cwd = self.cwd.clone();
         let shell = self.settings.shell_path().map(str::to_string);
         let prefix = self.settings.shell_command_prefix().map(str::to_string);
@@ -54,6 +58,18 @@ impl Machine {
             .name("bash".into())
             .stack_size(crate::THREAD_STACK)
             .spawn(move || {
+                // `--sandbox`: this thread (one per command) is confined before the shell starts.
+                if let Some(sb) = &sandbox {
+                    if let Err(e) = sb.enter() {
+                        let _ = tx.send(Worker::BashDone {
+                            job,
+                            outcome: Box::new(Err(format!(
+                                "The sandbox could not be entered, so the command did not run: {e}"
+                            ))),
+                        });
+                        return;
+                    }
+                }
                 let updates = tx.clone();
                 let on_text = move |delta: &str| {
                     let _ = updates.send(Worker::BashOutput {

@@ -55,6 +55,8 @@ pub struct Startup {
     pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
     pub plugins: crate::core::plugins::PluginConfig,
+    /// `--sandbox` (src/sandbox.rs): entered first by every tool thread. `None`: no sandbox.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Run limits of every prompt: settings `pith.limits`, overridden by the flags.
     pub limits: crate::core::limits::Limits,
     /// `--heartbeat` / `--heartbeat-file`.
@@ -229,6 +231,8 @@ pub struct Machine {
     /// The armed heartbeat timer: its number and cancel handle.
     pub(crate) heartbeat_timer: Option<(u64, crate::cancel::CancelSource)>,
     pub(crate) heartbeat_seq: u64,
+    /// See [`Startup::sandbox`].
+    pub(crate) sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
     late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
@@ -280,6 +284,7 @@ impl Machine {
             generation: 0,
             batch: 0,
             plugins: crate::core::plugins::Plugins::new(s.plugins),
+            sandbox: s.sandbox,
             steering: Queue::new(s.settings.steering_mode()),
             follow_up: Queue::new(s.settings.follow_up_mode()),
             // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
@@ -1279,6 +1284,10 @@ impl Machine {
         let pending = self.steering.len() + self.follow_up.len();
         m.insert("pendingMessageCount".into(), json!(pending));
         m.insert("queuedMessageCount".into(), json!(pending));
+        // pith's own, only under `--sandbox` (docs/rpc.md): the sandbox in effect.
+        if let Some(sb) = &self.sandbox {
+            m.insert("sandbox".into(), sb.state_json());
+        }
         Value::Object(m)
     }
 }

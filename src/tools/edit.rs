@@ -76,6 +76,13 @@ impl Tool for EditTool {
             .read(true)
             .write(true)
             .open(&abs);
+        // pi says "File not found" for any failed access check; a file that exists but may not
+        // be written (permissions, a read-only mount, the sandbox) is said to be so instead.
+        if let Err(e) = &writable {
+            if abs.is_file() && matches!(e.raw_os_error(), Some(1 | 13 | 30)) {
+                return Err(super::paths::node_error(e, "open", &abs));
+            }
+        }
         if writable.is_err() || !abs.is_file() {
             return Err(format!("File not found: {path}"));
         }
