@@ -104,6 +104,8 @@ pub struct Rule {
     /// As written (named in events and messages).
     pub text: String,
     pub level: Level,
+    /// It stands for `--confirm-tools` / `pith.confirmTools` (its texts name that option).
+    pub confirm_tools: bool,
     tool: GlobMatcher,
     pattern: Option<Pattern>,
 }
@@ -142,6 +144,7 @@ impl Rule {
         Ok(Rule {
             text: text.trim().to_string(),
             level,
+            confirm_tools: false,
             tool,
             pattern,
         })
@@ -179,7 +182,11 @@ pub enum Subject<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum By {
     /// This rule (as written); `part` is the simple command it matched when the call is bash.
-    Rule { rule: String, part: Option<String> },
+    Rule {
+        rule: String,
+        part: Option<String>,
+        confirm_tools: bool,
+    },
     /// No rule matched this part: the default.
     Default { part: Option<String> },
 }
@@ -243,6 +250,7 @@ impl RuleSet {
                     by: By::Rule {
                         rule: r.text.clone(),
                         part: shown.map(str::to_string),
+                        confirm_tools: r.confirm_tools,
                     },
                 },
                 None => Verdict {
@@ -322,6 +330,7 @@ mod tests {
             by: By::Rule {
                 rule: rule.into(),
                 part: part.map(str::to_string),
+                confirm_tools: false,
             },
         }
     }
