@@ -260,17 +260,25 @@ impl RuleSet {
                     },
                 },
             };
-            if worst.as_ref().is_none_or(|w| v.level > w.level) {
+            // The strictest part; on a tie a rule names the decision better than the default.
+            let stricter = worst.as_ref().is_none_or(|w| {
+                v.level > w.level
+                    || (v.level == w.level
+                        && matches!(w.by, By::Default { .. })
+                        && matches!(v.by, By::Rule { .. }))
+            });
+            if stricter {
                 worst = Some(v);
             }
         };
         match subject {
             Subject::Command(split, line) => {
-                for c in &split.commands {
-                    consider(Part::Command(c), split.certain, Some(c));
-                }
+                // A line not read with confidence is shown whole.
                 if !split.certain {
                     consider(Part::Command(line), false, Some(line));
+                }
+                for c in &split.commands {
+                    consider(Part::Command(c), split.certain, Some(c));
                 }
                 if split.commands.is_empty() && split.certain {
                     consider(Part::Command(""), true, None);
@@ -420,8 +428,19 @@ mod tests {
     #[test]
     fn an_uncertain_line_is_never_allowed_by_a_pattern() {
         let s = set(&["bash(echo *)"], &[], &["bash(rm *)"]);
-        assert_eq!(bash(&s, "echo 'x").level, Level::Ask);
-        assert_eq!(bash(&s, "echo x; rm y; echo 'z").level, Level::Deny);
+        assert_eq!(
+            bash(&s, "echo 'x"),
+            Verdict {
+                level: Level::Ask,
+                by: By::Default {
+                    part: Some("echo 'x".into())
+                }
+            }
+        );
+        assert_eq!(
+            bash(&s, "echo x; rm y; echo 'z"),
+            rule(Level::Deny, "bash(rm *)", Some("rm y"))
+        );
         // A rule without a pattern still allows everything.
         let all = set(&["bash"], &[], &[]);
         assert_eq!(bash(&all, "cat <<EOF\nx\nEOF").level, Level::Allow);
