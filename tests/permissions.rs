@@ -465,7 +465,7 @@ fn path_rules_match_the_resolved_path_and_the_dialog_shows_it() {
     let mut frames = p.seen.clone();
     frames.extend(settle(&mut p));
     let r = results(&frames);
-    assert_eq!(r[0].0, false);
+    assert!(!r[0].0, "{r:?}");
     assert!(r[1].0 && r[2].0);
     let deny = format!("read({out_real}/**)");
     assert_eq!(r[3], (true, denied_by(&deny, "read", None)));
