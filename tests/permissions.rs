@@ -661,3 +661,49 @@ fn unreadable_rules_stop_the_start() {
         p.stderr_lines()
     );
 }
+
+/// Tool-name globs cover MCP tools (the fake MCP server of `tests/mcp.rs`).
+#[test]
+fn tool_globs_cover_mcp_tools() {
+    if !std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
+        return;
+    }
+    let w = World::new();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/mcp/fake_server.py")
+        .to_string_lossy()
+        .into_owned();
+    w.write_agent_file(
+        "settings.json",
+        &json!({
+            "mcpServers": {"fake": {"command": "python3", "args": [server]}},
+            "pith": {"permissions": {"allow": ["mcp__fake__*"], "deny": ["mcp__*__e?ho"]}},
+        })
+        .to_string(),
+    );
+    let script = turn(&[
+        ("mcp__fake__echo", json!({"text":"hi"})),
+        ("mcp__fake__add", json!({"a":2,"b":3})),
+    ]);
+    let mut p = spawn(&w, &script, &[]);
+    p.send(json!({"id":"p","type":"prompt","message":"go"}));
+    let frames = settle(&mut p);
+    let r = results(&frames);
+    assert_eq!(
+        r[0],
+        (true, denied_by("mcp__*__e?ho", "mcp__fake__echo", None))
+    );
+    assert!(!r[1].0, "{r:?}");
+    assert_eq!(
+        decided(&frames),
+        vec![
+            json!({"type":"permission_decision","toolName":"mcp__fake__echo","decision":"deny","by":"rule","rule":"mcp__*__e?ho"}),
+            json!({"type":"permission_decision","toolName":"mcp__fake__add","decision":"allow","by":"rule","rule":"mcp__fake__*"}),
+        ]
+    );
+}
