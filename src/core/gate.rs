@@ -152,8 +152,11 @@ impl Machine {
             Level::Ask => {
                 if !self.plugins.cfg.ui {
                     self.permission_event(false, by, rule.as_deref());
-                    let asking = rule.as_deref().filter(|_| !confirm_tools);
-                    return Some(Err(approval::ask_without_host_text(&tool, asking)));
+                    return Some(Err(approval::ask_without_host_text(
+                        &tool,
+                        rule.as_deref(),
+                        confirm_tools,
+                    )));
                 }
                 if self.plugins.input_closed {
                     self.permission_event(false, "host", rule.as_deref());

@@ -232,13 +232,17 @@ pub fn default_denial_text(tool: &str, part: Option<&str>) -> String {
     )
 }
 
-/// The error result of an `ask` that no host can answer (print and json modes).
-pub fn ask_without_host_text(tool: &str, rule: Option<&str>) -> String {
+/// The error result of an `ask` that no host can answer (print and json modes): asked by this
+/// rule, by `--confirm-tools` (`confirm_tools`), or by `--permission-default ask` (neither).
+pub fn ask_without_host_text(tool: &str, rule: Option<&str>, confirm_tools: bool) -> String {
     match rule {
+        _ if confirm_tools => denial_text(tool, Denial::NoUi),
         Some(r) => format!(
             "Tool call denied: {tool} needs confirmation (permission rule ask \"{r}\") and no host can answer in this mode."
         ),
-        None => denial_text(tool, Denial::NoUi),
+        None => format!(
+            "Tool call denied: {tool} needs confirmation (--permission-default ask) and no host can answer in this mode."
+        ),
     }
 }
 
@@ -358,6 +362,22 @@ mod tests {
             some(&["bash", "write"])
         );
         assert_eq!(ConfirmTools::All.as_rules(), ["*"]);
+    }
+
+    #[test]
+    fn asks_without_a_host_say_what_asked() {
+        assert_eq!(
+            ask_without_host_text("bash", Some("bash"), true),
+            denial_text("bash", Denial::NoUi)
+        );
+        assert_eq!(
+            ask_without_host_text("bash", Some("bash(x *)"), false),
+            "Tool call denied: bash needs confirmation (permission rule ask \"bash(x *)\") and no host can answer in this mode."
+        );
+        assert_eq!(
+            ask_without_host_text("read", None, false),
+            "Tool call denied: read needs confirmation (--permission-default ask) and no host can answer in this mode."
+        );
     }
 
     #[test]
