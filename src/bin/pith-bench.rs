@@ -434,7 +434,7 @@ fn permission_rules() {
         };
         rules.push(Rule::compile(&text, level, &anchors).expect("rule"));
     }
-    let set = RuleSet::new(rules, None);
+    let set = RuleSet::new(rules, None).expect("rule set");
     let compile = started.elapsed();
     let line = "git status && cargo build --release 2>&1 | tee log; echo $(date) > out.txt";
     let time = |f: &dyn Fn() -> Level| {

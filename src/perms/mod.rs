@@ -132,9 +132,10 @@ impl Policy {
         if !ruled && rules.is_empty() {
             return Ok((None, warnings));
         }
+        let rules = RuleSet::new(rules, own_default)?;
         Ok((
             Some(Policy {
-                rules: RuleSet::new(rules, own_default),
+                rules,
                 default: if ruled { default } else { Level::Allow },
                 anchors: src.anchors.clone(),
             }),

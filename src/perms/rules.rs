@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::shell::Split;
 
@@ -89,12 +89,11 @@ pub fn parse_rule(text: &str) -> Result<RuleText, String> {
     })
 }
 
-fn glob(pattern: &str, literal_separator: bool) -> Result<GlobMatcher, String> {
+fn glob(pattern: &str, literal_separator: bool) -> Result<Glob, String> {
     GlobBuilder::new(pattern)
         .literal_separator(literal_separator)
         .backslash_escape(true)
         .build()
-        .map(|g| g.compile_matcher())
         .map_err(|e| e.to_string())
 }
 
@@ -106,16 +105,16 @@ pub struct Rule {
     pub level: Level,
     /// It stands for `--confirm-tools` / `pith.confirmTools` (its texts name that option).
     pub confirm_tools: bool,
-    tool: GlobMatcher,
+    tool: Glob,
     pattern: Option<Pattern>,
 }
 
 #[derive(Clone, Debug)]
 struct Pattern {
     /// For bash: over a simple command.
-    command: GlobMatcher,
+    command: Glob,
     /// For file tools: over a resolved path.
-    path: GlobMatcher,
+    path: Glob,
 }
 
 /// Where relative and `~/` path patterns are anchored.
@@ -198,46 +197,86 @@ pub struct Verdict {
     pub by: By,
 }
 
-/// The rules in effect and what happens to a call none matches.
+/// The rules in effect and what happens to a call none matches. The globs of all rules are
+/// matched together (one `GlobSet` each for tool names, commands and paths), so a call costs
+/// a few set lookups, not one regex per rule.
 #[derive(Clone, Debug, Default)]
 pub struct RuleSet {
     rules: Vec<Rule>,
     /// `--permission-default` / `pith.permissions.default`.
     pub default: Option<Level>,
+    /// Index i: rule i's tool glob.
+    tools: GlobSet,
+    /// The patterns, and the rule each belongs to.
+    commands: GlobSet,
+    paths: GlobSet,
+    patterned: Vec<usize>,
 }
 
 impl RuleSet {
-    pub fn new(rules: Vec<Rule>, default: Option<Level>) -> RuleSet {
-        RuleSet { rules, default }
+    /// The rules as a set. `Err` when the globs together are too large to compile.
+    pub fn new(rules: Vec<Rule>, default: Option<Level>) -> Result<RuleSet, String> {
+        let mut tools = GlobSetBuilder::new();
+        let mut commands = GlobSetBuilder::new();
+        let mut paths = GlobSetBuilder::new();
+        let mut patterned = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            tools.add(r.tool.clone());
+            if let Some(p) = &r.pattern {
+                commands.add(p.command.clone());
+                paths.add(p.path.clone());
+                patterned.push(i);
+            }
+        }
+        let err = |e: globset::Error| format!("permission rules: {e}");
+        Ok(RuleSet {
+            tools: tools.build().map_err(err)?,
+            commands: commands.build().map_err(err)?,
+            paths: paths.build().map_err(err)?,
+            patterned,
+            rules,
+            default,
+        })
     }
 
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }
 
-    /// The strongest rule matching one part (`None`: the call itself, pattern rules skip it;
-    /// `allow_patterns` false: a pattern never allows).
+    /// The strongest rule matching one part (the first of them in rule order); `allow_patterns`
+    /// false: a pattern never allows.
     fn strongest(&self, tool: &str, part: Part<'_>, allow_patterns: bool) -> Option<&Rule> {
-        let mut best: Option<&Rule> = None;
-        for r in &self.rules {
-            if best.is_some_and(|b| b.level >= r.level) || !r.tool.is_match(tool) {
+        let on_tool = self.tools.matches(tool);
+        if on_tool.is_empty() {
+            return None;
+        }
+        let mut hits: Vec<usize> = match part {
+            Part::Command(c) => self.commands.matches(c),
+            Part::Path(p) => self.paths.matches(p),
+            Part::Call => Vec::new(),
+        }
+        .into_iter()
+        .filter_map(|j| self.patterned.get(j).copied())
+        .collect();
+        hits.sort_unstable();
+        let mut best: Option<(usize, &Rule)> = None;
+        for i in on_tool {
+            let Some(r) = self.rules.get(i) else { continue };
+            let matches = match &r.pattern {
+                None => true,
+                Some(_) if r.level == Level::Allow && !allow_patterns => false,
+                Some(_) => hits.binary_search(&i).is_ok(),
+            };
+            if !matches {
                 continue;
             }
-            let matches = match (&r.pattern, part) {
-                (None, _) => true,
-                (Some(_), _) if r.level == Level::Allow && !allow_patterns => false,
-                (Some(p), Part::Command(c)) => p.command.is_match(c),
-                (Some(p), Part::Path(path)) => p.path.is_match(path),
-                (Some(_), Part::Call) => false,
-            };
-            if matches {
-                best = Some(r);
-                if r.level == Level::Deny {
-                    break;
-                }
+            let better =
+                best.is_none_or(|(bi, b)| r.level > b.level || (r.level == b.level && i < bi));
+            if better {
+                best = Some((i, r));
             }
         }
-        best
+        best.map(|(_, r)| r)
     }
 
     /// Decide a call of `tool`. `default` is the level of a part no rule matches.
@@ -324,7 +363,7 @@ mod tests {
                 rules.push(Rule::compile(t, level, &anchors()).unwrap());
             }
         }
-        RuleSet::new(rules, None)
+        RuleSet::new(rules, None).unwrap()
     }
 
     fn bash(s: &RuleSet, line: &str) -> Verdict {
@@ -477,7 +516,7 @@ mod tests {
             home: None,
         };
         let r = Rule::compile("read(*.rs)", Level::Allow, &a).unwrap();
-        let s = RuleSet::new(vec![r], None);
+        let s = RuleSet::new(vec![r], None).unwrap();
         let p = |path: &str| s.decide("read", Subject::Path(Path::new(path)), Level::Deny);
         assert_eq!(p("/w/[x]/a.rs").level, Level::Allow);
         assert_eq!(p("/w/x/a.rs").level, Level::Deny);
