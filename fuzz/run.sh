@@ -31,6 +31,8 @@ for i,c in enumerate(json.load(open(sys.argv[1]))):
             fi
             ;;
         mcp_message) echo fixtures/fuzz/mcp_message ;;
+        bash_split) echo fixtures/fuzz/bash_split ;;
+        permission_rule) echo fixtures/fuzz/permission_rule ;;
     esac
     if [ -d "fixtures/fuzz/regressions/$1" ]; then echo "fixtures/fuzz/regressions/$1"; fi
 }

@@ -540,6 +540,8 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     for w in warnings {
         eprintln!("{w}");
     }
+    let mut plugins = plugins;
+    permissions(opts, &settings, &cwd, &mut plugins)?;
 
     let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
     let cwd_for_files = cwd.clone();
@@ -587,6 +589,42 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         }),
         sandbox: None,
     })
+}
+
+/// Permission rules (`--allow` / `--ask` / `--deny`, `--permission-default`, settings
+/// `pith.permissions`) and `--confirm-tools`, merged: a project only adds (its `confirmTools`
+/// joins the command line's or the user's list, its `allow` rules and looser default are
+/// ignored). A rule pith cannot read stops the start.
+fn permissions(
+    opts: &Options,
+    settings: &Settings,
+    cwd: &std::path::Path,
+    plugins: &mut crate::core::plugins::PluginConfig,
+) -> Result<(), String> {
+    if opts.confirm_tools.is_some() {
+        let project = settings.project_confirm_tools().unwrap_or_default();
+        plugins.confirm_tools = std::mem::take(&mut plugins.confirm_tools).union(project);
+    }
+    let (user, project) = settings.permissions();
+    let canonical = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let (policy, warnings) = crate::perms::Policy::build(&crate::perms::Sources {
+        cli: &opts.permission_rules,
+        cli_default: opts.permission_default,
+        user,
+        project,
+        confirm: &plugins.confirm_tools,
+        ui: plugins.ui,
+        anchors: crate::perms::anchors(
+            canonical,
+            config::home_dir().map(|h| std::fs::canonicalize(&h).unwrap_or(h)),
+        ),
+    })
+    .map_err(|e| format!("Error: {e}"))?;
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    plugins.permissions = policy;
+    Ok(())
 }
 
 /// Where skills and prompt templates will be read from (on first use).

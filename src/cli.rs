@@ -112,6 +112,10 @@ pub struct Options {
     pub confirm_tools: Option<String>,
     /// `--confirm-timeout SECONDS` (0 = no limit).
     pub confirm_timeout: Option<u64>,
+    /// `--allow RULE` / `--ask RULE` / `--deny RULE` (repeatable), in order: permission rules.
+    pub permission_rules: Vec<(crate::perms::rules::Level, String)>,
+    /// `--permission-default ask|allow|deny`.
+    pub permission_default: Option<crate::perms::rules::Level>,
     /// `--skill` paths (repeatable; loaded even with `--no-skills`).
     pub skills: Vec<String>,
     /// `--no-skills` / `-ns`: no discovery, no settings entries.
@@ -200,6 +204,10 @@ const TAKES_VALUE: &[&str] = &[
     "--extension",
     "--confirm-tools",
     "--confirm-timeout",
+    "--allow",
+    "--ask",
+    "--deny",
+    "--permission-default",
     "--skill",
     "--prompt-template",
     "--max-turns",
@@ -302,6 +310,10 @@ OPTIONS:
     --no-mcp                       Start no MCP servers (settings mcpServers, .mcp.json)
     --confirm-tools <a,b|all>      Ask the host (extension_ui_request confirm) before these tools run
     --confirm-timeout <seconds>    How long that confirmation waits (default 60; 0 = no limit)
+    --allow <rule>                 Permission rule TOOL or TOOL(PATTERN): run without asking (repeatable)
+    --ask <rule>                   Permission rule: ask the host first (repeatable)
+    --deny <rule>                  Permission rule: never run (repeatable; deny > ask > allow)
+    --permission-default <level>   ask|allow|deny for calls no rule matches (docs/security.md)
     --skill <path>                 Load a skill file or directory (repeatable)
     -ns, --no-skills               No skill discovery (--skill paths still load)
     --prompt-template <path>       Load a prompt template file or directory (repeatable)
@@ -401,6 +413,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         no_mcp: false,
         confirm_tools: None,
         confirm_timeout: None,
+        permission_rules: Vec::new(),
+        permission_default: None,
         skills: Vec::new(),
         no_skills: false,
         prompt_templates: Vec::new(),
@@ -553,6 +567,20 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     Some(v.trim().parse().map_err(|_| {
                         format!("--confirm-timeout: '{v}' is not a number of seconds")
                     })?);
+            }
+            Long(flag @ ("allow" | "ask" | "deny")) => {
+                let level = crate::perms::rules::Level::parse(flag)
+                    .unwrap_or(crate::perms::rules::Level::Deny);
+                let flag = format!("--{flag}");
+                let v = value(&mut p, &flag)?;
+                crate::perms::rules::parse_rule(&v).map_err(|e| format!("{flag}: {e}"))?;
+                o.permission_rules.push((level, v));
+            }
+            Long("permission-default") => {
+                let v = value(&mut p, "--permission-default")?;
+                o.permission_default = Some(crate::perms::rules::Level::parse(v.trim()).ok_or_else(|| {
+                    format!("--permission-default: unknown value '{v}' (expected ask, allow or deny)")
+                })?);
             }
             Long("skill") => o.skills.push(value(&mut p, "--skill")?),
             Long("no-skills") => o.no_skills = true,
@@ -753,6 +781,29 @@ mod tests {
         assert_eq!(o.confirm_tools.as_deref(), Some("bash,write"));
         assert_eq!(o.confirm_timeout, Some(5));
         assert!(run(&["--confirm-timeout", "soon"]).is_err());
+        use crate::perms::rules::Level;
+        let o = run(&[
+            "--allow",
+            "read",
+            "--deny",
+            "bash(rm *)",
+            "--ask",
+            "write",
+            "--permission-default",
+            "deny",
+        ])
+        .unwrap();
+        assert_eq!(
+            o.permission_rules,
+            vec![
+                (Level::Allow, "read".to_string()),
+                (Level::Deny, "bash(rm *)".to_string()),
+                (Level::Ask, "write".to_string())
+            ]
+        );
+        assert_eq!(o.permission_default, Some(Level::Deny));
+        assert!(run(&["--allow", "bash("]).is_err());
+        assert!(run(&["--permission-default", "maybe"]).is_err());
     }
 
     #[test]

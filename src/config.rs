@@ -262,10 +262,30 @@ impl Settings {
     pub fn mcp_servers(&self) -> Option<&Value> {
         self.get("mcpServers")
     }
-    /// pith's own: `pith.confirmTools` (a comma list, `all`, or an array of tool names).
+    /// pith's own: `pith.confirmTools` (a comma list, `all`, or an array of tool names). A
+    /// project only adds tools to the user's list: it can never lower it.
     pub fn confirm_tools(&self) -> Option<crate::ext::approval::ConfirmTools> {
-        self.nested("pith", "confirmTools")
+        let user = own(&self.global, "confirmTools")
+            .and_then(crate::ext::approval::ConfirmTools::from_setting);
+        let project = self.project_confirm_tools();
+        match (user, project) {
+            (None, None) => None,
+            (u, p) => Some(u.unwrap_or_default().union(p.unwrap_or_default())),
+        }
+    }
+    /// The project's own `pith.confirmTools` (added to the user's or the command line's).
+    pub fn project_confirm_tools(&self) -> Option<crate::ext::approval::ConfirmTools> {
+        own(&self.project, "confirmTools")
             .and_then(crate::ext::approval::ConfirmTools::from_setting)
+    }
+    /// pith's own: `pith.permissions` of the user's settings and of the project's, each as
+    /// written (they are merged by [`crate::perms::Policy::build`], where a project can only
+    /// tighten).
+    pub fn permissions(&self) -> (Option<&Value>, Option<&Value>) {
+        (
+            own(&self.global, "permissions"),
+            own(&self.project, "permissions"),
+        )
     }
     /// pith's own: seconds a `--confirm-tools` dialog waits (default 60; 0 = no limit).
     pub fn confirm_timeout_secs(&self) -> u64 {
@@ -303,6 +323,11 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(30)
     }
+}
+
+/// `pith.<key>` of one file.
+fn own<'a>(file: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    file.get("pith").and_then(|p| p.get(key))
 }
 
 fn queue_mode(v: Option<&str>) -> QueueMode {
@@ -364,6 +389,40 @@ mod tests {
         assert_eq!(s.retry_max_retries(), 2);
         assert_eq!(s.steering_mode(), QueueMode::All);
         assert_eq!(s.follow_up_mode(), QueueMode::OneAtATime);
+    }
+
+    #[test]
+    fn a_project_cannot_lower_confirm_tools() {
+        use crate::ext::approval::ConfirmTools;
+        let g = tempfile::tempdir().unwrap();
+        let c = tempfile::tempdir().unwrap();
+        std::fs::write(
+            g.path().join("settings.json"),
+            r#"{"pith":{"confirmTools":"all","permissions":{"deny":["bash"]}}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(c.path().join(".pi")).unwrap();
+        std::fs::write(
+            c.path().join(".pi/settings.json"),
+            r#"{"confirmTools":"none","pith":{"confirmTools":"none","permissions":{"allow":["*"]}}}"#,
+        )
+        .unwrap();
+        let (s, _) = Settings::load(g.path(), c.path());
+        assert_eq!(s.confirm_tools(), Some(ConfirmTools::All));
+        let (user, project) = s.permissions();
+        assert_eq!(user.unwrap()["deny"][0], "bash");
+        assert_eq!(project.unwrap()["allow"][0], "*");
+        std::fs::write(g.path().join("settings.json"), "{}").unwrap();
+        std::fs::write(
+            c.path().join(".pi/settings.json"),
+            r#"{"pith":{"confirmTools":["write"]}}"#,
+        )
+        .unwrap();
+        let (s, _) = Settings::load(g.path(), c.path());
+        assert_eq!(
+            s.confirm_tools(),
+            Some(ConfirmTools::Some(vec!["write".into()]))
+        );
     }
 
     #[test]

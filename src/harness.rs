@@ -524,6 +524,118 @@ pub fn tool_arguments(data: &[u8]) {
     }
 }
 
+/// The bash line splitter of the permission rules: bounded output, and a line without any
+/// shell syntax is one certain command, its words joined by one space.
+pub fn bash_split(data: &[u8]) {
+    let line = String::from_utf8_lossy(data);
+    let s = crate::perms::shell::split(&line);
+    let out: usize = s.commands.iter().map(String::len).sum();
+    assert!(
+        out <= (crate::perms::shell::MAX_DEPTH + 2) * line.len().max(1),
+        "{out} bytes of commands from {} bytes",
+        line.len()
+    );
+    assert!(s.commands.len() <= line.len() + 1);
+    if line
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '-' || c == '.' || c == '/')
+    {
+        let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
+        // `case`, `function`, `select`, `coproc` open syntax the splitter does not read.
+        let opaque = words
+            .iter()
+            .any(|w| ["case", "function", "select", "coproc"].contains(w));
+        assert!(s.certain || opaque, "plain words are certain");
+        let shown: Vec<String> = if words.is_empty() {
+            Vec::new()
+        } else {
+            vec![words.join(" ")]
+        };
+        let keyword = words.first().is_some_and(|w| {
+            [
+                "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time",
+            ]
+            .contains(w)
+        });
+        if !keyword && !opaque && !words.iter().any(|w| w.contains('=')) {
+            assert_eq!(s.commands, shown);
+        }
+    }
+}
+
+/// Permission rules: lines `allow|ask|deny RULE`, then the call (`TOOL SUBJECT`). Parsing
+/// never panics; adding a deny rule never makes a decision looser, nor an ask rule one a rule
+/// made; a deny rule
+/// without a pattern on the tool always denies.
+pub fn permission_rule(data: &[u8]) {
+    use crate::perms::rules::{Anchors, Level, Rule, RuleSet, Subject};
+    let text = String::from_utf8_lossy(data);
+    let mut lines: Vec<&str> = text.lines().collect();
+    let Some(call) = lines.pop() else { return };
+    let (tool, subject) = call.split_once(' ').unwrap_or((call, ""));
+    let anchors = Anchors {
+        cwd: std::path::PathBuf::from("/w"),
+        home: Some(std::path::PathBuf::from("/h")),
+    };
+    let mut rules = Vec::new();
+    for l in lines.iter().take(16) {
+        let (level, rule) = l.split_once(' ').unwrap_or((l, ""));
+        let _ = crate::perms::rules::parse_rule(rule);
+        if let (Some(level), Ok(r)) = (
+            Level::parse(level),
+            Rule::compile(rule, Level::parse(level).unwrap_or(Level::Deny), &anchors),
+        ) {
+            assert_eq!(r.level, level);
+            rules.push(r);
+        }
+    }
+    let split = crate::perms::shell::split(subject);
+    let path = std::path::Path::new(subject);
+    let decide = |set: &RuleSet| {
+        [
+            set.decide(tool, Subject::Command(&split, subject), Level::Ask),
+            set.decide(tool, Subject::Path(path), Level::Allow),
+            set.decide(tool, Subject::Call, Level::Deny),
+        ]
+    };
+    let Ok(set) = RuleSet::new(rules.clone(), None) else {
+        return;
+    };
+    let base = decide(&set);
+    for (extra, level) in [
+        ("bash(*)", Level::Deny),
+        ("*", Level::Ask),
+        ("r*(*)", Level::Ask),
+    ] {
+        let Ok(r) = Rule::compile(extra, level, &anchors) else {
+            continue;
+        };
+        let mut more = rules.clone();
+        more.push(r);
+        let Ok(set) = RuleSet::new(more, None) else {
+            continue;
+        };
+        for (a, b) in base.iter().zip(decide(&set).iter()) {
+            // A rule overrides the default; it never loosens what a rule decided.
+            if matches!(a.by, crate::perms::rules::By::Rule { .. }) || level == Level::Deny {
+                assert!(b.level >= a.level, "{extra} loosened {a:?} to {b:?}");
+            }
+        }
+    }
+    if !tool.is_empty() && !tool.contains(['*', '?', '[', '{', '\\']) {
+        if let Ok(r) = Rule::compile(tool, Level::Deny, &anchors) {
+            let mut more = rules;
+            more.push(r);
+            let Ok(set) = RuleSet::new(more, None) else {
+                return;
+            };
+            for v in decide(&set) {
+                assert_eq!(v.level, Level::Deny);
+            }
+        }
+    }
+}
+
 /// An HTTP error body made readable stays bounded.
 pub fn error_body(data: &[u8]) {
     let body = String::from_utf8_lossy(data);

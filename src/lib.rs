@@ -24,6 +24,7 @@ pub mod llm;
 pub mod malloc;
 pub mod mcp;
 pub mod message;
+pub mod perms;
 pub mod resources;
 pub mod result_record;
 pub mod retry;

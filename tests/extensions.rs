@@ -801,7 +801,12 @@ fn confirm_tools_allow_deny_cancel_timeout_and_unlisted() {
     assert!(!f.iter().any(|x| x["toolCallId"] == "faux_1_1"));
     answer(&mut p, &bash, json!({"confirmed":true}));
     let f = p.recv_until(|f| f["type"] == "extension_ui_request");
-    assert_eq!(f[0]["toolCallId"], "faux_1_1");
+    // Each decision is an event (`--confirm-tools` names stand for ask rules).
+    assert_eq!(
+        f[0],
+        json!({"type":"permission_decision","toolCallId":"faux_1_0","toolName":"bash","decision":"allow","by":"host","rule":"bash"})
+    );
+    assert_eq!(f[1]["toolCallId"], "faux_1_1");
     let write = f.last().unwrap().clone();
     assert_eq!(write["title"], "Allow write?");
     assert_eq!(write["message"], "Write 3 bytes to denied.txt:\nno\n");
@@ -836,6 +841,21 @@ fn confirm_tools_allow_deny_cancel_timeout_and_unlisted() {
     assert!(!w.cwd().join("denied.txt").exists());
     assert!(!w.cwd().join("cancelled.txt").exists());
     assert!(!w.cwd().join("timed-out").exists());
+    let decisions: Vec<Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "permission_decision")
+        .map(|f| json!([f["toolCallId"], f["decision"], f["by"], f["rule"]]))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![
+            json!(["faux_1_0", "allow", "host", "bash"]),
+            json!(["faux_1_1", "deny", "host", "write"]),
+            json!(["faux_1_2", "allow", "default", null]),
+            json!(["faux_5_0", "deny", "host", "write"]),
+            json!(["faux_5_1", "deny", "timeout", "bash"]),
+        ]
+    );
     // The run went on to its end.
     assert!(frames.iter().any(|f| f["type"] == "agent_end"));
     // A late answer to the timed-out dialog is ignored.

@@ -23,6 +23,8 @@ fn harness(target: &str) -> fn(&[u8]) {
         "error_body" => pith::harness::error_body,
         "extension_message" => pith::harness::extension_message,
         "mcp_message" => pith::harness::mcp_message,
+        "bash_split" => pith::harness::bash_split,
+        "permission_rule" => pith::harness::permission_rule,
         other => panic!("no harness for fuzz target {other}"),
     }
 }
@@ -108,4 +110,6 @@ fn the_seed_corpora_pass() {
     assert!(replay("error_body", &["fuzz/error_body"]) > 0);
     assert!(replay("extension_message", &["fuzz/extension_message"]) > 0);
     assert!(replay("mcp_message", &["fuzz/mcp_message"]) > 0);
+    assert!(replay("bash_split", &["fuzz/bash_split"]) > 0);
+    assert!(replay("permission_rule", &["fuzz/permission_rule"]) > 0);
 }

@@ -20,6 +20,7 @@ fn ctx(dir: &Path) -> ToolContext {
         shell_command_prefix: None,
         env: Vec::new(),
         compat: Default::default(),
+        approved_target: None,
     }
 }
 

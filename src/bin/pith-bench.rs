@@ -22,6 +22,9 @@
 //!   to a tool call (a tool thread confining itself: ruleset copy + restrict + seccomp) and to a
 //!   bash call (`true` through the bash tool's runner), without / Landlock only / Landlock and
 //!   seccomp; and the one-time set-up at start.
+//! - permission rules: a 1,000-rule set (bash patterns, path patterns, tool-name globs),
+//!   compiled once; the time to decide a five-part bash line, a file path and an MCP call
+//!   (in-process, median of 2,000 decisions).
 
 #[path = "../../tests/support/fake_llm.rs"]
 mod fake_llm;
@@ -414,6 +417,62 @@ fn main() {
     if on("sandbox") {
         sandbox_cost();
     }
+    if on("rules") {
+        permission_rules();
+    }
+}
+
+/// Matching on a 1,000-rule set (in-process: the cost the gate adds to one tool call).
+fn permission_rules() {
+    use pith::perms::rules::{Anchors, Level, Rule, RuleSet, Subject};
+    let anchors = Anchors {
+        cwd: PathBuf::from("/work/project"),
+        home: Some(PathBuf::from("/home/user")),
+    };
+    let started = Instant::now();
+    let mut rules = Vec::new();
+    for i in 0..1000 {
+        let (text, level) = match i % 5 {
+            0 => (format!("bash(tool{i} --flag *)"), Level::Allow),
+            1 => (format!("bash(rm -rf /data{i}/*)"), Level::Deny),
+            2 => (format!("read(src/module{i}/**/*.rs)"), Level::Allow),
+            3 => (format!("write(/etc/conf{i}/**)"), Level::Deny),
+            _ => (format!("mcp__server{i}__*"), Level::Ask),
+        };
+        rules.push(Rule::compile(&text, level, &anchors).expect("rule"));
+    }
+    let set = RuleSet::new(rules, None).expect("rule set");
+    let compile = started.elapsed();
+    let line = "git status && cargo build --release 2>&1 | tee log; echo $(date) > out.txt";
+    let time = |f: &dyn Fn() -> Level| {
+        let mut samples: Vec<Duration> = (0..2000)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed()
+            })
+            .collect();
+        samples.sort();
+        samples[samples.len() / 2]
+    };
+    let bash = time(&|| {
+        let split = pith::perms::shell::split(line);
+        set.decide("bash", Subject::Command(&split, line), Level::Ask)
+            .level
+    });
+    let path = Path::new("/work/project/src/module7/deep/file.rs");
+    let read = time(&|| set.decide("read", Subject::Path(path), Level::Ask).level);
+    let mcp = time(&|| {
+        set.decide("mcp__github__create_issue", Subject::Call, Level::Ask)
+            .level
+    });
+    println!(
+        "permission rules, 1,000 rules: compile {:.1} ms; decide a 5-part bash line {:.1} µs, a read path {:.1} µs, an MCP call {:.1} µs (median of 2,000)",
+        compile.as_secs_f64() * 1e3,
+        bash.as_secs_f64() * 1e6,
+        read.as_secs_f64() * 1e6,
+        mcp.as_secs_f64() * 1e6
+    );
 }
 
 /// The median of `runs` timings of `f`, in microseconds.

@@ -90,6 +90,8 @@ pub struct ToolBatch {
     pub calls: Vec<ToolCall>,
     /// Prepared calls waiting for the end of preparation: (index, tool, validated arguments).
     pub runnable: Vec<(usize, Exec, Value)>,
+    /// Writes and edits whose resolved target the permission gate approved (index, target).
+    pub approved: Vec<(usize, std::path::PathBuf)>,
     token: CancelToken,
     /// After an abort: the timer that abandons calls still running after [`ABORT_GRACE`]
     /// (dropping it, when the batch ends first, stops it).
@@ -614,13 +616,14 @@ impl Machine {
             steering: Vec::new(),
             calls,
             runnable: Vec::new(),
+            approved: Vec::new(),
             token,
             abandon: None,
         });
         self.prepare_tools();
     }
 
-    fn batch_mut(&mut self) -> Option<&mut ToolBatch> {
+    pub(crate) fn batch_mut(&mut self) -> Option<&mut ToolBatch> {
         match self.run.as_mut().map(|r| &mut r.phase) {
             Some(Phase::Tools(b)) => Some(b),
             _ => None,
@@ -805,6 +808,7 @@ impl Machine {
             shell_path,
             shell_command_prefix,
             compat: self.compat,
+            approved_target: None,
         };
         for (index, exec, args) in runnable {
             let Some(call) = self
@@ -837,7 +841,13 @@ impl Machine {
             };
             let initial = tool.initial_update();
             let tx = self.worker_tx.clone();
-            let ctx = ctx.clone();
+            let mut ctx = ctx.clone();
+            ctx.approved_target = self.batch_mut().and_then(|b| {
+                b.approved
+                    .iter()
+                    .find(|(i, _)| *i == index)
+                    .map(|(_, t)| t.clone())
+            });
             let sandbox = sandbox.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("tool-{}", tool.name()))

@@ -14,12 +14,13 @@ use serde_json::{Value, json};
 use crate::core::agent::Exec;
 use crate::core::machine::Machine;
 use crate::core::plugins::{
-    CallKind, Dialog, DialogOwner, Gate, GateWait, Owner, RemoteTool, Review,
+    Asked, CallKind, Dialog, DialogOwner, Gate, GateWait, Owner, RemoteTool, Review,
 };
 use crate::ext::approval::{self, Denial};
 use crate::ext::protocol::{self as proto, ToolCallDecision};
 use crate::ext::ui::{self, Answer, UiRequest};
 use crate::message::{Content, ToolCall};
+use crate::perms::rules::{By, Level, Subject};
 use crate::rpc::response;
 use crate::tools::{ToolOutput, ToolResult};
 
@@ -31,6 +32,7 @@ impl Machine {
     /// Does a call of `tool` have to pass the gate?
     pub(crate) fn gate_needed(&self, tool: &str) -> bool {
         self.plugins.cfg.confirm_tools.needs(tool)
+            || self.plugins.cfg.permissions.is_some()
             || self.plugins.exts.iter().any(|e| e.wants("tool_call"))
     }
 
@@ -52,7 +54,8 @@ impl Machine {
             args,
             exec,
             exts: self.plugins.subscribers("tool_call"),
-            approval_pending: self.plugins.cfg.confirm_tools.needs(&call.name),
+            permission_pending: self.plugins.cfg.permissions.is_some(),
+            asked: None,
             waiting: None,
         });
         let decided = self.advance_gate();
@@ -78,29 +81,142 @@ impl Machine {
             }
             return None;
         }
-        if g.approval_pending {
-            g.approval_pending = false;
-            let tool = g.tool.clone();
-            if !self.plugins.cfg.ui {
-                return Some(Err(approval::denial_text(&tool, Denial::NoUi)));
-            }
-            if self.plugins.input_closed {
-                return Some(Err(approval::denial_text(&tool, Denial::Cancelled)));
-            }
-            let (title, message) = approval::describe(&tool, &g.args);
-            let timeout = self.plugins.cfg.confirm_timeout;
-            let req = UiRequest::Confirm {
-                title,
-                message,
-                timeout: timeout.map(|t| t.as_millis() as u64),
-            };
-            let id = self.open_dialog(DialogOwner::Gate, &req);
-            if let Some(g) = self.plugins.gate.as_mut() {
-                g.waiting = Some(GateWait::Dialog(id));
-            }
-            return None;
+        if g.permission_pending {
+            g.permission_pending = false;
+            return self.permission_stage();
         }
         Some(Ok(g.args.clone()))
+    }
+
+    /// The permission rules decide the gate's call (its arguments as the extensions left them):
+    /// allowed and denied at once, or asked in a `confirm` dialog that shows where a file
+    /// tool's path resolves. Each decision is a `permission_decision` event.
+    fn permission_stage(&mut self) -> Option<Result<Value, String>> {
+        let policy = self.plugins.cfg.permissions.as_ref()?;
+        let g = self.plugins.gate.as_ref()?;
+        let (tool, args) = (g.tool.clone(), g.args.clone());
+        // Where a file tool's bytes land: resolved once here, shown in the dialog, matched by
+        // the rules, and pinned for a write or edit (the tool refuses if it changed).
+        let target = crate::perms::file_tool_path(&tool, &args).map(|p| {
+            let lexical = crate::tools::paths::resolve_to_cwd(&p, &self.cwd);
+            let real = crate::tools::paths::resolve_real(&lexical);
+            let shown = approval::Target {
+                resolved: real.to_string_lossy().into_owned(),
+                moved: real != lexical,
+                outside: !policy.inside_cwd(&real),
+            };
+            (real, shown)
+        });
+        let line;
+        let split;
+        let subject = match (&target, tool.as_str()) {
+            (Some((real, _)), _) => Subject::Path(real),
+            (None, "bash") => {
+                line = args
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                split = crate::perms::shell::split(&line);
+                Subject::Command(&split, &line)
+            }
+            _ => Subject::Call,
+        };
+        let verdict = policy.rules.decide(&tool, subject, policy.default);
+        let pinned = target
+            .as_ref()
+            .filter(|_| matches!(tool.as_str(), "write" | "edit"))
+            .map(|(real, _)| real.clone());
+        let (rule, part, confirm_tools) = match &verdict.by {
+            By::Rule {
+                rule,
+                part,
+                confirm_tools,
+            } => (Some(rule.clone()), part.clone(), *confirm_tools),
+            By::Default { part } => (None, part.clone(), false),
+        };
+        let by = if rule.is_some() { "rule" } else { "default" };
+        match verdict.level {
+            Level::Allow => {
+                self.permission_event(true, by, rule.as_deref());
+                self.pin_target(pinned);
+                Some(Ok(args))
+            }
+            Level::Deny => {
+                self.permission_event(false, by, rule.as_deref());
+                Some(Err(match &rule {
+                    Some(r) => approval::rule_denial_text(&tool, r, part.as_deref()),
+                    None => approval::default_denial_text(&tool, part.as_deref()),
+                }))
+            }
+            Level::Ask => {
+                if !self.plugins.cfg.ui {
+                    self.permission_event(false, by, rule.as_deref());
+                    return Some(Err(approval::ask_without_host_text(
+                        &tool,
+                        rule.as_deref(),
+                        confirm_tools,
+                    )));
+                }
+                if self.plugins.input_closed {
+                    self.permission_event(false, "host", rule.as_deref());
+                    return Some(Err(approval::denial_text(&tool, Denial::Cancelled)));
+                }
+                let (title, message) =
+                    approval::describe(&tool, &args, target.as_ref().map(|(_, t)| t));
+                let timeout = self.plugins.cfg.confirm_timeout;
+                let req = UiRequest::Confirm {
+                    title,
+                    message,
+                    timeout: timeout.map(|t| t.as_millis() as u64),
+                };
+                let id = self.open_dialog(DialogOwner::Gate, &req);
+                if let Some(g) = self.plugins.gate.as_mut() {
+                    g.waiting = Some(GateWait::Dialog(id));
+                    g.asked = Some(Asked {
+                        rule,
+                        target: pinned,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    /// `{"type":"permission_decision",...}` for the gate's call.
+    fn permission_event(&mut self, allow: bool, by: &str, rule: Option<&str>) {
+        let Some(g) = self.plugins.gate.as_ref() else {
+            return;
+        };
+        let mut event = json!({
+            "type": "permission_decision",
+            "toolCallId": g.call_id,
+            "toolName": g.tool,
+            "decision": if allow { "allow" } else { "deny" },
+            "by": by,
+        });
+        if let Some(r) = rule {
+            event["rule"] = json!(r);
+        }
+        let line = response::line(&event);
+        if !self.plugins.exts.is_empty() {
+            self.forward_event(&line);
+        }
+        self.send(line);
+    }
+
+    /// A write's or edit's approved target goes with the call to its tool.
+    fn pin_target(&mut self, target: Option<std::path::PathBuf>) {
+        let Some(t) = target else { return };
+        let Some((batch, index)) = self.plugins.gate.as_ref().map(|g| (g.batch, g.index)) else {
+            return;
+        };
+        if let Some(b) = self.batch_mut() {
+            if b.batch == batch {
+                b.approved.retain(|(i, _)| *i != index);
+                b.approved.push((index, t));
+            }
+        }
     }
 
     /// Extension `i` answered the gate's `tool_call` question `call` (or failed: block).
@@ -276,9 +392,20 @@ impl Machine {
                     .as_ref()
                     .map(|g| g.tool.clone())
                     .unwrap_or_default();
+                let asked = self.plugins.gate.as_mut().and_then(|g| g.asked.take());
+                let rule = asked.as_ref().and_then(|a| a.rule.clone());
                 let secs = self.plugins.cfg.confirm_timeout.map_or(0, |t| t.as_secs());
+                let (allow, by) = match answer {
+                    Answer::Confirmed(true) => (true, "host"),
+                    Answer::TimedOut => (false, "timeout"),
+                    _ => (false, "host"),
+                };
+                self.permission_event(allow, by, rule.as_deref());
                 let decision = match answer {
-                    Answer::Confirmed(true) => self.advance_gate(),
+                    Answer::Confirmed(true) => {
+                        self.pin_target(asked.and_then(|a| a.target));
+                        self.advance_gate()
+                    }
                     Answer::Confirmed(false) | Answer::Value(_) => {
                         Some(Err(approval::denial_text(&tool, Denial::Declined)))
                     }

@@ -49,6 +49,8 @@ pub struct PluginConfig {
     pub extensions: Vec<ExtEntry>,
     pub mcp: Vec<ServerConfig>,
     pub confirm_tools: ConfirmTools,
+    /// Permission rules and `--confirm-tools` merged (None: nothing configured, no gate).
+    pub permissions: Option<crate::perms::Policy>,
     /// `--confirm-timeout` (None: wait forever).
     pub confirm_timeout: Option<Duration>,
     /// Per-call timeout of an extension (also its time to register).
@@ -135,6 +137,7 @@ impl PluginConfig {
                 extensions,
                 mcp,
                 confirm_tools,
+                permissions: None,
                 confirm_timeout: (secs > 0).then(|| Duration::from_secs(secs)),
                 ext_timeout: Duration::from_secs(settings.extension_timeout_secs().max(1)),
                 ext_tool_timeout: Duration::from_secs(
@@ -339,9 +342,20 @@ pub struct Gate {
     pub args: Value,
     pub exec: crate::core::agent::Exec,
     pub exts: VecDeque<usize>,
-    pub approval_pending: bool,
+    /// The permission rules (and `--confirm-tools`) are still to decide this call.
+    pub permission_pending: bool,
+    /// The call is asked (its dialog open): what asked, and where a file tool's path resolves.
+    pub asked: Option<Asked>,
     /// Waiting for this extension's answer or this dialog.
     pub waiting: Option<GateWait>,
+}
+
+/// What an open permission dialog was for.
+pub struct Asked {
+    /// The ask rule (None: the default asked).
+    pub rule: Option<String>,
+    /// A write's or edit's resolved target, pinned when the host allows.
+    pub target: Option<std::path::PathBuf>,
 }
 
 pub enum GateWait {
@@ -413,7 +427,10 @@ impl Plugins {
 
     /// Any extension or server configured (else every hook is a no-op).
     pub fn active(&self) -> bool {
-        !self.exts.is_empty() || !self.servers.is_empty() || !self.cfg.confirm_tools.is_none()
+        !self.exts.is_empty()
+            || !self.servers.is_empty()
+            || !self.cfg.confirm_tools.is_none()
+            || self.cfg.permissions.is_some()
     }
 
     pub fn fresh_id(&mut self) -> u64 {

@@ -53,6 +53,56 @@ impl ConfirmTools {
     pub fn is_none(&self) -> bool {
         *self == ConfirmTools::None
     }
+
+    /// Both lists: what a project adds to the user's (it can never take any away).
+    pub fn union(self, other: ConfirmTools) -> ConfirmTools {
+        match (self, other) {
+            (ConfirmTools::All, _) | (_, ConfirmTools::All) => ConfirmTools::All,
+            (ConfirmTools::None, o) | (o, ConfirmTools::None) => o,
+            (ConfirmTools::Some(mut a), ConfirmTools::Some(b)) => {
+                for n in b {
+                    if !a.contains(&n) {
+                        a.push(n);
+                    }
+                }
+                ConfirmTools::Some(a)
+            }
+        }
+    }
+
+    /// The tool names as `ask` rules (`*` for all).
+    pub fn as_rules(&self) -> Vec<String> {
+        match self {
+            ConfirmTools::None => Vec::new(),
+            ConfirmTools::All => vec!["*".to_string()],
+            ConfirmTools::Some(names) => names.clone(),
+        }
+    }
+}
+
+/// Where a file tool's path lands, for the dialog: shown when it differs from the path given
+/// (a symlink), and said when a write or edit goes outside the working directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The resolved path.
+    pub resolved: String,
+    /// It is not the path the model gave (made absolute): a symlink was followed.
+    pub moved: bool,
+    /// It is outside the working directory.
+    pub outside: bool,
+}
+
+fn where_to(tool: &str, target: Option<&Target>) -> String {
+    let Some(t) = target else {
+        return String::new();
+    };
+    let outside = t.outside && matches!(tool, "write" | "edit");
+    match (t.moved, outside) {
+        (false, false) => String::new(),
+        (true, false) => format!(" (→ {})", t.resolved),
+        (false, true) => " (outside the working directory)".to_string(),
+        (true, true) => format!(" (→ {}, outside the working directory)", t.resolved),
+    }
 }
 
 /// Most bytes of one argument shown in a message. The host must see what it approves: a file's
@@ -82,10 +132,12 @@ fn s<'a>(args: &'a Value, k: &str) -> Option<&'a str> {
     args.get(k).and_then(Value::as_str)
 }
 
-/// The dialog's title and message for a call of `tool` with `args`.
-pub fn describe(tool: &str, args: &Value) -> (String, String) {
+/// The dialog's title and message for a call of `tool` with `args`; `target`: where a file
+/// tool's path resolves.
+pub fn describe(tool: &str, args: &Value, target: Option<&Target>) -> (String, String) {
     let title = format!("Allow {tool}?");
     let path = s(args, "path").unwrap_or("?");
+    let to = where_to(tool, target);
     let message = match tool {
         "bash" => {
             // Never cut: the command is the action, and what the host approves must be all of
@@ -100,13 +152,13 @@ pub fn describe(tool: &str, args: &Value) -> (String, String) {
         "write" => {
             let content = s(args, "content").unwrap_or("");
             format!(
-                "Write {} bytes to {path}:\n{}",
+                "Write {} bytes to {path}{to}:\n{}",
                 content.len(),
                 clip(content)
             )
         }
         "edit" => {
-            let mut m = format!("Edit {path}:");
+            let mut m = format!("Edit {path}{to}:");
             let edits: Vec<(String, String)> = match args.get("edits").and_then(Value::as_array) {
                 Some(list) => list
                     .iter()
@@ -131,10 +183,10 @@ pub fn describe(tool: &str, args: &Value) -> (String, String) {
             }
             m
         }
-        "read" => format!("Read {path}"),
-        "ls" => format!("List {}", s(args, "path").unwrap_or(".")),
+        "read" => format!("Read {path}{to}"),
+        "ls" => format!("List {}{to}", s(args, "path").unwrap_or(".")),
         "grep" | "find" => format!(
-            "Search for {} in {}",
+            "Search for {} in {}{to}",
             s(args, "pattern").unwrap_or("?"),
             s(args, "path").unwrap_or(".")
         ),
@@ -153,6 +205,45 @@ pub enum Denial {
     Cancelled,
     TimedOut(u64),
     NoUi,
+}
+
+/// The error result of a call a permission rule denies. `part`: the simple command of a bash
+/// line the rule matched.
+pub fn rule_denial_text(tool: &str, rule: &str, part: Option<&str>) -> String {
+    match part {
+        Some(p) => format!(
+            "Permission denied: the rule deny \"{rule}\" blocks this {tool} call (command: {p}). Do not retry it; ask the user if it is needed."
+        ),
+        None => format!(
+            "Permission denied: the rule deny \"{rule}\" blocks this {tool} call. Do not retry it; ask the user if it is needed."
+        ),
+    }
+}
+
+/// The error result of a call no rule allows, denied by the default (`--permission-default`,
+/// or fail-closed in print and json modes).
+pub fn default_denial_text(tool: &str, part: Option<&str>) -> String {
+    let what = match part {
+        Some(p) => format!("this {tool} call (command: {p})"),
+        None => format!("this {tool} call"),
+    };
+    format!(
+        "Permission denied: no permission rule allows {what}, and calls no rule allows are denied here (--permission-default). Do not retry it; ask the user if it is needed."
+    )
+}
+
+/// The error result of an `ask` that no host can answer (print and json modes): asked by this
+/// rule, by `--confirm-tools` (`confirm_tools`), or by `--permission-default ask` (neither).
+pub fn ask_without_host_text(tool: &str, rule: Option<&str>, confirm_tools: bool) -> String {
+    match rule {
+        _ if confirm_tools => denial_text(tool, Denial::NoUi),
+        Some(r) => format!(
+            "Tool call denied: {tool} needs confirmation (permission rule ask \"{r}\") and no host can answer in this mode."
+        ),
+        None => format!(
+            "Tool call denied: {tool} needs confirmation (--permission-default ask) and no host can answer in this mode."
+        ),
+    }
 }
 
 /// The error result of a denied call (the model reads it).
@@ -193,25 +284,26 @@ mod tests {
 
     #[test]
     fn messages_name_the_tool_and_what_it_does() {
-        let (t, m) = describe("bash", &json!({"command":"rm -rf build"}));
+        let (t, m) = describe("bash", &json!({"command":"rm -rf build"}), None);
         assert_eq!(t, "Allow bash?");
         assert_eq!(m, "Run this command:\nrm -rf build");
-        let (_, m) = describe("write", &json!({"path":"a.txt","content":"hi\n"}));
+        let (_, m) = describe("write", &json!({"path":"a.txt","content":"hi\n"}), None);
         assert_eq!(m, "Write 3 bytes to a.txt:\nhi\n");
         let (_, m) = describe(
             "edit",
             &json!({"path":"a.rs","edits":[{"oldText":"x","newText":"y"}]}),
+            None,
         );
         assert_eq!(m, "Edit a.rs:\n--- replace:\nx\n+++ with:\ny");
-        let (t, m) = describe("mcp__time__now", &json!({"tz":"UTC"}));
+        let (t, m) = describe("mcp__time__now", &json!({"tz":"UTC"}), None);
         assert_eq!(t, "Allow mcp__time__now?");
         assert_eq!(m, "Call mcp__time__now with:\n{\n  \"tz\": \"UTC\"\n}");
         // Shown whole up to SHOW_BYTES, lines and all.
         let long = "x\n".repeat(100);
-        let (_, m) = describe("write", &json!({"path":"b","content":long}));
+        let (_, m) = describe("write", &json!({"path":"b","content":long}), None);
         assert_eq!(m, format!("Write 200 bytes to b:\n{long}"));
         let huge = "é".repeat(SHOW_BYTES / 2) + "\nrm -rf /";
-        let (_, m) = describe("write", &json!({"path":"b","content":huge}));
+        let (_, m) = describe("write", &json!({"path":"b","content":huge}), None);
         assert_eq!(
             m,
             format!(
@@ -220,6 +312,71 @@ mod tests {
                 "é".repeat(SHOW_BYTES / 2),
                 huge.len()
             )
+        );
+    }
+
+    #[test]
+    fn the_dialog_shows_where_the_bytes_land() {
+        let t = |resolved: &str, moved, outside| Target {
+            resolved: resolved.into(),
+            moved,
+            outside,
+        };
+        let args = json!({"path":"notes.txt","content":"hello world"});
+        let (_, m) = describe("write", &args, Some(&t("/w/notes.txt", false, false)));
+        assert_eq!(m, "Write 11 bytes to notes.txt:\nhello world");
+        let (_, m) = describe("write", &args, Some(&t("/tmp/x.txt", true, true)));
+        assert_eq!(
+            m,
+            "Write 11 bytes to notes.txt (→ /tmp/x.txt, outside the working directory):\nhello world"
+        );
+        let args = json!({"path":"/etc/hosts","edits":[]});
+        let (_, m) = describe("edit", &args, Some(&t("/etc/hosts", false, true)));
+        assert_eq!(m, "Edit /etc/hosts (outside the working directory):");
+        let (_, m) = describe(
+            "read",
+            &json!({"path":"l"}),
+            Some(&t("/w/real", true, false)),
+        );
+        assert_eq!(m, "Read l (→ /w/real)");
+        // Reads outside say where, not "outside".
+        let (_, m) = describe(
+            "read",
+            &json!({"path":"/etc/x"}),
+            Some(&t("/etc/x", false, true)),
+        );
+        assert_eq!(m, "Read /etc/x");
+    }
+
+    #[test]
+    fn confirm_lists_only_grow() {
+        let some = |v: &[&str]| ConfirmTools::Some(v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            ConfirmTools::All.union(ConfirmTools::None),
+            ConfirmTools::All
+        );
+        assert_eq!(ConfirmTools::None.union(some(&["bash"])), some(&["bash"]));
+        assert_eq!(some(&["bash"]).union(ConfirmTools::None), some(&["bash"]));
+        assert_eq!(
+            some(&["bash"]).union(some(&["write", "bash"])),
+            some(&["bash", "write"])
+        );
+        assert_eq!(ConfirmTools::All.as_rules(), ["*"]);
+    }
+
+    #[test]
+    fn asks_without_a_host_say_what_asked() {
+        assert_eq!(
+            ask_without_host_text("bash", Some("bash"), true),
+            denial_text("bash", Denial::NoUi)
+        );
+        assert_eq!(
+            ask_without_host_text("bash", Some("bash(x *)"), false),
+            "Tool call denied: bash needs confirmation (permission rule ask \"bash(x *)\") and no host can answer in this mode."
+        );
+        assert_eq!(
+            ask_without_host_text("read", None, false),
+            "Tool call denied: read needs confirmation (--permission-default ask) and no host can answer in this mode."
         );
     }
 

@@ -11,7 +11,7 @@ use std::io::Read;
 
 use serde_json::{Value, json};
 
-use super::paths::resolve_to_cwd;
+use super::paths::approved_target;
 use super::regular::{CancelRead, cancelled, open_read, refuse_special, write_regular};
 use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_str, check_cancel, text_output};
 
@@ -67,7 +67,7 @@ impl Tool for EditTool {
         let path = arg_str(args, "path").ok_or("Invalid edit arguments.")?;
         let edits = parse_edits(args)?;
         check_cancel(ctx)?;
-        let abs = resolve_to_cwd(path, &ctx.cwd);
+        let abs = approved_target(path, &ctx.cwd, ctx.approved_target.as_deref())?;
         // A FIFO or device passes the reference's access check and then hangs its readFile.
         if let Some(e) = refuse_special("edit", &abs) {
             return Err(e);

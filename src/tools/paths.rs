@@ -86,6 +86,65 @@ pub fn normalize(p: &Path) -> PathBuf {
     out
 }
 
+/// Where the bytes of `p` (absolute, lexically normalised) land: symlinks followed, also a
+/// dangling one (its target need not exist yet); the part that does not exist yet is appended to
+/// its nearest existing parent, resolved. Iterative (no recursion per component), at most 40
+/// links followed, as the kernel.
+pub fn resolve_real(p: &Path) -> PathBuf {
+    let mut p = p.to_path_buf();
+    let mut hops = 0;
+    'again: loop {
+        let mut rest: Vec<std::ffi::OsString> = Vec::new();
+        let mut base = p.clone();
+        let mut cur = loop {
+            if let Ok(c) = std::fs::canonicalize(&base) {
+                break c;
+            }
+            match (base.parent(), base.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    base = parent.to_path_buf();
+                }
+                _ => break base,
+            }
+        };
+        while let Some(name) = rest.pop() {
+            let next = cur.join(&name);
+            if hops < 40 {
+                if let Ok(target) = std::fs::read_link(&next) {
+                    hops += 1;
+                    let mut np = normalize(&cur.join(target));
+                    for r in rest.iter().rev() {
+                        np.push(r);
+                    }
+                    p = np;
+                    continue 'again;
+                }
+            }
+            cur = next;
+        }
+        return cur;
+    }
+}
+
+/// Where a write or edit of `path` goes. When the permission gate approved a resolved target
+/// (`approved`), the path must still resolve there at write time (a symlink put in place after
+/// the approval is refused, not followed).
+pub fn approved_target(path: &str, cwd: &Path, approved: Option<&Path>) -> Result<PathBuf, String> {
+    let abs = resolve_to_cwd(path, cwd);
+    if let Some(approved) = approved {
+        let now = resolve_real(&abs);
+        if now != approved {
+            return Err(format!(
+                "Permission check failed: {path} now resolves to {}, not to the approved {}; nothing was changed.",
+                now.display(),
+                approved.display()
+            ));
+        }
+    }
+    Ok(abs)
+}
+
 /// Display form of a path in messages.
 pub fn display(p: &Path) -> String {
     p.to_string_lossy().into_owned()
@@ -116,6 +175,28 @@ pub fn node_error(err: &std::io::Error, syscall: &str, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn real_paths_follow_symlinks_dangling_ones_too() {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap();
+        let out = root.join("out");
+        let cwd = root.join("cwd");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::os::unix::fs::symlink(out.join("new.txt"), cwd.join("notes.txt")).unwrap();
+        std::os::unix::fs::symlink("../out", cwd.join("o")).unwrap();
+        assert_eq!(resolve_real(&cwd.join("notes.txt")), out.join("new.txt"));
+        assert_eq!(resolve_real(&cwd.join("o/a/b")), out.join("a/b"));
+        assert_eq!(resolve_real(&cwd.join("plain")), cwd.join("plain"));
+        std::os::unix::fs::symlink("loop", cwd.join("loop")).unwrap();
+        assert_eq!(resolve_real(&cwd.join("loop")), cwd.join("loop"));
+        assert!(approved_target("notes.txt", &cwd, Some(&cwd.join("notes.txt"))).is_err());
+        assert_eq!(
+            approved_target("notes.txt", &cwd, Some(&out.join("new.txt"))).unwrap(),
+            cwd.join("notes.txt")
+        );
+    }
 
     #[test]
     fn resolves_relative_at_and_dots() {

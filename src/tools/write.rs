@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::paths::{node_error, resolve_to_cwd};
+use super::paths::{approved_target, node_error};
 use super::regular::{refuse_special, write_regular};
 use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_str, check_cancel, text_output};
 
@@ -45,7 +45,7 @@ impl Tool for WriteTool {
         let path = arg_str(args, "path").ok_or("Invalid write arguments.")?;
         let content = arg_str(args, "content").ok_or("Invalid write arguments.")?;
         check_cancel(ctx)?;
-        let abs = resolve_to_cwd(path, &ctx.cwd);
+        let abs = approved_target(path, &ctx.cwd, ctx.approved_target.as_deref())?;
         if let Some(parent) = abs.parent() {
             std::fs::create_dir_all(parent).map_err(|e| node_error(&e, "mkdir", parent))?;
         }
