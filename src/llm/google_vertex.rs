@@ -99,6 +99,17 @@ fn has_version(base: &str) -> bool {
     })
 }
 
+/// The host the SDK (@google/genai, in pi 0.73.1 and 0.87.1) calls for a project's location:
+/// `global` has no regional host, the multi-regions `us` and `eu` have their own regional
+/// endpoint (`aiplatform.us.rep.googleapis.com`), any other location `<location>-aiplatform…`.
+fn regional_host(location: &str) -> String {
+    match location {
+        "global" => "aiplatform.googleapis.com".to_string(),
+        "us" | "eu" => format!("aiplatform.{location}.rep.googleapis.com"),
+        _ => format!("{location}-aiplatform.googleapis.com"),
+    }
+}
+
 /// The SDK's resource name of a model.
 fn model_path(id: &str) -> String {
     if id.starts_with("projects/") || id.starts_with("publishers/") {
@@ -147,11 +158,7 @@ fn endpoint(
     let url = match &custom {
         Some(c) => format!("{}/{method}", versioned(c)),
         None => {
-            let host = if location == "global" {
-                "aiplatform.googleapis.com".to_string()
-            } else {
-                format!("{location}-aiplatform.googleapis.com")
-            };
+            let host = regional_host(&location);
             format!("https://{host}/v1/projects/{project}/locations/{location}/{method}")
         }
     };
@@ -161,6 +168,21 @@ fn endpoint(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regional_hosts_as_the_sdk() {
+        assert_eq!(regional_host("global"), "aiplatform.googleapis.com");
+        assert_eq!(regional_host("us"), "aiplatform.us.rep.googleapis.com");
+        assert_eq!(regional_host("eu"), "aiplatform.eu.rep.googleapis.com");
+        assert_eq!(
+            regional_host("us-central1"),
+            "us-central1-aiplatform.googleapis.com"
+        );
+        assert_eq!(
+            regional_host("europe-west4"),
+            "europe-west4-aiplatform.googleapis.com"
+        );
+    }
 
     #[test]
     fn versions_and_model_paths() {
