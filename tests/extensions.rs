@@ -38,23 +38,9 @@ macro_rules! need_python {
     };
 }
 
-/// `--mode rpc` on the faux provider with `script` (one JSON line per assistant turn).
+/// `--mode rpc` on the faux provider with `script`, then `extra`.
 fn spawn(world: &World, script: &str, extra: &[&str]) -> Pith {
-    let path = world.cwd().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ];
-    args.extend_from_slice(extra);
-    world.spawn(&args)
+    world.spawn_faux(script, extra)
 }
 
 /// An executable `/bin/sh` script in the world's tmp dir; returns its path.

@@ -12,23 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Pith, World};
 
-/// `--mode rpc` on the faux provider with `script`.
+/// `--mode rpc` on the faux provider with `script`, then `extra`.
 fn spawn(world: &World, script: &str, extra: &[&str]) -> Pith {
-    let path = world.cwd().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ];
-    args.extend_from_slice(extra);
-    world.spawn(&args)
+    world.spawn_faux(script, extra)
 }
 
 /// One `--mode json` (or `-p`) run; returns (exit code, stdout frames or lines, stderr).

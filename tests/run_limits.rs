@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -13,26 +13,9 @@ use support::World;
 
 const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
 
+/// Runs pith in `w` with stdin closed; panics if it takes more than 10 s.
 fn pith(w: &World, args: &[&str]) -> Output {
-    let child = w
-        .command(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn pith");
-    let pid = child.id();
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(out) => out.expect("wait for pith"),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("pith {args:?} did not exit within 10 s");
-        }
-    }
+    w.output_within_10s(args)
 }
 
 fn args<'a>(more: &[&'a str]) -> Vec<&'a str> {

@@ -29,22 +29,8 @@ fn script_at(path: &Path, body: &str) {
 }
 
 /// `--mode rpc` on the faux provider with `script`, then `extra`.
-fn spawn_faux(w: &World, script: &str, extra: &[&str]) -> Pith {
-    let path = w.tmp().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ];
-    args.extend_from_slice(extra);
-    w.spawn(&args)
+fn spawn_faux(world: &World, script: &str, extra: &[&str]) -> Pith {
+    world.spawn_faux(script, extra)
 }
 
 fn settle(p: &mut Pith) -> Vec<Value> {

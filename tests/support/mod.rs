@@ -78,6 +78,48 @@ impl World {
     pub fn spawn(&self, args: &[&str]) -> Pith {
         Pith::spawn_in(self, args)
     }
+    /// `--mode rpc` on the offline faux provider with `script` (one JSON line per assistant
+    /// turn, written to the world's tmp dir), then `extra`.
+    pub fn spawn_faux(&self, script: &str, extra: &[&str]) -> Pith {
+        let path = self.tmp().join("faux.jsonl");
+        std::fs::write(&path, script).expect("write faux script");
+        let path = path.to_string_lossy().to_string();
+        let mut args = vec![
+            "--mode",
+            "rpc",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "--faux-script",
+            &path,
+        ];
+        args.extend_from_slice(extra);
+        self.spawn(&args)
+    }
+    /// Runs pith with `args` in this world, stdin closed, and waits for it; panics (after
+    /// killing it) if it takes more than 10 s.
+    pub fn output_within_10s(&self, args: &[&str]) -> std::process::Output {
+        let child = self
+            .command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pith");
+        let pid = child.id();
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+            Ok(out) => out.expect("wait for pith"),
+            Err(_) => {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                panic!("pith {args:?} did not exit within 10 s");
+            }
+        }
+    }
     /// The `pith` binary with `args`, run in this world: its cwd, and only PATH, HOME, TMPDIR
     /// and PI_CODING_AGENT_DIR in the environment. Stdio is left to the caller.
     pub fn command(&self, args: &[&str]) -> Command {
