@@ -606,6 +606,15 @@ fn permissions(
         plugins.confirm_tools = std::mem::take(&mut plugins.confirm_tools).union(project);
     }
     let (user, project) = settings.permissions();
+    if opts.permission_rules.is_empty()
+        && opts.permission_default.is_none()
+        && user.is_none()
+        && project.is_none()
+        && plugins.confirm_tools.is_none()
+    {
+        // Nothing to decide (pi's behaviour): no policy, and no path resolved at start-up.
+        return Ok(());
+    }
     let canonical = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let (policy, warnings) = crate::perms::Policy::build(&crate::perms::Sources {
         cli: &opts.permission_rules,
