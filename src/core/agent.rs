@@ -1219,17 +1219,27 @@ impl Machine {
         };
         let file = self.heartbeat.as_ref().and_then(|h| h.file.clone());
         match file {
+            // The touch is disk I/O: on a short thread of its own, never on the machine's (a
+            // slow or full disk must not hold up the stream the beat reports on).
             Some(path) => {
-                let touched = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .and_then(|f| f.set_modified(std::time::SystemTime::now()));
-                if let Err(e) = touched {
-                    eprintln!(
-                        "pith: cannot touch the heartbeat file {}: {e}",
-                        path.display()
-                    );
+                let spawned = std::thread::Builder::new()
+                    .name("heartbeat-file".into())
+                    .stack_size(crate::THREAD_STACK)
+                    .spawn(move || {
+                        let touched = std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(&path)
+                            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                        if let Err(e) = touched {
+                            eprintln!(
+                                "pith: cannot touch the heartbeat file {}: {e}",
+                                path.display()
+                            );
+                        }
+                    });
+                if spawned.is_err() {
+                    eprintln!("pith: cannot start the heartbeat file's thread");
                 }
             }
             None => {
