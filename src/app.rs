@@ -158,7 +158,7 @@ fn oneshot_prompts(
 }
 
 /// `--list-models [search]`: pi's table of the models that have a key, on stdout.
-fn list_models(search: Option<&str>, compat: Option<crate::compat::Compat>) -> i32 {
+fn list_models(search: Option<&str>, compat: Option<crate::protocol::Version>) -> i32 {
     let agent_dir = config::agent_dir();
     let compat = compat
         .or_else(|| Settings::load_global(&agent_dir).0.compat())
@@ -274,7 +274,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         match settings.compat() {
             Some(project) if project != own => {
                 let trusted = crate::trust::project_trusted(
-                    crate::compat::Compat::V087,
+                    crate::protocol::Version::V087,
                     opts.approve,
                     &cwd,
                     &agent_dir,
@@ -642,7 +642,7 @@ fn resource_options(
     settings: &Settings,
     cwd: &std::path::Path,
     agent_dir: &std::path::Path,
-    compat: crate::compat::Compat,
+    compat: crate::protocol::Version,
     project_trusted: bool,
 ) -> crate::resources::LazyResources {
     let cwd = cwd.to_string_lossy().into_owned();

@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 
-use crate::compat::Compat;
+use crate::protocol::Version;
 use crate::message::ThinkingLevel;
 use crate::rpc::event::Partials;
 
@@ -87,7 +87,7 @@ pub struct Options {
     pub faux_script: Option<String>,
     pub partials: Partials,
     /// `--compat`: which pi protocol version to emit (None = settings, else 0.73).
-    pub compat: Option<Compat>,
+    pub compat: Option<Version>,
     /// `--session-id`: the exact id of the session to open or create (pi 0.77).
     pub session_id: Option<String>,
     /// `--name` / `-n`: the session's display name from the start (pi 0.78).
@@ -544,7 +544,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             }
             Long("compat") => {
                 let v = value(&mut p, "--compat")?;
-                o.compat = Some(Compat::parse(&v).ok_or_else(|| {
+                o.compat = Some(Version::parse(&v).ok_or_else(|| {
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
@@ -719,7 +719,7 @@ mod tests {
         assert_eq!(run(&["--no-tools"]).unwrap().tools, Some(vec![]));
         assert_eq!(
             run(&["--compat", "0.87"]).unwrap().compat,
-            Some(Compat::V087)
+            Some(Version::V087)
         );
         assert_eq!(run(&[]).unwrap().compat, None);
         let o = run(&["--export", "s.jsonl", "out.html"]).unwrap();

@@ -231,10 +231,10 @@ impl Settings {
         self.get("thinkingBudgets").and_then(Value::as_object)
     }
     /// pith's own: `pith.compat` ("0.73" or "0.87"); None when absent or unknown.
-    pub fn compat(&self) -> Option<crate::compat::Compat> {
+    pub fn compat(&self) -> Option<crate::protocol::Version> {
         self.nested("pith", "compat")
             .and_then(Value::as_str)
-            .and_then(crate::compat::Compat::parse)
+            .and_then(crate::protocol::Version::parse)
     }
     /// pith's own: seconds without a byte from the provider before the stream is failed (default 120).
     pub fn stream_stall_timeout_secs(&self) -> u64 {

@@ -76,10 +76,10 @@ fn split_lines(data: &[u8], cap: usize, seed: Option<&[u8]>) -> Vec<Frame> {
 
 /// The protocol version an input is run under: 0.87 when its first byte is odd (so both
 /// versions' emitters get fuzzed, and an input always runs the same way).
-fn compat_for(data: &[u8]) -> crate::compat::Compat {
+fn compat_for(data: &[u8]) -> crate::protocol::Version {
     match data.first() {
-        Some(b) if b % 2 == 1 => crate::compat::Compat::V087,
-        _ => crate::compat::Compat::V073,
+        Some(b) if b % 2 == 1 => crate::protocol::Version::V087,
+        _ => crate::protocol::Version::V073,
     }
 }
 
@@ -780,7 +780,7 @@ pub fn resource_file(data: &[u8]) {
     };
     // The first line doubles as the arguments of the expansions.
     let args = content.lines().next().unwrap_or("");
-    for compat in [crate::compat::Compat::V073, crate::compat::Compat::V087] {
+    for compat in [crate::protocol::Version::V073, crate::protocol::Version::V087] {
         let (template, _) =
             templates::from_file("/p/prompts/x.md", &content, compat, source.clone());
         if let Some(t) = template {

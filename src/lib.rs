@@ -9,7 +9,7 @@ pub mod cancel;
 pub mod cli;
 pub mod compaction;
 pub mod compaction_087;
-pub mod compat;
+pub mod protocol;
 pub mod config;
 pub mod core;
 pub mod ext;

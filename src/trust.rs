@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::compat::Compat;
+use crate::protocol::Version;
 
 /// Entries of `<cwd>/.pi` whose presence asks for a trust decision.
 const TRUST_REQUIRING: [&str; 7] = [
@@ -66,7 +66,7 @@ pub fn stored_decision(agent_dir: &Path, cwd: &Path) -> Option<bool> {
 
 /// Whether this run loads project-local files.
 pub fn project_trusted(
-    compat: Compat,
+    compat: Version,
     approve: Option<bool>,
     cwd: &Path,
     agent_dir: &Path,
@@ -75,7 +75,7 @@ pub fn project_trusted(
     if let Some(decided) = approve {
         return decided;
     }
-    if compat == Compat::V073 {
+    if compat == Version::V073 {
         return true;
     }
     if !has_trust_requiring_resources(cwd, crate::config::home_dir().as_deref()) {
@@ -97,19 +97,19 @@ mod tests {
         std::fs::create_dir_all(proj.join("sub")).unwrap();
         let trusted = |c, a, def| project_trusted(c, a, &proj.join("sub"), &agent, def);
         // Nothing that needs trust: trusted.
-        assert!(trusted(Compat::V087, None, None));
+        assert!(trusted(Version::V087, None, None));
         std::fs::create_dir_all(proj.join("sub/.pi")).unwrap();
         std::fs::write(proj.join("sub/.pi/settings.json"), "{}").unwrap();
-        assert!(!trusted(Compat::V087, None, None));
-        assert!(trusted(Compat::V087, None, Some("always")));
-        assert!(trusted(Compat::V087, Some(true), None));
-        assert!(trusted(Compat::V073, None, None));
-        assert!(!trusted(Compat::V073, Some(false), None));
+        assert!(!trusted(Version::V087, None, None));
+        assert!(trusted(Version::V087, None, Some("always")));
+        assert!(trusted(Version::V087, Some(true), None));
+        assert!(trusted(Version::V073, None, None));
+        assert!(!trusted(Version::V073, Some(false), None));
         // The nearest stored decision wins.
         let key = canonical(&proj).to_string_lossy().into_owned();
         std::fs::write(agent.join("trust.json"), format!("{{\"{key}\": true}}")).unwrap();
-        assert!(trusted(Compat::V087, None, None));
-        assert!(!trusted(Compat::V087, Some(false), None));
+        assert!(trusted(Version::V087, None, None));
+        assert!(!trusted(Version::V087, Some(false), None));
     }
 
     #[test]
@@ -123,17 +123,17 @@ mod tests {
         assert!(!has_trust_requiring_resources(&proj, None));
         std::fs::write(proj.join(".mcp.json"), "{}").unwrap();
         assert!(has_trust_requiring_resources(&proj, None));
-        assert!(!project_trusted(Compat::V087, None, &proj, &agent, None));
+        assert!(!project_trusted(Version::V087, None, &proj, &agent, None));
         assert!(project_trusted(
-            Compat::V087,
+            Version::V087,
             Some(true),
             &proj,
             &agent,
             None
         ));
-        assert!(project_trusted(Compat::V073, None, &proj, &agent, None));
+        assert!(project_trusted(Version::V073, None, &proj, &agent, None));
         assert!(!project_trusted(
-            Compat::V073,
+            Version::V073,
             Some(false),
             &proj,
             &agent,

@@ -134,7 +134,7 @@ fn anthropic_body_bytes_are_exact() {
             long.extend(h.iter().cloned());
         }
     }
-    for compat in [pith::compat::Compat::V073, pith::compat::Compat::V087] {
+    for compat in [pith::protocol::Version::V073, pith::protocol::Version::V087] {
         let mut req = request(m.clone(), long.clone());
         req.compat = compat;
         let bytes = pith::llm::anthropic::prepare(&req).body.bytes(&req);

@@ -346,9 +346,12 @@ impl Machine {
             // The reference's loop does not look at the abort signal between turns: the next
             // request fails at once as aborted (spec 5.4 F; pi 0.87.1 words it as an error).
             let mut m = AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
-            let (stop, text) = self.compat.texts().aborted_between_turns;
-            m.stop_reason = stop;
-            m.error_message = Some(text.to_string());
+            let trailing = self.compat.profile().texts.aborted_between_turns;
+            m.stop_reason = match trailing.stop {
+                crate::protocol::TrailingStop::Aborted => StopReason::Aborted,
+                crate::protocol::TrailingStop::Error => StopReason::Error,
+            };
+            m.error_message = Some(trailing.text.to_string());
             self.finish_assistant(m, true);
             return;
         }
@@ -1379,7 +1382,7 @@ impl Machine {
 
 /// Prepare and validate a call's arguments for the tool that runs it: under `--compat 0.87`
 /// against the schema pi 0.87.1 declares (edit's has no `additionalProperties`).
-fn validate_for(exec: &Exec, args: &Value, compat: crate::compat::Compat) -> Result<Value, String> {
+fn validate_for(exec: &Exec, args: &Value, compat: crate::protocol::Version) -> Result<Value, String> {
     match exec {
         Exec::Builtin(t) if compat.is_087() => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, select};
 use serde_json::{Map, Value, json};
 
-use crate::compat::Compat;
+use crate::protocol::Version;
 use crate::config::Settings;
 use crate::core::agent::Run;
 use crate::core::event::{Control, Event, Worker};
@@ -50,7 +50,7 @@ pub struct Startup {
     pub faux_script: Option<PathBuf>,
     pub partials: Partials,
     /// The pi protocol version pith emits.
-    pub compat: Compat,
+    pub compat: Version,
     /// Skills and prompt templates (read on first use).
     pub resources: crate::resources::LazyResources,
     /// Extensions, MCP servers, `--confirm-tools` (`core/plugins.rs`).
@@ -153,7 +153,7 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    pub(crate) compat: Compat,
+    pub(crate) compat: Version,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
     pub(crate) prompt_cache: crate::core::system_message::PromptCache,
     /// `--compat 0.87`: the context files, read once per session runtime.

@@ -301,7 +301,7 @@ pub struct Builder {
     args: Vec<String>,
     /// The pi version whose message shapes the decoders produce: pi 0.87.1 adds
     /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`.
-    pub compat: crate::compat::Compat,
+    pub compat: crate::protocol::Version,
     /// The request's API key: blanked out of error messages (a proxy may echo it back).
     secret: Option<String>,
 }

@@ -170,7 +170,7 @@ pub struct LlmRequest {
     /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
     /// The pi version whose request pith imitates (headers, tool schemas).
-    pub compat: crate::compat::Compat,
+    pub compat: crate::protocol::Version,
     /// Write no prompt-cache breakpoints (pi 0.87.1's summary requests).
     pub no_cache: bool,
     /// What some APIs need beyond the model and the key.

@@ -189,13 +189,13 @@ impl Registry {
     /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
     /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
     pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
-        Registry::load_for(crate::compat::Compat::V073, agent_dir, env)
+        Registry::load_for(crate::protocol::Version::V073, agent_dir, env)
     }
 
     /// [`Registry::load`] with the built-in models of the given pi version: pi 0.73.1's, or pi
     /// 0.87.1's (`--compat 0.87`: other models, prices with tiers, `promptCache`, `inputLimits`).
     pub fn load_for(
-        compat: crate::compat::Compat,
+        compat: crate::protocol::Version,
         agent_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> (Registry, Vec<String>) {
@@ -215,24 +215,24 @@ impl Registry {
 
     /// Only the built-in models (pi 0.73.1's).
     pub fn builtin() -> Registry {
-        Registry::builtin_for(crate::compat::Compat::V073)
+        Registry::builtin_for(crate::protocol::Version::V073)
     }
 
     /// Only the built-in models of the given pi version.
-    pub fn builtin_for(compat: crate::compat::Compat) -> Registry {
+    pub fn builtin_for(compat: crate::protocol::Version) -> Registry {
         Registry::build(ModelsConfig::default(), table_for(compat))
     }
 
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        Registry::from_models_json_for(text, crate::compat::Compat::V073)
+        Registry::from_models_json_for(text, crate::protocol::Version::V073)
     }
 
     /// [`Registry::from_models_json`] over the built-in models of the given pi version.
     pub fn from_models_json_for(
         text: &str,
-        compat: crate::compat::Compat,
+        compat: crate::protocol::Version,
     ) -> Result<Registry, String> {
         let table = table_for(compat);
         let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
@@ -673,7 +673,7 @@ impl AuthPlan {
 }
 
 /// The built-in table of a pi version.
-fn table_for(compat: crate::compat::Compat) -> &'static table::Table {
+fn table_for(compat: crate::protocol::Version) -> &'static table::Table {
     if compat.is_087() {
         &table::V087
     } else {

@@ -258,7 +258,7 @@ mod tests {
                 serde_json::from_value(json!({"role":"user","content":"x","timestamp":1})).unwrap(),
             )]
             .into(),
-            compat: crate::compat::Compat::V087,
+            compat: crate::protocol::Version::V087,
             model: crate::llm::faux::model(),
             api_key: None,
             tools: Vec::new(),
@@ -280,7 +280,7 @@ mod tests {
         normalize(&mut req);
         assert_eq!(req.messages.len(), 2);
         req.messages = req.messages.iter().skip(1).cloned().collect();
-        req.compat = crate::compat::Compat::V073;
+        req.compat = crate::protocol::Version::V073;
         normalize(&mut req);
         assert_eq!(req.messages.len(), 1);
     }

@@ -30,7 +30,7 @@ use super::paths::{basename, dirname, expand_tilde, is_under, join, relative, re
 use super::skills::{self, Skill};
 use super::templates::{self, Template};
 use super::{Diagnostic, DiagnosticKind, Resources, SourceInfo};
-use crate::compat::Compat;
+use crate::protocol::Version;
 
 /// Skill and template files larger than this are skipped (pi has no limit).
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -57,7 +57,7 @@ pub struct LoadOptions {
     pub cli_templates: Vec<String>,
     pub no_skills: bool,
     pub no_templates: bool,
-    pub compat: Compat,
+    pub compat: Version,
     /// Project `.pi` resources and `.agents/skills` load only for a trusted project (pi 0.87.1's
     /// project trust, `crate::trust`; under 0.73 only `--no-approve` makes a project untrusted).
     pub project_trusted: bool,

@@ -23,7 +23,7 @@ pub mod yaml;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compat::Compat;
+use crate::protocol::Version;
 pub use load::{LoadOptions, load};
 pub use skills::Skill;
 pub use templates::Template;
@@ -168,7 +168,7 @@ impl Resources {
     /// What a prompt, steer or follow-up text becomes: `/skill:name args` first, then
     /// `/template args` on the result, as pi does. Anything else (an unknown `/name` too) is
     /// returned as it is.
-    pub fn expand(&self, text: &str, compat: Compat) -> (String, Option<ExpansionError>) {
+    pub fn expand(&self, text: &str, compat: Version) -> (String, Option<ExpansionError>) {
         if !text.starts_with('/') {
             return (text.to_string(), None);
         }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::frontmatter;
 use super::paths::{basename, dirname};
 use super::{Diagnostic, SourceInfo, js_trim, js_truthy, utf16_len};
-use crate::compat::Compat;
+use crate::protocol::Version;
 
 const MAX_NAME_LENGTH: usize = 64;
 const MAX_DESCRIPTION_LENGTH: usize = 1024;
@@ -62,7 +62,7 @@ fn validate_name(name: &str, parent: Option<&str>) -> Vec<String> {
 pub fn from_file(
     file_path: &str,
     content: &str,
-    compat: Compat,
+    compat: Version,
     source_info: SourceInfo,
 ) -> (Option<Skill>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
@@ -252,7 +252,7 @@ mod tests {
         SourceInfo::synthetic("/p/x/SKILL.md", "local", None, Some("/p/x".into()))
     }
 
-    fn load(path: &str, text: &str, compat: Compat) -> (Option<Skill>, Vec<String>) {
+    fn load(path: &str, text: &str, compat: Version) -> (Option<Skill>, Vec<String>) {
         let (s, d) = from_file(path, text, compat, info());
         (s, d.into_iter().map(|d| d.message).collect())
     }
@@ -262,7 +262,7 @@ mod tests {
         let (s, d) = load(
             "/s/alpha/SKILL.md",
             "---\nname: alpha\ndescription: Does alpha.\n---\nBody",
-            Compat::V073,
+            Version::V073,
         );
         let s = s.unwrap();
         assert_eq!(
@@ -274,7 +274,7 @@ mod tests {
         let (s, d) = load(
             "/s/x/SKILL.md",
             "---\nname: Bad_Name\ndescription: d\n---\n",
-            Compat::V073,
+            Version::V073,
         );
         assert_eq!(s.unwrap().name, "Bad_Name");
         assert_eq!(d.len(), 2, "{d:?}");
@@ -282,7 +282,7 @@ mod tests {
         let (_, d) = load(
             "/s/x/SKILL.md",
             "---\nname: other\ndescription: d\n---\n",
-            Compat::V087,
+            Version::V087,
         );
         assert!(d.is_empty(), "{d:?}");
     }
@@ -303,14 +303,14 @@ mod tests {
                 "name.startsWith is not a function",
             ),
         ] {
-            let (s, d) = load("/s/a/SKILL.md", text, Compat::V073);
+            let (s, d) = load("/s/a/SKILL.md", text, Version::V073);
             assert!(s.is_none(), "{text}");
             assert!(d.iter().any(|m| m.contains(why)), "{text}: {d:?}");
         }
         // 0.87.1: a root .md without a description is not a skill and no warning.
-        let (s, d) = load("/s/notes.md", "just notes", Compat::V087);
+        let (s, d) = load("/s/notes.md", "just notes", Version::V087);
         assert!(s.is_none() && d.is_empty());
-        let (s, d) = load("/s/notes.md", "just notes", Compat::V073);
+        let (s, d) = load("/s/notes.md", "just notes", Version::V073);
         assert!(s.is_none() && !d.is_empty());
     }
 
@@ -319,7 +319,7 @@ mod tests {
         let mut a = load(
             "/s/a/SKILL.md",
             "---\ndescription: x <&> \"'\n---\nB",
-            Compat::V073,
+            Version::V073,
         )
         .0
         .unwrap();

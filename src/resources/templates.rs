@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::frontmatter;
 use super::paths::basename;
 use super::{Diagnostic, SourceInfo, js_is_space, js_trim, js_truthy, utf16_len};
-use crate::compat::Compat;
+use crate::protocol::Version;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Template {
@@ -34,7 +34,7 @@ pub struct Template {
 pub fn from_file(
     file_path: &str,
     content: &str,
-    compat: Compat,
+    compat: Version,
     source_info: SourceInfo,
 ) -> (Option<Template>, Vec<Diagnostic>) {
     let fm = match frontmatter::parse(content, compat.is_087()) {
@@ -92,7 +92,7 @@ fn first_line_description(line: &str) -> String {
 }
 
 /// pi's `parseCommandArgs`.
-pub fn parse_args(s: &str, compat: Compat) -> Vec<String> {
+pub fn parse_args(s: &str, compat: Version) -> Vec<String> {
     let mut args = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
@@ -193,7 +193,7 @@ fn replace_pass(content: &str, mut matcher: impl FnMut(&str) -> Option<(String, 
 }
 
 /// pi's `substituteArgs`.
-pub fn substitute(content: &str, args: &[String], compat: Compat) -> String {
+pub fn substitute(content: &str, args: &[String], compat: Version) -> String {
     let all = args.join(" ");
     if compat.is_087() {
         return replace_pass(content, |s| {
@@ -247,7 +247,7 @@ pub fn substitute(content: &str, args: &[String], compat: Compat) -> String {
 }
 
 /// `/name args` → the template's expansion; `None` when the text names no template.
-pub fn expand(text: &str, templates: &[Template], compat: Compat) -> Option<String> {
+pub fn expand(text: &str, templates: &[Template], compat: Version) -> Option<String> {
     let rest = text.strip_prefix('/')?;
     let (name, args) = if compat.is_087() {
         // /^\/([^\s]+)(?:\s+([\s\S]*))?$/
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn argument_splitting() {
-        let v = Compat::V073;
+        let v = Version::V073;
         assert_eq!(
             parse_args("a.rs \"b c\" 'd e' f", v),
             args(&["a.rs", "b c", "d e", "f"])
@@ -295,14 +295,14 @@ mod tests {
         assert_eq!(parse_args("  a\t\tb  ", v), args(&["a", "b"]));
         assert_eq!(parse_args("x\"y z\"w ''", v), args(&["xy zw"]));
         assert_eq!(parse_args("a\nb", v), args(&["a\nb"]));
-        assert_eq!(parse_args("a\nb", Compat::V087), args(&["a", "b"]));
+        assert_eq!(parse_args("a\nb", Version::V087), args(&["a", "b"]));
         assert_eq!(parse_args("'unclosed arg", v), args(&["unclosed arg"]));
     }
 
     #[test]
     fn substitution_073() {
         let a = args(&["a.rs", "b c", "d"]);
-        let v = Compat::V073;
+        let v = Version::V073;
         assert_eq!(
             substitute(
                 "$1|$2|$4|$0|$@|$ARGUMENTS|${@:2}|${@:2:1}|${@:0}|${@:9}|$$1|${@:x}",
@@ -313,13 +313,13 @@ mod tests {
         );
         // Four passes: a value put in by `$1` is substituted again by `$@`.
         assert_eq!(substitute("$1", &args(&["$@", "z"]), v), "$@ z");
-        assert_eq!(substitute("$1", &args(&["$@", "z"]), Compat::V087), "$@");
+        assert_eq!(substitute("$1", &args(&["$@", "z"]), Version::V087), "$@");
         assert_eq!(substitute("$99999999999999999999999", &a, v), "");
     }
 
     #[test]
     fn substitution_087_defaults() {
-        let v = Compat::V087;
+        let v = Version::V087;
         assert_eq!(
             substitute(
                 "${1:-one} ${3:-three} ${@:-none} ${ARGUMENTS:-none}",
@@ -334,7 +334,7 @@ mod tests {
     #[test]
     fn expansion() {
         let ts = [tpl("review", "Review $1 ($@)")];
-        let v = Compat::V073;
+        let v = Version::V073;
         assert_eq!(
             expand("/review a b", &ts, v).as_deref(),
             Some("Review a (a b)")
@@ -342,25 +342,25 @@ mod tests {
         assert_eq!(expand("/review", &ts, v).as_deref(), Some("Review  ()"));
         assert_eq!(expand("/review\na", &ts, v), None);
         assert_eq!(
-            expand("/review\na", &ts, Compat::V087).as_deref(),
+            expand("/review\na", &ts, Version::V087).as_deref(),
             Some("Review a (a)")
         );
         assert_eq!(expand("/other x", &ts, v), None);
         assert_eq!(expand("review x", &ts, v), None);
-        assert_eq!(expand("/", &ts, Compat::V087), None);
+        assert_eq!(expand("/", &ts, Version::V087), None);
     }
 
     #[test]
     fn descriptions() {
         let info = || SourceInfo::synthetic("/t/x.md", "local", None, None);
         let t = |text: &str, c| from_file("/t/x.md", text, c, info()).0.unwrap().description;
-        let v = Compat::V073;
+        let v = Version::V073;
         assert_eq!(t("---\ndescription: Review\n---\nbody", v), "Review");
         assert_eq!(t("\n\n  first line\nsecond", v), "  first line");
         let long = "x".repeat(61);
         assert_eq!(t(&long, v), format!("{}...", "x".repeat(60)));
         assert_eq!(t("---\ndescription: 12\n---\nbody", v), 12);
-        assert_eq!(t("---\ndescription: 12\n---\nbody", Compat::V087), "body");
+        assert_eq!(t("---\ndescription: 12\n---\nbody", Version::V087), "body");
         assert_eq!(t("", v), "");
         assert!(
             from_file("/t/x.md", "---\na: b: c\n---\n", v, info())

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::compat::Compat;
+use crate::protocol::Version;
 use crate::message::{AgentMessage, Context, ThinkingLevel, UserContent};
 
 pub use entry::{Entry, EntryKind};
@@ -1040,7 +1040,7 @@ impl Session {
 
     /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] with 0.73).
     pub fn stats(&self, messages: &[AgentMessage], context_window: Option<u64>) -> SessionStats {
-        self.stats_for(messages, context_window, Compat::V073)
+        self.stats_for(messages, context_window, Version::V073)
     }
 
     /// `get_session_stats`, with `contextUsage` for the current model's context window over the
@@ -1052,11 +1052,11 @@ impl Session {
         &self,
         messages: &[M],
         context_window: Option<u64>,
-        compat: Compat,
+        compat: Version,
     ) -> SessionStats {
         let counts = match compat {
-            Compat::V073 => tree::message_stats(messages),
-            Compat::V087 => tree::entry_stats(&self.entries),
+            Version::V073 => tree::message_stats(messages),
+            Version::V087 => tree::entry_stats(&self.entries),
         };
         let path = self.path();
         SessionStats {

@@ -35,7 +35,7 @@ pub struct ToolContext {
     pub env: Vec<(String, Option<String>)>,
     /// The pi version whose tool behaviour to follow (line counting, image types, bash exit
     /// statuses and timeouts, edit's schema and fuzzy writes).
-    pub compat: crate::compat::Compat,
+    pub compat: crate::protocol::Version,
     /// A write or edit whose resolved target the permission gate approved: it must still
     /// resolve there when the tool writes (None: no permission rules, nothing to check).
     pub approved_target: Option<PathBuf>,

@@ -46,7 +46,7 @@ pub struct Fixture {
     pub name: String,
     /// Recorded from pi 0.87.1 (`"pi":"0.87.1"`): replayed under `--compat 0.87`, with pi
     /// 0.87.1's model table.
-    pub compat: pith::compat::Compat,
+    pub compat: pith::protocol::Version,
     /// The environment pi ran with (credentials, region, ...).
     pub env: Vec<(String, String)>,
     pub provider: String,
@@ -148,9 +148,9 @@ pub fn load(name: &str) -> Fixture {
         })
         .unwrap_or_default();
     let compat = if v.get("pi").and_then(Value::as_str) == Some("0.87.1") {
-        pith::compat::Compat::V087
+        pith::protocol::Version::V087
     } else {
-        pith::compat::Compat::V073
+        pith::protocol::Version::V073
     };
     Fixture {
         env,

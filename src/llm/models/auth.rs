@@ -143,7 +143,7 @@ impl Auth {
 
     /// Keys from the environment as the given pi version reads them (pi 0.87.1 knows more
     /// providers).
-    pub fn set_compat(&mut self, compat: crate::compat::Compat) {
+    pub fn set_compat(&mut self, compat: crate::protocol::Version) {
         self.v087 = compat.is_087();
     }
 

@@ -1,10 +1,42 @@
-//! Which pi protocol version pith speaks: `--compat 0.73` (default, the seeds' protocol, pi
-//! 0.73.1) or `--compat 0.87` (pi 0.87.1). Commands are the union in both; what pith *emits*
-//! (events, response shapes, session entries, texts) follows the selected version exactly.
-//! Chosen by `--compat` or settings `pith.compat` (the flag wins).
+//! The pi protocol versions pith speaks, each a [`Profile`] of named behaviours.
+//!
+//! `--compat 0.73` (default, the seeds' protocol, pi 0.73.1) or `--compat 0.87` (pi 0.87.1),
+//! chosen by `--compat` or settings `pith.compat` (the flag wins) and resolved once at start-up
+//! into a `&'static Profile`. Commands are the union in every version; what pith *emits* (events,
+//! response shapes, session entries, texts, requests) follows the selected version exactly.
+//!
+//! A profile is data only: small enums, booleans and `&'static` texts, grouped by concern (one
+//! file each below). Every place that behaves differently per version reads one named field, so
+//! `grep` finds every site a behaviour touches. Each version is one `const PROFILE` in its own
+//! file ([`v073`], [`v087`]); a later version is written as the one before with only what
+//! changed (`Profile { agent: Agent { .. }, ..v087::PROFILE }`).
+//!
+//! This module imports nothing from the rest of the crate: the layers above read it.
+
+mod agent;
+mod answers;
+mod compaction;
+mod events;
+mod llm;
+mod resources;
+mod retry;
+mod texts;
+mod tools;
+pub mod v073;
+pub mod v087;
+
+pub use agent::*;
+pub use answers::*;
+pub use compaction::*;
+pub use events::*;
+pub use llm::*;
+pub use resources::*;
+pub use retry::*;
+pub use texts::*;
+pub use tools::*;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Compat {
+pub enum Version {
     /// pi 0.73.1: the protocol of the seeds and the shared scenarios.
     #[default]
     V073,
@@ -12,67 +44,72 @@ pub enum Compat {
     V087,
 }
 
-impl Compat {
+impl Version {
     /// `0.73`, `0.73.1`, `0.87`, `0.87.1` (also with a leading `v`).
-    pub fn parse(s: &str) -> Option<Compat> {
+    pub fn parse(s: &str) -> Option<Version> {
         let s = s.trim();
         let s = s.strip_prefix('v').unwrap_or(s);
         match s {
-            "0.73" | "0.73.1" => Some(Compat::V073),
-            "0.87" | "0.87.1" => Some(Compat::V087),
+            "0.73" | "0.73.1" => Some(Version::V073),
+            "0.87" | "0.87.1" => Some(Version::V087),
             _ => None,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Compat::V073 => "0.73",
-            Compat::V087 => "0.87",
+            Version::V073 => "0.73",
+            Version::V087 => "0.87",
         }
     }
 
-    /// True when pith emits pi 0.87.1's shapes.
+    /// The behaviours of this version.
+    pub fn profile(self) -> &'static Profile {
+        match self {
+            Version::V073 => &v073::PROFILE,
+            Version::V087 => &v087::PROFILE,
+        }
+    }
+
+    /// TRANSITIONAL (issue 23): removed once every caller reads a named [`Profile`] field.
     pub fn is_087(self) -> bool {
-        self == Compat::V087
+        self == Version::V087
     }
 }
 
-use crate::message::StopReason;
+/// Everything that differs between protocol versions, by concern.
+#[derive(Debug)]
+pub struct Profile {
+    pub version: Version,
+    /// Shapes of RPC events.
+    pub events: Events,
+    /// Order and shape of the protocol's answers.
+    pub answers: Answers,
+    /// The agent loop.
+    pub agent: Agent,
+    /// Compaction and branch summaries.
+    pub compaction: Compaction,
+    /// Automatic retry of failed LLM requests.
+    pub retry: Retry,
+    /// The built-in tools.
+    pub tools: Tools,
+    /// Skills, prompt templates, context files, commands.
+    pub resources: Resources,
+    /// What providers see: the SDK generation and the built-in model catalog.
+    pub llm: Llm,
+    /// Texts that differ between the versions.
+    pub texts: Texts,
+}
+
 use crate::tools::ToolOutput;
 
-/// Texts that differ between the versions, all in one place.
-pub struct Texts {
-    /// The empty assistant message of the extra turn that ends a run aborted while its tools ran
-    /// (spec 5.4 F): its stop reason and error text.
-    pub aborted_between_turns: (StopReason, &'static str),
-    /// `compact` on a session with nothing to summarise.
-    pub nothing_to_compact: &'static str,
-}
-
-const TEXTS_073: Texts = Texts {
-    aborted_between_turns: (StopReason::Aborted, "Request was aborted."),
-    nothing_to_compact: "Nothing to compact (session too small)",
-};
-
-const TEXTS_087: Texts = Texts {
-    aborted_between_turns: (StopReason::Error, "This operation was aborted"),
-    nothing_to_compact: "Nothing to compact (session too small)",
-};
-
-impl Compat {
-    pub fn texts(self) -> &'static Texts {
-        match self {
-            Compat::V073 => &TEXTS_073,
-            Compat::V087 => &TEXTS_087,
-        }
-    }
-
+impl Version {
     /// Commands this version lists in `get_commands` before any template, skill or extension:
     /// pi 0.87.1 ships an inline `llama` extension command.
     pub fn builtin_commands(self) -> Vec<serde_json::Value> {
         match self {
-            Compat::V073 => Vec::new(),
-            Compat::V087 => vec![serde_json::json!({
+            Version::V073 => Vec::new(),
+            Version::V087 => vec![serde_json::json!({
                 "name": "llama",
                 "description": "Manage llama.cpp router models",
                 "source": "extension",
@@ -92,15 +129,15 @@ impl Compat {
         self,
         mut messages: Vec<crate::message::AgentMessage>,
     ) -> Vec<crate::message::AgentMessage> {
-        if self == Compat::V073 {
+        if self == Version::V073 {
             messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
         }
         messages
     }
 
-    /// [`Compat::context`] for a context already shared (`Arc`) with requests.
+    /// [`Version::context`] for a context already shared (`Arc`) with requests.
     pub fn shared_context(self, mut messages: crate::message::Context) -> crate::message::Context {
-        if self == Compat::V073 {
+        if self == Version::V073 {
             messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
         }
         messages
@@ -109,20 +146,20 @@ impl Compat {
     /// pi 0.87.1 answers `abort` after the aborted run's `agent_settled`; pi 0.73.1 right after
     /// its `agent_end`.
     pub fn abort_answered_after_settle(self) -> bool {
-        self == Compat::V087
+        self == Version::V087
     }
 
     /// Variables every child process gets (pi sets them on its own process): `PI_CODING_AGENT`,
     /// and since 0.84 `AI_AGENT`.
     pub fn child_env(self) -> Vec<(String, Option<String>)> {
         let mut env = vec![("PI_CODING_AGENT".to_string(), Some("true".to_string()))];
-        if self == Compat::V087 {
+        if self == Version::V087 {
             env.push(("AI_AGENT".to_string(), Some("pi".to_string())));
         }
         env
     }
 
-    /// The bash tool's environment: [`Compat::child_env`], and under 0.87 the session's
+    /// The bash tool's environment: [`Version::child_env`], and under 0.87 the session's
     /// `PI_SESSION_ID`, `PI_SESSION_FILE` (removed for an in-memory session), `PI_PROVIDER`,
     /// `PI_MODEL` and `PI_REASONING_LEVEL`.
     pub fn tool_env(
@@ -133,7 +170,7 @@ impl Compat {
         thinking: &str,
     ) -> Vec<(String, Option<String>)> {
         let mut env = self.child_env();
-        if self == Compat::V087 {
+        if self == Version::V087 {
             let mut set = |k: &str, v: Option<String>| env.push((k.to_string(), v));
             set("PI_SESSION_ID", Some(session_id.to_string()));
             set(
@@ -150,14 +187,14 @@ impl Compat {
     /// pith's `agent_settled` after a manual compaction (0.73, where it is pith's own event);
     /// pi 0.87.1 emits it only after runs, and a manual compaction is none.
     pub fn settles_after_manual_compaction(self) -> bool {
-        self == Compat::V073
+        self == Version::V073
     }
 
     /// A tool's result as this version words it. The tools produce pi 0.73.1's result plus
     /// edit's `details.patch`; 0.87 drops the write tool's byte count, 0.73 the patch.
     pub fn shape_tool_output(self, tool: &str, out: &mut ToolOutput) {
         match (self, tool) {
-            (Compat::V087, "write") => {
+            (Version::V087, "write") => {
                 for c in &mut out.content {
                     if let crate::message::Content::Text(t) = c {
                         if let Some(short) = write_text_087(&t.text) {
@@ -166,7 +203,7 @@ impl Compat {
                     }
                 }
             }
-            (Compat::V073, "edit") => {
+            (Version::V073, "edit") => {
                 if let Some(serde_json::Value::Object(d)) = &mut out.details {
                     d.shift_remove("patch");
                 }
@@ -192,23 +229,23 @@ mod tests {
 
     #[test]
     fn parse() {
-        assert_eq!(Compat::parse("0.73"), Some(Compat::V073));
-        assert_eq!(Compat::parse("0.87.1"), Some(Compat::V087));
-        assert_eq!(Compat::parse("v0.87"), Some(Compat::V087));
-        assert_eq!(Compat::parse("0.80"), None);
-        assert_eq!(Compat::default(), Compat::V073);
-        assert!(Compat::V087.is_087() && !Compat::V073.is_087());
+        assert_eq!(Version::parse("0.73"), Some(Version::V073));
+        assert_eq!(Version::parse("0.87.1"), Some(Version::V087));
+        assert_eq!(Version::parse("v0.87"), Some(Version::V087));
+        assert_eq!(Version::parse("0.80"), None);
+        assert_eq!(Version::default(), Version::V073);
+        assert!(Version::V087.is_087() && !Version::V073.is_087());
     }
 
     #[test]
     fn write_result_text_per_version() {
         let mut out = crate::tools::text_output("Successfully wrote 17 bytes to notes.txt");
-        Compat::V073.shape_tool_output("write", &mut out);
+        Version::V073.shape_tool_output("write", &mut out);
         assert_eq!(
             out,
             crate::tools::text_output("Successfully wrote 17 bytes to notes.txt")
         );
-        Compat::V087.shape_tool_output("write", &mut out);
+        Version::V087.shape_tool_output("write", &mut out);
         assert_eq!(
             out,
             crate::tools::text_output("Successfully wrote to notes.txt")

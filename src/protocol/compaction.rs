@@ -1,0 +1,5 @@
+//! Compaction and branch summaries.
+
+/// Compaction and branch summaries.
+#[derive(Debug)]
+pub struct Compaction {}

@@ -1,0 +1,5 @@
+//! Automatic retry of failed LLM requests.
+
+/// Automatic retry of failed LLM requests.
+#[derive(Debug)]
+pub struct Retry {}

@@ -1,0 +1,31 @@
+//! pi 0.73.1: the protocol of the seeds and the shared scenarios.
+
+use super::*;
+
+pub const PROFILE: Profile = Profile {
+    version: Version::V073,
+
+    events: Events {},
+
+    answers: Answers {},
+
+    agent: Agent {},
+
+    compaction: Compaction {},
+
+    retry: Retry {},
+
+    tools: Tools {},
+
+    resources: Resources {},
+
+    llm: Llm {},
+
+    texts: Texts {
+        aborted_between_turns: TrailingTurn {
+            stop: TrailingStop::Aborted,
+            text: "Request was aborted.",
+        },
+        nothing_to_compact: "Nothing to compact (session too small)",
+    },
+};
