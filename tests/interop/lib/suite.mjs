@@ -1,7 +1,7 @@
 // The interop suite: one RpcClient drives one agent through every method the client exposes,
 // in the order a host would use them, and checks each answer the way a host relies on it. The
 // same steps run against pith and (with --agent pi) against pi itself; what differs between the
-// two pi versions is switched on `version`, never on the agent.
+// pi versions (0.73, 0.87, 1.6) is switched on `version`, never on the agent.
 //
 // To extend `getCommands` when prompt templates, skills or extensions land: put the fixture files
 // in WORLD_FILES (paths relative to the world root: `cwd/.pi/prompts/x.md`, `agent/skills/...`)
@@ -36,7 +36,10 @@ const lastAssistant = (messages) => [...messages].reverse().find((m) => m.role =
  */
 export async function runSuite({ RpcClient, world, checks, extra }) {
 	const { version } = world;
-	const settledType = version === "0.87" ? "agent_settled" : "agent_end";
+	// 0.87 and later: `agent_settled` after the last `agent_end` of a run.
+	const since087 = version !== "0.73";
+	const v16 = version === "1.6";
+	const settledType = since087 ? "agent_settled" : "agent_end";
 	const methods = trackMethods(RpcClient);
 	const c = new RpcClient(world.clientOptions);
 	const events = [];
@@ -87,6 +90,15 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 		assert.deepEqual(roles(end.messages), ["user", "assistant"]);
 		assert.equal(textOf(lastAssistant(end.messages)), "echo: hello");
 		assert.equal(lastAssistant(end.messages).stopReason, "stop");
+		if (v16) {
+			// 1.x: the run ends with agent_settled{aborted:false}; assistant messages carry the
+			// request's duration, the thinking level they ran at and the provider-cost flag.
+			assert.deepEqual(evs[evs.length - 1], { type: "agent_settled", aborted: false });
+			const a = lastAssistant(end.messages);
+			assert.equal(typeof a.durationMs, "number");
+			assert.equal(a.thinkingLevel, "medium");
+			assert.equal(a.usage.cost.totalFromProvider, false);
+		}
 	});
 
 	await checks.check("getLastAssistantText", async () => {
@@ -111,6 +123,15 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 		const end = evs.find((e) => e.type === "tool_execution_end");
 		assert.equal(end.isError, false);
 		assert.equal(textOf(end.result), "tool-out\n");
+		if (v16) {
+			// 1.x: the tool's duration and bash's structured result.
+			assert.equal(typeof end.durationMs, "number");
+			const { wall_time_seconds: wall, ...sc } = end.result.structuredContent;
+			assert.deepEqual(sc, { output: "tool-out\n", truncated: false, exit_code: 0 });
+			assert.equal(typeof wall, "number");
+			const result = evs.find((e) => e.type === "message_end" && e.message.role === "toolResult").message;
+			assert.equal(typeof result.durationMs, "number");
+		}
 		assert.equal(await c.getLastAssistantText(), "done: tool-out");
 	});
 
@@ -234,19 +255,22 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 	});
 
 	await checks.check("abort while streaming", async () => {
-		const seen = eventsUntil(c, (e) => e.type === "agent_end");
+		const seen = eventsUntil(c, (e) => e.type === (v16 ? "agent_settled" : "agent_end"));
 		await c.prompt("[[slow:300]] abort me");
 		await nextEvent(c, (e) => e.type === "message_update");
 		await c.abort();
 		const evs = await seen;
 		const end = evs.find((e) => e.type === "agent_end");
 		assert.equal(lastAssistant(end.messages).stopReason, "aborted");
+		// 1.x: the settle says the run was aborted.
+		if (v16) assert.deepEqual(evs[evs.length - 1], { type: "agent_settled", aborted: true });
 		assert.equal((await c.getState()).isStreaming, false);
 	});
 
 	await checks.check("abortRetry during an auto-retry delay", async () => {
 		const retry = nextEvent(c, (e) => e.type === "auto_retry_start");
 		const ended = nextEvent(c, (e) => e.type === "auto_retry_end");
+		const settled = since087 ? nextEvent(c, (e) => e.type === "agent_settled") : null;
 		await c.prompt("[[fail:529]] overloaded");
 		const start = await retry;
 		assert.equal(start.attempt, 1);
@@ -254,6 +278,9 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 		const end = await ended;
 		assert.equal(end.success, false);
 		assert.equal(end.finalError, "Retry cancelled");
+		// pi 1.6.0 settles with aborted:false after abort_retry (docs/rpc.md: a host should know).
+		if (v16) assert.deepEqual(await settled, { type: "agent_settled", aborted: false });
+		else if (settled) await settled;
 		await sleep(100);
 		assert.equal((await c.getState()).isStreaming, false);
 	});
@@ -285,9 +312,9 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 		const s = await c.getSessionStats();
 		assert.equal(s.sessionFile, sessionFile);
 		assert.equal(s.sessionId, (await c.getState()).sessionId);
-		// 0.73 counts the kept context, 0.87 the whole session file.
+		// 0.73 counts the kept context, 0.87 and 1.6 the whole session file.
 		const counted =
-			version === "0.87"
+			since087
 				? readSessionFile(sessionFile)
 						.filter((e) => e.type === "message")
 						.map((e) => e.message)
@@ -364,9 +391,19 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 	});
 
 	await checks.check("getCommands", async () => {
-		// pi 0.87 lists commands of its built-in inline extensions (`llama`): not the world's.
-		const cmds = (await c.getCommands()).filter((x) => x.sourceInfo?.source !== "inline");
+		// pi 0.87 lists commands of its built-in inline extensions (`llama`), 1.6 of its built-in
+		// extensions (`llama`, `mcp`, source "builtin"): not the world's.
+		const all = await c.getCommands();
+		const builtin = (x) => x.sourceInfo?.source === "inline" || x.sourceInfo?.source === "builtin";
+		const cmds = all.filter((x) => !builtin(x));
 		assert.deepEqual(cmds.map((x) => x.name).sort(), EXPECTED_COMMANDS);
+		if (v16) {
+			const b = all.filter(builtin).map((x) => [x.name, x.source, x.sourceInfo.path, x.sourceInfo.source]);
+			assert.deepEqual(b, [
+				["llama", "extension", "builtin:llama.cpp", "builtin"],
+				["mcp", "extension", "builtin:mcp", "builtin"],
+			]);
+		}
 	});
 
 	await checks.check("prompt: /template and /skill:name expand as pi expands them", async () => {
@@ -399,4 +436,48 @@ export async function runSuite({ RpcClient, world, checks, extra }) {
 		assert.deepEqual(missed, [], `methods never called: ${missed.join(", ")}`);
 	});
 	return events;
+}
+
+/**
+ * pi 0.87's methods beyond 0.73.1's client (getAvailableThinkingLevels, clearQueue, getEntries,
+ * getTree): run by the 0.87 and 1.6 scripts.
+ */
+export async function extra087(c, checks) {
+	await checks.check("getAvailableThinkingLevels", async () => {
+		assert.deepEqual(await c.getAvailableThinkingLevels(), ["off", "minimal", "low", "medium", "high"]);
+	});
+
+	await checks.check("clearQueue", async () => {
+		const settled = eventsUntil(c, (e) => e.type === "agent_settled");
+		await c.prompt("[[slow:200]] queue then clear");
+		await nextEvent(c, (e) => e.type === "message_update");
+		await c.steer("to be cleared");
+		await c.followUp("also cleared");
+		const cleared = nextEvent(c, (e) => e.type === "queue_update" && e.steering.length === 0 && e.followUp.length === 0);
+		const r = await c.clearQueue();
+		assert.deepEqual(r, { steering: ["to be cleared"], followUp: ["also cleared"] });
+		await cleared;
+		assert.equal((await c.getState()).pendingMessageCount, 0);
+		await settled;
+	});
+	// Whatever clearQueue did, let a run it left behind end before the next step.
+	await c.abort().catch(() => {});
+
+	let leafId;
+	await checks.check("getEntries", async () => {
+		const all = await c.getEntries();
+		assert.ok(Array.isArray(all.entries) && all.entries.length > 0);
+		assert.equal(all.leafId, all.entries[all.entries.length - 1].id);
+		leafId = all.leafId;
+		const since = await c.getEntries(all.entries[0].id);
+		assert.deepEqual(since.entries, all.entries.slice(1));
+		await assert.rejects(c.getEntries("nope1234"), /Entry not found: nope1234/);
+	});
+
+	await checks.check("getTree", async () => {
+		const tree = await c.getTree();
+		assert.ok(Array.isArray(tree.tree) && tree.tree.length >= 1);
+		assert.equal(typeof tree.leafId, "string");
+		if (leafId) assert.equal(tree.leafId, leafId);
+	});
 }
