@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`make bench`'s comparison: pith beside pi 0.73.1 and pi 0.87.1, as ratios from one run.
+"""`make bench`'s comparison: pith beside pi 0.73.1, pi 0.87.1 and pi 1.6.0, as ratios from one run.
 
   tests/bench/compare.py [--quick] [--pith BIN] [--static BIN] [--oracle DIR] [--out target/bench/results.json]
 
@@ -8,7 +8,8 @@ exists: `make bench` passes the one `make static` builds), measured as pith is, 
 its own ("pith static / pith" is its figure over the glibc build's); and each reference that is
 installed in the oracle directory
 (`../shared/oracle` by default: `setup.sh` installs pi 0.73.1 into ref/, `setup-latest.sh` pi
-0.87.1 into ref-latest/). A missing reference is reported and skipped. The measurements are the
+0.87.1 into ref-latest/, `setup-1.6.sh` pi 1.6.0 into ref-1.6/). A missing reference is reported
+and skipped. The measurements are the
 oracle's own harnesses, run the same way for every agent:
 
 - cold start: spawn -> first `get_state` response (bench.py `cold`); the same with 200 skills
@@ -18,7 +19,8 @@ oracle's own harnesses, run the same way for every agent:
   parent's pages in a forked child): idle after `get_state`, peak over a prompt with a reply;
 - first-token latency: first SSE text chunk written -> its `text_delta` line read (bench.py);
 - 20,000-chunk stream: wall time and CPU (bench.py `throughput`), pith also with
-  `--rpc-partials none`;
+  `--rpc-partials none`, `--compat 0.87` and `--compat 1.6` (pi 0.87.1 and 1.6.0 stream
+  delta-only updates: their ratios are taken against pith speaking their protocol);
 - long session: resume a 20,000-entry session, one more turn (the oracle's bench/longsession.py
   session, run by tests/bench/longsession.py, which also marks the request on the wire: the body
   read off the socket, before the fake server parses and logs it), every agent's runs
@@ -68,7 +70,8 @@ def agents():
     elif static:
         print(f"skip pith static: not built ({static}; `make static` builds it)", file=sys.stderr)
     for label, path in (("pi 0.73.1", os.path.join(ORACLE, "ref", "node_modules", ".bin", "pi")),
-                        ("pi 0.87.1", os.path.join(ORACLE, "ref-latest", "pi"))):
+                        ("pi 0.87.1", os.path.join(ORACLE, "ref-latest", "pi")),
+                        ("pi 1.6.0", os.path.join(ORACLE, "ref-1.6", "pi"))):
         if os.access(path, os.X_OK):
             found.append((label, [path, "--mode", "rpc"]))
         else:
@@ -298,7 +301,7 @@ def main():
         res["cold_floor_ms"] = b.get("cold", {}).get("first_get_state_response_ms", {}).get("median")
     for label, cmd in found:
         print(f"== {label}", file=sys.stderr)
-        # Both builds of pith get pith's own rows (partials none, 0.87, 200 agents).
+        # Both builds of pith get pith's own rows (partials none, 0.87, 1.6, 200 agents).
         pith = label.startswith("pith")
         r = {}
         ls = long_session.get(label, {})
@@ -326,6 +329,12 @@ def main():
             t = (t.get("throughput") or [{}])[0]
             r["stream20k_087_s"] = t.get("prompt_to_agent_end_s")
             r["stream20k_087_cpu_s"] = t.get("agent_cpu_s")
+            # The same for pi 1.6.0 and pith speaking 1.6.
+            t = bench_py(label + "-16", cmd + ["--compat", "1.6"], "throughput", 1,
+                         ("--throughput", "20000:tok"))
+            t = (t.get("throughput") or [{}])[0]
+            r["stream20k_16_s"] = t.get("prompt_to_agent_end_s") if t.get("completed") else None
+            r["stream20k_16_cpu_s"] = t.get("agent_cpu_s") if t.get("completed") else None
         n = ("50" if QUICK else "200") if pith else "8"
         d = parse_kv(run([sys.executable, os.path.join(ORACLE, "bench", "density.py"), n, "--", *cmd]), "agents=")
         r["agents_per_gib"] = d.get("agents_per_gib")
@@ -350,6 +359,8 @@ def main():
             ("20k-chunk stream, partials none (s)", "stream20k_none_s", False),
             ("20k-chunk stream, --compat 0.87 (s)", "stream20k_087_s", False),
             ("20k-chunk stream CPU, --compat 0.87 (s)", "stream20k_087_cpu_s", False),
+            ("20k-chunk stream, --compat 1.6 (s)", "stream20k_16_s", False),
+            ("20k-chunk stream CPU, --compat 1.6 (s)", "stream20k_16_cpu_s", False),
             ("long session: resume (ms)", "resume_ms", False),
             ("long session: prompt -> request on the wire (ms)", "wire_ms", False),
             ("long session: prompt -> request logged by the fake LLM (ms)", "request_ms", False),
@@ -376,10 +387,12 @@ def main():
         cells = ["" if v is None else f"{v:.3g}" for v in vals]
         ratios = []
         for l, v in zip(labels[1:], vals[1:]):
-            if key in ("stream20k_s", "stream20k_cpu_s") and l == "pi 0.87.1":
-                # Same protocol on both sides: pi 0.87.1 against pith --compat 0.87.
-                key087 = p.get(key.replace("stream20k", "stream20k_087"))
-                ratios.append(f"{v / key087:.1f}x (vs 0.87)" if v and key087 else "")
+            same = {"pi 0.87.1": ("087", "0.87"), "pi 1.6.0": ("16", "1.6")}
+            if key in ("stream20k_s", "stream20k_cpu_s") and l in same:
+                # Same protocol on both sides: pi 0.87.1 / 1.6.0 against pith --compat 0.87 / 1.6.
+                suffix, version = same[l]
+                ours = p.get(key.replace("stream20k", f"stream20k_{suffix}"))
+                ratios.append(f"{v / ours:.1f}x (vs {version})" if v and ours else "")
                 continue
             if v is None or not p.get(key):
                 ratios.append("")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make bench`'s tool benchmark: grep, find and ls over a 100,000-file repository, pith beside
-pi 0.73.1 and pi 0.87.1 (which spawn ripgrep and fd), through RPC tool calls.
+pi 0.73.1, pi 0.87.1 and pi 1.6.0 (which spawn ripgrep and fd), through RPC tool calls.
 
   tests/bench/tools.py [--quick] [--runs N] [--files N] [--oracle DIR] [--pith BIN] [--no-pi]
                        [--also LABEL=BIN]... [--out target/bench/tools.json]
@@ -217,6 +217,11 @@ def agents():
             found.append(("pi 0.87.1", [latest, "--mode", "rpc"]))
         else:
             print(f"skip pi 0.87.1: not installed ({latest})", file=sys.stderr)
+        v16 = os.path.join(ORACLE, "ref-1.6", "pi")
+        if os.access(v16, os.X_OK):
+            found.append(("pi 1.6.0", [v16, "--mode", "rpc"]))
+        else:
+            print(f"skip pi 1.6.0: not installed ({v16})", file=sys.stderr)
     return found
 
 
