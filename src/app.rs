@@ -25,7 +25,7 @@ pub fn run(opts: Options) -> i32 {
         return run_export(input, opts.messages.first().map(String::as_str));
     }
     if let Some(search) = &opts.list_models {
-        return list_models(search.as_deref(), opts.compat);
+        return list_models(search.as_deref(), opts.version);
     }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
         eprintln!("Error: @file arguments are not supported in RPC mode");
@@ -158,20 +158,12 @@ fn oneshot_prompts(
 }
 
 /// `--list-models [search]`: pi's table of the models that have a key, on stdout.
-fn list_models(search: Option<&str>, compat: Option<crate::protocol::Version>) -> i32 {
+fn list_models(search: Option<&str>, version: Option<crate::protocol::Version>) -> i32 {
     let agent_dir = config::agent_dir();
-    let compat = compat
-        .or_else(|| Settings::load_global(&agent_dir).0.compat())
+    let version = version
+        .or_else(|| Settings::load_global(&agent_dir).0.protocol_version())
         .unwrap_or_default();
-    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
-    for w in warnings {
-        eprintln!("{w}");
-    }
-    let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
-    auth.set_compat(compat);
-    for w in warnings {
-        eprintln!("{w}");
-    }
+    let (registry, auth) = load_models(version, &agent_dir);
     let models = registry.available(&auth);
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -262,22 +254,124 @@ impl From<String> for StartupError {
 pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
-    let (settings, warnings) = Settings::load(&agent_dir, &cwd);
-    // Project trust (`--approve` / `--no-approve`, pi 0.87.1's rules under 0.87): an untrusted
-    // project's `.pi` files are not read.
+    let (settings, version, project_trusted) = resolve_trust_and_settings(opts, &cwd, &agent_dir);
+    let (registry, mut auth) = load_models(version, &agent_dir);
+    let mut session = open_session(opts, &cwd, &agent_dir)?;
+    let resumed = session
+        .entries()
+        .iter()
+        .any(|e| e.entry_type() == "message");
+    let picked = pick_model(opts, &settings, &registry, &mut auth, &session, resumed)?;
+    let thinking = pick_thinking(
+        &picked,
+        &settings,
+        &registry,
+        &mut session,
+        resumed,
+        version,
+    );
+    let active = active_tools(opts);
+
+    let mode = match opts.mode {
+        Mode::Rpc => "rpc",
+        Mode::Json => "json",
+        Mode::Print => "print",
+    };
+    let (plugins, warnings) = crate::core::plugins::PluginConfig::resolve(
+        &opts.extensions,
+        opts.no_extensions,
+        opts.no_mcp,
+        project_trusted,
+        opts.confirm_tools.as_deref(),
+        opts.confirm_timeout,
+        &settings,
+        &agent_dir,
+        &cwd,
+        mode,
+    );
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    let mut plugins = plugins;
+    permissions(opts, &settings, &cwd, &mut plugins)?;
+
+    let resources = resource_options(
+        opts,
+        &settings,
+        &cwd,
+        &agent_dir,
+        version.profile(),
+        project_trusted,
+    );
+    let cwd_for_files = cwd.clone();
+    let limits = settings
+        .limits()
+        .map_err(StartupError::config)?
+        .overridden_by(&opts.limits);
+
+    Ok(Startup {
+        resources,
+        plugins,
+        custom_system_prompt: system_prompt::custom_prompt(
+            opts.system_prompt.as_deref(),
+            &cwd,
+            &agent_dir,
+            project_trusted,
+        ),
+        append_system_prompt: system_prompt::append_prompts(
+            &opts.append_system_prompt,
+            &cwd,
+            &agent_dir,
+            project_trusted,
+        ),
+        no_context_files: opts.no_context_files,
+        cwd,
+        agent_dir,
+        settings,
+        registry,
+        auth,
+        model: picked.model,
+        thinking,
+        defaults: picked.defaults,
+        scoped_models: picked.scoped_models,
+        session,
+        tools: active,
+        faux_script: opts.faux_script.as_ref().map(PathBuf::from),
+        partials: opts.partials,
+        compat: version,
+        limits,
+        heartbeat: (opts.heartbeat.is_some() || opts.heartbeat_file.is_some()).then(|| {
+            crate::core::machine::Heartbeat {
+                every: opts.heartbeat.unwrap_or(std::time::Duration::from_secs(10)),
+                file: opts.heartbeat_file.as_ref().map(|f| cwd_for_files.join(f)),
+            }
+        }),
+        sandbox: None,
+    })
+}
+
+/// The settings, the protocol version and whether the project is trusted, decided together:
+/// the flag wins over settings `pith.compat` (default 0.73), and a project's `pith.compat` counts
+/// only in a project trusted by pi 0.87.1's rules (under 0.87 an untrusted project's settings
+/// are never read, so it cannot choose the version that would read them). Then project trust
+/// (`--approve` / `--no-approve`, the version's rules): an untrusted project's `.pi` files are
+/// not read. The settings' warnings go to stderr.
+fn resolve_trust_and_settings(
+    opts: &Options,
+    cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+) -> (Settings, crate::protocol::Version, bool) {
+    let (settings, warnings) = Settings::load(agent_dir, cwd);
     let global = settings.global_only();
-    // The flag wins over settings `pith.compat`; default 0.73. A project's `pith.compat` counts
-    // only in a project trusted by pi 0.87.1's rules (under 0.87 an untrusted project's settings
-    // are never read, so it cannot choose the version that would read them).
-    let compat = opts.compat.unwrap_or_else(|| {
-        let own = global.compat().unwrap_or_default();
-        match settings.compat() {
+    let version = opts.version.unwrap_or_else(|| {
+        let own = global.protocol_version().unwrap_or_default();
+        match settings.protocol_version() {
             Some(project) if project != own => {
                 let trusted = crate::trust::project_trusted(
-                    crate::protocol::Version::V087,
+                    &crate::protocol::Version::V087.profile().resources,
                     opts.approve,
-                    &cwd,
-                    &agent_dir,
+                    cwd,
+                    agent_dir,
                     global.default_project_trust(),
                 );
                 if trusted { project } else { own }
@@ -286,35 +380,50 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         }
     });
     let project_trusted = crate::trust::project_trusted(
-        compat,
+        &version.profile().resources,
         opts.approve,
-        &cwd,
-        &agent_dir,
+        cwd,
+        agent_dir,
         global.default_project_trust(),
     );
     let (settings, warnings) = if project_trusted {
         (settings, warnings)
     } else {
-        Settings::load_global(&agent_dir)
+        Settings::load_global(agent_dir)
     };
     for w in warnings {
         eprintln!("{w}");
     }
-    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
-    for w in warnings {
-        eprintln!("{w}");
-    }
-    let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
-    auth.set_compat(compat);
-    for w in warnings {
-        eprintln!("{w}");
-    }
+    (settings, version, project_trusted)
+}
 
-    // Session first: a resumed session may name its model and thinking level.
+/// The model registry (built-in catalog and `models.json`) and the credentials, with their
+/// warnings on stderr.
+fn load_models(version: crate::protocol::Version, agent_dir: &std::path::Path) -> (Registry, Auth) {
+    let (registry, warnings) = Registry::load_for(version, agent_dir, &|k| std::env::var(k).ok());
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    let (mut auth, warnings) = Auth::load(agent_dir, registry.provider_api_keys(), process_env());
+    auth.set_compat(version);
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    (registry, auth)
+}
+
+/// The session to start with (`--no-session`, `--fork`, `--session-id`, `--session`,
+/// `--continue`, else a new one), its load warnings on stderr, named by `--name`. It comes
+/// before the model: a resumed session may name its model and thinking level.
+fn open_session(
+    opts: &Options,
+    cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+) -> Result<Session, StartupError> {
     let cwd_str = cwd.to_string_lossy().to_string();
     let session_dir = match &opts.session_dir {
         Some(d) => PathBuf::from(d),
-        None => default_session_dir(&agent_dir, &cwd_str),
+        None => default_session_dir(agent_dir, &cwd_str),
     };
     if let Some(id) = &opts.session_id {
         check_session_id(id, opts)?;
@@ -391,12 +500,28 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         }
         session.append_session_info(name);
     }
-    let resumed = session
-        .entries()
-        .iter()
-        .any(|e| e.entry_type() == "message");
+    Ok(session)
+}
 
-    // Model: --model, else scoped models, else the session's, else settings / first with a key.
+/// What [`pick_model`] chose.
+struct PickedModel {
+    model: Option<crate::llm::Model>,
+    /// The level `--thinking`, a `--model` suffix or the scoped pick asked for.
+    cli_level: Option<ThinkingLevel>,
+    defaults: crate::core::machine::SessionDefaults,
+    scoped_models: Vec<(crate::llm::Model, Option<ThinkingLevel>)>,
+}
+
+/// The model: `--model`, else scoped models (`--models`, settings `enabledModels`), else the
+/// resumed session's, else settings / the first with a key. `--api-key` is set for its provider.
+fn pick_model(
+    opts: &Options,
+    settings: &Settings,
+    registry: &Registry,
+    auth: &mut Auth,
+    session: &Session,
+    resumed: bool,
+) -> Result<PickedModel, StartupError> {
     let mut cli_level = opts.thinking;
     let mut model = None;
     if let Some(pattern) = &opts.model {
@@ -404,7 +529,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
             if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
                 (crate::llm::faux::model(), None, None)
             } else {
-                resolve_cli_model(&registry, opts.provider.as_deref(), pattern)
+                resolve_cli_model(registry, opts.provider.as_deref(), pattern)
                     .map_err(StartupError::config)?
             };
         if let Some(w) = warning {
@@ -433,7 +558,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     let (scoped_models, warnings) = if patterns.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        parse_scoped_models(&registry, &auth, &patterns)
+        parse_scoped_models(registry, auth, &patterns)
     };
     for w in warnings {
         eprintln!("{w}");
@@ -474,10 +599,31 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         }
     }
     if model.is_none() {
-        model = defaults.initial(&registry, &auth);
+        model = defaults.initial(registry, auth);
     }
+    Ok(PickedModel {
+        model,
+        cli_level,
+        defaults,
+        scoped_models,
+    })
+}
 
-    let level = cli_level
+/// The thinking level: the CLI's, else the resumed session's, else (0.87) the model's own
+/// setting, else the settings' default, else medium; clamped to what the model supports (off
+/// without reasoning). A new session records the model and level; a resumed one the level
+/// when it has none.
+fn pick_thinking(
+    picked: &PickedModel,
+    settings: &Settings,
+    registry: &Registry,
+    session: &mut Session,
+    resumed: bool,
+    version: crate::protocol::Version,
+) -> ThinkingLevel {
+    let model = &picked.model;
+    let level = picked
+        .cli_level
         .or(if resumed {
             session.thinking_level()
         } else {
@@ -485,23 +631,28 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         })
         .or(model
             .as_ref()
-            .filter(|_| compat.is_087())
+            .filter(|_| version.is_087())
             .and_then(|m| settings.model_thinking_level(&m.provider, &m.id)))
         .or(settings.default_thinking_level())
         .unwrap_or(ThinkingLevel::Medium);
-    let thinking = match &model {
+    let thinking = match model {
         Some(m) if m.reasoning => crate::llm::clamp_thinking(&registry.thinking_levels(m), level),
         _ => ThinkingLevel::Off,
     };
     if !resumed {
-        if let Some(m) = &model {
+        if let Some(m) = model {
             session.append_model_change(&m.provider, &m.id);
         }
         session.append_thinking_level_change(thinking);
     } else if session.thinking_level().is_none() {
         session.append_thinking_level_change(thinking);
     }
+    thinking
+}
 
+/// The built-in tools `--tools` / `--exclude-tools` leave active (the default set otherwise);
+/// an unknown name is a warning.
+fn active_tools(opts: &Options) -> Vec<Arc<dyn Tool>> {
     let names: Vec<String> = match &opts.tools {
         Some(list) => list.clone(),
         None => tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect(),
@@ -519,76 +670,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
             ),
         }
     }
-
-    let mode = match opts.mode {
-        Mode::Rpc => "rpc",
-        Mode::Json => "json",
-        Mode::Print => "print",
-    };
-    let (plugins, warnings) = crate::core::plugins::PluginConfig::resolve(
-        &opts.extensions,
-        opts.no_extensions,
-        opts.no_mcp,
-        project_trusted,
-        opts.confirm_tools.as_deref(),
-        opts.confirm_timeout,
-        &settings,
-        &agent_dir,
-        &cwd,
-        mode,
-    );
-    for w in warnings {
-        eprintln!("{w}");
-    }
-    let mut plugins = plugins;
-    permissions(opts, &settings, &cwd, &mut plugins)?;
-
-    let resources = resource_options(opts, &settings, &cwd, &agent_dir, compat, project_trusted);
-    let cwd_for_files = cwd.clone();
-    let limits = settings
-        .limits()
-        .map_err(StartupError::config)?
-        .overridden_by(&opts.limits);
-
-    Ok(Startup {
-        resources,
-        plugins,
-        custom_system_prompt: system_prompt::custom_prompt(
-            opts.system_prompt.as_deref(),
-            &cwd,
-            &agent_dir,
-            project_trusted,
-        ),
-        append_system_prompt: system_prompt::append_prompts(
-            &opts.append_system_prompt,
-            &cwd,
-            &agent_dir,
-            project_trusted,
-        ),
-        no_context_files: opts.no_context_files,
-        cwd,
-        agent_dir,
-        settings,
-        registry,
-        auth,
-        model,
-        thinking,
-        defaults,
-        scoped_models,
-        session,
-        tools: active,
-        faux_script: opts.faux_script.as_ref().map(PathBuf::from),
-        partials: opts.partials,
-        compat,
-        limits,
-        heartbeat: (opts.heartbeat.is_some() || opts.heartbeat_file.is_some()).then(|| {
-            crate::core::machine::Heartbeat {
-                every: opts.heartbeat.unwrap_or(std::time::Duration::from_secs(10)),
-                file: opts.heartbeat_file.as_ref().map(|f| cwd_for_files.join(f)),
-            }
-        }),
-        sandbox: None,
-    })
+    active
 }
 
 /// Permission rules (`--allow` / `--ask` / `--deny`, `--permission-default`, settings
@@ -642,7 +724,7 @@ fn resource_options(
     settings: &Settings,
     cwd: &std::path::Path,
     agent_dir: &std::path::Path,
-    compat: crate::protocol::Version,
+    profile: &'static crate::protocol::Profile,
     project_trusted: bool,
 ) -> crate::resources::LazyResources {
     let cwd = cwd.to_string_lossy().into_owned();
@@ -657,7 +739,7 @@ fn resource_options(
         cli_templates: opts.prompt_templates.clone(),
         no_skills: opts.no_skills,
         no_templates: opts.no_prompt_templates,
-        compat,
+        profile: &profile.resources,
         project_trusted,
     })
 }

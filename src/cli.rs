@@ -2,8 +2,8 @@
 
 use std::ffi::OsString;
 
-use crate::protocol::Version;
 use crate::message::ThinkingLevel;
+use crate::protocol::Version;
 use crate::rpc::event::Partials;
 
 /// pith's exit codes (the same in print and json modes; `--help` and README list them). A
@@ -87,7 +87,7 @@ pub struct Options {
     pub faux_script: Option<String>,
     pub partials: Partials,
     /// `--compat`: which pi protocol version to emit (None = settings, else 0.73).
-    pub compat: Option<Version>,
+    pub version: Option<Version>,
     /// `--session-id`: the exact id of the session to open or create (pi 0.77).
     pub session_id: Option<String>,
     /// `--name` / `-n`: the session's display name from the start (pi 0.78).
@@ -400,7 +400,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         warnings: Vec::new(),
         faux_script: None,
         partials: Partials::Full,
-        compat: None,
+        version: None,
         session_id: None,
         name: None,
         exclude_tools: Vec::new(),
@@ -544,7 +544,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             }
             Long("compat") => {
                 let v = value(&mut p, "--compat")?;
-                o.compat = Some(Version::parse(&v).ok_or_else(|| {
+                o.version = Some(Version::parse(&v).ok_or_else(|| {
                     format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
                 })?);
             }
@@ -718,10 +718,10 @@ mod tests {
         assert_eq!(run(&["hi"]).unwrap().mode, Mode::Print);
         assert_eq!(run(&["--no-tools"]).unwrap().tools, Some(vec![]));
         assert_eq!(
-            run(&["--compat", "0.87"]).unwrap().compat,
+            run(&["--compat", "0.87"]).unwrap().version,
             Some(Version::V087)
         );
-        assert_eq!(run(&[]).unwrap().compat, None);
+        assert_eq!(run(&[]).unwrap().version, None);
         let o = run(&["--export", "s.jsonl", "out.html"]).unwrap();
         assert_eq!(o.export.as_deref(), Some("s.jsonl"));
         assert_eq!(o.messages, vec!["out.html".to_string()]);

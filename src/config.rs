@@ -231,7 +231,7 @@ impl Settings {
         self.get("thinkingBudgets").and_then(Value::as_object)
     }
     /// pith's own: `pith.compat` ("0.73" or "0.87"); None when absent or unknown.
-    pub fn compat(&self) -> Option<crate::protocol::Version> {
+    pub fn protocol_version(&self) -> Option<crate::protocol::Version> {
         self.nested("pith", "compat")
             .and_then(Value::as_str)
             .and_then(crate::protocol::Version::parse)

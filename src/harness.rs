@@ -76,7 +76,7 @@ fn split_lines(data: &[u8], cap: usize, seed: Option<&[u8]>) -> Vec<Frame> {
 
 /// The protocol version an input is run under: 0.87 when its first byte is odd (so both
 /// versions' emitters get fuzzed, and an input always runs the same way).
-fn compat_for(data: &[u8]) -> crate::protocol::Version {
+fn version_for(data: &[u8]) -> crate::protocol::Version {
     match data.first() {
         Some(b) if b % 2 == 1 => crate::protocol::Version::V087,
         _ => crate::protocol::Version::V073,
@@ -150,7 +150,7 @@ pub fn rpc_input(data: &[u8]) {
         faux_script: None,
         partials: crate::rpc::event::Partials::Full,
         sandbox: None,
-        compat: compat_for(data),
+        compat: version_for(data),
         limits: Default::default(),
         heartbeat: None,
         resources: crate::resources::LazyResources::new(crate::resources::LoadOptions {
@@ -163,7 +163,7 @@ pub fn rpc_input(data: &[u8]) {
             cli_templates: Vec::new(),
             no_skills: true,
             no_templates: true,
-            compat: compat_for(data),
+            profile: &version_for(data).profile().resources,
             project_trusted: false,
         }),
         plugins: crate::core::plugins::PluginConfig {
@@ -335,7 +335,7 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         max_tokens: None,
         timeouts: crate::llm::Timeouts::default(),
         faux_script: None,
-        compat: compat_for(data),
+        compat: version_for(data),
         no_cache: false,
         extra: Default::default(),
     };
@@ -780,21 +780,26 @@ pub fn resource_file(data: &[u8]) {
     };
     // The first line doubles as the arguments of the expansions.
     let args = content.lines().next().unwrap_or("");
-    for compat in [crate::protocol::Version::V073, crate::protocol::Version::V087] {
+    for version in [
+        crate::protocol::Version::V073,
+        crate::protocol::Version::V087,
+    ] {
+        let profile = &version.profile().resources;
         let (template, _) =
-            templates::from_file("/p/prompts/x.md", &content, compat, source.clone());
+            templates::from_file("/p/prompts/x.md", &content, profile, source.clone());
         if let Some(t) = template {
-            let parsed = templates::parse_args(args, compat);
-            let _ = templates::substitute(&content, &parsed, compat);
+            let dialect = profile.template_args;
+            let parsed = templates::parse_args(args, dialect);
+            let _ = templates::substitute(&content, &parsed, dialect);
             let expanded =
-                templates::expand(&format!("/x {args}"), std::slice::from_ref(&t), compat);
+                templates::expand(&format!("/x {args}"), std::slice::from_ref(&t), dialect);
             assert!(
                 expanded.is_some(),
                 "a template does not expand its own command"
             );
         }
         let (skill, _) =
-            skills::from_file("/p/skills/x/SKILL.md", &content, compat, source.clone());
+            skills::from_file("/p/skills/x/SKILL.md", &content, profile, source.clone());
         if let Some(sk) = skill {
             let _ = skills::format_for_prompt(std::slice::from_ref(&sk), skills::ReadTool::Read);
             let _ = skills::expansion(&sk, &content, args);

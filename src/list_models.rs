@@ -77,13 +77,13 @@ fn js_len(s: &str) -> usize {
 /// pi's `formatTokenCount`: `200K`, `1M`, `1.5M`, `131.1K`, `512`.
 pub fn token_count(n: u64) -> String {
     if n >= 1_000_000 {
-        if n % 1_000_000 == 0 {
+        if n.is_multiple_of(1_000_000) {
             format!("{}M", n / 1_000_000)
         } else {
             format!("{}M", to_fixed_1(n as f64 / 1_000_000.0))
         }
     } else if n >= 1_000 {
-        if n % 1_000 == 0 {
+        if n.is_multiple_of(1_000) {
             format!("{}K", n / 1_000)
         } else {
             format!("{}K", to_fixed_1(n as f64 / 1_000.0))

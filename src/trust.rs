@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::protocol::Version;
+use crate::protocol;
 
 /// Entries of `<cwd>/.pi` whose presence asks for a trust decision.
 const TRUST_REQUIRING: [&str; 7] = [
@@ -66,7 +66,7 @@ pub fn stored_decision(agent_dir: &Path, cwd: &Path) -> Option<bool> {
 
 /// Whether this run loads project-local files.
 pub fn project_trusted(
-    compat: Version,
+    profile: &protocol::Resources,
     approve: Option<bool>,
     cwd: &Path,
     agent_dir: &Path,
@@ -75,7 +75,7 @@ pub fn project_trusted(
     if let Some(decided) = approve {
         return decided;
     }
-    if compat == Version::V073 {
+    if !profile.project_trust {
         return true;
     }
     if !has_trust_requiring_resources(cwd, crate::config::home_dir().as_deref()) {
@@ -88,6 +88,9 @@ pub fn project_trusted(
 mod tests {
     use super::*;
 
+    const V073: &protocol::Resources = &protocol::v073::PROFILE.resources;
+    const V087: &protocol::Resources = &protocol::v087::PROFILE.resources;
+
     #[test]
     fn trust_per_version_flag_store_and_default() {
         let d = tempfile::tempdir().unwrap();
@@ -97,19 +100,19 @@ mod tests {
         std::fs::create_dir_all(proj.join("sub")).unwrap();
         let trusted = |c, a, def| project_trusted(c, a, &proj.join("sub"), &agent, def);
         // Nothing that needs trust: trusted.
-        assert!(trusted(Version::V087, None, None));
+        assert!(trusted(V087, None, None));
         std::fs::create_dir_all(proj.join("sub/.pi")).unwrap();
         std::fs::write(proj.join("sub/.pi/settings.json"), "{}").unwrap();
-        assert!(!trusted(Version::V087, None, None));
-        assert!(trusted(Version::V087, None, Some("always")));
-        assert!(trusted(Version::V087, Some(true), None));
-        assert!(trusted(Version::V073, None, None));
-        assert!(!trusted(Version::V073, Some(false), None));
+        assert!(!trusted(V087, None, None));
+        assert!(trusted(V087, None, Some("always")));
+        assert!(trusted(V087, Some(true), None));
+        assert!(trusted(V073, None, None));
+        assert!(!trusted(V073, Some(false), None));
         // The nearest stored decision wins.
         let key = canonical(&proj).to_string_lossy().into_owned();
         std::fs::write(agent.join("trust.json"), format!("{{\"{key}\": true}}")).unwrap();
-        assert!(trusted(Version::V087, None, None));
-        assert!(!trusted(Version::V087, Some(false), None));
+        assert!(trusted(V087, None, None));
+        assert!(!trusted(V087, Some(false), None));
     }
 
     #[test]
@@ -123,21 +126,9 @@ mod tests {
         assert!(!has_trust_requiring_resources(&proj, None));
         std::fs::write(proj.join(".mcp.json"), "{}").unwrap();
         assert!(has_trust_requiring_resources(&proj, None));
-        assert!(!project_trusted(Version::V087, None, &proj, &agent, None));
-        assert!(project_trusted(
-            Version::V087,
-            Some(true),
-            &proj,
-            &agent,
-            None
-        ));
-        assert!(project_trusted(Version::V073, None, &proj, &agent, None));
-        assert!(!project_trusted(
-            Version::V073,
-            Some(false),
-            &proj,
-            &agent,
-            None
-        ));
+        assert!(!project_trusted(V087, None, &proj, &agent, None));
+        assert!(project_trusted(V087, Some(true), &proj, &agent, None));
+        assert!(project_trusted(V073, None, &proj, &agent, None));
+        assert!(!project_trusted(V073, Some(false), &proj, &agent, None));
     }
 }

@@ -76,7 +76,7 @@ fn storm(seed: u64, n: usize) -> (Vec<u8>, Vec<Value>) {
     let mut bytes = Vec::new();
     let mut ids = Vec::new();
     for i in 0..n {
-        if rng.next() % 10 == 0 {
+        if rng.next().is_multiple_of(10) {
             // Garbage that is not a command object at all.
             let junk = [
                 "{",

@@ -13,13 +13,18 @@ use pith::tools::{
 use serde_json::{Value, json};
 
 fn ctx(dir: &Path) -> ToolContext {
+    ctx_as(dir, &pith::protocol::v073::PROFILE)
+}
+
+/// A context following `profile`'s tool behaviour.
+fn ctx_as(dir: &Path, profile: &'static pith::protocol::Profile) -> ToolContext {
     ToolContext {
         cwd: dir.to_path_buf(),
         cancel: CancelToken::never(),
         shell_path: None,
         shell_command_prefix: None,
         env: Vec::new(),
-        compat: Default::default(),
+        profile: &profile.tools,
         approved_target: None,
     }
 }
@@ -91,6 +96,10 @@ fn write_then_read() {
     let out = run("read", json!({"path": "sub/dir/notes.txt"}), &c).unwrap();
     assert_eq!(text(&out), "alpha\nbeta\ngamma\n");
     assert_eq!(out.details, None);
+    // pi 0.87.1 names no byte count.
+    let c087 = ctx_as(dir.path(), &pith::protocol::v087::PROFILE);
+    let r = run("write", json!({"path": "u.txt", "content": "é😀"}), &c087);
+    assert_eq!(ok_text(r), "Successfully wrote to u.txt");
 }
 
 #[test]
@@ -177,12 +186,26 @@ fn edit_success_and_errors() {
     )
     .unwrap();
     assert_eq!(text(&out), "Successfully replaced 1 block(s) in notes.txt.");
-    // The tool always computes pi 0.87.1's `patch`; the machine drops it under `--compat 0.73`.
     assert_eq!(
         out.details,
         Some(json!({
             "diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma",
-            "patch": "--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n",
+            "firstChangedLine": 2
+        }))
+    );
+    // pi 0.87.1 adds a unified patch.
+    std::fs::write(dir.path().join("p.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    let out = run(
+        "edit",
+        json!({"path": "p.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}),
+        &ctx_as(dir.path(), &pith::protocol::v087::PROFILE),
+    )
+    .unwrap();
+    assert_eq!(
+        out.details,
+        Some(json!({
+            "diff": " 1 alpha\n-2 beta\n+2 BETA\n 3 gamma",
+            "patch": "--- p.txt\n+++ p.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n",
             "firstChangedLine": 2
         }))
     );
@@ -239,7 +262,6 @@ fn edit_fuzzy_match_normalises_with_nfkc() {
     )
     .unwrap();
     assert_eq!(text(&out), "Successfully replaced 1 block(s) in a.txt.");
-    // (pith also adds 0.87.1's `patch`, dropped under --compat 0.73.)
     let details = out.details.unwrap();
     assert_eq!(
         details["diff"],

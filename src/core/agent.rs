@@ -127,25 +127,14 @@ fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
     }
 }
 
-fn result_json(m: &ToolResultMessage) -> Value {
+/// A tool's result or partial result as events carry it: `{content, details?}`.
+fn result_json(content: &[Content], details: Option<&Value>) -> Value {
     let mut r = serde_json::Map::new();
     r.insert(
         "content".into(),
-        serde_json::to_value(&m.content).unwrap_or(Value::Null),
+        serde_json::to_value(content).unwrap_or(Value::Null),
     );
-    if let Some(d) = &m.details {
-        r.insert("details".into(), d.clone());
-    }
-    Value::Object(r)
-}
-
-fn output_json(o: &ToolOutput) -> Value {
-    let mut r = serde_json::Map::new();
-    r.insert(
-        "content".into(),
-        serde_json::to_value(&o.content).unwrap_or(Value::Null),
-    );
-    if let Some(d) = &o.details {
+    if let Some(d) = details {
         r.insert("details".into(), d.clone());
     }
     Value::Object(r)
@@ -672,7 +661,11 @@ impl Machine {
                     result = refused.map(|r| Err(crate::core::limits::Tally::refusal(&r)))
                 }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
-                Some(exec) => match validate_for(&exec, &call.arguments, self.compat) {
+                Some(exec) => match validate_for(
+                    &exec,
+                    &call.arguments,
+                    self.compat.profile().tools.validation,
+                ) {
                     Err(e) => result = Some(Err(e)),
                     Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
                     Ok(args) if self.gate_needed(&call.name) => {
@@ -810,7 +803,7 @@ impl Machine {
             cancel: b.token.clone(),
             shell_path,
             shell_command_prefix,
-            compat: self.compat,
+            profile: &self.compat.profile().tools,
             approved_target: None,
         };
         for (index, exec, args) in runnable {
@@ -852,6 +845,10 @@ impl Machine {
                     .map(|(_, t)| t.clone())
             });
             let sandbox = sandbox.clone();
+            // Not `THREAD_STACK`: a tool thread lives for one call, and runs third-party code
+            // on the model's input that recurses (grep's and find's patterns compiled by the
+            // regex crates, nesting up to their limit of 250; edit's diff; the walkers). An
+            // overflow would abort pith, so these threads keep the default 2 MiB.
             let spawned = std::thread::Builder::new()
                 .name(format!("tool-{}", tool.name()))
                 .spawn(move || {
@@ -885,7 +882,7 @@ impl Machine {
                 });
             if spawned.is_ok() {
                 if let Some(first) = initial {
-                    let partial = output_json(&first);
+                    let partial = result_json(&first.content, first.details.as_ref());
                     self.emit(&Frame::ToolExecutionUpdate {
                         tool_call_id: &call.id,
                         tool_name: &call.name,
@@ -914,7 +911,7 @@ impl Machine {
     }
 
     fn emit_tool_end(&mut self, r: &ToolResultMessage) {
-        let result = result_json(r);
+        let result = result_json(&r.content, r.details.as_ref());
         self.emit(&Frame::ToolExecutionEnd {
             tool_call_id: &r.tool_call_id,
             tool_name: &r.tool_name,
@@ -925,7 +922,6 @@ impl Machine {
 
     /// A tool worker reported.
     pub(crate) fn on_tool_event(&mut self, batch: u64, index: usize, ev: ToolEvent) {
-        let compat = self.compat;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Tools(b) = &mut run.phase else {
             return;
@@ -946,7 +942,7 @@ impl Machine {
                     slot.call.name.clone(),
                     slot.call.arguments.clone(),
                 );
-                let partial = output_json(&o);
+                let partial = result_json(&o.content, o.details.as_ref());
                 self.emit(&Frame::ToolExecutionUpdate {
                     tool_call_id: &id,
                     tool_name: &name,
@@ -954,13 +950,7 @@ impl Machine {
                     partial_result: &partial,
                 });
             }
-            ToolEvent::Done(mut r) => {
-                // The built-in tools' result texts in this protocol version's words.
-                if let Ok(out) = &mut r {
-                    compat.shape_tool_output(&slot.call.name, out);
-                }
-                self.tool_finished(batch, index, r)
-            }
+            ToolEvent::Done(r) => self.tool_finished(batch, index, r),
         }
     }
 
@@ -1380,18 +1370,24 @@ impl Machine {
     }
 }
 
-/// Prepare and validate a call's arguments for the tool that runs it: under `--compat 0.87`
-/// against the schema pi 0.87.1 declares (edit's has no `additionalProperties`).
-fn validate_for(exec: &Exec, args: &Value, compat: crate::protocol::Version) -> Result<Value, String> {
+/// Prepare and validate a call's arguments for the tool that runs it, in the profile's
+/// dialect: TypeBox (0.87) checks a built-in tool against the schema it declares (edit's has no
+/// `additionalProperties`).
+fn validate_for(
+    exec: &Exec,
+    args: &Value,
+    dialect: crate::protocol::ValidationDialect,
+) -> Result<Value, String> {
+    use crate::protocol::ValidationDialect;
     match exec {
-        Exec::Builtin(t) if compat.is_087() => {
+        Exec::Builtin(t) if dialect == ValidationDialect::TypeBox => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
             let schema = crate::core::system_message::declaration(t.as_ref()).parameters;
-            crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, true)
+            crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, dialect)
         }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
         Exec::Remote(r) => {
-            crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, compat.is_087())
+            crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, dialect)
         }
     }
 }

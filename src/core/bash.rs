@@ -94,7 +94,7 @@ impl Machine {
                     run_command(&spec, std::time::Duration::from_secs(3600), &mut |_| {});
                 if stream {
                     if let Ok(o) = outcome.as_mut() {
-                        o.signal_as_exit_code_087(token.is_cancelled());
+                        o.signal_as_exit_code(token.is_cancelled());
                     }
                 }
                 let _ = tx.send(Worker::BashDone {

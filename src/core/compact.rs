@@ -536,7 +536,7 @@ impl Machine {
                 .usage
                 .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
             let declared = crate::core::system_message::Declared::of(&self.messages);
-            self.session.append_compaction_087(
+            self.session.append_compaction_with_checkpoint(
                 &summary,
                 &c.prep.first_kept_entry_id,
                 c.prep.tokens_before,

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, select};
 use serde_json::{Map, Value, json};
 
-use crate::protocol::Version;
 use crate::config::Settings;
 use crate::core::agent::Run;
 use crate::core::event::{Control, Event, Worker};
@@ -20,6 +19,7 @@ use crate::llm::models::{Auth, Registry};
 use crate::message::{
     AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
+use crate::protocol::Version;
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };
@@ -1011,7 +1011,10 @@ impl Machine {
         if !input.text.starts_with('/') || self.names_extension_command(&input.text) {
             return input;
         }
-        let (text, error) = self.resources.get().expand(&input.text, self.compat);
+        let (text, error) = self
+            .resources
+            .get()
+            .expand(&input.text, &self.compat.profile().resources);
         if let Some(e) = error {
             let line = response::line(&e.event());
             self.send(line);

@@ -242,7 +242,7 @@ const MAX_PROGRESS_CHARS: usize = 1000;
 /// (alphabet, padding only at the end, length a multiple of 4).
 fn base64_prefix(data: &str, n: usize) -> Option<Vec<u8>> {
     let b = data.as_bytes();
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return None;
     }
     let pad = b.iter().rev().take_while(|&&c| c == b'=').count();

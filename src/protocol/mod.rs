@@ -101,8 +101,6 @@ pub struct Profile {
     pub texts: Texts,
 }
 
-use crate::tools::ToolOutput;
-
 impl Version {
     /// Commands this version lists in `get_commands` before any template, skill or extension:
     /// pi 0.87.1 ships an inline `llama` extension command.
@@ -189,38 +187,6 @@ impl Version {
     pub fn settles_after_manual_compaction(self) -> bool {
         self == Version::V073
     }
-
-    /// A tool's result as this version words it. The tools produce pi 0.73.1's result plus
-    /// edit's `details.patch`; 0.87 drops the write tool's byte count, 0.73 the patch.
-    pub fn shape_tool_output(self, tool: &str, out: &mut ToolOutput) {
-        match (self, tool) {
-            (Version::V087, "write") => {
-                for c in &mut out.content {
-                    if let crate::message::Content::Text(t) = c {
-                        if let Some(short) = write_text_087(&t.text) {
-                            t.text = short;
-                        }
-                    }
-                }
-            }
-            (Version::V073, "edit") => {
-                if let Some(serde_json::Value::Object(d)) = &mut out.details {
-                    d.shift_remove("patch");
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// `Successfully wrote 17 bytes to notes.txt` → `Successfully wrote to notes.txt`.
-fn write_text_087(text: &str) -> Option<String> {
-    let rest = text.strip_prefix("Successfully wrote ")?;
-    let (count, path) = rest.split_once(" bytes to ")?;
-    count
-        .bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| format!("Successfully wrote to {path}"))
 }
 
 #[cfg(test)]
@@ -235,21 +201,5 @@ mod tests {
         assert_eq!(Version::parse("0.80"), None);
         assert_eq!(Version::default(), Version::V073);
         assert!(Version::V087.is_087() && !Version::V073.is_087());
-    }
-
-    #[test]
-    fn write_result_text_per_version() {
-        let mut out = crate::tools::text_output("Successfully wrote 17 bytes to notes.txt");
-        Version::V073.shape_tool_output("write", &mut out);
-        assert_eq!(
-            out,
-            crate::tools::text_output("Successfully wrote 17 bytes to notes.txt")
-        );
-        Version::V087.shape_tool_output("write", &mut out);
-        assert_eq!(
-            out,
-            crate::tools::text_output("Successfully wrote to notes.txt")
-        );
-        assert_eq!(write_text_087("Successfully wrote x bytes to a"), None);
     }
 }

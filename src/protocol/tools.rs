@@ -2,4 +2,72 @@
 
 /// The built-in tools (wording, validation, environment).
 #[derive(Debug)]
-pub struct Tools {}
+pub struct Tools {
+    /// How truncation (read, bash) counts lines.
+    /// 0.73.1: `Split`; 0.87.1: `IgnoreFinalNewline`.
+    pub line_counting: LineCounting,
+    /// Whose rules and wording tool-argument validation follows.
+    /// 0.73.1: `Ajv`; 0.87.1: `TypeBox`.
+    pub validation: ValidationDialect,
+    /// What an edit that needed fuzzy matching writes.
+    /// 0.73.1: `WholeFile`; 0.87.1: `TouchedLines`.
+    pub edit_fuzzy_rewrite: FuzzyRewrite,
+    /// edit's `details.patch`: a standard unified patch of the change.
+    /// 0.73.1: false; 0.87.1: true.
+    pub edit_patch: bool,
+    /// write's result names the byte count (`Successfully wrote 17 bytes to a.txt`; without:
+    /// `Successfully wrote to a.txt`). 0.73.1: true; 0.87.1: false.
+    pub write_byte_count: bool,
+    /// Which files read returns as images.
+    /// 0.73.1: `Reference`; 0.87.1: `MagicBytes`.
+    pub read_images: ImageTypes,
+    /// bash refuses a timeout that is not a finite positive number of seconds or that a Node.js
+    /// timer cannot hold (0.73.1 took those as "no timeout"). 0.73.1: false; 0.87.1: true.
+    pub bash_checks_timeout: bool,
+    /// A shell killed by a signal nobody asked for (not an abort, not the timeout) exited with
+    /// `128 + signal`. 0.73.1: false (no exit code); 0.87.1: true.
+    pub bash_signal_exit_codes: bool,
+}
+
+/// How lines are counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineCounting {
+    /// Counts the empty piece after a final newline as a line (pi 0.73.1).
+    #[default]
+    Split,
+    /// `splitLinesForCounting` (pi 0.87.1): no line after a final newline, none in an empty text.
+    IgnoreFinalNewline,
+}
+
+/// The validator of tool arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValidationDialect {
+    /// AJV (`allErrors`, `coerceTypes`), pi 0.73.1: one error per missing property, `must NOT`,
+    /// paths like `/edits/0/newText`; the built-in tools are checked against their own schema.
+    Ajv,
+    /// TypeBox, pi 0.87.1: a `null` for an optional property that does not accept it is dropped
+    /// first, one `required` error naming every missing property, `must not`, `must be either a
+    /// or b`, dotted paths (`edits.0.newText`); the built-in tools are checked against the schema
+    /// they declare to the model.
+    TypeBox,
+}
+
+/// What an edit that needed fuzzy matching writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FuzzyRewrite {
+    /// The whole file in its fuzzy-normalised form, with the edits applied (pi 0.73.1).
+    WholeFile,
+    /// Only the lines the edits touch, from the fuzzy form; every other line keeps its original
+    /// bytes (pi 0.87.1).
+    TouchedLines,
+}
+
+/// Which files the read tool returns as images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageTypes {
+    /// PNG, JPEG, GIF and WebP by their signatures (pi 0.73.1).
+    Reference,
+    /// By magic bytes: JPEG (not JPEG-LS), a PNG that is not animated, GIF, WebP, and BMP
+    /// converted to PNG (pi 0.87.1).
+    MagicBytes,
+}

@@ -15,9 +15,26 @@ pub const PROFILE: Profile = Profile {
 
     retry: Retry {},
 
-    tools: Tools {},
+    tools: Tools {
+        line_counting: LineCounting::Split,
+        validation: ValidationDialect::Ajv,
+        edit_fuzzy_rewrite: FuzzyRewrite::WholeFile,
+        edit_patch: false,
+        write_byte_count: true,
+        read_images: ImageTypes::Reference,
+        bash_checks_timeout: false,
+        bash_signal_exit_codes: false,
+    },
 
-    resources: Resources {},
+    resources: Resources {
+        frontmatter_strips_bom: false,
+        skill_rules: SkillRules::Reference,
+        template_description: TemplateDescription::Truthy,
+        template_args: TemplateArgs::Plain,
+        agents_nested_md_skills: false,
+        agents_skills_own_source: false,
+        project_trust: false,
+    },
 
     llm: Llm {},
 

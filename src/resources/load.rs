@@ -30,7 +30,7 @@ use super::paths::{basename, dirname, expand_tilde, is_under, join, relative, re
 use super::skills::{self, Skill};
 use super::templates::{self, Template};
 use super::{Diagnostic, DiagnosticKind, Resources, SourceInfo};
-use crate::protocol::Version;
+use crate::protocol;
 
 /// Skill and template files larger than this are skipped (pi has no limit).
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -40,7 +40,7 @@ const MAX_DEPTH: usize = 24;
 const MAX_ENTRIES: usize = 200_000;
 
 /// What decides the load.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LoadOptions {
     /// Absolute.
     pub cwd: String,
@@ -57,7 +57,8 @@ pub struct LoadOptions {
     pub cli_templates: Vec<String>,
     pub no_skills: bool,
     pub no_templates: bool,
-    pub compat: Version,
+    /// The protocol version's rules for skills and templates.
+    pub profile: &'static protocol::Resources,
     /// Project `.pi` resources and `.agents/skills` load only for a trusted project (pi 0.87.1's
     /// project trust, `crate::trust`; under 0.73 only `--no-approve` makes a project untrusted).
     pub project_trusted: bool,
@@ -512,7 +513,8 @@ impl Loader<'_> {
             }
             let md = e.is_file && e.name.ends_with(".md");
             let root_md = mode == Mode::Pi && at_root;
-            let nested_md = mode == Mode::Agents && !at_root && self.o.compat.is_087();
+            let nested_md =
+                mode == Mode::Agents && !at_root && self.o.profile.agents_nested_md_skills;
             if md && (root_md || nested_md) && !ig.ignores_path(root, &e.path, false) {
                 out.push(e.path.clone());
                 continue;
@@ -726,7 +728,7 @@ impl Loader<'_> {
                                 continue;
                             }
                             let entries = self.skill_entries(&dir, Mode::Agents);
-                            if o.compat.is_087() {
+                            if o.profile.agents_skills_own_source {
                                 agents_groups.push((entries, dirname(&dir)));
                             } else {
                                 found.extend(entries);
@@ -751,7 +753,7 @@ impl Loader<'_> {
                         Some(dir) => self.skill_entries(dir, Mode::Agents),
                         None => Vec::new(),
                     };
-                    if o.compat.is_087() {
+                    if o.profile.agents_skills_own_source {
                         discovered.push((
                             found,
                             user_meta.clone(),
@@ -898,7 +900,7 @@ impl Loader<'_> {
             Some(m) => m.info(path),
             None => SourceInfo::synthetic(path, "local", source, Some(dirname(path))),
         };
-        let (skill, diags) = skills::from_file(path, &text, self.o.compat, info);
+        let (skill, diags) = skills::from_file(path, &text, self.o.profile, info);
         self.diags.extend(diags);
         skill
     }
@@ -946,7 +948,7 @@ impl Loader<'_> {
                     ),
                     None => SourceInfo::synthetic(&f, "local", None, Some(dirname(&f))),
                 };
-                let (t, diags) = templates::from_file(&f, &text, o.compat, info);
+                let (t, diags) = templates::from_file(&f, &text, o.profile, info);
                 self.diags.extend(diags);
                 let Some(t) = t else { continue };
                 if let Some(first) = out.iter().find(|x| x.name == t.name) {

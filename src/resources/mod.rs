@@ -23,7 +23,7 @@ pub mod yaml;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::Version;
+use crate::protocol;
 pub use load::{LoadOptions, load};
 pub use skills::Skill;
 pub use templates::Template;
@@ -168,7 +168,11 @@ impl Resources {
     /// What a prompt, steer or follow-up text becomes: `/skill:name args` first, then
     /// `/template args` on the result, as pi does. Anything else (an unknown `/name` too) is
     /// returned as it is.
-    pub fn expand(&self, text: &str, compat: Version) -> (String, Option<ExpansionError>) {
+    pub fn expand(
+        &self,
+        text: &str,
+        profile: &protocol::Resources,
+    ) -> (String, Option<ExpansionError>) {
         if !text.starts_with('/') {
             return (text.to_string(), None);
         }
@@ -179,7 +183,8 @@ impl Resources {
                 let body = load::read_text(&skill.file_path)
                     .map_err(|e| e.node_message(&skill.file_path))
                     .and_then(|content| {
-                        frontmatter::strip(&content, compat.is_087()).map_err(|e| e.to_string())
+                        frontmatter::strip(&content, profile.frontmatter_strips_bom)
+                            .map_err(|e| e.to_string())
                     });
                 match body {
                     Ok(body) => out = skills::expansion(skill, js_trim(&body), args),
@@ -192,7 +197,7 @@ impl Resources {
                 }
             }
         }
-        if let Some(t) = templates::expand(&out, &self.templates, compat) {
+        if let Some(t) = templates::expand(&out, &self.templates, profile.template_args) {
             out = t;
         }
         (out, error)

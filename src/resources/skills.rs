@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::frontmatter;
 use super::paths::{basename, dirname};
 use super::{Diagnostic, SourceInfo, js_trim, js_truthy, utf16_len};
-use crate::protocol::Version;
+use crate::protocol::{self, SkillRules};
 
 const MAX_NAME_LENGTH: usize = 64;
 const MAX_DESCRIPTION_LENGTH: usize = 1024;
@@ -62,7 +62,7 @@ fn validate_name(name: &str, parent: Option<&str>) -> Vec<String> {
 pub fn from_file(
     file_path: &str,
     content: &str,
-    compat: Version,
+    profile: &protocol::Resources,
     source_info: SourceInfo,
 ) -> (Option<Skill>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
@@ -70,10 +70,10 @@ pub fn from_file(
         diags.push(Diagnostic::warning(m, file_path));
     };
     let declared = basename(file_path) == "SKILL.md";
-    let fm = match frontmatter::fields(content, compat.is_087()) {
+    let fm = match frontmatter::fields(content, profile.frontmatter_strips_bom) {
         Ok(f) => f,
         Err(e) => {
-            if !compat.is_087() || declared {
+            if profile.skill_rules == SkillRules::Reference || declared {
                 warn(&mut diags, e.to_string());
             }
             return (None, diags);
@@ -82,7 +82,7 @@ pub fn from_file(
     let base_dir = dirname(file_path);
     let parent = basename(&base_dir).to_string();
     let description = fm.get("description");
-    let (description, name) = if compat.is_087() {
+    let (description, name) = if profile.skill_rules == SkillRules::DescriptionRequired {
         let desc = match description {
             Some(Value::String(s)) if !js_trim(s).is_empty() => Some(s.clone()),
             _ => None,
@@ -248,12 +248,15 @@ pub fn expansion(skill: &Skill, body: &str, args: &str) -> String {
 mod tests {
     use super::*;
 
+    const V073: &protocol::Resources = &protocol::v073::PROFILE.resources;
+    const V087: &protocol::Resources = &protocol::v087::PROFILE.resources;
+
     fn info() -> SourceInfo {
         SourceInfo::synthetic("/p/x/SKILL.md", "local", None, Some("/p/x".into()))
     }
 
-    fn load(path: &str, text: &str, compat: Version) -> (Option<Skill>, Vec<String>) {
-        let (s, d) = from_file(path, text, compat, info());
+    fn load(path: &str, text: &str, profile: &protocol::Resources) -> (Option<Skill>, Vec<String>) {
+        let (s, d) = from_file(path, text, profile, info());
         (s, d.into_iter().map(|d| d.message).collect())
     }
 
@@ -262,7 +265,7 @@ mod tests {
         let (s, d) = load(
             "/s/alpha/SKILL.md",
             "---\nname: alpha\ndescription: Does alpha.\n---\nBody",
-            Version::V073,
+            V073,
         );
         let s = s.unwrap();
         assert_eq!(
@@ -274,7 +277,7 @@ mod tests {
         let (s, d) = load(
             "/s/x/SKILL.md",
             "---\nname: Bad_Name\ndescription: d\n---\n",
-            Version::V073,
+            V073,
         );
         assert_eq!(s.unwrap().name, "Bad_Name");
         assert_eq!(d.len(), 2, "{d:?}");
@@ -282,7 +285,7 @@ mod tests {
         let (_, d) = load(
             "/s/x/SKILL.md",
             "---\nname: other\ndescription: d\n---\n",
-            Version::V087,
+            V087,
         );
         assert!(d.is_empty(), "{d:?}");
     }
@@ -303,26 +306,22 @@ mod tests {
                 "name.startsWith is not a function",
             ),
         ] {
-            let (s, d) = load("/s/a/SKILL.md", text, Version::V073);
+            let (s, d) = load("/s/a/SKILL.md", text, V073);
             assert!(s.is_none(), "{text}");
             assert!(d.iter().any(|m| m.contains(why)), "{text}: {d:?}");
         }
         // 0.87.1: a root .md without a description is not a skill and no warning.
-        let (s, d) = load("/s/notes.md", "just notes", Version::V087);
+        let (s, d) = load("/s/notes.md", "just notes", V087);
         assert!(s.is_none() && d.is_empty());
-        let (s, d) = load("/s/notes.md", "just notes", Version::V073);
+        let (s, d) = load("/s/notes.md", "just notes", V073);
         assert!(s.is_none() && !d.is_empty());
     }
 
     #[test]
     fn prompt_block_and_expansion() {
-        let mut a = load(
-            "/s/a/SKILL.md",
-            "---\ndescription: x <&> \"'\n---\nB",
-            Version::V073,
-        )
-        .0
-        .unwrap();
+        let mut a = load("/s/a/SKILL.md", "---\ndescription: x <&> \"'\n---\nB", V073)
+            .0
+            .unwrap();
         let hidden = Skill {
             disable_model_invocation: true,
             ..a.clone()

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::frontmatter;
 use super::paths::basename;
 use super::{Diagnostic, SourceInfo, js_is_space, js_trim, js_truthy, utf16_len};
-use crate::protocol::Version;
+use crate::protocol::{self, TemplateArgs, TemplateDescription};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Template {
@@ -34,17 +34,17 @@ pub struct Template {
 pub fn from_file(
     file_path: &str,
     content: &str,
-    compat: Version,
+    profile: &protocol::Resources,
     source_info: SourceInfo,
 ) -> (Option<Template>, Vec<Diagnostic>) {
-    let fm = match frontmatter::parse(content, compat.is_087()) {
+    let fm = match frontmatter::parse(content, profile.frontmatter_strips_bom) {
         Ok(f) => f,
         Err(e) => return (None, vec![Diagnostic::warning(e.to_string(), file_path)]),
     };
     let base = basename(file_path);
     let name = base.strip_suffix(".md").unwrap_or(base).to_string();
     let desc = fm.get("description");
-    let mut description = if compat.is_087() {
+    let mut description = if profile.template_description == TemplateDescription::StringOnly {
         match desc {
             Some(Value::String(s)) => Value::String(s.clone()),
             _ => Value::String(String::new()),
@@ -92,12 +92,12 @@ fn first_line_description(line: &str) -> String {
 }
 
 /// pi's `parseCommandArgs`.
-pub fn parse_args(s: &str, compat: Version) -> Vec<String> {
+pub fn parse_args(s: &str, dialect: TemplateArgs) -> Vec<String> {
     let mut args = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
     let is_sep = |c: char| {
-        if compat.is_087() {
+        if dialect == TemplateArgs::WithDefaults {
             js_is_space(c)
         } else {
             c == ' ' || c == '\t'
@@ -193,9 +193,9 @@ fn replace_pass(content: &str, mut matcher: impl FnMut(&str) -> Option<(String, 
 }
 
 /// pi's `substituteArgs`.
-pub fn substitute(content: &str, args: &[String], compat: Version) -> String {
+pub fn substitute(content: &str, args: &[String], dialect: TemplateArgs) -> String {
     let all = args.join(" ");
-    if compat.is_087() {
+    if dialect == TemplateArgs::WithDefaults {
         return replace_pass(content, |s| {
             // ${N:-default} / ${@:-default} / ${ARGUMENTS:-default}
             if let Some(inner) = s.strip_prefix("${") {
@@ -247,9 +247,9 @@ pub fn substitute(content: &str, args: &[String], compat: Version) -> String {
 }
 
 /// `/name args` → the template's expansion; `None` when the text names no template.
-pub fn expand(text: &str, templates: &[Template], compat: Version) -> Option<String> {
+pub fn expand(text: &str, templates: &[Template], dialect: TemplateArgs) -> Option<String> {
     let rest = text.strip_prefix('/')?;
-    let (name, args) = if compat.is_087() {
+    let (name, args) = if dialect == TemplateArgs::WithDefaults {
         // /^\/([^\s]+)(?:\s+([\s\S]*))?$/
         let end = rest.find(js_is_space).unwrap_or(rest.len());
         if end == 0 {
@@ -264,7 +264,7 @@ pub fn expand(text: &str, templates: &[Template], compat: Version) -> Option<Str
         }
     };
     let t = templates.iter().find(|t| t.name == name)?;
-    Some(substitute(&t.content, &parse_args(args, compat), compat))
+    Some(substitute(&t.content, &parse_args(args, dialect), dialect))
 }
 
 #[cfg(test)]
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn argument_splitting() {
-        let v = Version::V073;
+        let v = TemplateArgs::Plain;
         assert_eq!(
             parse_args("a.rs \"b c\" 'd e' f", v),
             args(&["a.rs", "b c", "d e", "f"])
@@ -295,14 +295,17 @@ mod tests {
         assert_eq!(parse_args("  a\t\tb  ", v), args(&["a", "b"]));
         assert_eq!(parse_args("x\"y z\"w ''", v), args(&["xy zw"]));
         assert_eq!(parse_args("a\nb", v), args(&["a\nb"]));
-        assert_eq!(parse_args("a\nb", Version::V087), args(&["a", "b"]));
+        assert_eq!(
+            parse_args("a\nb", TemplateArgs::WithDefaults),
+            args(&["a", "b"])
+        );
         assert_eq!(parse_args("'unclosed arg", v), args(&["unclosed arg"]));
     }
 
     #[test]
-    fn substitution_073() {
+    fn substitution_plain() {
         let a = args(&["a.rs", "b c", "d"]);
-        let v = Version::V073;
+        let v = TemplateArgs::Plain;
         assert_eq!(
             substitute(
                 "$1|$2|$4|$0|$@|$ARGUMENTS|${@:2}|${@:2:1}|${@:0}|${@:9}|$$1|${@:x}",
@@ -313,13 +316,16 @@ mod tests {
         );
         // Four passes: a value put in by `$1` is substituted again by `$@`.
         assert_eq!(substitute("$1", &args(&["$@", "z"]), v), "$@ z");
-        assert_eq!(substitute("$1", &args(&["$@", "z"]), Version::V087), "$@");
+        assert_eq!(
+            substitute("$1", &args(&["$@", "z"]), TemplateArgs::WithDefaults),
+            "$@"
+        );
         assert_eq!(substitute("$99999999999999999999999", &a, v), "");
     }
 
     #[test]
-    fn substitution_087_defaults() {
-        let v = Version::V087;
+    fn substitution_with_defaults() {
+        let v = TemplateArgs::WithDefaults;
         assert_eq!(
             substitute(
                 "${1:-one} ${3:-three} ${@:-none} ${ARGUMENTS:-none}",
@@ -334,7 +340,7 @@ mod tests {
     #[test]
     fn expansion() {
         let ts = [tpl("review", "Review $1 ($@)")];
-        let v = Version::V073;
+        let v = TemplateArgs::Plain;
         assert_eq!(
             expand("/review a b", &ts, v).as_deref(),
             Some("Review a (a b)")
@@ -342,25 +348,31 @@ mod tests {
         assert_eq!(expand("/review", &ts, v).as_deref(), Some("Review  ()"));
         assert_eq!(expand("/review\na", &ts, v), None);
         assert_eq!(
-            expand("/review\na", &ts, Version::V087).as_deref(),
+            expand("/review\na", &ts, TemplateArgs::WithDefaults).as_deref(),
             Some("Review a (a)")
         );
         assert_eq!(expand("/other x", &ts, v), None);
         assert_eq!(expand("review x", &ts, v), None);
-        assert_eq!(expand("/", &ts, Version::V087), None);
+        assert_eq!(expand("/", &ts, TemplateArgs::WithDefaults), None);
     }
 
     #[test]
     fn descriptions() {
         let info = || SourceInfo::synthetic("/t/x.md", "local", None, None);
         let t = |text: &str, c| from_file("/t/x.md", text, c, info()).0.unwrap().description;
-        let v = Version::V073;
+        let v = &protocol::v073::PROFILE.resources;
         assert_eq!(t("---\ndescription: Review\n---\nbody", v), "Review");
         assert_eq!(t("\n\n  first line\nsecond", v), "  first line");
         let long = "x".repeat(61);
         assert_eq!(t(&long, v), format!("{}...", "x".repeat(60)));
         assert_eq!(t("---\ndescription: 12\n---\nbody", v), 12);
-        assert_eq!(t("---\ndescription: 12\n---\nbody", Version::V087), "body");
+        assert_eq!(
+            t(
+                "---\ndescription: 12\n---\nbody",
+                &protocol::v087::PROFILE.resources
+            ),
+            "body"
+        );
         assert_eq!(t("", v), "");
         assert!(
             from_file("/t/x.md", "---\na: b: c\n---\n", v, info())

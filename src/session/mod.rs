@@ -38,8 +38,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::protocol::Version;
 use crate::message::{AgentMessage, Context, ThinkingLevel, UserContent};
+use crate::protocol::Version;
 
 pub use entry::{Entry, EntryKind};
 pub use export_html::export_html;
@@ -772,7 +772,7 @@ impl Session {
     /// pi 0.87.1's `compaction` entry: also the summary requests' `usage` and the system prompt
     /// checkpoint (`systemMessage`, stamped with the entry's time) that replaces the system
     /// messages of the summarized part. `checkpoint` gets the entry's timestamp in Unix ms.
-    pub fn append_compaction_087(
+    pub fn append_compaction_with_checkpoint(
         &mut self,
         summary: &str,
         first_kept_entry_id: &str,
@@ -1052,9 +1052,9 @@ impl Session {
         &self,
         messages: &[M],
         context_window: Option<u64>,
-        compat: Version,
+        version: Version,
     ) -> SessionStats {
-        let counts = match compat {
+        let counts = match version {
             Version::V073 => tree::message_stats(messages),
             Version::V087 => tree::entry_stats(&self.entries),
         };

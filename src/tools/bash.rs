@@ -57,9 +57,8 @@ impl Tool for BashTool {
         on_update: &mut dyn FnMut(ToolOutput),
     ) -> ToolResult {
         let command = arg_str(args, "command").ok_or("Invalid bash arguments.")?;
-        let v087 = ctx.compat.is_087();
         let timeout = arg_f64(args, "timeout");
-        if v087 {
+        if ctx.profile.bash_checks_timeout {
             // pi 0.87.1 refuses what 0.73.1 took as "no timeout" (and what a timer cannot hold).
             if let Some(t) = timeout {
                 if !t.is_finite() || t <= 0.0 {
@@ -94,7 +93,7 @@ impl Tool for BashTool {
             path_prepend: None,
             env: &ctx.env,
             on_text: None,
-            line_counting: ctx.line_counting(),
+            line_counting: ctx.profile.line_counting,
         };
         let outcome = run_command(&spec, UPDATE_THROTTLE, &mut |snap| {
             let mut details = Map::new();
@@ -110,8 +109,8 @@ impl Tool for BashTool {
             });
         })?;
         let mut outcome = outcome;
-        if v087 {
-            outcome.signal_as_exit_code_087(ctx.cancel.is_cancelled());
+        if ctx.profile.bash_signal_exit_codes {
+            outcome.signal_as_exit_code(ctx.cancel.is_cancelled());
         }
         finish(&outcome, ctx, timeout)
     }

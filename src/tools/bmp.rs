@@ -294,7 +294,7 @@ mod tests {
         let mut pix = Vec::new();
         for r in rows.iter().rev() {
             let mut line: Vec<u8> = r.iter().flat_map(|p| [p[2], p[1], p[0]]).collect();
-            while line.len() % 4 != 0 {
+            while !line.len().is_multiple_of(4) {
                 line.push(0);
             }
             pix.extend(line);

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use super::paths::approved_target;
 use super::regular::{CancelRead, cancelled, open_read, refuse_special, write_regular};
+use crate::protocol::FuzzyRewrite;
+
 use super::{Tool, ToolContext, ToolOutput, ToolResult, arg_str, check_cancel, text_output};
 
 pub struct EditTool;
@@ -103,7 +105,8 @@ impl Tool for EditTool {
         };
         let crlf = detect_crlf(content);
         let normalized = normalize_to_lf(content);
-        let (base, new_content) = apply_edits_as(&normalized, &edits, path, ctx.compat.is_087())?;
+        let (base, new_content) =
+            apply_edits_as(&normalized, &edits, path, ctx.profile.edit_fuzzy_rewrite)?;
         check_cancel(ctx)?;
         let restored = if crlf {
             new_content.replace('\n', "\r\n")
@@ -121,8 +124,9 @@ impl Tool for EditTool {
             edits.len()
         ));
         let mut details = json!({"diff": diff});
-        // pi 0.87.1 adds a standard unified patch (dropped again under `--compat 0.73`).
-        details["patch"] = json!(unified_patch(path, &base, &new_content, 4));
+        if ctx.profile.edit_patch {
+            details["patch"] = json!(unified_patch(path, &base, &new_content, 4));
+        }
         if let Some(line) = first_changed {
             details["firstChangedLine"] = json!(line);
         }
@@ -247,17 +251,18 @@ fn js_trim_end(s: &str) -> &str {
 /// Apply all edits to LF content; returns `(base, new)` where `base` is the content the edits
 /// were applied to (the fuzzy form when any edit needed fuzzy matching).
 pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<(String, String), String> {
-    apply_edits_as(content, edits, path, false)
+    apply_edits_as(content, edits, path, FuzzyRewrite::WholeFile)
 }
 
-/// [`apply_edits`] as pi 0.87.1 when `v087`: an edit that needed fuzzy matching rewrites only
+/// [`apply_edits`] writing a fuzzy match as `rewrite` says: with
+/// [`FuzzyRewrite::TouchedLines`] (pi 0.87.1) an edit that needed fuzzy matching rewrites only
 /// the lines it touches (from the fuzzy form); every other line keeps its original bytes, and
 /// `base` is the original content.
 pub fn apply_edits_as(
     content: &str,
     edits: &[Edit],
     path: &str,
-    v087: bool,
+    rewrite: FuzzyRewrite,
 ) -> Result<(String, String), String> {
     let n = edits.len();
     let edits: Vec<Edit> = edits
@@ -330,7 +335,7 @@ pub fn apply_edits_as(
             ));
         }
     }
-    if v087 {
+    if rewrite == FuzzyRewrite::TouchedLines {
         let new_content = if needs_fuzzy {
             preserve_unchanged_lines(content, &base, &matched, &edits)?
         } else {

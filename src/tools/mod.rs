@@ -33,23 +33,12 @@ pub struct ToolContext {
     /// Environment for child processes (`None` removes a variable): pi's `PI_CODING_AGENT`,
     /// and under `--compat 0.87` `AI_AGENT` and the session's `PI_*` variables.
     pub env: Vec<(String, Option<String>)>,
-    /// The pi version whose tool behaviour to follow (line counting, image types, bash exit
-    /// statuses and timeouts, edit's schema and fuzzy writes).
-    pub compat: crate::protocol::Version,
+    /// The tool behaviour of the protocol version spoken (line counting, image types, bash exit
+    /// statuses and timeouts, edit's fuzzy writes and patch, write's wording).
+    pub profile: &'static crate::protocol::Tools,
     /// A write or edit whose resolved target the permission gate approved: it must still
     /// resolve there when the tool writes (None: no permission rules, nothing to check).
     pub approved_target: Option<PathBuf>,
-}
-
-impl ToolContext {
-    /// How truncation counts lines: pi 0.87.1 ignores the empty piece after a final newline.
-    pub fn line_counting(&self) -> truncate::LineCounting {
-        if self.compat.is_087() {
-            truncate::LineCounting::IgnoreFinalNewline
-        } else {
-            truncate::LineCounting::Split
-        }
-    }
 }
 
 pub trait Tool: Send + Sync {

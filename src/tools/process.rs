@@ -89,7 +89,7 @@ impl CommandOutcome {
     /// pi 0.87.1: a shell killed by a signal that nobody asked for (not an abort, not the
     /// timeout) exited with the shell convention's `128 + signal` (pi 0.73.1 reported no exit
     /// code at all).
-    pub fn signal_as_exit_code_087(&mut self, cancelled_by_us: bool) {
+    pub fn signal_as_exit_code(&mut self, cancelled_by_us: bool) {
         if self.exit_code.is_none() && !cancelled_by_us && !self.timed_out {
             if let Some(sig) = self.signal {
                 self.exit_code = Some(128 + sig);
@@ -154,7 +154,6 @@ pub fn resolve_shell(shell_path: Option<&str>) -> Result<String, String> {
 /// Run a command to completion, calling `on_chunk` whenever new output arrived (at most once per
 /// `throttle`; the final state is always reported by the returned outcome, not by `on_chunk`).
 /// `Err` is a spawn failure text.
-#[allow(clippy::incompatible_msrv)] // std::io::pipe: the toolchain is pinned to 1.95
 pub fn run_command(
     spec: &CommandSpec,
     throttle: Duration,
@@ -298,7 +297,6 @@ fn prepend_path(dir: &Path) -> std::ffi::OsString {
     std::env::join_paths(all).unwrap_or(current)
 }
 
-#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
 fn spawn_reader(mut reader: std::io::PipeReader, tx: crossbeam_channel::Sender<Vec<u8>>) {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; READ_CHUNK];
@@ -339,7 +337,6 @@ const POLLHUP: i16 = 0x10;
 
 /// One thread reading two pipes (stdout, stderr) in the order their data arrives: `poll(2)`
 /// says which are readable, stdout first when both are. Two threads would race each other.
-#[allow(clippy::incompatible_msrv)] // std::io::PipeReader: the toolchain is pinned to 1.95
 fn spawn_pair_reader(
     a: std::io::PipeReader,
     b: std::io::PipeReader,

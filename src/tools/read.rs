@@ -15,6 +15,7 @@ use super::{
     ABORTED, Tool, ToolContext, ToolOutput, ToolResult, arg_f64, arg_str, check_cancel, text_output,
 };
 use crate::message::{Content, ImageContent};
+use crate::protocol::ImageTypes;
 
 pub struct ReadTool;
 
@@ -82,12 +83,12 @@ impl Tool for ReadTool {
             .read_to_end(&mut head)
             .map_err(read_error)?;
         check_cancel(ctx)?;
-        if ctx.compat.is_087() {
-            if let Some(mime) = image_mime_087(&head) {
+        if ctx.profile.read_images == ImageTypes::MagicBytes {
+            if let Some(mime) = image_mime_by_magic(&head) {
                 let mut bytes = head;
                 file.read_to_end(&mut bytes).map_err(read_error)?;
                 check_cancel(ctx)?;
-                return Ok(image_output_087(mime, bytes));
+                return Ok(image_output_converting_bmp(mime, bytes));
             }
         } else if let Some(mime) = image_mime(&head) {
             let mut bytes = head;
@@ -106,8 +107,8 @@ impl Tool for ReadTool {
         let reader = std::io::Cursor::new(head).chain(file);
         let (offset, limit) = (arg_f64(args, "offset"), arg_f64(args, "limit"));
         let (start, end) = selection(offset, limit);
-        let scan =
-            scan_lines_counting(reader, start, end, ctx.line_counting()).map_err(read_error)?;
+        let scan = scan_lines_counting(reader, start, end, ctx.profile.line_counting)
+            .map_err(read_error)?;
         format_text(&scan, path, offset, limit.is_some())
     }
 }
@@ -381,7 +382,7 @@ pub fn image_mime(b: &[u8]) -> Option<&'static str> {
 
 /// pi 0.87.1's image types by magic bytes: JPEG (not JPEG-LS), a PNG that is not animated,
 /// GIF, WebP and BMP.
-pub fn image_mime_087(b: &[u8]) -> Option<&'static str> {
+pub fn image_mime_by_magic(b: &[u8]) -> Option<&'static str> {
     const PNG: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
     if b.starts_with(&[0xFF, 0xD8, 0xFF]) {
         return (b.get(3) != Some(&0xF7)).then_some("image/jpeg");
@@ -423,7 +424,7 @@ pub fn image_mime_087(b: &[u8]) -> Option<&'static str> {
 
 /// pi 0.87.1's result for an image: a BMP goes to the model converted to PNG (with a note
 /// saying so), or as a note alone when it cannot be converted.
-fn image_output_087(mime: &str, bytes: Vec<u8>) -> ToolOutput {
+fn image_output_converting_bmp(mime: &str, bytes: Vec<u8>) -> ToolOutput {
     let (mime, data, hint) = if mime == "image/bmp" {
         match super::bmp::to_png(&bytes) {
             Some(png) => (

@@ -125,14 +125,8 @@ pub fn truncate_head(content: &str, max_lines: usize, max_bytes: usize) -> Trunc
     result
 }
 
-/// How lines are counted: pi 0.73.1 counts the empty piece after a final newline as a line; pi
-/// 0.87.1 (`splitLinesForCounting`) does not, and an empty text has no line.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LineCounting {
-    #[default]
-    Split,
-    IgnoreFinalNewline,
-}
+/// How lines are counted (the profile's `tools.line_counting`).
+pub use crate::protocol::LineCounting;
 
 impl LineCounting {
     fn lines(self, content: &str) -> Vec<&str> {

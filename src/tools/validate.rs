@@ -7,30 +7,32 @@
 
 use serde_json::{Map, Number, Value};
 
+pub use crate::protocol::ValidationDialect;
+
 /// Validate (and coerce) `args` against `schema`. `Err` carries the reference's full message.
 pub fn validate_args(tool_name: &str, schema: &Value, args: &Value) -> Result<Value, String> {
-    validate_args_as(tool_name, schema, args, false)
+    validate_args_as(tool_name, schema, args, ValidationDialect::Ajv)
 }
 
-/// [`validate_args`] as pi 0.87.1 validates (`v087`): a `null` given for an optional property
-/// that does not accept it is dropped first (what strict-schema providers send for an omitted
-/// argument), and the messages are TypeBox's: one `required` error naming every missing
-/// property (at the path of the first), lower-case `not`, `must be either a or b`, and paths
-/// with dots (`edits.0.newText`).
+/// [`validate_args`] in the given dialect. [`ValidationDialect::TypeBox`] (pi 0.87.1): a
+/// `null` given for an optional property that does not accept it is dropped first (what
+/// strict-schema providers send for an omitted argument), and the messages are TypeBox's: one
+/// `required` error naming every missing property (at the path of the first), lower-case `not`,
+/// `must be either a or b`, and paths with dots (`edits.0.newText`).
 pub fn validate_args_as(
     tool_name: &str,
     schema: &Value,
     args: &Value,
-    v087: bool,
+    dialect: ValidationDialect,
 ) -> Result<Value, String> {
     let mut value = args.clone();
-    if v087 {
+    if dialect == ValidationDialect::TypeBox {
         normalize_optional_nulls(&mut value, schema, 0);
     }
     let mut errors = Vec::new();
     let mut ctx = Ctx {
         errors: &mut errors,
-        v087,
+        dialect,
     };
     check(schema, &mut value, "", &mut ctx);
     if errors.is_empty() {
@@ -52,12 +54,16 @@ type Errors = Vec<(String, String)>;
 /// Where errors go, and whose wording they take.
 struct Ctx<'a> {
     errors: &'a mut Errors,
-    v087: bool,
+    dialect: ValidationDialect,
 }
 
 impl Ctx<'_> {
+    fn typebox(&self) -> bool {
+        self.dialect == ValidationDialect::TypeBox
+    }
+
     fn push(&mut self, path: &str, msg: String) {
-        let p = if self.v087 {
+        let p = if self.typebox() {
             dotted(path)
         } else {
             report_path(path, None)
@@ -67,7 +73,7 @@ impl Ctx<'_> {
 
     /// `must NOT …` (AJV, 0.73.1) or `must not …` (TypeBox, 0.87.1).
     fn not(&self) -> &'static str {
-        if self.v087 { "not" } else { "NOT" }
+        if self.typebox() { "not" } else { "NOT" }
     }
 }
 
@@ -132,7 +138,7 @@ fn accepts_null(schema: &Value) -> bool {
     let mut errors = Vec::new();
     let mut ctx = Ctx {
         errors: &mut errors,
-        v087: true,
+        dialect: ValidationDialect::TypeBox,
     };
     check_strict(schema, &mut v, &mut ctx);
     errors.is_empty()
@@ -157,7 +163,7 @@ fn check_strict(schema: &Value, value: &mut Value, ctx: &mut Ctx) {
             let mut e = Vec::new();
             let mut c = Ctx {
                 errors: &mut e,
-                v087: true,
+                dialect: ValidationDialect::TypeBox,
             };
             check_strict(s, &mut value.clone(), &mut c);
             e.is_empty()
@@ -201,7 +207,7 @@ fn check(schema: &Value, value: &mut Value, path: &str, ctx: &mut Ctx) {
             match names.iter().find_map(|t| coerce(value, t)) {
                 Some(coerced) => *value = coerced,
                 None => {
-                    let msg = match (ctx.v087, names.as_slice()) {
+                    let msg = match (ctx.typebox(), names.as_slice()) {
                         (true, [one]) => format!("must be {one}"),
                         (true, many) => format!("must be either {}", many.join(" or ")),
                         (false, _) => format!("must be {}", names.join(",")),
@@ -252,7 +258,7 @@ fn check_object(
             .filter_map(Value::as_str)
             .filter(|name| !obj.contains_key(*name))
             .collect();
-        if ctx.v087 {
+        if ctx.typebox() {
             // One error naming them all, reported at the first.
             if let Some(first) = missing.first() {
                 let base = path.get(1..).unwrap_or("").replace('/', ".");
@@ -282,7 +288,7 @@ fn check_object(
             .filter(|k| !props.is_some_and(|p| p.contains_key(*k)))
             .cloned()
             .collect();
-        if ctx.v087 {
+        if ctx.typebox() {
             // TypeBox: each extra property fails the `false` schema, then one summary.
             for key in &extra {
                 ctx.push(
@@ -424,13 +430,18 @@ fn js_number_string(n: &Number) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn pi_087_wording_null_optionals_and_paths() {
+    fn typebox_wording_null_optionals_and_paths() {
         let schema = json!({"type":"object","additionalProperties":false,"required":["a","b","c","d","e"],
             "properties":{"a":{"type":["string","number"]},"b":{"type":"string","minLength":3},
             "c":{"enum":["x","y"]},"d":{"type":"integer","minimum":5},
             "e":{"type":"object","required":["q"],"properties":{"q":{"type":"string"}}}}});
-        let err =
-            validate_args_as("checker", &schema, &json!({"z":1,"b":"x","y":2}), true).unwrap_err();
+        let err = validate_args_as(
+            "checker",
+            &schema,
+            &json!({"z":1,"b":"x","y":2}),
+            ValidationDialect::TypeBox,
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             "Validation failed for tool \"checker\":\n  - a: must have required properties a, c, d, e\n  - z: schema is false\n  - y: schema is false\n  - root: must not have additional properties\n  - b: must not have fewer than 3 characters\n\nReceived arguments:\n{\n  \"z\": 1,\n  \"b\": \"x\",\n  \"y\": 2\n}"
@@ -439,7 +450,7 @@ mod tests {
             "checker",
             &schema,
             &json!({"a":true,"b":"xyz","c":"x","d":3,"e":{}}),
-            true,
+            ValidationDialect::TypeBox,
         )
         .unwrap_err();
         assert!(
@@ -453,7 +464,7 @@ mod tests {
                 "read",
                 &read,
                 &json!({"path":"a","offset":null,"limit":null}),
-                true
+                ValidationDialect::TypeBox
             )
             .unwrap(),
             json!({"path":"a"})
@@ -465,7 +476,7 @@ mod tests {
         );
         let multi = json!({"type":"object","properties":{"v":{"type":["string","number"]}}});
         assert!(
-            validate_args_as("t", &multi, &json!({"v":[1]}), true)
+            validate_args_as("t", &multi, &json!({"v":[1]}), ValidationDialect::TypeBox)
                 .unwrap_err()
                 .contains("  - v: must be either string or number\n")
         );

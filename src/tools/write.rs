@@ -59,6 +59,9 @@ impl Tool for WriteTool {
             Err(e) => node_error(&e, "open", &abs),
         })?;
         check_cancel(ctx)?;
+        if !ctx.profile.write_byte_count {
+            return Ok(text_output(format!("Successfully wrote to {path}")));
+        }
         // The reference reports the JavaScript string length (UTF-16 units).
         let units = content.encode_utf16().count();
         Ok(text_output(format!(
