@@ -2,8 +2,8 @@
 
 use std::ffi::OsString;
 
-use crate::protocol::Version;
 use crate::message::ThinkingLevel;
+use crate::protocol::Version;
 use crate::rpc::event::Partials;
 
 /// pith's exit codes (the same in print and json modes; `--help` and README list them). A

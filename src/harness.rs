@@ -780,7 +780,10 @@ pub fn resource_file(data: &[u8]) {
     };
     // The first line doubles as the arguments of the expansions.
     let args = content.lines().next().unwrap_or("");
-    for compat in [crate::protocol::Version::V073, crate::protocol::Version::V087] {
+    for compat in [
+        crate::protocol::Version::V073,
+        crate::protocol::Version::V087,
+    ] {
         let (template, _) =
             templates::from_file("/p/prompts/x.md", &content, compat, source.clone());
         if let Some(t) = template {

@@ -1,12 +1,5 @@
-//! Auto-retry: which failures are transient (the reference's pattern list, 0.73.1), the back-off
-//! schedule, and the timer thread that wakes the state machine when a delay is over.
-
-use std::time::Duration;
-
-use crossbeam_channel::Sender;
-
-use crate::cancel::{CancelSource, cancel_pair};
-use crate::core::event::Worker;
+//! Auto-retry: which failures are transient (the reference's pattern list, 0.73.1) and the
+//! back-off schedule. The delay itself runs on a [`crate::io::timer`] thread.
 
 /// `abort` / `abort_retry` during the delay.
 pub const RETRY_CANCELLED: &str = "Retry cancelled";
@@ -127,31 +120,6 @@ pub fn delay_ms(base_ms: u64, attempt: u32, retry_after_ms: Option<u64>, max_ms:
     }
 }
 
-/// Start a timer thread: after `delay` it sends [`Worker::RetryDue`] unless cancelled first.
-pub fn start_timer(id: u64, delay: Duration, tx: Sender<Worker>) -> CancelSource {
-    start_timer_with(Worker::RetryDue { id }, delay, tx)
-}
-
-/// Start a timer thread that sends `event` after `delay` unless cancelled first.
-pub fn start_timer_with(event: Worker, delay: Duration, tx: Sender<Worker>) -> CancelSource {
-    let (source, token) = cancel_pair();
-    let spawned = std::thread::Builder::new()
-        .name("retry-timer".into())
-        .stack_size(crate::THREAD_STACK)
-        .spawn(move || {
-            crossbeam_channel::select! {
-                recv(token.receiver()) -> _ => {}
-                default(delay) => {
-                    let _ = tx.send(event);
-                }
-            }
-        });
-    if spawned.is_err() {
-        eprintln!("pith: cannot start the retry timer thread");
-    }
-    source
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,18 +177,5 @@ mod tests {
         assert_eq!(delay_ms(2000, 3, None, 60000), 8000);
         assert_eq!(delay_ms(2000, 1, Some(5000), 60000), 5000);
         assert_eq!(delay_ms(2000, 1, Some(500_000), 60000), 60000);
-    }
-
-    #[test]
-    fn timer_fires_and_cancels() {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let _keep = start_timer(1, Duration::from_millis(10), tx.clone());
-        assert!(matches!(
-            rx.recv_timeout(Duration::from_secs(2)),
-            Ok(Worker::RetryDue { id: 1 })
-        ));
-        let mut c = start_timer(2, Duration::from_millis(50), tx);
-        c.cancel();
-        assert!(rx.recv_timeout(Duration::from_millis(150)).is_err());
     }
 }

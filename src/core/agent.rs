@@ -259,7 +259,7 @@ impl Machine {
         let tools = self.tools.clone();
         let (system_message, system_prompt, schemas) = if self.compat.is_087() {
             let (update, text) = self.system_update_087(!prompts.is_empty(), &remote);
-            let schemas = crate::core::system_message::request_tools(&self.tools);
+            let schemas = crate::prompt::sections::request_tools(&self.tools);
             (update, text, schemas)
         } else {
             (None, self.system_prompt(), tool_schemas(&tools))
@@ -383,7 +383,7 @@ impl Machine {
             system_prompt: run.system_prompt.clone(),
             // Under 0.87 the transcript's system messages stay in place (pi 0.87.1's agent sends
             // them); under 0.73 the system prompt holds them.
-            messages: crate::core::context::to_request(
+            messages: crate::context::to_request(
                 &self.messages,
                 self.settings.block_images(),
                 self.compat.is_087(),
@@ -1142,12 +1142,12 @@ impl Machine {
         self.arm_heartbeat();
         if let Some(ms) = limits.deadline_ms {
             self.deadline_seq += 1;
-            let cancel = crate::retry::start_timer_with(
+            let cancel = crate::io::timer::after(
+                std::time::Duration::from_millis(ms),
+                self.worker_tx.clone(),
                 Worker::DeadlineDue {
                     id: self.deadline_seq,
                 },
-                std::time::Duration::from_millis(ms),
-                self.worker_tx.clone(),
             );
             self.deadline = Some((self.deadline_seq, std::time::Instant::now(), cancel));
         }
@@ -1190,12 +1190,12 @@ impl Machine {
             return;
         };
         self.heartbeat_seq += 1;
-        let cancel = crate::retry::start_timer_with(
+        let cancel = crate::io::timer::after(
+            every,
+            self.worker_tx.clone(),
             Worker::HeartbeatDue {
                 id: self.heartbeat_seq,
             },
-            every,
-            self.worker_tx.clone(),
         );
         self.heartbeat_timer = Some((self.heartbeat_seq, cancel));
     }
@@ -1338,10 +1338,10 @@ impl Machine {
             }
             Phase::Tools(b) => {
                 b.cancel.cancel();
-                b.abandon = Some(crate::retry::start_timer_with(
-                    Worker::ToolsAbandoned { batch: b.batch },
+                b.abandon = Some(crate::io::timer::after(
                     ABORT_GRACE,
                     self.worker_tx.clone(),
+                    Worker::ToolsAbandoned { batch: b.batch },
                 ));
                 let batch = b.batch;
                 self.abort_remote(batch);
@@ -1382,11 +1382,15 @@ impl Machine {
 
 /// Prepare and validate a call's arguments for the tool that runs it: under `--compat 0.87`
 /// against the schema pi 0.87.1 declares (edit's has no `additionalProperties`).
-fn validate_for(exec: &Exec, args: &Value, compat: crate::protocol::Version) -> Result<Value, String> {
+fn validate_for(
+    exec: &Exec,
+    args: &Value,
+    compat: crate::protocol::Version,
+) -> Result<Value, String> {
     match exec {
         Exec::Builtin(t) if compat.is_087() => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
-            let schema = crate::core::system_message::declaration(t.as_ref()).parameters;
+            let schema = crate::prompt::sections::declaration(t.as_ref()).parameters;
             crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, true)
         }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),

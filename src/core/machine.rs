@@ -9,17 +9,18 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, Sender, select};
 use serde_json::{Map, Value, json};
 
-use crate::protocol::Version;
 use crate::config::Settings;
 use crate::core::agent::Run;
-use crate::core::event::{Control, Event, Worker};
+use crate::core::event::{Event, Worker};
 use crate::core::queues::{Queue, Queued};
 use crate::io::stdin::Input;
+use crate::io::watch::Control;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
 use crate::message::{
     AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
+use crate::protocol::Version;
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };
@@ -155,7 +156,7 @@ pub struct Machine {
     pub(crate) partials: Partials,
     pub(crate) compat: Version,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
-    pub(crate) prompt_cache: crate::core::system_message::PromptCache,
+    pub(crate) prompt_cache: crate::prompt::sections::PromptCache,
     /// `--compat 0.87`: the context files, read once per session runtime.
     pub(crate) context_files_087: Option<Vec<(PathBuf, String)>>,
     pub(crate) registry: Registry,
@@ -207,7 +208,7 @@ pub struct Machine {
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
     /// The compaction in flight.
-    pub(crate) compaction: Option<crate::core::compact::Compaction>,
+    pub(crate) compaction: Option<crate::core::compaction::Compaction>,
     /// An overflow recovery ran since the last user message / successful reply.
     pub(crate) overflow_recovery_attempted: bool,
     /// Generation of the latest LLM stream (late events of older ones are ignored).
@@ -679,7 +680,7 @@ impl Machine {
                 let manual = self
                     .compaction
                     .as_ref()
-                    .is_some_and(|c| c.reason == crate::core::compact::Reason::Manual);
+                    .is_some_and(|c| c.reason == crate::core::compaction::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
                     if !manual || self.compat.settles_after_manual_compaction() {
@@ -942,7 +943,7 @@ impl Machine {
             for p in &mut c.parts {
                 p.handle.cancel();
             }
-            if c.id.is_some() || c.reason == crate::core::compact::Reason::Manual {
+            if c.id.is_some() || c.reason == crate::core::compaction::Reason::Manual {
                 let msg = crate::compaction::COMPACTION_CANCELLED;
                 self.send(response::error(c.id.as_ref(), Some("compact"), msg));
             }
@@ -1037,7 +1038,7 @@ impl Machine {
         } else {
             String::new()
         };
-        crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+        crate::prompt::build(&crate::prompt::PromptInputs {
             skills: &skills,
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
@@ -1045,7 +1046,7 @@ impl Machine {
             custom: self.custom_system_prompt.as_deref(),
             append: self.append_system_prompt.as_deref(),
             no_context_files: self.no_context_files,
-            date: &crate::core::system_prompt::utc_date(),
+            date: &crate::prompt::utc_date(),
         })
     }
 

@@ -38,8 +38,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::protocol::Version;
 use crate::message::{AgentMessage, Context, ThinkingLevel, UserContent};
+use crate::protocol::Version;
 
 pub use entry::{Entry, EntryKind};
 pub use export_html::export_html;

@@ -10,12 +10,14 @@
 //! The prompt texts below go to the LLM and are protocol facts: they are byte-exact copies of
 //! what pi 0.73.1 sends (checked against the oracle's `k_compact` request).
 
+pub mod projected;
+
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::core::context::to_llm;
+use crate::context::to_llm;
 use crate::message::{
     AgentMessage, AssistantMessage, BranchSummaryMessage, Content, LlmMessage, StopReason,
     ThinkingLevel, UserContent,
@@ -965,7 +967,7 @@ mod tests {
     #[test]
     fn k_compact_request_is_byte_exact() {
         let fixture: Value = serde_json::from_str(include_str!(
-            "../fixtures/compaction/k_compact_summary_request.json"
+            "../../fixtures/compaction/k_compact_summary_request.json"
         ))
         .unwrap();
         let body = &fixture["body"];

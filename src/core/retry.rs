@@ -1,8 +1,9 @@
 //! Auto-retry as the state machine runs it: after a run that ended with a transient error, wait
-//! (on a timer thread, [`crate::retry::start_timer`]) and re-run without the failed reply;
+//! (on a timer thread, [`crate::io::timer::after`]) and re-run without the failed reply;
 //! `auto_retry_start` / `auto_retry_end` as the reference emits them (spec 9). Which errors are
 //! transient and the delays are in [`crate::retry`].
 
+use crate::core::event::Worker;
 use crate::core::machine::Machine;
 use crate::message::{AgentMessage, AssistantMessage, StopReason};
 use crate::rpc::event::Event as Frame;
@@ -81,10 +82,10 @@ impl Machine {
             }
         }
         self.retry_seq += 1;
-        let cancel = crate::retry::start_timer(
-            self.retry_seq,
+        let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
             self.worker_tx.clone(),
+            Worker::RetryDue { id: self.retry_seq },
         );
         self.retry_wait = Some((self.retry_seq, cancel));
         true

@@ -106,7 +106,7 @@ fn response_text_087(kind: SummaryKind, reply: &AssistantMessage) -> Result<Stri
     if reply.stop_reason == crate::message::StopReason::Length {
         return Err(format!(
             "{label} failed: {}",
-            crate::compaction_087::TRUNCATED_SUMMARY
+            crate::compaction::projected::TRUNCATED_SUMMARY
         ));
     }
     if reply.stop_reason != crate::message::StopReason::Error && reply.tool_calls().next().is_some()
@@ -120,7 +120,7 @@ impl Machine {
     /// The compaction preparation of this protocol version.
     fn prepare_compaction(&self, settings: &compaction::Settings) -> Result<Preparation, String> {
         if self.compat.is_087() {
-            crate::compaction_087::prepare(&self.session.branch_path(), settings)
+            crate::compaction::projected::prepare(&self.session.branch_path(), settings)
         } else {
             compaction::prepare(&self.session, settings)
         }
@@ -276,7 +276,7 @@ impl Machine {
         let thinking = model.reasoning.then_some(self.thinking);
         let settings = settings_of(self);
         let mut requests = if self.compat.is_087() {
-            crate::compaction_087::summary_requests(
+            crate::compaction::projected::summary_requests(
                 &prep,
                 custom,
                 &settings,
@@ -459,10 +459,10 @@ impl Machine {
             error_message: &error,
         });
         self.retry_seq += 1;
-        let cancel = crate::retry::start_timer_with(
-            Worker::SummaryRetryDue { id: self.retry_seq },
+        let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
             self.worker_tx.clone(),
+            Worker::SummaryRetryDue { id: self.retry_seq },
         );
         if let Some(c) = self.compaction.as_mut() {
             c.retry_wait = Some((self.retry_seq, cancel, request));
@@ -527,7 +527,7 @@ impl Machine {
         }
         let details = compaction::details(&c.prep);
         let result = if self.compat.is_087() {
-            let summary = crate::compaction_087::final_summary(
+            let summary = crate::compaction::projected::final_summary(
                 &c.prep,
                 history.as_deref(),
                 prefix.as_deref(),
@@ -535,7 +535,7 @@ impl Machine {
             let usage = c
                 .usage
                 .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
-            let declared = crate::core::system_message::Declared::of(&self.messages);
+            let declared = crate::prompt::sections::Declared::of(&self.messages);
             self.session.append_compaction_087(
                 &summary,
                 &c.prep.first_kept_entry_id,
@@ -549,7 +549,7 @@ impl Machine {
                 },
             );
             self.messages = self.compat.context(self.session.build_context()).into();
-            let after = crate::compaction_087::estimated_tokens_after(&self.messages);
+            let after = crate::compaction::projected::estimated_tokens_after(&self.messages);
             let mut r = json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,
@@ -653,10 +653,10 @@ impl Machine {
                 // Continue after a short pause, as the reference does (its 100 ms also keeps the
                 // retried reply's timestamp after the compaction entry's).
                 self.retry_seq += 1;
-                let cancel = crate::retry::start_timer_with(
-                    Worker::ContinueDue { id: self.retry_seq },
+                let cancel = crate::io::timer::after(
                     std::time::Duration::from_millis(compaction::CONTINUE_DELAY_MS),
                     self.worker_tx.clone(),
+                    Worker::ContinueDue { id: self.retry_seq },
                 );
                 self.continue_wait = Some((self.retry_seq, cancel));
                 return;
