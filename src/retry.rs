@@ -1,6 +1,8 @@
 //! Auto-retry: which failures are transient (the reference's pattern list, 0.73.1) and the
 //! back-off schedule. The delay itself runs on a [`crate::io::timer`] thread.
 
+use crate::protocol::TransientErrors;
+
 /// `abort` / `abort_retry` during the delay.
 pub const RETRY_CANCELLED: &str = "Retry cancelled";
 
@@ -67,7 +69,7 @@ pub fn is_transient(error_message: &str) -> bool {
 }
 
 /// pi 0.87.1's additions to the transient patterns.
-const TRANSIENT_087: &[&str] = &[
+const TRANSIENT_NETWORK: &[&str] = &[
     "currently experiencing high demand",
     "520",
     "524",
@@ -85,7 +87,7 @@ const TRANSIENT_087: &[&str] = &[
 ];
 
 /// pi 0.87.1: quota and billing exhaustion is never retried, whatever else the text says.
-const NOT_TRANSIENT_087: &[&str] = &[
+const NOT_TRANSIENT_QUOTA: &[&str] = &[
     "gousagelimiterror",
     "freeusagelimiterror",
     "monthly usage limit reached",
@@ -97,15 +99,23 @@ const NOT_TRANSIENT_087: &[&str] = &[
 ];
 
 /// pi 0.87.1's `isRetryableAssistantError` text test.
-pub fn is_transient_087(error_message: &str) -> bool {
+fn is_transient_network_not_quota(error_message: &str) -> bool {
     let h = error_message.to_ascii_lowercase();
-    !js_regex(NOT_TRANSIENT_087).is_match(&h)
-        && (js_regex(TRANSIENT).is_match(&h) || js_regex(TRANSIENT_087).is_match(&h))
+    !js_regex(NOT_TRANSIENT_QUOTA).is_match(&h)
+        && (js_regex(TRANSIENT).is_match(&h) || js_regex(TRANSIENT_NETWORK).is_match(&h))
+}
+
+/// Whether `error_message` is transient under the version's [`TransientErrors`].
+pub fn is_transient_with(errors: TransientErrors, error_message: &str) -> bool {
+    match errors {
+        TransientErrors::Base => is_transient(error_message),
+        TransientErrors::WithNetworkLessQuota => is_transient_network_not_quota(error_message),
+    }
 }
 
 /// pi 0.87.1's `retryDelayMs`: `baseDelayMs * 2^(attempt-1)` capped at `maxAgentDelayMs`; a
 /// provider's `retry-after` is not consulted at this level.
-pub fn delay_ms_087(base_ms: u64, attempt: u32, max_ms: u64) -> u64 {
+pub fn backoff_ms(base_ms: u64, attempt: u32, max_ms: u64) -> u64 {
     base_ms
         .saturating_mul(1u64 << (attempt.saturating_sub(1)).min(30))
         .min(max_ms)
@@ -148,14 +158,30 @@ mod tests {
     }
 
     #[test]
-    fn transient_errors_087() {
-        assert!(is_transient_087("529 overloaded"));
-        assert!(is_transient_087("getaddrinfo ENOTFOUND api.example.com"));
+    fn transient_errors_with_network_less_quota() {
+        assert!(is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "529 overloaded"
+        ));
+        assert!(is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "getaddrinfo ENOTFOUND api.example.com"
+        ));
         assert!(!is_transient("getaddrinfo ENOTFOUND api.example.com"));
-        assert!(!is_transient_087("429 insufficient_quota: rate limit"));
+        assert!(!is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "429 insufficient_quota: rate limit"
+        ));
         assert!(is_transient("429 insufficient_quota: rate limit"));
-        assert_eq!(delay_ms_087(2000, 1, 60000), 2000);
-        assert_eq!(delay_ms_087(2000, 7, 60000), 60000);
+        assert_eq!(backoff_ms(2000, 1, 60000), 2000);
+        assert_eq!(backoff_ms(2000, 7, 60000), 60000);
+    }
+
+    #[test]
+    fn transient_errors_per_profile() {
+        let e = "getaddrinfo ENOTFOUND api.example.com";
+        assert!(!is_transient_with(TransientErrors::Base, e));
+        assert!(is_transient_with(TransientErrors::WithNetworkLessQuota, e));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
+use crate::protocol::{AbortAnswer, Profile, ToolChanges, UpdateShape};
 use crate::rpc::event::{Event as Frame, Partials, UpdateBody, UpdateKind};
 use crate::rpc::partial::PartialEncoder;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
@@ -257,8 +258,8 @@ impl Machine {
         };
         let remote = self.plugins.remote_tools();
         let tools = self.tools.clone();
-        let (system_message, system_prompt, schemas) = if self.compat.is_087() {
-            let (update, text) = self.system_update_087(!prompts.is_empty(), &remote);
+        let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
+            let (update, text) = self.system_update(!prompts.is_empty(), &remote);
             let schemas = crate::prompt::sections::request_tools(&self.tools);
             (update, text, schemas)
         } else {
@@ -346,7 +347,7 @@ impl Machine {
             // The reference's loop does not look at the abort signal between turns: the next
             // request fails at once as aborted (spec 5.4 F; pi 0.87.1 words it as an error).
             let mut m = AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
-            let trailing = self.compat.profile().texts.aborted_between_turns;
+            let trailing = self.profile.texts.aborted_between_turns;
             m.stop_reason = match trailing.stop {
                 crate::protocol::TrailingStop::Aborted => StopReason::Aborted,
                 crate::protocol::TrailingStop::Error => StopReason::Error,
@@ -355,7 +356,7 @@ impl Machine {
             self.finish_assistant(m, true);
             return;
         }
-        if !self.compat.is_087()
+        if self.profile.agent.tool_changes == ToolChanges::Refresh
             && (!self.plugins.exts.is_empty() || !self.plugins.servers.is_empty())
         {
             // Extensions re-register and MCP servers change their tools between turns (under
@@ -386,7 +387,7 @@ impl Machine {
             messages: crate::context::to_request(
                 &self.messages,
                 self.settings.block_images(),
-                self.compat.is_087(),
+                self.profile.agent.system_messages,
             ),
             tools: run
                 .schemas
@@ -408,7 +409,7 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            compat: self.compat,
+            compat: self.profile.version,
             no_cache: false,
             extra: self.request_extra(&model, auth),
             model,
@@ -439,8 +440,10 @@ impl Machine {
 
     /// An event from an LLM stream thread.
     pub(crate) fn on_llm_event(&mut self, generation: u64, ev: StreamEvent) {
-        let compat = self.compat;
-        let full = self.partials == Partials::Full && !compat.is_087();
+        let events = &self.profile.events;
+        let live = events.update == UpdateShape::Live;
+        let pending = events.pending_stop_reason;
+        let full = self.partials == Partials::Full && !live;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Streaming {
             generation: g,
@@ -457,13 +460,13 @@ impl Machine {
         }
         match ev {
             StreamEvent::Start { partial: mut p } => {
-                if compat.is_087() {
+                if live {
                     *usage_json = usage_bytes(&p.usage);
                 } else {
                     encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
                 }
                 *partial = Some(p.clone());
-                if compat.is_087() {
+                if pending {
                     // pi 0.87.1 marks a message that is still streaming.
                     p.stop_reason = StopReason::Pending;
                 }
@@ -489,7 +492,7 @@ impl Machine {
             other => {
                 let Some(p) = partial.as_mut() else { return };
                 apply_event(p, &other);
-                if let (StreamEvent::Meta { .. }, true) = (&other, compat.is_087()) {
+                if let (StreamEvent::Meta { .. }, true) = (&other, live) {
                     *usage_json = usage_bytes(&p.usage);
                 }
                 if full {
@@ -521,7 +524,7 @@ impl Machine {
                     }
                     _ => return,
                 };
-                let body = if compat.is_087() {
+                let body = if live {
                     UpdateBody::Live { usage_json }
                 } else if full {
                     UpdateBody::Snapshot(encoder, p)
@@ -558,7 +561,10 @@ impl Machine {
             return;
         }
         let calls: Vec<ToolCall> = a.tool_calls().cloned().collect();
-        if !calls.is_empty() && a.stop_reason == StopReason::Length && self.compat.is_087() {
+        if !calls.is_empty()
+            && a.stop_reason == StopReason::Length
+            && self.profile.agent.fail_truncated_tool_calls
+        {
             self.fail_truncated_tool_calls(&m, &calls);
             return;
         }
@@ -672,7 +678,7 @@ impl Machine {
                     result = refused.map(|r| Err(crate::core::limits::Tally::refusal(&r)))
                 }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
-                Some(exec) => match validate_for(&exec, &call.arguments, self.compat) {
+                Some(exec) => match validate_for(&exec, &call.arguments, self.profile) {
                     Err(e) => result = Some(Err(e)),
                     Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
                     Ok(args) if self.gate_needed(&call.name) => {
@@ -789,7 +795,8 @@ impl Machine {
         let shell_command_prefix = self.settings.shell_command_prefix().map(str::to_string);
         let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
         let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
-        let mut env = self.compat.tool_env(
+        let mut env = tool_env(
+            self.profile,
             &self.session_id,
             self.session.file(),
             run_model
@@ -810,7 +817,7 @@ impl Machine {
             cancel: b.token.clone(),
             shell_path,
             shell_command_prefix,
-            compat: self.compat,
+            compat: self.profile.version,
             approved_target: None,
         };
         for (index, exec, args) in runnable {
@@ -925,7 +932,7 @@ impl Machine {
 
     /// A tool worker reported.
     pub(crate) fn on_tool_event(&mut self, batch: u64, index: usize, ev: ToolEvent) {
-        let compat = self.compat;
+        let version = self.profile.version;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Tools(b) = &mut run.phase else {
             return;
@@ -957,7 +964,7 @@ impl Machine {
             ToolEvent::Done(mut r) => {
                 // The built-in tools' result texts in this protocol version's words.
                 if let Ok(out) = &mut r {
-                    compat.shape_tool_output(&slot.call.name, out);
+                    version.shape_tool_output(&slot.call.name, out);
                 }
                 self.tool_finished(batch, index, r)
             }
@@ -1051,7 +1058,7 @@ impl Machine {
                 return;
             }
             self.emit(&Frame::TurnStart);
-            self.declare_tool_changes_087();
+            self.declare_tool_changes();
             self.continue_turn(pending, Source::Steering);
             return;
         }
@@ -1061,7 +1068,7 @@ impl Machine {
         let follow = self.follow_up.take();
         if !follow.is_empty() {
             self.emit(&Frame::TurnStart);
-            self.declare_tool_changes_087();
+            self.declare_tool_changes();
             self.continue_turn(follow, Source::FollowUp);
             return;
         }
@@ -1073,12 +1080,12 @@ impl Machine {
     /// list changed) and declares what changed in a `role:"system"` message right after
     /// `turn_start` (changed sections, `toolsAdded`, `toolsRemoved`; no sections key when only
     /// tools changed). The run's requests then carry the new prompt and tools.
-    fn declare_tool_changes_087(&mut self) {
-        if !self.compat.is_087() || self.run.is_none() {
+    fn declare_tool_changes(&mut self) {
+        if self.profile.agent.tool_changes != ToolChanges::Declare || self.run.is_none() {
             return;
         }
         let remote = self.plugins.remote_tools();
-        let (update, text) = self.system_update_087(true, &remote);
+        let (update, text) = self.system_update(true, &remote);
         if let Some(run) = self.run.as_mut() {
             run.system_prompt = text;
             run.remote = remote;
@@ -1099,7 +1106,7 @@ impl Machine {
         let stopped = run.aborting || self.tally.as_ref().is_some_and(|t| t.reached.is_some());
         self.announce_limit();
         // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
-        let will_retry = self.compat.is_087().then(|| {
+        let will_retry = self.profile.events.agent_end_will_retry.then(|| {
             !stopped
                 && self.pending_prompt.is_none()
                 && last.as_ref().is_some_and(|a| self.retry_planned(a))
@@ -1115,7 +1122,7 @@ impl Machine {
                 m.send(line);
             }
         };
-        if self.compat.abort_answered_after_settle() {
+        if self.profile.answers.abort == AbortAnswer::AfterSettle {
             self.after_run(last, stopped);
             answer_aborts(self);
         } else {
@@ -1380,22 +1387,97 @@ impl Machine {
     }
 }
 
+/// Variables every child process gets (pi sets them on its own process): the profile's
+/// `child_env` (`PI_CODING_AGENT`, and since 0.84 `AI_AGENT`).
+pub(crate) fn child_env(profile: &Profile) -> Vec<(String, Option<String>)> {
+    profile
+        .agent
+        .child_env
+        .iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect()
+}
+
+/// The bash tool's environment: [`child_env`], and with the profile's `session_tool_env` the
+/// session's `PI_SESSION_ID`, `PI_SESSION_FILE` (removed for an in-memory session),
+/// `PI_PROVIDER`, `PI_MODEL` and `PI_REASONING_LEVEL`.
+fn tool_env(
+    profile: &Profile,
+    session_id: &str,
+    session_file: Option<&std::path::Path>,
+    model: Option<(&str, &str)>,
+    thinking: &str,
+) -> Vec<(String, Option<String>)> {
+    let mut env = child_env(profile);
+    if profile.agent.session_tool_env {
+        let mut set = |k: &str, v: Option<String>| env.push((k.to_string(), v));
+        set("PI_SESSION_ID", Some(session_id.to_string()));
+        set(
+            "PI_SESSION_FILE",
+            session_file.map(|f| f.to_string_lossy().into_owned()),
+        );
+        set("PI_PROVIDER", model.map(|m| m.0.to_string()));
+        set("PI_MODEL", model.map(|m| m.1.to_string()));
+        set("PI_REASONING_LEVEL", Some(thinking.to_string()));
+    }
+    env
+}
+
 /// Prepare and validate a call's arguments for the tool that runs it: under `--compat 0.87`
 /// against the schema pi 0.87.1 declares (edit's has no `additionalProperties`).
-fn validate_for(
-    exec: &Exec,
-    args: &Value,
-    compat: crate::protocol::Version,
-) -> Result<Value, String> {
+fn validate_for(exec: &Exec, args: &Value, profile: &Profile) -> Result<Value, String> {
+    let declared = profile.agent.validate_against_declaration;
     match exec {
-        Exec::Builtin(t) if compat.is_087() => {
+        Exec::Builtin(t) if declared => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
             let schema = crate::prompt::sections::declaration(t.as_ref()).parameters;
             crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, true)
         }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
         Exec::Remote(r) => {
-            crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, compat.is_087())
+            crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, declared)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Version;
+
+    fn keys(env: &[(String, Option<String>)]) -> Vec<&str> {
+        env.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn child_and_tool_env_per_version() {
+        let v073 = Version::V073.profile();
+        let v087 = Version::V087.profile();
+        assert_eq!(
+            child_env(v073),
+            vec![("PI_CODING_AGENT".to_string(), Some("true".to_string()))]
+        );
+        assert_eq!(keys(&child_env(v087)), ["PI_CODING_AGENT", "AI_AGENT"]);
+        let model = Some(("faux", "m"));
+        assert_eq!(
+            keys(&tool_env(v073, "s1", None, model, "low")),
+            ["PI_CODING_AGENT"]
+        );
+        let env = tool_env(v087, "s1", None, model, "low");
+        assert_eq!(
+            keys(&env),
+            [
+                "PI_CODING_AGENT",
+                "AI_AGENT",
+                "PI_SESSION_ID",
+                "PI_SESSION_FILE",
+                "PI_PROVIDER",
+                "PI_MODEL",
+                "PI_REASONING_LEVEL"
+            ]
+        );
+        // An in-memory session removes the variable rather than leaving the parent's.
+        assert_eq!(env[3].1, None);
+        assert_eq!(env[6].1.as_deref(), Some("low"));
     }
 }

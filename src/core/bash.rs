@@ -38,13 +38,13 @@ impl Machine {
         let tx = self.worker_tx.clone();
         // pi 0.87.1 streams the output as `bash_execution_update` and counts lines without the
         // empty piece after a final newline.
-        let stream = self.compat.is_087();
+        let stream = self.profile.agent.bash == crate::protocol::RpcBash::Streamed;
         let counting = if stream {
             crate::tools::truncate::LineCounting::IgnoreFinalNewline
         } else {
             crate::tools::truncate::LineCounting::Split
         };
-        let mut env = self.compat.child_env();
+        let mut env = crate::core::agent::child_env(self.profile);
         let sandbox = self.sandbox.clone();
         if let Some(sb) = &sandbox {
             sb.filter_env(&mut env);

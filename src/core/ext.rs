@@ -19,6 +19,21 @@ use crate::rpc::response;
 
 type Reply = Result<Option<Value>, String>;
 
+/// A command the protocol version ships (an inline extension's), as `get_commands` lists it.
+fn builtin_command(c: &crate::protocol::BuiltinCommand) -> Value {
+    serde_json::json!({
+        "name": c.name,
+        "description": c.description,
+        "source": "extension",
+        "sourceInfo": {
+            "path": c.path,
+            "source": "inline",
+            "scope": "temporary",
+            "origin": "top-level"
+        }
+    })
+}
+
 impl Machine {
     /// A line (or the end) of extension `i`.
     pub(crate) fn on_ext_event(&mut self, i: usize, event: ChildEvent) {
@@ -364,9 +379,11 @@ impl Machine {
     pub(crate) fn get_commands_data(&mut self) -> Value {
         let mut extensions = self.extension_commands();
         extensions.extend(
-            self.compat
-                .builtin_commands()
-                .into_iter()
+            self.profile
+                .answers
+                .builtin_commands
+                .iter()
+                .map(builtin_command)
                 .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
         );
         crate::resources::commands::CommandList::new(extensions, self.resources.get()).to_json()
@@ -378,7 +395,9 @@ impl Machine {
         let mut out = Vec::new();
         for e in self.plugins.exts.iter().filter(|e| e.ready()) {
             for c in &e.commands {
-                let (path, source_info) = if self.compat.is_087() {
+                let (path, source_info) = if self.profile.answers.command_origin
+                    == crate::protocol::CommandOrigin::SourceInfo
+                {
                     let info = SourceInfo {
                         path: e.path.clone(),
                         source: e.entry.origin.source().to_string(),

@@ -20,7 +20,7 @@ use crate::llm::models::{Auth, Registry};
 use crate::message::{
     AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
-use crate::protocol::Version;
+use crate::protocol::{AbortAnswer, EofPolicy, Profile, ThinkingOnModelChange, Version};
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };
@@ -154,11 +154,12 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    pub(crate) compat: Version,
+    /// The behaviours of the protocol version pith speaks.
+    pub(crate) profile: &'static Profile,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
     pub(crate) prompt_cache: crate::prompt::sections::PromptCache,
     /// `--compat 0.87`: the context files, read once per session runtime.
-    pub(crate) context_files_087: Option<Vec<(PathBuf, String)>>,
+    pub(crate) session_context_files: Option<Vec<(PathBuf, String)>>,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -246,7 +247,8 @@ type Reply = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.compat.shared_context(s.session.take_context());
+        let profile = s.compat.profile();
+        let messages = shared_context_of(profile, s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -296,9 +298,9 @@ impl Machine {
             agent_dir: s.agent_dir,
             settings: s.settings,
             partials: s.partials,
-            compat: s.compat,
+            profile,
             prompt_cache: Default::default(),
-            context_files_087: None,
+            session_context_files: None,
             model: s.model,
             thinking: s.thinking,
             defaults: s.defaults,
@@ -447,7 +449,9 @@ impl Machine {
                     crate::rpc::frame::MAX_LINE_BYTES
                 ),
             )),
-            Event::Input(Input::Eof) if self.compat.is_087() => return Some(self.dispose_087()),
+            Event::Input(Input::Eof) if self.profile.answers.eof == EofPolicy::Dispose => {
+                return Some(self.dispose_on_eof());
+            }
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
                 self.end_dialogs(); // nobody is left to answer them
@@ -503,7 +507,7 @@ impl Machine {
     /// in its rpc mode): it stops emitting, cancels whatever runs — the stream, tools, a retry
     /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
     /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
-    fn dispose_087(&mut self) -> Exit {
+    fn dispose_on_eof(&mut self) -> Exit {
         self.input_closed = true;
         self.muted = true;
         self.session.detach_file();
@@ -683,14 +687,14 @@ impl Machine {
                     .is_some_and(|c| c.reason == crate::core::compaction::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
-                    if !manual || self.compat.settles_after_manual_compaction() {
+                    if !manual || self.profile.events.settles_after_manual_compaction {
                         self.settle();
                     }
                     return Err(DEFERRED.to_string());
                 }
                 if self.cancel_retry() {
                     // pi 0.87.1 answers once the run has settled (as for an aborted run).
-                    if self.compat.abort_answered_after_settle() {
+                    if self.profile.answers.abort == AbortAnswer::AfterSettle {
                         self.settle();
                         self.send(response::success(id, "abort", None));
                     } else {
@@ -953,7 +957,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.compat.context(self.session.build_context()).into();
+        self.messages = context_of(self.profile, self.session.build_context()).into();
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();
@@ -1012,7 +1016,10 @@ impl Machine {
         if !input.text.starts_with('/') || self.names_extension_command(&input.text) {
             return input;
         }
-        let (text, error) = self.resources.get().expand(&input.text, self.compat);
+        let (text, error) = self
+            .resources
+            .get()
+            .expand(&input.text, self.profile.version);
         if let Some(e) = error {
             let line = response::line(&e.event());
             self.send(line);
@@ -1154,19 +1161,21 @@ impl Machine {
     fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
         self.session.append_model_change(&model.provider, &model.id);
-        let wanted = level.unwrap_or(if self.compat.is_087() {
-            // pi 0.87.1: the model's own setting, else the settings' default, else the current.
-            self.settings
-                .model_thinking_level(&model.provider, &model.id)
-                .or(self.settings.default_thinking_level())
-                .unwrap_or(self.thinking)
-        } else if old_supports {
-            self.thinking
-        } else {
-            self.settings
-                .default_thinking_level()
-                .unwrap_or(ThinkingLevel::Medium)
-        });
+        let wanted = level.unwrap_or(
+            if self.profile.agent.thinking_on_model_change == ThinkingOnModelChange::ModelSetting {
+                // pi 0.87.1: the model's own setting, else the settings' default, else the current.
+                self.settings
+                    .model_thinking_level(&model.provider, &model.id)
+                    .or(self.settings.default_thinking_level())
+                    .unwrap_or(self.thinking)
+            } else if old_supports {
+                self.thinking
+            } else {
+                self.settings
+                    .default_thinking_level()
+                    .unwrap_or(ThinkingLevel::Medium)
+            },
+        );
         self.model = Some(model);
         self.set_thinking(wanted);
     }
@@ -1308,3 +1317,47 @@ const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTH
 
 /// Internal marker: the handler answers later (or has answered itself); no response now.
 pub(crate) const DEFERRED: &str = "\u{0}deferred";
+
+/// A context rebuilt from a session as this version sees it: a version without system messages
+/// leaves out those a session file written under another one holds.
+pub(crate) fn context_of(
+    profile: &Profile,
+    mut messages: Vec<crate::message::AgentMessage>,
+) -> Vec<crate::message::AgentMessage> {
+    if !profile.agent.system_messages {
+        messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+    }
+    messages
+}
+
+/// [`context_of`] for a context already shared (`Arc`) with requests.
+pub(crate) fn shared_context_of(
+    profile: &Profile,
+    mut messages: crate::message::Context,
+) -> crate::message::Context {
+    if !profile.agent.system_messages {
+        messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+    }
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AgentMessage, SystemMessage, UserContent};
+
+    #[test]
+    fn a_version_without_system_messages_leaves_them_out_of_the_context() {
+        let system = AgentMessage::System(SystemMessage {
+            content: UserContent::Text("p".into()),
+            sections: None,
+            timestamp: 1,
+            tools_added: None,
+            tools_removed: None,
+            checkpoint: false,
+        });
+        let messages = vec![system];
+        assert!(context_of(Version::V073.profile(), messages.clone()).is_empty());
+        assert_eq!(context_of(Version::V087.profile(), messages).len(), 1);
+    }
+}

@@ -14,7 +14,7 @@ impl Machine {
         // pi 0.87.1 reads the context files once per session runtime (at start-up and on every
         // session switch), not before every run.
         let files = self
-            .context_files_087
+            .session_context_files
             .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
             .clone();
         // Skills are listed when the model can read their files: with read, else with bash.
@@ -53,7 +53,7 @@ impl Machine {
     /// Under `--compat 0.87`, at the start of a run: the system message that brings the context
     /// to this process's prompt and tools (sections only for a run that starts with a prompt,
     /// as pi: a retry only declares tool changes), and the prompt text the requests carry.
-    pub(crate) fn system_update_087(
+    pub(crate) fn system_update(
         &mut self,
         with_prompt: bool,
         remote: &[RemoteTool],

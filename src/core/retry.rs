@@ -6,6 +6,7 @@
 use crate::core::event::Worker;
 use crate::core::machine::Machine;
 use crate::message::{AgentMessage, AssistantMessage, StopReason};
+use crate::protocol::RetryDelay;
 use crate::rpc::event::Event as Frame;
 
 impl Machine {
@@ -14,11 +15,7 @@ impl Machine {
         let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
             return false;
         };
-        let transient = if self.compat.is_087() {
-            crate::retry::is_transient_087(err)
-        } else {
-            crate::retry::is_transient(err)
-        };
+        let transient = crate::retry::is_transient_with(self.profile.retry.transient, err);
         if a.stop_reason != StopReason::Error || !self.auto_retry || !transient {
             return false;
         }
@@ -53,19 +50,18 @@ impl Machine {
             return false;
         }
         let retry_after = self.last_retry_after.take();
-        let delay = if self.compat.is_087() {
-            crate::retry::delay_ms_087(
+        let delay = match self.profile.retry.delay {
+            RetryDelay::Backoff => crate::retry::backoff_ms(
                 self.settings.retry_base_delay_ms(),
                 self.retry_attempt,
                 self.settings.retry_max_agent_delay_ms(),
-            )
-        } else {
-            crate::retry::delay_ms(
+            ),
+            RetryDelay::RetryAfterOrBackoff => crate::retry::delay_ms(
                 self.settings.retry_base_delay_ms(),
                 self.retry_attempt,
                 retry_after,
                 self.settings.retry_max_delay_ms(),
-            )
+            ),
         };
         self.emit(&Frame::AutoRetryStart {
             attempt: self.retry_attempt,
@@ -77,7 +73,7 @@ impl Machine {
         // that as a `context_edit` entry and announces it.
         if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
             self.messages.pop();
-            if self.compat.is_087() {
+            if self.profile.agent.record_context_edits {
                 self.record_context_edit();
             }
         }

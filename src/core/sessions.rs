@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::core::machine::Machine;
 use crate::message::ThinkingLevel;
+use crate::protocol::SessionSwitch;
 use crate::session::Session;
 
 type Reply = Result<Option<Value>, String>;
@@ -25,7 +26,7 @@ impl Machine {
             .filter(|_| self.session.is_persisted());
         let cwd = self.cwd.to_string_lossy().to_string();
         self.session = Session::new(&cwd, dir, parent_session);
-        self.restore_session_state_087();
+        self.rebuild_session_runtime();
         self.start_fresh_session();
         Ok(Some(json!({ "cancelled": false })))
     }
@@ -50,11 +51,11 @@ impl Machine {
     /// model's `modelThinkingLevels` setting, else `defaultThinkingLevel`, else `medium`. What
     /// was set over RPC for the previous session does not carry over. Under 0.73 nothing
     /// changes here (pi 0.73.1 saved the setters, so the current values carried over).
-    fn restore_session_state_087(&mut self) {
-        if !self.compat.is_087() {
+    fn rebuild_session_runtime(&mut self) {
+        if self.profile.agent.session_switch != SessionSwitch::Rebuild {
             return;
         }
-        self.context_files_087 = None;
+        self.session_context_files = None;
         let d = self.defaults.clone();
         let existing = self
             .session
@@ -119,7 +120,7 @@ impl Machine {
                 fresh.set_session_dir(dir.to_path_buf());
             }
             self.session = fresh;
-            self.restore_session_state_087();
+            self.rebuild_session_runtime();
             self.start_fresh_session();
             return Ok(Some(json!({ "cancelled": false })));
         }
@@ -145,8 +146,8 @@ impl Machine {
             eprintln!("Warning: {w}");
         }
         self.session = loaded;
-        if self.compat.is_087() {
-            self.restore_session_state_087();
+        if self.profile.agent.session_switch == SessionSwitch::Rebuild {
+            self.rebuild_session_runtime();
             if self.session.thinking_level().is_none() {
                 self.session.append_thinking_level_change(self.thinking);
             }
@@ -200,7 +201,7 @@ impl Machine {
         self.flush_deferred_bash();
         self.session = next;
         // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
-        self.restore_session_state_087();
+        self.rebuild_session_runtime();
         self.reset_context();
     }
 }
