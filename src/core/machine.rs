@@ -242,8 +242,37 @@ pub struct Machine {
 /// How long after it starts the machine starts the late threads.
 const LATE_START_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
-type Reply = Result<Option<Value>, String>;
+/// What a command handler answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// Success now, with this `data` (`None`: no `data` key).
+    Now(Option<Value>),
+    /// The handler answers later itself (after a run, a compaction, an export, ...).
+    Later,
+    /// Failure now, with this error message.
+    Fail(String),
+}
+
+impl From<Result<Option<Value>, String>> for Reply {
+    fn from(r: Result<Option<Value>, String>) -> Reply {
+        match r {
+            Ok(data) => Reply::Now(data),
+            Err(e) => Reply::Fail(e),
+        }
+    }
+}
+
+impl From<Result<(), String>> for Reply {
+    fn from(r: Result<(), String>) -> Reply {
+        match r {
+            Ok(()) => Reply::Now(None),
+            Err(e) => Reply::Fail(e),
+        }
+    }
+}
+
+/// What the plain handlers return: `Ok(data)` (None = no `data` key) or `Err(message)`.
+pub(crate) type Answer = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
@@ -647,9 +676,9 @@ impl Machine {
             None => self.handle_command(cmd, id.as_ref()),
         };
         let line = match reply {
-            Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
-            Err(msg) if msg == DEFERRED => return,
-            Err(msg) => response::error(id.as_ref(), Some(&ty), &msg),
+            Reply::Now(data) => response::success(id.as_ref(), &ty, data.as_ref()),
+            Reply::Later => return,
+            Reply::Fail(msg) => response::error(id.as_ref(), Some(&ty), &msg),
         };
         self.send(line);
     }
@@ -665,13 +694,11 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::Steer)?;
-                Ok(None)
+                self.enqueue(input, StreamingBehavior::Steer).into()
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::FollowUp)?;
-                Ok(None)
+                self.enqueue(input, StreamingBehavior::FollowUp).into()
             }
             Command::Abort => {
                 if self.continue_wait.take().is_some() {
@@ -679,7 +706,7 @@ impl Machine {
                     self.messages = self.session.build_context().into();
                     self.send(response::success(id, "abort", None));
                     self.settle();
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 let manual = self
                     .compaction
@@ -690,7 +717,7 @@ impl Machine {
                     if !manual || self.profile.events.settles_after_manual_compaction {
                         self.settle();
                     }
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 if self.cancel_retry() {
                     // pi 0.87.1 answers once the run has settled (as for an aborted run).
@@ -701,20 +728,20 @@ impl Machine {
                         self.send(response::success(id, "abort", None));
                         self.settle();
                     }
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 if self.abort_run(Some(id.cloned())) {
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
-                Ok(None)
+                Reply::Now(None)
             }
             Command::AbortRetry => {
                 if self.cancel_retry() {
                     self.send(response::success(id, "abort_retry", None));
                     self.settle();
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
-                Ok(None)
+                Reply::Now(None)
             }
             Command::AbortAndPrompt(input) => {
                 let input = self.expand_input(input);
@@ -728,105 +755,113 @@ impl Machine {
                     // run is what starts the waiting prompt.
                     self.set_pending_prompt(input, id.cloned(), "abort_and_prompt");
                     self.abort_run(None);
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
             Command::Bash {
                 command,
                 exclude_from_context,
-            } => {
-                self.start_bash(command, exclude_from_context, id.cloned())?;
-                Err(DEFERRED.to_string())
-            }
+            } => match self.start_bash(command, exclude_from_context, id.cloned()) {
+                Ok(_) => Reply::Later,
+                Err(e) => Reply::Fail(e),
+            },
             Command::AbortBash => {
                 self.abort_bash();
-                Ok(None)
+                Reply::Now(None)
             }
             Command::Compact {
                 custom_instructions,
-            } => {
-                self.cmd_compact(custom_instructions, id.cloned())?;
-                Err(DEFERRED.to_string())
-            }
-            Command::GetState => Ok(Some(self.state_json())),
-            Command::Ping => Ok(Some(json!({
+            } => match self.cmd_compact(custom_instructions, id.cloned()) {
+                Ok(_) => Reply::Later,
+                Err(e) => Reply::Fail(e),
+            },
+            Command::GetState => Reply::Now(Some(self.state_json())),
+            Command::Ping => Reply::Now(Some(json!({
                 "uptimeMs": u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
                 "isStreaming": self.run.is_some(),
             }))),
-            Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
-            Command::GetLastAssistantText => Ok(Some(
+            Command::GetMessages => Reply::Now(Some(json!({ "messages": self.messages }))),
+            Command::GetLastAssistantText => Reply::Now(Some(
                 match crate::session::tree::last_assistant_text(self.messages.as_slice()) {
                     Some(t) => json!({ "text": t }),
                     None => json!({}),
                 },
             )),
-            Command::GetSessionStats => Ok(Some(self.session_stats())),
+            Command::GetSessionStats => Reply::Now(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetFollowUpMode(m) => {
                 self.follow_up.mode = m;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetInterruptMode(m) => {
                 self.interrupt_mode = m;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetAutoCompaction(on) => {
                 self.auto_compaction = on;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetAutoRetry(on) => {
                 self.auto_retry = on;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetSessionName(name) => {
                 let name = name.trim().to_string();
                 if name.is_empty() {
-                    return Err("Session name cannot be empty".to_string());
+                    return Reply::Fail("Session name cannot be empty".to_string());
                 }
                 self.emit(&Frame::SessionInfoChanged { name: &name });
                 self.session.append_session_info(&name);
                 self.flush_session_warnings();
-                Ok(None)
+                Reply::Now(None)
             }
-            Command::GetCommands => Ok(Some(self.get_commands_data())),
-            Command::ClearQueue => Ok(Some(self.cmd_clear_queue())),
-            Command::GetAvailableThinkingLevels => Ok(Some(self.available_thinking_levels())),
+            Command::GetCommands => Reply::Now(Some(self.get_commands_data())),
+            Command::ClearQueue => Reply::Now(Some(self.cmd_clear_queue())),
+            Command::GetAvailableThinkingLevels => {
+                Reply::Now(Some(self.available_thinking_levels()))
+            }
             Command::GetEntries { since } => {
                 self.cmd_get_entries(id, since.as_deref());
-                Err(DEFERRED.to_string())
+                Reply::Later
             }
             Command::GetTree => {
                 self.cmd_get_tree(id);
-                Err(DEFERRED.to_string())
+                Reply::Later
             }
-            Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
-            Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
-            Command::Fork { entry_id } => self.cmd_fork(&entry_id),
-            Command::Clone => self.cmd_clone(),
-            Command::GetForkMessages => Ok(Some(
+            Command::NewSession { parent_session } => self.cmd_new_session(parent_session).into(),
+            Command::SwitchSession { session_path } => {
+                self.cmd_switch_session(&session_path).into()
+            }
+            Command::Fork { entry_id } => self.cmd_fork(&entry_id).into(),
+            Command::Clone => self.cmd_clone().into(),
+            Command::GetForkMessages => Reply::Now(Some(
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                self.start_export(output_path, id.cloned())?;
-                Err(DEFERRED.to_string())
+                match self.start_export(output_path, id.cloned()) {
+                    Ok(_) => Reply::Later,
+                    Err(e) => Reply::Fail(e),
+                }
             }
             Command::GetAvailableModels => {
                 let models: Vec<&Model> = self.registry.available(&self.auth);
-                Ok(Some(json!({ "models": models })))
+                Reply::Now(Some(json!({ "models": models })))
             }
-            Command::SetModel { provider, model_id } => self.cmd_set_model(&provider, &model_id),
-            Command::CycleModel => self.cmd_cycle_model(),
+            Command::SetModel { provider, model_id } => {
+                self.cmd_set_model(&provider, &model_id).into()
+            }
+            Command::CycleModel => self.cmd_cycle_model().into(),
             Command::SetThinkingLevel(level) => {
                 self.set_thinking(level);
-                Ok(None)
+                Reply::Now(None)
             }
-            Command::CycleThinkingLevel => self.cmd_cycle_thinking(),
+            Command::CycleThinkingLevel => self.cmd_cycle_thinking().into(),
             // Answered nowhere: handled (ignored) before dispatch.
-            Command::ExtensionUiResponse => Ok(None),
+            Command::ExtensionUiResponse => Reply::Now(None),
         }
     }
 
@@ -848,37 +883,36 @@ impl Machine {
             || (self.compaction.is_some() && behavior.is_some());
         if busy {
             let Some(b) = behavior else {
-                return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
+                return Reply::Fail("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
-            self.enqueue(input, b)?;
-            return Ok(None);
+            return self.enqueue(input, b).into();
         }
         if self.plugins.starting() {
             // Extensions and MCP servers are still starting: the prompt runs with their tools.
             self.set_pending_prompt(input, id.cloned(), command_name(command));
             self.plugins.prompt_waits_startup = true;
-            return Err(DEFERRED.to_string());
+            return Reply::Later;
         }
         let Some(model) = self.model.clone() else {
-            return Err(format!(
+            return Reply::Fail(format!(
                 "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
             ));
         };
         if model.api != "faux" && !self.key_configured(&model.provider) {
-            return Err(format!(
+            return Reply::Fail(format!(
                 "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
             ));
         }
         if self.compaction.is_some() {
             self.set_pending_prompt(input, id.cloned(), command_name(command));
-            return Err(DEFERRED.to_string());
+            return Reply::Later;
         }
         self.flush_deferred_bash();
         if let Some(last) = self.last_assistant_in_context() {
             if self.maybe_auto_compact(&last, true) {
                 self.set_pending_prompt(input, id.cloned(), command_name(command));
-                return Err(DEFERRED.to_string());
+                return Reply::Later;
             }
         }
         // Answer first (the reference's order), then the run's events.
@@ -891,7 +925,7 @@ impl Machine {
         messages.extend(self.take_next_turn_messages());
         self.begin_limits(input.limits.as_ref());
         self.start_run(messages);
-        Err(DEFERRED.to_string())
+        Reply::Later
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
@@ -1142,9 +1176,9 @@ impl Machine {
         };
         let reply = self.cmd_prompt(input, None, id.as_ref(), command);
         match reply {
-            Err(e) if e == DEFERRED => {}
-            Err(e) => self.send(response::error(id.as_ref(), Some(command), &e)),
-            Ok(_) => self.send(response::success(id.as_ref(), command, None)),
+            Reply::Later => {}
+            Reply::Fail(e) => self.send(response::error(id.as_ref(), Some(command), &e)),
+            Reply::Now(_) => self.send(response::success(id.as_ref(), command, None)),
         }
         true
     }
@@ -1195,7 +1229,7 @@ impl Machine {
         }
     }
 
-    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Reply {
+    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
         let found = self
             .registry
             .available(&self.auth)
@@ -1212,7 +1246,7 @@ impl Machine {
         Ok(Some(serde_json::to_value(&model).unwrap_or(Value::Null)))
     }
 
-    fn cmd_cycle_model(&mut self) -> Reply {
+    fn cmd_cycle_model(&mut self) -> Answer {
         let scoped: Vec<(Model, Option<ThinkingLevel>)> = self
             .scoped_models
             .iter()
@@ -1254,7 +1288,7 @@ impl Machine {
         ))
     }
 
-    fn cmd_cycle_thinking(&mut self) -> Reply {
+    fn cmd_cycle_thinking(&mut self) -> Answer {
         let Some(model) = self.model.as_ref() else {
             return Ok(Some(Value::Null));
         };
@@ -1314,9 +1348,6 @@ fn command_name(c: &str) -> &'static str {
 /// How to give pith a key (pi's text here points at its `/login` command and docs, which pith
 /// does not have).
 const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
-
-/// Internal marker: the handler answers later (or has answered itself); no response now.
-pub(crate) const DEFERRED: &str = "\u{0}deferred";
 
 /// A context rebuilt from a session as this version sees it: a version without system messages
 /// leaves out those a session file written under another one holds.

@@ -5,17 +5,15 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::core::machine::Machine;
+use crate::core::machine::{Answer, Machine};
 use crate::message::ThinkingLevel;
 use crate::protocol::SessionSwitch;
 use crate::session::Session;
 
-type Reply = Result<Option<Value>, String>;
-
 impl Machine {
-    pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Reply {
+    pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Answer {
         self.discard_run();
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
@@ -104,7 +102,7 @@ impl Machine {
         self.model = model;
     }
 
-    pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Reply {
+    pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Answer {
         let path = self.cwd.join(session_path);
         if !path.exists() {
             // The reference starts a new empty session that will be written at that path.
@@ -180,13 +178,13 @@ impl Machine {
         Ok(Some(json!({ "cancelled": false })))
     }
 
-    pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Reply {
+    pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Answer {
         let (forked, text) = self.session.fork_at(entry_id)?;
         self.replace_session(forked);
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
 
-    pub(crate) fn cmd_clone(&mut self) -> Reply {
+    pub(crate) fn cmd_clone(&mut self) -> Answer {
         let cloned = self.session.clone_branch()?;
         self.replace_session(cloned);
         Ok(Some(json!({ "cancelled": false })))
