@@ -485,7 +485,7 @@ impl Machine {
                 message,
                 retry_after_ms,
             } => {
-                self.last_retry_after = retry_after_ms;
+                self.retry.last_retry_after = retry_after_ms;
                 let started = partial.is_some();
                 self.finish_assistant(message, !started);
             }
@@ -1220,7 +1220,9 @@ impl Machine {
             match self.run.as_ref().map(|r| &r.phase) {
                 Some(Phase::Tools(_)) => "tool",
                 Some(_) => "streaming",
-                None if self.retry_wait.is_some() || self.continue_wait.is_some() => "retry_wait",
+                None if self.retry.wait.is_some() || self.retry.continue_wait.is_some() => {
+                    "retry_wait"
+                }
                 None => {
                     self.heartbeat_timer = None;
                     return;
@@ -1292,9 +1294,9 @@ impl Machine {
         if self.run.is_some() {
             t.deadline_passed(elapsed);
             self.abort_run(None);
-        } else if self.retry_wait.is_some() || self.continue_wait.is_some() {
+        } else if self.retry.wait.is_some() || self.retry.continue_wait.is_some() {
             t.deadline_passed(elapsed);
-            if self.continue_wait.take().is_some() {
+            if self.retry.continue_wait.take().is_some() {
                 self.messages = self.session.build_context().into();
             }
             self.cancel_retry();

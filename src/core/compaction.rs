@@ -435,7 +435,7 @@ impl Machine {
             return false;
         };
         reply.stop_reason == crate::message::StopReason::Error
-            && self.auto_retry
+            && self.retry.enabled
             && c.retry_attempt < self.settings.retry_max_retries()
             && reply.error_message.as_deref().is_some_and(|e| {
                 !e.is_empty() && crate::retry::is_transient_with(self.profile.retry.transient, e)
@@ -459,14 +459,14 @@ impl Machine {
             delay_ms: delay,
             error_message: &error,
         });
-        self.retry_seq += 1;
+        self.retry.seq += 1;
         let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
             self.worker_tx.clone(),
-            Worker::SummaryRetryDue { id: self.retry_seq },
+            Worker::SummaryRetryDue { id: self.retry.seq },
         );
         if let Some(c) = self.compaction.as_mut() {
-            c.retry_wait = Some((self.retry_seq, cancel, request));
+            c.retry_wait = Some((self.retry.seq, cancel, request));
         }
     }
 
@@ -658,13 +658,13 @@ impl Machine {
             if !matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
                 // Continue after a short pause, as the reference does (its 100 ms also keeps the
                 // retried reply's timestamp after the compaction entry's).
-                self.retry_seq += 1;
+                self.retry.seq += 1;
                 let cancel = crate::io::timer::after(
                     std::time::Duration::from_millis(compaction::CONTINUE_DELAY_MS),
                     self.worker_tx.clone(),
-                    Worker::ContinueDue { id: self.retry_seq },
+                    Worker::ContinueDue { id: self.retry.seq },
                 );
-                self.continue_wait = Some((self.retry_seq, cancel));
+                self.retry.continue_wait = Some((self.retry.seq, cancel));
                 return;
             }
         }
@@ -693,8 +693,13 @@ impl Machine {
 
     /// The pause after an overflow compaction is over: re-run from the compacted context.
     pub(crate) fn on_continue_due(&mut self, id: u64) {
-        if self.continue_wait.as_ref().is_some_and(|(i, _)| *i == id) {
-            self.continue_wait = None;
+        if self
+            .retry
+            .continue_wait
+            .as_ref()
+            .is_some_and(|(i, _)| *i == id)
+        {
+            self.retry.continue_wait = None;
             self.start_run(Vec::new());
         }
     }

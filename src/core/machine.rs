@@ -178,7 +178,6 @@ pub struct Machine {
     pub(crate) follow_up: Queue,
     pub(crate) interrupt_mode: InterruptMode,
     pub(crate) auto_compaction: bool,
-    pub(crate) auto_retry: bool,
 
     pub(crate) session: Session,
     pub(crate) session_id: String,
@@ -189,23 +188,12 @@ pub struct Machine {
     pub(crate) run: Option<Run>,
     /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
     exit_signal: Option<i32>,
-    /// The RPC `bash` commands in flight (several may run at once).
-    pub(crate) bash: Vec<crate::core::bash::BashJob>,
+    /// The RPC `bash` commands (`core/bash.rs`).
+    pub(crate) bash: crate::core::bash::BashJobs,
     /// The `export_html` renders in flight (`core/export.rs`).
     pub(crate) exports: crate::core::export::Exports,
-    /// Number of the latest RPC `bash` job.
-    pub(crate) bash_seq: u64,
-    /// Bash executions that finished during a run: recorded before the next prompt.
-    pub(crate) deferred_bash: Vec<AgentMessage>,
-    /// Consecutive failed attempts of the current auto-retry sequence.
-    pub(crate) retry_attempt: u32,
-    /// A scheduled retry: timer id and its cancel handle.
-    pub(crate) retry_wait: Option<(u64, crate::cancel::CancelSource)>,
-    pub(crate) retry_seq: u64,
-    /// The pause before the continuation after an overflow compaction.
-    pub(crate) continue_wait: Option<(u64, crate::cancel::CancelSource)>,
-    /// `retry-after` of the last provider error.
-    pub(crate) last_retry_after: Option<u64>,
+    /// Auto-retry, summary retries and the pause before continuing (`core/retry.rs`).
+    pub(crate) retry: crate::core::retry::RetryState,
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
     /// The compaction in flight.
@@ -300,16 +288,9 @@ impl Machine {
             session: s.session,
             messages,
             run: None,
-            retry_attempt: 0,
             exit_signal: None,
-            bash: Vec::new(),
+            bash: Default::default(),
             exports: Default::default(),
-            bash_seq: 0,
-            deferred_bash: Vec::new(),
-            retry_wait: None,
-            retry_seq: 0,
-            continue_wait: None,
-            last_retry_after: None,
             pending_prompt: None,
             compaction: None,
             overflow_recovery_attempted: false,
@@ -322,7 +303,7 @@ impl Machine {
             // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
             interrupt_mode: InterruptMode::Wait,
             auto_compaction: s.settings.compaction_enabled(),
-            auto_retry: s.settings.retry_enabled(),
+            retry: crate::core::retry::RetryState::new(s.settings.retry_enabled()),
             cwd: s.cwd,
             agent_dir: s.agent_dir,
             settings: s.settings,
@@ -519,10 +500,10 @@ impl Machine {
     /// No run, retry, compaction or bash command in flight.
     pub(crate) fn is_idle(&self) -> bool {
         self.run.is_none()
-            && self.retry_wait.is_none()
-            && self.bash.is_empty()
+            && self.retry.wait.is_none()
+            && self.bash.jobs.is_empty()
             && self.compaction.is_none()
-            && self.continue_wait.is_none()
+            && self.retry.continue_wait.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
@@ -549,8 +530,8 @@ impl Machine {
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
-        self.continue_wait = None;
-        if let Some((_, mut cancel)) = self.retry_wait.take() {
+        self.retry.continue_wait = None;
+        if let Some((_, mut cancel)) = self.retry.wait.take() {
             cancel.cancel();
         }
         if let Some(mut c) = self.compaction.take() {
@@ -564,7 +545,7 @@ impl Machine {
         // Give tool, bash and export threads a moment to kill their process groups, remove
         // their temporary files and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || !self.bash.is_empty() || !self.exports.is_empty())
+        while (self.run.is_some() || !self.bash.jobs.is_empty() || !self.exports.is_empty())
             && std::time::Instant::now() < deadline
         {
             match self.worker_rx_timeout(deadline) {
@@ -701,7 +682,7 @@ impl Machine {
                 self.enqueue(input, StreamingBehavior::FollowUp).into()
             }
             Command::Abort => {
-                if self.continue_wait.take().is_some() {
+                if self.retry.continue_wait.take().is_some() {
                     // No continuation: the context is the session's (the failed reply is back).
                     self.messages = self.session.build_context().into();
                     self.send(response::success(id, "abort", None));
@@ -806,7 +787,7 @@ impl Machine {
                 Reply::Now(None)
             }
             Command::SetAutoRetry(on) => {
-                self.auto_retry = on;
+                self.retry.enabled = on;
                 Reply::Now(None)
             }
             Command::SetSessionName(name) => {
@@ -877,8 +858,8 @@ impl Machine {
             return r;
         }
         let busy = self.run.is_some()
-            || self.retry_wait.is_some()
-            || self.continue_wait.is_some()
+            || self.retry.wait.is_some()
+            || self.retry.continue_wait.is_some()
             || self.pending_prompt.is_some()
             || (self.compaction.is_some() && behavior.is_some());
         if busy {
@@ -972,11 +953,11 @@ impl Machine {
             }
         }
         self.drop_pending_prompt("Prompt cancelled: the session was replaced");
-        if let Some((_, mut cancel)) = self.retry_wait.take() {
+        if let Some((_, mut cancel)) = self.retry.wait.take() {
             cancel.cancel();
         }
-        self.retry_attempt = 0;
-        self.continue_wait = None;
+        self.retry.attempt = 0;
+        self.retry.continue_wait = None;
         if let Some(mut c) = self.compaction.take() {
             for p in &mut c.parts {
                 p.handle.cancel();
