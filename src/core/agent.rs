@@ -1453,19 +1453,19 @@ mod tests {
 
     #[test]
     fn child_and_tool_env_per_version() {
-        let v073 = Version::V073.profile();
-        let v087 = Version::V087.profile();
+        let p073 = Version::V073.profile();
+        let p087 = Version::V087.profile();
         assert_eq!(
-            child_env(v073),
+            child_env(p073),
             vec![("PI_CODING_AGENT".to_string(), Some("true".to_string()))]
         );
-        assert_eq!(keys(&child_env(v087)), ["PI_CODING_AGENT", "AI_AGENT"]);
+        assert_eq!(keys(&child_env(p087)), ["PI_CODING_AGENT", "AI_AGENT"]);
         let model = Some(("faux", "m"));
         assert_eq!(
-            keys(&tool_env(v073, "s1", None, model, "low")),
+            keys(&tool_env(p073, "s1", None, model, "low")),
             ["PI_CODING_AGENT"]
         );
-        let env = tool_env(v087, "s1", None, model, "low");
+        let env = tool_env(p087, "s1", None, model, "low");
         assert_eq!(
             keys(&env),
             [
