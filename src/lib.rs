@@ -26,6 +26,7 @@ pub mod message;
 pub mod perms;
 pub mod prompt;
 pub mod protocol;
+pub mod queues;
 pub mod resources;
 pub mod result_record;
 pub mod retry;

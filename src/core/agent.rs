@@ -11,7 +11,6 @@ use crate::cancel::{CancelSource, CancelToken, cancel_pair};
 use crate::core::event::{ToolEvent, Worker};
 use crate::core::machine::Machine;
 use crate::core::plugins::RemoteTool;
-use crate::core::queues::Queued;
 use crate::llm::stream::StreamHandle;
 use crate::llm::{LlmRequest, Model, StreamEvent, Timeouts, ToolSchema};
 use crate::message::{
@@ -19,6 +18,7 @@ use crate::message::{
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
 use crate::protocol::{AbortAnswer, Profile, ToolChanges, UpdateShape};
+use crate::queues::Queued;
 use crate::rpc::event::{Event as Frame, Partials, UpdateBody, UpdateKind};
 use crate::rpc::partial::PartialEncoder;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};

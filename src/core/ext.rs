@@ -659,7 +659,7 @@ impl Machine {
             AgentMessage::Custom(c) => content_text(&c.content),
             _ => String::new(),
         };
-        let q = crate::core::queues::Queued { text, message };
+        let q = crate::queues::Queued { text, message };
         let pushed = match behavior {
             StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
             StreamingBehavior::FollowUp => {

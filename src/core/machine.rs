@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 use crate::config::Settings;
 use crate::core::agent::Run;
 use crate::core::event::{Event, Worker};
-use crate::core::queues::{Queue, Queued};
 use crate::io::stdin::Input;
 use crate::io::watch::Control;
 use crate::llm::Model;
@@ -21,6 +20,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
 use crate::protocol::{AbortAnswer, EofPolicy, Profile, ThinkingOnModelChange, Version};
+use crate::queues::{Queue, Queued};
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };

@@ -13,7 +13,6 @@ pub mod machine;
 pub mod mcp;
 pub mod plugins;
 pub mod prompt;
-pub mod queues;
 pub mod retry;
 pub mod session_query;
 pub mod sessions;
