@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use crate::cli::{self, Mode, Options};
 use crate::config::{self, Settings};
 use crate::core::machine::{Channels, Exit, Machine, Startup};
-use crate::core::system_prompt;
 use crate::initial_message;
 use crate::io;
 use crate::llm::models::{Auth, Registry, parse_scoped_models, process_env, resolve_cli_model};
 use crate::message::ThinkingLevel;
+use crate::prompt as system_prompt;
 use crate::session::Session;
 use crate::session::store::{default_session_dir, find_most_recent, resolve_session_arg};
 use crate::tools::{self, Tool};
@@ -631,7 +631,10 @@ fn pick_thinking(
         })
         .or(model
             .as_ref()
-            .filter(|_| version.is_087())
+            .filter(|_| {
+                version.profile().agent.thinking_on_model_change
+                    == crate::protocol::ThinkingOnModelChange::ModelSetting
+            })
             .and_then(|m| settings.model_thinking_level(&m.provider, &m.id)))
         .or(settings.default_thinking_level())
         .unwrap_or(ThinkingLevel::Medium);

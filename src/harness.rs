@@ -240,7 +240,7 @@ fn auth() -> crate::llm::models::Auth {
 /// timer's event is handed over at once (the timer's own, later, is stale and ignored).
 fn settle(machine: &mut Machine, workers: &crossbeam_channel::Receiver<Worker>) {
     while !machine.is_idle() {
-        if let Some(id) = machine.retry_wait.as_ref().map(|(id, _)| *id) {
+        if let Some(id) = machine.retry.wait.as_ref().map(|(id, _)| *id) {
             let _ = machine.handle_event(Event::Worker(Worker::RetryDue { id }));
             continue;
         }

@@ -543,7 +543,7 @@ pub struct ToolRef {
 
 /// pi 0.87.1's `role:"system"` message: the system prompt as named sections (a later message
 /// patches them by name, `null` removes one) and the tools it declares or withdraws. Only
-/// emitted under `--compat 0.87`; see `core/system_message.rs`.
+/// emitted under `--compat 0.87`; see `prompt/sections.rs` and `core/prompt.rs`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct SystemMessage {
     pub content: UserContent,

@@ -1,12 +1,7 @@
-//! Auto-retry: which failures are transient (the reference's pattern list, 0.73.1), the back-off
-//! schedule, and the timer thread that wakes the state machine when a delay is over.
+//! Auto-retry: which failures are transient (the reference's pattern list, 0.73.1) and the
+//! back-off schedule. The delay itself runs on a [`crate::io::timer`] thread.
 
-use std::time::Duration;
-
-use crossbeam_channel::Sender;
-
-use crate::cancel::{CancelSource, cancel_pair};
-use crate::core::event::Worker;
+use crate::protocol::TransientErrors;
 
 /// `abort` / `abort_retry` during the delay.
 pub const RETRY_CANCELLED: &str = "Retry cancelled";
@@ -74,7 +69,7 @@ pub fn is_transient(error_message: &str) -> bool {
 }
 
 /// pi 0.87.1's additions to the transient patterns.
-const TRANSIENT_087: &[&str] = &[
+const TRANSIENT_NETWORK: &[&str] = &[
     "currently experiencing high demand",
     "520",
     "524",
@@ -92,7 +87,7 @@ const TRANSIENT_087: &[&str] = &[
 ];
 
 /// pi 0.87.1: quota and billing exhaustion is never retried, whatever else the text says.
-const NOT_TRANSIENT_087: &[&str] = &[
+const NOT_TRANSIENT_QUOTA: &[&str] = &[
     "gousagelimiterror",
     "freeusagelimiterror",
     "monthly usage limit reached",
@@ -104,15 +99,23 @@ const NOT_TRANSIENT_087: &[&str] = &[
 ];
 
 /// pi 0.87.1's `isRetryableAssistantError` text test.
-pub fn is_transient_087(error_message: &str) -> bool {
+fn is_transient_network_not_quota(error_message: &str) -> bool {
     let h = error_message.to_ascii_lowercase();
-    !js_regex(NOT_TRANSIENT_087).is_match(&h)
-        && (js_regex(TRANSIENT).is_match(&h) || js_regex(TRANSIENT_087).is_match(&h))
+    !js_regex(NOT_TRANSIENT_QUOTA).is_match(&h)
+        && (js_regex(TRANSIENT).is_match(&h) || js_regex(TRANSIENT_NETWORK).is_match(&h))
+}
+
+/// Whether `error_message` is transient under the version's [`TransientErrors`].
+pub fn is_transient_with(errors: TransientErrors, error_message: &str) -> bool {
+    match errors {
+        TransientErrors::Base => is_transient(error_message),
+        TransientErrors::WithNetworkLessQuota => is_transient_network_not_quota(error_message),
+    }
 }
 
 /// pi 0.87.1's `retryDelayMs`: `baseDelayMs * 2^(attempt-1)` capped at `maxAgentDelayMs`; a
 /// provider's `retry-after` is not consulted at this level.
-pub fn delay_ms_087(base_ms: u64, attempt: u32, max_ms: u64) -> u64 {
+pub fn backoff_ms(base_ms: u64, attempt: u32, max_ms: u64) -> u64 {
     base_ms
         .saturating_mul(1u64 << (attempt.saturating_sub(1)).min(30))
         .min(max_ms)
@@ -125,31 +128,6 @@ pub fn delay_ms(base_ms: u64, attempt: u32, retry_after_ms: Option<u64>, max_ms:
         Some(ms) => ms.min(max_ms),
         None => base_ms.saturating_mul(1u64 << (attempt.saturating_sub(1)).min(30)),
     }
-}
-
-/// Start a timer thread: after `delay` it sends [`Worker::RetryDue`] unless cancelled first.
-pub fn start_timer(id: u64, delay: Duration, tx: Sender<Worker>) -> CancelSource {
-    start_timer_with(Worker::RetryDue { id }, delay, tx)
-}
-
-/// Start a timer thread that sends `event` after `delay` unless cancelled first.
-pub fn start_timer_with(event: Worker, delay: Duration, tx: Sender<Worker>) -> CancelSource {
-    let (source, token) = cancel_pair();
-    let spawned = std::thread::Builder::new()
-        .name("retry-timer".into())
-        .stack_size(crate::THREAD_STACK)
-        .spawn(move || {
-            crossbeam_channel::select! {
-                recv(token.receiver()) -> _ => {}
-                default(delay) => {
-                    let _ = tx.send(event);
-                }
-            }
-        });
-    if spawned.is_err() {
-        eprintln!("pith: cannot start the retry timer thread");
-    }
-    source
 }
 
 #[cfg(test)]
@@ -180,14 +158,30 @@ mod tests {
     }
 
     #[test]
-    fn transient_errors_087() {
-        assert!(is_transient_087("529 overloaded"));
-        assert!(is_transient_087("getaddrinfo ENOTFOUND api.example.com"));
+    fn transient_errors_with_network_less_quota() {
+        assert!(is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "529 overloaded"
+        ));
+        assert!(is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "getaddrinfo ENOTFOUND api.example.com"
+        ));
         assert!(!is_transient("getaddrinfo ENOTFOUND api.example.com"));
-        assert!(!is_transient_087("429 insufficient_quota: rate limit"));
+        assert!(!is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "429 insufficient_quota: rate limit"
+        ));
         assert!(is_transient("429 insufficient_quota: rate limit"));
-        assert_eq!(delay_ms_087(2000, 1, 60000), 2000);
-        assert_eq!(delay_ms_087(2000, 7, 60000), 60000);
+        assert_eq!(backoff_ms(2000, 1, 60000), 2000);
+        assert_eq!(backoff_ms(2000, 7, 60000), 60000);
+    }
+
+    #[test]
+    fn transient_errors_per_profile() {
+        let e = "getaddrinfo ENOTFOUND api.example.com";
+        assert!(!is_transient_with(TransientErrors::Base, e));
+        assert!(is_transient_with(TransientErrors::WithNetworkLessQuota, e));
     }
 
     #[test]
@@ -209,18 +203,5 @@ mod tests {
         assert_eq!(delay_ms(2000, 3, None, 60000), 8000);
         assert_eq!(delay_ms(2000, 1, Some(5000), 60000), 5000);
         assert_eq!(delay_ms(2000, 1, Some(500_000), 60000), 60000);
-    }
-
-    #[test]
-    fn timer_fires_and_cancels() {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let _keep = start_timer(1, Duration::from_millis(10), tx.clone());
-        assert!(matches!(
-            rx.recv_timeout(Duration::from_secs(2)),
-            Ok(Worker::RetryDue { id: 1 })
-        ));
-        let mut c = start_timer(2, Duration::from_millis(50), tx);
-        c.cancel();
-        assert!(rx.recv_timeout(Duration::from_millis(150)).is_err());
     }
 }

@@ -11,13 +11,14 @@ use crate::cancel::{CancelSource, CancelToken, cancel_pair};
 use crate::core::event::{ToolEvent, Worker};
 use crate::core::machine::Machine;
 use crate::core::plugins::RemoteTool;
-use crate::core::queues::Queued;
 use crate::llm::stream::StreamHandle;
 use crate::llm::{LlmRequest, Model, StreamEvent, Timeouts, ToolSchema};
 use crate::message::{
     AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
+use crate::protocol::{AbortAnswer, Profile, ToolChanges, UpdateShape};
+use crate::queues::Queued;
 use crate::rpc::event::{Event as Frame, Partials, UpdateBody, UpdateKind};
 use crate::rpc::partial::PartialEncoder;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolResult};
@@ -246,9 +247,9 @@ impl Machine {
         };
         let remote = self.plugins.remote_tools();
         let tools = self.tools.clone();
-        let (system_message, system_prompt, schemas) = if self.compat.is_087() {
-            let (update, text) = self.system_update_087(!prompts.is_empty(), &remote);
-            let schemas = crate::core::system_message::request_tools(&self.tools);
+        let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
+            let (update, text) = self.system_update(!prompts.is_empty(), &remote);
+            let schemas = crate::prompt::sections::request_tools(&self.tools);
             (update, text, schemas)
         } else {
             (None, self.system_prompt(), tool_schemas(&tools))
@@ -335,7 +336,7 @@ impl Machine {
             // The reference's loop does not look at the abort signal between turns: the next
             // request fails at once as aborted (spec 5.4 F; pi 0.87.1 words it as an error).
             let mut m = AssistantMessage::empty(&run.model.api, &run.model.provider, &run.model.id);
-            let trailing = self.compat.profile().texts.aborted_between_turns;
+            let trailing = self.profile.texts.aborted_between_turns;
             m.stop_reason = match trailing.stop {
                 crate::protocol::TrailingStop::Aborted => StopReason::Aborted,
                 crate::protocol::TrailingStop::Error => StopReason::Error,
@@ -344,7 +345,7 @@ impl Machine {
             self.finish_assistant(m, true);
             return;
         }
-        if !self.compat.is_087()
+        if self.profile.agent.tool_changes == ToolChanges::Refresh
             && (!self.plugins.exts.is_empty() || !self.plugins.servers.is_empty())
         {
             // Extensions re-register and MCP servers change their tools between turns (under
@@ -372,10 +373,10 @@ impl Machine {
             system_prompt: run.system_prompt.clone(),
             // Under 0.87 the transcript's system messages stay in place (pi 0.87.1's agent sends
             // them); under 0.73 the system prompt holds them.
-            messages: crate::core::context::to_request(
+            messages: crate::context::to_request(
                 &self.messages,
                 self.settings.block_images(),
-                self.compat.is_087(),
+                self.profile.agent.system_messages,
             ),
             tools: run
                 .schemas
@@ -397,7 +398,7 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            compat: self.compat,
+            compat: self.profile.version,
             no_cache: false,
             extra: self.request_extra(&model, auth),
             model,
@@ -428,8 +429,10 @@ impl Machine {
 
     /// An event from an LLM stream thread.
     pub(crate) fn on_llm_event(&mut self, generation: u64, ev: StreamEvent) {
-        let compat = self.compat;
-        let full = self.partials == Partials::Full && !compat.is_087();
+        let events = &self.profile.events;
+        let live = events.update == UpdateShape::Live;
+        let pending = events.pending_stop_reason;
+        let full = self.partials == Partials::Full && !live;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Streaming {
             generation: g,
@@ -446,13 +449,13 @@ impl Machine {
         }
         match ev {
             StreamEvent::Start { partial: mut p } => {
-                if compat.is_087() {
+                if live {
                     *usage_json = usage_bytes(&p.usage);
                 } else {
                     encoder.update(&StreamEvent::Start { partial: p.clone() }, &p);
                 }
                 *partial = Some(p.clone());
-                if compat.is_087() {
+                if pending {
                     // pi 0.87.1 marks a message that is still streaming.
                     p.stop_reason = StopReason::Pending;
                 }
@@ -471,14 +474,14 @@ impl Machine {
                 message,
                 retry_after_ms,
             } => {
-                self.last_retry_after = retry_after_ms;
+                self.retry.last_retry_after = retry_after_ms;
                 let started = partial.is_some();
                 self.finish_assistant(message, !started);
             }
             other => {
                 let Some(p) = partial.as_mut() else { return };
                 apply_event(p, &other);
-                if let (StreamEvent::Meta { .. }, true) = (&other, compat.is_087()) {
+                if let (StreamEvent::Meta { .. }, true) = (&other, live) {
                     *usage_json = usage_bytes(&p.usage);
                 }
                 if full {
@@ -510,7 +513,7 @@ impl Machine {
                     }
                     _ => return,
                 };
-                let body = if compat.is_087() {
+                let body = if live {
                     UpdateBody::Live { usage_json }
                 } else if full {
                     UpdateBody::Snapshot(encoder, p)
@@ -547,7 +550,10 @@ impl Machine {
             return;
         }
         let calls: Vec<ToolCall> = a.tool_calls().cloned().collect();
-        if !calls.is_empty() && a.stop_reason == StopReason::Length && self.compat.is_087() {
+        if !calls.is_empty()
+            && a.stop_reason == StopReason::Length
+            && self.profile.agent.fail_truncated_tool_calls
+        {
             self.fail_truncated_tool_calls(&m, &calls);
             return;
         }
@@ -661,31 +667,29 @@ impl Machine {
                     result = refused.map(|r| Err(crate::core::limits::Tally::refusal(&r)))
                 }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
-                Some(exec) => match validate_for(
-                    &exec,
-                    &call.arguments,
-                    self.compat.profile().tools.validation,
-                ) {
-                    Err(e) => result = Some(Err(e)),
-                    Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
-                    Ok(args) if self.gate_needed(&call.name) => {
-                        if let Some(b) = self.batch_mut() {
-                            b.slots.push(Slot {
-                                call: call.clone(),
-                                result: None,
-                            });
+                Some(exec) => {
+                    match validate_for(&exec, &call.arguments, self.profile.tools.validation) {
+                        Err(e) => result = Some(Err(e)),
+                        Ok(_) if aborting => result = Some(Err(crate::tools::ABORTED.to_string())),
+                        Ok(args) if self.gate_needed(&call.name) => {
+                            if let Some(b) = self.batch_mut() {
+                                b.slots.push(Slot {
+                                    call: call.clone(),
+                                    result: None,
+                                });
+                            }
+                            match self.start_gate(batch, i, &call, exec.clone(), args) {
+                                None => return, // waiting: gate_done resumes
+                                Some(Ok(args)) => ready = Some((exec, args)),
+                                Some(Err(e)) => result = Some(Err(e)),
+                            }
+                            if let Some(b) = self.batch_mut() {
+                                b.slots.pop();
+                            }
                         }
-                        match self.start_gate(batch, i, &call, exec.clone(), args) {
-                            None => return, // waiting: gate_done resumes
-                            Some(Ok(args)) => ready = Some((exec, args)),
-                            Some(Err(e)) => result = Some(Err(e)),
-                        }
-                        if let Some(b) = self.batch_mut() {
-                            b.slots.pop();
-                        }
+                        Ok(args) => ready = Some((exec, args)),
                     }
-                    Ok(args) => ready = Some((exec, args)),
-                },
+                }
             }
             let r = result.map(|r| result_message(&call, r));
             if let Some(r) = &r {
@@ -782,7 +786,8 @@ impl Machine {
         let shell_command_prefix = self.settings.shell_command_prefix().map(str::to_string);
         let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
         let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
-        let mut env = self.compat.tool_env(
+        let mut env = tool_env(
+            self.profile,
             &self.session_id,
             self.session.file(),
             run_model
@@ -803,7 +808,7 @@ impl Machine {
             cancel: b.token.clone(),
             shell_path,
             shell_command_prefix,
-            profile: &self.compat.profile().tools,
+            profile: &self.profile.tools,
             approved_target: None,
         };
         for (index, exec, args) in runnable {
@@ -1041,7 +1046,7 @@ impl Machine {
                 return;
             }
             self.emit(&Frame::TurnStart);
-            self.declare_tool_changes_087();
+            self.declare_tool_changes();
             self.continue_turn(pending, Source::Steering);
             return;
         }
@@ -1051,7 +1056,7 @@ impl Machine {
         let follow = self.follow_up.take();
         if !follow.is_empty() {
             self.emit(&Frame::TurnStart);
-            self.declare_tool_changes_087();
+            self.declare_tool_changes();
             self.continue_turn(follow, Source::FollowUp);
             return;
         }
@@ -1063,12 +1068,12 @@ impl Machine {
     /// list changed) and declares what changed in a `role:"system"` message right after
     /// `turn_start` (changed sections, `toolsAdded`, `toolsRemoved`; no sections key when only
     /// tools changed). The run's requests then carry the new prompt and tools.
-    fn declare_tool_changes_087(&mut self) {
-        if !self.compat.is_087() || self.run.is_none() {
+    fn declare_tool_changes(&mut self) {
+        if self.profile.agent.tool_changes != ToolChanges::Declare || self.run.is_none() {
             return;
         }
         let remote = self.plugins.remote_tools();
-        let (update, text) = self.system_update_087(true, &remote);
+        let (update, text) = self.system_update(true, &remote);
         if let Some(run) = self.run.as_mut() {
             run.system_prompt = text;
             run.remote = remote;
@@ -1089,7 +1094,7 @@ impl Machine {
         let stopped = run.aborting || self.tally.as_ref().is_some_and(|t| t.reached.is_some());
         self.announce_limit();
         // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
-        let will_retry = self.compat.is_087().then(|| {
+        let will_retry = self.profile.events.agent_end_will_retry.then(|| {
             !stopped
                 && self.pending_prompt.is_none()
                 && last.as_ref().is_some_and(|a| self.retry_planned(a))
@@ -1105,7 +1110,7 @@ impl Machine {
                 m.send(line);
             }
         };
-        if self.compat.abort_answered_after_settle() {
+        if self.profile.answers.abort == AbortAnswer::AfterSettle {
             self.after_run(last, stopped);
             answer_aborts(self);
         } else {
@@ -1132,12 +1137,12 @@ impl Machine {
         self.arm_heartbeat();
         if let Some(ms) = limits.deadline_ms {
             self.deadline_seq += 1;
-            let cancel = crate::retry::start_timer_with(
+            let cancel = crate::io::timer::after(
+                std::time::Duration::from_millis(ms),
+                self.worker_tx.clone(),
                 Worker::DeadlineDue {
                     id: self.deadline_seq,
                 },
-                std::time::Duration::from_millis(ms),
-                self.worker_tx.clone(),
             );
             self.deadline = Some((self.deadline_seq, std::time::Instant::now(), cancel));
         }
@@ -1180,12 +1185,12 @@ impl Machine {
             return;
         };
         self.heartbeat_seq += 1;
-        let cancel = crate::retry::start_timer_with(
+        let cancel = crate::io::timer::after(
+            every,
+            self.worker_tx.clone(),
             Worker::HeartbeatDue {
                 id: self.heartbeat_seq,
             },
-            every,
-            self.worker_tx.clone(),
         );
         self.heartbeat_timer = Some((self.heartbeat_seq, cancel));
     }
@@ -1203,7 +1208,9 @@ impl Machine {
             match self.run.as_ref().map(|r| &r.phase) {
                 Some(Phase::Tools(_)) => "tool",
                 Some(_) => "streaming",
-                None if self.retry_wait.is_some() || self.continue_wait.is_some() => "retry_wait",
+                None if self.retry.wait.is_some() || self.retry.continue_wait.is_some() => {
+                    "retry_wait"
+                }
                 None => {
                     self.heartbeat_timer = None;
                     return;
@@ -1275,9 +1282,9 @@ impl Machine {
         if self.run.is_some() {
             t.deadline_passed(elapsed);
             self.abort_run(None);
-        } else if self.retry_wait.is_some() || self.continue_wait.is_some() {
+        } else if self.retry.wait.is_some() || self.retry.continue_wait.is_some() {
             t.deadline_passed(elapsed);
-            if self.continue_wait.take().is_some() {
+            if self.retry.continue_wait.take().is_some() {
                 self.messages = self.session.build_context().into();
             }
             self.cancel_retry();
@@ -1328,10 +1335,10 @@ impl Machine {
             }
             Phase::Tools(b) => {
                 b.cancel.cancel();
-                b.abandon = Some(crate::retry::start_timer_with(
-                    Worker::ToolsAbandoned { batch: b.batch },
+                b.abandon = Some(crate::io::timer::after(
                     ABORT_GRACE,
                     self.worker_tx.clone(),
+                    Worker::ToolsAbandoned { batch: b.batch },
                 ));
                 let batch = b.batch;
                 self.abort_remote(batch);
@@ -1370,6 +1377,42 @@ impl Machine {
     }
 }
 
+/// Variables every child process gets (pi sets them on its own process): the profile's
+/// `child_env` (`PI_CODING_AGENT`, and since 0.84 `AI_AGENT`).
+pub(crate) fn child_env(profile: &Profile) -> Vec<(String, Option<String>)> {
+    profile
+        .agent
+        .child_env
+        .iter()
+        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+        .collect()
+}
+
+/// The bash tool's environment: [`child_env`], and with the profile's `session_tool_env` the
+/// session's `PI_SESSION_ID`, `PI_SESSION_FILE` (removed for an in-memory session),
+/// `PI_PROVIDER`, `PI_MODEL` and `PI_REASONING_LEVEL`.
+fn tool_env(
+    profile: &Profile,
+    session_id: &str,
+    session_file: Option<&std::path::Path>,
+    model: Option<(&str, &str)>,
+    thinking: &str,
+) -> Vec<(String, Option<String>)> {
+    let mut env = child_env(profile);
+    if profile.agent.session_tool_env {
+        let mut set = |k: &str, v: Option<String>| env.push((k.to_string(), v));
+        set("PI_SESSION_ID", Some(session_id.to_string()));
+        set(
+            "PI_SESSION_FILE",
+            session_file.map(|f| f.to_string_lossy().into_owned()),
+        );
+        set("PI_PROVIDER", model.map(|m| m.0.to_string()));
+        set("PI_MODEL", model.map(|m| m.1.to_string()));
+        set("PI_REASONING_LEVEL", Some(thinking.to_string()));
+    }
+    env
+}
+
 /// Prepare and validate a call's arguments for the tool that runs it, in the profile's
 /// dialect: TypeBox (0.87) checks a built-in tool against the schema it declares (edit's has no
 /// `additionalProperties`).
@@ -1382,12 +1425,54 @@ fn validate_for(
     match exec {
         Exec::Builtin(t) if dialect == ValidationDialect::TypeBox => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
-            let schema = crate::core::system_message::declaration(t.as_ref()).parameters;
+            let schema = crate::prompt::sections::declaration(t.as_ref()).parameters;
             crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, dialect)
         }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),
         Exec::Remote(r) => {
             crate::tools::validate::validate_args_as(&r.name, &r.parameters, args, dialect)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Version;
+
+    fn keys(env: &[(String, Option<String>)]) -> Vec<&str> {
+        env.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn child_and_tool_env_per_version() {
+        let p073 = Version::V073.profile();
+        let p087 = Version::V087.profile();
+        assert_eq!(
+            child_env(p073),
+            vec![("PI_CODING_AGENT".to_string(), Some("true".to_string()))]
+        );
+        assert_eq!(keys(&child_env(p087)), ["PI_CODING_AGENT", "AI_AGENT"]);
+        let model = Some(("faux", "m"));
+        assert_eq!(
+            keys(&tool_env(p073, "s1", None, model, "low")),
+            ["PI_CODING_AGENT"]
+        );
+        let env = tool_env(p087, "s1", None, model, "low");
+        assert_eq!(
+            keys(&env),
+            [
+                "PI_CODING_AGENT",
+                "AI_AGENT",
+                "PI_SESSION_ID",
+                "PI_SESSION_FILE",
+                "PI_PROVIDER",
+                "PI_MODEL",
+                "PI_REASONING_LEVEL"
+            ]
+        );
+        // An in-memory session removes the variable rather than leaving the parent's.
+        assert_eq!(env[3].1, None);
+        assert_eq!(env[6].1.as_deref(), Some("low"));
     }
 }

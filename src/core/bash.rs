@@ -13,6 +13,17 @@ use crate::message::{AgentMessage, BashExecutionMessage, now_ms};
 use crate::rpc::response;
 use crate::tools::process::{CommandOutcome, CommandSpec, run_command};
 
+/// The RPC `bash` commands.
+#[derive(Default)]
+pub(crate) struct BashJobs {
+    /// The commands in flight (several may run at once).
+    pub(crate) jobs: Vec<BashJob>,
+    /// Number of the latest job.
+    pub(crate) seq: u64,
+    /// Executions that finished during a run: recorded before the next prompt.
+    pub(crate) deferred: Vec<AgentMessage>,
+}
+
 /// One RPC bash command in flight.
 pub struct BashJob {
     /// pith's own number for the job (the command's `id` need not be unique).
@@ -32,19 +43,19 @@ impl Machine {
         exclude_from_context: bool,
         id: Option<Value>,
     ) -> Result<(), String> {
-        self.bash_seq += 1;
-        let job = self.bash_seq;
+        self.bash.seq += 1;
+        let job = self.bash.seq;
         let (cancel, token) = cancel_pair();
         let tx = self.worker_tx.clone();
         // pi 0.87.1 streams the output as `bash_execution_update` and counts lines without the
         // empty piece after a final newline.
-        let stream = self.compat.is_087();
+        let stream = self.profile.agent.bash == crate::protocol::RpcBash::Streamed;
         let counting = if stream {
             crate::tools::truncate::LineCounting::IgnoreFinalNewline
         } else {
             crate::tools::truncate::LineCounting::Split
         };
-        let mut env = self.compat.child_env();
+        let mut env = crate::core::agent::child_env(self.profile);
         let sandbox = self.sandbox.clone();
         if let Some(sb) = &sandbox {
             sb.filter_env(&mut env);
@@ -103,7 +114,7 @@ impl Machine {
                 });
             })
             .map_err(|e| format!("Cannot start the bash thread: {e}"))?;
-        self.bash.push(BashJob {
+        self.bash.jobs.push(BashJob {
             job,
             id,
             command,
@@ -115,7 +126,7 @@ impl Machine {
 
     /// A piece of a running command's output (pi 0.87.1 only).
     pub(crate) fn on_bash_output(&mut self, job: u64, delta: &str) {
-        let Some(j) = self.bash.iter().find(|j| j.job == job) else {
+        let Some(j) = self.bash.jobs.iter().find(|j| j.job == job) else {
             return;
         };
         let id = j.id.clone();
@@ -127,17 +138,17 @@ impl Machine {
 
     /// `abort_bash`: kill every running command's process group (their responses follow).
     pub(crate) fn abort_bash(&mut self) {
-        for job in &mut self.bash {
+        for job in &mut self.bash.jobs {
             job.cancel.cancel();
         }
     }
 
     /// A bash thread finished: answer its command, and record the execution.
     pub(crate) fn on_bash_done(&mut self, job: u64, outcome: Result<CommandOutcome, String>) {
-        let Some(pos) = self.bash.iter().position(|j| j.job == job) else {
+        let Some(pos) = self.bash.jobs.iter().position(|j| j.job == job) else {
             return;
         };
-        let job = self.bash.remove(pos);
+        let job = self.bash.jobs.remove(pos);
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -167,7 +178,7 @@ impl Machine {
         });
         if self.run.is_some() {
             // The reference defers it to the next prompt so the running turn's context is stable.
-            self.deferred_bash.push(message);
+            self.bash.deferred.push(message);
         } else {
             self.record_outside_run(message);
         }
@@ -182,7 +193,7 @@ impl Machine {
 
     /// Deferred bash executions enter the context before the next prompt.
     pub(crate) fn flush_deferred_bash(&mut self) {
-        for m in std::mem::take(&mut self.deferred_bash) {
+        for m in std::mem::take(&mut self.bash.deferred) {
             self.record_outside_run(m);
         }
     }

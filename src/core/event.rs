@@ -3,18 +3,9 @@
 //! single place. Nothing else mutates state.
 
 use crate::io::stdin::Input;
+use crate::io::watch::Control;
 use crate::llm::StreamEvent;
 use crate::tools::{ToolOutput, ToolResult};
-
-/// Process-level events: they travel on their own small channel so they are never stuck behind a
-/// backlog of worker events.
-#[derive(Debug)]
-pub enum Control {
-    /// SIGINT / SIGTERM / SIGHUP.
-    Signal(i32),
-    /// stdout is closed (the host went away).
-    ClientGone,
-}
 
 /// What worker threads (LLM streams, tools, bash, timers) report.
 #[derive(Debug)]

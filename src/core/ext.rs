@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::core::event::ToolEvent;
-use crate::core::machine::{DEFERRED, Machine};
+use crate::core::machine::{Answer, Machine, Reply};
 use crate::core::plugins::{Call, CallKind, Life, SessionOp, SessionOpKind};
 use crate::ext::protocol::{self as proto, DecodeError, DeliverAs, FromExt};
 use crate::io::child::{self, ChildEvent};
@@ -17,7 +17,20 @@ use crate::resources::commands::{CommandSource, SlashCommand};
 use crate::rpc::command::{Command, StreamingBehavior};
 use crate::rpc::response;
 
-type Reply = Result<Option<Value>, String>;
+/// A command the protocol version ships (an inline extension's), as `get_commands` lists it.
+fn builtin_command(c: &crate::protocol::BuiltinCommand) -> Value {
+    serde_json::json!({
+        "name": c.name,
+        "description": c.description,
+        "source": "extension",
+        "sourceInfo": {
+            "path": c.path,
+            "source": "inline",
+            "scope": "temporary",
+            "origin": "top-level"
+        }
+    })
+}
 
 impl Machine {
     /// A line (or the end) of extension `i`.
@@ -340,7 +353,7 @@ impl Machine {
             name: name.to_string(),
         };
         self.ext_register_call(i, call_id, "command".to_string(), kind, line);
-        Some(Err(DEFERRED.to_string()))
+        Some(Reply::Later)
     }
 
     fn extension_command_owner(&self, name: &str) -> Option<usize> {
@@ -364,9 +377,11 @@ impl Machine {
     pub(crate) fn get_commands_data(&mut self) -> Value {
         let mut extensions = self.extension_commands();
         extensions.extend(
-            self.compat
-                .builtin_commands()
-                .into_iter()
+            self.profile
+                .answers
+                .builtin_commands
+                .iter()
+                .map(builtin_command)
                 .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
         );
         crate::resources::commands::CommandList::new(extensions, self.resources.get()).to_json()
@@ -378,7 +393,9 @@ impl Machine {
         let mut out = Vec::new();
         for e in self.plugins.exts.iter().filter(|e| e.ready()) {
             for c in &e.commands {
-                let (path, source_info) = if self.compat.is_087() {
+                let (path, source_info) = if self.profile.answers.command_origin
+                    == crate::protocol::CommandOrigin::SourceInfo
+                {
                     let info = SourceInfo {
                         path: e.path.clone(),
                         source: e.entry.origin.source().to_string(),
@@ -428,12 +445,12 @@ impl Machine {
             {
                 // Extensions still registering: answer once they have (or failed).
                 self.plugins.waiting_commands.push(id.cloned());
-                return Some(Err(DEFERRED.to_string()));
+                return Some(Reply::Later);
             }
             Command::Steer(input) | Command::FollowUp(input) => {
                 let name = input.text.strip_prefix('/')?.split(' ').next()?;
                 self.extension_command_owner(name)?;
-                return Some(Err(format!(
+                return Some(Reply::Fail(format!(
                     "Extension command \"/{name}\" cannot be queued. Use prompt() or execute the command when not streaming."
                 )));
             }
@@ -455,7 +472,7 @@ impl Machine {
         };
         let exts = self.plugins.subscribers(event);
         if exts.is_empty() {
-            return Some(self.run_session_op(&kind));
+            return Some(self.run_session_op(&kind).into());
         }
         let op = self.plugins.fresh_id();
         self.plugins.ops.insert(
@@ -468,7 +485,7 @@ impl Machine {
             },
         );
         self.advance_session_op(op, false);
-        Some(Err(DEFERRED.to_string()))
+        Some(Reply::Later)
     }
 
     /// The next extension's answer to session operation `op` (or its failure: not cancelled).
@@ -519,7 +536,7 @@ impl Machine {
 
     /// Run a session operation the extensions allowed; `session_shutdown` and `session_start`
     /// tell them about it.
-    fn run_session_op(&mut self, kind: &SessionOpKind) -> Reply {
+    fn run_session_op(&mut self, kind: &SessionOpKind) -> Answer {
         let previous = self.session.file().map(|f| f.to_string_lossy().to_string());
         let reason = match kind {
             SessionOpKind::New { .. } => "new",
@@ -642,7 +659,7 @@ impl Machine {
             AgentMessage::Custom(c) => content_text(&c.content),
             _ => String::new(),
         };
-        let q = crate::core::queues::Queued { text, message };
+        let q = crate::queues::Queued { text, message };
         let pushed = match behavior {
             StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
             StreamingBehavior::FollowUp => {

@@ -11,15 +11,16 @@ use serde_json::{Map, Value, json};
 
 use crate::config::Settings;
 use crate::core::agent::Run;
-use crate::core::event::{Control, Event, Worker};
-use crate::core::queues::{Queue, Queued};
+use crate::core::event::{Event, Worker};
 use crate::io::stdin::Input;
+use crate::io::watch::Control;
 use crate::llm::Model;
 use crate::llm::models::{Auth, Registry};
 use crate::message::{
     AgentMessage, AssistantMessage, Context, ThinkingLevel, UserContent, UserMessage, now_ms,
 };
-use crate::protocol::Version;
+use crate::protocol::{AbortAnswer, EofPolicy, Profile, ThinkingOnModelChange, Version};
+use crate::queues::{Queue, Queued};
 use crate::rpc::command::{
     self, Command, DecodeError, InterruptMode, StreamingBehavior, UserInput,
 };
@@ -153,11 +154,12 @@ pub struct Machine {
     pub(crate) agent_dir: PathBuf,
     pub(crate) settings: Settings,
     pub(crate) partials: Partials,
-    pub(crate) compat: Version,
+    /// The behaviours of the protocol version pith speaks.
+    pub(crate) profile: &'static Profile,
     /// `--compat 0.87`: the rendered system prompt of the last declared sections.
-    pub(crate) prompt_cache: crate::core::system_message::PromptCache,
+    pub(crate) prompt_cache: crate::prompt::sections::PromptCache,
     /// `--compat 0.87`: the context files, read once per session runtime.
-    pub(crate) context_files_087: Option<Vec<(PathBuf, String)>>,
+    pub(crate) session_context_files: Option<Vec<(PathBuf, String)>>,
     pub(crate) registry: Registry,
     pub(crate) auth: Auth,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
@@ -176,7 +178,6 @@ pub struct Machine {
     pub(crate) follow_up: Queue,
     pub(crate) interrupt_mode: InterruptMode,
     pub(crate) auto_compaction: bool,
-    pub(crate) auto_retry: bool,
 
     pub(crate) session: Session,
     pub(crate) session_id: String,
@@ -187,27 +188,16 @@ pub struct Machine {
     pub(crate) run: Option<Run>,
     /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
     exit_signal: Option<i32>,
-    /// The RPC `bash` commands in flight (several may run at once).
-    pub(crate) bash: Vec<crate::core::bash::BashJob>,
+    /// The RPC `bash` commands (`core/bash.rs`).
+    pub(crate) bash: crate::core::bash::BashJobs,
     /// The `export_html` renders in flight (`core/export.rs`).
     pub(crate) exports: crate::core::export::Exports,
-    /// Number of the latest RPC `bash` job.
-    pub(crate) bash_seq: u64,
-    /// Bash executions that finished during a run: recorded before the next prompt.
-    pub(crate) deferred_bash: Vec<AgentMessage>,
-    /// Consecutive failed attempts of the current auto-retry sequence.
-    pub(crate) retry_attempt: u32,
-    /// A scheduled retry: timer id and its cancel handle.
-    pub(crate) retry_wait: Option<(u64, crate::cancel::CancelSource)>,
-    pub(crate) retry_seq: u64,
-    /// The pause before the continuation after an overflow compaction.
-    pub(crate) continue_wait: Option<(u64, crate::cancel::CancelSource)>,
-    /// `retry-after` of the last provider error.
-    pub(crate) last_retry_after: Option<u64>,
+    /// Auto-retry, summary retries and the pause before continuing (`core/retry.rs`).
+    pub(crate) retry: crate::core::retry::RetryState,
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
     /// The compaction in flight.
-    pub(crate) compaction: Option<crate::core::compact::Compaction>,
+    pub(crate) compaction: Option<crate::core::compaction::Compaction>,
     /// An overflow recovery ran since the last user message / successful reply.
     pub(crate) overflow_recovery_attempted: bool,
     /// Generation of the latest LLM stream (late events of older ones are ignored).
@@ -240,12 +230,42 @@ pub struct Machine {
 /// How long after it starts the machine starts the late threads.
 const LATE_START_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// What a command handler answers: `Ok(data)` (None = no `data` key) or `Err(message)`.
-type Reply = Result<Option<Value>, String>;
+/// What a command handler answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// Success now, with this `data` (`None`: no `data` key).
+    Now(Option<Value>),
+    /// The handler answers later itself (after a run, a compaction, an export, ...).
+    Later,
+    /// Failure now, with this error message.
+    Fail(String),
+}
+
+impl From<Result<Option<Value>, String>> for Reply {
+    fn from(r: Result<Option<Value>, String>) -> Reply {
+        match r {
+            Ok(data) => Reply::Now(data),
+            Err(e) => Reply::Fail(e),
+        }
+    }
+}
+
+impl From<Result<(), String>> for Reply {
+    fn from(r: Result<(), String>) -> Reply {
+        match r {
+            Ok(()) => Reply::Now(None),
+            Err(e) => Reply::Fail(e),
+        }
+    }
+}
+
+/// What the plain handlers return: `Ok(data)` (None = no `data` key) or `Err(message)`.
+pub(crate) type Answer = Result<Option<Value>, String>;
 
 impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
-        let messages = s.compat.shared_context(s.session.take_context());
+        let profile = s.compat.profile();
+        let messages = shared_context_of(profile, s.session.take_context());
         Machine {
             stdout: ch.stdout,
             input_rx: ch.input,
@@ -268,16 +288,9 @@ impl Machine {
             session: s.session,
             messages,
             run: None,
-            retry_attempt: 0,
             exit_signal: None,
-            bash: Vec::new(),
+            bash: Default::default(),
             exports: Default::default(),
-            bash_seq: 0,
-            deferred_bash: Vec::new(),
-            retry_wait: None,
-            retry_seq: 0,
-            continue_wait: None,
-            last_retry_after: None,
             pending_prompt: None,
             compaction: None,
             overflow_recovery_attempted: false,
@@ -290,14 +303,14 @@ impl Machine {
             // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
             interrupt_mode: InterruptMode::Wait,
             auto_compaction: s.settings.compaction_enabled(),
-            auto_retry: s.settings.retry_enabled(),
+            retry: crate::core::retry::RetryState::new(s.settings.retry_enabled()),
             cwd: s.cwd,
             agent_dir: s.agent_dir,
             settings: s.settings,
             partials: s.partials,
-            compat: s.compat,
+            profile,
             prompt_cache: Default::default(),
-            context_files_087: None,
+            session_context_files: None,
             model: s.model,
             thinking: s.thinking,
             defaults: s.defaults,
@@ -446,7 +459,9 @@ impl Machine {
                     crate::rpc::frame::MAX_LINE_BYTES
                 ),
             )),
-            Event::Input(Input::Eof) if self.compat.is_087() => return Some(self.dispose_087()),
+            Event::Input(Input::Eof) if self.profile.answers.eof == EofPolicy::Dispose => {
+                return Some(self.dispose_on_eof());
+            }
             Event::Input(Input::Eof) => {
                 self.input_closed = true;
                 self.end_dialogs(); // nobody is left to answer them
@@ -485,10 +500,10 @@ impl Machine {
     /// No run, retry, compaction or bash command in flight.
     pub(crate) fn is_idle(&self) -> bool {
         self.run.is_none()
-            && self.retry_wait.is_none()
-            && self.bash.is_empty()
+            && self.retry.wait.is_none()
+            && self.bash.jobs.is_empty()
             && self.compaction.is_none()
-            && self.continue_wait.is_none()
+            && self.retry.continue_wait.is_none()
     }
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
@@ -502,7 +517,7 @@ impl Machine {
     /// in its rpc mode): it stops emitting, cancels whatever runs — the stream, tools, a retry
     /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
     /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
-    fn dispose_087(&mut self) -> Exit {
+    fn dispose_on_eof(&mut self) -> Exit {
         self.input_closed = true;
         self.muted = true;
         self.session.detach_file();
@@ -515,8 +530,8 @@ impl Machine {
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
-        self.continue_wait = None;
-        if let Some((_, mut cancel)) = self.retry_wait.take() {
+        self.retry.continue_wait = None;
+        if let Some((_, mut cancel)) = self.retry.wait.take() {
             cancel.cancel();
         }
         if let Some(mut c) = self.compaction.take() {
@@ -530,7 +545,7 @@ impl Machine {
         // Give tool, bash and export threads a moment to kill their process groups, remove
         // their temporary files and report.
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-        while (self.run.is_some() || !self.bash.is_empty() || !self.exports.is_empty())
+        while (self.run.is_some() || !self.bash.jobs.is_empty() || !self.exports.is_empty())
             && std::time::Instant::now() < deadline
         {
             match self.worker_rx_timeout(deadline) {
@@ -642,9 +657,9 @@ impl Machine {
             None => self.handle_command(cmd, id.as_ref()),
         };
         let line = match reply {
-            Ok(data) => response::success(id.as_ref(), &ty, data.as_ref()),
-            Err(msg) if msg == DEFERRED => return,
-            Err(msg) => response::error(id.as_ref(), Some(&ty), &msg),
+            Reply::Now(data) => response::success(id.as_ref(), &ty, data.as_ref()),
+            Reply::Later => return,
+            Reply::Fail(msg) => response::error(id.as_ref(), Some(&ty), &msg),
         };
         self.send(line);
     }
@@ -660,56 +675,54 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::Steer)?;
-                Ok(None)
+                self.enqueue(input, StreamingBehavior::Steer).into()
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::FollowUp)?;
-                Ok(None)
+                self.enqueue(input, StreamingBehavior::FollowUp).into()
             }
             Command::Abort => {
-                if self.continue_wait.take().is_some() {
+                if self.retry.continue_wait.take().is_some() {
                     // No continuation: the context is the session's (the failed reply is back).
                     self.messages = self.session.build_context().into();
                     self.send(response::success(id, "abort", None));
                     self.settle();
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 let manual = self
                     .compaction
                     .as_ref()
-                    .is_some_and(|c| c.reason == crate::core::compact::Reason::Manual);
+                    .is_some_and(|c| c.reason == crate::core::compaction::Reason::Manual);
                 if self.abort_compaction() {
                     self.send(response::success(id, "abort", None));
-                    if !manual || self.compat.settles_after_manual_compaction() {
+                    if !manual || self.profile.events.settles_after_manual_compaction {
                         self.settle();
                     }
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 if self.cancel_retry() {
                     // pi 0.87.1 answers once the run has settled (as for an aborted run).
-                    if self.compat.abort_answered_after_settle() {
+                    if self.profile.answers.abort == AbortAnswer::AfterSettle {
                         self.settle();
                         self.send(response::success(id, "abort", None));
                     } else {
                         self.send(response::success(id, "abort", None));
                         self.settle();
                     }
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 if self.abort_run(Some(id.cloned())) {
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
-                Ok(None)
+                Reply::Now(None)
             }
             Command::AbortRetry => {
                 if self.cancel_retry() {
                     self.send(response::success(id, "abort_retry", None));
                     self.settle();
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
-                Ok(None)
+                Reply::Now(None)
             }
             Command::AbortAndPrompt(input) => {
                 let input = self.expand_input(input);
@@ -723,105 +736,113 @@ impl Machine {
                     // run is what starts the waiting prompt.
                     self.set_pending_prompt(input, id.cloned(), "abort_and_prompt");
                     self.abort_run(None);
-                    return Err(DEFERRED.to_string());
+                    return Reply::Later;
                 }
                 self.cmd_prompt(input, None, id, "abort_and_prompt")
             }
             Command::Bash {
                 command,
                 exclude_from_context,
-            } => {
-                self.start_bash(command, exclude_from_context, id.cloned())?;
-                Err(DEFERRED.to_string())
-            }
+            } => match self.start_bash(command, exclude_from_context, id.cloned()) {
+                Ok(_) => Reply::Later,
+                Err(e) => Reply::Fail(e),
+            },
             Command::AbortBash => {
                 self.abort_bash();
-                Ok(None)
+                Reply::Now(None)
             }
             Command::Compact {
                 custom_instructions,
-            } => {
-                self.cmd_compact(custom_instructions, id.cloned())?;
-                Err(DEFERRED.to_string())
-            }
-            Command::GetState => Ok(Some(self.state_json())),
-            Command::Ping => Ok(Some(json!({
+            } => match self.cmd_compact(custom_instructions, id.cloned()) {
+                Ok(_) => Reply::Later,
+                Err(e) => Reply::Fail(e),
+            },
+            Command::GetState => Reply::Now(Some(self.state_json())),
+            Command::Ping => Reply::Now(Some(json!({
                 "uptimeMs": u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
                 "isStreaming": self.run.is_some(),
             }))),
-            Command::GetMessages => Ok(Some(json!({ "messages": self.messages }))),
-            Command::GetLastAssistantText => Ok(Some(
+            Command::GetMessages => Reply::Now(Some(json!({ "messages": self.messages }))),
+            Command::GetLastAssistantText => Reply::Now(Some(
                 match crate::session::tree::last_assistant_text(self.messages.as_slice()) {
                     Some(t) => json!({ "text": t }),
                     None => json!({}),
                 },
             )),
-            Command::GetSessionStats => Ok(Some(self.session_stats())),
+            Command::GetSessionStats => Reply::Now(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
                 self.steering.mode = m;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetFollowUpMode(m) => {
                 self.follow_up.mode = m;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetInterruptMode(m) => {
                 self.interrupt_mode = m;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetAutoCompaction(on) => {
                 self.auto_compaction = on;
-                Ok(None)
+                Reply::Now(None)
             }
             Command::SetAutoRetry(on) => {
-                self.auto_retry = on;
-                Ok(None)
+                self.retry.enabled = on;
+                Reply::Now(None)
             }
             Command::SetSessionName(name) => {
                 let name = name.trim().to_string();
                 if name.is_empty() {
-                    return Err("Session name cannot be empty".to_string());
+                    return Reply::Fail("Session name cannot be empty".to_string());
                 }
                 self.emit(&Frame::SessionInfoChanged { name: &name });
                 self.session.append_session_info(&name);
                 self.flush_session_warnings();
-                Ok(None)
+                Reply::Now(None)
             }
-            Command::GetCommands => Ok(Some(self.get_commands_data())),
-            Command::ClearQueue => Ok(Some(self.cmd_clear_queue())),
-            Command::GetAvailableThinkingLevels => Ok(Some(self.available_thinking_levels())),
+            Command::GetCommands => Reply::Now(Some(self.get_commands_data())),
+            Command::ClearQueue => Reply::Now(Some(self.cmd_clear_queue())),
+            Command::GetAvailableThinkingLevels => {
+                Reply::Now(Some(self.available_thinking_levels()))
+            }
             Command::GetEntries { since } => {
                 self.cmd_get_entries(id, since.as_deref());
-                Err(DEFERRED.to_string())
+                Reply::Later
             }
             Command::GetTree => {
                 self.cmd_get_tree(id);
-                Err(DEFERRED.to_string())
+                Reply::Later
             }
-            Command::NewSession { parent_session } => self.cmd_new_session(parent_session),
-            Command::SwitchSession { session_path } => self.cmd_switch_session(&session_path),
-            Command::Fork { entry_id } => self.cmd_fork(&entry_id),
-            Command::Clone => self.cmd_clone(),
-            Command::GetForkMessages => Ok(Some(
+            Command::NewSession { parent_session } => self.cmd_new_session(parent_session).into(),
+            Command::SwitchSession { session_path } => {
+                self.cmd_switch_session(&session_path).into()
+            }
+            Command::Fork { entry_id } => self.cmd_fork(&entry_id).into(),
+            Command::Clone => self.cmd_clone().into(),
+            Command::GetForkMessages => Reply::Now(Some(
                 json!({ "messages": self.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
-                self.start_export(output_path, id.cloned())?;
-                Err(DEFERRED.to_string())
+                match self.start_export(output_path, id.cloned()) {
+                    Ok(_) => Reply::Later,
+                    Err(e) => Reply::Fail(e),
+                }
             }
             Command::GetAvailableModels => {
                 let models: Vec<&Model> = self.registry.available(&self.auth);
-                Ok(Some(json!({ "models": models })))
+                Reply::Now(Some(json!({ "models": models })))
             }
-            Command::SetModel { provider, model_id } => self.cmd_set_model(&provider, &model_id),
-            Command::CycleModel => self.cmd_cycle_model(),
+            Command::SetModel { provider, model_id } => {
+                self.cmd_set_model(&provider, &model_id).into()
+            }
+            Command::CycleModel => self.cmd_cycle_model().into(),
             Command::SetThinkingLevel(level) => {
                 self.set_thinking(level);
-                Ok(None)
+                Reply::Now(None)
             }
-            Command::CycleThinkingLevel => self.cmd_cycle_thinking(),
+            Command::CycleThinkingLevel => self.cmd_cycle_thinking().into(),
             // Answered nowhere: handled (ignored) before dispatch.
-            Command::ExtensionUiResponse => Ok(None),
+            Command::ExtensionUiResponse => Reply::Now(None),
         }
     }
 
@@ -837,43 +858,42 @@ impl Machine {
             return r;
         }
         let busy = self.run.is_some()
-            || self.retry_wait.is_some()
-            || self.continue_wait.is_some()
+            || self.retry.wait.is_some()
+            || self.retry.continue_wait.is_some()
             || self.pending_prompt.is_some()
             || (self.compaction.is_some() && behavior.is_some());
         if busy {
             let Some(b) = behavior else {
-                return Err("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
+                return Reply::Fail("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
-            self.enqueue(input, b)?;
-            return Ok(None);
+            return self.enqueue(input, b).into();
         }
         if self.plugins.starting() {
             // Extensions and MCP servers are still starting: the prompt runs with their tools.
             self.set_pending_prompt(input, id.cloned(), command_name(command));
             self.plugins.prompt_waits_startup = true;
-            return Err(DEFERRED.to_string());
+            return Reply::Later;
         }
         let Some(model) = self.model.clone() else {
-            return Err(format!(
+            return Reply::Fail(format!(
                 "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
             ));
         };
         if model.api != "faux" && !self.key_configured(&model.provider) {
-            return Err(format!(
+            return Reply::Fail(format!(
                 "No API key found for {}.\n\n{KEY_HELP}",
                 model.provider
             ));
         }
         if self.compaction.is_some() {
             self.set_pending_prompt(input, id.cloned(), command_name(command));
-            return Err(DEFERRED.to_string());
+            return Reply::Later;
         }
         self.flush_deferred_bash();
         if let Some(last) = self.last_assistant_in_context() {
             if self.maybe_auto_compact(&last, true) {
                 self.set_pending_prompt(input, id.cloned(), command_name(command));
-                return Err(DEFERRED.to_string());
+                return Reply::Later;
             }
         }
         // Answer first (the reference's order), then the run's events.
@@ -886,7 +906,7 @@ impl Machine {
         messages.extend(self.take_next_turn_messages());
         self.begin_limits(input.limits.as_ref());
         self.start_run(messages);
-        Err(DEFERRED.to_string())
+        Reply::Later
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
@@ -933,16 +953,16 @@ impl Machine {
             }
         }
         self.drop_pending_prompt("Prompt cancelled: the session was replaced");
-        if let Some((_, mut cancel)) = self.retry_wait.take() {
+        if let Some((_, mut cancel)) = self.retry.wait.take() {
             cancel.cancel();
         }
-        self.retry_attempt = 0;
-        self.continue_wait = None;
+        self.retry.attempt = 0;
+        self.retry.continue_wait = None;
         if let Some(mut c) = self.compaction.take() {
             for p in &mut c.parts {
                 p.handle.cancel();
             }
-            if c.id.is_some() || c.reason == crate::core::compact::Reason::Manual {
+            if c.id.is_some() || c.reason == crate::core::compaction::Reason::Manual {
                 let msg = crate::compaction::COMPACTION_CANCELLED;
                 self.send(response::error(c.id.as_ref(), Some("compact"), msg));
             }
@@ -952,7 +972,7 @@ impl Machine {
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
         self.session_id = self.session.id().to_string();
-        self.messages = self.compat.context(self.session.build_context()).into();
+        self.messages = context_of(self.profile, self.session.build_context()).into();
         self.steering.clear();
         self.follow_up.clear();
         self.flush_session_warnings();
@@ -1014,7 +1034,7 @@ impl Machine {
         let (text, error) = self
             .resources
             .get()
-            .expand(&input.text, &self.compat.profile().resources);
+            .expand(&input.text, &self.profile.resources);
         if let Some(e) = error {
             let line = response::line(&e.event());
             self.send(line);
@@ -1040,7 +1060,7 @@ impl Machine {
         } else {
             String::new()
         };
-        crate::core::system_prompt::build(&crate::core::system_prompt::PromptInputs {
+        crate::prompt::build(&crate::prompt::PromptInputs {
             skills: &skills,
             cwd: &self.cwd,
             agent_dir: &self.agent_dir,
@@ -1048,7 +1068,7 @@ impl Machine {
             custom: self.custom_system_prompt.as_deref(),
             append: self.append_system_prompt.as_deref(),
             no_context_files: self.no_context_files,
-            date: &crate::core::system_prompt::utc_date(),
+            date: &crate::prompt::utc_date(),
         })
     }
 
@@ -1137,9 +1157,9 @@ impl Machine {
         };
         let reply = self.cmd_prompt(input, None, id.as_ref(), command);
         match reply {
-            Err(e) if e == DEFERRED => {}
-            Err(e) => self.send(response::error(id.as_ref(), Some(command), &e)),
-            Ok(_) => self.send(response::success(id.as_ref(), command, None)),
+            Reply::Later => {}
+            Reply::Fail(e) => self.send(response::error(id.as_ref(), Some(command), &e)),
+            Reply::Now(_) => self.send(response::success(id.as_ref(), command, None)),
         }
         true
     }
@@ -1156,19 +1176,21 @@ impl Machine {
     fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
         self.session.append_model_change(&model.provider, &model.id);
-        let wanted = level.unwrap_or(if self.compat.is_087() {
-            // pi 0.87.1: the model's own setting, else the settings' default, else the current.
-            self.settings
-                .model_thinking_level(&model.provider, &model.id)
-                .or(self.settings.default_thinking_level())
-                .unwrap_or(self.thinking)
-        } else if old_supports {
-            self.thinking
-        } else {
-            self.settings
-                .default_thinking_level()
-                .unwrap_or(ThinkingLevel::Medium)
-        });
+        let wanted = level.unwrap_or(
+            if self.profile.agent.thinking_on_model_change == ThinkingOnModelChange::ModelSetting {
+                // pi 0.87.1: the model's own setting, else the settings' default, else the current.
+                self.settings
+                    .model_thinking_level(&model.provider, &model.id)
+                    .or(self.settings.default_thinking_level())
+                    .unwrap_or(self.thinking)
+            } else if old_supports {
+                self.thinking
+            } else {
+                self.settings
+                    .default_thinking_level()
+                    .unwrap_or(ThinkingLevel::Medium)
+            },
+        );
         self.model = Some(model);
         self.set_thinking(wanted);
     }
@@ -1188,7 +1210,7 @@ impl Machine {
         }
     }
 
-    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Reply {
+    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
         let found = self
             .registry
             .available(&self.auth)
@@ -1205,7 +1227,7 @@ impl Machine {
         Ok(Some(serde_json::to_value(&model).unwrap_or(Value::Null)))
     }
 
-    fn cmd_cycle_model(&mut self) -> Reply {
+    fn cmd_cycle_model(&mut self) -> Answer {
         let scoped: Vec<(Model, Option<ThinkingLevel>)> = self
             .scoped_models
             .iter()
@@ -1247,7 +1269,7 @@ impl Machine {
         ))
     }
 
-    fn cmd_cycle_thinking(&mut self) -> Reply {
+    fn cmd_cycle_thinking(&mut self) -> Answer {
         let Some(model) = self.model.as_ref() else {
             return Ok(Some(Value::Null));
         };
@@ -1308,5 +1330,46 @@ fn command_name(c: &str) -> &'static str {
 /// does not have).
 const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
 
-/// Internal marker: the handler answers later (or has answered itself); no response now.
-pub(crate) const DEFERRED: &str = "\u{0}deferred";
+/// A context rebuilt from a session as this version sees it: a version without system messages
+/// leaves out those a session file written under another one holds.
+pub(crate) fn context_of(
+    profile: &Profile,
+    mut messages: Vec<crate::message::AgentMessage>,
+) -> Vec<crate::message::AgentMessage> {
+    if !profile.agent.system_messages {
+        messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+    }
+    messages
+}
+
+/// [`context_of`] for a context already shared (`Arc`) with requests.
+pub(crate) fn shared_context_of(
+    profile: &Profile,
+    mut messages: crate::message::Context,
+) -> crate::message::Context {
+    if !profile.agent.system_messages {
+        messages.retain(|m| !matches!(m, crate::message::AgentMessage::System(_)));
+    }
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AgentMessage, SystemMessage, UserContent};
+
+    #[test]
+    fn a_version_without_system_messages_leaves_them_out_of_the_context() {
+        let system = AgentMessage::System(SystemMessage {
+            content: UserContent::Text("p".into()),
+            sections: None,
+            timestamp: 1,
+            tools_added: None,
+            tools_removed: None,
+            checkpoint: false,
+        });
+        let messages = vec![system];
+        assert!(context_of(Version::V073.profile(), messages.clone()).is_empty());
+        assert_eq!(context_of(Version::V087.profile(), messages).len(), 1);
+    }
+}

@@ -2,10 +2,8 @@
 //! state and handles them one at a time.
 
 pub mod agent;
-pub mod auto_retry;
 pub mod bash;
-pub mod compact;
-pub mod context;
+pub mod compaction;
 pub mod event;
 pub mod export;
 pub mod ext;
@@ -14,8 +12,7 @@ pub mod limits;
 pub mod machine;
 pub mod mcp;
 pub mod plugins;
-pub mod queues;
+pub mod prompt;
+pub mod retry;
 pub mod session_query;
 pub mod sessions;
-pub mod system_message;
-pub mod system_prompt;

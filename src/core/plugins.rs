@@ -698,7 +698,7 @@ impl Machine {
             env!("CARGO_PKG_VERSION"),
             &self.cwd.to_string_lossy(),
             self.plugins.cfg.mode,
-            self.compat.as_str(),
+            self.profile.version.as_str(),
             &session,
         );
         self.ext_write(index, hello);

@@ -142,10 +142,11 @@ impl Machine {
     /// the summaries' usage) and estimates the context through its projection.
     pub(crate) fn session_stats(&self) -> Value {
         let window = self.model.as_ref().map(|m| m.context_window);
+        let scope = self.profile.answers.session_stats;
         let mut stats = self
             .session
-            .stats_for(self.messages.as_slice(), window, self.compat);
-        if self.compat.is_087() {
+            .stats_for(self.messages.as_slice(), window, scope);
+        if scope == crate::protocol::SessionStats::SessionFile {
             let path = self.session.branch_path();
             let projected = crate::session::projection::project(&path);
             stats.context_usage =

@@ -5,16 +5,15 @@
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::core::machine::Machine;
+use crate::core::machine::{Answer, Machine};
 use crate::message::ThinkingLevel;
+use crate::protocol::SessionSwitch;
 use crate::session::Session;
 
-type Reply = Result<Option<Value>, String>;
-
 impl Machine {
-    pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Reply {
+    pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Answer {
         self.discard_run();
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
@@ -25,7 +24,7 @@ impl Machine {
             .filter(|_| self.session.is_persisted());
         let cwd = self.cwd.to_string_lossy().to_string();
         self.session = Session::new(&cwd, dir, parent_session);
-        self.restore_session_state_087();
+        self.rebuild_session_runtime();
         self.start_fresh_session();
         Ok(Some(json!({ "cancelled": false })))
     }
@@ -50,11 +49,11 @@ impl Machine {
     /// model's `modelThinkingLevels` setting, else `defaultThinkingLevel`, else `medium`. What
     /// was set over RPC for the previous session does not carry over. Under 0.73 nothing
     /// changes here (pi 0.73.1 saved the setters, so the current values carried over).
-    fn restore_session_state_087(&mut self) {
-        if !self.compat.is_087() {
+    fn rebuild_session_runtime(&mut self) {
+        if self.profile.agent.session_switch != SessionSwitch::Rebuild {
             return;
         }
-        self.context_files_087 = None;
+        self.session_context_files = None;
         let d = self.defaults.clone();
         let existing = self
             .session
@@ -103,7 +102,7 @@ impl Machine {
         self.model = model;
     }
 
-    pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Reply {
+    pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Answer {
         let path = self.cwd.join(session_path);
         if !path.exists() {
             // The reference starts a new empty session that will be written at that path.
@@ -119,7 +118,7 @@ impl Machine {
                 fresh.set_session_dir(dir.to_path_buf());
             }
             self.session = fresh;
-            self.restore_session_state_087();
+            self.rebuild_session_runtime();
             self.start_fresh_session();
             return Ok(Some(json!({ "cancelled": false })));
         }
@@ -145,8 +144,8 @@ impl Machine {
             eprintln!("Warning: {w}");
         }
         self.session = loaded;
-        if self.compat.is_087() {
-            self.restore_session_state_087();
+        if self.profile.agent.session_switch == SessionSwitch::Rebuild {
+            self.rebuild_session_runtime();
             if self.session.thinking_level().is_none() {
                 self.session.append_thinking_level_change(self.thinking);
             }
@@ -179,13 +178,13 @@ impl Machine {
         Ok(Some(json!({ "cancelled": false })))
     }
 
-    pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Reply {
+    pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Answer {
         let (forked, text) = self.session.fork_at(entry_id)?;
         self.replace_session(forked);
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
 
-    pub(crate) fn cmd_clone(&mut self) -> Reply {
+    pub(crate) fn cmd_clone(&mut self) -> Answer {
         let cloned = self.session.clone_branch()?;
         self.replace_session(cloned);
         Ok(Some(json!({ "cancelled": false })))
@@ -200,7 +199,7 @@ impl Machine {
         self.flush_deferred_bash();
         self.session = next;
         // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
-        self.restore_session_state_087();
+        self.rebuild_session_runtime();
         self.reset_context();
     }
 }

@@ -6,4 +6,5 @@ pub mod child;
 pub mod stdin;
 pub mod stdout;
 pub mod sys;
+pub mod timer;
 pub mod watch;

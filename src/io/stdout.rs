@@ -9,7 +9,7 @@ use std::io::Write;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
-use crate::core::event::Control;
+use crate::io::watch::Control;
 
 /// Frames queued for stdout at most (each is one line).
 pub const QUEUE_FRAMES: usize = 16;

@@ -22,8 +22,18 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::backend::SignalDelivery;
 use signal_hook::iterator::exfiltrator::SignalOnly;
 
-use crate::core::event::Control;
 use crate::io::sys::{POLLERR, POLLHUP, POLLIN, POLLNVAL, PollFd, SIG_DFL, poll, signal};
+
+/// What the watch thread (and the stdout writer) tell the state machine. Process-level events:
+/// they travel on their own small channel so they are never stuck behind a backlog of worker
+/// events.
+#[derive(Debug)]
+pub enum Control {
+    /// SIGINT / SIGTERM / SIGHUP.
+    Signal(i32),
+    /// stdout is closed (the host went away).
+    ClientGone,
+}
 
 /// The installed handlers and the self-pipe they write to.
 pub struct Signals(SignalDelivery<UnixStream, SignalOnly>);

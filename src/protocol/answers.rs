@@ -1,5 +1,60 @@
-//! Order and shape of the protocol's answers (`abort`, end of input).
+//! Order and shape of the protocol's answers.
 
-/// Order and shape of the protocol's answers (`abort`, end of input).
+/// Order and shape of the protocol's answers.
 #[derive(Debug)]
-pub struct Answers {}
+pub struct Answers {
+    /// When `abort` of a run (or of a retry delay) is answered.
+    pub abort: AbortAnswer,
+    /// What end of input (stdin closed) does.
+    pub eof: EofPolicy,
+    /// How `get_commands` says where an extension command comes from. 0.73.1: `path`;
+    /// 0.87.1: `sourceInfo`.
+    pub command_origin: CommandOrigin,
+    /// Commands `get_commands` lists before any template, skill or extension. 0.73.1: none;
+    /// 0.87.1: its inline `llama` extension command.
+    pub builtin_commands: &'static [BuiltinCommand],
+    /// What `get_session_stats` counts. 0.73.1: the context; 0.87.1: the whole session file
+    /// (with the summaries' usage), the context usage estimated through its projection.
+    pub session_stats: SessionStats,
+}
+
+/// When `abort` is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortAnswer {
+    /// 0.73.1: right after the aborted run's `agent_end`.
+    AfterAgentEnd,
+    /// 0.87.1: after the aborted run's `agent_settled`.
+    AfterSettle,
+}
+
+/// What end of input does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EofPolicy {
+    /// 0.73.1: finish what runs, then exit.
+    Drain,
+    /// 0.87.1: dispose at once: stop emitting, cancel everything, record nothing more, exit 0.
+    Dispose,
+}
+
+/// How an extension command's origin is given in `get_commands`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandOrigin {
+    Path,
+    SourceInfo,
+}
+
+/// What `get_session_stats` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStats {
+    Context,
+    SessionFile,
+}
+
+/// A command the version itself ships (`source: "extension"`, an inline extension).
+#[derive(Debug)]
+pub struct BuiltinCommand {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// `sourceInfo.path`.
+    pub path: &'static str,
+}

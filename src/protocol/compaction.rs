@@ -2,4 +2,32 @@
 
 /// Compaction and branch summaries.
 #[derive(Debug)]
-pub struct Compaction {}
+pub struct Compaction {
+    /// How the branch is prepared, cut and summarized.
+    pub flavor: CompactionFlavor,
+    /// The summary requests run one after the other (history first), not in parallel.
+    /// 0.73.1: no; 0.87.1: yes.
+    pub sequential_summaries: bool,
+    /// A transiently failed summary request is retried with the agent's retry policy
+    /// (`summarization_retry_*`). 0.73.1: no; 0.87.1: yes.
+    pub retry_summaries: bool,
+    /// Summary requests ask the provider to write no prompt cache. 0.73.1: no; 0.87.1: yes.
+    pub summaries_uncached: bool,
+    /// A `length` stop below the model's own output limit is recovered like an overflow, and
+    /// an overflowing complete reply is kept (no retry). 0.73.1: no; 0.87.1: yes.
+    pub recover_length_stops: bool,
+    /// Automatic compaction prepares first and starts nothing (no events) when there is nothing
+    /// to compact. 0.73.1: no (it starts, then fails); 0.87.1: yes.
+    pub prepare_before_start: bool,
+}
+
+/// How the branch is prepared, cut and summarized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionFlavor {
+    /// 0.73.1 (`crate::compaction`): the session's entries as they are.
+    Entries,
+    /// 0.87.1 (`crate::compaction::projected`): the branch through its projection (system
+    /// messages are prompt state, `context_edit`s apply), 0.87.1's prompts and token caps, the
+    /// stored entry with its usage and a system checkpoint.
+    Projected,
+}

@@ -2,4 +2,40 @@
 
 /// Shapes of RPC events (what a frame carries in each version).
 #[derive(Debug)]
-pub struct Events {}
+pub struct Events {
+    /// `agent_end` says whether an auto-retry follows (`willRetry`). 0.73.1: no; 0.87.1: yes.
+    pub agent_end_will_retry: bool,
+    /// A streaming assistant message's `message_start` says `stopReason:"pending"`. 0.73.1: no
+    /// (the stop reason it will have); 0.87.1: yes.
+    pub pending_stop_reason: bool,
+    /// What a `message_update` carries.
+    pub update: UpdateShape,
+    /// The names of the compaction events.
+    pub compaction: CompactionEvents,
+    /// pith's `agent_settled` follows a manual compaction. 0.73.1: yes (pith's own event);
+    /// 0.87.1: no (it settles after runs only, and a manual compaction is none).
+    pub settles_after_manual_compaction: bool,
+    /// A manual `compact` the preparation refuses (nothing to compact) is reported as a failed
+    /// compaction (`compaction_start`, `compaction_end` with its error) before the error
+    /// answer. 0.73.1: no (the answer only); 0.87.1: yes.
+    pub refused_compaction_events: bool,
+}
+
+/// What a `message_update` carries besides the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateShape {
+    /// 0.73.1: the whole partial message so far (with `--partials full`; lean otherwise).
+    Snapshot,
+    /// 0.87.1: the live usage of the message only.
+    Live,
+}
+
+/// How compaction events are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionEvents {
+    /// 0.73.1: `compaction_start`/`_end` for a manual one, `auto_compaction_start`/`_end` for
+    /// the others.
+    AutoPrefixed,
+    /// 0.87.1: every compaction is `compaction_start`/`_end` with its reason.
+    Unified,
+}

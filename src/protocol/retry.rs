@@ -2,4 +2,29 @@
 
 /// Automatic retry of failed LLM requests.
 #[derive(Debug)]
-pub struct Retry {}
+pub struct Retry {
+    /// Which errors are transient.
+    pub transient: TransientErrors,
+    /// How long to wait before an attempt.
+    pub delay: RetryDelay,
+}
+
+/// Which errors are transient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransientErrors {
+    /// 0.73.1's pattern list.
+    Base,
+    /// 0.87.1: 0.73.1's list plus network errors, less quota and billing errors.
+    WithNetworkLessQuota,
+}
+
+/// How long to wait before an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryDelay {
+    /// 0.73.1: a provider's `retry-after` when given, else `baseDelayMs * 2^(attempt-1)`;
+    /// capped at `maxDelayMs`.
+    RetryAfterOrBackoff,
+    /// 0.87.1: `baseDelayMs * 2^(attempt-1)` capped at `maxAgentDelayMs`; `retry-after` is not
+    /// consulted at this level.
+    Backoff,
+}

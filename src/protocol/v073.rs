@@ -5,15 +5,48 @@ use super::*;
 pub const PROFILE: Profile = Profile {
     version: Version::V073,
 
-    events: Events {},
+    events: Events {
+        agent_end_will_retry: false,
+        pending_stop_reason: false,
+        update: UpdateShape::Snapshot,
+        compaction: CompactionEvents::AutoPrefixed,
+        settles_after_manual_compaction: true,
+        refused_compaction_events: false,
+    },
 
-    answers: Answers {},
+    answers: Answers {
+        abort: AbortAnswer::AfterAgentEnd,
+        eof: EofPolicy::Drain,
+        command_origin: CommandOrigin::Path,
+        builtin_commands: &[],
+        session_stats: SessionStats::Context,
+    },
 
-    agent: Agent {},
+    agent: Agent {
+        system_messages: false,
+        tool_changes: ToolChanges::Refresh,
+        fail_truncated_tool_calls: false,
+        record_context_edits: false,
+        child_env: &[("PI_CODING_AGENT", "true")],
+        session_tool_env: false,
+        bash: RpcBash::Collected,
+        thinking_on_model_change: ThinkingOnModelChange::KeepCurrent,
+        session_switch: SessionSwitch::CarryOver,
+    },
 
-    compaction: Compaction {},
+    compaction: Compaction {
+        flavor: CompactionFlavor::Entries,
+        sequential_summaries: false,
+        retry_summaries: false,
+        summaries_uncached: false,
+        recover_length_stops: false,
+        prepare_before_start: false,
+    },
 
-    retry: Retry {},
+    retry: Retry {
+        transient: TransientErrors::Base,
+        delay: RetryDelay::RetryAfterOrBackoff,
+    },
 
     tools: Tools {
         line_counting: LineCounting::Split,

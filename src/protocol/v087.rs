@@ -1,4 +1,6 @@
 //! pi 0.87.1: what changed since [`super::v073`].
+#![allow(clippy::needless_update)]
+// `..v073` stays even where every field differs: a later field may not
 
 // Every block keeps `..` the previous version, also where all of its fields changed: a field
 // added later then needs no edit here.
@@ -10,22 +12,54 @@ pub const PROFILE: Profile = Profile {
     version: Version::V087,
 
     events: Events {
+        agent_end_will_retry: true,
+        pending_stop_reason: true,
+        update: UpdateShape::Live,
+        compaction: CompactionEvents::Unified,
+        settles_after_manual_compaction: false,
+        refused_compaction_events: true,
         ..super::v073::PROFILE.events
     },
 
     answers: Answers {
+        abort: AbortAnswer::AfterSettle,
+        eof: EofPolicy::Dispose,
+        command_origin: CommandOrigin::SourceInfo,
+        builtin_commands: &[BuiltinCommand {
+            name: "llama",
+            description: "Manage llama.cpp router models",
+            path: "<inline:llama.cpp>",
+        }],
+        session_stats: SessionStats::SessionFile,
         ..super::v073::PROFILE.answers
     },
 
     agent: Agent {
+        system_messages: true,
+        tool_changes: ToolChanges::Declare,
+        fail_truncated_tool_calls: true,
+        record_context_edits: true,
+        child_env: &[("PI_CODING_AGENT", "true"), ("AI_AGENT", "pi")],
+        session_tool_env: true,
+        bash: RpcBash::Streamed,
+        thinking_on_model_change: ThinkingOnModelChange::ModelSetting,
+        session_switch: SessionSwitch::Rebuild,
         ..super::v073::PROFILE.agent
     },
 
     compaction: Compaction {
+        flavor: CompactionFlavor::Projected,
+        sequential_summaries: true,
+        retry_summaries: true,
+        summaries_uncached: true,
+        recover_length_stops: true,
+        prepare_before_start: true,
         ..super::v073::PROFILE.compaction
     },
 
     retry: Retry {
+        transient: TransientErrors::WithNetworkLessQuota,
+        delay: RetryDelay::Backoff,
         ..super::v073::PROFILE.retry
     },
 

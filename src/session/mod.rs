@@ -39,7 +39,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::message::{AgentMessage, Context, ThinkingLevel, UserContent};
-use crate::protocol::Version;
 
 pub use entry::{Entry, EntryKind};
 pub use export_html::export_html;
@@ -1038,9 +1037,13 @@ impl Session {
         Ok(s)
     }
 
-    /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] with 0.73).
+    /// `get_session_stats` as pi 0.73.1 answers it ([`Session::stats_for`] over the context).
     pub fn stats(&self, messages: &[AgentMessage], context_window: Option<u64>) -> SessionStats {
-        self.stats_for(messages, context_window, Version::V073)
+        self.stats_for(
+            messages,
+            context_window,
+            crate::protocol::SessionStats::Context,
+        )
     }
 
     /// `get_session_stats`, with `contextUsage` for the current model's context window over the
@@ -1052,11 +1055,11 @@ impl Session {
         &self,
         messages: &[M],
         context_window: Option<u64>,
-        version: Version,
+        scope: crate::protocol::SessionStats,
     ) -> SessionStats {
-        let counts = match version {
-            Version::V073 => tree::message_stats(messages),
-            Version::V087 => tree::entry_stats(&self.entries),
+        let counts = match scope {
+            crate::protocol::SessionStats::Context => tree::message_stats(messages),
+            crate::protocol::SessionStats::SessionFile => tree::entry_stats(&self.entries),
         };
         let path = self.path();
         SessionStats {

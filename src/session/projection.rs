@@ -132,7 +132,7 @@ pub fn estimate_context_tokens(projection: &[Projected<'_>], path: &[&Entry]) ->
         }
     }
     let owned: Vec<AgentMessage> = messages.iter().map(|m| (*m).clone()).collect();
-    let system = crate::core::system_message::Declared::of(&owned)
+    let system = crate::prompt::sections::Declared::of(&owned)
         .checkpoint(0)
         .map_or(0, |s| estimate_tokens(&AgentMessage::System(s)));
     system

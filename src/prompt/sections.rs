@@ -7,17 +7,16 @@
 //! request's system prompt. pi's `<docs>` section (paths of its installed documentation) is left
 //! out: pith has no documentation tree to point at (docs/rpc.md).
 //!
-//! The machine glue at the bottom decides when a run declares a change: before the prompt of a
-//! run whose sections or tools differ from what the context already declares (the first prompt of
-//! a session, after a tool change, or on a session written under another prompt). The rendered
-//! prompt is cached by its sections, so a run whose prompt did not change reuses the text.
+//! The machine glue ([`crate::core::prompt`]) decides when a run declares a change: before the
+//! prompt of a run whose sections or tools differ from what the context already declares (the
+//! first prompt of a session, after a tool change, or on a session written under another prompt).
+//! The rendered prompt is cached by its sections ([`PromptCache`]), so a run whose prompt did not
+//! change reuses the text.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::core::machine::Machine;
-use crate::core::plugins::RemoteTool;
 use crate::message::{AgentMessage, SystemMessage, ToolDeclaration, ToolRef, UserContent};
 use crate::tools::Tool;
 
@@ -446,7 +445,8 @@ pub struct PromptCache {
 }
 
 impl PromptCache {
-    fn get(&mut self, d: &Declared) -> String {
+    /// The prompt text `d` renders, from the cache when the sections did not change.
+    pub fn get(&mut self, d: &Declared) -> String {
         if d.content.is_empty() && d.sections == self.sections && !self.rendered.is_empty() {
             return self.rendered.clone();
         }
@@ -456,80 +456,6 @@ impl PromptCache {
             self.rendered = text.clone();
         }
         text
-    }
-}
-
-impl Machine {
-    /// The sections this process would declare now.
-    fn wanted_sections(&mut self, remote: &[RemoteTool]) -> Map<String, Value> {
-        // pi 0.87.1 reads the context files once per session runtime (at start-up and on every
-        // session switch), not before every run.
-        let files = self
-            .context_files_087
-            .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
-            .clone();
-        // Skills are listed when the model can read their files: with read, else with bash.
-        let active = |n: &str| {
-            self.tools.iter().any(|t| t.name() == n) || remote.iter().any(|r| r.name == n)
-        };
-        let reader = if active("read") {
-            Some(crate::resources::skills::ReadTool::Read)
-        } else if active("bash") {
-            Some(crate::resources::skills::ReadTool::Bash)
-        } else {
-            None
-        };
-        let skills = match reader {
-            Some(tool) => self.resources.get().skills_prompt(tool).trim().to_string(),
-            None => String::new(),
-        };
-        let mut names: Vec<(&str, &str)> =
-            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
-        // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
-        names.extend(
-            remote
-                .iter()
-                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
-        );
-        sections(&SectionInputs {
-            cwd: &self.cwd,
-            tools: &names,
-            custom: self.custom_system_prompt.as_deref(),
-            append: self.append_system_prompt.as_deref(),
-            context_files: &files,
-            skills: &skills,
-        })
-    }
-
-    /// Under `--compat 0.87`, at the start of a run: the system message that brings the context
-    /// to this process's prompt and tools (sections only for a run that starts with a prompt,
-    /// as pi: a retry only declares tool changes), and the prompt text the requests carry.
-    pub(crate) fn system_update_087(
-        &mut self,
-        with_prompt: bool,
-        remote: &[RemoteTool],
-    ) -> (Option<SystemMessage>, String) {
-        let mut declared = Declared::of(&self.messages);
-        let wanted = with_prompt.then(|| self.wanted_sections(remote));
-        // The built-ins (less those an extension replaces), then extensions' and MCP tools.
-        let tools: Vec<ToolDeclaration> = self
-            .tools
-            .iter()
-            .filter(|t| !remote.iter().any(|r| r.name == t.name()))
-            .map(|t| declaration(t.as_ref()))
-            .chain(remote.iter().map(|r| ToolDeclaration {
-                name: r.name.clone(),
-                description: r.description.clone(),
-                parameters: r.parameters.clone(),
-                constrained_sampling: None,
-            }))
-            .collect();
-        let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
-        if let Some(u) = &update {
-            declared.apply(u);
-        }
-        let text = self.prompt_cache.get(&declared);
-        (update, text)
     }
 }
 

@@ -10,12 +10,14 @@
 //! The prompt texts below go to the LLM and are protocol facts: they are byte-exact copies of
 //! what pi 0.73.1 sends (checked against the oracle's `k_compact` request).
 
+pub mod projected;
+
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::core::context::to_llm;
+use crate::context::to_llm;
 use crate::message::{
     AgentMessage, AssistantMessage, BranchSummaryMessage, Content, LlmMessage, StopReason,
     ThinkingLevel, UserContent,
@@ -220,9 +222,9 @@ pub struct CheckInput<'a, M = AgentMessage> {
     pub include_aborted: bool,
     /// The agent's current context messages.
     pub context: &'a [M],
-    /// pi 0.87.1's rules: a `length` stop below the model's own output limit (`max_tokens`) is
-    /// recovered like an overflow, and an overflowing complete reply is kept (no retry).
-    pub v087: bool,
+    /// A `length` stop below the model's own output limit (`max_tokens`) is recovered like an
+    /// overflow, and an overflowing complete reply is kept (no retry): pi 0.87.1's rules.
+    pub recover_length_stops: bool,
     /// The current model's `maxTokens` (0 when unknown).
     pub max_tokens: u64,
 }
@@ -248,13 +250,13 @@ pub fn check<M: std::borrow::Borrow<AgentMessage>>(
     }
     let overflow = same_model && is_context_overflow(assistant, context_window);
     // pi 0.87.1: a reply cut below the model's own output limit may be context pressure.
-    let recoverable_length = input.v087
+    let recoverable_length = input.recover_length_stops
         && same_model
         && assistant.stop_reason == StopReason::Length
         && input.max_tokens > 0
         && assistant.usage.output < input.max_tokens;
     if overflow || recoverable_length {
-        if input.v087 && assistant.stop_reason == StopReason::Stop {
+        if input.recover_length_stops && assistant.stop_reason == StopReason::Stop {
             return Some(Trigger::OverflowNoRetry);
         }
         return Some(if input.overflow_recovery_attempted {
@@ -965,7 +967,7 @@ mod tests {
     #[test]
     fn k_compact_request_is_byte_exact() {
         let fixture: Value = serde_json::from_str(include_str!(
-            "../fixtures/compaction/k_compact_summary_request.json"
+            "../../fixtures/compaction/k_compact_summary_request.json"
         ))
         .unwrap();
         let body = &fixture["body"];
@@ -1474,7 +1476,7 @@ mod tests {
             overflow_recovery_attempted: attempted,
             include_aborted: false,
             context,
-            v087: false,
+            recover_length_stops: false,
             max_tokens: 500,
         }
     }
@@ -1533,24 +1535,24 @@ mod tests {
         cut.stop_reason = StopReason::Length;
         cut.usage.total_tokens = 10;
         cut.usage.output = 3;
-        let v087 = CheckInput {
-            v087: true,
+        let recovering = CheckInput {
+            recover_length_stops: true,
             ..check_input(&set, &[], false)
         };
         assert_eq!(check(&cut, &check_input(&set, &[], false)), None);
-        assert_eq!(check(&cut, &v087), Some(Trigger::Overflow));
+        assert_eq!(check(&cut, &recovering), Some(Trigger::Overflow));
         assert_eq!(
             check(
                 &cut,
                 &CheckInput {
                     overflow_recovery_attempted: true,
-                    ..v087
+                    ..recovering
                 }
             ),
             Some(Trigger::OverflowRetryExhausted(LENGTH_RETRY_EXHAUSTED))
         );
         cut.usage.output = 500;
-        assert_eq!(check(&cut, &v087), None);
+        assert_eq!(check(&cut, &recovering), None);
         // From another model: only the threshold rule, which needs a usable usage.
         over.model = "other".into();
         assert_eq!(check(&over, &check_input(&set, &[], false)), None);

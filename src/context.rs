@@ -37,7 +37,7 @@ fn user_text(text: String, timestamp: u64) -> LlmMessage {
     })
 }
 
-/// The history of a request over the agent's context: [`to_llm`] ([`to_llm_087`] with
+/// The history of a request over the agent's context: [`to_llm`] ([`to_llm_keeping_system`] with
 /// `keep_system`), with the messages a provider sees as they are shared instead of copied.
 pub fn to_request(context: &Context, block_images: bool, keep_system: bool) -> LlmMessages {
     let mut out = LlmMessages::with_capacity(context.len());
@@ -69,7 +69,7 @@ pub fn to_llm(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> 
 
 /// [`to_llm`] for a request under `--compat 0.87`: the transcript's system messages stay in
 /// place (pi 0.87.1's agent sends them; the provider APIs fold them or send them as they are).
-pub fn to_llm_087(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> {
+pub fn to_llm_keeping_system(messages: &[AgentMessage], block_images: bool) -> Vec<LlmMessage> {
     convert(messages, block_images, true)
 }
 

@@ -3,6 +3,8 @@
 //! The reference's "Pi documentation" block (paths of its installed docs) is left out: pith ships
 //! no docs tree to point at (listed in docs/rpc.md).
 
+pub mod sections;
+
 use std::path::{Path, PathBuf};
 
 /// Inputs that decide the prompt. Built once per run from CLI, config dir and cwd.

@@ -17,6 +17,7 @@ use crate::llm::{LlmRequest, StreamEvent, Timeouts};
 use crate::message::{
     AgentMessage, AssistantMessage, Content, LlmMessage, Usage, UserContent, UserMessage, now_ms,
 };
+use crate::protocol::{CompactionEvents, CompactionFlavor};
 use crate::rpc::event::Event as Frame;
 use crate::rpc::response;
 
@@ -98,7 +99,7 @@ fn combine_usage(a: Usage, b: Usage) -> Usage {
 
 /// A summarizer reply as text, or pi 0.87.1's failure: an error, a reply cut at the token cap,
 /// a tool call.
-fn response_text_087(kind: SummaryKind, reply: &AssistantMessage) -> Result<String, String> {
+fn response_text_projected(kind: SummaryKind, reply: &AssistantMessage) -> Result<String, String> {
     let label = match kind {
         SummaryKind::History => "Summarization",
         SummaryKind::TurnPrefix => "Turn prefix summarization",
@@ -106,7 +107,7 @@ fn response_text_087(kind: SummaryKind, reply: &AssistantMessage) -> Result<Stri
     if reply.stop_reason == crate::message::StopReason::Length {
         return Err(format!(
             "{label} failed: {}",
-            crate::compaction_087::TRUNCATED_SUMMARY
+            crate::compaction::projected::TRUNCATED_SUMMARY
         ));
     }
     if reply.stop_reason != crate::message::StopReason::Error && reply.tool_calls().next().is_some()
@@ -119,8 +120,8 @@ fn response_text_087(kind: SummaryKind, reply: &AssistantMessage) -> Result<Stri
 impl Machine {
     /// The compaction preparation of this protocol version.
     fn prepare_compaction(&self, settings: &compaction::Settings) -> Result<Preparation, String> {
-        if self.compat.is_087() {
-            crate::compaction_087::prepare(&self.session.branch_path(), settings)
+        if self.profile.compaction.flavor == CompactionFlavor::Projected {
+            crate::compaction::projected::prepare(&self.session.branch_path(), settings)
         } else {
             compaction::prepare(&self.session, settings)
         }
@@ -129,7 +130,7 @@ impl Machine {
     /// `compaction_start`: pi 0.73.1 names automatic ones `auto_compaction_start` (seed 001),
     /// pi 0.87.1 gives every compaction `compaction_start` with its reason.
     fn emit_compaction_start(&mut self, reason: Reason) {
-        if reason == Reason::Manual || self.compat.is_087() {
+        if reason == Reason::Manual || self.profile.events.compaction == CompactionEvents::Unified {
             self.emit(&Frame::CompactionStart {
                 reason: reason.as_str(),
             });
@@ -148,7 +149,7 @@ impl Machine {
         will_retry: bool,
         error_message: Option<&str>,
     ) {
-        if reason == Reason::Manual || self.compat.is_087() {
+        if reason == Reason::Manual || self.profile.events.compaction == CompactionEvents::Unified {
             self.emit(&Frame::CompactionEnd {
                 reason: reason.as_str(),
                 result,
@@ -182,7 +183,7 @@ impl Machine {
         let prep = match self.prepare_compaction(&settings_of(self)) {
             Ok(p) => p,
             // pi 0.87.1 reports a refused manual compaction as a failed one.
-            Err(e) if self.compat.is_087() => {
+            Err(e) if self.profile.events.refused_compaction_events => {
                 self.emit_compaction_start(Reason::Manual);
                 let msg = format!("{}{e}", compaction::COMPACTION_FAILED_PREFIX);
                 self.emit_compaction_end(Reason::Manual, None, false, false, Some(&msg));
@@ -212,7 +213,7 @@ impl Machine {
             overflow_recovery_attempted: self.overflow_recovery_attempted,
             include_aborted: before_prompt,
             context: self.messages.as_slice(),
-            v087: self.compat.is_087(),
+            recover_length_stops: self.profile.compaction.recover_length_stops,
             max_tokens: model.max_tokens,
         };
         let (reason, will_retry) = match compaction::check(last, &input) {
@@ -225,7 +226,7 @@ impl Machine {
             Some(Trigger::Overflow) => {
                 if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
                     self.messages.pop();
-                    if self.compat.is_087() {
+                    if self.profile.agent.record_context_edits {
                         // pi 0.87.1 records the dropped attempt as a `context_edit`.
                         self.record_context_edit();
                     }
@@ -235,7 +236,7 @@ impl Machine {
             }
             Some(Trigger::Threshold) => (Reason::Threshold, false),
         };
-        if self.compat.is_087() {
+        if self.profile.compaction.prepare_before_start {
             // pi 0.87.1 prepares first and starts nothing when there is nothing to compact.
             return match self.prepare_compaction(&settings) {
                 Ok(prep) => {
@@ -267,7 +268,7 @@ impl Machine {
         id: Option<Value>,
         will_retry: bool,
     ) {
-        if reason == Reason::Manual || self.compat.is_087() {
+        if reason == Reason::Manual || self.profile.events.compaction == CompactionEvents::Unified {
             self.emit_compaction_start(reason);
         }
         let Some(model) = self.model.clone() else {
@@ -275,8 +276,8 @@ impl Machine {
         };
         let thinking = model.reasoning.then_some(self.thinking);
         let settings = settings_of(self);
-        let mut requests = if self.compat.is_087() {
-            crate::compaction_087::summary_requests(
+        let mut requests = if self.profile.compaction.flavor == CompactionFlavor::Projected {
+            crate::compaction::projected::summary_requests(
                 &prep,
                 custom,
                 &settings,
@@ -287,7 +288,7 @@ impl Machine {
             compaction::summary_requests(&prep, custom, &settings, thinking)
         };
         // pi 0.87.1 runs the requests one after the other; 0.73.1 in parallel.
-        let queued = if self.compat.is_087() && requests.len() > 1 {
+        let queued = if self.profile.compaction.sequential_summaries && requests.len() > 1 {
             requests.split_off(1)
         } else {
             Vec::new()
@@ -337,9 +338,9 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            compat: self.compat,
+            compat: self.profile.version,
             // pi 0.87.1 writes no cache for a one-off summary.
-            no_cache: self.compat.is_087(),
+            no_cache: self.profile.compaction.summaries_uncached,
             extra: self.request_extra(&request_model, auth),
             model: request_model,
         };
@@ -367,7 +368,8 @@ impl Machine {
 
     /// A stream event that may belong to a summary request. True if it did.
     pub(crate) fn on_compaction_stream(&mut self, generation: u64, ev: &StreamEvent) -> bool {
-        let v087 = self.compat.is_087();
+        let flavor = self.profile.compaction.flavor;
+        let retry_summaries = self.profile.compaction.retry_summaries;
         let Some(c) = self.compaction.as_mut() else {
             return false;
         };
@@ -377,14 +379,14 @@ impl Machine {
         let (StreamEvent::Done { message } | StreamEvent::Error { message, .. }) = ev else {
             return true;
         };
-        if !v087 {
+        if flavor == CompactionFlavor::Entries {
             let part = &mut c.parts[index];
             part.result = Some(compaction::response_text(part.kind, message));
             self.finish_compaction_if_done();
             return true;
         }
         // pi 0.87.1: a transient failure is retried with the agent's retry policy.
-        if self.summary_retry_planned(message) {
+        if retry_summaries && self.summary_retry_planned(message) {
             if let Some(c) = self.compaction.as_mut() {
                 let part = c.parts.remove(index);
                 self.schedule_summary_retry(part.request, message);
@@ -397,7 +399,7 @@ impl Machine {
         let retried = c.retry_attempt > 0;
         c.retry_attempt = 0;
         let part = &mut c.parts[index];
-        let result = response_text_087(part.kind, message);
+        let result = response_text_projected(part.kind, message);
         if result.is_ok() {
             c.usage = Some(match c.usage {
                 Some(u) => combine_usage(u, message.usage),
@@ -433,12 +435,11 @@ impl Machine {
             return false;
         };
         reply.stop_reason == crate::message::StopReason::Error
-            && self.auto_retry
+            && self.retry.enabled
             && c.retry_attempt < self.settings.retry_max_retries()
-            && reply
-                .error_message
-                .as_deref()
-                .is_some_and(|e| !e.is_empty() && crate::retry::is_transient_087(e))
+            && reply.error_message.as_deref().is_some_and(|e| {
+                !e.is_empty() && crate::retry::is_transient_with(self.profile.retry.transient, e)
+            })
     }
 
     fn schedule_summary_retry(&mut self, request: SummaryRequest, reply: &AssistantMessage) {
@@ -450,7 +451,7 @@ impl Machine {
         };
         c.retry_attempt += 1;
         let attempt = c.retry_attempt;
-        let delay = crate::retry::delay_ms_087(base, attempt, cap);
+        let delay = crate::retry::backoff_ms(base, attempt, cap);
         let error = reply.error_message.clone().unwrap_or_default();
         self.emit(&Frame::SummarizationRetryScheduled {
             attempt,
@@ -458,14 +459,14 @@ impl Machine {
             delay_ms: delay,
             error_message: &error,
         });
-        self.retry_seq += 1;
-        let cancel = crate::retry::start_timer_with(
-            Worker::SummaryRetryDue { id: self.retry_seq },
+        self.retry.seq += 1;
+        let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
             self.worker_tx.clone(),
+            Worker::SummaryRetryDue { id: self.retry.seq },
         );
         if let Some(c) = self.compaction.as_mut() {
-            c.retry_wait = Some((self.retry_seq, cancel, request));
+            c.retry_wait = Some((self.retry.seq, cancel, request));
         }
     }
 
@@ -504,7 +505,10 @@ impl Machine {
         {
             return;
         }
-        if failed && c.parts.iter().any(|p| p.result.is_none()) && !self.compat.is_087() {
+        if failed
+            && c.parts.iter().any(|p| p.result.is_none())
+            && !self.profile.compaction.sequential_summaries
+        {
             return;
         }
         let Some(c) = self.compaction.take() else {
@@ -526,8 +530,8 @@ impl Machine {
             return;
         }
         let details = compaction::details(&c.prep);
-        let result = if self.compat.is_087() {
-            let summary = crate::compaction_087::final_summary(
+        let result = if self.profile.compaction.flavor == CompactionFlavor::Projected {
+            let summary = crate::compaction::projected::final_summary(
                 &c.prep,
                 history.as_deref(),
                 prefix.as_deref(),
@@ -535,7 +539,7 @@ impl Machine {
             let usage = c
                 .usage
                 .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
-            let declared = crate::core::system_message::Declared::of(&self.messages);
+            let declared = crate::prompt::sections::Declared::of(&self.messages);
             self.session.append_compaction_with_checkpoint(
                 &summary,
                 &c.prep.first_kept_entry_id,
@@ -548,8 +552,9 @@ impl Machine {
                         .map(|m| serde_json::to_value(AgentMessage::System(m)).unwrap_or_default())
                 },
             );
-            self.messages = self.compat.context(self.session.build_context()).into();
-            let after = crate::compaction_087::estimated_tokens_after(&self.messages);
+            self.messages =
+                crate::core::machine::context_of(self.profile, self.session.build_context()).into();
+            let after = crate::compaction::projected::estimated_tokens_after(&self.messages);
             let mut r = json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,
@@ -570,7 +575,8 @@ impl Machine {
                 Some(details.clone()),
                 Some(false),
             );
-            self.messages = self.compat.context(self.session.build_context()).into();
+            self.messages =
+                crate::core::machine::context_of(self.profile, self.session.build_context()).into();
             json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,
@@ -652,13 +658,13 @@ impl Machine {
             if !matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
                 // Continue after a short pause, as the reference does (its 100 ms also keeps the
                 // retried reply's timestamp after the compaction entry's).
-                self.retry_seq += 1;
-                let cancel = crate::retry::start_timer_with(
-                    Worker::ContinueDue { id: self.retry_seq },
+                self.retry.seq += 1;
+                let cancel = crate::io::timer::after(
                     std::time::Duration::from_millis(compaction::CONTINUE_DELAY_MS),
                     self.worker_tx.clone(),
+                    Worker::ContinueDue { id: self.retry.seq },
                 );
-                self.continue_wait = Some((self.retry_seq, cancel));
+                self.retry.continue_wait = Some((self.retry.seq, cancel));
                 return;
             }
         }
@@ -680,15 +686,20 @@ impl Machine {
             self.start_run(prompts);
             return;
         }
-        if reason != Reason::Manual || self.compat.settles_after_manual_compaction() {
+        if reason != Reason::Manual || self.profile.events.settles_after_manual_compaction {
             self.settle();
         }
     }
 
     /// The pause after an overflow compaction is over: re-run from the compacted context.
     pub(crate) fn on_continue_due(&mut self, id: u64) {
-        if self.continue_wait.as_ref().is_some_and(|(i, _)| *i == id) {
-            self.continue_wait = None;
+        if self
+            .retry
+            .continue_wait
+            .as_ref()
+            .is_some_and(|(i, _)| *i == id)
+        {
+            self.retry.continue_wait = None;
             self.start_run(Vec::new());
         }
     }

@@ -1,11 +1,43 @@
 //! Auto-retry as the state machine runs it: after a run that ended with a transient error, wait
-//! (on a timer thread, [`crate::retry::start_timer`]) and re-run without the failed reply;
+//! (on a timer thread, [`crate::io::timer::after`]) and re-run without the failed reply;
 //! `auto_retry_start` / `auto_retry_end` as the reference emits them (spec 9). Which errors are
 //! transient and the delays are in [`crate::retry`].
 
+use crate::core::event::Worker;
 use crate::core::machine::Machine;
 use crate::message::{AgentMessage, AssistantMessage, StopReason};
+use crate::protocol::RetryDelay;
 use crate::rpc::event::Event as Frame;
+
+/// The machine's auto-retry state (and the timers that share its numbering: summary retries,
+/// the pause before continuing after an overflow compaction).
+pub(crate) struct RetryState {
+    /// `set_auto_retry` / settings `retry.enabled`.
+    pub(crate) enabled: bool,
+    /// Consecutive failed attempts of the current auto-retry sequence.
+    pub(crate) attempt: u32,
+    /// A scheduled retry: timer id and its cancel handle.
+    pub(crate) wait: Option<(u64, crate::cancel::CancelSource)>,
+    /// Number of the latest retry timer.
+    pub(crate) seq: u64,
+    /// The pause before the continuation after an overflow compaction.
+    pub(crate) continue_wait: Option<(u64, crate::cancel::CancelSource)>,
+    /// `retry-after` of the last provider error.
+    pub(crate) last_retry_after: Option<u64>,
+}
+
+impl RetryState {
+    pub(crate) fn new(enabled: bool) -> RetryState {
+        RetryState {
+            enabled,
+            attempt: 0,
+            wait: None,
+            seq: 0,
+            continue_wait: None,
+            last_retry_after: None,
+        }
+    }
+}
 
 impl Machine {
     /// `a` ended with an error that auto-retry handles (enabled, transient, not an overflow).
@@ -13,12 +45,8 @@ impl Machine {
         let Some(err) = a.error_message.as_deref().filter(|e| !e.is_empty()) else {
             return false;
         };
-        let transient = if self.compat.is_087() {
-            crate::retry::is_transient_087(err)
-        } else {
-            crate::retry::is_transient(err)
-        };
-        if a.stop_reason != StopReason::Error || !self.auto_retry || !transient {
+        let transient = crate::retry::is_transient_with(self.profile.retry.transient, err);
+        if a.stop_reason != StopReason::Error || !self.retry.enabled || !transient {
             return false;
         }
         let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
@@ -28,7 +56,7 @@ impl Machine {
     /// Whether [`Machine::maybe_schedule_retry`] will schedule a retry after `a` (pi 0.87.1's
     /// `agent_end.willRetry`).
     pub(crate) fn retry_planned(&self, a: &AssistantMessage) -> bool {
-        self.retryable(a) && self.retry_attempt < self.settings.retry_max_retries()
+        self.retryable(a) && self.retry.attempt < self.settings.retry_max_retries()
     }
 
     /// After a run that ended with an error: schedule a retry (true) or give up.
@@ -39,11 +67,11 @@ impl Machine {
         let Some(err) = a.error_message.as_deref() else {
             return false;
         };
-        self.retry_attempt += 1;
+        self.retry.attempt += 1;
         let max = self.settings.retry_max_retries();
-        if self.retry_attempt > max {
-            let attempt = self.retry_attempt - 1;
-            self.retry_attempt = 0;
+        if self.retry.attempt > max {
+            let attempt = self.retry.attempt - 1;
+            self.retry.attempt = 0;
             self.emit(&Frame::AutoRetryEnd {
                 success: false,
                 attempt,
@@ -51,23 +79,22 @@ impl Machine {
             });
             return false;
         }
-        let retry_after = self.last_retry_after.take();
-        let delay = if self.compat.is_087() {
-            crate::retry::delay_ms_087(
+        let retry_after = self.retry.last_retry_after.take();
+        let delay = match self.profile.retry.delay {
+            RetryDelay::Backoff => crate::retry::backoff_ms(
                 self.settings.retry_base_delay_ms(),
-                self.retry_attempt,
+                self.retry.attempt,
                 self.settings.retry_max_agent_delay_ms(),
-            )
-        } else {
-            crate::retry::delay_ms(
+            ),
+            RetryDelay::RetryAfterOrBackoff => crate::retry::delay_ms(
                 self.settings.retry_base_delay_ms(),
-                self.retry_attempt,
+                self.retry.attempt,
                 retry_after,
                 self.settings.retry_max_delay_ms(),
-            )
+            ),
         };
         self.emit(&Frame::AutoRetryStart {
-            attempt: self.retry_attempt,
+            attempt: self.retry.attempt,
             max_attempts: max,
             delay_ms: delay,
             error_message: err,
@@ -76,17 +103,17 @@ impl Machine {
         // that as a `context_edit` entry and announces it.
         if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
             self.messages.pop();
-            if self.compat.is_087() {
+            if self.profile.agent.record_context_edits {
                 self.record_context_edit();
             }
         }
-        self.retry_seq += 1;
-        let cancel = crate::retry::start_timer(
-            self.retry_seq,
+        self.retry.seq += 1;
+        let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
             self.worker_tx.clone(),
+            Worker::RetryDue { id: self.retry.seq },
         );
-        self.retry_wait = Some((self.retry_seq, cancel));
+        self.retry.wait = Some((self.retry.seq, cancel));
         true
     }
 
@@ -104,9 +131,9 @@ impl Machine {
 
     /// The first non-error assistant message after retries ends them successfully.
     pub(crate) fn retry_message_end(&mut self, a: &AssistantMessage) {
-        if a.stop_reason != StopReason::Error && self.retry_attempt > 0 {
-            let attempt = self.retry_attempt;
-            self.retry_attempt = 0;
+        if a.stop_reason != StopReason::Error && self.retry.attempt > 0 {
+            let attempt = self.retry.attempt;
+            self.retry.attempt = 0;
             self.emit(&Frame::AutoRetryEnd {
                 success: true,
                 attempt,
@@ -116,15 +143,15 @@ impl Machine {
     }
 
     pub(crate) fn on_retry_due(&mut self, id: u64) {
-        if self.retry_wait.as_ref().is_some_and(|(i, _)| *i == id) {
-            self.retry_wait = None;
+        if self.retry.wait.as_ref().is_some_and(|(i, _)| *i == id) {
+            self.retry.wait = None;
             self.start_run(Vec::new());
         }
     }
 
     /// `abort` / `abort_retry` while waiting: cancel the timer. True if a retry was pending.
     pub(crate) fn cancel_retry(&mut self) -> bool {
-        let Some((_, mut cancel)) = self.retry_wait.take() else {
+        let Some((_, mut cancel)) = self.retry.wait.take() else {
             return false;
         };
         cancel.cancel();
@@ -133,8 +160,8 @@ impl Machine {
         // `get_session_stats` count without it). It is still in the session file: 0.73 shows it
         // again once the file is read (`switch_session`, resume), 0.87's `context_edit` keeps it
         // out there too.
-        let attempt = self.retry_attempt;
-        self.retry_attempt = 0;
+        let attempt = self.retry.attempt;
+        self.retry.attempt = 0;
         self.emit(&Frame::AutoRetryEnd {
             success: false,
             attempt,

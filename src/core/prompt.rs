@@ -1,0 +1,83 @@
+//! pi 0.87.1's system prompt as sections, the machine glue: when a run declares a change to the
+//! prompt or the tools (the pure part is [`crate::prompt::sections`]).
+
+use serde_json::{Map, Value};
+
+use crate::core::machine::Machine;
+use crate::core::plugins::RemoteTool;
+use crate::message::{SystemMessage, ToolDeclaration};
+use crate::prompt::sections::{Declared, SectionInputs, context_files, declaration, sections};
+
+impl Machine {
+    /// The sections this process would declare now.
+    fn wanted_sections(&mut self, remote: &[RemoteTool]) -> Map<String, Value> {
+        // pi 0.87.1 reads the context files once per session runtime (at start-up and on every
+        // session switch), not before every run.
+        let files = self
+            .session_context_files
+            .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
+            .clone();
+        // Skills are listed when the model can read their files: with read, else with bash.
+        let active = |n: &str| {
+            self.tools.iter().any(|t| t.name() == n) || remote.iter().any(|r| r.name == n)
+        };
+        let reader = if active("read") {
+            Some(crate::resources::skills::ReadTool::Read)
+        } else if active("bash") {
+            Some(crate::resources::skills::ReadTool::Bash)
+        } else {
+            None
+        };
+        let skills = match reader {
+            Some(tool) => self.resources.get().skills_prompt(tool).trim().to_string(),
+            None => String::new(),
+        };
+        let mut names: Vec<(&str, &str)> =
+            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
+        names.extend(
+            remote
+                .iter()
+                .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
+        );
+        sections(&SectionInputs {
+            cwd: &self.cwd,
+            tools: &names,
+            custom: self.custom_system_prompt.as_deref(),
+            append: self.append_system_prompt.as_deref(),
+            context_files: &files,
+            skills: &skills,
+        })
+    }
+
+    /// Under `--compat 0.87`, at the start of a run: the system message that brings the context
+    /// to this process's prompt and tools (sections only for a run that starts with a prompt,
+    /// as pi: a retry only declares tool changes), and the prompt text the requests carry.
+    pub(crate) fn system_update(
+        &mut self,
+        with_prompt: bool,
+        remote: &[RemoteTool],
+    ) -> (Option<SystemMessage>, String) {
+        let mut declared = Declared::of(&self.messages);
+        let wanted = with_prompt.then(|| self.wanted_sections(remote));
+        // The built-ins (less those an extension replaces), then extensions' and MCP tools.
+        let tools: Vec<ToolDeclaration> = self
+            .tools
+            .iter()
+            .filter(|t| !remote.iter().any(|r| r.name == t.name()))
+            .map(|t| declaration(t.as_ref()))
+            .chain(remote.iter().map(|r| ToolDeclaration {
+                name: r.name.clone(),
+                description: r.description.clone(),
+                parameters: r.parameters.clone(),
+                constrained_sampling: None,
+            }))
+            .collect();
+        let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
+        if let Some(u) = &update {
+            declared.apply(u);
+        }
+        let text = self.prompt_cache.get(&declared);
+        (update, text)
+    }
+}
