@@ -242,14 +242,14 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
 impl Machine {
     /// Start a run with these prompt messages (may be empty for a continuation).
     pub(crate) fn start_run(&mut self, prompts: Vec<AgentMessage>) {
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.state.model.clone() else {
             return;
         };
         let remote = self.plugins.remote_tools();
-        let tools = self.tools.clone();
+        let tools = self.env.tools.clone();
         let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
             let (update, text) = self.system_update(!prompts.is_empty(), &remote);
-            let schemas = crate::prompt::sections::request_tools(&self.tools);
+            let schemas = crate::prompt::sections::request_tools(&self.env.tools);
             (update, text, schemas)
         } else {
             (None, self.system_prompt(), tool_schemas(&tools))
@@ -257,7 +257,7 @@ impl Machine {
         let run = Run {
             system_prompt,
             model,
-            thinking: self.thinking,
+            thinking: self.state.thinking,
             tools,
             schemas,
             remote,
@@ -275,7 +275,7 @@ impl Machine {
         for p in prompts {
             self.deliver(p);
         }
-        let steering = self.steering.take();
+        let steering = self.queues.steering.take();
         self.continue_turn(steering, Source::Steering);
     }
 
@@ -295,12 +295,12 @@ impl Machine {
         if let Some(run) = self.run.as_mut() {
             run.new_messages.push(m.clone());
         }
-        self.messages.push(m);
+        self.state.messages.push(m);
     }
 
     pub(crate) fn emit_queue_update(&mut self) {
-        let s = self.steering.texts();
-        let f = self.follow_up.texts();
+        let s = self.queues.steering.texts();
+        let f = self.queues.follow_up.texts();
         self.emit(&Frame::QueueUpdate {
             steering: &s,
             follow_up: &f,
@@ -314,7 +314,8 @@ impl Machine {
         let texts: Vec<String> = pending.iter().map(|q| q.text.clone()).collect();
         for (i, q) in pending.into_iter().enumerate() {
             let rest = &texts[i + 1..];
-            let (mut steering, mut follow_up) = (self.steering.texts(), self.follow_up.texts());
+            let (mut steering, mut follow_up) =
+                (self.queues.steering.texts(), self.queues.follow_up.texts());
             let list = if source == Source::Steering {
                 &mut steering
             } else {
@@ -374,8 +375,8 @@ impl Machine {
             // Under 0.87 the transcript's system messages stay in place (pi 0.87.1's agent sends
             // them); under 0.73 the system prompt holds them.
             messages: crate::context::to_request(
-                &self.messages,
-                self.settings.block_images(),
+                &self.state.messages,
+                self.env.settings.block_images(),
                 self.profile.agent.system_messages,
             ),
             tools: run
@@ -391,24 +392,26 @@ impl Machine {
                 }))
                 .collect(),
             thinking: run.thinking,
-            session_id: Some(self.session_id.clone()),
+            session_id: Some(self.state.session_id.clone()),
             max_tokens: None,
             timeouts: Timeouts {
-                connect: std::time::Duration::from_secs(self.settings.connect_timeout_secs()),
-                stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
+                connect: std::time::Duration::from_secs(self.env.settings.connect_timeout_secs()),
+                stall: std::time::Duration::from_secs(
+                    self.env.settings.stream_stall_timeout_secs(),
+                ),
             },
-            faux_script: self.faux_script.clone(),
+            faux_script: self.env.faux_script.clone(),
             compat: self.profile.version,
             no_cache: false,
             extra: self.request_extra(&model, auth),
             model,
         };
-        if let Some(t) = self.tally.as_mut() {
+        if let Some(t) = self.limits.tally.as_mut() {
             t.count_turn();
         }
         self.generation += 1;
         let generation = self.generation;
-        let tx = self.worker_tx.clone();
+        let tx = self.io.worker_tx.clone();
         let handle = crate::llm::stream::spawn(
             req,
             Box::new(move |event| {
@@ -432,7 +435,7 @@ impl Machine {
         let events = &self.profile.events;
         let live = events.update == UpdateShape::Live;
         let pending = events.pending_stop_reason;
-        let full = self.partials == Partials::Full && !live;
+        let full = self.env.partials == Partials::Full && !live;
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Streaming {
             generation: g,
@@ -537,7 +540,7 @@ impl Machine {
         let AgentMessage::Assistant(a) = &m else {
             return;
         };
-        if let Some(t) = self.tally.as_mut() {
+        if let Some(t) = self.limits.tally.as_mut() {
             t.add_usage(a.usage.total_tokens, a.usage.cost.total);
         }
         self.retry_message_end(a);
@@ -659,6 +662,7 @@ impl Machine {
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
             let refused = self
+                .limits
                 .tally
                 .as_mut()
                 .and_then(|t| t.before_call(&call.name, &call.arguments).err());
@@ -740,10 +744,10 @@ impl Machine {
     fn skip_for_steering(&mut self, i: usize) -> bool {
         // Interrupt mode `wait` (the default, pi's behaviour) never skips a call: steering
         // waits for the whole batch. `immediate` (oh-my-pi) skips the calls not yet started.
-        if self.interrupt_mode != crate::rpc::command::InterruptMode::Immediate {
+        if self.queues.interrupt_mode != crate::rpc::command::InterruptMode::Immediate {
             return false;
         }
-        let steering = self.steering.take();
+        let steering = self.queues.steering.take();
         if steering.is_empty() {
             return false;
         }
@@ -781,21 +785,21 @@ impl Machine {
     /// ones as messages to their process).
     fn spawn_runnable(&mut self) {
         let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
-        let cwd = self.cwd.clone();
-        let shell_path = self.settings.shell_path().map(str::to_string);
-        let shell_command_prefix = self.settings.shell_command_prefix().map(str::to_string);
+        let cwd = self.env.cwd.clone();
+        let shell_path = self.env.settings.shell_path().map(str::to_string);
+        let shell_command_prefix = self.env.settings.shell_command_prefix().map(str::to_string);
         let run_model = self.run.as_ref().map(|r| (r.model.clone(), r.thinking));
-        let thinking = run_model.as_ref().map_or(self.thinking, |(_, t)| *t);
+        let thinking = run_model.as_ref().map_or(self.state.thinking, |(_, t)| *t);
         let mut env = tool_env(
             self.profile,
-            &self.session_id,
-            self.session.file(),
+            &self.state.session_id,
+            self.state.session.file(),
             run_model
                 .as_ref()
                 .map(|(m, _)| (m.provider.as_str(), m.id.as_str())),
             thinking.as_str(),
         );
-        let sandbox = self.sandbox.clone();
+        let sandbox = self.env.sandbox.clone();
         if let Some(sb) = &sandbox {
             sb.filter_env(&mut env);
         }
@@ -841,7 +845,7 @@ impl Machine {
                 }
             };
             let initial = tool.initial_update();
-            let tx = self.worker_tx.clone();
+            let tx = self.io.worker_tx.clone();
             let mut ctx = ctx.clone();
             ctx.approved_target = self.batch_mut().and_then(|b| {
                 b.approved
@@ -974,8 +978,8 @@ impl Machine {
         let msg = result_message(&slot.call, r);
         slot.result = Some(msg.clone());
         self.emit_tool_end(&msg);
-        if self.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
-            && !self.steering.is_empty()
+        if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
+            && !self.queues.steering.is_empty()
         {
             self.skip_running_tools();
         }
@@ -1037,7 +1041,7 @@ impl Machine {
     fn after_turn(&mut self, had_tool_calls: bool, steering: Vec<Queued>) {
         self.flush_after_turn_messages();
         let pending = if steering.is_empty() {
-            self.steering.take()
+            self.queues.steering.take()
         } else {
             steering
         };
@@ -1050,10 +1054,10 @@ impl Machine {
             self.continue_turn(pending, Source::Steering);
             return;
         }
-        if !self.follow_up.is_empty() && self.limit_ends_run() {
+        if !self.queues.follow_up.is_empty() && self.limit_ends_run() {
             return;
         }
-        let follow = self.follow_up.take();
+        let follow = self.queues.follow_up.take();
         if !follow.is_empty() {
             self.emit(&Frame::TurnStart);
             self.declare_tool_changes();
@@ -1091,7 +1095,12 @@ impl Machine {
             _ => None,
         });
         // A limit ended the run: no retry follows, as after an abort.
-        let stopped = run.aborting || self.tally.as_ref().is_some_and(|t| t.reached.is_some());
+        let stopped = run.aborting
+            || self
+                .limits
+                .tally
+                .as_ref()
+                .is_some_and(|t| t.reached.is_some());
         self.announce_limit();
         // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
         let will_retry = self.profile.events.agent_end_will_retry.then(|| {
@@ -1123,35 +1132,36 @@ impl Machine {
     /// fresh tally and, with a deadline, the timer. No limit: no tally, nothing changes.
     pub(crate) fn begin_limits(&mut self, own: Option<&crate::core::limits::Limits>) {
         let limits = match own {
-            Some(o) => self.default_limits.overridden_by(o),
-            None => self.default_limits,
+            Some(o) => self.limits.default_limits.overridden_by(o),
+            None => self.limits.default_limits,
         };
-        self.deadline = None; // dropping the handle stops an earlier prompt's timer
-        self.prompt_started = std::time::Instant::now();
+        self.limits.deadline = None; // dropping the handle stops an earlier prompt's timer
+        self.limits.prompt_started = std::time::Instant::now();
         if limits.is_empty() && self.heartbeat.is_none() {
-            self.tally = None;
+            self.limits.tally = None;
             return;
         }
         // With heartbeats and no limit the tally only counts (it never reaches a limit).
-        self.tally = Some(crate::core::limits::Tally::new(limits));
+        self.limits.tally = Some(crate::core::limits::Tally::new(limits));
         self.arm_heartbeat();
         if let Some(ms) = limits.deadline_ms {
-            self.deadline_seq += 1;
+            self.limits.deadline_seq += 1;
             let cancel = crate::io::timer::after(
                 std::time::Duration::from_millis(ms),
-                self.worker_tx.clone(),
+                self.io.worker_tx.clone(),
                 Worker::DeadlineDue {
-                    id: self.deadline_seq,
+                    id: self.limits.deadline_seq,
                 },
             );
-            self.deadline = Some((self.deadline_seq, std::time::Instant::now(), cancel));
+            self.limits.deadline =
+                Some((self.limits.deadline_seq, std::time::Instant::now(), cancel));
         }
     }
 
     /// Before another turn: a limit that forbids its request ends the run here (true).
     fn limit_ends_run(&mut self) -> bool {
         let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
-        let Some(t) = self.tally.as_mut() else {
+        let Some(t) = self.limits.tally.as_mut() else {
             return false;
         };
         // An `abort` of the host ends the run as pi's does (not as a limit).
@@ -1167,7 +1177,9 @@ impl Machine {
 
     /// `run_limit_reached`, once per run a limit ended.
     pub(crate) fn announce_limit(&mut self) {
-        let Some(t) = self.tally.as_mut() else { return };
+        let Some(t) = self.limits.tally.as_mut() else {
+            return;
+        };
         let Some(r) = t.reached.filter(|_| !t.announced) else {
             return;
         };
@@ -1187,7 +1199,7 @@ impl Machine {
         self.heartbeat_seq += 1;
         let cancel = crate::io::timer::after(
             every,
-            self.worker_tx.clone(),
+            self.io.worker_tx.clone(),
             Worker::HeartbeatDue {
                 id: self.heartbeat_seq,
             },
@@ -1243,10 +1255,10 @@ impl Machine {
                 }
             }
             None => {
-                let elapsed =
-                    u64::try_from(self.prompt_started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let elapsed = u64::try_from(self.limits.prompt_started.elapsed().as_millis())
+                    .unwrap_or(u64::MAX);
                 let (turns, tool_calls, tokens, cost) =
-                    self.tally.as_ref().map_or((0, 0, 0, 0.0), |t| {
+                    self.limits.tally.as_ref().map_or((0, 0, 0, 0.0), |t| {
                         (t.turns, t.tool_calls, t.tokens, t.cost_usd)
                     });
                 self.emit(&Frame::Heartbeat {
@@ -1267,6 +1279,7 @@ impl Machine {
     /// cancelled instead of started.
     pub(crate) fn on_deadline_due(&mut self, id: u64) {
         let Some(started) = self
+            .limits
             .deadline
             .as_ref()
             .filter(|(i, _, _)| *i == id)
@@ -1275,7 +1288,9 @@ impl Machine {
             return;
         };
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let Some(t) = self.tally.as_mut() else { return };
+        let Some(t) = self.limits.tally.as_mut() else {
+            return;
+        };
         if t.reached.is_some() {
             return;
         }
@@ -1285,7 +1300,7 @@ impl Machine {
         } else if self.retry.wait.is_some() || self.retry.continue_wait.is_some() {
             t.deadline_passed(elapsed);
             if self.retry.continue_wait.take().is_some() {
-                self.messages = self.session.build_context().into();
+                self.state.messages = self.state.session.build_context().into();
             }
             self.cancel_retry();
             self.announce_limit();
@@ -1337,7 +1352,7 @@ impl Machine {
                 b.cancel.cancel();
                 b.abandon = Some(crate::io::timer::after(
                     ABORT_GRACE,
-                    self.worker_tx.clone(),
+                    self.io.worker_tx.clone(),
                     Worker::ToolsAbandoned { batch: b.batch },
                 ));
                 let batch = b.batch;

@@ -46,7 +46,7 @@ impl Machine {
         self.bash.seq += 1;
         let job = self.bash.seq;
         let (cancel, token) = cancel_pair();
-        let tx = self.worker_tx.clone();
+        let tx = self.io.worker_tx.clone();
         // pi 0.87.1 streams the output as `bash_execution_update` and counts lines without the
         // empty piece after a final newline.
         let stream = self.profile.agent.bash == crate::protocol::RpcBash::Streamed;
@@ -56,14 +56,14 @@ impl Machine {
             crate::tools::truncate::LineCounting::Split
         };
         let mut env = crate::core::agent::child_env(self.profile);
-        let sandbox = self.sandbox.clone();
+        let sandbox = self.env.sandbox.clone();
         if let Some(sb) = &sandbox {
             sb.filter_env(&mut env);
         }
-        let cwd = self.cwd.clone();
-        let shell = self.settings.shell_path().map(str::to_string);
-        let prefix = self.settings.shell_command_prefix().map(str::to_string);
-        let bin = self.agent_dir.join("bin");
+        let cwd = self.env.cwd.clone();
+        let shell = self.env.settings.shell_path().map(str::to_string);
+        let prefix = self.env.settings.shell_command_prefix().map(str::to_string);
+        let bin = self.env.agent_dir.join("bin");
         let cmd = command.clone();
         std::thread::Builder::new()
             .name("bash".into())
@@ -188,7 +188,7 @@ impl Machine {
     /// Messages recorded while no run is active (bash executions): context and session.
     pub(crate) fn record_outside_run(&mut self, m: AgentMessage) {
         self.persist_message(&m);
-        self.messages.push(m);
+        self.state.messages.push(m);
     }
 
     /// Deferred bash executions enter the context before the next prompt.

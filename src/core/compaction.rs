@@ -68,9 +68,9 @@ pub struct Part {
 
 fn settings_of(m: &Machine) -> compaction::Settings {
     compaction::Settings {
-        enabled: m.auto_compaction,
-        reserve_tokens: m.settings.compaction_reserve_tokens(),
-        keep_recent_tokens: m.settings.compaction_keep_recent_tokens(),
+        enabled: m.state.auto_compaction,
+        reserve_tokens: m.env.settings.compaction_reserve_tokens(),
+        keep_recent_tokens: m.env.settings.compaction_keep_recent_tokens(),
     }
 }
 
@@ -121,9 +121,9 @@ impl Machine {
     /// The compaction preparation of this protocol version.
     fn prepare_compaction(&self, settings: &compaction::Settings) -> Result<Preparation, String> {
         if self.profile.compaction.flavor == CompactionFlavor::Projected {
-            crate::compaction::projected::prepare(&self.session.branch_path(), settings)
+            crate::compaction::projected::prepare(&self.state.session.branch_path(), settings)
         } else {
-            compaction::prepare(&self.session, settings)
+            compaction::prepare(&self.state.session, settings)
         }
     }
 
@@ -176,7 +176,7 @@ impl Machine {
         if self.compaction.is_some() {
             return Err("Compaction already in progress".to_string());
         }
-        if self.model.is_none() {
+        if self.state.model.is_none() {
             return Err("No model selected".to_string());
         }
         self.discard_run();
@@ -203,16 +203,16 @@ impl Machine {
         before_prompt: bool,
     ) -> bool {
         let settings = settings_of(self);
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.state.model.clone() else {
             return false;
         };
         let input = compaction::CheckInput {
             settings: &settings,
             model: Some((&model.provider, &model.id, model.context_window)),
-            latest_compaction_ms: compaction::latest_compaction_ms(&self.session),
+            latest_compaction_ms: compaction::latest_compaction_ms(&self.state.session),
             overflow_recovery_attempted: self.overflow_recovery_attempted,
             include_aborted: before_prompt,
-            context: self.messages.as_slice(),
+            context: self.state.messages.as_slice(),
             recover_length_stops: self.profile.compaction.recover_length_stops,
             max_tokens: model.max_tokens,
         };
@@ -224,8 +224,8 @@ impl Machine {
             }
             Some(Trigger::OverflowNoRetry) => (Reason::Overflow, false),
             Some(Trigger::Overflow) => {
-                if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
-                    self.messages.pop();
+                if matches!(self.state.messages.last(), Some(AgentMessage::Assistant(_))) {
+                    self.state.messages.pop();
                     if self.profile.agent.record_context_edits {
                         // pi 0.87.1 records the dropped attempt as a `context_edit`.
                         self.record_context_edit();
@@ -271,10 +271,10 @@ impl Machine {
         if reason == Reason::Manual || self.profile.events.compaction == CompactionEvents::Unified {
             self.emit_compaction_start(reason);
         }
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.state.model.clone() else {
             return;
         };
-        let thinking = model.reasoning.then_some(self.thinking);
+        let thinking = model.reasoning.then_some(self.state.thinking);
         let settings = settings_of(self);
         let mut requests = if self.profile.compaction.flavor == CompactionFlavor::Projected {
             crate::compaction::projected::summary_requests(
@@ -317,7 +317,7 @@ impl Machine {
 
     /// Start one summary request of the compaction in flight.
     fn spawn_summary(&mut self, r: SummaryRequest) -> Result<(), String> {
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.state.model.clone() else {
             return Err("No model selected".to_string());
         };
         let (api_key, request_model, auth) = self.request_credentials(&model)?;
@@ -334,10 +334,12 @@ impl Machine {
             session_id: None,
             max_tokens: Some(r.max_tokens),
             timeouts: Timeouts {
-                connect: std::time::Duration::from_secs(self.settings.connect_timeout_secs()),
-                stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
+                connect: std::time::Duration::from_secs(self.env.settings.connect_timeout_secs()),
+                stall: std::time::Duration::from_secs(
+                    self.env.settings.stream_stall_timeout_secs(),
+                ),
             },
-            faux_script: self.faux_script.clone(),
+            faux_script: self.env.faux_script.clone(),
             compat: self.profile.version,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.profile.compaction.summaries_uncached,
@@ -346,7 +348,7 @@ impl Machine {
         };
         self.generation += 1;
         let generation = self.generation;
-        let tx = self.worker_tx.clone();
+        let tx = self.io.worker_tx.clone();
         let handle = crate::llm::stream::spawn(
             req,
             Box::new(move |event| {
@@ -436,16 +438,16 @@ impl Machine {
         };
         reply.stop_reason == crate::message::StopReason::Error
             && self.retry.enabled
-            && c.retry_attempt < self.settings.retry_max_retries()
+            && c.retry_attempt < self.env.settings.retry_max_retries()
             && reply.error_message.as_deref().is_some_and(|e| {
                 !e.is_empty() && crate::retry::is_transient_with(self.profile.retry.transient, e)
             })
     }
 
     fn schedule_summary_retry(&mut self, request: SummaryRequest, reply: &AssistantMessage) {
-        let max = self.settings.retry_max_retries();
-        let base = self.settings.retry_base_delay_ms();
-        let cap = self.settings.retry_max_agent_delay_ms();
+        let max = self.env.settings.retry_max_retries();
+        let base = self.env.settings.retry_base_delay_ms();
+        let cap = self.env.settings.retry_max_agent_delay_ms();
         let Some(c) = self.compaction.as_mut() else {
             return;
         };
@@ -462,7 +464,7 @@ impl Machine {
         self.retry.seq += 1;
         let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
-            self.worker_tx.clone(),
+            self.io.worker_tx.clone(),
             Worker::SummaryRetryDue { id: self.retry.seq },
         );
         if let Some(c) = self.compaction.as_mut() {
@@ -539,8 +541,8 @@ impl Machine {
             let usage = c
                 .usage
                 .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
-            let declared = crate::prompt::sections::Declared::of(&self.messages);
-            self.session.append_compaction_with_checkpoint(
+            let declared = crate::prompt::sections::Declared::of(&self.state.messages);
+            self.state.session.append_compaction_with_checkpoint(
                 &summary,
                 &c.prep.first_kept_entry_id,
                 c.prep.tokens_before,
@@ -552,9 +554,10 @@ impl Machine {
                         .map(|m| serde_json::to_value(AgentMessage::System(m)).unwrap_or_default())
                 },
             );
-            self.messages =
-                crate::core::machine::context_of(self.profile, self.session.build_context()).into();
-            let after = crate::compaction::projected::estimated_tokens_after(&self.messages);
+            self.state.messages =
+                crate::core::machine::context_of(self.profile, self.state.session.build_context())
+                    .into();
+            let after = crate::compaction::projected::estimated_tokens_after(&self.state.messages);
             let mut r = json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,
@@ -568,15 +571,16 @@ impl Machine {
             r
         } else {
             let summary = compaction::final_summary(&c.prep, history.as_deref(), prefix.as_deref());
-            self.session.append_compaction(
+            self.state.session.append_compaction(
                 &summary,
                 &c.prep.first_kept_entry_id,
                 c.prep.tokens_before,
                 Some(details.clone()),
                 Some(false),
             );
-            self.messages =
-                crate::core::machine::context_of(self.profile, self.session.build_context()).into();
+            self.state.messages =
+                crate::core::machine::context_of(self.profile, self.state.session.build_context())
+                    .into();
             json!({
                 "summary": summary,
                 "firstKeptEntryId": c.prep.first_kept_entry_id,
@@ -650,18 +654,18 @@ impl Machine {
             // The context rebuilt from the session ends with the failed reply again: drop it and
             // continue. A *silent* overflow (a successful reply over the window) is not retried,
             // as in the reference: its reply stays and nothing is resent.
-            if let Some(AgentMessage::Assistant(a)) = self.messages.last() {
+            if let Some(AgentMessage::Assistant(a)) = self.state.messages.last() {
                 if a.stop_reason == crate::message::StopReason::Error {
-                    self.messages.pop();
+                    self.state.messages.pop();
                 }
             }
-            if !matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
+            if !matches!(self.state.messages.last(), Some(AgentMessage::Assistant(_))) {
                 // Continue after a short pause, as the reference does (its 100 ms also keeps the
                 // retried reply's timestamp after the compaction entry's).
                 self.retry.seq += 1;
                 let cancel = crate::io::timer::after(
                     std::time::Duration::from_millis(compaction::CONTINUE_DELAY_MS),
-                    self.worker_tx.clone(),
+                    self.io.worker_tx.clone(),
                     Worker::ContinueDue { id: self.retry.seq },
                 );
                 self.retry.continue_wait = Some((self.retry.seq, cancel));
@@ -671,12 +675,12 @@ impl Machine {
         if self.run_pending_prompt() {
             return;
         }
-        if !self.steering.is_empty() || !self.follow_up.is_empty() {
+        if !self.queues.steering.is_empty() || !self.queues.follow_up.is_empty() {
             // Messages queued meanwhile continue the conversation (the reference's `continue()`).
             let queued = {
-                let mut q = self.steering.take();
+                let mut q = self.queues.steering.take();
                 if q.is_empty() {
-                    q = self.follow_up.take();
+                    q = self.queues.follow_up.take();
                 }
                 q
             };
@@ -706,7 +710,7 @@ impl Machine {
 
     /// The last assistant message in context (for the pre-prompt compaction check).
     pub(crate) fn last_assistant_in_context(&self) -> Option<AssistantMessage> {
-        self.messages.iter().rev().find_map(|m| match m {
+        self.state.messages.iter().rev().find_map(|m| match m {
             AgentMessage::Assistant(a) => Some(a.clone()),
             _ => None,
         })

@@ -88,13 +88,13 @@ impl Machine {
         output_path: Option<String>,
         id: Option<Value>,
     ) -> Result<(), String> {
-        let path = export_target(&self.session, output_path.as_deref())?;
+        let path = export_target(&self.state.session, output_path.as_deref())?;
         if self.exports.in_flight() >= MAX_IN_FLIGHT {
             return Err(format!(
                 "Too many exports in progress ({MAX_IN_FLIGHT}); send export_html again when one has finished"
             ));
         }
-        let mut tools = tool_specs(&self.tools);
+        let mut tools = tool_specs(&self.env.tools);
         tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
             name: r.name,
             description: r.description,
@@ -108,7 +108,7 @@ impl Machine {
         self.exports.waiting.push_back(Waiting {
             job: self.exports.seq,
             id,
-            session: Box::new(self.session.clone()),
+            session: Box::new(self.state.session.clone()),
             extras,
             path,
         });
@@ -123,7 +123,7 @@ impl Machine {
                 return;
             };
             let (cancel, token) = cancel_pair();
-            let tx = self.worker_tx.clone();
+            let tx = self.io.worker_tx.clone();
             let Waiting {
                 job,
                 id,

@@ -384,7 +384,7 @@ impl Machine {
                 .map(builtin_command)
                 .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
         );
-        crate::resources::commands::CommandList::new(extensions, self.resources.get()).to_json()
+        crate::resources::commands::CommandList::new(extensions, self.env.resources.get()).to_json()
     }
 
     /// The extension commands for `get_commands` (`source: "extension"`), in load order: under
@@ -502,7 +502,7 @@ impl Machine {
                     SessionOpKind::Switch { path } => json!({
                         "type": "session_before_switch",
                         "reason": "resume",
-                        "targetSessionFile": self.cwd.join(path).to_string_lossy(),
+                        "targetSessionFile": self.env.cwd.join(path).to_string_lossy(),
                     }),
                     SessionOpKind::Fork { entry_id } => json!({
                         "type": "session_before_fork",
@@ -511,7 +511,7 @@ impl Machine {
                     }),
                     SessionOpKind::Clone => json!({
                         "type": "session_before_fork",
-                        "entryId": self.session.leaf_id().unwrap_or_default(),
+                        "entryId": self.state.session.leaf_id().unwrap_or_default(),
                         "position": "at",
                     }),
                 };
@@ -537,7 +537,11 @@ impl Machine {
     /// Run a session operation the extensions allowed; `session_shutdown` and `session_start`
     /// tell them about it.
     fn run_session_op(&mut self, kind: &SessionOpKind) -> Answer {
-        let previous = self.session.file().map(|f| f.to_string_lossy().to_string());
+        let previous = self
+            .state
+            .session
+            .file()
+            .map(|f| f.to_string_lossy().to_string());
         let reason = match kind {
             SessionOpKind::New { .. } => "new",
             SessionOpKind::Switch { .. } => "resume",
@@ -550,7 +554,11 @@ impl Machine {
             SessionOpKind::Clone => self.cmd_clone(),
         };
         if reply.is_ok() {
-            let target = self.session.file().map(|f| f.to_string_lossy().to_string());
+            let target = self
+                .state
+                .session
+                .file()
+                .map(|f| f.to_string_lossy().to_string());
             let mut down = json!({"type": "session_shutdown", "reason": reason});
             if let Some(t) = target {
                 down["targetSessionFile"] = json!(t);
@@ -569,8 +577,8 @@ impl Machine {
     /// pith's additions to `session_start`: the session now current (an extension has no other
     /// way to learn it).
     fn add_session_fields(&self, ev: &mut Value) {
-        ev["sessionId"] = json!(self.session_id);
-        if let Some(f) = self.session.file() {
+        ev["sessionId"] = json!(self.state.session_id);
+        if let Some(f) = self.state.session.file() {
             ev["sessionFile"] = json!(f.to_string_lossy());
         }
     }
@@ -619,7 +627,7 @@ impl Machine {
     /// Record a message outside a turn: session, context, `message_start` / `message_end`.
     pub(crate) fn record_extension_message(&mut self, m: AgentMessage) {
         self.persist_message(&m);
-        self.messages.push(m.clone());
+        self.state.messages.push(m.clone());
         self.emit(&crate::rpc::event::Event::MessageStart { message: &m });
         self.emit(&crate::rpc::event::Event::MessageEnd { message: &m });
     }
@@ -636,7 +644,7 @@ impl Machine {
         if !self.is_idle() || self.pending_prompt.is_some() {
             return self.enqueue_message(message, StreamingBehavior::FollowUp);
         }
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.state.model.clone() else {
             return Err("No model selected.".to_string());
         };
         if model.api != "faux" && !self.key_configured(&model.provider) {
@@ -661,10 +669,16 @@ impl Machine {
         };
         let q = crate::queues::Queued { text, message };
         let pushed = match behavior {
-            StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
-            StreamingBehavior::FollowUp => {
-                self.follow_up.push(q).map_err(|f| f.message("follow-up"))
-            }
+            StreamingBehavior::Steer => self
+                .queues
+                .steering
+                .push(q)
+                .map_err(|f| f.message("steering")),
+            StreamingBehavior::FollowUp => self
+                .queues
+                .follow_up
+                .push(q)
+                .map_err(|f| f.message("follow-up")),
         };
         pushed?;
         self.emit_queue_update();

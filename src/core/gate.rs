@@ -98,7 +98,7 @@ impl Machine {
         // Where a file tool's bytes land: resolved once here, shown in the dialog, matched by
         // the rules, and pinned for a write or edit (the tool refuses if it changed).
         let target = crate::perms::file_tool_path(&tool, &args).map(|p| {
-            let lexical = crate::tools::paths::resolve_to_cwd(&p, &self.cwd);
+            let lexical = crate::tools::paths::resolve_to_cwd(&p, &self.env.cwd);
             let real = crate::tools::paths::resolve_real(&lexical);
             let shown = approval::Target {
                 resolved: real.to_string_lossy().into_owned(),

@@ -139,55 +139,21 @@ impl Exit {
 }
 
 pub struct Machine {
-    stdout: Sender<Vec<u8>>,
-    input_rx: Receiver<Input>,
-    control_rx: Receiver<Control>,
-    worker_rx: Receiver<Worker>,
-    client_gone: bool,
-    /// `--compat 0.87` after stdin ended: nothing more is written (frames are dropped; what was
-    /// queued before is still flushed).
-    muted: bool,
-    input_closed: bool,
-    pub(crate) worker_tx: Sender<Worker>,
-
-    pub(crate) cwd: PathBuf,
-    pub(crate) agent_dir: PathBuf,
-    pub(crate) settings: Settings,
-    pub(crate) partials: Partials,
+    /// The edges: channels, and what the machine knows of its host.
+    pub(crate) io: Io,
+    /// The environment a session runs in: directories, settings, models, credentials, tools, resources.
+    pub(crate) env: Env,
+    /// The current session: its file, context, model and thinking level.
+    pub(crate) state: SessionState,
+    /// Steering and follow-up messages waiting for the run.
+    pub(crate) queues: Queues,
+    /// Run limits (`--max-*`, `--deadline`) and what the current run has used.
+    pub(crate) limits: RunLimits,
     /// The behaviours of the protocol version pith speaks.
     pub(crate) profile: &'static Profile,
-    /// `--compat 0.87`: the rendered system prompt of the last declared sections.
-    pub(crate) prompt_cache: crate::prompt::sections::PromptCache,
-    /// `--compat 0.87`: the context files, read once per session runtime.
-    pub(crate) session_context_files: Option<Vec<(PathBuf, String)>>,
-    pub(crate) registry: Registry,
-    pub(crate) auth: Auth,
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
-    pub(crate) custom_system_prompt: Option<String>,
-    pub(crate) append_system_prompt: Option<String>,
-    pub(crate) no_context_files: bool,
-    pub(crate) faux_script: Option<PathBuf>,
-    pub(crate) resources: crate::resources::LazyResources,
-
-    pub(crate) model: Option<Model>,
-    pub(crate) thinking: ThinkingLevel,
-    /// See [`Startup::defaults`].
-    pub(crate) defaults: SessionDefaults,
-    pub(crate) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
-    pub(crate) steering: Queue,
-    pub(crate) follow_up: Queue,
-    pub(crate) interrupt_mode: InterruptMode,
-    pub(crate) auto_compaction: bool,
-
-    pub(crate) session: Session,
-    pub(crate) session_id: String,
-    /// The agent's context: completed messages only.
-    pub(crate) messages: Context,
 
     /// The agent run in progress, if any.
     pub(crate) run: Option<Run>,
-    /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
-    exit_signal: Option<i32>,
     /// The RPC `bash` commands (`core/bash.rs`).
     pub(crate) bash: crate::core::bash::BashJobs,
     /// The `export_html` renders in flight (`core/export.rs`).
@@ -206,6 +172,77 @@ pub struct Machine {
     pub(crate) batch: u64,
     /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
     pub(crate) plugins: crate::core::plugins::Plugins,
+    /// When the machine started (`ping`'s `uptimeMs`).
+    born: std::time::Instant,
+    pub(crate) heartbeat: Option<Heartbeat>,
+    /// The armed heartbeat timer: its number and cancel handle.
+    pub(crate) heartbeat_timer: Option<(u64, crate::cancel::CancelSource)>,
+    pub(crate) heartbeat_seq: u64,
+}
+
+/// The edges: channels, and what the machine knows of its host.
+pub(crate) struct Io {
+    pub(crate) stdout: Sender<Vec<u8>>,
+    pub(crate) input_rx: Receiver<Input>,
+    pub(crate) control_rx: Receiver<Control>,
+    pub(crate) worker_rx: Receiver<Worker>,
+    pub(crate) client_gone: bool,
+    /// `--compat 0.87` after stdin ended: nothing more is written (frames are dropped; what was
+    /// queued before is still flushed).
+    pub(crate) muted: bool,
+    pub(crate) input_closed: bool,
+    pub(crate) worker_tx: Sender<Worker>,
+    /// A signal arrived while a frame was waiting for the stdout queue: exit as soon as possible.
+    pub(crate) exit_signal: Option<i32>,
+    /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
+    pub(crate) late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
+}
+
+/// The environment a session runs in: directories, settings, models, credentials, tools, resources.
+pub(crate) struct Env {
+    pub(crate) cwd: PathBuf,
+    pub(crate) agent_dir: PathBuf,
+    pub(crate) settings: Settings,
+    pub(crate) partials: Partials,
+    pub(crate) registry: Registry,
+    pub(crate) auth: Auth,
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) custom_system_prompt: Option<String>,
+    pub(crate) append_system_prompt: Option<String>,
+    pub(crate) no_context_files: bool,
+    pub(crate) faux_script: Option<PathBuf>,
+    pub(crate) resources: crate::resources::LazyResources,
+    /// See [`Startup::sandbox`].
+    pub(crate) sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+}
+
+/// The current session: its file, context, model and thinking level.
+pub(crate) struct SessionState {
+    /// `--compat 0.87`: the rendered system prompt of the last declared sections.
+    pub(crate) prompt_cache: crate::prompt::sections::PromptCache,
+    /// `--compat 0.87`: the context files, read once per session runtime.
+    pub(crate) session_context_files: Option<Vec<(PathBuf, String)>>,
+    pub(crate) model: Option<Model>,
+    pub(crate) thinking: ThinkingLevel,
+    /// See [`Startup::defaults`].
+    pub(crate) defaults: SessionDefaults,
+    pub(crate) scoped_models: Vec<(Model, Option<ThinkingLevel>)>,
+    pub(crate) auto_compaction: bool,
+    pub(crate) session: Session,
+    pub(crate) session_id: String,
+    /// The agent's context: completed messages only.
+    pub(crate) messages: Context,
+}
+
+/// Steering and follow-up messages waiting for the run.
+pub(crate) struct Queues {
+    pub(crate) steering: Queue,
+    pub(crate) follow_up: Queue,
+    pub(crate) interrupt_mode: InterruptMode,
+}
+
+/// Run limits (`--max-*`, `--deadline`) and what the current run has used.
+pub(crate) struct RunLimits {
     /// Run limits of every prompt (a prompt's own `limits` override them).
     pub(crate) default_limits: crate::core::limits::Limits,
     /// What the current prompt's run has used against its limits (`None`: no limit set).
@@ -213,18 +250,8 @@ pub struct Machine {
     /// The deadline timer of `tally`: its number, when the run started, its cancel handle.
     pub(crate) deadline: Option<(u64, std::time::Instant, crate::cancel::CancelSource)>,
     pub(crate) deadline_seq: u64,
-    /// When the machine started (`ping`'s `uptimeMs`).
-    born: std::time::Instant,
     /// When the current prompt's run started (heartbeats' `elapsedMs`).
     pub(crate) prompt_started: std::time::Instant,
-    pub(crate) heartbeat: Option<Heartbeat>,
-    /// The armed heartbeat timer: its number and cancel handle.
-    pub(crate) heartbeat_timer: Option<(u64, crate::cancel::CancelSource)>,
-    pub(crate) heartbeat_seq: u64,
-    /// See [`Startup::sandbox`].
-    pub(crate) sandbox: Option<Arc<crate::sandbox::Sandbox>>,
-    /// Starts the threads the first answer does not need, and when ([`Machine::with_late_start`]).
-    late_start: Option<(Box<dyn FnOnce() + Send>, std::time::Instant)>,
 }
 
 /// How long after it starts the machine starts the late threads.
@@ -266,29 +293,63 @@ impl Machine {
     pub fn new(mut s: Startup, ch: Channels) -> Machine {
         let profile = s.compat.profile();
         let messages = shared_context_of(profile, s.session.take_context());
+        let auto_compaction = s.settings.compaction_enabled();
+        let queues = Queues {
+            steering: Queue::new(s.settings.steering_mode()),
+            follow_up: Queue::new(s.settings.follow_up_mode()),
+            // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
+            interrupt_mode: InterruptMode::Wait,
+        };
+        let retry = crate::core::retry::RetryState::new(s.settings.retry_enabled());
         Machine {
-            stdout: ch.stdout,
-            input_rx: ch.input,
-            control_rx: ch.control,
-            worker_rx: ch.worker,
-            client_gone: false,
-            muted: false,
-            input_closed: false,
-            worker_tx: ch.worker_tx,
-            registry: s.registry,
-            auth: s.auth,
-            tools: s.tools,
-            custom_system_prompt: s.custom_system_prompt,
-            append_system_prompt: s.append_system_prompt,
-            no_context_files: s.no_context_files,
-            faux_script: s.faux_script,
-            resources: s.resources,
-            scoped_models: s.scoped_models,
-            session_id: s.session.id().to_string(),
-            session: s.session,
-            messages,
+            io: Io {
+                stdout: ch.stdout,
+                input_rx: ch.input,
+                control_rx: ch.control,
+                worker_rx: ch.worker,
+                client_gone: false,
+                muted: false,
+                input_closed: false,
+                worker_tx: ch.worker_tx,
+                exit_signal: None,
+                late_start: None,
+            },
+            env: Env {
+                registry: s.registry,
+                auth: s.auth,
+                tools: s.tools,
+                custom_system_prompt: s.custom_system_prompt,
+                append_system_prompt: s.append_system_prompt,
+                no_context_files: s.no_context_files,
+                faux_script: s.faux_script,
+                resources: s.resources,
+                sandbox: s.sandbox,
+                cwd: s.cwd,
+                agent_dir: s.agent_dir,
+                settings: s.settings,
+                partials: s.partials,
+            },
+            state: SessionState {
+                scoped_models: s.scoped_models,
+                session_id: s.session.id().to_string(),
+                session: s.session,
+                messages,
+                auto_compaction,
+                prompt_cache: Default::default(),
+                session_context_files: None,
+                model: s.model,
+                thinking: s.thinking,
+                defaults: s.defaults,
+            },
+            queues,
+            limits: RunLimits {
+                default_limits: s.limits,
+                tally: None,
+                deadline: None,
+                deadline_seq: 0,
+                prompt_started: std::time::Instant::now(),
+            },
             run: None,
-            exit_signal: None,
             bash: Default::default(),
             exports: Default::default(),
             pending_prompt: None,
@@ -297,33 +358,12 @@ impl Machine {
             generation: 0,
             batch: 0,
             plugins: crate::core::plugins::Plugins::new(s.plugins),
-            sandbox: s.sandbox,
-            steering: Queue::new(s.settings.steering_mode()),
-            follow_up: Queue::new(s.settings.follow_up_mode()),
-            // pi's behaviour: steering waits for the running tools (`immediate` is oh-my-pi's).
-            interrupt_mode: InterruptMode::Wait,
-            auto_compaction: s.settings.compaction_enabled(),
-            retry: crate::core::retry::RetryState::new(s.settings.retry_enabled()),
-            cwd: s.cwd,
-            agent_dir: s.agent_dir,
-            settings: s.settings,
-            partials: s.partials,
+            retry,
             profile,
-            prompt_cache: Default::default(),
-            session_context_files: None,
-            model: s.model,
-            thinking: s.thinking,
-            defaults: s.defaults,
-            default_limits: s.limits,
-            tally: None,
-            deadline: None,
-            deadline_seq: 0,
             born: std::time::Instant::now(),
-            prompt_started: std::time::Instant::now(),
             heartbeat: s.heartbeat,
             heartbeat_timer: None,
             heartbeat_seq: 0,
-            late_start: None,
         }
     }
 
@@ -334,12 +374,12 @@ impl Machine {
     /// right after it while the host is reading it, took CPU time from both on a loaded machine
     /// (docs/architecture.md, "Memory per agent"). A signal that comes meanwhile waits for it.
     pub fn with_late_start(mut self, start: Box<dyn FnOnce() + Send>) -> Machine {
-        self.late_start = Some((start, std::time::Instant::now() + LATE_START_WAIT));
+        self.io.late_start = Some((start, std::time::Instant::now() + LATE_START_WAIT));
         self
     }
 
     fn start_late(&mut self) {
-        if let Some((start, _)) = self.late_start.take() {
+        if let Some((start, _)) = self.io.late_start.take() {
             start();
         }
     }
@@ -363,26 +403,26 @@ impl Machine {
     /// writer drains what is queued and stops.
     pub fn run_to_exit(mut self) -> Exit {
         let exit = self.run_plugins_and_loop();
-        self.session.close_writes();
-        std::mem::forget(std::mem::take(&mut self.messages));
+        self.state.session.close_writes();
+        std::mem::forget(std::mem::take(&mut self.state.messages));
         std::mem::forget(std::mem::replace(
-            &mut self.session,
+            &mut self.state.session,
             Session::new("", None, None),
         ));
-        std::mem::forget(std::mem::take(&mut self.registry));
+        std::mem::forget(std::mem::take(&mut self.env.registry));
         exit
     }
 
     fn run_loop(&mut self) -> Exit {
         loop {
-            if let Some(sig) = self.exit_signal {
+            if let Some(sig) = self.io.exit_signal {
                 return self.shutdown_on_signal(sig);
             }
-            if self.client_gone {
+            if self.io.client_gone {
                 self.cancel_all_work();
                 return Exit::ClientGone;
             }
-            if self.input_closed
+            if self.io.input_closed
                 && self.is_idle()
                 && self.exports.is_empty()
                 && !self.plugins.busy()
@@ -391,12 +431,12 @@ impl Machine {
             }
             // Once stdin is closed nobody can send `abort`: work that shows no progress at all
             // for `pith.eofIdleTimeoutSeconds` (a stuck worker) is aborted and pith exits.
-            let mut idle_limit = if self.input_closed {
-                std::time::Duration::from_secs(self.settings.eof_idle_timeout_secs())
+            let mut idle_limit = if self.io.input_closed {
+                std::time::Duration::from_secs(self.env.settings.eof_idle_timeout_secs())
             } else {
                 std::time::Duration::MAX
             };
-            if let Some((_, at)) = &self.late_start {
+            if let Some((_, at)) = &self.io.late_start {
                 match at.checked_duration_since(std::time::Instant::now()) {
                     Some(left) if !left.is_zero() => idle_limit = idle_limit.min(left),
                     _ => self.start_late(),
@@ -404,21 +444,21 @@ impl Machine {
             }
             let timer = self.plugins.timer();
             let event = select! {
-                recv(self.control_rx) -> c => match c {
+                recv(self.io.control_rx) -> c => match c {
                     Ok(c) => Event::Control(c),
                     Err(_) => continue,
                 },
-                recv(self.input_rx) -> i => match i {
+                recv(self.io.input_rx) -> i => match i {
                     Ok(i) => Event::Input(i),
                     Err(_) => Event::Input(Input::Eof),
                 },
-                recv(self.worker_rx) -> w => match w {
+                recv(self.io.worker_rx) -> w => match w {
                     Ok(w) => Event::Worker(w),
                     Err(_) => continue,
                 },
                 recv(timer) -> _ => Event::Timer,
                 default(idle_limit) => {
-                    if self.late_start.is_some() {
+                    if self.io.late_start.is_some() {
                         self.start_late();
                         continue;
                     }
@@ -437,7 +477,7 @@ impl Machine {
     }
 
     pub(crate) fn worker_rx_timeout(&self, deadline: std::time::Instant) -> Option<Worker> {
-        self.worker_rx.recv_deadline(deadline).ok()
+        self.io.worker_rx.recv_deadline(deadline).ok()
     }
 
     /// The one place where state changes.
@@ -463,13 +503,13 @@ impl Machine {
                 return Some(self.dispose_on_eof());
             }
             Event::Input(Input::Eof) => {
-                self.input_closed = true;
+                self.io.input_closed = true;
                 self.end_dialogs(); // nobody is left to answer them
                 // Nothing will read from stdin again; a closed input must not wake the loop.
-                self.input_rx = crossbeam_channel::never();
+                self.io.input_rx = crossbeam_channel::never();
             }
             Event::Control(Control::ClientGone) => {
-                self.client_gone = true;
+                self.io.client_gone = true;
                 self.cancel_all_work();
                 return Some(Exit::ClientGone);
             }
@@ -508,7 +548,7 @@ impl Machine {
 
     fn shutdown_on_signal(&mut self, sig: i32) -> Exit {
         eprintln!("pith: received signal {sig}; exiting");
-        self.exit_signal = Some(sig);
+        self.io.exit_signal = Some(sig);
         self.cancel_all_work();
         Exit::Signal(sig)
     }
@@ -518,10 +558,10 @@ impl Machine {
     /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
     /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
     fn dispose_on_eof(&mut self) -> Exit {
-        self.input_closed = true;
-        self.muted = true;
-        self.session.detach_file();
-        self.input_rx = crossbeam_channel::never();
+        self.io.input_closed = true;
+        self.io.muted = true;
+        self.state.session.detach_file();
+        self.io.input_rx = crossbeam_channel::never();
         self.end_dialogs();
         self.cancel_all_work();
         Exit::InputClosed
@@ -565,30 +605,32 @@ impl Machine {
     /// also listens to the control channel. After a signal (or when the host is gone) frames are
     /// dropped and the main loop exits.
     pub(crate) fn send(&mut self, line: Vec<u8>) {
-        if self.client_gone || self.muted {
+        if self.io.client_gone || self.io.muted {
             return;
         }
-        let line = match self.stdout.try_send(line) {
+        let line = match self.io.stdout.try_send(line) {
             Ok(()) => return,
             Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
-                self.client_gone = true;
+                self.io.client_gone = true;
                 return;
             }
             // Shutting down: what does not fit is dropped, nothing may block now.
-            Err(crossbeam_channel::TrySendError::Full(_)) if self.exit_signal.is_some() => return,
+            Err(crossbeam_channel::TrySendError::Full(_)) if self.io.exit_signal.is_some() => {
+                return;
+            }
             Err(crossbeam_channel::TrySendError::Full(line)) => line,
         };
         // About to block: signals must get through.
         self.start_late();
         select! {
-            send(self.stdout, line) -> r => {
+            send(self.io.stdout, line) -> r => {
                 if r.is_err() {
-                    self.client_gone = true;
+                    self.io.client_gone = true;
                 }
             }
-            recv(self.control_rx) -> c => match c {
-                Ok(Control::Signal(sig)) => self.exit_signal = Some(sig),
-                Ok(Control::ClientGone) => self.client_gone = true,
+            recv(self.io.control_rx) -> c => match c {
+                Ok(Control::Signal(sig)) => self.io.exit_signal = Some(sig),
+                Ok(Control::ClientGone) => self.io.client_gone = true,
                 Err(_) => {}
             },
         }
@@ -684,7 +726,7 @@ impl Machine {
             Command::Abort => {
                 if self.retry.continue_wait.take().is_some() {
                     // No continuation: the context is the session's (the failed reply is back).
-                    self.messages = self.session.build_context().into();
+                    self.state.messages = self.state.session.build_context().into();
                     self.send(response::success(id, "abort", None));
                     self.settle();
                     return Reply::Later;
@@ -728,8 +770,8 @@ impl Machine {
                 let input = self.expand_input(input);
                 // Queued messages are dropped, and hosts see it: one `queue_update` with both
                 // queues empty, as pi's clearQueue emits (always, even when they were empty).
-                self.steering.clear();
-                self.follow_up.clear();
+                self.queues.steering.clear();
+                self.queues.follow_up.clear();
                 self.emit_queue_update();
                 if self.run.is_some() {
                     // Abort, then prompt once the run has ended. Set first: aborting a stream ends the run synchronously, and the end of the
@@ -762,28 +804,28 @@ impl Machine {
                 "uptimeMs": u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX),
                 "isStreaming": self.run.is_some(),
             }))),
-            Command::GetMessages => Reply::Now(Some(json!({ "messages": self.messages }))),
+            Command::GetMessages => Reply::Now(Some(json!({ "messages": self.state.messages }))),
             Command::GetLastAssistantText => Reply::Now(Some(
-                match crate::session::tree::last_assistant_text(self.messages.as_slice()) {
+                match crate::session::tree::last_assistant_text(self.state.messages.as_slice()) {
                     Some(t) => json!({ "text": t }),
                     None => json!({}),
                 },
             )),
             Command::GetSessionStats => Reply::Now(Some(self.session_stats())),
             Command::SetSteeringMode(m) => {
-                self.steering.mode = m;
+                self.queues.steering.mode = m;
                 Reply::Now(None)
             }
             Command::SetFollowUpMode(m) => {
-                self.follow_up.mode = m;
+                self.queues.follow_up.mode = m;
                 Reply::Now(None)
             }
             Command::SetInterruptMode(m) => {
-                self.interrupt_mode = m;
+                self.queues.interrupt_mode = m;
                 Reply::Now(None)
             }
             Command::SetAutoCompaction(on) => {
-                self.auto_compaction = on;
+                self.state.auto_compaction = on;
                 Reply::Now(None)
             }
             Command::SetAutoRetry(on) => {
@@ -796,7 +838,7 @@ impl Machine {
                     return Reply::Fail("Session name cannot be empty".to_string());
                 }
                 self.emit(&Frame::SessionInfoChanged { name: &name });
-                self.session.append_session_info(&name);
+                self.state.session.append_session_info(&name);
                 self.flush_session_warnings();
                 Reply::Now(None)
             }
@@ -820,7 +862,7 @@ impl Machine {
             Command::Fork { entry_id } => self.cmd_fork(&entry_id).into(),
             Command::Clone => self.cmd_clone().into(),
             Command::GetForkMessages => Reply::Now(Some(
-                json!({ "messages": self.session.user_messages_for_fork() }),
+                json!({ "messages": self.state.session.user_messages_for_fork() }),
             )),
             Command::ExportHtml { output_path } => {
                 match self.start_export(output_path, id.cloned()) {
@@ -829,7 +871,7 @@ impl Machine {
                 }
             }
             Command::GetAvailableModels => {
-                let models: Vec<&Model> = self.registry.available(&self.auth);
+                let models: Vec<&Model> = self.env.registry.available(&self.env.auth);
                 Reply::Now(Some(json!({ "models": models })))
             }
             Command::SetModel { provider, model_id } => {
@@ -874,7 +916,7 @@ impl Machine {
             self.plugins.prompt_waits_startup = true;
             return Reply::Later;
         }
-        let Some(model) = self.model.clone() else {
+        let Some(model) = self.state.model.clone() else {
             return Reply::Fail(format!(
                 "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
             ));
@@ -918,10 +960,16 @@ impl Machine {
             }),
         };
         let pushed = match behavior {
-            StreamingBehavior::Steer => self.steering.push(q).map_err(|f| f.message("steering")),
-            StreamingBehavior::FollowUp => {
-                self.follow_up.push(q).map_err(|f| f.message("follow-up"))
-            }
+            StreamingBehavior::Steer => self
+                .queues
+                .steering
+                .push(q)
+                .map_err(|f| f.message("steering")),
+            StreamingBehavior::FollowUp => self
+                .queues
+                .follow_up
+                .push(q)
+                .map_err(|f| f.message("follow-up")),
         };
         pushed?;
         self.emit_queue_update();
@@ -971,10 +1019,10 @@ impl Machine {
 
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
-        self.session_id = self.session.id().to_string();
-        self.messages = context_of(self.profile, self.session.build_context()).into();
-        self.steering.clear();
-        self.follow_up.clear();
+        self.state.session_id = self.state.session.id().to_string();
+        self.state.messages = context_of(self.profile, self.state.session.build_context()).into();
+        self.queues.steering.clear();
+        self.queues.follow_up.clear();
         self.flush_session_warnings();
     }
 
@@ -986,7 +1034,7 @@ impl Machine {
         &self,
         model: &Model,
     ) -> Result<(Option<String>, Model, Option<crate::llm::models::AuthPlan>), String> {
-        let plan = self.registry.auth_plan(model, &self.auth);
+        let plan = self.env.registry.auth_plan(model, &self.env.auth);
         if plan.runs_commands() {
             return Ok((None, model.clone(), Some(plan)));
         }
@@ -1009,11 +1057,12 @@ impl Machine {
     ) -> crate::llm::RequestExtra {
         crate::llm::RequestExtra {
             auth,
-            oauth: self.auth.oauth_login(&model.provider),
+            oauth: self.env.auth.oauth_login(&model.provider),
             thinking_map: self
+                .env
                 .registry
                 .thinking_level_map_of(&model.provider, &model.id),
-            env: Some(self.auth.env().clone()),
+            env: Some(self.env.auth.env().clone()),
         }
     }
 
@@ -1021,7 +1070,7 @@ impl Machine {
     /// models.json), without running a `!command`: one counts as a key, as in pi, and a command
     /// that yields none fails the request with that error.
     pub(crate) fn key_configured(&self, provider: &str) -> bool {
-        self.auth.key_configured(provider)
+        self.env.auth.key_configured(provider)
     }
 
     /// `/skill:name args` and `/template args` expanded as pi does (not a `/name` of an
@@ -1032,6 +1081,7 @@ impl Machine {
             return input;
         }
         let (text, error) = self
+            .env
             .resources
             .get()
             .expand(&input.text, &self.profile.resources);
@@ -1045,8 +1095,12 @@ impl Machine {
 
     pub(crate) fn system_prompt(&mut self) -> String {
         let remote = self.plugins.remote_tools();
-        let mut names: Vec<(&str, &str)> =
-            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        let mut names: Vec<(&str, &str)> = self
+            .env
+            .tools
+            .iter()
+            .map(|t| (t.name(), t.snippet()))
+            .collect();
         names.extend(
             remote
                 .iter()
@@ -1054,7 +1108,8 @@ impl Machine {
         );
         // Listed only when the model can read the files (pi: a `read` tool is active).
         let skills = if names.iter().any(|(n, _)| *n == "read") {
-            self.resources
+            self.env
+                .resources
                 .get()
                 .skills_prompt(crate::resources::skills::ReadTool::Read)
         } else {
@@ -1062,12 +1117,12 @@ impl Machine {
         };
         crate::prompt::build(&crate::prompt::PromptInputs {
             skills: &skills,
-            cwd: &self.cwd,
-            agent_dir: &self.agent_dir,
+            cwd: &self.env.cwd,
+            agent_dir: &self.env.agent_dir,
             tools: &names,
-            custom: self.custom_system_prompt.as_deref(),
-            append: self.append_system_prompt.as_deref(),
-            no_context_files: self.no_context_files,
+            custom: self.env.custom_system_prompt.as_deref(),
+            append: self.env.append_system_prompt.as_deref(),
+            no_context_files: self.env.no_context_files,
             date: &crate::prompt::utc_date(),
         })
     }
@@ -1077,7 +1132,7 @@ impl Machine {
         match m {
             // Extensions' messages are `custom_message` entries, as the reference writes them.
             AgentMessage::Custom(c) => {
-                self.session.append_custom_message(
+                self.state.session.append_custom_message(
                     &c.custom_type,
                     &c.content,
                     c.display,
@@ -1085,17 +1140,17 @@ impl Machine {
                 );
             }
             _ => {
-                self.session.append_message(m);
+                self.state.session.append_message(m);
             }
         }
         self.flush_session_warnings();
     }
 
     pub(crate) fn flush_session_warnings(&mut self) {
-        for w in self.session.take_warnings() {
+        for w in self.state.session.take_warnings() {
             eprintln!("Warning: {w}");
         }
-        for n in self.session.take_write_notices() {
+        for n in self.state.session.take_write_notices() {
             self.emit(&match &n {
                 WriteNotice::Failed {
                     file,
@@ -1174,36 +1229,40 @@ impl Machine {
     // ---- models and thinking ------------------------------------------------------------------
 
     fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
-        let old_supports = self.model.as_ref().is_some_and(|m| m.reasoning);
-        self.session.append_model_change(&model.provider, &model.id);
+        let old_supports = self.state.model.as_ref().is_some_and(|m| m.reasoning);
+        self.state
+            .session
+            .append_model_change(&model.provider, &model.id);
         let wanted = level.unwrap_or(
             if self.profile.agent.thinking_on_model_change == ThinkingOnModelChange::ModelSetting {
                 // pi 0.87.1: the model's own setting, else the settings' default, else the current.
-                self.settings
+                self.env
+                    .settings
                     .model_thinking_level(&model.provider, &model.id)
-                    .or(self.settings.default_thinking_level())
-                    .unwrap_or(self.thinking)
+                    .or(self.env.settings.default_thinking_level())
+                    .unwrap_or(self.state.thinking)
             } else if old_supports {
-                self.thinking
+                self.state.thinking
             } else {
-                self.settings
+                self.env
+                    .settings
                     .default_thinking_level()
                     .unwrap_or(ThinkingLevel::Medium)
             },
         );
-        self.model = Some(model);
+        self.state.model = Some(model);
         self.set_thinking(wanted);
     }
 
     /// Clamp to the model, record and announce a change.
     fn set_thinking(&mut self, level: ThinkingLevel) {
-        let effective = match &self.model {
-            Some(m) => crate::llm::clamp_thinking(&self.registry.thinking_levels(m), level),
+        let effective = match &self.state.model {
+            Some(m) => crate::llm::clamp_thinking(&self.env.registry.thinking_levels(m), level),
             None => ThinkingLevel::Off,
         };
-        if effective != self.thinking {
-            self.thinking = effective;
-            self.session.append_thinking_level_change(effective);
+        if effective != self.state.thinking {
+            self.state.thinking = effective;
+            self.state.session.append_thinking_level_change(effective);
             self.emit(&Frame::ThinkingLevelChanged {
                 level: effective.as_str(),
             });
@@ -1212,8 +1271,9 @@ impl Machine {
 
     fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
         let found = self
+            .env
             .registry
-            .available(&self.auth)
+            .available(&self.env.auth)
             .into_iter()
             .find(|m| m.provider == provider && m.id == model_id)
             .cloned()
@@ -1229,21 +1289,26 @@ impl Machine {
 
     fn cmd_cycle_model(&mut self) -> Answer {
         let scoped: Vec<(Model, Option<ThinkingLevel>)> = self
+            .state
             .scoped_models
             .iter()
             .filter(|(m, _)| {
-                self.auth.has_auth(&m.provider)
-                    || self.registry.has_configured_auth(&m.provider, &self.auth)
+                self.env.auth.has_auth(&m.provider)
+                    || self
+                        .env
+                        .registry
+                        .has_configured_auth(&m.provider, &self.env.auth)
             })
             .cloned()
             .collect();
         let (candidates, is_scoped): (Vec<(Model, Option<ThinkingLevel>)>, bool) =
-            if !self.scoped_models.is_empty() {
+            if !self.state.scoped_models.is_empty() {
                 (scoped, true)
             } else {
                 (
-                    self.registry
-                        .available(&self.auth)
+                    self.env
+                        .registry
+                        .available(&self.env.auth)
                         .into_iter()
                         .map(|m| (m.clone(), None))
                         .collect(),
@@ -1254,6 +1319,7 @@ impl Machine {
             return Ok(Some(Value::Null));
         }
         let current = self
+            .state
             .model
             .as_ref()
             .and_then(|cur| {
@@ -1265,52 +1331,67 @@ impl Machine {
         let (next, level) = candidates[(current + 1) % candidates.len()].clone();
         self.set_model_to(next.clone(), level);
         Ok(Some(
-            json!({"model": next, "thinkingLevel": self.thinking.as_str(), "isScoped": is_scoped}),
+            json!({"model": next, "thinkingLevel": self.state.thinking.as_str(), "isScoped": is_scoped}),
         ))
     }
 
     fn cmd_cycle_thinking(&mut self) -> Answer {
-        let Some(model) = self.model.as_ref() else {
+        let Some(model) = self.state.model.as_ref() else {
             return Ok(Some(Value::Null));
         };
         if !model.reasoning {
             return Ok(Some(Value::Null));
         }
-        let levels = self.registry.thinking_levels(model);
-        let pos = levels.iter().position(|l| *l == self.thinking).unwrap_or(0);
+        let levels = self.env.registry.thinking_levels(model);
+        let pos = levels
+            .iter()
+            .position(|l| *l == self.state.thinking)
+            .unwrap_or(0);
         let next = levels[(pos + 1) % levels.len()];
         self.set_thinking(next);
-        Ok(Some(json!({ "level": self.thinking.as_str() })))
+        Ok(Some(json!({ "level": self.state.thinking.as_str() })))
     }
 
     fn state_json(&self) -> Value {
         let mut m = Map::new();
-        if let Some(model) = &self.model {
+        if let Some(model) = &self.state.model {
             m.insert(
                 "model".into(),
                 serde_json::to_value(model).unwrap_or(Value::Null),
             );
         }
-        m.insert("thinkingLevel".into(), json!(self.thinking.as_str()));
+        m.insert("thinkingLevel".into(), json!(self.state.thinking.as_str()));
         m.insert("isStreaming".into(), json!(self.run.is_some()));
         m.insert("isCompacting".into(), json!(self.compaction.is_some()));
-        m.insert("steeringMode".into(), json!(self.steering.mode.as_str()));
-        m.insert("followUpMode".into(), json!(self.follow_up.mode.as_str()));
-        m.insert("interruptMode".into(), json!(self.interrupt_mode.as_str()));
-        if let Some(f) = self.session.file() {
+        m.insert(
+            "steeringMode".into(),
+            json!(self.queues.steering.mode.as_str()),
+        );
+        m.insert(
+            "followUpMode".into(),
+            json!(self.queues.follow_up.mode.as_str()),
+        );
+        m.insert(
+            "interruptMode".into(),
+            json!(self.queues.interrupt_mode.as_str()),
+        );
+        if let Some(f) = self.state.session.file() {
             m.insert("sessionFile".into(), json!(f.to_string_lossy()));
         }
-        m.insert("sessionId".into(), json!(self.session_id));
-        if let Some(n) = self.session.session_name() {
+        m.insert("sessionId".into(), json!(self.state.session_id));
+        if let Some(n) = self.state.session.session_name() {
             m.insert("sessionName".into(), json!(n));
         }
-        m.insert("autoCompactionEnabled".into(), json!(self.auto_compaction));
-        m.insert("messageCount".into(), json!(self.messages.len()));
-        let pending = self.steering.len() + self.follow_up.len();
+        m.insert(
+            "autoCompactionEnabled".into(),
+            json!(self.state.auto_compaction),
+        );
+        m.insert("messageCount".into(), json!(self.state.messages.len()));
+        let pending = self.queues.steering.len() + self.queues.follow_up.len();
         m.insert("pendingMessageCount".into(), json!(pending));
         m.insert("queuedMessageCount".into(), json!(pending));
         // pith's own, only under `--sandbox` (docs/rpc.md): the sandbox in effect.
-        if let Some(sb) = &self.sandbox {
+        if let Some(sb) = &self.env.sandbox {
             m.insert("sandbox".into(), sb.state_json());
         }
         Value::Object(m)

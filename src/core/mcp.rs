@@ -30,7 +30,7 @@ impl Machine {
             args: cfg.args.clone(),
             env: cfg.env.clone(),
             inherit_env: false,
-            cwd: cfg.cwd.clone().unwrap_or_else(|| self.cwd.clone()),
+            cwd: cfg.cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
         };
         let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
         self.plugins.servers.push(Server {

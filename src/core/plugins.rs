@@ -596,7 +596,7 @@ impl Machine {
         if self.plugins.cfg.extensions.is_empty() && self.plugins.cfg.mcp.is_empty() {
             return;
         }
-        self.plugins.spawner = spawn_spawner(self.worker_tx.clone());
+        self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone());
         let entries = self.plugins.cfg.extensions.clone();
         for entry in entries {
             self.start_extension(entry);
@@ -620,7 +620,7 @@ impl Machine {
             args: Vec::new(),
             env: vec![("PITH_EXTENSION_PROTOCOL".into(), "1".into())],
             inherit_env: true,
-            cwd: self.cwd.clone(),
+            cwd: self.env.cwd.clone(),
         };
         let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
         self.plugins.exts.push(Ext {
@@ -647,12 +647,12 @@ impl Machine {
         if let Some(tx) = &self.plugins.spawner {
             if let Err(e) = tx.send(req) {
                 let req = e.into_inner();
-                let result = spawn_now(&req, &self.worker_tx);
+                let result = spawn_now(&req, &self.io.worker_tx);
                 self.on_spawned(req.target, result);
             }
             return;
         }
-        let result = spawn_now(&req, &self.worker_tx);
+        let result = spawn_now(&req, &self.io.worker_tx);
         self.on_spawned(req.target, result);
     }
 
@@ -690,13 +690,13 @@ impl Machine {
     }
 
     fn ext_hello(&mut self, index: usize) {
-        let session = match self.session.file() {
-            Some(f) => json!({"id": self.session_id, "file": f.to_string_lossy()}),
-            None => json!({"id": self.session_id}),
+        let session = match self.state.session.file() {
+            Some(f) => json!({"id": self.state.session_id, "file": f.to_string_lossy()}),
+            None => json!({"id": self.state.session_id}),
         };
         let hello = crate::ext::protocol::hello(
             env!("CARGO_PKG_VERSION"),
-            &self.cwd.to_string_lossy(),
+            &self.env.cwd.to_string_lossy(),
             self.plugins.cfg.mode,
             self.profile.version.as_str(),
             &session,

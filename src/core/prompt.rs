@@ -14,12 +14,13 @@ impl Machine {
         // pi 0.87.1 reads the context files once per session runtime (at start-up and on every
         // session switch), not before every run.
         let files = self
+            .state
             .session_context_files
-            .get_or_insert_with(|| context_files(&self.cwd, &self.agent_dir))
+            .get_or_insert_with(|| context_files(&self.env.cwd, &self.env.agent_dir))
             .clone();
         // Skills are listed when the model can read their files: with read, else with bash.
         let active = |n: &str| {
-            self.tools.iter().any(|t| t.name() == n) || remote.iter().any(|r| r.name == n)
+            self.env.tools.iter().any(|t| t.name() == n) || remote.iter().any(|r| r.name == n)
         };
         let reader = if active("read") {
             Some(crate::resources::skills::ReadTool::Read)
@@ -29,11 +30,21 @@ impl Machine {
             None
         };
         let skills = match reader {
-            Some(tool) => self.resources.get().skills_prompt(tool).trim().to_string(),
+            Some(tool) => self
+                .env
+                .resources
+                .get()
+                .skills_prompt(tool)
+                .trim()
+                .to_string(),
             None => String::new(),
         };
-        let mut names: Vec<(&str, &str)> =
-            self.tools.iter().map(|t| (t.name(), t.snippet())).collect();
+        let mut names: Vec<(&str, &str)> = self
+            .env
+            .tools
+            .iter()
+            .map(|t| (t.name(), t.snippet()))
+            .collect();
         // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
         names.extend(
             remote
@@ -41,10 +52,10 @@ impl Machine {
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
         sections(&SectionInputs {
-            cwd: &self.cwd,
+            cwd: &self.env.cwd,
             tools: &names,
-            custom: self.custom_system_prompt.as_deref(),
-            append: self.append_system_prompt.as_deref(),
+            custom: self.env.custom_system_prompt.as_deref(),
+            append: self.env.append_system_prompt.as_deref(),
             context_files: &files,
             skills: &skills,
         })
@@ -58,10 +69,11 @@ impl Machine {
         with_prompt: bool,
         remote: &[RemoteTool],
     ) -> (Option<SystemMessage>, String) {
-        let mut declared = Declared::of(&self.messages);
+        let mut declared = Declared::of(&self.state.messages);
         let wanted = with_prompt.then(|| self.wanted_sections(remote));
         // The built-ins (less those an extension replaces), then extensions' and MCP tools.
         let tools: Vec<ToolDeclaration> = self
+            .env
             .tools
             .iter()
             .filter(|t| !remote.iter().any(|r| r.name == t.name()))
@@ -77,7 +89,7 @@ impl Machine {
         if let Some(u) = &update {
             declared.apply(u);
         }
-        let text = self.prompt_cache.get(&declared);
+        let text = self.state.prompt_cache.get(&declared);
         (update, text)
     }
 }

@@ -49,14 +49,19 @@ impl Machine {
         if a.stop_reason != StopReason::Error || !self.retry.enabled || !transient {
             return false;
         }
-        let window = self.model.as_ref().map(|m| m.context_window).unwrap_or(0);
+        let window = self
+            .state
+            .model
+            .as_ref()
+            .map(|m| m.context_window)
+            .unwrap_or(0);
         !crate::compaction::is_context_overflow(a, window)
     }
 
     /// Whether [`Machine::maybe_schedule_retry`] will schedule a retry after `a` (pi 0.87.1's
     /// `agent_end.willRetry`).
     pub(crate) fn retry_planned(&self, a: &AssistantMessage) -> bool {
-        self.retryable(a) && self.retry.attempt < self.settings.retry_max_retries()
+        self.retryable(a) && self.retry.attempt < self.env.settings.retry_max_retries()
     }
 
     /// After a run that ended with an error: schedule a retry (true) or give up.
@@ -68,7 +73,7 @@ impl Machine {
             return false;
         };
         self.retry.attempt += 1;
-        let max = self.settings.retry_max_retries();
+        let max = self.env.settings.retry_max_retries();
         if self.retry.attempt > max {
             let attempt = self.retry.attempt - 1;
             self.retry.attempt = 0;
@@ -82,15 +87,15 @@ impl Machine {
         let retry_after = self.retry.last_retry_after.take();
         let delay = match self.profile.retry.delay {
             RetryDelay::Backoff => crate::retry::backoff_ms(
-                self.settings.retry_base_delay_ms(),
+                self.env.settings.retry_base_delay_ms(),
                 self.retry.attempt,
-                self.settings.retry_max_agent_delay_ms(),
+                self.env.settings.retry_max_agent_delay_ms(),
             ),
             RetryDelay::RetryAfterOrBackoff => crate::retry::delay_ms(
-                self.settings.retry_base_delay_ms(),
+                self.env.settings.retry_base_delay_ms(),
                 self.retry.attempt,
                 retry_after,
-                self.settings.retry_max_delay_ms(),
+                self.env.settings.retry_max_delay_ms(),
             ),
         };
         self.emit(&Frame::AutoRetryStart {
@@ -101,8 +106,8 @@ impl Machine {
         });
         // The failed message leaves the context (it stays in the session file); pi 0.87.1 records
         // that as a `context_edit` entry and announces it.
-        if matches!(self.messages.last(), Some(AgentMessage::Assistant(_))) {
-            self.messages.pop();
+        if matches!(self.state.messages.last(), Some(AgentMessage::Assistant(_))) {
+            self.state.messages.pop();
             if self.profile.agent.record_context_edits {
                 self.record_context_edit();
             }
@@ -110,7 +115,7 @@ impl Machine {
         self.retry.seq += 1;
         let cancel = crate::io::timer::after(
             std::time::Duration::from_millis(delay),
-            self.worker_tx.clone(),
+            self.io.worker_tx.clone(),
             Worker::RetryDue { id: self.retry.seq },
         );
         self.retry.wait = Some((self.retry.seq, cancel));
@@ -119,10 +124,10 @@ impl Machine {
 
     /// `context_edit` for the failed reply (the session's leaf), then `entry_appended`.
     pub(crate) fn record_context_edit(&mut self) {
-        let Some(target) = self.session.leaf_id().map(str::to_string) else {
+        let Some(target) = self.state.session.leaf_id().map(str::to_string) else {
             return;
         };
-        let entry = self.session.append_context_edit(&target);
+        let entry = self.state.session.append_context_edit(&target);
         self.flush_session_warnings();
         if let Some(entry) = entry {
             self.emit(&Frame::EntryAppended { entry: &entry });

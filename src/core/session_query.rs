@@ -125,7 +125,7 @@ fn open_node(out: &mut Vec<u8>, line: &str) {
 impl Machine {
     /// `get_entries`: answered here (the data is spliced, not built as a value).
     pub(crate) fn cmd_get_entries(&mut self, id: Option<&Value>, since: Option<&str>) {
-        let line = match entries_json(&self.session, since) {
+        let line = match entries_json(&self.state.session, since) {
             Ok(data) => crate::rpc::response::success_raw(id, "get_entries", &data),
             Err(e) => crate::rpc::response::error(id, Some("get_entries"), &e),
         };
@@ -133,7 +133,7 @@ impl Machine {
     }
 
     pub(crate) fn cmd_get_tree(&mut self, id: Option<&Value>) {
-        let data = tree_json(&self.session);
+        let data = tree_json(&self.state.session);
         let line = crate::rpc::response::success_raw(id, "get_tree", &data);
         self.send(line);
     }
@@ -141,13 +141,14 @@ impl Machine {
     /// `get_session_stats`: pi 0.73.1 counts the context, pi 0.87.1 the whole session file (with
     /// the summaries' usage) and estimates the context through its projection.
     pub(crate) fn session_stats(&self) -> Value {
-        let window = self.model.as_ref().map(|m| m.context_window);
+        let window = self.state.model.as_ref().map(|m| m.context_window);
         let scope = self.profile.answers.session_stats;
         let mut stats = self
+            .state
             .session
-            .stats_for(self.messages.as_slice(), window, scope);
+            .stats_for(self.state.messages.as_slice(), window, scope);
         if scope == crate::protocol::SessionStats::SessionFile {
-            let path = self.session.branch_path();
+            let path = self.state.session.branch_path();
             let projected = crate::session::projection::project(&path);
             stats.context_usage =
                 crate::session::projection::context_usage(&projected, &path, window);
@@ -157,10 +158,10 @@ impl Machine {
 
     /// `clear_queue`: both queues emptied (`queue_update`, always), their texts answered.
     pub(crate) fn cmd_clear_queue(&mut self) -> Value {
-        let steering = self.steering.texts();
-        let follow_up = self.follow_up.texts();
-        self.steering.clear();
-        self.follow_up.clear();
+        let steering = self.queues.steering.texts();
+        let follow_up = self.queues.follow_up.texts();
+        self.queues.steering.clear();
+        self.queues.follow_up.clear();
         self.emit_queue_update();
         json!({ "steering": steering, "followUp": follow_up })
     }
@@ -168,8 +169,9 @@ impl Machine {
     /// `get_available_thinking_levels`: the current model's levels (`["off"]` without reasoning
     /// or without a model).
     pub(crate) fn available_thinking_levels(&self) -> Value {
-        let levels: Vec<&str> = match &self.model {
+        let levels: Vec<&str> = match &self.state.model {
             Some(m) => self
+                .env
                 .registry
                 .thinking_levels(m)
                 .iter()

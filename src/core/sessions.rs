@@ -18,12 +18,13 @@ impl Machine {
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
         let dir = self
+            .state
             .session
             .session_dir()
             .map(PathBuf::from)
-            .filter(|_| self.session.is_persisted());
-        let cwd = self.cwd.to_string_lossy().to_string();
-        self.session = Session::new(&cwd, dir, parent_session);
+            .filter(|_| self.state.session.is_persisted());
+        let cwd = self.env.cwd.to_string_lossy().to_string();
+        self.state.session = Session::new(&cwd, dir, parent_session);
         self.rebuild_session_runtime();
         self.start_fresh_session();
         Ok(Some(json!({ "cancelled": false })))
@@ -33,11 +34,13 @@ impl Machine {
     /// (so a resume restores them), as the reference does for every new session; then the
     /// context (empty) and queues are reset.
     fn start_fresh_session(&mut self) {
-        if let Some(m) = &self.model {
+        if let Some(m) = &self.state.model {
             let (provider, id) = (m.provider.clone(), m.id.clone());
-            self.session.append_model_change(&provider, &id);
+            self.state.session.append_model_change(&provider, &id);
         }
-        self.session.append_thinking_level_change(self.thinking);
+        self.state
+            .session
+            .append_thinking_level_change(self.state.thinking);
         self.reset_context();
     }
 
@@ -53,18 +56,20 @@ impl Machine {
         if self.profile.agent.session_switch != SessionSwitch::Rebuild {
             return;
         }
-        self.session_context_files = None;
-        let d = self.defaults.clone();
+        self.state.session_context_files = None;
+        let d = self.state.defaults.clone();
         let existing = self
+            .state
             .session
             .entries()
             .iter()
             .any(|e| e.entry_type() == "message");
         let from_session = || {
-            self.session.model().and_then(|(p, i)| {
-                self.registry
+            self.state.session.model().and_then(|(p, i)| {
+                self.env
+                    .registry
                     .find(&p, &i)
-                    .filter(|m| self.auth.has_auth(&m.provider))
+                    .filter(|m| self.env.auth.has_auth(&m.provider))
                     .cloned()
             })
         };
@@ -74,50 +79,56 @@ impl Machine {
             .clone()
             .or_else(|| if existing { from_session() } else { None })
             .or_else(|| scoped.as_ref().map(|(m, _)| m.clone()))
-            .or_else(|| self.defaults.initial(&self.registry, &self.auth));
+            .or_else(|| {
+                self.state
+                    .defaults
+                    .initial(&self.env.registry, &self.env.auth)
+            });
         let level = d
             .cli_level
             .or(scoped.and_then(|(_, l)| l))
             .or_else(|| {
                 existing.then(|| {
-                    self.session
+                    self.state
+                        .session
                         .thinking_level()
-                        .or(self.settings.default_thinking_level())
+                        .or(self.env.settings.default_thinking_level())
                         .unwrap_or(ThinkingLevel::Medium)
                 })
             })
             .or_else(|| {
                 model
                     .as_ref()
-                    .and_then(|m| self.settings.model_thinking_level(&m.provider, &m.id))
+                    .and_then(|m| self.env.settings.model_thinking_level(&m.provider, &m.id))
             })
-            .or(self.settings.default_thinking_level())
+            .or(self.env.settings.default_thinking_level())
             .unwrap_or(ThinkingLevel::Medium);
-        self.thinking = match &model {
+        self.state.thinking = match &model {
             Some(m) if m.reasoning => {
-                crate::llm::clamp_thinking(&self.registry.thinking_levels(m), level)
+                crate::llm::clamp_thinking(&self.env.registry.thinking_levels(m), level)
             }
             _ => ThinkingLevel::Off,
         };
-        self.model = model;
+        self.state.model = model;
     }
 
     pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Answer {
-        let path = self.cwd.join(session_path);
+        let path = self.env.cwd.join(session_path);
         if !path.exists() {
             // The reference starts a new empty session that will be written at that path.
             self.discard_run();
             self.flush_deferred_bash();
-            let cwd = self.cwd.to_string_lossy().to_string();
+            let cwd = self.env.cwd.to_string_lossy().to_string();
             let mut fresh = Session::create_at(&path, &cwd);
             if let Some(dir) = self
+                .state
                 .session
                 .session_dir()
-                .filter(|_| self.session.is_persisted())
+                .filter(|_| self.state.session.is_persisted())
             {
                 fresh.set_session_dir(dir.to_path_buf());
             }
-            self.session = fresh;
+            self.state.session = fresh;
             self.rebuild_session_runtime();
             self.start_fresh_session();
             return Ok(Some(json!({ "cancelled": false })));
@@ -134,58 +145,64 @@ impl Machine {
         self.discard_run();
         self.flush_deferred_bash();
         if let Some(dir) = self
+            .state
             .session
             .session_dir()
-            .filter(|_| self.session.is_persisted())
+            .filter(|_| self.state.session.is_persisted())
         {
             loaded.set_session_dir(dir.to_path_buf());
         }
         for w in loaded.take_warnings() {
             eprintln!("Warning: {w}");
         }
-        self.session = loaded;
+        self.state.session = loaded;
         if self.profile.agent.session_switch == SessionSwitch::Rebuild {
             self.rebuild_session_runtime();
-            if self.session.thinking_level().is_none() {
-                self.session.append_thinking_level_change(self.thinking);
+            if self.state.session.thinking_level().is_none() {
+                self.state
+                    .session
+                    .append_thinking_level_change(self.state.thinking);
             }
             self.reset_context();
             return Ok(Some(json!({ "cancelled": false })));
         }
-        if let Some((p, i)) = self.session.model() {
+        if let Some((p, i)) = self.state.session.model() {
             if let Some(m) = self
+                .env
                 .registry
                 .find(&p, &i)
-                .filter(|m| self.auth.has_auth(&m.provider))
+                .filter(|m| self.env.auth.has_auth(&m.provider))
             {
-                self.model = Some(m.clone());
+                self.state.model = Some(m.clone());
             }
         }
-        let recorded = self.session.thinking_level();
+        let recorded = self.state.session.thinking_level();
         let wanted = recorded
-            .or(self.settings.default_thinking_level())
+            .or(self.env.settings.default_thinking_level())
             .unwrap_or(ThinkingLevel::Medium);
-        self.thinking = match &self.model {
+        self.state.thinking = match &self.state.model {
             Some(m) if m.reasoning => {
-                crate::llm::clamp_thinking(&self.registry.thinking_levels(m), wanted)
+                crate::llm::clamp_thinking(&self.env.registry.thinking_levels(m), wanted)
             }
             _ => ThinkingLevel::Off,
         };
         if recorded.is_none() {
-            self.session.append_thinking_level_change(self.thinking);
+            self.state
+                .session
+                .append_thinking_level_change(self.state.thinking);
         }
         self.reset_context();
         Ok(Some(json!({ "cancelled": false })))
     }
 
     pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Answer {
-        let (forked, text) = self.session.fork_at(entry_id)?;
+        let (forked, text) = self.state.session.fork_at(entry_id)?;
         self.replace_session(forked);
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
 
     pub(crate) fn cmd_clone(&mut self) -> Answer {
-        let cloned = self.session.clone_branch()?;
+        let cloned = self.state.session.clone_branch()?;
         self.replace_session(cloned);
         Ok(Some(json!({ "cancelled": false })))
     }
@@ -197,7 +214,7 @@ impl Machine {
         self.discard_run();
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
-        self.session = next;
+        self.state.session = next;
         // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
         self.rebuild_session_runtime();
         self.reset_context();
