@@ -163,12 +163,13 @@ fn list_models(search: Option<&str>, compat: Option<crate::protocol::Version>) -
     let compat = compat
         .or_else(|| Settings::load_global(&agent_dir).0.compat())
         .unwrap_or_default();
-    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
+    let catalog = compat.profile().llm.catalog;
+    let (registry, warnings) = Registry::load_for(catalog, &agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }
     let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
-    auth.set_compat(compat);
+    auth.set_sdk(compat.profile().llm.sdk);
     for w in warnings {
         eprintln!("{w}");
     }
@@ -300,12 +301,13 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     for w in warnings {
         eprintln!("{w}");
     }
-    let (registry, warnings) = Registry::load_for(compat, &agent_dir, &|k| std::env::var(k).ok());
+    let catalog = compat.profile().llm.catalog;
+    let (registry, warnings) = Registry::load_for(catalog, &agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }
     let (mut auth, warnings) = Auth::load(&agent_dir, registry.provider_api_keys(), process_env());
-    auth.set_compat(compat);
+    auth.set_sdk(compat.profile().llm.sdk);
     for w in warnings {
         eprintln!("{w}");
     }

@@ -408,7 +408,7 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            compat: self.compat,
+            sdk: self.compat.profile().llm.sdk,
             no_cache: false,
             extra: self.request_extra(&model, auth),
             model,

@@ -337,7 +337,7 @@ impl Machine {
                 stall: std::time::Duration::from_secs(self.settings.stream_stall_timeout_secs()),
             },
             faux_script: self.faux_script.clone(),
-            compat: self.compat,
+            sdk: self.compat.profile().llm.sdk,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.compat.is_087(),
             extra: self.request_extra(&request_model, auth),

@@ -19,7 +19,10 @@ pub const PROFILE: Profile = Profile {
 
     resources: Resources {},
 
-    llm: Llm {},
+    llm: Llm {
+        sdk: SdkGeneration::Pi073,
+        catalog: Catalog::V073,
+    },
 
     texts: Texts {
         aborted_between_turns: TrailingTurn {
