@@ -214,7 +214,9 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     let mut messages = t.messages.clone();
     // Under 0.87 the transcript starts with its system message (pith's agent sends it in place);
     // fixtures recorded without it get one holding the turn's prompt and tools.
-    if fx.compat.is_087() && !messages.iter().any(|m| matches!(m, LlmMessage::System(_))) {
+    if fx.compat == pith::protocol::Version::V087
+        && !messages.iter().any(|m| matches!(m, LlmMessage::System(_)))
+    {
         let decl: Vec<Value> = t
             .tools
             .iter()
