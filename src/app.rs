@@ -400,12 +400,14 @@ fn resolve_trust_and_settings(
 /// The model registry (built-in catalog and `models.json`) and the credentials, with their
 /// warnings on stderr.
 fn load_models(version: crate::protocol::Version, agent_dir: &std::path::Path) -> (Registry, Auth) {
-    let (registry, warnings) = Registry::load_for(version, agent_dir, &|k| std::env::var(k).ok());
+    let profile = version.profile();
+    let (registry, warnings) =
+        Registry::load_for(profile.llm.catalog, agent_dir, &|k| std::env::var(k).ok());
     for w in warnings {
         eprintln!("{w}");
     }
     let (mut auth, warnings) = Auth::load(agent_dir, registry.provider_api_keys(), process_env());
-    auth.set_compat(version);
+    auth.set_sdk(profile.llm.sdk);
     for w in warnings {
         eprintln!("{w}");
     }

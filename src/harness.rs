@@ -335,13 +335,13 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         max_tokens: None,
         timeouts: crate::llm::Timeouts::default(),
         faux_script: None,
-        compat: version_for(data),
+        sdk: version_for(data).profile().llm.sdk,
         no_cache: false,
         extra: Default::default(),
     };
     let mut decoder = kind.decoder(&req);
     let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
-    b.compat = req.compat;
+    b.sdk = req.sdk;
     let mut out = Vec::new();
     let mut parser = match kind.framing() {
         Framing::Sse => Frames::Sse(SseParser::new()),

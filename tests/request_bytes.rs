@@ -136,7 +136,7 @@ fn anthropic_body_bytes_are_exact() {
     }
     for compat in [pith::protocol::Version::V073, pith::protocol::Version::V087] {
         let mut req = request(m.clone(), long.clone());
-        req.compat = compat;
+        req.sdk = compat.profile().llm.sdk;
         let bytes = pith::llm::anthropic::prepare(&req).body.bytes(&req);
         assert_eq!(
             pith::llm::body::count(pith::llm::anthropic::write_body, &req),

@@ -401,7 +401,7 @@ impl Machine {
                 ),
             },
             faux_script: self.env.faux_script.clone(),
-            compat: self.profile.version,
+            sdk: self.profile.llm.sdk,
             no_cache: false,
             extra: self.request_extra(&model, auth),
             model,

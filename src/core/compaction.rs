@@ -340,7 +340,7 @@ impl Machine {
                 ),
             },
             faux_script: self.env.faux_script.clone(),
-            compat: self.profile.version,
+            sdk: self.profile.llm.sdk,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.profile.compaction.summaries_uncached,
             extra: self.request_extra(&request_model, auth),

@@ -10,6 +10,75 @@ use crate::llm::sse::SseEvent;
 use crate::llm::transform::{Transformed, sanitize_id, transform_borrowed};
 use crate::llm::{LlmRequest, Model, StreamEvent, ToolSchema};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+use crate::protocol::SdkGeneration;
+
+/// The wire details of the Anthropic Messages API in one SDK generation, built from
+/// [`LlmRequest::sdk`].
+#[derive(Clone, Copy, Debug)]
+pub struct Dialect {
+    /// The SDK's beta messages endpoint (`/v1/messages?beta=true`), with the beta features sent
+    /// as the SDK's `betas` parameter ([`configured_betas`]): they win over a configured
+    /// `anthropic-beta` header.
+    pub beta_api: bool,
+    /// `x-stainless-timeout`, in seconds.
+    pub timeout_secs: &'static str,
+    /// The Stainless platform headers of this `@anthropic-ai/sdk` package version.
+    pub stainless_package: Option<&'static str>,
+    /// The SDK's `User-Agent`; `None`: pi's own ([`crate::llm::http::pi_user_agent`]).
+    pub sdk_user_agent: Option<&'static str>,
+    /// Claude Code's version in an OAuth request's `User-Agent` (`claude-cli/<v>`).
+    pub claude_cli: &'static str,
+    /// The model's quirks are read: `sendSessionAffinityHeaders`, `supportsMidConvoEffort`
+    /// (managed effort), `forceAdaptiveThinking`, `supportsCacheControlOnTools`,
+    /// `supportsStrictTools`, `allowEmptySignature`, `allowedFallbackModels`.
+    pub model_quirks: bool,
+    /// The body fields after `messages` ([`body_fields_clamped`]): `max_tokens` clamped to the
+    /// context window, thinking off not said where the thinking map cannot turn it off.
+    pub clamped_body: bool,
+    /// Thinking blocks sent back: a signed block with empty text is kept, an unsigned one goes
+    /// as text (or with an empty signature where the model allows it).
+    pub signed_thinking_replay: bool,
+    /// The answer: `stop_details`, `rawStopReason`, `usage.cacheWrite1h`, `usage.reasoning`,
+    /// the answering model, and a stream must end with `message_stop`.
+    pub strict_stream: bool,
+}
+
+impl Dialect {
+    pub const fn of(sdk: SdkGeneration) -> Dialect {
+        match sdk {
+            SdkGeneration::Pi073 => Dialect {
+                beta_api: false,
+                timeout_secs: "600",
+                stainless_package: None,
+                sdk_user_agent: Some("Anthropic/JS 0.91.1"),
+                claude_cli: "2.1.75",
+                model_quirks: false,
+                clamped_body: false,
+                signed_thinking_replay: false,
+                strict_stream: false,
+            },
+            SdkGeneration::Pi087 => Dialect {
+                beta_api: true,
+                timeout_secs: "300",
+                stainless_package: Some("0.124.0"),
+                sdk_user_agent: None,
+                claude_cli: "2.1.280",
+                model_quirks: true,
+                clamped_body: true,
+                signed_thinking_replay: true,
+                strict_stream: true,
+            },
+        }
+    }
+
+    /// The `User-Agent` of an SDK request.
+    fn user_agent(&self) -> String {
+        match self.sdk_user_agent {
+            Some(agent) => agent.to_string(),
+            None => crate::llm::http::pi_user_agent(),
+        }
+    }
+}
 
 const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
 /// Claude Code's tool names in their canonical casing (the same list in pi 0.73.1 and 0.87.1).
@@ -110,7 +179,7 @@ impl WireApi for Anthropic {
         let mut p = prepare(req);
         if crate::llm::cloudflare::is_gateway(&req.model.provider) {
             let base = crate::llm::cloudflare::resolve_base_url(req)?;
-            let beta = if req.compat.is_087() {
+            let beta = if Dialect::of(req.sdk).beta_api {
                 "?beta=true"
             } else {
                 ""
@@ -124,8 +193,18 @@ impl WireApi for Anthropic {
         Box::new(Decoder::new(req))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+    fn http_error_message(
+        &self,
+        _req: &LlmRequest,
+        status: u16,
+        _headers: &[(String, String)],
+        body: &str,
+    ) -> String {
         api::stainless_message(status, body, false)
+    }
+
+    fn provider_thinking_level(&self, req: &LlmRequest) -> Option<String> {
+        provider_thinking_level(req)
     }
 
     fn stainless(&self) -> bool {
@@ -137,7 +216,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
     Prepared {
         // pi 0.87.1 calls the SDK's beta messages endpoint.
-        url: if req.compat.is_087() {
+        url: if Dialect::of(req.sdk).beta_api {
             format!("{base}/v1/messages?beta=true")
         } else {
             format!("{base}/v1/messages")
@@ -161,8 +240,9 @@ fn eager_tool_streaming(model: &Model) -> bool {
 pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
     let copilot = req.model.provider == "github-copilot";
     let oauth = is_oauth(req);
-    let betas: Vec<String> = if req.compat.is_087() {
-        betas_087(req, oauth)
+    let d = Dialect::of(req.sdk);
+    let betas: Vec<String> = if d.beta_api {
+        configured_betas(req, oauth)
     } else {
         let mut betas: Vec<&str> = Vec::new();
         if oauth {
@@ -185,22 +265,13 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
             "true".into(),
         ),
         ("x-stainless-lang".into(), "js".into()),
-        (
-            "x-stainless-timeout".into(),
-            if req.compat.is_087() { "300" } else { "600" }.into(),
-        ),
+        ("x-stainless-timeout".into(), d.timeout_secs.into()),
     ];
-    if req.compat.is_087() {
-        h.extend(crate::llm::http::stainless_platform_087(
-            crate::llm::http::ANTHROPIC_SDK_087,
-        ));
+    if let Some(package) = d.stainless_package {
+        h.extend(crate::llm::http::stainless_platform(package));
     }
     // pi 0.87.1 sends its own User-Agent instead of the SDK's.
-    let sdk_agent = if req.compat.is_087() {
-        crate::llm::http::pi_user_agent()
-    } else {
-        "Anthropic/JS 0.91.1".to_string()
-    };
+    let sdk_agent = d.user_agent();
     if !betas.is_empty() {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
@@ -214,21 +285,11 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         // Copilot: the token as a bearer, the editor's identity from the model's headers.
         (Some(k), _) if copilot => {
             h.push(("authorization".into(), format!("Bearer {k}")));
-            let agent = if req.compat.is_087() {
-                crate::llm::http::pi_user_agent()
-            } else {
-                "Anthropic/JS 0.91.1".to_string()
-            };
-            h.push(("user-agent".into(), agent));
+            h.push(("user-agent".into(), d.user_agent()));
         }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
-            let cli = if req.compat.is_087() {
-                "2.1.280"
-            } else {
-                "2.1.75"
-            };
-            h.push(("user-agent".into(), format!("claude-cli/{cli}")));
+            h.push(("user-agent".into(), format!("claude-cli/{}", d.claude_cli)));
             h.push(("x-app".into(), "cli".into()));
         }
         (Some(k), false) => {
@@ -237,7 +298,7 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         }
         (None, _) => h.push(("user-agent".into(), sdk_agent)),
     }
-    if req.compat.is_087() && !copilot && !oauth {
+    if d.model_quirks && !copilot && !oauth {
         if let Some(header) = session_affinity_header(req) {
             h.push(header);
         }
@@ -245,7 +306,7 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
     crate::llm::http::merge_model_headers(&mut h, &req.model);
     // pi 0.87.1 sends the beta features as the SDK's `betas` parameter, which wins over a
     // configured `anthropic-beta` header (whose features it already took, deduplicated).
-    if req.compat.is_087() {
+    if d.beta_api {
         h.retain(|(k, _)| !k.eq_ignore_ascii_case("anthropic-beta"));
         if !betas.is_empty() {
             h.push(("anthropic-beta".into(), betas.join(",")));
@@ -282,14 +343,16 @@ fn fallback_models(model: &Model) -> Vec<&Value> {
 
 /// pi 0.87.1: the effort a managed-effort model (`compat.supportsMidConvoEffort`) is asked to
 /// answer at (the thinking level's effort, "high" with thinking off), recorded on its reply.
-pub fn provider_thinking_level(req: &LlmRequest) -> Option<String> {
-    (req.compat.is_087() && req.model.api == "anthropic-messages" && managed_effort(&req.model))
-        .then(|| active_effort(req))
+fn provider_thinking_level(req: &LlmRequest) -> Option<String> {
+    (Dialect::of(req.sdk).model_quirks
+        && req.model.api == "anthropic-messages"
+        && managed_effort(&req.model))
+    .then(|| active_effort(req))
 }
 
 fn active_effort(req: &LlmRequest) -> String {
     if thinking_enabled(req) && force_adaptive(&req.model) {
-        effort_087(req)
+        adaptive_effort(req)
     } else {
         "high".into()
     }
@@ -301,7 +364,7 @@ fn thinking_enabled(req: &LlmRequest) -> bool {
 
 /// pi 0.87.1's beta features: those of a configured `anthropic-beta` header (deduplicated, none
 /// when it is null), else the ones the request needs.
-fn betas_087(req: &LlmRequest, oauth: bool) -> Vec<String> {
+fn configured_betas(req: &LlmRequest, oauth: bool) -> Vec<String> {
     let model = &req.model;
     let configured = model.headers.as_ref().and_then(|h| {
         h.iter()
@@ -415,8 +478,8 @@ pub fn write_body(req: &LlmRequest, sink: &mut BodySink) {
 
 /// Every body field after `messages`, in the reference's order.
 fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
-    if req.compat.is_087() {
-        return body_fields_087(req, cc, oauth);
+    if Dialect::of(req.sdk).clamped_body {
+        return body_fields_clamped(req, cc, oauth);
     }
     let model = &req.model;
     let mut body = Map::new();
@@ -460,7 +523,7 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
     } else if model.reasoning {
         // Thinking off on a reasoning model is said explicitly (pi 0.87.1: unless its thinking
         // map says it cannot be turned off).
-        let cannot_disable = req.compat.is_087()
+        let cannot_disable = Dialect::of(req.sdk).clamped_body
             && req
                 .extra
                 .thinking_map
@@ -502,7 +565,7 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
 
 /// pi 0.87.1's effort for adaptive thinking: the model's thinking level map, else low, medium or
 /// high.
-fn effort_087(req: &LlmRequest) -> String {
+fn adaptive_effort(req: &LlmRequest) -> String {
     if let Some(Some(v)) = req
         .extra
         .thinking_map
@@ -520,7 +583,7 @@ fn effort_087(req: &LlmRequest) -> String {
 }
 
 /// pi 0.87.1's default thinking budget of a level (`xhigh` and `max` count as `high`).
-fn thinking_budget_087(level: ThinkingLevel) -> u64 {
+fn thinking_budget(level: ThinkingLevel) -> u64 {
     match level {
         ThinkingLevel::Minimal => 1024,
         ThinkingLevel::Low => 2048,
@@ -533,7 +596,7 @@ fn thinking_budget_087(level: ThinkingLevel) -> u64 {
 /// window (and grown by a thinking budget), thinking adaptive (`compat.forceAdaptiveThinking`),
 /// budgeted, or explicitly disabled, the managed effort of `compat.supportsMidConvoEffort`, and
 /// the allowed fallback models.
-fn body_fields_087(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
+fn body_fields_clamped(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String, Value> {
     let model = &req.model;
     let mut body = Map::new();
     let enabled = thinking_enabled(req);
@@ -541,7 +604,7 @@ fn body_fields_087(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<Str
     let mut max_tokens = api::default_max_tokens(req);
     let mut budget = 0;
     if enabled && !adaptive {
-        let mut b = thinking_budget_087(req.thinking);
+        let mut b = thinking_budget(req.thinking);
         let grown = (max_tokens + b).min(model.max_tokens);
         if grown <= b {
             b = b.min(grown.saturating_sub(1024));
@@ -592,7 +655,10 @@ fn body_fields_087(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<Str
                 "thinking".into(),
                 json!({"type": "adaptive", "display": "summarized"}),
             );
-            body.insert("output_config".into(), json!({"effort": effort_087(req)}));
+            body.insert(
+                "output_config".into(),
+                json!({"effort": adaptive_effort(req)}),
+            );
         } else if enabled {
             let budget = if budget == 0 { 1024 } else { budget };
             body.insert(
@@ -631,7 +697,7 @@ fn tools_value(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Option<Valu
     let mut tools = convert_tools(req, &req.tools, oauth);
     // The reference also marks the end of the tool list as a cache breakpoint (pi 0.87.1: unless
     // the model's `compat.supportsCacheControlOnTools` is false).
-    let on_tools = !req.compat.is_087()
+    let on_tools = !Dialect::of(req.sdk).model_quirks
         || crate::llm::strict::compat_flag(&req.model, "supportsCacheControlOnTools", true);
     if let (Some(Value::Object(last)), Some(cc)) = (tools.last_mut(), cc.filter(|_| on_tools)) {
         last.insert("cache_control".into(), cc.clone());
@@ -715,7 +781,7 @@ fn convert_tools(req: &LlmRequest, list: &[ToolSchema], oauth: bool) -> Vec<Valu
             // pi 0.87.1: with the model's `supportsStrictTools`, a tool asking for
             // constrained sampling is sent strict (its strict schema, then the same
             // type/properties/required).
-            let strict = req.compat.is_087()
+            let strict = Dialect::of(req.sdk).model_quirks
                 && crate::llm::strict::resolve_preferred(
                     t,
                     crate::llm::strict::compat_flag(&req.model, "supportsStrictTools", false),
@@ -772,11 +838,13 @@ fn user_block_sent(b: &Content, images_ok: bool) -> bool {
 
 /// Whether a block of an assistant message is sent: text that is not blank, thinking that is
 /// redacted or not blank (pi 0.87.1: or signed), tool calls.
-fn assistant_block_sent(c: &Content, v087: bool) -> bool {
+fn assistant_block_sent(c: &Content, signed_replay: bool) -> bool {
     match c {
         Content::Text(t) => !t.text.trim().is_empty(),
         Content::Thinking(t) => {
-            t.redacted == Some(true) || !t.thinking.trim().is_empty() || (v087 && signed(t))
+            t.redacted == Some(true)
+                || !t.thinking.trim().is_empty()
+                || (signed_replay && signed(t))
         }
         Content::ToolCall(_) => true,
         _ => false,
@@ -794,7 +862,7 @@ fn signed(t: &crate::message::ThinkingContent) -> bool {
 fn plan<'a>(
     msgs: &'a [Transformed<'a>],
     images_ok: bool,
-    v087: bool,
+    signed_replay: bool,
     keep_system: bool,
 ) -> Vec<Planned<'a>> {
     let mut out = Vec::with_capacity(msgs.len());
@@ -820,7 +888,10 @@ fn plan<'a>(
                 }
             },
             LlmMessage::Assistant(a) => {
-                if a.content.iter().any(|c| assistant_block_sent(c, v087)) {
+                if a.content
+                    .iter()
+                    .any(|c| assistant_block_sent(c, signed_replay))
+                {
                     out.push(Planned::Assistant(a));
                 }
             }
@@ -926,7 +997,7 @@ fn wire_order<'p, 'a>(
         }
     }
     out.append(&mut pending);
-    if !(req.compat.is_087() && managed_effort(&req.model)) {
+    if !(Dialect::of(req.sdk).model_quirks && managed_effort(&req.model)) {
         return out;
     }
     let valid = |e: &str| ["low", "medium", "high", "xhigh", "max"].contains(&e);
@@ -952,7 +1023,8 @@ struct Ctx<'r> {
     /// user's or a system one.
     cc_at_index: Option<usize>,
     images_ok: bool,
-    v087: bool,
+    /// [`Dialect::signed_thinking_replay`].
+    signed_replay: bool,
     empty_signature_ok: bool,
     oauth: bool,
 }
@@ -969,16 +1041,17 @@ fn with_items<R>(
     let normalize = |id: &str| sanitize_id(id, 64);
     let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
     let images_ok = model.input.iter().any(|i| i == "image");
-    let v087 = req.compat.is_087();
+    let d = Dialect::of(req.sdk);
+    let signed_replay = d.signed_thinking_replay;
     let keep_system = crate::llm::transcript::mid_convo(req);
-    let planned = plan(&msgs, images_ok, v087, keep_system);
+    let planned = plan(&msgs, images_ok, signed_replay, keep_system);
     let wire = wire_order(req, &planned, oauth);
     let x = Ctx {
         cc,
         cc_at_index: wire.iter().rposition(|w| !matches!(w, Wire::Effort(_))),
         images_ok,
-        v087,
-        empty_signature_ok: v087
+        signed_replay,
+        empty_signature_ok: d.model_quirks
             && crate::llm::strict::compat_flag(model, "allowEmptySignature", false),
         oauth,
     };
@@ -1049,7 +1122,7 @@ fn count_items(wire: &[Wire], x: &Ctx) -> u64 {
 /// Item `n` of the `messages` array.
 fn write_item<O: JsonOut>(out: &mut O, n: usize, w: &Wire, x: &Ctx) {
     let last = Some(n) == x.cc_at_index;
-    let (cc, images_ok, v087, oauth) = (x.cc, x.images_ok, x.v087, x.oauth);
+    let (cc, images_ok, signed_replay, oauth) = (x.cc, x.images_ok, x.signed_replay, x.oauth);
     let empty_signature_ok = x.empty_signature_ok;
     let m = match w {
         Wire::Msg(m) => *m,
@@ -1118,7 +1191,10 @@ fn write_item<O: JsonOut>(out: &mut O, n: usize, w: &Wire, x: &Ctx) {
         Planned::System(_) => {}
         Planned::Assistant(a) => {
             out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":[");
-            let blocks = a.content.iter().filter(|c| assistant_block_sent(c, v087));
+            let blocks = a
+                .content
+                .iter()
+                .filter(|c| assistant_block_sent(c, signed_replay));
             for (k, c) in blocks.enumerate() {
                 if k > 0 {
                     out.push(b',');
@@ -1130,12 +1206,12 @@ fn write_item<O: JsonOut>(out: &mut O, n: usize, w: &Wire, x: &Ctx) {
                         put_str(out, t.thinking_signature.as_deref().unwrap_or(""));
                         out.push(b'}');
                     }
-                    Content::Thinking(t) if v087 && !signed(t) && empty_signature_ok => {
+                    Content::Thinking(t) if signed_replay && !signed(t) && empty_signature_ok => {
                         out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
                         put_str(out, &t.thinking);
                         out.extend_from_slice(b",\"signature\":\"\"}");
                     }
-                    Content::Thinking(t) if v087 && !signed(t) => {
+                    Content::Thinking(t) if signed_replay && !signed(t) => {
                         put_text_block(out, &t.thinking, None)
                     }
                     Content::Thinking(t) => match &t.thinking_signature {
@@ -1230,6 +1306,8 @@ pub struct Decoder {
     transformations: Option<Vec<Value>>,
     /// `message_start` was seen.
     started: bool,
+    /// [`Dialect::strict_stream`].
+    strict_stream: bool,
 }
 
 impl Decoder {
@@ -1262,6 +1340,7 @@ impl Decoder {
             })
             .unwrap_or_default();
         Decoder {
+            strict_stream: Dialect::of(req.sdk).strict_stream,
             fallbacks,
             provider: req.model.provider.clone(),
             blocks: Vec::new(),
@@ -1313,7 +1392,10 @@ fn map_stop(r: &str) -> Result<StopReason, String> {
 }
 
 /// pi 0.87.1's stop reasons: an error stop carries its own text.
-fn map_stop_087(r: &str, details: Option<&Value>) -> Result<(StopReason, Option<String>), String> {
+fn map_stop_with_details(
+    r: &str,
+    details: Option<&Value>,
+) -> Result<(StopReason, Option<String>), String> {
     match r {
         "refusal" => Ok((
             StopReason::Error,
@@ -1348,7 +1430,7 @@ impl Decoder {
     /// pi 0.87.1's reading of one SSE event, before the shared handling: an `error` event fails
     /// with its data, events it does not know are skipped, data is parsed with repair, and the
     /// parts it treats differently are handled here. `None` = handled.
-    fn event_087(
+    fn event_strict(
         &mut self,
         ev: &SseEvent,
         b: &mut Builder,
@@ -1412,7 +1494,7 @@ impl Decoder {
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     b.msg.raw_stop_reason = Some(r.to_string());
-                    match map_stop_087(r, v.pointer("/delta/stop_details")) {
+                    match map_stop_with_details(r, v.pointer("/delta/stop_details")) {
                         Ok((stop, err)) => {
                             self.stop = Some(stop);
                             self.stop_error = err;
@@ -1436,7 +1518,7 @@ impl Decoder {
 
     /// pi 0.87.1's end of the stream: a started stream must have stopped with a stop reason; an
     /// error stop fails with its text; reported input transformations become a diagnostic.
-    fn end_087(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
+    fn end_strict(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         if self.started && !self.saw_stop {
             b.fail(
                 "Anthropic stream ended before message_stop".into(),
@@ -1489,8 +1571,8 @@ impl Decoder {
 
 impl api::Decoder for Decoder {
     fn event(&mut self, ev: &SseEvent, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if b.compat.is_087() {
-            if let Some(v) = self.event_087(ev, b, out) {
+        if self.strict_stream {
+            if let Some(v) = self.event_strict(ev, b, out) {
                 let kind = v
                     .get("type")
                     .and_then(Value::as_str)
@@ -1522,8 +1604,8 @@ impl api::Decoder for Decoder {
     }
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
-        if b.compat.is_087() {
-            return self.end_087(b, out);
+        if self.strict_stream {
+            return self.end_strict(b, out);
         }
         // The body ended without `message_stop`: an error once the message started (pi's
         // `Anthropic stream ended before message_stop`), else an empty, finished message.
@@ -1549,7 +1631,7 @@ impl Decoder {
                 self.started = true;
                 let m = &v["message"];
                 b.msg.response_id = m.get("id").and_then(Value::as_str).map(str::to_string);
-                if b.compat.is_087() {
+                if self.strict_stream {
                     // pi 0.87.1 notes the model that answered when it is another one, and prices
                     // the reply as an allowed fallback model when it is one.
                     if let Some(answered) = m.get("model").and_then(Value::as_str) {
@@ -1573,7 +1655,7 @@ impl Decoder {
                     cache_write: usage_field(u, "cache_creation_input_tokens").unwrap_or(0),
                     ..Default::default()
                 };
-                if b.compat.is_087() {
+                if self.strict_stream {
                     usage.cache_write_1h = Some(
                         u.pointer("/cache_creation/ephemeral_1h_input_tokens")
                             .and_then(Value::as_u64)
@@ -1638,7 +1720,7 @@ impl Decoder {
             }
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    if b.compat.is_087() {
+                    if self.strict_stream {
                         b.msg.raw_stop_reason = Some(r.to_string());
                     }
                     match map_stop(r) {
@@ -1666,7 +1748,7 @@ impl Decoder {
                     if let Some(x) = u
                         .pointer("/output_tokens_details/thinking_tokens")
                         .and_then(Value::as_u64)
-                        .filter(|_| b.compat.is_087())
+                        .filter(|_| self.strict_stream)
                     {
                         usage.reasoning = Some(x);
                     }

@@ -14,6 +14,7 @@ use crate::llm::{LlmRequest, Model, ModelCost, StreamEvent};
 use crate::message::{
     AssistantMessage, Content, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
+use crate::protocol::SdkGeneration;
 
 /// Error text of a stream cancelled before the provider answered (the SDK's wording).
 pub const ABORTED_BEFORE_RESPONSE: &str = "Request was aborted.";
@@ -104,26 +105,15 @@ pub trait WireApi: Sync {
 
     fn decoder(&self, req: &LlmRequest) -> Box<dyn Decoder>;
 
-    /// The `errorMessage` for an HTTP error response (`headers` lower-cased).
-    fn http_error_message(&self, status: u16, headers: &[(String, String)], body: &str) -> String;
-
-    /// The error text of a connection that could not be made: the SDK's wording.
-    fn connection_error(&self) -> &'static str {
-        CONNECTION_ERROR
-    }
-
-    /// [`WireApi::http_error_message`] for this request (an API whose wording changed between
-    /// pi versions looks at `req.compat`).
-    fn http_error_message_for(
+    /// The `errorMessage` for an HTTP error response (`headers` lower-cased), in the wording of
+    /// the request's SDK generation (`req.sdk`).
+    fn http_error_message(
         &self,
         req: &LlmRequest,
         status: u16,
         headers: &[(String, String)],
         body: &str,
-    ) -> String {
-        let _ = req;
-        self.http_error_message(status, headers, body)
-    }
+    ) -> String;
 
     /// Structured details an HTTP error adds to the failed message (pi 0.87.1's `diagnostics`).
     fn error_diagnostics(
@@ -137,10 +127,17 @@ pub trait WireApi: Sync {
         None
     }
 
-    /// [`WireApi::connection_error`] for this request.
-    fn connection_error_for(&self, req: &LlmRequest) -> &'static str {
+    /// The error text of a connection that could not be made: the SDK's wording.
+    fn connection_error(&self, req: &LlmRequest) -> &'static str {
         let _ = req;
-        self.connection_error()
+        CONNECTION_ERROR
+    }
+
+    /// The effort the provider is asked to answer at, recorded on the reply
+    /// (`providerThinkingLevel`; pi 0.87.1's Anthropic managed effort). Most APIs: none.
+    fn provider_thinking_level(&self, req: &LlmRequest) -> Option<String> {
+        let _ = req;
+        None
     }
 
     /// A Stainless SDK (sends `x-stainless-retry-count`).
@@ -151,6 +148,16 @@ pub trait WireApi: Sync {
     fn framing(&self) -> Framing {
         Framing::Sse
     }
+}
+
+/// How an HTTP error response is worded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorWording {
+    /// The SDK's `APIError` message ([`stainless_message`]).
+    Sdk,
+    /// pi 0.87.1's `formatProviderError`: the response's error object as JSON
+    /// ([`openai_error_object_message`]).
+    ErrorObject,
 }
 
 /// The Stainless SDKs' `APIError` message: `"<status> <msg>"`. For Anthropic `msg` comes from the
@@ -196,7 +203,7 @@ pub fn stainless_message(status: u16, body: &str, openai: bool) -> String {
 /// `prefix`: `<prefix> (<status>): …`; cut at 4000 characters), else the SDK's message
 /// ([`stainless_message`]). OpenRouter's `error.metadata.raw` follows on a line of its own unless
 /// the text already holds it.
-pub fn openai_error_087(status: u16, body: &str, prefix: Option<&str>) -> String {
+pub fn openai_error_object_message(status: u16, body: &str, prefix: Option<&str>) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error_obj = parsed
         .as_ref()
@@ -299,9 +306,10 @@ pub struct Builder {
     pub finished: bool,
     /// Raw argument JSON per content index (empty for non-tool blocks).
     args: Vec<String>,
-    /// The pi version whose message shapes the decoders produce: pi 0.87.1 adds
-    /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`.
-    pub compat: crate::protocol::Version,
+    /// The SDK generation whose message shapes the decoders produce (pi 0.87.1's adds
+    /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`) and whose cost
+    /// formula prices the usage.
+    pub sdk: crate::protocol::SdkGeneration,
     /// The request's API key: blanked out of error messages (a proxy may echo it back).
     secret: Option<String>,
 }
@@ -314,7 +322,7 @@ impl Builder {
             started: false,
             finished: false,
             args: Vec::new(),
-            compat: Default::default(),
+            sdk: Default::default(),
             secret: None,
         }
     }
@@ -473,10 +481,9 @@ impl Builder {
 
     /// Replace the usage (cost recomputed) and report it.
     pub fn set_usage(&mut self, mut usage: Usage, out: &mut Vec<StreamEvent>) {
-        usage.cost = if self.compat.is_087() {
-            crate::llm::cost::calculate_087(&self.prices, &usage)
-        } else {
-            crate::llm::cost::calculate(&self.prices, &usage)
+        usage.cost = match self.sdk {
+            SdkGeneration::Pi073 => crate::llm::cost::calculate(&self.prices, &usage),
+            SdkGeneration::Pi087 => crate::llm::cost::calculate_tiered(&self.prices, &usage),
         };
         self.msg.usage = usage;
         if self.started {
@@ -720,12 +727,15 @@ fn parse_partial_prefix(s: &str) -> Option<Value> {
 /// Default `max_tokens` of an agent request (spec 8). pi 0.87.1 takes the model's own limit
 /// (no 32000 cap) and clamps it to what the context window leaves ([`crate::llm::estimate`]).
 pub fn default_max_tokens(req: &LlmRequest) -> u64 {
-    if req.compat.is_087() {
-        let base = req.max_tokens.unwrap_or(req.model.max_tokens);
-        return crate::llm::estimate::clamp_max_tokens(req, base);
+    match req.sdk {
+        SdkGeneration::Pi073 => req
+            .max_tokens
+            .unwrap_or_else(|| req.model.max_tokens.min(32000)),
+        SdkGeneration::Pi087 => {
+            let base = req.max_tokens.unwrap_or(req.model.max_tokens);
+            crate::llm::estimate::clamp_max_tokens(req, base)
+        }
     }
-    req.max_tokens
-        .unwrap_or_else(|| req.model.max_tokens.min(32000))
 }
 
 #[cfg(test)]

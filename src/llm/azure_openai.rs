@@ -12,8 +12,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::llm::api::{self, Prepared, WireApi};
-use crate::llm::openai_responses::{self, Decoder, Flavor, convert_messages, convert_tools};
+use crate::llm::api::{self, ErrorWording, Prepared, WireApi};
+use crate::llm::openai_responses::{
+    self, Decoder, Dialect, Flavor, convert_messages, convert_tools,
+};
 use crate::llm::{LlmRequest, http};
 
 /// Providers whose `call_id|item_id` ids are kept (pi's `AZURE_TOOL_CALL_PROVIDERS`).
@@ -54,11 +56,11 @@ impl WireApi for AzureOpenAi {
             ("accept".into(), "application/json".into()),
             ("content-type".into(), "application/json".into()),
         ];
-        if req.compat.is_087() {
+        if let Some(package) = Dialect::of(req.sdk).stainless_package {
             // pi 0.87.1: its own User-Agent, the SDK's 300 s timeout and platform headers.
             headers.push(("user-agent".into(), http::pi_user_agent()));
             headers.push(("x-stainless-timeout".into(), "300".into()));
-            headers.extend(http::stainless_platform_087(http::OPENAI_SDK_087));
+            headers.extend(http::stainless_platform(package));
         } else {
             headers.push(("user-agent".into(), "AzureOpenAI/JS 6.26.0".into()));
         }
@@ -88,22 +90,19 @@ impl WireApi for AzureOpenAi {
         Box::new(Decoder::with_flavor(req, Flavor::Azure))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
-        api::stainless_message(status, body, true)
-    }
-
-    fn http_error_message_for(
+    fn http_error_message(
         &self,
         req: &LlmRequest,
         status: u16,
-        headers: &[(String, String)],
+        _headers: &[(String, String)],
         body: &str,
     ) -> String {
-        // pi 0.87.1 words SDK errors with the response's error object.
-        if req.compat.is_087() {
-            return api::openai_error_087(status, body, Some("Azure OpenAI API error"));
+        match Dialect::of(req.sdk).errors {
+            ErrorWording::Sdk => api::stainless_message(status, body, true),
+            ErrorWording::ErrorObject => {
+                api::openai_error_object_message(status, body, Some("Azure OpenAI API error"))
+            }
         }
-        self.http_error_message(status, headers, body)
     }
 
     fn stainless(&self) -> bool {
@@ -181,17 +180,14 @@ pub fn build_body(req: &LlmRequest, deployment: &str) -> Value {
             json!(openai_responses::cache_key(req, s)),
         );
     }
-    if req.compat.is_087() {
+    let d = Dialect::of(req.sdk);
+    if d.azure_store {
         // pi 0.87.1 asks for no storage on Azure too, and at least 16 output tokens.
         body.insert("store".into(), json!(false));
     }
     let max = api::default_max_tokens(req);
     if max > 0 {
-        let max = if req.compat.is_087() {
-            max.max(16)
-        } else {
-            max
-        };
+        let max = max.max(d.min_output_tokens);
         body.insert("max_output_tokens".into(), json!(max));
     }
     if !openai_responses::request_tools(req).0.is_empty() {

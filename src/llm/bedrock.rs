@@ -23,6 +23,7 @@ use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{
     Content, LlmMessage, StopReason, ThinkingContent, ThinkingLevel, Usage, UserContent,
 };
+use crate::protocol::SdkGeneration;
 
 /// The `bedrock-converse-stream` wire API.
 pub struct Bedrock;
@@ -49,11 +50,20 @@ impl WireApi for Bedrock {
         true
     }
 
-    fn decoder(&self, _req: &LlmRequest) -> Box<dyn api::Decoder> {
-        Box::new(Decoder::default())
+    fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
+        Box::new(Decoder {
+            dialect: Dialect::of(req.sdk),
+            ..Decoder::default()
+        })
     }
 
-    fn http_error_message(&self, status: u16, headers: &[(String, String)], body: &str) -> String {
+    fn http_error_message(
+        &self,
+        _req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
         http_error_message(status, headers, body)
     }
 
@@ -64,7 +74,7 @@ impl WireApi for Bedrock {
         headers: &[(String, String)],
         body: &str,
     ) -> Option<Vec<Value>> {
-        if !req.compat.is_087() {
+        if !Dialect::of(req.sdk).diagnostics {
             return None;
         }
         Some(vec![failure_diagnostic(
@@ -374,11 +384,12 @@ pub fn build_body(req: &LlmRequest, env: Env) -> Value {
     }
     body.insert("inferenceConfig".into(), Value::Object(inference));
     if !req.tools.is_empty() {
+        let strict_tools = Dialect::of(req.sdk).strict_tools;
         let tools: Vec<Value> = req
             .tools
             .iter()
             .map(|t| {
-                if !req.compat.is_087() {
+                if !strict_tools {
                     return json!({"toolSpec": {"name": t.name,
                         "inputSchema": {"json": t.parameters}, "description": t.description}});
                 }
@@ -645,6 +656,36 @@ pub struct Decoder {
     /// Bedrock content block index → our content index, for blocks not yet stopped.
     open: Vec<(u64, usize)>,
     stop: Option<StopReason>,
+    dialect: Dialect,
+}
+
+/// The wire details of Bedrock in one SDK generation, built from [`LlmRequest::sdk`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dialect {
+    /// Failures carry `diagnostics` (the modeled exception, the request id).
+    pub diagnostics: bool,
+    /// Tools asking for constrained sampling are sent strict where the model's
+    /// `supportsStrictMode` says Bedrock supports it.
+    pub strict_tools: bool,
+    /// The answer's `rawStopReason`; an error stop names it.
+    pub raw_stop_reason: bool,
+}
+
+impl Dialect {
+    pub const fn of(sdk: SdkGeneration) -> Dialect {
+        match sdk {
+            SdkGeneration::Pi073 => Dialect {
+                diagnostics: false,
+                strict_tools: false,
+                raw_stop_reason: false,
+            },
+            SdkGeneration::Pi087 => Dialect {
+                diagnostics: true,
+                strict_tools: true,
+                raw_stop_reason: true,
+            },
+        }
+    }
 }
 
 impl Decoder {
@@ -668,7 +709,7 @@ impl api::Decoder for Decoder {
             if let Some(first) = name.get_mut(0..1) {
                 first.make_ascii_uppercase();
             }
-            if b.compat.is_087() {
+            if self.dialect.diagnostics {
                 // pi 0.87.1 notes the modeled exception beside the message.
                 let code = Some(name.clone()).filter(|n| n.ends_with("Exception"));
                 b.msg.diagnostics = failure_diagnostic(None, code, None).map(|d| vec![d]);
@@ -770,7 +811,7 @@ impl api::Decoder for Decoder {
                 }
             }
             "messageStop" => {
-                if b.compat.is_087() {
+                if self.dialect.raw_stop_reason {
                     b.msg.raw_stop_reason = v
                         .get("stopReason")
                         .and_then(Value::as_str)
@@ -812,7 +853,7 @@ impl api::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         b.start(out);
-        if b.compat.is_087() && self.stop == Some(StopReason::Error) {
+        if self.dialect.raw_stop_reason && self.stop == Some(StopReason::Error) {
             // pi 0.87.1 names the provider's stop reason.
             let text = match &b.msg.raw_stop_reason {
                 Some(r) if !r.is_empty() => format!("Provider stopped with: {r}"),

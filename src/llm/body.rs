@@ -371,7 +371,7 @@ mod tests {
             max_tokens: Some(n),
             timeouts: Default::default(),
             faux_script: None,
-            compat: Default::default(),
+            sdk: Default::default(),
             no_cache: false,
             extra: Default::default(),
         }

@@ -84,7 +84,7 @@ mod tests {
             max_tokens: None,
             timeouts: Default::default(),
             faux_script: None,
-            compat: Default::default(),
+            sdk: Default::default(),
             no_cache: false,
             extra: Default::default(),
         };

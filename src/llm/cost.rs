@@ -28,7 +28,7 @@ pub fn apply(prices: &ModelCost, usage: &mut Usage) {
 /// 1e6` (1-hour writes cost twice the input price; the operation order changes the floats).
 /// With tiered prices (`cost.tiers`), the rates are those of the highest tier whose threshold
 /// the request's input tokens (input + cache reads + cache writes) exceed.
-pub fn calculate_087(prices: &ModelCost, usage: &Usage) -> Cost {
+pub fn calculate_tiered(prices: &ModelCost, usage: &Usage) -> Cost {
     let long = usage.cache_write_1h.unwrap_or(0).min(usage.cache_write);
     let short = usage.cache_write - long;
     let (p_in, p_out, p_read, p_write) =

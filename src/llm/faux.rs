@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cancel::CancelToken;
-use crate::llm::stream::{ABORTED_MID_STREAM, Builder};
+use crate::llm::api::{ABORTED_MID_STREAM, Builder};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{LlmMessage, StopReason, Usage};
 

@@ -8,6 +8,35 @@ use crate::llm::sse::SseEvent;
 use crate::llm::transform::transform_messages;
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent, now_ms};
+use crate::protocol::SdkGeneration;
+
+/// The wire details of the Google APIs (Gemini and Vertex) in one SDK generation, built from
+/// [`LlmRequest::sdk`].
+#[derive(Clone, Copy, Debug)]
+pub struct Dialect {
+    /// `@google/genai`'s newer converter: Gemini 3 and later need tool call ids, the id is
+    /// written between the call's name and arguments, tools are declared with their own
+    /// (constrained-sampling) schemas, strict on Gemini 3 and later.
+    pub gemini3_tools: bool,
+    /// The answer: `rawStopReason`, `usage.reasoning`, and a missing, unknown or error finish
+    /// reason fails the message.
+    pub strict_finish: bool,
+}
+
+impl Dialect {
+    pub const fn of(sdk: SdkGeneration) -> Dialect {
+        match sdk {
+            SdkGeneration::Pi073 => Dialect {
+                gemini3_tools: false,
+                strict_finish: false,
+            },
+            SdkGeneration::Pi087 => Dialect {
+                gemini3_tools: true,
+                strict_finish: true,
+            },
+        }
+    }
+}
 /// The `google-generative-ai` wire API.
 pub struct Google;
 
@@ -26,11 +55,17 @@ impl WireApi for Google {
         Box::new(Decoder::new(req))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+    fn http_error_message(
+        &self,
+        _req: &LlmRequest,
+        status: u16,
+        _headers: &[(String, String)],
+        body: &str,
+    ) -> String {
         api::google_error_message(status, body)
     }
 
-    fn connection_error(&self) -> &'static str {
+    fn connection_error(&self, _req: &LlmRequest) -> &'static str {
         api::FETCH_FAILED
     }
 }
@@ -164,10 +199,10 @@ fn valid_signature(same: bool, sig: Option<&str>) -> Option<String> {
 
 /// Models that need tool call ids in function calls and responses (pi 0.87.1: Gemini 3 and
 /// later too).
-fn requires_tool_call_id(id: &str, v087: bool) -> bool {
+fn requires_tool_call_id(id: &str, gemini3_tools: bool) -> bool {
     id.starts_with("claude-")
         || id.starts_with("gpt-oss-")
-        || (v087 && gemini_major(id).is_some_and(|v| v >= 3))
+        || (gemini3_tools && gemini_major(id).is_some_and(|v| v >= 3))
 }
 
 /// Gemini 3 and later (and non-Gemini models) take images inside function responses.
@@ -202,7 +237,7 @@ fn content(parts: Vec<Value>, role: &str) -> Value {
 /// The `contents` (pi's google-shared `convertMessages`, then the SDK converter's key order).
 pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
     let model = &req.model;
-    let with_ids = requires_tool_call_id(&model.id, req.compat.is_087());
+    let with_ids = requires_tool_call_id(&model.id, Dialect::of(req.sdk).gemini3_tools);
     let normalize = |id: &str| {
         if with_ids {
             crate::llm::transform::sanitize_id(id, 64)
@@ -266,7 +301,7 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
                             let id = with_ids.then(|| json!(tc.id));
                             match flavor {
                                 // pi 0.87.1's SDK writes the id between the two.
-                                Flavor::Gemini if req.compat.is_087() => {
+                                Flavor::Gemini if Dialect::of(req.sdk).gemini3_tools => {
                                     call.insert("args".into(), tc.arguments.clone());
                                     if let Some(id) = id {
                                         call.insert("id".into(), id);
@@ -384,17 +419,17 @@ pub fn body_for(req: &LlmRequest, flavor: Flavor) -> Value {
             json!({"parts": [{"text": req.system_prompt}], "role": "user"}),
         );
     }
-    let v087 = req.compat.is_087();
+    let own_schemas = Dialect::of(req.sdk).gemini3_tools;
     // pi 0.87.1: Gemini 3 and later validate required parameters, so tools asking for
     // constrained sampling go strict there and the calling mode becomes VALIDATED.
-    let strict_supported = v087 && gemini_major(&req.model.id).is_some_and(|m| m >= 3);
+    let strict_supported = own_schemas && gemini_major(&req.model.id).is_some_and(|m| m >= 3);
     let mut any_strict = false;
     if !req.tools.is_empty() {
         let decls: Vec<Value> = req
             .tools
             .iter()
             .map(|t| {
-                if v087 {
+                if own_schemas {
                     let strict = crate::llm::strict::resolve_preferred(t, strict_supported);
                     any_strict |= strict == Some(true);
                     return json!({"name": t.name, "description": t.description,
@@ -451,6 +486,8 @@ pub struct Decoder {
     counter: u64,
     /// pi 0.87.1: the error text of an unknown finish reason.
     unhandled: Option<String>,
+    /// [`Dialect::strict_finish`].
+    strict_finish: bool,
 }
 
 /// The finish reasons pi 0.87.1's Google SDK names (others are "unhandled").
@@ -476,8 +513,11 @@ const KNOWN_FINISH: [&str; 18] = [
 ];
 
 impl Decoder {
-    pub fn new(_req: &LlmRequest) -> Decoder {
-        Decoder::default()
+    pub fn new(req: &LlmRequest) -> Decoder {
+        Decoder {
+            strict_finish: Dialect::of(req.sdk).strict_finish,
+            ..Decoder::default()
+        }
     }
     fn close(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         if let Some((_, i)) = self.current.take() {
@@ -570,7 +610,7 @@ impl api::Decoder for Decoder {
             .and_then(|c| c.get("finishReason"))
             .and_then(Value::as_str)
         {
-            if b.compat.is_087() {
+            if self.strict_finish {
                 b.msg.raw_stop_reason = Some(r.to_string());
                 if !KNOWN_FINISH.contains(&r) {
                     self.unhandled = Some(format!("Unhandled stop reason: {r}"));
@@ -592,7 +632,7 @@ impl api::Decoder for Decoder {
                 cache_read: cached,
                 cache_write: 0,
                 total_tokens: n("totalTokenCount"),
-                reasoning: b.compat.is_087().then(|| n("thoughtsTokenCount")),
+                reasoning: self.strict_finish.then(|| n("thoughtsTokenCount")),
                 ..Default::default()
             };
             b.set_usage(usage, out);
@@ -602,7 +642,7 @@ impl api::Decoder for Decoder {
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         self.close(b, out);
         b.start(out);
-        if b.compat.is_087() {
+        if self.strict_finish {
             // pi 0.87.1: no finish reason, or one that is an error, fails the message; only a
             // normal stop with tool calls becomes toolUse.
             if let Some(e) = self.unhandled.take() {

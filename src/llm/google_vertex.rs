@@ -53,11 +53,17 @@ impl WireApi for GoogleVertex {
         Box::new(Decoder::new(req))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+    fn http_error_message(
+        &self,
+        _req: &LlmRequest,
+        status: u16,
+        _headers: &[(String, String)],
+        body: &str,
+    ) -> String {
         api::google_error_message(status, body)
     }
 
-    fn connection_error(&self) -> &'static str {
+    fn connection_error(&self, _req: &LlmRequest) -> &'static str {
         api::FETCH_FAILED
     }
 }

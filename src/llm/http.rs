@@ -253,17 +253,13 @@ fn load_pem_file(path: &Path, out: &mut Vec<ureq::tls::Certificate<'static>>) {
     }
 }
 
-/// The Anthropic SDK version inside pi 0.87.1 (its `x-stainless-package-version`).
-pub const ANTHROPIC_SDK_087: &str = "0.124.0";
-/// The OpenAI SDK version inside pi 0.87.1 (also its Azure client).
-pub const OPENAI_SDK_087: &str = "6.40.0";
 /// The Node.js version of pi 0.87.1's reference install (`x-stainless-runtime-version`).
-const NODE_087: &str = "v22.23.3";
+const REFERENCE_NODE: &str = "v22.23.3";
 
 /// The platform headers the Stainless SDKs inside pi 0.87.1 send with every request: package
 /// version, operating system and architecture in the SDKs' words, and the runtime (pi runs on
 /// Node.js; pith sends the Node.js version of the reference install).
-pub fn stainless_platform_087(package_version: &str) -> Vec<(String, String)> {
+pub fn stainless_platform(package_version: &str) -> Vec<(String, String)> {
     let os = match std::env::consts::OS {
         "linux" => "Linux".to_string(),
         "macos" => "MacOS".to_string(),
@@ -289,7 +285,7 @@ pub fn stainless_platform_087(package_version: &str) -> Vec<(String, String)> {
         ("x-stainless-os".into(), os),
         ("x-stainless-arch".into(), arch),
         ("x-stainless-runtime".into(), "node".into()),
-        ("x-stainless-runtime-version".into(), NODE_087.into()),
+        ("x-stainless-runtime-version".into(), REFERENCE_NODE.into()),
     ]
 }
 

@@ -19,12 +19,30 @@ use crate::llm::sse::SseEvent;
 use crate::llm::transform::{short_hash, transform_messages};
 use crate::llm::{LlmRequest, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+use crate::protocol::SdkGeneration;
 
 const TOOL_CALL_ID_LENGTH: usize = 9;
 /// Longest error body quoted, in UTF-16 units (the reference's limit).
 const MAX_ERROR_BODY_CHARS: usize = 4000;
 /// What the SDK sends as its user agent.
 const USER_AGENT: &str = "mistral-client-typescript/2.7.0";
+
+/// The client pi talks to Mistral with: the SDK's (pi 0.73.1), or its own `fetch` (pi 0.87.1:
+/// its own headers, `toMistralWirePayload`'s body, error texts and stream decoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    MistralSdk,
+    Fetch,
+}
+
+impl Client {
+    pub const fn of(sdk: SdkGeneration) -> Client {
+        match sdk {
+            SdkGeneration::Pi073 => Client::MistralSdk,
+            SdkGeneration::Pi087 => Client::Fetch,
+        }
+    }
+}
 
 /// The `mistral-conversations` wire API.
 pub struct Mistral;
@@ -40,8 +58,8 @@ impl WireApi for Mistral {
         let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
             return Err(format!("No API key for provider: {}", req.model.provider));
         };
-        let v087 = req.compat.is_087();
-        let mut h: Vec<(String, String)> = if v087 {
+        let client = Client::of(req.sdk);
+        let mut h: Vec<(String, String)> = if client == Client::Fetch {
             // pi 0.87.1's own client (no SDK).
             vec![
                 ("user-agent".into(), crate::llm::http::pi_user_agent()),
@@ -70,22 +88,35 @@ impl WireApi for Mistral {
                 req.model.base_url.trim_end_matches('/')
             ),
             headers: h,
-            body: api::json_body(&if v087 {
-                build_body_087(req)
-            } else {
-                build_body(req)
+            body: api::json_body(&match client {
+                Client::MistralSdk => build_body(req),
+                Client::Fetch => build_wire_payload(req),
             }),
         })
     }
 
     fn decoder(&self, req: &LlmRequest) -> Box<dyn api::Decoder> {
         Box::new(Decoder {
-            v087: req.compat.is_087(),
+            own_client: Client::of(req.sdk) == Client::Fetch,
             ..Decoder::default()
         })
     }
 
-    fn http_error_message(&self, status: u16, headers: &[(String, String)], body: &str) -> String {
+    fn http_error_message(
+        &self,
+        req: &LlmRequest,
+        status: u16,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> String {
+        if Client::of(req.sdk) == Client::Fetch && body.trim().is_empty() {
+            // pi 0.87.1's own client: the response's status text.
+            let text = match api::reason_phrase(status) {
+                "" => format!("Request failed with status {status}"),
+                t => t.to_string(),
+            };
+            return format!("Mistral API error ({status}): {text}");
+        }
         let trimmed = body.trim();
         if !trimmed.is_empty() {
             return format!(
@@ -109,33 +140,10 @@ impl WireApi for Mistral {
         format!("Mistral API error ({status}): {m}")
     }
 
-    fn connection_error(&self) -> &'static str {
-        "Unable to make request: TypeError: fetch failed"
-    }
-
-    fn http_error_message_for(
-        &self,
-        req: &LlmRequest,
-        status: u16,
-        headers: &[(String, String)],
-        body: &str,
-    ) -> String {
-        if req.compat.is_087() && body.trim().is_empty() {
-            // pi 0.87.1's own client: the response's status text.
-            let text = match api::reason_phrase(status) {
-                "" => format!("Request failed with status {status}"),
-                t => t.to_string(),
-            };
-            return format!("Mistral API error ({status}): {text}");
-        }
-        self.http_error_message(status, headers, body)
-    }
-
-    fn connection_error_for(&self, req: &LlmRequest) -> &'static str {
-        if req.compat.is_087() {
-            api::FETCH_FAILED
-        } else {
-            self.connection_error()
+    fn connection_error(&self, req: &LlmRequest) -> &'static str {
+        match Client::of(req.sdk) {
+            Client::MistralSdk => "Unable to make request: TypeError: fetch failed",
+            Client::Fetch => api::FETCH_FAILED,
         }
     }
 }
@@ -262,7 +270,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
 /// pi 0.87.1's body (its own client, `toMistralWirePayload`): `model`, `stream`, `messages`,
 /// `tools` (a tool asking for constrained sampling goes strict: Mistral supports it), then
 /// `max_tokens`, the reasoning field and `prompt_cache_key` (the session id).
-pub fn build_body_087(req: &LlmRequest) -> Value {
+pub fn build_wire_payload(req: &LlmRequest) -> Value {
     let model = &req.model;
     let images = model.input.iter().any(|i| i == "image");
     let normalizer = RefCell::new(IdNormalizer::default());
@@ -322,7 +330,7 @@ pub fn build_body_087(req: &LlmRequest) -> Value {
     }
     body.insert("max_tokens".into(), json!(api::default_max_tokens(req)));
     if model.reasoning && req.thinking != ThinkingLevel::Off {
-        if uses_reasoning_effort_087(&model.id) {
+        if uses_wire_reasoning_effort(&model.id) {
             let effort = req
                 .extra
                 .thinking_map
@@ -342,7 +350,7 @@ pub fn build_body_087(req: &LlmRequest) -> Value {
 }
 
 /// pi 0.87.1's `usesReasoningEffort`.
-fn uses_reasoning_effort_087(id: &str) -> bool {
+fn uses_wire_reasoning_effort(id: &str) -> bool {
     id == "mistral-small-2603"
         || id == "mistral-small-latest"
         || id.starts_with("mistral-medium-")
@@ -475,9 +483,9 @@ pub struct Decoder {
     /// `callId:index` (0.87.1: the index, else the id) → content index, in creation order.
     tools: Vec<(String, usize)>,
     stop: Option<StopReason>,
-    /// pi 0.87.1's decoding: cached prompt tokens as cache reads, its stop reasons and error
-    /// texts, a stream without a finish reason is an error.
-    v087: bool,
+    /// [`Client::Fetch`]'s decoding: cached prompt tokens as cache reads, its stop reasons and
+    /// error texts, a stream without a finish reason is an error.
+    own_client: bool,
     /// 0.87: the error text of a finish reason that is an error.
     stop_error: Option<String>,
 }
@@ -556,7 +564,7 @@ impl api::Decoder for Decoder {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
             let (prompt, output) = (n("prompt_tokens"), n("completion_tokens"));
             // pi 0.87.1 reports cached prompt tokens as cache reads.
-            let cached = if self.v087 {
+            let cached = if self.own_client {
                 [
                     "/promptTokensDetails/cachedTokens",
                     "/prompt_tokens_details/cached_tokens",
@@ -593,7 +601,7 @@ impl api::Decoder for Decoder {
             return;
         };
         if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
-            if b.compat.is_087() {
+            if self.own_client {
                 b.msg.raw_stop_reason = Some(r.to_string());
             }
             self.stop = Some(match r {
@@ -602,13 +610,13 @@ impl api::Decoder for Decoder {
                 "error" => StopReason::Error,
                 "stop" => StopReason::Stop,
                 // pi 0.87.1: an unknown finish reason is an error.
-                other if self.v087 => {
+                other if self.own_client => {
                     self.stop_error = Some(format!("Provider stopped with: {other}"));
                     StopReason::Error
                 }
                 _ => StopReason::Stop,
             });
-            if self.v087 && r == "error" {
+            if self.own_client && r == "error" {
                 self.stop_error = Some("Provider stopped with: error".into());
             }
         }
@@ -654,7 +662,7 @@ impl api::Decoder for Decoder {
                     Some(id) if id != "null" && !id.is_empty() => id.to_string(),
                     _ => derive_tool_call_id(&format!("toolcall:{index}"), 0),
                 };
-                let key = if self.v087 {
+                let key = if self.own_client {
                     // pi 0.87.1 keys a streamed call by its index (else its id).
                     match call.get("index").and_then(Value::as_u64) {
                         Some(i) => format!("#{i}"),
@@ -689,7 +697,7 @@ impl api::Decoder for Decoder {
         for (_, i) in std::mem::take(&mut self.tools) {
             b.end_block(i, out);
         }
-        if self.v087 {
+        if self.own_client {
             match (self.stop, self.stop_error.take()) {
                 (None, _) => {
                     b.fail(
@@ -729,10 +737,25 @@ mod tests {
 
     #[test]
     fn error_bodies_are_trimmed_and_capped() {
-        let m = API.http_error_message(400, &[], "  {\"message\":\"bad\"}\n");
+        let req = LlmRequest {
+            model: crate::llm::faux::model(),
+            api_key: None,
+            system_prompt: String::new(),
+            messages: Default::default(),
+            tools: Vec::new(),
+            thinking: ThinkingLevel::Off,
+            session_id: None,
+            max_tokens: None,
+            timeouts: Default::default(),
+            faux_script: None,
+            sdk: SdkGeneration::Pi073,
+            no_cache: false,
+            extra: Default::default(),
+        };
+        let m = API.http_error_message(&req, 400, &[], "  {\"message\":\"bad\"}\n");
         assert_eq!(m, "Mistral API error (400): {\"message\":\"bad\"}");
         let long = "é".repeat(4005);
-        let m = API.http_error_message(500, &[], &long);
+        let m = API.http_error_message(&req, 500, &[], &long);
         assert!(
             m.ends_with("... [truncated 5 chars]"),
             "{}",
@@ -740,7 +763,7 @@ mod tests {
         );
         let h = vec![("content-type".to_string(), "text/plain".to_string())];
         assert_eq!(
-            API.http_error_message(503, &h, ""),
+            API.http_error_message(&req, 503, &h, ""),
             "Mistral API error (503): API error occurred: Status 503 Content-Type text/plain. Body: \"\""
         );
     }

@@ -169,8 +169,10 @@ pub struct LlmRequest {
     pub timeouts: Timeouts,
     /// Script for the offline `faux` api (see `docs/faux.md`); `None` = canned answer.
     pub faux_script: Option<std::path::PathBuf>,
-    /// The pi version whose request pith imitates (headers, tool schemas).
-    pub compat: crate::protocol::Version,
+    /// The generation of pi's provider SDKs whose request and answer pith imitates (headers,
+    /// body fields, error wording, usage formulas): the profile's `llm.sdk`. Each API turns it
+    /// into its own dialect once per request.
+    pub sdk: crate::protocol::SdkGeneration,
     /// Write no prompt-cache breakpoints (pi 0.87.1's summary requests).
     pub no_cache: bool,
     /// What some APIs need beyond the model and the key.

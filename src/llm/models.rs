@@ -1,7 +1,7 @@
 //! Model registry: built-in models, `models.json` custom providers and overrides, API keys.
 //!
 //! [`Registry::load`] builds the list the RPC commands show (`get_available_models`,
-//! `cycle_model`, `set_model`): built-in providers in the reference's order (`builtin.rs`), with
+//! `cycle_model`, `set_model`): built-in providers in the reference's order (`catalog_073.rs`), with
 //! `models.json` provider overrides (`baseUrl`, `compat`) and per-model overrides applied, then
 //! custom models upserted by provider+id. [`Auth`] answers "does this provider have a key" and
 //! "which key". [`resolve`] holds the CLI-facing lookups (`--model`, `--models`, start-up model).
@@ -12,9 +12,9 @@
 
 mod auth;
 #[rustfmt::skip]
-mod builtin;
+mod catalog_073;
 #[rustfmt::skip]
-mod builtin_087;
+mod catalog_087;
 mod config;
 pub mod resolve;
 mod table;
@@ -33,6 +33,7 @@ pub use resolve::{initial_model, parse_scoped_models, resolve_cli_model};
 use crate::llm::Model;
 use crate::llm::model_json::{Key, ModelShape};
 use crate::message::ThinkingLevel;
+use crate::protocol::Catalog;
 use config::{Headers, ModelsConfig};
 
 /// A model's `thinkingLevelMap`: per level, `None` = unsupported, `Some(v)` = the provider-specific
@@ -189,18 +190,19 @@ impl Registry {
     /// returned warnings (the reference's `getError()` text) and ignored as a whole. `env` is
     /// accepted for symmetry with [`Auth`]; config values are resolved per request, not here.
     pub fn load(agent_dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> (Registry, Vec<String>) {
-        Registry::load_for(crate::protocol::Version::V073, agent_dir, env)
+        Registry::load_for(Catalog::V073, agent_dir, env)
     }
 
-    /// [`Registry::load`] with the built-in models of the given pi version: pi 0.73.1's, or pi
-    /// 0.87.1's (`--compat 0.87`: other models, prices with tiers, `promptCache`, `inputLimits`).
+    /// [`Registry::load`] with the built-in models of the given catalog (the profile's
+    /// `llm.catalog`): pi 0.73.1's, or pi 0.87.1's (other models, prices with tiers,
+    /// `promptCache`, `inputLimits`).
     pub fn load_for(
-        compat: crate::protocol::Version,
+        catalog: Catalog,
         agent_dir: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> (Registry, Vec<String>) {
         let _ = env;
-        let table = table_for(compat);
+        let table = table_for(catalog);
         let path = agent_dir.join("models.json");
         let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
         match config::load(&path, &is_builtin) {
@@ -215,26 +217,23 @@ impl Registry {
 
     /// Only the built-in models (pi 0.73.1's).
     pub fn builtin() -> Registry {
-        Registry::builtin_for(crate::protocol::Version::V073)
+        Registry::builtin_for(Catalog::V073)
     }
 
-    /// Only the built-in models of the given pi version.
-    pub fn builtin_for(compat: crate::protocol::Version) -> Registry {
-        Registry::build(ModelsConfig::default(), table_for(compat))
+    /// Only the built-in models of the given catalog.
+    pub fn builtin_for(catalog: Catalog) -> Registry {
+        Registry::build(ModelsConfig::default(), table_for(catalog))
     }
 
     /// Registry from the text of a models.json (tests, tools); `Err` is the reference's message
     /// without the `File:` line.
     pub fn from_models_json(text: &str) -> Result<Registry, String> {
-        Registry::from_models_json_for(text, crate::protocol::Version::V073)
+        Registry::from_models_json_for(text, Catalog::V073)
     }
 
-    /// [`Registry::from_models_json`] over the built-in models of the given pi version.
-    pub fn from_models_json_for(
-        text: &str,
-        compat: crate::protocol::Version,
-    ) -> Result<Registry, String> {
-        let table = table_for(compat);
+    /// [`Registry::from_models_json`] over the built-in models of the given catalog.
+    pub fn from_models_json_for(text: &str, catalog: Catalog) -> Result<Registry, String> {
+        let table = table_for(catalog);
         let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
         config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
     }
@@ -672,12 +671,11 @@ impl AuthPlan {
     }
 }
 
-/// The built-in table of a pi version.
-fn table_for(compat: crate::protocol::Version) -> &'static table::Table {
-    if compat.is_087() {
-        &table::V087
-    } else {
-        &table::V073
+/// The generated table of a built-in catalog.
+fn table_for(catalog: Catalog) -> &'static table::Table {
+    match catalog {
+        Catalog::V073 => &table::V073,
+        Catalog::V087 => &table::V087,
     }
 }
 

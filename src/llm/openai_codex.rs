@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 use crate::llm::api::{self, Prepared, WireApi};
 use crate::llm::oauth::codex_account_id;
 use crate::llm::openai_responses::{
-    Decoder, Flavor, OPENAI_TOOL_CALL_PROVIDERS, convert_messages, convert_tools, effort_for,
+    Decoder, Dialect, Flavor, OPENAI_TOOL_CALL_PROVIDERS, convert_messages, convert_tools,
+    effort_for,
 };
 use crate::llm::{LlmRequest, http};
 use crate::message::ThinkingLevel;
@@ -47,14 +48,19 @@ impl WireApi for OpenAiCodex {
         set("OpenAI-Beta", "responses=experimental".into());
         set("accept", "text/event-stream".into());
         set("content-type", "application/json".into());
-        let v087 = req.compat.is_087();
+        let d = Dialect::of(req.sdk);
         if let Some(s) = &req.session_id {
             // pi 0.87.1 spells it `session-id`.
-            set(if v087 { "session-id" } else { "session_id" }, s.clone());
+            let name = if d.session_affinity {
+                "session-id"
+            } else {
+                "session_id"
+            };
+            set(name, s.clone());
             set("x-client-request-id", s.clone());
         }
         let json = serde_json::to_vec(&build_body(req)).unwrap_or_default();
-        let body = if v087 {
+        let body = if d.codex_zstd {
             // pi 0.87.1 sends the body as zstd; pith's frame holds it uncompressed (raw blocks).
             set("content-encoding", "zstd".into());
             api::Body::Bytes(zstd_raw_frame(&json))
@@ -72,11 +78,17 @@ impl WireApi for OpenAiCodex {
         Box::new(Decoder::with_flavor(req, Flavor::Codex))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
+    fn http_error_message(
+        &self,
+        _req: &LlmRequest,
+        status: u16,
+        _headers: &[(String, String)],
+        body: &str,
+    ) -> String {
         error_message(status, body, now_ms())
     }
 
-    fn connection_error(&self) -> &'static str {
+    fn connection_error(&self, _req: &LlmRequest) -> &'static str {
         api::FETCH_FAILED
     }
 }
@@ -199,7 +211,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
                 json!({"effort": effort, "summary": "auto"}),
             );
         }
-    } else if req.compat.is_087() && req.model.reasoning {
+    } else if Dialect::of(req.sdk).codex_reasoning_off && req.model.reasoning {
         // pi 0.87.1 also says so when thinking is off (the map's `off`, else `none`), unless
         // the model's map marks `off` unsupported.
         match req

@@ -8,16 +8,17 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::llm::api::{self, Builder, Prepared, WireApi};
+use crate::llm::api::{self, Builder, ErrorWording, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
 use crate::llm::transform::{sanitize_id, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+use crate::protocol::SdkGeneration;
 
 /// Effective compatibility flags (pi's `getCompat`: the model's `compat` field by field, else
 /// `detectCompat`'s value for its provider and base URL).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Compat {
+pub struct Quirks {
     pub supports_store: bool,
     pub supports_developer_role: bool,
     pub supports_reasoning_effort: bool,
@@ -43,7 +44,7 @@ pub struct Compat {
 }
 
 /// pi's `detectCompat`: what a provider (by name, else by a substring of its base URL) accepts.
-fn detect(model: &Model) -> Compat {
+fn detect(model: &Model) -> Quirks {
     let p = model.provider.as_str();
     let url = model.base_url.as_str();
     let is_zai = p == "zai" || url.contains("api.z.ai");
@@ -64,7 +65,7 @@ fn detect(model: &Model) -> Compat {
         || is_workers_ai
         || is_ai_gateway;
     let max_tokens = url.contains("chutes.ai") || is_moonshot || is_ai_gateway;
-    Compat {
+    Quirks {
         supports_store: !non_standard,
         supports_developer_role: !non_standard,
         supports_reasoning_effort: !is_grok && !is_zai && !is_moonshot && !is_ai_gateway,
@@ -104,7 +105,7 @@ fn detect(model: &Model) -> Compat {
 /// z.ai's coding plan), `max_tokens` for DeepSeek and z.ai too, no developer role on OpenRouter
 /// except for its `anthropic/` and `openai/` models, no strict mode unless the model says so,
 /// session affinity headers for OpenRouter.
-fn detect_087(model: &Model) -> Compat {
+fn detect_extended(model: &Model) -> Quirks {
     let p = model.provider.as_str();
     let url = model.base_url.as_str();
     let is_zai = p == "zai"
@@ -145,7 +146,7 @@ fn detect_087(model: &Model) -> Compat {
         || is_zai;
     let openrouter_developer =
         is_openrouter && (model.id.starts_with("anthropic/") || model.id.starts_with("openai/"));
-    Compat {
+    Quirks {
         supports_store: !non_standard,
         supports_developer_role: openrouter_developer || (!non_standard && !is_openrouter),
         supports_reasoning_effort: !is_grok
@@ -200,14 +201,11 @@ fn detect_087(model: &Model) -> Compat {
     }
 }
 
-pub fn compat(model: &Model) -> Compat {
-    compat_for(model, false)
-}
-
-/// The model's compat as the pi version of the request resolves it (`v087`: pi 0.87.1's).
-pub fn compat_for(model: &Model, v087: bool) -> Compat {
-    let mut c = if v087 {
-        detect_087(model)
+/// The model's quirks as the request's SDK generation resolves them.
+pub fn quirks(model: &Model, sdk: SdkGeneration) -> Quirks {
+    let extended = Dialect::of(sdk).extended_detection;
+    let mut c = if extended {
+        detect_extended(model)
     } else {
         detect(model)
     };
@@ -249,13 +247,75 @@ pub fn compat_for(model: &Model, v087: bool) -> Compat {
         "supportsLongCacheRetention",
         c.supports_long_cache_retention,
     );
-    if v087 {
+    if extended {
         c.supports_finish_reason = flag("supportsFinishReason", c.supports_finish_reason);
         if let Some(s) = text("sessionAffinityFormat") {
             c.session_affinity_format = s;
         }
     }
     c
+}
+
+/// The wire details of OpenAI Chat Completions in one SDK generation, built from
+/// [`LlmRequest::sdk`].
+#[derive(Clone, Copy, Debug)]
+pub struct Dialect {
+    pub errors: ErrorWording,
+    /// pi's own `User-Agent`, the SDK's 300 s timeout and the Stainless platform headers of this
+    /// `openai` package version (else `OpenAI/JS 6.26.0`).
+    pub stainless_package: Option<&'static str>,
+    /// pi 0.87.1's `detectCompat` ([`detect_extended`]) and the quirks
+    /// `supportsFinishReason` and `sessionAffinityFormat`.
+    pub extended_detection: bool,
+    /// `cache_control` also on the last tool result.
+    pub cache_tool_results: bool,
+    /// The thinking fields also ask a model not to think when thinking is off
+    /// ([`reasoning_fields_with_off`]).
+    pub reasoning_off: bool,
+    /// Strict tool schemas only where the model's `supportsStrictMode` says so; a tool asking
+    /// for constrained sampling goes strict there.
+    pub strict_tools: bool,
+    /// Tools added later are declared in place (`resolveTranscriptTools`,
+    /// `compat.supportsMidConvoToolAdditions`).
+    pub transcript_tools: bool,
+    /// Tool-call ids `call|item` become `call_item` ([`normalize_call_item_id`]).
+    pub call_item_ids: bool,
+    /// OpenCode Go's `reasoning` field is replayed as `reasoning_content`.
+    pub opencode_go_reasoning: bool,
+    /// The answer's `usage.reasoning`, `cached_tokens` at the top level, cache reads not reduced
+    /// by writes, and `rawStopReason`.
+    pub usage_details: bool,
+}
+
+impl Dialect {
+    pub const fn of(sdk: SdkGeneration) -> Dialect {
+        match sdk {
+            SdkGeneration::Pi073 => Dialect {
+                errors: ErrorWording::Sdk,
+                stainless_package: None,
+                extended_detection: false,
+                cache_tool_results: false,
+                reasoning_off: false,
+                strict_tools: false,
+                transcript_tools: false,
+                call_item_ids: false,
+                opencode_go_reasoning: false,
+                usage_details: false,
+            },
+            SdkGeneration::Pi087 => Dialect {
+                errors: ErrorWording::ErrorObject,
+                stainless_package: Some("6.40.0"),
+                extended_detection: true,
+                cache_tool_results: true,
+                reasoning_off: true,
+                strict_tools: true,
+                transcript_tools: true,
+                call_item_ids: true,
+                opencode_go_reasoning: true,
+                usage_details: true,
+            },
+        }
+    }
 }
 
 /// pi's cache retention: `none` for requests that must not write the cache (pi 0.87.1's
@@ -295,22 +355,17 @@ impl WireApi for OpenAiCompletions {
         Box::new(Decoder::new(req))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
-        api::stainless_message(status, body, true)
-    }
-
-    fn http_error_message_for(
+    fn http_error_message(
         &self,
         req: &LlmRequest,
         status: u16,
-        headers: &[(String, String)],
+        _headers: &[(String, String)],
         body: &str,
     ) -> String {
-        // pi 0.87.1 words SDK errors with the response's error object.
-        if req.compat.is_087() {
-            return api::openai_error_087(status, body, None);
+        match Dialect::of(req.sdk).errors {
+            ErrorWording::Sdk => api::stainless_message(status, body, true),
+            ErrorWording::ErrorObject => api::openai_error_object_message(status, body, None),
         }
-        self.http_error_message(status, headers, body)
     }
 
     fn stainless(&self) -> bool {
@@ -320,7 +375,8 @@ impl WireApi for OpenAiCompletions {
 
 pub fn prepare(req: &LlmRequest) -> Result<Prepared, String> {
     let base = crate::llm::cloudflare::base_url(req)?;
-    let c = compat_for(&req.model, req.compat.is_087());
+    let d = Dialect::of(req.sdk);
+    let c = quirks(&req.model, req.sdk);
     let mut headers = sdk_headers(req);
     if req.model.provider == "github-copilot" {
         copilot_headers(req, &mut headers);
@@ -331,7 +387,7 @@ pub fn prepare(req: &LlmRequest) -> Result<Prepared, String> {
         .filter(|_| c.send_session_affinity_headers && retention(req) != Retention::None)
     {
         let names: &[&str] = match c.session_affinity_format.as_str() {
-            _ if !req.compat.is_087() => {
+            _ if !d.extended_detection => {
                 &["session_id", "x-client-request-id", "x-session-affinity"]
             }
             "openrouter" => &["x-session-id"],
@@ -386,12 +442,10 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
         ("accept".into(), "application/json".into()),
         ("content-type".into(), "application/json".into()),
     ];
-    if req.compat.is_087() {
+    if let Some(package) = Dialect::of(req.sdk).stainless_package {
         h.push(("user-agent".into(), crate::llm::http::pi_user_agent()));
         h.push(("x-stainless-timeout".into(), "300".into()));
-        h.extend(crate::llm::http::stainless_platform_087(
-            crate::llm::http::OPENAI_SDK_087,
-        ));
+        h.extend(crate::llm::http::stainless_platform(package));
     } else {
         h.push(("user-agent".into(), "OpenAI/JS 6.26.0".into()));
     }
@@ -439,7 +493,7 @@ pub fn copilot_headers(req: &LlmRequest, h: &mut Vec<(String, String)>) {
 /// pi 0.87.1's tool-call ids for Chat Completions: a Responses `call|item` id keeps both parts
 /// (`call_item`, or a hashed form past 40 characters), OpenAI's own ids are cut to 40, other ids
 /// stay as they are.
-pub fn normalize_id_087(id: &str, provider: &str) -> String {
+pub fn normalize_call_item_id(id: &str, provider: &str) -> String {
     if let Some((call, item)) = id.split_once('|') {
         let clean = |s: &str| -> String {
             s.chars()
@@ -488,10 +542,10 @@ fn normalize_id_for(model: &Model) -> impl Fn(&str) -> String + '_ {
 
 /// The body for `req` (tests and inspection; [`prepare`] sends it).
 pub fn build_body(req: &LlmRequest) -> Value {
-    build_body_with(req, &compat_for(&req.model, req.compat.is_087()))
+    build_body_with(req, &quirks(&req.model, req.sdk))
 }
 
-fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
+fn build_body_with(req: &LlmRequest, c: &Quirks) -> Value {
     let model = &req.model;
     let retention = retention(req);
     let cache_control = (c.cache_control_format.as_deref() == Some("anthropic")
@@ -551,7 +605,7 @@ fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
         body.insert("tools".into(), json!([]));
     }
     if let Some(cc) = &cache_control {
-        add_cache_control(&mut messages, cc, req.compat.is_087());
+        add_cache_control(&mut messages, cc, Dialect::of(req.sdk).cache_tool_results);
     }
     body.insert("messages".into(), Value::Array(messages));
     reasoning_fields(req, c, &mut body);
@@ -580,13 +634,13 @@ fn build_body_with(req: &LlmRequest, c: &Compat) -> Value {
 
 /// The thinking fields of each `thinkingFormat`; the level sent is the model's
 /// `thinkingLevelMap` value for it, else its name.
-fn reasoning_fields(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>) {
+fn reasoning_fields(req: &LlmRequest, c: &Quirks, body: &mut Map<String, Value>) {
     let model = &req.model;
     if !model.reasoning {
         return;
     }
-    if req.compat.is_087() {
-        return reasoning_fields_087(req, c, body);
+    if Dialect::of(req.sdk).reasoning_off {
+        return reasoning_fields_with_off(req, c, body);
     }
     let map = req.extra.thinking_map.as_ref();
     let on = req.thinking != ThinkingLevel::Off;
@@ -640,7 +694,7 @@ fn reasoning_fields(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>)
 /// pi 0.87.1's thinking fields: z.ai's `thinking` object, an effort only where the provider
 /// takes one (`supportsReasoningEffort`), DeepSeek's `disabled` only when the model can turn
 /// thinking off, and the formats 0.87.1 added (`together`, `ant-ling`, `string-thinking`).
-fn reasoning_fields_087(req: &LlmRequest, c: &Compat, body: &mut Map<String, Value>) {
+fn reasoning_fields_with_off(req: &LlmRequest, c: &Quirks, body: &mut Map<String, Value>) {
     let map = req.extra.thinking_map.as_ref();
     let on = req.thinking != ThinkingLevel::Off;
     // `thinkingLevelMap[level] ?? level`.
@@ -806,14 +860,15 @@ fn image_url(mime: &str, data: &str) -> Value {
 }
 
 /// The request's tool declarations (strict as pi 0.87.1 sends them under 0.87).
-fn convert_tools(req: &LlmRequest, c: &Compat, list: &[crate::llm::ToolSchema]) -> Vec<Value> {
+fn convert_tools(req: &LlmRequest, c: &Quirks, list: &[crate::llm::ToolSchema]) -> Vec<Value> {
     let model = &req.model;
+    let strict_tools = Dialect::of(req.sdk).strict_tools;
     list.iter()
         .map(|t| {
             let mut f = Map::new();
             f.insert("name".into(), json!(t.name));
             f.insert("description".into(), json!(t.description));
-            if req.compat.is_087() {
+            if strict_tools {
                 // pi 0.87.1 assumes no strict mode unless the model's compat says so; where
                 // it is supported, a tool asking for constrained sampling goes strict.
                 let supported = crate::llm::strict::compat_flag(model, "supportsStrictMode", false);
@@ -840,7 +895,7 @@ fn convert_tools(req: &LlmRequest, c: &Compat, list: &[crate::llm::ToolSchema]) 
 /// 0.87.1's `resolveTranscriptTools`, with `compat.supportsMidConvoToolAdditions` for a model
 /// that takes system messages in place).
 fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
-    if !req.compat.is_087() {
+    if !Dialect::of(req.sdk).transcript_tools {
         return (req.tools.clone(), false);
     }
     let mid = crate::llm::transcript::mid_convo(req);
@@ -849,7 +904,7 @@ fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
     crate::llm::transcript::request_tools(req, additions)
 }
 
-fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
+fn convert_messages(req: &LlmRequest, c: &Quirks) -> Vec<Value> {
     let model = &req.model;
     let images_ok = model.input.iter().any(|i| i == "image");
     let mut out = Vec::new();
@@ -873,13 +928,13 @@ fn convert_messages(req: &LlmRequest, c: &Compat) -> Vec<Value> {
     }
     let anchored = request_tools(req).1;
     let provider = model.provider.clone();
-    let v087 = req.compat.is_087();
-    let normalize_073 = normalize_id_for(model);
+    let call_item_ids = Dialect::of(req.sdk).call_item_ids;
+    let per_provider = normalize_id_for(model);
     let normalize = move |id: &str| {
-        if v087 {
-            normalize_id_087(id, &provider)
+        if call_item_ids {
+            normalize_call_item_id(id, &provider)
         } else {
-            normalize_073(id)
+            per_provider(id)
         }
     };
     let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
@@ -1125,14 +1180,19 @@ pub struct Decoder {
     finish_required: Option<bool>,
     /// pi 0.87.1: OpenCode Go's `reasoning` field is replayed as `reasoning_content`.
     reasoning_as_content: bool,
+    /// [`Dialect::usage_details`].
+    usage_details: bool,
 }
 
 impl Decoder {
     pub fn new(req: &LlmRequest) -> Decoder {
-        let v087 = req.compat.is_087();
+        let d = Dialect::of(req.sdk);
         Decoder {
-            finish_required: v087.then(|| compat_for(&req.model, true).supports_finish_reason),
-            reasoning_as_content: v087 && req.model.provider == "opencode-go",
+            finish_required: d
+                .extended_detection
+                .then(|| quirks(&req.model, req.sdk).supports_finish_reason),
+            reasoning_as_content: d.opencode_go_reasoning && req.model.provider == "opencode-go",
+            usage_details: d.usage_details,
             ..Decoder::default()
         }
     }
@@ -1243,18 +1303,24 @@ fn count(v: Option<&Value>) -> u64 {
 
 /// pi's `parseChunkUsage`: cached prompt tokens (`prompt_tokens_details.cached_tokens`, or
 /// DeepSeek's `prompt_cache_hit_tokens`) less the tokens written to the cache in this request.
-fn chunk_usage(u: &Value, v087: bool) -> Usage {
+fn chunk_usage(u: &Value, usage_details: bool) -> Usage {
     let prompt = count(u.get("prompt_tokens"));
     let details = u.get("prompt_tokens_details");
     let cached = details
         .and_then(|d| d.get("cached_tokens"))
         .filter(|v| !v.is_null())
         .or_else(|| u.get("prompt_cache_hit_tokens").filter(|v| !v.is_null()))
-        .or_else(|| if v087 { u.get("cached_tokens") } else { None });
+        .or_else(|| {
+            if usage_details {
+                u.get("cached_tokens")
+            } else {
+                None
+            }
+        });
     let reported = count(cached);
     let cache_write = count(details.and_then(|d| d.get("cache_write_tokens")));
     // pi 0.87.1 takes the cached tokens as reads whatever was written.
-    let cache_read = if cache_write > 0 && !v087 {
+    let cache_read = if cache_write > 0 && !usage_details {
         reported.saturating_sub(cache_write)
     } else {
         reported
@@ -1268,7 +1334,8 @@ fn chunk_usage(u: &Value, v087: bool) -> Usage {
         cache_read,
         cache_write,
         total_tokens: input + output + cache_read + cache_write,
-        reasoning: v087.then(|| count(u.pointer("/completion_tokens_details/reasoning_tokens"))),
+        reasoning: usage_details
+            .then(|| count(u.pointer("/completion_tokens_details/reasoning_tokens"))),
         ..Default::default()
     }
 }
@@ -1325,10 +1392,10 @@ impl api::Decoder for Decoder {
                 .filter(|m| !m.is_empty() && *m != b.msg.model)
                 .map(str::to_string);
         }
-        let v087 = b.compat.is_087();
+        let details = self.usage_details;
         let chunk_has_usage = v.get("usage").is_some_and(truthy);
         if chunk_has_usage {
-            b.set_usage(chunk_usage(&v["usage"], v087), out);
+            b.set_usage(chunk_usage(&v["usage"], details), out);
         }
         let Some(choice) = v
             .get("choices")
@@ -1343,7 +1410,7 @@ impl api::Decoder for Decoder {
         // Moonshot reports usage on the choice.
         if !chunk_has_usage {
             if let Some(u) = choice.get("usage").filter(|u| truthy(u)) {
-                b.set_usage(chunk_usage(u, v087), out);
+                b.set_usage(chunk_usage(u, details), out);
             }
         }
         if let Some(r) = choice
@@ -1351,7 +1418,7 @@ impl api::Decoder for Decoder {
             .and_then(Value::as_str)
             .filter(|r| !r.is_empty())
         {
-            if v087 {
+            if details {
                 b.msg.raw_stop_reason = Some(r.to_string());
             }
             let (stop, error) = map_finish(r);

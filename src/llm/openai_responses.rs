@@ -5,11 +5,77 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::llm::api::{self, Builder, Prepared, WireApi};
+use crate::llm::api::{self, Builder, ErrorWording, Prepared, WireApi};
 use crate::llm::sse::SseEvent;
 use crate::llm::transform::{short_hash, transform_messages};
 use crate::llm::{LlmRequest, Model, StreamEvent};
 use crate::message::{Content, LlmMessage, StopReason, ThinkingLevel, Usage, UserContent};
+use crate::protocol::SdkGeneration;
+
+/// The wire details of the OpenAI Responses family (also Azure and Codex) in one SDK
+/// generation, built once per request from [`LlmRequest::sdk`].
+#[derive(Clone, Copy, Debug)]
+pub struct Dialect {
+    pub errors: ErrorWording,
+    /// Azure: pi's own `User-Agent`, the SDK's 300 s timeout and the Stainless platform headers
+    /// of this `openai` package version.
+    pub stainless_package: Option<&'static str>,
+    /// Session headers from the model's `sessionAffinityFormat` (else `compat.sendSessionIdHeader`
+    /// adds `session_id`); Codex's header is `session-id` (else `session_id`).
+    pub session_affinity: bool,
+    /// `prompt_cache_key` cut at 64 characters (`clampOpenAIPromptCacheKey`).
+    pub clamp_cache_key: bool,
+    /// The model's quirks `supportsExplicitPromptCacheMode`, `supportsMaxOutputTokens`,
+    /// `supportsDeveloperRole`, `supportsAdditionalTools` / `supportsToolSearch` are read.
+    pub model_quirks: bool,
+    /// The smallest `max_output_tokens` sent.
+    pub min_output_tokens: u64,
+    /// `store: false` on Azure too.
+    pub azure_store: bool,
+    /// Tools asking for constrained sampling are sent strict where supported.
+    pub strict_tools: bool,
+    /// Codex: `reasoning` also sent when thinking is off (the map's `off`, else `none`).
+    pub codex_reasoning_off: bool,
+    /// Codex: the body sent zstd-encoded.
+    pub codex_zstd: bool,
+    /// The answer: `response.incomplete` is terminal, `usage.reasoning`, cache writes, the raw
+    /// stop reason, an incomplete response other than a length stop is an error, and a stream
+    /// without a terminal event fails.
+    pub strict_stream_end: bool,
+}
+
+impl Dialect {
+    pub const fn of(sdk: SdkGeneration) -> Dialect {
+        match sdk {
+            SdkGeneration::Pi073 => Dialect {
+                errors: ErrorWording::Sdk,
+                stainless_package: None,
+                session_affinity: false,
+                clamp_cache_key: false,
+                model_quirks: false,
+                min_output_tokens: 0,
+                azure_store: false,
+                strict_tools: false,
+                codex_reasoning_off: false,
+                codex_zstd: false,
+                strict_stream_end: false,
+            },
+            SdkGeneration::Pi087 => Dialect {
+                errors: ErrorWording::ErrorObject,
+                stainless_package: Some("6.40.0"),
+                session_affinity: true,
+                clamp_cache_key: true,
+                model_quirks: true,
+                min_output_tokens: 16,
+                azure_store: true,
+                strict_tools: true,
+                codex_reasoning_off: true,
+                codex_zstd: true,
+                strict_stream_end: true,
+            },
+        }
+    }
+}
 
 /// Providers whose `call_id|item_id` tool-call ids are kept (pi's `OPENAI_TOOL_CALL_PROVIDERS`).
 pub const OPENAI_TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
@@ -41,28 +107,25 @@ impl WireApi for OpenAiResponses {
         Box::new(Decoder::new(req))
     }
 
-    fn http_error_message(&self, status: u16, _headers: &[(String, String)], body: &str) -> String {
-        api::stainless_message(status, body, true)
-    }
-
-    fn http_error_message_for(
+    fn http_error_message(
         &self,
         req: &LlmRequest,
         status: u16,
-        headers: &[(String, String)],
+        _headers: &[(String, String)],
         body: &str,
     ) -> String {
-        // pi 0.87.1 words SDK errors with the response's error object.
-        if req.compat.is_087() {
-            let name = if req.model.provider == "openai" {
-                "OpenAI".to_string()
-            } else {
-                req.model.provider.clone()
-            };
-            let prefix = format!("{name} API error");
-            return api::openai_error_087(status, body, Some(&prefix));
+        match Dialect::of(req.sdk).errors {
+            ErrorWording::Sdk => api::stainless_message(status, body, true),
+            ErrorWording::ErrorObject => {
+                let name = if req.model.provider == "openai" {
+                    "OpenAI".to_string()
+                } else {
+                    req.model.provider.clone()
+                };
+                let prefix = format!("{name} API error");
+                api::openai_error_object_message(status, body, Some(&prefix))
+            }
         }
-        self.http_error_message(status, headers, body)
     }
 
     fn stainless(&self) -> bool {
@@ -95,7 +158,7 @@ pub fn prepare(req: &LlmRequest) -> Prepared {
     }
     if cache_retention(req) != "none" {
         if let Some(s) = &req.session_id {
-            if req.compat.is_087() {
+            if Dialect::of(req.sdk).session_affinity {
                 // pi 0.87.1: the model's `sessionAffinityFormat` (OpenRouter's by provider or
                 // URL, else OpenAI's).
                 let model = &req.model;
@@ -175,7 +238,7 @@ pub fn reasoning_fields(req: &LlmRequest, body: &mut Map<String, Value>, copilot
 
 /// pi 0.87.1's `clampOpenAIPromptCacheKey`: at most 64 characters.
 pub fn cache_key(req: &LlmRequest, key: &str) -> String {
-    if req.compat.is_087() {
+    if Dialect::of(req.sdk).clamp_cache_key {
         key.chars().take(64).collect()
     } else {
         key.to_string()
@@ -185,11 +248,11 @@ pub fn cache_key(req: &LlmRequest, key: &str) -> String {
 pub fn build_body(req: &LlmRequest) -> Value {
     let model = &req.model;
     let retention = cache_retention(req);
-    let v087 = req.compat.is_087();
+    let d = Dialect::of(req.sdk);
     // pi 0.87.1: a model with an explicit prompt-cache mode gets `prompt_cache_options`
     // instead of `prompt_cache_retention`.
-    let explicit =
-        v087 && crate::llm::strict::compat_flag(model, "supportsExplicitPromptCacheMode", false);
+    let explicit = d.model_quirks
+        && crate::llm::strict::compat_flag(model, "supportsExplicitPromptCacheMode", false);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
     body.insert(
@@ -215,9 +278,9 @@ pub fn build_body(req: &LlmRequest) -> Value {
     body.insert("store".into(), json!(false));
     let max = api::default_max_tokens(req);
     let max_allowed =
-        !v087 || crate::llm::strict::compat_flag(model, "supportsMaxOutputTokens", true);
+        !d.model_quirks || crate::llm::strict::compat_flag(model, "supportsMaxOutputTokens", true);
     if max > 0 && max_allowed {
-        let max = if v087 { max.max(16) } else { max };
+        let max = max.max(d.min_output_tokens);
         body.insert("max_output_tokens".into(), json!(max));
     }
     if !request_tools(req).0.is_empty() {
@@ -245,7 +308,7 @@ pub fn convert_tools(req: &LlmRequest, strict: Value, supported: bool) -> Vec<Va
 /// pi 0.87.1: the tools the request lists and whether tools added later are declared in place
 /// (`compat.supportsAdditionalTools` or `supportsToolSearch`; `resolveTranscriptTools`).
 pub fn request_tools(req: &LlmRequest) -> (Vec<crate::llm::ToolSchema>, bool) {
-    if !req.compat.is_087() {
+    if !Dialect::of(req.sdk).model_quirks {
         return (req.tools.clone(), false);
     }
     let additions = crate::llm::strict::compat_flag(&req.model, "supportsAdditionalTools", false)
@@ -261,9 +324,10 @@ pub fn convert_tool_list(
     supported: bool,
     deferred: bool,
 ) -> Vec<Value> {
+    let d = Dialect::of(req.sdk);
     list.iter()
         .map(|t| {
-            if !req.compat.is_087() {
+            if !d.strict_tools {
                 return json!({"type": "function", "name": t.name, "description": t.description,
                    "parameters": t.parameters, "strict": strict});
             }
@@ -401,7 +465,7 @@ pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool
     let mut out = Vec::with_capacity(msgs.len() + 1);
     // pi 0.87.1: `system` for a model whose compat says it has no developer role.
     let role = if model.reasoning
-        && (!req.compat.is_087()
+        && (!Dialect::of(req.sdk).model_quirks
             || crate::llm::strict::compat_flag(model, "supportsDeveloperRole", true))
     {
         "developer"
@@ -577,6 +641,7 @@ enum Item {
 
 pub struct Decoder {
     flavor: Flavor,
+    dialect: Dialect,
     model_id: String,
     current_item: Option<Item>,
     /// The content index of the current block (`None` once its item is done).
@@ -599,6 +664,7 @@ impl Decoder {
     pub fn with_flavor(req: &LlmRequest, flavor: Flavor) -> Decoder {
         Decoder {
             flavor,
+            dialect: Dialect::of(req.sdk),
             model_id: req.model.id.clone(),
             current_item: None,
             current_block: None,
@@ -847,20 +913,20 @@ impl Decoder {
             "response.completed" | "response.done" | "response.incomplete"
                 if self.flavor == Flavor::Codex
                     || kind == "response.completed"
-                    || (b.compat.is_087() && kind == "response.incomplete") =>
+                    || (self.dialect.strict_stream_end && kind == "response.incomplete") =>
             {
                 self.terminal = true;
                 let r = &v["response"];
                 if let Some(id) = r.get("id").and_then(Value::as_str) {
                     b.msg.response_id = Some(id.to_string());
                 }
-                let v087 = b.compat.is_087();
+                let full = self.dialect.strict_stream_end;
                 let mut usage = b.msg.usage;
                 if let Some(u) = r.get("usage").filter(|u| u.is_object()) {
                     let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
                     let cached = n("/input_tokens_details/cached_tokens");
                     // pi 0.87.1 also takes cache writes out of the input tokens.
-                    let written = if v087 {
+                    let written = if full {
                         n("/input_tokens_details/cache_write_tokens")
                     } else {
                         0
@@ -873,11 +939,11 @@ impl Decoder {
                         cache_read: cached,
                         cache_write: written,
                         total_tokens: n("/total_tokens"),
-                        reasoning: v087.then(|| n("/output_tokens_details/reasoning_tokens")),
+                        reasoning: full.then(|| n("/output_tokens_details/reasoning_tokens")),
                         ..Default::default()
                     };
                 }
-                if let (true, Some(status)) = (v087, r.get("status").and_then(Value::as_str)) {
+                if let (true, Some(status)) = (full, r.get("status").and_then(Value::as_str)) {
                     b.msg.raw_stop_reason = Some(
                         match r
                             .pointer("/incomplete_details/reason")
@@ -903,7 +969,7 @@ impl Decoder {
                 out.append(&mut events);
                 let status = r.get("status").and_then(Value::as_str);
                 self.stop = match status {
-                    Some("incomplete") if v087 && self.flavor != Flavor::Codex => {
+                    Some("incomplete") if full && self.flavor != Flavor::Codex => {
                         // pi 0.87.1 keeps the provider's reason apart: only the output limit
                         // is a `length` stop.
                         match r
@@ -954,7 +1020,7 @@ impl Decoder {
                 b.fail(msg, false, None, out);
             }
             "response.failed" => {
-                if b.compat.is_087() && self.flavor != Flavor::Codex {
+                if self.dialect.strict_stream_end && self.flavor != Flavor::Codex {
                     b.msg.raw_stop_reason = v
                         .pointer("/response/status")
                         .and_then(Value::as_str)
@@ -1034,7 +1100,7 @@ impl api::Decoder for Decoder {
 
     fn end(&mut self, b: &mut Builder, out: &mut Vec<StreamEvent>) {
         b.start(out);
-        if b.compat.is_087() && self.flavor != Flavor::Codex {
+        if self.dialect.strict_stream_end && self.flavor != Flavor::Codex {
             if !self.terminal {
                 b.fail(
                     "OpenAI Responses stream ended before a terminal response event".into(),

@@ -127,7 +127,7 @@ fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
         // Credentials may need the network (token refresh), the disk or a `!command`: off this
         // thread, so a cancel is answered at once.
         let mut b = Builder::new(&req.model).redacting(req.api_key.as_deref());
-        b.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
+        b.msg.provider_thinking_level = api.provider_thinking_level(&req);
         match prepare_on_worker(api, req, &token) {
             Ok(done) => done,
             Err(e) => {
@@ -143,8 +143,8 @@ fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
         (req, prepared)
     };
     let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
-    builder.compat = req.compat;
-    builder.msg.provider_thinking_level = crate::llm::anthropic::provider_thinking_level(&req);
+    builder.sdk = req.sdk;
+    builder.msg.provider_thinking_level = api.provider_thinking_level(&req);
     // Shared with the thread that writes a large body onto the connection (`body.rs`).
     let req = std::sync::Arc::new(req);
     match prepared {
@@ -449,24 +449,24 @@ fn run_http(
                     // An HTML page or a long text reduced to what identifies the error.
                     let text = crate::llm::error_body::readable(&text);
                     Ok((
-                        api.http_error_message_for(req, status, &headers, &text),
+                        api.http_error_message(req, status, &headers, &text),
                         retry_after,
                     ))
                 }
             }
             Wait::Got(Io::Failed(e)) => {
                 let msg = match e {
-                    http::HttpError::Connect(_) => api.connection_error_for(req).to_string(),
+                    http::HttpError::Connect(_) => api.connection_error(req).to_string(),
                     http::HttpError::Timeout(_) => TIMED_OUT.to_string(),
                     http::HttpError::Other(m) => m,
                 };
-                if can_retry && msg == api.connection_error() {
+                if can_retry && msg == api.connection_error(req) {
                     Err(retry_delay(attempt, None))
                 } else {
                     Ok((msg, None))
                 }
             }
-            Wait::Got(_) | Wait::Closed => Ok((api.connection_error().to_string(), None)),
+            Wait::Got(_) | Wait::Closed => Ok((api.connection_error(req).to_string(), None)),
             Wait::TimedOut => Ok((TIMED_OUT.to_string(), None)),
             Wait::Cancelled => {
                 b.fail(ABORTED_BEFORE_RESPONSE.into(), true, None, &mut out);

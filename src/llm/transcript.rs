@@ -12,12 +12,23 @@ use serde_json::{Map, Value};
 
 use crate::llm::{LlmRequest, ToolSchema};
 use crate::message::{LlmMessage, SystemMessage, ToolDeclaration, UserContent};
+use crate::protocol::SdkGeneration;
+
+/// Whether the SDK generation reads system messages in the transcript (pi 0.87.1's
+/// `normalizeContext` and `compat.supportsMidConvoSystemMessages`); pi 0.73.1's reads only the
+/// system prompt.
+pub const fn reads_system_messages(sdk: SdkGeneration) -> bool {
+    match sdk {
+        SdkGeneration::Pi073 => false,
+        SdkGeneration::Pi087 => true,
+    }
+}
 
 /// pi 0.87.1's `normalizeContext`: under 0.87 a request whose messages do not start with a
 /// system message (a summary request, which has only a prompt) gets one holding its prompt and
 /// tools, so the APIs that read the prompt from the transcript find it there.
 pub fn normalize(req: &mut LlmRequest) {
-    if !req.compat.is_087() || initial(&req.messages).is_some() {
+    if !reads_system_messages(req.sdk) || initial(&req.messages).is_some() {
         return;
     }
     if req.system_prompt.is_empty() && req.tools.is_empty() {
@@ -47,7 +58,7 @@ pub fn normalize(req: &mut LlmRequest) {
 /// Whether the request keeps later system messages in place (the model's
 /// `compat.supportsMidConvoSystemMessages`, pi 0.87.1).
 pub fn mid_convo(req: &LlmRequest) -> bool {
-    req.compat.is_087()
+    reads_system_messages(req.sdk)
         && crate::llm::strict::compat_flag(&req.model, "supportsMidConvoSystemMessages", false)
 }
 
@@ -258,7 +269,7 @@ mod tests {
                 serde_json::from_value(json!({"role":"user","content":"x","timestamp":1})).unwrap(),
             )]
             .into(),
-            compat: crate::protocol::Version::V087,
+            sdk: SdkGeneration::Pi087,
             model: crate::llm::faux::model(),
             api_key: None,
             tools: Vec::new(),
@@ -280,7 +291,7 @@ mod tests {
         normalize(&mut req);
         assert_eq!(req.messages.len(), 2);
         req.messages = req.messages.iter().skip(1).cloned().collect();
-        req.compat = crate::protocol::Version::V073;
+        req.sdk = SdkGeneration::Pi073;
         normalize(&mut req);
         assert_eq!(req.messages.len(), 1);
     }

@@ -2,4 +2,34 @@
 
 /// What providers see: the SDK generation they imitate (headers, betas, body fields, error wording, usage formulas) and the built-in model catalog.
 #[derive(Debug)]
-pub struct Llm {}
+pub struct Llm {
+    /// The generation of pi's provider SDKs (`@anthropic-ai/sdk`, `openai`, `@google/genai`,
+    /// `@mistralai/mistralai`, the AWS SDK) and of pi-ai's provider code whose wire details pith
+    /// imitates. Each API turns it into its own dialect once per request. 0.73.1: `Pi073`;
+    /// 0.87.1: `Pi087`.
+    pub sdk: SdkGeneration,
+    /// The built-in model catalog (`models.generated.ts` of the pi release). 0.73.1: `V073`;
+    /// 0.87.1: `V087`.
+    pub catalog: Catalog,
+}
+
+/// The generation of pi's provider SDKs whose wire details (headers and user agents, beta flags,
+/// body fields, error wording, usage and cost formulas, environment variables) pith imitates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SdkGeneration {
+    /// pi 0.73.1's.
+    #[default]
+    Pi073,
+    /// pi 0.87.1's (`@anthropic-ai/sdk` 0.124.0, `openai` 6.40.0, Stainless platform headers).
+    Pi087,
+}
+
+/// A built-in model catalog (the generated model tables of one pi release).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Catalog {
+    /// pi 0.73.1's `models.generated.ts`.
+    #[default]
+    V073,
+    /// pi 0.87.1's (other models, prices with tiers, `promptCache`, `inputLimits`).
+    V087,
+}

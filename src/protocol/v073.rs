@@ -69,7 +69,10 @@ pub const PROFILE: Profile = Profile {
         project_trust: false,
     },
 
-    llm: Llm {},
+    llm: Llm {
+        sdk: SdkGeneration::Pi073,
+        catalog: Catalog::V073,
+    },
 
     texts: Texts {
         aborted_between_turns: TrailingTurn {

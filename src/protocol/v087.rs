@@ -87,7 +87,8 @@ pub const PROFILE: Profile = Profile {
     },
 
     llm: Llm {
-        ..super::v073::PROFILE.llm
+        sdk: SdkGeneration::Pi087,
+        catalog: Catalog::V087,
     },
 
     texts: Texts {

@@ -168,9 +168,12 @@ pub fn load(name: &str) -> Fixture {
 /// The models pi had: the built-in ones, with the fixture's models.json when it has one.
 fn registry(fx: &Fixture, port: &str) -> Registry {
     match &fx.models_json {
-        Some(text) => Registry::from_models_json_for(&text.replace("{PORT}", port), fx.compat)
-            .unwrap_or_else(|e| panic!("{}: models.json: {e}", fx.name)),
-        None => Registry::builtin_for(fx.compat),
+        Some(text) => Registry::from_models_json_for(
+            &text.replace("{PORT}", port),
+            fx.compat.profile().llm.catalog,
+        )
+        .unwrap_or_else(|e| panic!("{}: models.json: {e}", fx.name)),
+        None => Registry::builtin_for(fx.compat.profile().llm.catalog),
     }
 }
 
@@ -211,7 +214,9 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     let mut messages = t.messages.clone();
     // Under 0.87 the transcript starts with its system message (pith's agent sends it in place);
     // fixtures recorded without it get one holding the turn's prompt and tools.
-    if fx.compat.is_087() && !messages.iter().any(|m| matches!(m, LlmMessage::System(_))) {
+    if fx.compat == pith::protocol::Version::V087
+        && !messages.iter().any(|m| matches!(m, LlmMessage::System(_)))
+    {
         let decl: Vec<Value> = t
             .tools
             .iter()
@@ -238,7 +243,7 @@ pub fn request(fx: &Fixture, i: usize, model: Model, api_key: &str) -> LlmReques
     req.thinking = thinking;
     req.session_id = t.session_id.clone();
     req.extra.thinking_map = reg.thinking_level_map(&fx.provider, &fx.model).cloned();
-    req.compat = fx.compat;
+    req.sdk = fx.compat.profile().llm.sdk;
     let port = port_of(&req.model.base_url).to_string();
     let env: Vec<(String, String)> = fx
         .env

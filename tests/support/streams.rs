@@ -37,7 +37,7 @@ pub fn request(model: Model, messages: Vec<LlmMessage>) -> LlmRequest {
             stall: Duration::from_secs(10),
         },
         faux_script: None,
-        compat: Default::default(),
+        sdk: Default::default(),
         no_cache: false,
         extra: Default::default(),
     }

@@ -25,6 +25,7 @@ use serde_json::Value;
 use std::cell::RefCell;
 
 use crate::cancel::CancelToken;
+use crate::protocol::SdkGeneration;
 
 /// Environment lookup. Injected so tests never touch the process environment.
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -58,8 +59,8 @@ pub struct Auth {
     cache: RefCell<HashMap<String, CommandCell>>,
     /// Where `stored` came from (OAuth refreshes write it back).
     path: Option<std::path::PathBuf>,
-    /// pi 0.87.1's environment variables (its providers' keys) instead of 0.73.1's.
-    v087: bool,
+    /// The SDK generation whose environment variables (providers' keys) are read.
+    sdk: SdkGeneration,
 }
 
 impl fmt::Debug for Auth {
@@ -123,7 +124,7 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: Some(path),
-            v087: false,
+            sdk: SdkGeneration::Pi073,
         };
         (auth, warnings)
     }
@@ -137,14 +138,14 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: None,
-            v087: false,
+            sdk: SdkGeneration::Pi073,
         }
     }
 
-    /// Keys from the environment as the given pi version reads them (pi 0.87.1 knows more
-    /// providers).
-    pub fn set_compat(&mut self, compat: crate::protocol::Version) {
-        self.v087 = compat.is_087();
+    /// Keys from the environment as the given SDK generation (the profile's `llm.sdk`) reads
+    /// them (pi 0.87.1's knows more providers).
+    pub fn set_sdk(&mut self, sdk: SdkGeneration) {
+        self.sdk = sdk;
     }
 
     /// `--api-key`: a key for one provider for this process only (never persisted).
@@ -157,7 +158,7 @@ impl Auth {
     pub fn has_auth(&self, provider: &str) -> bool {
         self.runtime.contains_key(provider)
             || self.stored.get(provider).is_some_and(js_truthy)
-            || env_api_key_for(provider, &self.env, self.v087).is_some()
+            || env_api_key_for(provider, &self.env, self.sdk).is_some()
             || self.fallback.get(provider).is_some_and(|k| !k.is_empty())
     }
 
@@ -207,7 +208,7 @@ impl Auth {
                 _ => {}
             }
         }
-        env_api_key_for(provider, &self.env, self.v087).map(|k| ConfigValue::Ready(Some(k)))
+        env_api_key_for(provider, &self.env, self.sdk).map(|k| ConfigValue::Ready(Some(k)))
     }
 
     /// `config` as a value whose `!command` result is cached for the process (pi's
@@ -510,7 +511,7 @@ pub fn env_var_names(provider: &str) -> &'static [&'static str] {
 }
 
 /// pi 0.87.1's variables: those of the providers it added, else 0.73.1's.
-pub fn env_var_names_087(provider: &str) -> &'static [&'static str] {
+pub fn env_var_names_extended(provider: &str) -> &'static [&'static str] {
     match provider {
         "ant-ling" => &["ANT_LING_API_KEY"],
         "qwen-token-plan" | "qwen-token-plan-individual" => &["QWEN_TOKEN_PLAN_API_KEY"],
@@ -526,16 +527,15 @@ pub fn env_var_names_087(provider: &str) -> &'static [&'static str] {
 /// The key a provider gets from the environment (`getEnvApiKey`), including the
 /// `"<authenticated>"` sentinel for ambient Vertex / Bedrock credentials.
 pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
-    env_api_key_for(provider, env, false)
+    env_api_key_for(provider, env, SdkGeneration::Pi073)
 }
 
-/// [`env_api_key`] as the given pi version reads it (`v087`: pi 0.87.1's variables).
-pub fn env_api_key_for(provider: &str, env: &Env, v087: bool) -> Option<String> {
+/// [`env_api_key`] as the given SDK generation reads it.
+pub fn env_api_key_for(provider: &str, env: &Env, sdk: SdkGeneration) -> Option<String> {
     let get = |name: &str| env(name).filter(|v| !v.is_empty());
-    let names = if v087 {
-        env_var_names_087(provider)
-    } else {
-        env_var_names(provider)
+    let names = match sdk {
+        SdkGeneration::Pi073 => env_var_names(provider),
+        SdkGeneration::Pi087 => env_var_names_extended(provider),
     };
     if let Some(v) = names.iter().find_map(|name| get(name)) {
         return Some(v);

@@ -1,4 +1,4 @@
-//! Row types of the built-in model tables (`builtin.rs`: pi 0.73.1's, `builtin_087.rs`: pi
+//! Row types of the built-in model tables (`catalog_073.rs`: pi 0.73.1's, `catalog_087.rs`: pi
 //! 0.87.1's).
 //!
 //! The table is text, one line per model, so the binary carries no struct (and no relocated
@@ -56,11 +56,11 @@ pub(super) struct Table {
 
 /// pi 0.73.1's table.
 pub(super) const V073: Table = Table {
-    providers: super::builtin::PROVIDERS,
+    providers: super::catalog_073::PROVIDERS,
     tables: Tables {
-        thinking: super::builtin::THINKING,
-        compat: super::builtin::COMPAT,
-        headers: super::builtin::HEADERS,
+        thinking: super::catalog_073::THINKING,
+        compat: super::catalog_073::COMPAT,
+        headers: super::catalog_073::HEADERS,
         tiers: &[],
         json: &[],
         orders: &[],
@@ -69,18 +69,18 @@ pub(super) const V073: Table = Table {
 
 /// pi 0.87.1's table (`--compat 0.87`).
 pub(super) const V087: Table = Table {
-    providers: super::builtin_087::PROVIDERS,
+    providers: super::catalog_087::PROVIDERS,
     tables: Tables {
-        thinking: super::builtin_087::THINKING,
-        compat: super::builtin_087::COMPAT,
-        headers: super::builtin_087::HEADERS,
-        tiers: super::builtin_087::TIERS,
-        json: super::builtin_087::JSON,
-        orders: super::builtin_087::ORDERS,
+        thinking: super::catalog_087::THINKING,
+        compat: super::catalog_087::COMPAT,
+        headers: super::catalog_087::HEADERS,
+        tiers: super::catalog_087::TIERS,
+        json: super::catalog_087::JSON,
+        orders: super::catalog_087::ORDERS,
     },
 };
 
-/// The rows of one provider (`builtin.rs`): one model per line, parsed on iteration.
+/// The rows of one provider (`catalog_073.rs`): one model per line, parsed on iteration.
 #[derive(Clone, Copy)]
 pub(super) struct Rows(pub &'static str);
 
