@@ -70,11 +70,6 @@ impl Version {
             Version::V087 => &v087::PROFILE,
         }
     }
-
-    /// TRANSITIONAL (issue 23): removed once every caller reads a named [`Profile`] field.
-    pub fn is_087(self) -> bool {
-        self == Version::V087
-    }
 }
 
 /// Everything that differs between protocol versions, by concern.
@@ -112,6 +107,7 @@ mod tests {
         assert_eq!(Version::parse("v0.87"), Some(Version::V087));
         assert_eq!(Version::parse("0.80"), None);
         assert_eq!(Version::default(), Version::V073);
-        assert!(Version::V087.is_087() && !Version::V073.is_087());
+        assert_eq!(Version::V087.profile().version, Version::V087);
+        assert_eq!(Version::V073.profile().version, Version::V073);
     }
 }

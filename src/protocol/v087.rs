@@ -1,6 +1,4 @@
 //! pi 0.87.1: what changed since [`super::v073`].
-#![allow(clippy::needless_update)]
-// `..v073` stays even where every field differs: a later field may not
 
 // Every block keeps `..` the previous version, also where all of its fields changed: a field
 // added later then needs no edit here.
@@ -89,6 +87,7 @@ pub const PROFILE: Profile = Profile {
     llm: Llm {
         sdk: SdkGeneration::Pi087,
         catalog: Catalog::V087,
+        ..super::v073::PROFILE.llm
     },
 
     texts: Texts {
