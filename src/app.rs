@@ -872,7 +872,7 @@ fn run_oneshot(
         let mut failure: Option<String> = None;
         let mut final_text: Option<String> = None;
         // The last limit that ended a run (`run_limit_reached`): its kind, limit and use.
-        let mut limit: Option<(crate::core::limits::Kind, f64, f64)> = None;
+        let mut limit: Option<(crate::limits::Kind, f64, f64)> = None;
         let mut summary = crate::result_record::Summary::default();
         for line in stdout_rx.iter() {
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
@@ -891,9 +891,7 @@ fn run_oneshot(
                 send_next(&mut input);
             }
             if ty == "run_limit_reached" {
-                let kind = v["limit"]
-                    .as_str()
-                    .and_then(crate::core::limits::Kind::from_name);
+                let kind = v["limit"].as_str().and_then(crate::limits::Kind::from_name);
                 let num = |k: &str| v[k].as_f64().unwrap_or(0.0);
                 limit = kind.map(|k| (k, num("value"), num("used")));
                 // No further prompt: a limit ends the job.

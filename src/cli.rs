@@ -31,9 +31,9 @@ impl ExitCode {
     }
 
     /// The exit code of a run that this limit ended.
-    pub fn of_limit(kind: crate::core::limits::Kind) -> ExitCode {
+    pub fn of_limit(kind: crate::limits::Kind) -> ExitCode {
         match kind {
-            crate::core::limits::Kind::Deadline => ExitCode::Deadline,
+            crate::limits::Kind::Deadline => ExitCode::Deadline,
             _ => ExitCode::Limit,
         }
     }
@@ -126,7 +126,7 @@ pub struct Options {
     pub no_prompt_templates: bool,
     /// `--max-turns`, `--max-tool-calls`, `--max-cost`, `--deadline`, `--max-repeats`: run limits
     /// of every prompt (over settings `pith.limits`; a prompt's `limits` over these).
-    pub limits: crate::core::limits::Limits,
+    pub limits: crate::limits::Limits,
     /// `--result-file PATH`: print/json modes write the result record there (atomically).
     pub result_file: Option<String>,
     /// `--heartbeat SECONDS`: a `heartbeat` event this often while a run is active.

@@ -249,12 +249,12 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(300)
     }
-    /// pith's own: `pith.limits` (`core/limits.rs`), run limits of every prompt; an invalid
+    /// pith's own: `pith.limits` (`limits.rs`), run limits of every prompt; an invalid
     /// object is an error (a limit must not silently vanish).
-    pub fn limits(&self) -> Result<crate::core::limits::Limits, String> {
+    pub fn limits(&self) -> Result<crate::limits::Limits, String> {
         match self.nested("pith", "limits") {
             None | Some(Value::Null) => Ok(Default::default()),
-            Some(v) => crate::core::limits::Limits::from_json(v)
+            Some(v) => crate::limits::Limits::from_json(v)
                 .map_err(|e| format!("settings.json: pith.limits: {e}")),
         }
     }
@@ -264,9 +264,9 @@ impl Settings {
     }
     /// pith's own: `pith.confirmTools` (a comma list, `all`, or an array of tool names). A
     /// project only adds tools to the user's list: it can never lower it.
-    pub fn confirm_tools(&self) -> Option<crate::ext::approval::ConfirmTools> {
+    pub fn confirm_tools(&self) -> Option<crate::perms::approval::ConfirmTools> {
         let user = own(&self.global, "confirmTools")
-            .and_then(crate::ext::approval::ConfirmTools::from_setting);
+            .and_then(crate::perms::approval::ConfirmTools::from_setting);
         let project = self.project_confirm_tools();
         match (user, project) {
             (None, None) => None,
@@ -274,9 +274,9 @@ impl Settings {
         }
     }
     /// The project's own `pith.confirmTools` (added to the user's or the command line's).
-    pub fn project_confirm_tools(&self) -> Option<crate::ext::approval::ConfirmTools> {
+    pub fn project_confirm_tools(&self) -> Option<crate::perms::approval::ConfirmTools> {
         own(&self.project, "confirmTools")
-            .and_then(crate::ext::approval::ConfirmTools::from_setting)
+            .and_then(crate::perms::approval::ConfirmTools::from_setting)
     }
     /// pith's own: `pith.permissions` of the user's settings and of the project's, each as
     /// written (they are merged by [`crate::perms::Policy::build`], where a project can only
@@ -393,7 +393,7 @@ mod tests {
 
     #[test]
     fn a_project_cannot_lower_confirm_tools() {
-        use crate::ext::approval::ConfirmTools;
+        use crate::perms::approval::ConfirmTools;
         let g = tempfile::tempdir().unwrap();
         let c = tempfile::tempdir().unwrap();
         std::fs::write(

@@ -18,6 +18,7 @@ pub mod harness;
 pub mod initial_message;
 pub mod io;
 pub mod json;
+pub mod limits;
 pub mod list_models;
 pub mod llm;
 pub mod malloc;

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::core::limits::Kind;
+use crate::limits::Kind;
 
 /// What the frames of a print/json job said, so far.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl Summary {
             Some("tool_execution_end") => {
                 let refused = v["result"]["content"][0]["text"]
                     .as_str()
-                    .is_some_and(|t| t.starts_with(crate::core::limits::REFUSED));
+                    .is_some_and(|t| t.starts_with(crate::limits::REFUSED));
                 if !refused {
                     self.tool_calls += 1;
                 }

@@ -668,7 +668,7 @@ impl Machine {
                 .and_then(|t| t.before_call(&call.name, &call.arguments).err());
             match self.resolve_tool(&call.name) {
                 _ if refused.is_some() => {
-                    result = refused.map(|r| Err(crate::core::limits::Tally::refusal(&r)))
+                    result = refused.map(|r| Err(crate::limits::Tally::refusal(&r)))
                 }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
                 Some(exec) => {
@@ -1130,7 +1130,7 @@ impl Machine {
 
     /// A prompt's run starts: its limits (the prompt's own over the flags' and settings'), a
     /// fresh tally and, with a deadline, the timer. No limit: no tally, nothing changes.
-    pub(crate) fn begin_limits(&mut self, own: Option<&crate::core::limits::Limits>) {
+    pub(crate) fn begin_limits(&mut self, own: Option<&crate::limits::Limits>) {
         let limits = match own {
             Some(o) => self.limits.default_limits.overridden_by(o),
             None => self.limits.default_limits,
@@ -1142,7 +1142,7 @@ impl Machine {
             return;
         }
         // With heartbeats and no limit the tally only counts (it never reaches a limit).
-        self.limits.tally = Some(crate::core::limits::Tally::new(limits));
+        self.limits.tally = Some(crate::limits::Tally::new(limits));
         self.arm_heartbeat();
         if let Some(ms) = limits.deadline_ms {
             self.limits.deadline_seq += 1;

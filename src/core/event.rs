@@ -30,7 +30,7 @@ pub enum Worker {
     ContinueDue { id: u64 },
     /// Heartbeat timer number `id` (`--heartbeat`) fired.
     HeartbeatDue { id: u64 },
-    /// The deadline of the run limits number `id` (`core/limits.rs`) passed.
+    /// The deadline of the run limits number `id` (`limits.rs`) passed.
     DeadlineDue { id: u64 },
     /// The grace after an abort is over: tool calls of `batch` still running are abandoned.
     ToolsAbandoned { batch: u64 },

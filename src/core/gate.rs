@@ -16,10 +16,10 @@ use crate::core::machine::Machine;
 use crate::core::plugins::{
     Asked, CallKind, Dialog, DialogOwner, Gate, GateWait, Owner, RemoteTool, Review,
 };
-use crate::ext::approval::{self, Denial};
 use crate::ext::protocol::{self as proto, ToolCallDecision};
 use crate::ext::ui::{self, Answer, UiRequest};
 use crate::message::{Content, ToolCall};
+use crate::perms::approval::{self, Denial};
 use crate::perms::rules::{By, Level, Subject};
 use crate::rpc::response;
 use crate::tools::{ToolOutput, ToolResult};

@@ -59,7 +59,7 @@ pub struct Startup {
     /// `--sandbox` (src/sandbox.rs): entered first by every tool thread. `None`: no sandbox.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// Run limits of every prompt: settings `pith.limits`, overridden by the flags.
-    pub limits: crate::core::limits::Limits,
+    pub limits: crate::limits::Limits,
     /// `--heartbeat` / `--heartbeat-file`.
     pub heartbeat: Option<Heartbeat>,
 }
@@ -244,9 +244,9 @@ pub(crate) struct Queues {
 /// Run limits (`--max-*`, `--deadline`) and what the current run has used.
 pub(crate) struct RunLimits {
     /// Run limits of every prompt (a prompt's own `limits` override them).
-    pub(crate) default_limits: crate::core::limits::Limits,
+    pub(crate) default_limits: crate::limits::Limits,
     /// What the current prompt's run has used against its limits (`None`: no limit set).
-    pub(crate) tally: Option<crate::core::limits::Tally>,
+    pub(crate) tally: Option<crate::limits::Tally>,
     /// The deadline timer of `tally`: its number, when the run started, its cancel handle.
     pub(crate) deadline: Option<(u64, std::time::Instant, crate::cancel::CancelSource)>,
     pub(crate) deadline_seq: u64,

@@ -8,7 +8,6 @@ pub mod event;
 pub mod export;
 pub mod ext;
 pub mod gate;
-pub mod limits;
 pub mod machine;
 pub mod mcp;
 pub mod plugins;

@@ -17,13 +17,13 @@ use serde_json::{Value, json};
 
 use crate::core::event::Worker;
 use crate::core::machine::Machine;
-use crate::ext::approval::ConfirmTools;
 use crate::ext::load::ExtEntry;
 use crate::ext::protocol::{CommandSpec, ToolSpec};
 use crate::io::child::{self, ChildHandle, Limits};
 use crate::mcp::config::ServerConfig;
 use crate::mcp::protocol::McpTool;
 use crate::message::AgentMessage;
+use crate::perms::approval::ConfirmTools;
 use crate::rpc::response;
 
 /// Output limits of an extension: one line up to 16 MiB, at most 1000 lines per second; 1024

@@ -4,7 +4,6 @@
 //! is [`crate::io::child`] and the state-machine glue is `core::plugins` / `core::ext` /
 //! `core::gate`.
 
-pub mod approval;
 pub mod load;
 pub mod protocol;
 pub mod ui;

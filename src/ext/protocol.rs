@@ -196,14 +196,7 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// A name the providers accept for a tool: 1-64 of `[A-Za-z0-9_-]`.
-pub fn valid_tool_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+pub use crate::tools::valid_tool_name;
 
 /// A command name: non-empty, no whitespace, not starting with `/`.
 pub fn valid_command_name(name: &str) -> bool {

@@ -144,7 +144,7 @@ pub fn resolve(
     }
     let mut out = Vec::new();
     for (name, v, base, origin) in merged {
-        if !crate::ext::protocol::valid_tool_name(&name) || name.contains("__") {
+        if !crate::tools::valid_tool_name(&name) || name.contains("__") {
             warnings.push(format!(
                 "Warning: MCP server name \"{name}\" ({origin}) must be letters, digits, _ or - (no \"__\"); skipped"
             ));

@@ -2,6 +2,7 @@
 //! `--permission-default`): the pure rule matcher ([`rules`]) and bash line splitter
 //! ([`shell`]). The machine's gate (`core/gate.rs`) applies them; see docs/security.md.
 
+pub mod approval;
 pub mod rules;
 pub mod shell;
 
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::ext::approval::ConfirmTools;
+use crate::perms::approval::ConfirmTools;
 use rules::{Anchors, Level, Rule, RuleSet};
 
 /// The permission rules in effect for a run, merged from the command line, the user's

@@ -59,9 +59,9 @@ pub struct UserInput {
     pub images: Vec<ImageContent>,
     /// Seed 000 `attachments`, in order: images as image blocks, documents as text blocks.
     pub attachments: Vec<Content>,
-    /// pith's own: the run limits of a `prompt` / `abort_and_prompt` (`core/limits.rs`); `None`
+    /// pith's own: the run limits of a `prompt` / `abort_and_prompt` (`limits.rs`); `None`
     /// when the command has no `limits` (steer and follow-up never start a run: not read).
-    pub limits: Option<crate::core::limits::Limits>,
+    pub limits: Option<crate::limits::Limits>,
 }
 
 impl UserInput {
@@ -303,7 +303,7 @@ impl<'a> Fields<'a> {
         };
         let limits = match (self.command, self.get("limits")) {
             ("prompt" | "abort_and_prompt", Some(v)) => {
-                Some(crate::core::limits::Limits::from_json(v).map_err(|e| {
+                Some(crate::limits::Limits::from_json(v).map_err(|e| {
                     DecodeError::Invalid(format!("{}: field \"limits\": {e}", self.command))
                 })?)
             }

@@ -179,6 +179,15 @@ pub(crate) fn js_num(n: f64) -> String {
     }
 }
 
+/// A name the providers accept for a tool: 1-64 of `[A-Za-z0-9_-]`.
+pub fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 #[cfg(test)]
 mod schema_tests {
     use super::*;

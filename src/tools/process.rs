@@ -388,7 +388,7 @@ fn spawn_pair_reader(
 }
 
 /// SIGKILL the child's process group (its pid is the group id), falling back to the child alone.
-fn kill_group(child: &Child) {
+pub fn kill_group(child: &Child) {
     let Ok(pid) = i32::try_from(child.id()) else {
         return;
     };

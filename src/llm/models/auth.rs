@@ -456,7 +456,7 @@ fn run_command(
             Ok(Some(status)) => break status,
             Ok(None) if stop.is_none() => std::thread::sleep(Duration::from_millis(5)),
             _ => {
-                crate::io::child::signal_group(child.id() as i32, crate::io::child::SIGKILL);
+                crate::tools::process::kill_group(&child);
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(stop.unwrap_or(CommandFailure::Failed));
