@@ -545,7 +545,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             Long("compat") => {
                 let v = value(&mut p, "--compat")?;
                 o.version = Some(Version::parse(&v).ok_or_else(|| {
-                    format!("--compat: unknown version '{v}' (expected 0.73 or 0.87)")
+                    format!("--compat: unknown version '{v}' (expected 0.73, 0.87, 1.6 or latest)")
                 })?);
             }
             Long("export") => o.export = Some(value(&mut p, "--export")?),

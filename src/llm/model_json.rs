@@ -165,6 +165,8 @@ impl Serialize for Model {
                             map.serialize_entry("promptCache", &v)?;
                         }
                     }
+                    // pi 1.6.0's catalog: every model is a chat model.
+                    'y' => map.serialize_entry("type", "chat")?,
                     'L' => {
                         if let Some(v) = raw(self.input_limits) {
                             map.serialize_entry("inputLimits", &v)?;

@@ -15,6 +15,8 @@ mod auth;
 mod catalog_073;
 #[rustfmt::skip]
 mod catalog_087;
+#[rustfmt::skip]
+mod catalog_16;
 mod config;
 pub mod resolve;
 mod table;
@@ -676,6 +678,7 @@ fn table_for(catalog: Catalog) -> &'static table::Table {
     match catalog {
         Catalog::V073 => &table::V073,
         Catalog::V087 => &table::V087,
+        Catalog::V16 => &table::V16,
     }
 }
 

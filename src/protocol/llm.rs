@@ -32,4 +32,6 @@ pub enum Catalog {
     V073,
     /// pi 0.87.1's (other models, prices with tiers, `promptCache`, `inputLimits`).
     V087,
+    /// pi 1.6.0's (every model `"type":"chat"`; `azure-openai-responses` renamed `azure`).
+    V16,
 }

@@ -1,6 +1,7 @@
 //! The pi protocol versions pith speaks, each a [`Profile`] of named behaviours.
 //!
-//! `--compat 0.73` (default, the seeds' protocol, pi 0.73.1) or `--compat 0.87` (pi 0.87.1),
+//! `--compat 0.73` (default, the seeds' protocol, pi 0.73.1), `--compat 0.87` (pi 0.87.1) or
+//! `--compat 1.6` (pi 1.6.0; `latest`),
 //! chosen by `--compat` or settings `pith.compat` (the flag wins) and resolved once at start-up
 //! into a `&'static Profile`. Commands are the union in every version; what pith *emits* (events,
 //! response shapes, session entries, texts, requests) follows the selected version exactly.
@@ -24,6 +25,7 @@ mod texts;
 mod tools;
 pub mod v073;
 pub mod v087;
+pub mod v16;
 
 pub use agent::*;
 pub use answers::*;
@@ -40,18 +42,25 @@ pub enum Version {
     /// pi 0.73.1: the protocol of the seeds and the shared scenarios.
     #[default]
     V073,
-    /// pi 0.87.1: today's pi.
+    /// pi 0.87.1.
     V087,
+    /// pi 1.6.0: today's pi.
+    V16,
 }
 
 impl Version {
-    /// `0.73`, `0.73.1`, `0.87`, `0.87.1` (also with a leading `v`).
+    /// The newest version pith speaks (`--compat latest`).
+    pub const LATEST: Version = Version::V16;
+
+    /// `0.73`, `0.73.1`, `0.87`, `0.87.1`, `1.6`, `1.6.0` (also with a leading `v`), `latest`.
     pub fn parse(s: &str) -> Option<Version> {
         let s = s.trim();
         let s = s.strip_prefix('v').unwrap_or(s);
         match s {
             "0.73" | "0.73.1" => Some(Version::V073),
             "0.87" | "0.87.1" => Some(Version::V087),
+            "1.6" | "1.6.0" => Some(Version::V16),
+            "latest" => Some(Version::LATEST),
             _ => None,
         }
     }
@@ -60,6 +69,7 @@ impl Version {
         match self {
             Version::V073 => "0.73",
             Version::V087 => "0.87",
+            Version::V16 => "1.6",
         }
     }
 
@@ -68,6 +78,7 @@ impl Version {
         match self {
             Version::V073 => &v073::PROFILE,
             Version::V087 => &v087::PROFILE,
+            Version::V16 => &v16::PROFILE,
         }
     }
 }
@@ -105,7 +116,10 @@ mod tests {
         assert_eq!(Version::parse("0.73"), Some(Version::V073));
         assert_eq!(Version::parse("0.87.1"), Some(Version::V087));
         assert_eq!(Version::parse("v0.87"), Some(Version::V087));
+        assert_eq!(Version::parse("1.6.0"), Some(Version::V16));
+        assert_eq!(Version::parse("latest"), Some(Version::V16));
         assert_eq!(Version::parse("0.80"), None);
+        assert_eq!(Version::parse("1.5"), None);
         assert_eq!(Version::default(), Version::V073);
         assert_eq!(Version::V087.profile().version, Version::V087);
         assert_eq!(Version::V073.profile().version, Version::V073);

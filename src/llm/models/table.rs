@@ -80,6 +80,19 @@ pub(super) const V087: Table = Table {
     },
 };
 
+/// pi 1.6.0's table (`--compat 1.6`).
+pub(super) const V16: Table = Table {
+    providers: super::catalog_16::PROVIDERS,
+    tables: Tables {
+        thinking: super::catalog_16::THINKING,
+        compat: super::catalog_16::COMPAT,
+        headers: super::catalog_16::HEADERS,
+        tiers: super::catalog_16::TIERS,
+        json: super::catalog_16::JSON,
+        orders: super::catalog_16::ORDERS,
+    },
+};
+
 /// The rows of one provider (`catalog_073.rs`): one model per line, parsed on iteration.
 #[derive(Clone, Copy)]
 pub(super) struct Rows(pub &'static str);
@@ -209,11 +222,11 @@ pub(super) struct BuiltinProvider {
 
 #[cfg(test)]
 mod tests {
-    use super::{V073, V087};
+    use super::{V16, V073, V087};
 
     #[test]
     fn every_row_parses() {
-        for table in [&V073, &V087] {
+        for table in [&V073, &V087, &V16] {
             for p in table.providers {
                 let parsed = p.models.rows(&table.tables).count();
                 assert_eq!(parsed, p.models.len(), "{}: a row does not parse", p.name);
