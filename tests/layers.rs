@@ -7,7 +7,12 @@ use std::path::Path;
 
 fn top_module(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -95,7 +100,10 @@ fn no_import_circle_between_top_level_modules() {
     assert!(g.len() > 20, "read the modules of src/: {:?}", g.keys());
     for m in g.keys() {
         if let Some(c) = circle(&g, m) {
-            panic!("import circle between top-level modules: {} -> {m}", c.join(" -> "));
+            panic!(
+                "import circle between top-level modules: {} -> {m}",
+                c.join(" -> ")
+            );
         }
     }
 }
@@ -103,13 +111,26 @@ fn no_import_circle_between_top_level_modules() {
 #[test]
 fn the_protocol_profile_imports_nothing_from_the_crate() {
     let g = graph();
-    assert_eq!(g.get("protocol").map(|d| d.len()), Some(0), "{:?}", g.get("protocol"));
+    assert_eq!(
+        g.get("protocol").map(|d| d.len()),
+        Some(0),
+        "{:?}",
+        g.get("protocol")
+    );
 }
 
 #[test]
 fn the_pure_cores_import_nothing_from_core() {
     let g = graph();
-    for pure in ["compaction", "context", "prompt", "queues", "retry", "session", "limits"] {
+    for pure in [
+        "compaction",
+        "context",
+        "prompt",
+        "queues",
+        "retry",
+        "session",
+        "limits",
+    ] {
         let deps = g.get(pure).unwrap_or_else(|| panic!("no module {pure}"));
         assert!(!deps.contains("core"), "{pure} imports core: {deps:?}");
     }
