@@ -265,6 +265,14 @@ pub struct Cost {
     pub cache_write: f64,
     #[serde(serialize_with = "js_f64")]
     pub total: f64,
+    /// pi 1.6.0: whether the provider reported the total (pith computes it: `false`). Set under
+    /// `--compat 1.6` only (`events.cost_total_from_provider`).
+    #[serde(
+        rename = "totalFromProvider",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub total_from_provider: Option<bool>,
 }
 
 /// Serialise an `f64` as an integer when it is integral (`3`, not `3.0`), so that also
@@ -404,6 +412,20 @@ pub struct AssistantMessage {
     /// code, request id) beside `errorMessage`, which stays as it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<serde_json::Value>>,
+    /// pi 1.6.0: the request's wall time in ms (`events.message_duration`).
+    #[serde(
+        rename = "durationMs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_ms: Option<u64>,
+    /// pi 1.6.0: the thinking level the request ran at (`events.message_thinking_level`).
+    #[serde(
+        rename = "thinkingLevel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub thinking_level: Option<String>,
 }
 
 impl AssistantMessage {
@@ -434,6 +456,8 @@ impl AssistantMessage {
             raw_stop_reason: self.raw_stop_reason.clone(),
             error_message: self.error_message.clone(),
             diagnostics: self.diagnostics.clone(),
+            duration_ms: self.duration_ms,
+            thinking_level: self.thinking_level.clone(),
         }
     }
 
@@ -468,6 +492,14 @@ pub struct ToolResultMessage {
     pub details: Option<Value>,
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// pi 1.6.0: how long the tool ran, in ms; absent when it did not run
+    /// (`events.message_duration`).
+    #[serde(
+        rename = "durationMs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_ms: Option<u64>,
     pub timestamp: u64,
 }
 
