@@ -409,9 +409,10 @@ pub struct AssistantMessage {
     )]
     pub error_message: Option<String>,
     /// pi 0.87.1's structured failure details (`bedrock_response_failure`: HTTP status, error
-    /// code, request id) beside `errorMessage`, which stays as it was.
+    /// code, request id) beside `errorMessage`, which stays as it was. Boxed: rare, and every
+    /// message in memory pays for the inline size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<Vec<serde_json::Value>>,
+    pub diagnostics: Option<Box<Vec<serde_json::Value>>>,
     /// pi 1.6.0: the request's wall time in ms (`events.message_duration`).
     #[serde(
         rename = "durationMs",
@@ -419,13 +420,23 @@ pub struct AssistantMessage {
         skip_serializing_if = "Option::is_none"
     )]
     pub duration_ms: Option<u64>,
-    /// pi 1.6.0: the thinking level the request ran at (`events.message_thinking_level`).
+    /// pi 1.6.0: the thinking level the request ran at (`events.message_thinking_level`). A
+    /// level pith does not know reads as none (one byte here: every message in memory has it).
     #[serde(
         rename = "thinkingLevel",
         default,
+        deserialize_with = "lenient_level",
         skip_serializing_if = "Option::is_none"
     )]
-    pub thinking_level: Option<String>,
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+/// A thinking level, or none for `null` or a level pith does not know.
+fn lenient_level<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ThinkingLevel>, D::Error> {
+    let v = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?;
+    Ok(v.as_deref().and_then(ThinkingLevel::parse))
 }
 
 impl AssistantMessage {
@@ -457,7 +468,7 @@ impl AssistantMessage {
             error_message: self.error_message.clone(),
             diagnostics: self.diagnostics.clone(),
             duration_ms: self.duration_ms,
-            thinking_level: self.thinking_level.clone(),
+            thinking_level: self.thinking_level,
         }
     }
 

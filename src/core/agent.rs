@@ -600,12 +600,11 @@ impl Machine {
             a.duration_ms = Some(millis(run.request_started.elapsed()));
         }
         if events.message_thinking_level {
-            let level = if run.model.reasoning {
-                run.thinking.as_str()
+            a.thinking_level = Some(if run.model.reasoning {
+                run.thinking
             } else {
-                "off"
-            };
-            a.thinking_level = Some(level.to_string());
+                ThinkingLevel::Off
+            });
         }
     }
 

@@ -609,7 +609,7 @@ impl<'a> P<'a> {
                     let v = p.value()?;
                     m.diagnostics = match v {
                         Value::Null => None,
-                        Value::Array(a) => Some(a),
+                        Value::Array(a) => Some(Box::new(a)),
                         _ => return None,
                     };
                 }
@@ -619,7 +619,10 @@ impl<'a> P<'a> {
                 }
                 "thinkingLevel" => {
                     seen.first(14)?;
-                    m.thinking_level = p.opt_string()?;
+                    m.thinking_level = p
+                        .opt_string()?
+                        .as_deref()
+                        .and_then(crate::message::ThinkingLevel::parse);
                 }
                 _ => return Some(false),
             }
