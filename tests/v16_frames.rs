@@ -424,3 +424,32 @@ fn session_file_is_written_from_the_first_user_message() {
         p.response("a");
     }
 }
+
+#[test]
+fn a_request_failing_before_its_stream_keeps_the_empty_cost() {
+    let (w, _llm) = fake_world(vec![Reply::error(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#,
+    )]);
+    let mut p = w.spawn(&fake_rpc(&["--compat", "1.6", "--no-session"]));
+    let frames = run(&mut p, "p1", "hi");
+    let failed = message_ends(&frames, "assistant")[0];
+    assert_eq!(failed["stopReason"], "error");
+    // pi 1.6.0: the cost was never computed, so it does not say where it came from.
+    assert_eq!(
+        keys(&failed["usage"]["cost"]),
+        ["input", "output", "cacheRead", "cacheWrite", "total"]
+    );
+    let k = keys(failed);
+    assert_eq!(
+        k[k.len() - 3..],
+        ["errorMessage", "durationMs", "thinkingLevel"]
+    );
+    // Its message_start (emitted with the error) has both too.
+    let start = frames
+        .iter()
+        .find(|f| f["type"] == "message_start" && f["message"]["role"] == "assistant")
+        .unwrap();
+    assert!(start["message"]["durationMs"].is_u64());
+    assert_eq!(start["message"]["thinkingLevel"], "medium");
+}

@@ -546,7 +546,7 @@ impl Machine {
 
     /// The assistant message of this turn is final: `message_end`, then tools or the turn's end.
     fn finish_assistant(&mut self, mut message: AssistantMessage, emit_start: bool) {
-        self.stamp_assistant(&mut message);
+        self.stamp_assistant(&mut message, !emit_start);
         let m = AgentMessage::Assistant(message);
         if emit_start {
             self.emit(&Frame::MessageStart { message: &m });
@@ -588,11 +588,12 @@ impl Machine {
     }
 
     /// What the version adds to a final assistant message: its request's wall time, the
-    /// thinking level it ran at (`off` for a model without reasoning), that pith computed its
-    /// cost (pi 1.6.0).
-    fn stamp_assistant(&self, a: &mut AssistantMessage) {
+    /// thinking level it ran at (`off` for a model without reasoning) and, once its stream
+    /// started (`streamed`: the provider's usage arrived), that pith computed its cost (pi
+    /// 1.6.0; a request that failed before streaming keeps the empty usage).
+    fn stamp_assistant(&self, a: &mut AssistantMessage, streamed: bool) {
         let events = &self.profile.events;
-        if events.cost_total_from_provider {
+        if events.cost_total_from_provider && streamed {
             a.usage.cost.total_from_provider = Some(false);
         }
         let Some(run) = self.run.as_ref() else { return };
