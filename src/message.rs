@@ -265,6 +265,14 @@ pub struct Cost {
     pub cache_write: f64,
     #[serde(serialize_with = "js_f64")]
     pub total: f64,
+    /// pi 1.6.0: whether the provider reported the total (pith computes it: `false`). Set under
+    /// `--compat 1.6` only (`events.cost_total_from_provider`).
+    #[serde(
+        rename = "totalFromProvider",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub total_from_provider: Option<bool>,
 }
 
 /// Serialise an `f64` as an integer when it is integral (`3`, not `3.0`), so that also
@@ -401,9 +409,34 @@ pub struct AssistantMessage {
     )]
     pub error_message: Option<String>,
     /// pi 0.87.1's structured failure details (`bedrock_response_failure`: HTTP status, error
-    /// code, request id) beside `errorMessage`, which stays as it was.
+    /// code, request id) beside `errorMessage`, which stays as it was. Boxed: rare, and every
+    /// message in memory pays for the inline size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<Vec<serde_json::Value>>,
+    pub diagnostics: Option<Box<Vec<serde_json::Value>>>,
+    /// pi 1.6.0: the request's wall time in ms (`events.message_duration`).
+    #[serde(
+        rename = "durationMs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_ms: Option<u64>,
+    /// pi 1.6.0: the thinking level the request ran at (`events.message_thinking_level`). A
+    /// level pith does not know reads as none (one byte here: every message in memory has it).
+    #[serde(
+        rename = "thinkingLevel",
+        default,
+        deserialize_with = "lenient_level",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+/// A thinking level, or none for `null` or a level pith does not know.
+fn lenient_level<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ThinkingLevel>, D::Error> {
+    let v = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?;
+    Ok(v.as_deref().and_then(ThinkingLevel::parse))
 }
 
 impl AssistantMessage {
@@ -434,6 +467,8 @@ impl AssistantMessage {
             raw_stop_reason: self.raw_stop_reason.clone(),
             error_message: self.error_message.clone(),
             diagnostics: self.diagnostics.clone(),
+            duration_ms: self.duration_ms,
+            thinking_level: self.thinking_level,
         }
     }
 
@@ -468,6 +503,14 @@ pub struct ToolResultMessage {
     pub details: Option<Value>,
     #[serde(rename = "isError")]
     pub is_error: bool,
+    /// pi 1.6.0: how long the tool ran, in ms; absent when it did not run
+    /// (`events.message_duration`).
+    #[serde(
+        rename = "durationMs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub duration_ms: Option<u64>,
     pub timestamp: u64,
 }
 

@@ -130,6 +130,7 @@ fn bash_result(id: &str) -> LlmMessage {
         content: vec![Content::text("hi\n")],
         details: None,
         is_error: false,
+        duration_ms: None,
         timestamp: 1,
     })
 }

@@ -44,6 +44,8 @@ fn anthropic_body_bytes_are_exact() {
             response_model: None,
             provider_thinking_level: None,
             diagnostics: None,
+            duration_ms: None,
+            thinking_level: None,
         })
     };
     let img = Content::Image(ImageContent {
@@ -65,6 +67,7 @@ fn anthropic_body_bytes_are_exact() {
             content,
             details: None,
             is_error: err,
+            duration_ms: None,
             timestamp: 1,
         })
     };
@@ -175,6 +178,8 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
             provider_thinking_level: None,
             raw_stop_reason: None,
             diagnostics: None,
+            duration_ms: None,
+            thinking_level: None,
         }));
         msgs.push(LlmMessage::ToolResult(ToolResultMessage {
             tool_call_id: format!("toolu_{i}"),
@@ -182,6 +187,7 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
             content: vec![Content::text(out.clone())],
             details: None,
             is_error: false,
+            duration_ms: None,
             timestamp: 1,
         }));
     }

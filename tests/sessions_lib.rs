@@ -742,6 +742,7 @@ fn export_escapes_every_piece_of_content() {
         content: vec![Content::text(evil)],
         details: None,
         is_error: true,
+        duration_ms: None,
         timestamp: 3,
     }));
     s.append_message(&AgentMessage::BashExecution(BashExecutionMessage {

@@ -944,6 +944,7 @@ mod tests {
             content: vec![Content::text(text)],
             details: None,
             is_error: false,
+            duration_ms: None,
             timestamp: 3,
         })
     }

@@ -57,6 +57,8 @@ pub struct Run {
     /// `abort` was requested: ids of the abort commands to answer after `agent_end`.
     pub abort_waiters: Vec<Option<Value>>,
     pub aborting: bool,
+    /// When the current LLM request started (an assistant message's `durationMs`).
+    pub request_started: std::time::Instant,
 }
 
 pub enum Phase {
@@ -111,6 +113,8 @@ pub struct Slot {
     pub call: ToolCall,
     /// `None` while running.
     pub result: Option<ToolResultMessage>,
+    /// When the tool started running (`None`: it did not run).
+    pub started: Option<std::time::Instant>,
 }
 
 fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
@@ -124,8 +128,14 @@ fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
         content,
         details,
         is_error,
+        duration_ms: None,
         timestamp: now_ms(),
     }
+}
+
+/// A duration in whole milliseconds.
+pub(crate) fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A tool's result or partial result as events carry it: `{content, details?}`.
@@ -245,6 +255,7 @@ impl Machine {
         let Some(model) = self.state.model.clone() else {
             return;
         };
+        self.abort_requested = false;
         let remote = self.plugins.remote_tools();
         let tools = self.env.tools.clone();
         let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
@@ -265,6 +276,7 @@ impl Machine {
             phase: Phase::Starting,
             abort_waiters: Vec::new(),
             aborting: false,
+            request_started: std::time::Instant::now(),
         };
         self.run = Some(run);
         self.emit(&Frame::AgentStart);
@@ -332,6 +344,9 @@ impl Machine {
     }
 
     fn start_llm_call(&mut self) {
+        if let Some(run) = self.run.as_mut() {
+            run.request_started = std::time::Instant::now();
+        }
         let Some(run) = self.run.as_ref() else { return };
         if run.aborting {
             // The reference's loop does not look at the abort signal between turns: the next
@@ -530,7 +545,8 @@ impl Machine {
     }
 
     /// The assistant message of this turn is final: `message_end`, then tools or the turn's end.
-    fn finish_assistant(&mut self, message: AssistantMessage, emit_start: bool) {
+    fn finish_assistant(&mut self, mut message: AssistantMessage, emit_start: bool) {
+        self.stamp_assistant(&mut message, !emit_start);
         let m = AgentMessage::Assistant(message);
         if emit_start {
             self.emit(&Frame::MessageStart { message: &m });
@@ -568,6 +584,28 @@ impl Machine {
             self.after_turn(false, Vec::new());
         } else {
             self.start_tools(m, calls);
+        }
+    }
+
+    /// What the version adds to a final assistant message: its request's wall time, the
+    /// thinking level it ran at (`off` for a model without reasoning) and, once its stream
+    /// started (`streamed`: the provider's usage arrived), that pith computed its cost (pi
+    /// 1.6.0; a request that failed before streaming keeps the empty usage).
+    fn stamp_assistant(&self, a: &mut AssistantMessage, streamed: bool) {
+        let events = &self.profile.events;
+        if events.cost_total_from_provider && streamed {
+            a.usage.cost.total_from_provider = Some(false);
+        }
+        let Some(run) = self.run.as_ref() else { return };
+        if events.message_duration {
+            a.duration_ms = Some(millis(run.request_started.elapsed()));
+        }
+        if events.message_thinking_level {
+            a.thinking_level = Some(if run.model.reasoning {
+                run.thinking
+            } else {
+                ThinkingLevel::Off
+            });
         }
     }
 
@@ -680,6 +718,7 @@ impl Machine {
                                 b.slots.push(Slot {
                                     call: call.clone(),
                                     result: None,
+                                    started: None,
                                 });
                             }
                             match self.start_gate(batch, i, &call, exec.clone(), args) {
@@ -700,7 +739,11 @@ impl Machine {
                 self.emit_tool_end(r);
             }
             let Some(b) = self.batch_mut() else { return };
-            b.slots.push(Slot { call, result: r });
+            b.slots.push(Slot {
+                call,
+                result: r,
+                started: None,
+            });
             if let Some((exec, args)) = ready {
                 b.runnable.push((i, exec, args));
             }
@@ -775,6 +818,7 @@ impl Machine {
                 b.slots.push(Slot {
                     call: c,
                     result: Some(r),
+                    started: None,
                 });
             }
         }
@@ -834,6 +878,9 @@ impl Machine {
             let tool = match exec {
                 Exec::Builtin(t) => t,
                 Exec::Remote(rt) => {
+                    if let Some(b) = self.batch_mut() {
+                        b.slots[index].started = Some(std::time::Instant::now());
+                    }
                     if let Err(e) = self.start_remote_tool(batch, index, &rt, &call, &args) {
                         let r = result_message(&call, Err(e));
                         self.emit_tool_end(&r);
@@ -845,6 +892,9 @@ impl Machine {
                 }
             };
             let initial = tool.initial_update();
+            if let Some(b) = self.batch_mut() {
+                b.slots[index].started = Some(std::time::Instant::now());
+            }
             let tx = self.io.worker_tx.clone();
             let mut ctx = ctx.clone();
             ctx.approved_target = self.batch_mut().and_then(|b| {
@@ -926,6 +976,7 @@ impl Machine {
             tool_name: &r.tool_name,
             result: &result,
             is_error: r.is_error,
+            duration_ms: r.duration_ms,
         });
     }
 
@@ -965,6 +1016,7 @@ impl Machine {
 
     /// Record the final result of call `index` of `batch` (after extensions reviewed it).
     pub(crate) fn finish_tool_slot(&mut self, batch: u64, index: usize, r: ToolResult) {
+        let timed = self.profile.events.message_duration;
         let Some(b) = self.batch_mut() else { return };
         if b.batch != batch {
             return;
@@ -975,7 +1027,10 @@ impl Machine {
         if slot.result.is_some() {
             return; // already skipped or aborted
         }
-        let msg = result_message(&slot.call, r);
+        let mut msg = result_message(&slot.call, r);
+        if timed {
+            msg.duration_ms = slot.started.map(|t| millis(t.elapsed()));
+        }
         slot.result = Some(msg.clone());
         self.emit_tool_end(&msg);
         if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate

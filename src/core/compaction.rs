@@ -91,6 +91,7 @@ fn combine_usage(a: Usage, b: Usage) -> Usage {
             cache_read: a.cost.cache_read + b.cost.cache_read,
             cache_write: a.cost.cache_write + b.cost.cache_write,
             total: a.cost.total + b.cost.total,
+            total_from_provider: a.cost.total_from_provider.or(b.cost.total_from_provider),
         },
         cache_write_1h: opt(a.cache_write_1h, b.cache_write_1h),
         reasoning: opt(a.reasoning, b.reasoning),
@@ -538,9 +539,13 @@ impl Machine {
                 history.as_deref(),
                 prefix.as_deref(),
             );
-            let usage = c
-                .usage
-                .map(|u| serde_json::to_value(u).unwrap_or(Value::Null));
+            let from_provider = self.profile.events.cost_total_from_provider;
+            let usage = c.usage.map(|mut u| {
+                if from_provider {
+                    u.cost.total_from_provider = Some(false);
+                }
+                serde_json::to_value(u).unwrap_or(Value::Null)
+            });
             let declared = crate::prompt::sections::Declared::of(&self.state.messages);
             self.state.session.append_compaction_with_checkpoint(
                 &summary,

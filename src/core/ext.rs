@@ -187,7 +187,8 @@ impl Machine {
                 if let Err(e) = outcome {
                     self.extension_error(&format!("command:{name}"), "command", &e);
                 }
-                self.send(response::success(id.as_ref(), command, None));
+                let data = self.disposition(response::Disposition::Handled);
+                self.send(response::success(id.as_ref(), command, data.as_ref()));
             }
         }
     }
@@ -225,7 +226,8 @@ impl Machine {
                     Err(format!("Extension \"{name}\" failed: {error}")),
                 ),
                 CallKind::Command { id, command, .. } => {
-                    self.send(response::success(id.as_ref(), command, None))
+                    let data = self.disposition(response::Disposition::Handled);
+                    self.send(response::success(id.as_ref(), command, data.as_ref()))
                 }
             }
         }
@@ -354,6 +356,50 @@ impl Machine {
         };
         self.ext_register_call(i, call_id, "command".to_string(), kind, line);
         Some(Reply::Later)
+    }
+
+    /// A prompt naming one of the version's own commands (`/llama`, `/mcp`) that RPC answers with
+    /// a notice: the notify first, then `handled`; no run, nothing added to the messages.
+    pub(crate) fn try_builtin_command(&mut self, text: &str) -> Option<Reply> {
+        let rest = text.strip_prefix('/')?;
+        let name = rest.split(' ').next().unwrap_or(rest);
+        let texts = &self.profile.texts;
+        let (message, kind) = match name {
+            "llama" => (texts.llama_command?.to_string(), "warning"),
+            "mcp" => {
+                let none = texts.mcp_command_unconfigured?;
+                if self.plugins.servers.is_empty() {
+                    let dir = self.env.agent_dir.display().to_string();
+                    (none.replace("{agentDir}", &dir), "info")
+                } else {
+                    // pith's own status lines (pi's wording with exposure modes is issue 25).
+                    let lines: Vec<String> = self
+                        .plugins
+                        .servers
+                        .iter()
+                        .map(|s| {
+                            let state = match s.life {
+                                Life::Starting(_) => "starting",
+                                Life::Ready => "connected",
+                                Life::Dead => "failed",
+                            };
+                            format!("{}: {state}, {} tools", s.cfg.name, s.tools.len())
+                        })
+                        .collect();
+                    (lines.join("\n"), "info")
+                }
+            }
+            _ => return None,
+        };
+        let frame = crate::ext::ui::request_frame(
+            &crate::core::plugins::uuid_v4(),
+            &crate::ext::ui::UiRequest::Notify {
+                message,
+                notify_type: Some(kind.to_string()),
+            },
+        );
+        self.send(response::line(&frame));
+        Some(Reply::Now(self.disposition(response::Disposition::Handled)))
     }
 
     fn extension_command_owner(&self, name: &str) -> Option<usize> {

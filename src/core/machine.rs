@@ -162,6 +162,9 @@ pub struct Machine {
     pub(crate) retry: crate::core::retry::RetryState,
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
+    /// `abort` arrived while a run (its retries, its compaction) was going on: the next
+    /// `agent_settled` says so (`events.settled_aborted`). Cleared when a run starts.
+    pub(crate) abort_requested: bool,
     /// The compaction in flight.
     pub(crate) compaction: Option<crate::core::compaction::Compaction>,
     /// An overflow recovery ran since the last user message / successful reply.
@@ -353,6 +356,7 @@ impl Machine {
             bash: Default::default(),
             exports: Default::default(),
             pending_prompt: None,
+            abort_requested: false,
             compaction: None,
             overflow_recovery_attempted: false,
             generation: 0,
@@ -717,13 +721,25 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::Steer).into()
+                let r = self.enqueue(input, StreamingBehavior::Steer);
+                self.queued_reply(r)
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
-                self.enqueue(input, StreamingBehavior::FollowUp).into()
+                let r = self.enqueue(input, StreamingBehavior::FollowUp);
+                self.queued_reply(r)
             }
             Command::Abort => {
+                if self.run.is_some()
+                    || self.retry.wait.is_some()
+                    || self.retry.continue_wait.is_some()
+                    || self
+                        .compaction
+                        .as_ref()
+                        .is_some_and(|c| c.reason != crate::core::compaction::Reason::Manual)
+                {
+                    self.abort_requested = true;
+                }
                 if self.retry.continue_wait.take().is_some() {
                     // No continuation: the context is the session's (the failed reply is back).
                     self.state.messages = self.state.session.build_context().into();
@@ -806,7 +822,10 @@ impl Machine {
             }))),
             Command::GetMessages => Reply::Now(Some(json!({ "messages": self.state.messages }))),
             Command::GetLastAssistantText => Reply::Now(Some(
-                match crate::session::tree::last_assistant_text(self.state.messages.as_slice()) {
+                match crate::session::tree::last_reply_text(
+                    self.state.messages.as_slice(),
+                    self.profile.answers.last_text_skips_empty,
+                ) {
                     Some(t) => json!({ "text": t }),
                     None => json!({}),
                 },
@@ -899,6 +918,9 @@ impl Machine {
         if let Some(r) = self.try_extension_command(&input.text, id, command_name(command)) {
             return r;
         }
+        if let Some(r) = self.try_builtin_command(&input.text) {
+            return r;
+        }
         let busy = self.run.is_some()
             || self.retry.wait.is_some()
             || self.retry.continue_wait.is_some()
@@ -908,7 +930,8 @@ impl Machine {
             let Some(b) = behavior else {
                 return Reply::Fail("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.".to_string());
             };
-            return self.enqueue(input, b).into();
+            let r = self.enqueue(input, b);
+            return self.queued_reply(r);
         }
         if self.plugins.starting() {
             // Extensions and MCP servers are still starting: the prompt runs with their tools.
@@ -939,7 +962,8 @@ impl Machine {
             }
         }
         // Answer first (the reference's order), then the run's events.
-        self.send(response::success(id, command, None));
+        let data = self.disposition(response::Disposition::Started);
+        self.send(response::success(id, command, data.as_ref()));
         let message = AgentMessage::User(UserMessage {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
@@ -949,6 +973,19 @@ impl Machine {
         self.begin_limits(input.limits.as_ref());
         self.start_run(messages);
         Reply::Later
+    }
+
+    /// The `data` of a successful prompt, steer or follow-up in this version.
+    pub(crate) fn disposition(&self, d: response::Disposition) -> Option<Value> {
+        response::disposition(d, self.profile.answers.prompt_disposition)
+    }
+
+    /// The answer to a message put in a queue (or the queue's refusal).
+    fn queued_reply(&self, r: Result<(), String>) -> Reply {
+        match r {
+            Ok(()) => Reply::Now(self.disposition(response::Disposition::Queued)),
+            Err(e) => Reply::Fail(e),
+        }
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
@@ -1141,6 +1178,9 @@ impl Machine {
             }
             _ => {
                 self.state.session.append_message(m);
+                if matches!(m, AgentMessage::User(_)) && self.profile.agent.early_session_file {
+                    self.state.session.start_file();
+                }
             }
         }
         self.flush_session_warnings();
@@ -1214,7 +1254,7 @@ impl Machine {
         match reply {
             Reply::Later => {}
             Reply::Fail(e) => self.send(response::error(id.as_ref(), Some(command), &e)),
-            Reply::Now(_) => self.send(response::success(id.as_ref(), command, None)),
+            Reply::Now(data) => self.send(response::success(id.as_ref(), command, data.as_ref())),
         }
         true
     }
@@ -1222,7 +1262,9 @@ impl Machine {
     /// `agent_settled` when nothing is running or scheduled.
     pub(crate) fn settle(&mut self) {
         if self.is_idle() {
-            self.emit(&Frame::AgentSettled);
+            let aborted = std::mem::take(&mut self.abort_requested);
+            let aborted = self.profile.events.settled_aborted.then_some(aborted);
+            self.emit(&Frame::AgentSettled { aborted });
         }
     }
 

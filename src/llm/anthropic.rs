@@ -1558,11 +1558,14 @@ impl Decoder {
                     Value::Object(m)
                 })
                 .collect();
-            b.msg.diagnostics.get_or_insert_with(Vec::new).push(json!({
-                "type": "anthropic_input_transformations",
-                "timestamp": crate::message::now_ms(),
-                "details": {"transformations": list},
-            }));
+            b.msg
+                .diagnostics
+                .get_or_insert_with(Box::default)
+                .push(json!({
+                    "type": "anthropic_input_transformations",
+                    "timestamp": crate::message::now_ms(),
+                    "details": {"transformations": list},
+                }));
         }
         b.start(out);
         b.finish(stop, out);

@@ -712,7 +712,7 @@ impl api::Decoder for Decoder {
             if self.dialect.diagnostics {
                 // pi 0.87.1 notes the modeled exception beside the message.
                 let code = Some(name.clone()).filter(|n| n.ends_with("Exception"));
-                b.msg.diagnostics = failure_diagnostic(None, code, None).map(|d| vec![d]);
+                b.msg.diagnostics = failure_diagnostic(None, code, None).map(|d| Box::new(vec![d]));
             }
             b.fail(format!("{}: {message}", prefix(&name)), false, None, out);
             return;

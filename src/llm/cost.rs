@@ -16,6 +16,7 @@ pub fn calculate(prices: &ModelCost, usage: &Usage) -> Cost {
         cache_read,
         cache_write,
         total: input + output + cache_read + cache_write,
+        total_from_provider: None,
     }
 }
 
@@ -43,6 +44,7 @@ pub fn calculate_tiered(prices: &ModelCost, usage: &Usage) -> Cost {
         cache_read,
         cache_write,
         total: input + output + cache_read + cache_write,
+        total_from_provider: None,
     }
 }
 

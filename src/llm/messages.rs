@@ -169,6 +169,7 @@ mod tests {
             content: vec![Content::text("out")],
             details: Some(serde_json::json!({"a": [1]})),
             is_error: true,
+            duration_ms: None,
             timestamp: 9,
         };
         let agent = [

@@ -445,7 +445,9 @@ fn run_http(
                 if can_retry && retryable {
                     Err(retry_delay(attempt, retry_after))
                 } else {
-                    b.msg.diagnostics = api.error_diagnostics(req, status, &headers, &text);
+                    b.msg.diagnostics = api
+                        .error_diagnostics(req, status, &headers, &text)
+                        .map(Box::new);
                     // An HTML page or a long text reduced to what identifies the error.
                     let text = crate::llm::error_body::readable(&text);
                     Ok((

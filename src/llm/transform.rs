@@ -214,6 +214,7 @@ fn flush_orphans<'a>(
                     content: vec![Content::text("No result provided")],
                     details: None,
                     is_error: true,
+                    duration_ms: None,
                     timestamp: now_ms(),
                 },
             ))));
@@ -386,6 +387,7 @@ mod tests {
                 content: vec![Content::text("ok")],
                 details: None,
                 is_error: false,
+                duration_ms: None,
                 timestamp: 1,
             }),
             assistant("other", vec![Content::text("x")], StopReason::Stop),
@@ -434,6 +436,7 @@ mod tests {
                 content: vec![Content::text("ok")],
                 details: None,
                 is_error: false,
+                duration_ms: None,
                 timestamp: 1,
             }),
         ];

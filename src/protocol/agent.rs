@@ -31,6 +31,9 @@ pub struct Agent {
     pub thinking_on_model_change: ThinkingOnModelChange,
     /// What a session switch (new, switch, fork, clone) keeps.
     pub session_switch: SessionSwitch,
+    /// The session file is written from the first user message on (before any reply). 0.73.1,
+    /// 0.87.1: no (from the first assistant message on); 1.6.0: yes.
+    pub early_session_file: bool,
 }
 
 /// How tool changes between turns reach the model.

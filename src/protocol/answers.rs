@@ -16,6 +16,14 @@ pub struct Answers {
     /// What `get_session_stats` counts. 0.73.1: the context; 0.87.1: the whole session file
     /// (with the summaries' usage), the context usage estimated through its projection.
     pub session_stats: SessionStats,
+    /// A successful `prompt`, `steer` or `follow_up` says what became of it
+    /// (`data.disposition`: `started`, `queued` or `handled`). 0.73.1, 0.87.1: no `data`; 1.6.0:
+    /// yes.
+    pub prompt_disposition: bool,
+    /// `get_last_assistant_text` skips assistant messages without text (an empty aborted or
+    /// failed reply, a reply of tool calls only). 0.73.1, 0.87.1: no (the last assistant message,
+    /// no text when it has none); 1.6.0: yes.
+    pub last_text_skips_empty: bool,
 }
 
 /// When `abort` is answered.

@@ -19,6 +19,19 @@ pub struct Events {
     /// compaction (`compaction_start`, `compaction_end` with its error) before the error
     /// answer. 0.73.1: no (the answer only); 0.87.1: yes.
     pub refused_compaction_events: bool,
+    /// `agent_settled` says whether an `abort` ended the run (`aborted`). 0.73.1, 0.87.1: no
+    /// (`{"type":"agent_settled"}`); 1.6.0: yes.
+    pub settled_aborted: bool,
+    /// Assistant messages carry their request's wall time (`durationMs`, not on a streaming
+    /// `message_start`), tool results and `tool_execution_end` their tool's (absent when the tool
+    /// did not run). 0.73.1, 0.87.1: no; 1.6.0: yes.
+    pub message_duration: bool,
+    /// Assistant messages carry the thinking level their request ran at (`thinkingLevel`, `off`
+    /// for a model without reasoning). 0.73.1, 0.87.1: no; 1.6.0: yes.
+    pub message_thinking_level: bool,
+    /// Every usage cost says `totalFromProvider:false` (pith computes it from the prices).
+    /// 0.73.1, 0.87.1: no; 1.6.0: yes.
+    pub cost_total_from_provider: bool,
 }
 
 /// What a `message_update` carries besides the event.

@@ -9,6 +9,12 @@ pub struct Texts {
     pub aborted_between_turns: TrailingTurn,
     /// `compact` on a session with nothing to summarise.
     pub nothing_to_compact: &'static str,
+    /// A prompt `/llama` is the version's built-in command: it is consumed with this warning
+    /// (RPC has no interactive mode). 0.73.1, 0.87.1: none (sent as text); 1.6.0: a notify.
+    pub llama_command: Option<&'static str>,
+    /// A prompt `/mcp` with no MCP server configured is consumed with this notice (`{agentDir}`
+    /// is the agent directory). 0.73.1, 0.87.1: none (sent as text); 1.6.0: a notify.
+    pub mcp_command_unconfigured: Option<&'static str>,
 }
 
 /// Stop reason and error text of a synthesized trailing assistant message.

@@ -12,6 +12,10 @@ pub const PROFILE: Profile = Profile {
         compaction: CompactionEvents::AutoPrefixed,
         settles_after_manual_compaction: true,
         refused_compaction_events: false,
+        settled_aborted: false,
+        message_duration: false,
+        message_thinking_level: false,
+        cost_total_from_provider: false,
     },
 
     answers: Answers {
@@ -20,6 +24,8 @@ pub const PROFILE: Profile = Profile {
         command_origin: CommandOrigin::Path,
         builtin_commands: &[],
         session_stats: SessionStats::Context,
+        prompt_disposition: false,
+        last_text_skips_empty: false,
     },
 
     agent: Agent {
@@ -32,6 +38,7 @@ pub const PROFILE: Profile = Profile {
         bash: RpcBash::Collected,
         thinking_on_model_change: ThinkingOnModelChange::KeepCurrent,
         session_switch: SessionSwitch::CarryOver,
+        early_session_file: false,
     },
 
     compaction: Compaction {
@@ -80,5 +87,7 @@ pub const PROFILE: Profile = Profile {
             text: "Request was aborted.",
         },
         nothing_to_compact: "Nothing to compact (session too small)",
+        llama_command: None,
+        mcp_command_unconfigured: None,
     },
 };

@@ -10,14 +10,21 @@ pub const PROFILE: Profile = Profile {
     version: Version::V16,
 
     events: Events {
+        settled_aborted: true,
+        message_duration: true,
+        message_thinking_level: true,
+        cost_total_from_provider: true,
         ..super::v087::PROFILE.events
     },
 
     answers: Answers {
+        prompt_disposition: true,
+        last_text_skips_empty: true,
         ..super::v087::PROFILE.answers
     },
 
     agent: Agent {
+        early_session_file: true,
         ..super::v087::PROFILE.agent
     },
 
@@ -48,6 +55,10 @@ pub const PROFILE: Profile = Profile {
             stop: TrailingStop::Aborted,
             text: "This operation was aborted",
         },
+        llama_command: Some("/llama is available in interactive mode"),
+        mcp_command_unconfigured: Some(
+            "No MCP servers configured. Add them to {agentDir}/mcp.json or .pi/mcp.json.",
+        ),
         ..super::v087::PROFILE.texts
     },
 };

@@ -57,6 +57,9 @@ pub enum Event<'a> {
         result: &'a Value,
         #[serde(rename = "isError")]
         is_error: bool,
+        /// pi 1.6.0 only: how long the tool ran (absent when it did not run).
+        #[serde(rename = "durationMs", skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
     },
     QueueUpdate {
         steering: &'a [String],
@@ -111,7 +114,11 @@ pub enum Event<'a> {
         name: &'a str,
     },
     /// pith's addition: the agent is idle and nothing (retry, compaction, queued message) is pending.
-    AgentSettled,
+    AgentSettled {
+        /// pi 1.6.0 only: an `abort` ended the run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        aborted: Option<bool>,
+    },
     /// pith's own (issue 27, `--heartbeat`): a run (or its retry wait, a compaction) is alive.
     Heartbeat {
         #[serde(rename = "elapsedMs")]
@@ -347,8 +354,13 @@ mod tests {
 
     #[test]
     fn settled_and_queue_update_shapes() {
-        let s = serde_json::to_string(&Event::AgentSettled).unwrap();
+        let s = serde_json::to_string(&Event::AgentSettled { aborted: None }).unwrap();
         assert_eq!(s, r#"{"type":"agent_settled"}"#);
+        let s = serde_json::to_string(&Event::AgentSettled {
+            aborted: Some(true),
+        })
+        .unwrap();
+        assert_eq!(s, r#"{"type":"agent_settled","aborted":true}"#);
         let s = serde_json::to_string(&Event::QueueUpdate {
             steering: &["a".into()],
             follow_up: &[],

@@ -62,6 +62,33 @@ pub fn error(id: Option<&Value>, command: Option<&str>, message: &str) -> Vec<u8
     })
 }
 
+/// What became of a prompt, a steer or a follow-up (pi 1.6.0's `data.disposition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// A run started with it.
+    Started,
+    /// It waits in the steering or follow-up queue.
+    Queued,
+    /// A command consumed it: no run, nothing added to the messages.
+    Handled,
+}
+
+impl Disposition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Started => "started",
+            Disposition::Queued => "queued",
+            Disposition::Handled => "handled",
+        }
+    }
+}
+
+/// The `data` of a successful `prompt`, `steer` or `follow_up`: `{"disposition":…}` when the
+/// version says it (`shown`, the profile's `answers.prompt_disposition`), else none.
+pub fn disposition(d: Disposition, shown: bool) -> Option<Value> {
+    shown.then(|| serde_json::json!({ "disposition": d.as_str() }))
+}
+
 /// Serialise any frame as one JSON line. Serialising our own types cannot fail (no maps with
 /// non-string keys, no failing `Serialize` impls); should it ever, the line says so instead of
 /// panicking.
@@ -104,6 +131,25 @@ mod tests {
         assert_eq!(
             String::from_utf8(error(None, Some("parse"), "bad")).unwrap(),
             "{\"type\":\"response\",\"command\":\"parse\",\"success\":false,\"error\":\"bad\"}\n"
+        );
+    }
+
+    #[test]
+    fn prompt_disposition_data() {
+        assert_eq!(disposition(Disposition::Started, false), None);
+        let id = json!("p1");
+        let data = disposition(Disposition::Queued, true);
+        assert_eq!(
+            String::from_utf8(success(Some(&id), "steer", data.as_ref())).unwrap(),
+            "{\"id\":\"p1\",\"type\":\"response\",\"command\":\"steer\",\"success\":true,\"data\":{\"disposition\":\"queued\"}}\n"
+        );
+        assert_eq!(
+            disposition(Disposition::Handled, true),
+            Some(json!({"disposition": "handled"}))
+        );
+        assert_eq!(
+            disposition(Disposition::Started, true),
+            Some(json!({"disposition": "started"}))
         );
     }
 }

@@ -609,9 +609,20 @@ impl<'a> P<'a> {
                     let v = p.value()?;
                     m.diagnostics = match v {
                         Value::Null => None,
-                        Value::Array(a) => Some(a),
+                        Value::Array(a) => Some(Box::new(a)),
                         _ => return None,
                     };
+                }
+                "durationMs" => {
+                    seen.first(13)?;
+                    m.duration_ms = p.opt_u64()?;
+                }
+                "thinkingLevel" => {
+                    seen.first(14)?;
+                    m.thinking_level = p
+                        .opt_string()?
+                        .as_deref()
+                        .and_then(crate::message::ThinkingLevel::parse);
                 }
                 _ => return Some(false),
             }
@@ -687,6 +698,15 @@ impl<'a> P<'a> {
                 "cacheRead" => (2, &mut c.cache_read),
                 "cacheWrite" => (3, &mut c.cache_write),
                 "total" => (4, &mut c.total),
+                "totalFromProvider" => {
+                    seen.first(5)?;
+                    c.total_from_provider = match p.value()? {
+                        Value::Null => None,
+                        Value::Bool(b) => Some(b),
+                        _ => return None,
+                    };
+                    return Some(true);
+                }
                 _ => return Some(false),
             };
             seen.first(bit)?;
@@ -716,6 +736,7 @@ impl<'a> P<'a> {
     fn tool_result(&mut self) -> Option<ToolResultMessage> {
         let (mut id, mut name, mut content, mut details, mut is_error, mut timestamp) =
             (None, None, None, None, None, None);
+        let mut duration_ms = None;
         let mut seen = Seen::default();
         self.fields(|p, key| {
             match key {
@@ -746,6 +767,10 @@ impl<'a> P<'a> {
                     seen.first(5)?;
                     timestamp = Some(p.u64()?);
                 }
+                "durationMs" => {
+                    seen.first(6)?;
+                    duration_ms = p.opt_u64()?;
+                }
                 _ => return Some(false),
             }
             Some(true)
@@ -756,6 +781,7 @@ impl<'a> P<'a> {
             content: content?,
             details,
             is_error: is_error?,
+            duration_ms,
             timestamp: timestamp?,
         })
     }
@@ -933,6 +959,8 @@ mod tests {
         r#"{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"toolu_000000","name":"bash","arguments":{"command":"cat log0.txt"}}],"api":"anthropic-messages","provider":"fake","model":"fake-model","usage":{"input":100,"output":20,"cacheRead":0,"cacheWrite":0,"totalTokens":120,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1795299884867},"id":"00000003","parentId":"00000002","timestamp":"2026-11-21T22:24:44.852Z"}"#,
         r#"{"type":"message","message":{"role":"toolResult","toolCallId":"toolu_000000","toolName":"bash","content":[{"type":"text","text":"line of tool output line of tool output"}],"isError":false,"timestamp":1795299884867},"id":"00000004","parentId":"00000003","timestamp":"2026-11-21T22:24:44.852Z"}"#,
         r#"{"type":"message","id":"a","parentId":"b","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm\n\"q\"","thinkingSignature":"sig","redacted":true},{"type":"text","text":"é ☃ \u0001\t","textSignature":null},{"type":"toolCall","id":"c","name":"read","arguments":{"path":"a.txt","n":[1,2.5,-3,{"x":null}]},"thoughtSignature":"ts"}],"api":"openai-responses","provider":"openai","model":"gpt","providerThinkingLevel":"high","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"reasoning":5,"totalTokens":6,"cost":{"input":0.00030000000000000003,"output":1.5e-7,"cacheRead":-0,"cacheWrite":12345678901234567,"total":2},"cacheWrite1h":7},"stopReason":"error","timestamp":5,"responseId":"r","responseModel":"m","rawStopReason":"end_turn","errorMessage":"boom","diagnostics":[{"a":1}],"extra":{"deep":[[[]]]}}}"#,
+        r#"{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"anthropic-messages","provider":"fake","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}},"stopReason":"stop","timestamp":1,"responseId":"r","rawStopReason":"end_turn","durationMs":12,"thinkingLevel":"medium"}}"#,
+        r#"{"type":"message","id":"a","message":{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[],"isError":false,"durationMs":3,"timestamp":2}}"#,
         r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"plain \\ text \/ \b\f\r","timestamp":0,"unknown":[true,false,null]}}"#,
         r#"{"type":"message","id":"a","message":{"role":"user","content":[{"type":"image","data":"QQ==","mimeType":"image/png"},{"type":"text","text":"a"},{"type":"text","text":"b"}],"timestamp":1}}"#,
         r#"{"type":"message","id":"a","message":{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[],"details":{"exitCode":1},"isError":true,"timestamp":2}}"#,

@@ -397,6 +397,15 @@ impl Session {
         self.file.is_some()
     }
 
+    /// Write the file from now on, also before any assistant message (pi 1.6.0 starts it at the
+    /// first user message, so a prompt whose first turn never completes stays on disk).
+    pub fn start_file(&mut self) {
+        if !self.has_assistant {
+            self.has_assistant = true;
+            self.persist(true);
+        }
+    }
+
     /// Whether the file exists with everything so far (false until the first assistant message).
     pub fn is_flushed(&self) -> bool {
         self.flushed

@@ -185,14 +185,31 @@ pub fn model(entries: &[Entry], path: &[usize]) -> Option<(String, String)> {
 }
 
 /// `get_last_assistant_text`: the last assistant message in `messages`, skipping aborted ones
-/// with no content; its text blocks joined and trimmed; `None` when absent or empty.
+/// with no content (and, with `skip_textless`, pi 1.6.0's rule: any reply that did not end with
+/// `stop` and has no non-blank text: aborted, failed, tool calls only); its text blocks joined
+/// and trimmed; `None` when absent or empty.
 pub fn last_assistant_text<M: Borrow<AgentMessage>>(messages: &[M]) -> Option<String> {
-    use crate::message::StopReason;
+    last_reply_text(messages, false)
+}
+
+/// [`last_assistant_text`], with `skip_textless` the profile's `answers.last_text_skips_empty`.
+pub fn last_reply_text<M: Borrow<AgentMessage>>(
+    messages: &[M],
+    skip_textless: bool,
+) -> Option<String> {
+    use crate::message::{Content, StopReason};
     let last = messages.iter().rev().find_map(|m| match m.borrow() {
-        AgentMessage::Assistant(a)
-            if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
-        {
-            Some(a)
+        AgentMessage::Assistant(a) => {
+            let skipped = if skip_textless {
+                a.stop_reason != StopReason::Stop
+                    && !a
+                        .content
+                        .iter()
+                        .any(|c| matches!(c, Content::Text(t) if !t.text.trim().is_empty()))
+            } else {
+                a.stop_reason == StopReason::Aborted && a.content.is_empty()
+            };
+            (!skipped).then_some(a)
         }
         _ => None,
     })?;
