@@ -9,6 +9,23 @@ pub struct Texts {
     pub aborted_between_turns: TrailingTurn,
     /// `compact` on a session with nothing to summarise.
     pub nothing_to_compact: &'static str,
+    /// Texts of the sectioned system prompt (`crate::prompt::sections`, used when
+    /// `agent.system_messages` is on). 0.73.1: not used (its prompt is one text, kept as
+    /// 0.87.1's here); 0.87.1: "You are an expert coding assistant…", four edit rules;
+    /// 1.6.0: "You are a coding assistant running inside pi…", two edit rules, a shorter
+    /// tools footer.
+    pub system_prompt: PromptTexts,
+}
+
+/// The fixed texts of the sectioned system prompt.
+#[derive(Debug)]
+pub struct PromptTexts {
+    /// The `preamble` section (when no custom prompt replaces it).
+    pub preamble: &'static str,
+    /// The sentence after the tool list in the `tools` section.
+    pub tools_footer: &'static str,
+    /// The edit tool's rules (its `promptGuidelines`) in the `rules` section.
+    pub edit_rules: &'static [&'static str],
 }
 
 /// Stop reason and error text of a synthesized trailing assistant message.
