@@ -394,6 +394,9 @@ fn resolve_trust_and_settings(
     for w in warnings {
         eprintln!("{w}");
     }
+    if let Some(note) = settings.cache_warming_note() {
+        eprintln!("{note}");
+    }
     (settings, version, project_trusted)
 }
 

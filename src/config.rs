@@ -258,6 +258,18 @@ impl Settings {
                 .map_err(|e| format!("settings.json: pith.limits: {e}")),
         }
     }
+    /// `cacheWarming` (pi 1.6.0: `"off"`, `"streaming"` or `"idle"`, default `"idle"`; a global
+    /// setting only). pith keeps no provider cache warm: it never sends a request nobody asked
+    /// for. A stderr note when the user's settings ask for warming (docs/rpc.md); `None` when
+    /// the setting is absent, `"off"`, or a value pi itself ignores.
+    pub fn cache_warming_note(&self) -> Option<String> {
+        let mode = self.global.get("cacheWarming")?.as_str()?;
+        matches!(mode, "streaming" | "idle").then(|| {
+            format!(
+                "pith: cacheWarming \"{mode}\" is not honoured: pith sends no cache-warming requests (it acts as \"off\")"
+            )
+        })
+    }
     /// `mcpServers` (the widely used MCP client format; merged by server name like any object).
     pub fn mcp_servers(&self) -> Option<&Value> {
         self.get("mcpServers")
@@ -423,6 +435,32 @@ mod tests {
             s.confirm_tools(),
             Some(ConfirmTools::Some(vec!["write".into()]))
         );
+    }
+
+    #[test]
+    fn cache_warming_is_accepted_and_noted_when_asked_for() {
+        let g = tempfile::tempdir().unwrap();
+        let c = tempfile::tempdir().unwrap();
+        let note = |global: &str, project: Option<&str>| {
+            std::fs::write(g.path().join("settings.json"), global).unwrap();
+            if let Some(p) = project {
+                std::fs::create_dir_all(c.path().join(".pi")).unwrap();
+                std::fs::write(c.path().join(".pi/settings.json"), p).unwrap();
+            }
+            Settings::load(g.path(), c.path()).0.cache_warming_note()
+        };
+        assert_eq!(note("{}", None), None);
+        assert_eq!(note(r#"{"cacheWarming":"off"}"#, None), None);
+        assert_eq!(note(r#"{"cacheWarming":"sometimes"}"#, None), None);
+        assert_eq!(
+            note(r#"{"cacheWarming":"idle"}"#, None).as_deref(),
+            Some(
+                "pith: cacheWarming \"idle\" is not honoured: pith sends no cache-warming requests (it acts as \"off\")"
+            )
+        );
+        assert!(note(r#"{"cacheWarming":"streaming"}"#, None).is_some());
+        // A global setting only: the project's is not read.
+        assert_eq!(note("{}", Some(r#"{"cacheWarming":"idle"}"#)), None);
     }
 
     #[test]

@@ -49,10 +49,12 @@ const TRANSIENT: &[&str] = &[
 pub(crate) fn js_regex(alternatives: &[&str]) -> regex::Regex {
     const DOT: &str = r"[^\n\r\x{2028}\x{2029}]";
     const SPACE: &str = r"[\t\n\x0B\x0C\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}]";
+    const NOTSPACE: &str = r"[^\t\n\x0B\x0C\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}]";
     let pattern = alternatives
         .join("|")
         .replace("{DOT}", DOT)
-        .replace("{SPACE}", SPACE);
+        .replace("{SPACE}", SPACE)
+        .replace("{NOTSPACE}", NOTSPACE);
     // The patterns are constants: a failure here is a bug caught by the unit tests.
     regex::Regex::new(&pattern)
         .unwrap_or_else(|_| regex::Regex::new("[^\\s\\S]").expect("empty class"))
@@ -105,11 +107,96 @@ fn is_transient_network_not_quota(error_message: &str) -> bool {
         && (js_regex(TRANSIENT).is_match(&h) || js_regex(TRANSIENT_NETWORK).is_match(&h))
 }
 
+/// pi 1.6.0's retryable patterns (`RETRYABLE_PROVIDER_ERROR_PATTERN`). JavaScript's
+/// look-behind/look-ahead around the status codes and socket codes are written as a consumed
+/// neighbour (`{NB}`/`{NA}`, or start/end of text): the same yes/no for `is_match`.
+const TRANSIENT_WIDER: &[&str] = &[
+    "overloaded",
+    "server_busy",
+    "servers are currently busy",
+    "currently experiencing high demand",
+    "model is at capacity",
+    "rate{DOT}?limit",
+    "too many requests",
+    "(?:^|[^a-z0-9])(?:429|500|502|503|504|520|524)(?:[^a-z0-9]|$)",
+    "service{DOT}?(?:is{DOT}?)?(?:temporarily{DOT}?)?unavailable",
+    "server{DOT}?error",
+    "internal{DOT}?error",
+    "provider{DOT}?returned{DOT}?(?:an{DOT}?)?error",
+    "exceeded request buffer limit while retrying upstream",
+    "unable to forward upstream",
+    "upstream{DOT}?request{DOT}?failed",
+    "upstream_stream_read_error",
+    "stream was interrupted",
+    "http/?2 stream failed",
+    "network{DOT}?error",
+    "connection{DOT}?error",
+    "connection{DOT}?refused",
+    "connection{DOT}?lost",
+    "connection{DOT}?closed",
+    "other side closed",
+    "fetch failed",
+    "request to {NOTSPACE}+ failed, reason:",
+    "getaddrinfo",
+    "(?:^|[^a-z0-9_])(?:econnreset|econnaborted|econnrefused|etimedout|epipe)(?:[^a-z0-9_]|$)",
+    "connection reset by peer",
+    "enotfound",
+    "eai_again",
+    "upstream{DOT}?connect",
+    "reset before headers",
+    "socket hang up",
+    "socket connection was closed",
+    "timed? out",
+    "timeout",
+    "terminated",
+    "websocket{DOT}?closed",
+    "websocket{DOT}?error",
+    "websocket{DOT}?connection{DOT}?limit{DOT}?reached",
+    "ended without",
+    "stream ended before message_stop",
+    "stream ended before a terminal response event",
+    "http2 request did not get a response",
+    "stream disconnected before completion",
+    "cut short after the reply had begun",
+    "pending stream has been canceled",
+    "retry delay",
+    "you can retry your request",
+    "try your request again",
+    "please retry your request",
+    "resourceexhausted",
+    "subscription_sharing_usage_unavailable",
+    "subscription_sharing_user_unavailable",
+    // pith's own stall timeout wording ("... stalled: no data for N s").
+    "stalled",
+];
+
+/// pi 1.6.0's usage limits that are never retried (`NON_RETRYABLE_PROVIDER_LIMIT_ERROR_PATTERN`).
+const NOT_TRANSIENT_LIMITS: &[&str] = &[
+    "gousagelimiterror",
+    "freeusagelimiterror",
+    "monthly usage limit reached",
+    "available balance",
+    "insufficient_quota",
+    "out of budget",
+    "quota exceeded",
+    "billing",
+    "subscription_sharing_usage_limit_exceeded",
+    "subscription_sharing_workplace_individual_usage_limit_exceeded",
+    "\"code\"{SPACE}*:{SPACE}*\"?1308(?:[^0-9]|$)",
+];
+
+/// pi 1.6.0's `isRetryableAssistantError` text test.
+fn is_transient_wider(error_message: &str) -> bool {
+    let h = error_message.to_ascii_lowercase();
+    !js_regex(NOT_TRANSIENT_LIMITS).is_match(&h) && js_regex(TRANSIENT_WIDER).is_match(&h)
+}
+
 /// Whether `error_message` is transient under the version's [`TransientErrors`].
 pub fn is_transient_with(errors: TransientErrors, error_message: &str) -> bool {
     match errors {
         TransientErrors::Base => is_transient(error_message),
         TransientErrors::WithNetworkLessQuota => is_transient_network_not_quota(error_message),
+        TransientErrors::Wider => is_transient_wider(error_message),
     }
 }
 
@@ -182,6 +269,52 @@ mod tests {
         let e = "getaddrinfo ENOTFOUND api.example.com";
         assert!(!is_transient_with(TransientErrors::Base, e));
         assert!(is_transient_with(TransientErrors::WithNetworkLessQuota, e));
+    }
+
+    #[test]
+    fn transient_errors_wider() {
+        let yes = |e: &str| is_transient_with(TransientErrors::Wider, e);
+        for e in [
+            "Connection closed.",
+            "read ECONNRESET",
+            "write EPIPE",
+            "connect ETIMEDOUT 1.2.3.4:443",
+            "Claude Code's stream from Anthropic was cut short after the reply had begun",
+            "server_busy",
+            "The upstream provider returned an error",
+            "Selected model is at capacity",
+            "Unable to forward upstream stream",
+            "The service is temporarily unavailable",
+            "529 overloaded",
+            "429 too many",
+            "HTTP 503",
+            "request to https://oauth2.googleapis.com/token failed, reason: ",
+        ] {
+            assert!(yes(e), "{e}");
+        }
+        for e in [
+            "400 bad request",
+            "request id req_4290001",
+            "wrote 15024 bytes",
+            "ECONNRESETX",
+            "429 insufficient_quota",
+            "{\"code\": \"1308\", \"message\": \"limit\"} 429",
+            "subscription_sharing_usage_limit_exceeded: 503",
+            "prompt is too long",
+        ] {
+            assert!(!yes(e), "{e}");
+        }
+        // A longer code after 1308 is not the usage limit.
+        assert!(yes("{\"code\": 13080} 503"));
+        // 0.87.1 did not know these, and took a status code anywhere in the text.
+        assert!(!is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "read ECONNRESET"
+        ));
+        assert!(is_transient_with(
+            TransientErrors::WithNetworkLessQuota,
+            "request id req_4290001"
+        ));
     }
 
     #[test]

@@ -629,6 +629,7 @@ pub fn summary_requests(
             &prep.messages_to_summarize,
             prep.previous_summary.as_deref(),
             custom_instructions,
+            true,
         ),
         max_tokens: (0.8 * settings.reserve_tokens as f64).floor() as u64,
         reasoning,
@@ -645,7 +646,7 @@ pub fn summary_requests(
         system_prompt: SUMMARIZATION_SYSTEM_PROMPT.to_string(),
         user_text: format!(
             "<conversation>\n{}\n</conversation>\n\n{TURN_PREFIX_SUMMARIZATION_PROMPT}",
-            serialize_agent_messages(&prep.turn_prefix_messages)
+            serialize_agent_messages(&prep.turn_prefix_messages, true)
         ),
         max_tokens: (0.5 * settings.reserve_tokens as f64).floor() as u64,
         reasoning,
@@ -659,11 +660,12 @@ pub(crate) fn history_prompt(
     messages: &[AgentMessage],
     previous_summary: Option<&str>,
     custom_instructions: Option<&str>,
+    thinking: bool,
 ) -> String {
     let previous = previous_summary.filter(|s| !s.is_empty());
     let mut text = format!(
         "<conversation>\n{}\n</conversation>\n\n",
-        serialize_agent_messages(messages)
+        serialize_agent_messages(messages, thinking)
     );
     if let Some(prev) = previous {
         text.push_str(&format!(
@@ -682,13 +684,20 @@ pub(crate) fn history_prompt(
     text
 }
 
-pub(crate) fn serialize_agent_messages(messages: &[AgentMessage]) -> String {
-    serialize_conversation(&to_llm(messages, false))
+/// [`serialize_conversation`] of the agent messages; `thinking`: with `[Assistant thinking]:`.
+pub(crate) fn serialize_agent_messages(messages: &[AgentMessage], thinking: bool) -> String {
+    serialize_conversation_with(&to_llm(messages, false), thinking)
 }
 
 /// `serializeConversation`: the LLM messages as labelled text blocks joined by a blank line, so
 /// the summarizer does not continue the conversation.
 pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
+    serialize_conversation_with(messages, true)
+}
+
+/// [`serialize_conversation`], the assistant's thinking left out unless `thinking` (pi 1.6.0
+/// leaves it out).
+pub fn serialize_conversation_with(messages: &[LlmMessage], thinking: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     for m in messages {
         match m {
@@ -698,7 +707,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
                     parts.push(format!("[User]: {text}"));
                 }
             }
-            LlmMessage::Assistant(a) => serialize_assistant(a, &mut parts),
+            LlmMessage::Assistant(a) => serialize_assistant(a, thinking, &mut parts),
             LlmMessage::System(_) => {}
             LlmMessage::ToolResult(r) => {
                 let text = UserContent::Blocks(r.content.clone()).joined_text();
@@ -714,7 +723,7 @@ pub fn serialize_conversation(messages: &[LlmMessage]) -> String {
     parts.join("\n\n")
 }
 
-fn serialize_assistant(a: &AssistantMessage, parts: &mut Vec<String>) {
+fn serialize_assistant(a: &AssistantMessage, with_thinking: bool, parts: &mut Vec<String>) {
     let mut texts = Vec::new();
     let mut thinking = Vec::new();
     let mut calls = Vec::new();
@@ -737,7 +746,7 @@ fn serialize_assistant(a: &AssistantMessage, parts: &mut Vec<String>) {
             Content::Image(_) => {}
         }
     }
-    if !thinking.is_empty() {
+    if with_thinking && !thinking.is_empty() {
         parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
     }
     if !texts.is_empty() {
@@ -1295,6 +1304,11 @@ mod tests {
         assert_eq!(
             serialize_conversation(&to_llm(&msgs, false)),
             "[User]: plain\n\n[Assistant thinking]: t1\nt2\n\n[Assistant]: x\ny\n\n[Assistant tool calls]: bash(command=\"ls \\\"a\\\"\", timeout=5); noargs()\n\n[User]: Ran `echo hi`\n```\nhi\n\n```"
+        );
+        // pi 1.6.0: without the thinking.
+        assert_eq!(
+            serialize_conversation_with(&to_llm(&msgs, false), false),
+            "[User]: plain\n\n[Assistant]: x\ny\n\n[Assistant tool calls]: bash(command=\"ls \\\"a\\\"\", timeout=5); noargs()\n\n[User]: Ran `echo hi`\n```\nhi\n\n```"
         );
     }
 

@@ -213,18 +213,25 @@ pub fn prepare(path: &[&Entry], settings: &Settings) -> Result<Preparation, Stri
 }
 
 /// The summary requests, in the order they run: the history (unless a split turn has nothing
-/// before it), then the turn prefix. Token caps are bounded by `model_max_tokens` (when known).
+/// before it), then the turn prefix. Token caps are bounded by `model_max_tokens` (when known);
+/// `profile` says whether they are that limit itself and whether thinking is summarized.
 pub fn summary_requests(
     prep: &Preparation,
     custom_instructions: Option<&str>,
     settings: &Settings,
     thinking: Option<ThinkingLevel>,
     model_max_tokens: u64,
+    profile: &crate::protocol::Compaction,
 ) -> Vec<SummaryRequest> {
     let reasoning = thinking.filter(|t| *t != ThinkingLevel::Off);
+    let with_thinking = profile.summary_thinking;
     let cap = |share: f64| {
         let tokens = (share * settings.reserve_tokens as f64).floor() as u64;
-        if model_max_tokens > 0 {
+        if profile.summary_max_tokens == crate::protocol::SummaryMaxTokens::ModelLimit
+            && model_max_tokens > 0
+        {
+            model_max_tokens
+        } else if model_max_tokens > 0 {
             tokens.min(model_max_tokens)
         } else {
             tokens
@@ -239,6 +246,7 @@ pub fn summary_requests(
                 &prep.messages_to_summarize,
                 prep.previous_summary.as_deref(),
                 custom_instructions,
+                with_thinking,
             ),
             max_tokens: cap(0.8),
             reasoning,
@@ -250,7 +258,10 @@ pub fn summary_requests(
             system_prompt: SUMMARIZATION_SYSTEM_PROMPT.to_string(),
             user_text: format!(
                 "# Conversation\n{}\n\n# Instructions\n{TURN_PREFIX_SUMMARIZATION_PROMPT}",
-                crate::compaction::serialize_agent_messages(&prep.turn_prefix_messages)
+                crate::compaction::serialize_agent_messages(
+                    &prep.turn_prefix_messages,
+                    with_thinking
+                )
             ),
             max_tokens: cap(0.5),
             reasoning,
@@ -359,12 +370,19 @@ mod tests {
         assert_eq!(prep.tokens_before, 102);
         let first_kept = s.branch_path()[5].id().to_string();
         assert_eq!(prep.first_kept_entry_id, first_kept);
-        let reqs = summary_requests(&prep, Some("Focus"), &settings, None, 16384);
+        let p087 = &crate::protocol::v087::PROFILE.compaction;
+        let reqs = summary_requests(&prep, Some("Focus"), &settings, None, 16384, p087);
         assert_eq!(reqs.len(), 1);
         assert!(reqs[0].user_text.starts_with(
             "<conversation>\n[User]: First message\n\n[Assistant]: First reply.\n</conversation>"
         ));
         assert!(reqs[0].user_text.ends_with("\n\nAdditional focus: Focus"));
+        assert_eq!(reqs[0].max_tokens, 13107);
+        // pi 1.6.0: the model's own limit.
+        let p16 = &crate::protocol::v16::PROFILE.compaction;
+        let reqs = summary_requests(&prep, Some("Focus"), &settings, None, 32000, p16);
+        assert_eq!(reqs[0].max_tokens, 32000);
+        let reqs = summary_requests(&prep, Some("Focus"), &settings, None, 0, p16);
         assert_eq!(reqs[0].max_tokens, 13107);
     }
 

@@ -284,6 +284,7 @@ impl Machine {
                 &settings,
                 thinking,
                 model.max_tokens,
+                &self.profile.compaction,
             )
         } else {
             compaction::summary_requests(&prep, custom, &settings, thinking)

@@ -25,7 +25,7 @@ fn builtin_command(c: &crate::protocol::BuiltinCommand) -> Value {
         "source": "extension",
         "sourceInfo": {
             "path": c.path,
-            "source": "inline",
+            "source": c.source,
             "scope": "temporary",
             "origin": "top-level"
         }
@@ -427,6 +427,7 @@ impl Machine {
                 .answers
                 .builtin_commands
                 .iter()
+                .filter(|c| !c.needs_mcp || !self.plugins.cfg.no_mcp)
                 .map(builtin_command)
                 .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
         );

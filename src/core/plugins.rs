@@ -63,6 +63,8 @@ pub struct PluginConfig {
     pub ui: bool,
     /// `rpc`, `json` or `print` (told to extensions in `hello`).
     pub mode: &'static str,
+    /// `--no-mcp`: no MCP server starts (and 1.6.0's built-in `mcp` command is not listed).
+    pub no_mcp: bool,
 }
 
 impl PluginConfig {
@@ -149,6 +151,7 @@ impl PluginConfig {
                 mcp_call_timeout: Duration::from_secs(settings.mcp_tool_timeout_secs().max(1)),
                 ui: mode == "rpc",
                 mode,
+                no_mcp,
             },
             warnings,
         )

@@ -58,6 +58,7 @@ impl Machine {
             append: self.env.append_system_prompt.as_deref(),
             context_files: &files,
             skills: &skills,
+            texts: &self.profile.texts.system_prompt,
         })
     }
 

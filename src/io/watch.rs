@@ -100,6 +100,9 @@ fn woken(signal_revents: i16, stdout_revents: i16) -> Woken {
 /// to watch. A negative descriptor is one `poll` ignores.
 fn run(mut signals: Option<Signals>, tx: &Sender<Control>) {
     let mut stdout = STDOUT;
+    // Signals seen so far: the first starts the orderly shutdown (the machine's), a second one
+    // ends the process at once (pi 1.6.0's rpc mode: 143 after SIGTERM, 129 after SIGHUP).
+    let mut seen = 0u32;
     loop {
         let pipe = signals.as_ref().map_or(-1, |s| s.0.get_read().as_raw_fd());
         if pipe < 0 && stdout < 0 {
@@ -133,9 +136,13 @@ fn run(mut signals: Option<Signals>, tx: &Sender<Control>) {
         if w.signals {
             if let Some(s) = signals.as_mut() {
                 for sig in s.0.pending() {
-                    if tx.send(Control::Signal(sig)).is_err() {
-                        return;
+                    seen += 1;
+                    if seen > 1 {
+                        eprintln!("pith: signal {sig} during shutdown; exiting at once");
+                        std::process::exit(128 + sig);
                     }
+                    // The machine already gone (shutting down): the one signal changes nothing.
+                    let _ = tx.send(Control::Signal(sig));
                 }
             }
         }

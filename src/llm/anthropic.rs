@@ -68,14 +68,18 @@ impl Dialect {
                 signed_thinking_replay: true,
                 strict_stream: true,
             },
+            SdkGeneration::Pi16 => Dialect {
+                stainless_package: Some("0.129.0"),
+                ..Dialect::of(SdkGeneration::Pi087)
+            },
         }
     }
 
     /// The `User-Agent` of an SDK request.
-    fn user_agent(&self) -> String {
+    fn user_agent(&self, sdk: SdkGeneration) -> String {
         match self.sdk_user_agent {
             Some(agent) => agent.to_string(),
-            None => crate::llm::http::pi_user_agent(),
+            None => crate::llm::http::pi_user_agent(sdk),
         }
     }
 }
@@ -271,7 +275,7 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         h.extend(crate::llm::http::stainless_platform(package));
     }
     // pi 0.87.1 sends its own User-Agent instead of the SDK's.
-    let sdk_agent = d.user_agent();
+    let sdk_agent = d.user_agent(req.sdk);
     if !betas.is_empty() {
         h.push(("anthropic-beta".into(), betas.join(",")));
     }
@@ -285,7 +289,7 @@ pub fn headers(req: &LlmRequest) -> Vec<(String, String)> {
         // Copilot: the token as a bearer, the editor's identity from the model's headers.
         (Some(k), _) if copilot => {
             h.push(("authorization".into(), format!("Bearer {k}")));
-            h.push(("user-agent".into(), d.user_agent()));
+            h.push(("user-agent".into(), d.user_agent(req.sdk)));
         }
         (Some(k), true) => {
             h.push(("authorization".into(), format!("Bearer {k}")));
@@ -1039,7 +1043,12 @@ fn with_items<R>(
 ) -> R {
     let model = &req.model;
     let normalize = |id: &str| sanitize_id(id, 64);
-    let msgs = transform_borrowed(&req.messages, model, Some(&normalize));
+    let msgs = transform_borrowed(
+        &req.messages,
+        model,
+        Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
+    );
     let images_ok = model.input.iter().any(|i| i == "image");
     let d = Dialect::of(req.sdk);
     let signed_replay = d.signed_thinking_replay;

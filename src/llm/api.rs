@@ -483,7 +483,9 @@ impl Builder {
     pub fn set_usage(&mut self, mut usage: Usage, out: &mut Vec<StreamEvent>) {
         usage.cost = match self.sdk {
             SdkGeneration::Pi073 => crate::llm::cost::calculate(&self.prices, &usage),
-            SdkGeneration::Pi087 => crate::llm::cost::calculate_tiered(&self.prices, &usage),
+            SdkGeneration::Pi087 | SdkGeneration::Pi16 => {
+                crate::llm::cost::calculate_tiered(&self.prices, &usage)
+            }
         };
         self.msg.usage = usage;
         if self.started {
@@ -731,7 +733,7 @@ pub fn default_max_tokens(req: &LlmRequest) -> u64 {
         SdkGeneration::Pi073 => req
             .max_tokens
             .unwrap_or_else(|| req.model.max_tokens.min(32000)),
-        SdkGeneration::Pi087 => {
+        SdkGeneration::Pi087 | SdkGeneration::Pi16 => {
             let base = req.max_tokens.unwrap_or(req.model.max_tokens);
             crate::llm::estimate::clamp_max_tokens(req, base)
         }

@@ -18,13 +18,6 @@ use crate::llm::openai_responses::{
 };
 use crate::llm::{LlmRequest, http};
 
-/// Providers whose `call_id|item_id` ids are kept (pi's `AZURE_TOOL_CALL_PROVIDERS`).
-const AZURE_TOOL_CALL_PROVIDERS: &[&str] = &[
-    "openai",
-    "openai-codex",
-    "opencode",
-    "azure-openai-responses",
-];
 const DEFAULT_API_VERSION: &str = "v1";
 
 /// The `azure-openai-responses` wire API.
@@ -58,7 +51,7 @@ impl WireApi for AzureOpenAi {
         ];
         if let Some(package) = Dialect::of(req.sdk).stainless_package {
             // pi 0.87.1: its own User-Agent, the SDK's 300 s timeout and platform headers.
-            headers.push(("user-agent".into(), http::pi_user_agent()));
+            headers.push(("user-agent".into(), http::pi_user_agent(req.sdk)));
             headers.push(("x-stainless-timeout".into(), "300".into()));
             headers.extend(http::stainless_platform(package));
         } else {
@@ -171,7 +164,11 @@ pub fn build_body(req: &LlmRequest, deployment: &str) -> Value {
     body.insert("model".into(), json!(deployment));
     body.insert(
         "input".into(),
-        Value::Array(convert_messages(req, AZURE_TOOL_CALL_PROVIDERS, true)),
+        Value::Array(convert_messages(
+            req,
+            Dialect::of(req.sdk).azure_tool_call_providers,
+            true,
+        )),
     );
     body.insert("stream".into(), json!(true));
     if let Some(s) = &req.session_id {

@@ -454,6 +454,7 @@ fn messages(req: &LlmRequest, claude: bool) -> Vec<Value> {
         &req.messages,
         &req.model,
         Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
     ));
     let mut out: Vec<Value> = Vec::with_capacity(msgs.len());
     let mut i = 0;
@@ -679,7 +680,7 @@ impl Dialect {
                 strict_tools: false,
                 raw_stop_reason: false,
             },
-            SdkGeneration::Pi087 => Dialect {
+            SdkGeneration::Pi087 | SdkGeneration::Pi16 => Dialect {
                 diagnostics: true,
                 strict_tools: true,
                 raw_stop_reason: true,

@@ -30,7 +30,7 @@ impl Dialect {
                 gemini3_tools: false,
                 strict_finish: false,
             },
-            SdkGeneration::Pi087 => Dialect {
+            SdkGeneration::Pi087 | SdkGeneration::Pi16 => Dialect {
                 gemini3_tools: true,
                 strict_finish: true,
             },
@@ -249,6 +249,7 @@ pub fn contents(req: &LlmRequest, flavor: Flavor) -> Vec<Value> {
         &req.messages,
         model,
         Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
     ));
     let images = model.input.iter().any(|i| i == "image");
     let mut contents: Vec<Value> = Vec::new();

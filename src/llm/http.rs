@@ -289,9 +289,10 @@ pub fn stainless_platform(package_version: &str) -> Vec<(String, String)> {
     ]
 }
 
-/// pi 0.87.1's `User-Agent`: `pi (<platform> <kernel release>; <arch>)` in Node's words
-/// (`linux`, `darwin`; `x64`, `arm64`).
-pub fn pi_user_agent() -> String {
+/// pi's own `User-Agent` in Node's words (`linux`, `darwin`; `x64`, `arm64`): pi 0.87.1's
+/// `pi (<platform> <kernel release>; <arch>)`; pi 1.6.0's identity
+/// `pi/1.6.0 (<platform>; node/<version>; <arch>)` (pi-ai's `formatUserAgent`).
+pub fn pi_user_agent(sdk: crate::protocol::SdkGeneration) -> String {
     let platform = match std::env::consts::OS {
         "macos" => "darwin",
         "windows" => "win32",
@@ -303,11 +304,17 @@ pub fn pi_user_agent() -> String {
         "x86" => "ia32",
         other => other,
     };
+    if sdk == crate::protocol::SdkGeneration::Pi16 {
+        return format!("pi/{PI_16_VERSION} ({platform}; node/{REFERENCE_NODE}; {arch})");
+    }
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     format!("pi ({platform} {release}; {arch})")
 }
+
+/// pi-ai's version in pi 1.6.0's identity `User-Agent` (`PI_AI_VERSION`).
+const PI_16_VERSION: &str = "1.6.0";
 
 #[cfg(test)]
 mod tests {

@@ -39,7 +39,7 @@ impl Client {
     pub const fn of(sdk: SdkGeneration) -> Client {
         match sdk {
             SdkGeneration::Pi073 => Client::MistralSdk,
-            SdkGeneration::Pi087 => Client::Fetch,
+            SdkGeneration::Pi087 | SdkGeneration::Pi16 => Client::Fetch,
         }
     }
 }
@@ -62,7 +62,10 @@ impl WireApi for Mistral {
         let mut h: Vec<(String, String)> = if client == Client::Fetch {
             // pi 0.87.1's own client (no SDK).
             vec![
-                ("user-agent".into(), crate::llm::http::pi_user_agent()),
+                (
+                    "user-agent".into(),
+                    crate::llm::http::pi_user_agent(req.sdk),
+                ),
                 ("accept".into(), "text/event-stream".into()),
                 ("authorization".into(), format!("Bearer {key}")),
                 ("content-type".into(), "application/json".into()),
@@ -233,6 +236,7 @@ pub fn build_body(req: &LlmRequest) -> Value {
         &req.messages,
         model,
         Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
     ));
     let mut messages = Vec::with_capacity(msgs.len() + 1);
     if !req.system_prompt.is_empty() {
@@ -275,7 +279,12 @@ pub fn build_wire_payload(req: &LlmRequest) -> Value {
     let images = model.input.iter().any(|i| i == "image");
     let normalizer = RefCell::new(IdNormalizer::default());
     let normalize = |id: &str| normalizer.borrow_mut().normalize(id);
-    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let mut msgs = transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
+    );
     let mut messages = Vec::with_capacity(msgs.len() + 1);
     // A model that takes system messages in place gets them where they are (the first one whole,
     // the later ones as updates); otherwise they are folded into the prompt.

@@ -44,7 +44,7 @@ impl WireApi for OpenAiCodex {
         set("Authorization", format!("Bearer {token}"));
         set("chatgpt-account-id", account);
         set("originator", "pi".into());
-        set("User-Agent", user_agent());
+        set("User-Agent", http::pi_user_agent(req.sdk));
         set("OpenAI-Beta", "responses=experimental".into());
         set("accept", "text/event-stream".into());
         set("content-type", "application/json".into());
@@ -130,25 +130,6 @@ fn now_ms() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as f64)
         .unwrap_or(0.0)
-}
-
-/// `pi (<platform> <release>; <arch>)`, Node's names.
-fn user_agent() -> String {
-    let platform = match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        "x86" => "ia32",
-        other => other,
-    };
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    format!("pi ({platform} {release}; {arch})")
 }
 
 /// `<base>/codex/responses` (a base already ending in `/codex` or `/codex/responses` is kept).

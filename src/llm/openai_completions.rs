@@ -314,6 +314,10 @@ impl Dialect {
                 opencode_go_reasoning: true,
                 usage_details: true,
             },
+            SdkGeneration::Pi16 => Dialect {
+                stainless_package: Some("7.59.0"),
+                ..Dialect::of(SdkGeneration::Pi087)
+            },
         }
     }
 }
@@ -443,7 +447,10 @@ pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
         ("content-type".into(), "application/json".into()),
     ];
     if let Some(package) = Dialect::of(req.sdk).stainless_package {
-        h.push(("user-agent".into(), crate::llm::http::pi_user_agent()));
+        h.push((
+            "user-agent".into(),
+            crate::llm::http::pi_user_agent(req.sdk),
+        ));
         h.push(("x-stainless-timeout".into(), "300".into()));
         h.extend(crate::llm::http::stainless_platform(package));
     } else {
@@ -937,7 +944,12 @@ fn convert_messages(req: &LlmRequest, c: &Quirks) -> Vec<Value> {
             per_provider(id)
         }
     };
-    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let mut msgs = transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
+    );
     if !keep_system {
         msgs = crate::llm::transcript::collapsed(msgs);
     }

@@ -42,6 +42,9 @@ pub struct Dialect {
     /// stop reason, an incomplete response other than a length stop is an error, and a stream
     /// without a terminal event fails.
     pub strict_stream_end: bool,
+    /// Azure: the providers whose `call_id|item_id` ids are kept (pi's
+    /// `AZURE_TOOL_CALL_PROVIDERS`; 1.6.0 names the Azure provider `azure`).
+    pub azure_tool_call_providers: &'static [&'static str],
 }
 
 impl Dialect {
@@ -59,6 +62,12 @@ impl Dialect {
                 codex_reasoning_off: false,
                 codex_zstd: false,
                 strict_stream_end: false,
+                azure_tool_call_providers: &[
+                    "openai",
+                    "openai-codex",
+                    "opencode",
+                    "azure-openai-responses",
+                ],
             },
             SdkGeneration::Pi087 => Dialect {
                 errors: ErrorWording::ErrorObject,
@@ -72,6 +81,12 @@ impl Dialect {
                 codex_reasoning_off: true,
                 codex_zstd: true,
                 strict_stream_end: true,
+                ..Dialect::of(SdkGeneration::Pi073)
+            },
+            SdkGeneration::Pi16 => Dialect {
+                stainless_package: Some("7.59.0"),
+                azure_tool_call_providers: &["openai", "openai-codex", "opencode", "azure"],
+                ..Dialect::of(SdkGeneration::Pi087)
             },
         }
     }
@@ -457,7 +472,12 @@ pub fn convert_messages(req: &LlmRequest, allowed: &[&str], include_system: bool
         format!("{call}|{item}")
     };
     let keep_system = crate::llm::transcript::mid_convo(req);
-    let mut msgs = transform_messages(&req.messages, model, Some(&normalize));
+    let mut msgs = transform_messages(
+        &req.messages,
+        model,
+        Some(&normalize),
+        crate::llm::transform::ForeignThinking::of(req.sdk),
+    );
     if !keep_system {
         msgs = crate::llm::transcript::collapsed(msgs);
     }

@@ -20,7 +20,7 @@ use crate::protocol::SdkGeneration;
 pub const fn reads_system_messages(sdk: SdkGeneration) -> bool {
     match sdk {
         SdkGeneration::Pi073 => false,
-        SdkGeneration::Pi087 => true,
+        SdkGeneration::Pi087 | SdkGeneration::Pi16 => true,
     }
 }
 

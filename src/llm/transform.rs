@@ -13,14 +13,34 @@ use crate::message::{
     now_ms,
 };
 
+/// What becomes of another model's readable (unsigned or foreign-signed) thinking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForeignThinking {
+    /// pi 0.73.1 / 0.87.1: sent as a text block.
+    AsText,
+    /// pi 1.6.0 (1.3.0, "clean model switching"): left out; back on the model that wrote it, it
+    /// is replayed as thinking again.
+    Dropped,
+}
+
+impl ForeignThinking {
+    pub const fn of(sdk: crate::protocol::SdkGeneration) -> ForeignThinking {
+        match sdk {
+            crate::protocol::SdkGeneration::Pi16 => ForeignThinking::Dropped,
+            _ => ForeignThinking::AsText,
+        }
+    }
+}
+
 /// Normalise `messages` for `model`. `normalize_id` maps a foreign tool-call id to one the target
 /// API accepts (only applied to assistant messages from another model).
 pub fn transform_messages<'a>(
     messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
+    foreign: ForeignThinking,
 ) -> Vec<LlmMessage> {
-    transform_borrowed(messages, model, normalize_id)
+    transform_borrowed(messages, model, normalize_id, foreign)
         .into_iter()
         .map(Transformed::into_owned)
         .collect()
@@ -60,6 +80,7 @@ pub fn transform_borrowed<'a>(
     messages: impl IntoIterator<Item = &'a LlmMessage>,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
+    foreign: ForeignThinking,
 ) -> Vec<Transformed<'a>> {
     let mut id_map: HashMap<String, String> = HashMap::new();
     let messages = messages.into_iter();
@@ -100,7 +121,7 @@ pub fn transform_borrowed<'a>(
             LlmMessage::System(_) => Transformed::Same(msg),
             LlmMessage::Assistant(a) if unchanged(a, model) => Transformed::Same(msg),
             LlmMessage::Assistant(a) => Transformed::Changed(Box::new(LlmMessage::Assistant(
-                transform_assistant(a, model, normalize_id, &mut id_map),
+                transform_assistant(a, model, normalize_id, foreign, &mut id_map),
             ))),
         };
         match &*msg {
@@ -226,6 +247,7 @@ fn transform_assistant(
     a: &AssistantMessage,
     model: &Model,
     normalize_id: Option<&dyn Fn(&str) -> String>,
+    foreign: ForeignThinking,
     id_map: &mut HashMap<String, String>,
 ) -> AssistantMessage {
     let same = is_same_model(a, model);
@@ -242,7 +264,7 @@ fn transform_assistant(
                 } else if t.thinking.trim().is_empty() {
                 } else if same {
                     content.push(block.clone());
-                } else {
+                } else if foreign == ForeignThinking::AsText {
                     content.push(Content::text(t.thinking.clone()));
                 }
             }
@@ -392,7 +414,7 @@ mod tests {
             }),
             assistant("other", vec![Content::text("x")], StopReason::Stop),
         ];
-        let out = transform_borrowed(&msgs, &model(), None);
+        let out = transform_borrowed(&msgs, &model(), None, ForeignThinking::AsText);
         let borrowed: Vec<bool> = out
             .iter()
             .map(|m| matches!(m, Transformed::Same(_)))
@@ -408,7 +430,7 @@ mod tests {
             user("b"),
             assistant("m", vec![Content::text("x")], StopReason::Error),
         ];
-        let out = transform_messages(&msgs, &model(), None);
+        let out = transform_messages(&msgs, &model(), None, ForeignThinking::AsText);
         assert_eq!(out.len(), 4);
         match &out[2] {
             LlmMessage::ToolResult(r) => {
@@ -441,7 +463,7 @@ mod tests {
             }),
         ];
         let f = |id: &str| sanitize_id(id, 64);
-        let out = transform_messages(&msgs, &model(), Some(&f));
+        let out = transform_messages(&msgs, &model(), Some(&f), ForeignThinking::AsText);
         let LlmMessage::Assistant(a) = &out[1] else {
             panic!()
         };
@@ -456,6 +478,37 @@ mod tests {
         assert_eq!(
             (tc.id.as_str(), tc.thought_signature.is_none()),
             ("a_b", true)
+        );
+        // pi 1.6.0: another model's thinking is left out; on its own model it stays thinking.
+        let out = transform_messages(&msgs, &model(), Some(&f), ForeignThinking::Dropped);
+        let LlmMessage::Assistant(a) = &out[1] else {
+            panic!()
+        };
+        assert_eq!(a.content.len(), 1);
+        assert!(matches!(&a.content[0], Content::ToolCall(tc) if tc.id == "a_b"));
+        let own = vec![
+            user("a"),
+            assistant(
+                &model().id,
+                vec![
+                    Content::Thinking(ThinkingContent {
+                        thinking: "hmm".into(),
+                        thinking_signature: Some("sig".into()),
+                        redacted: None,
+                    }),
+                    Content::text("x"),
+                ],
+                StopReason::Stop,
+            ),
+        ];
+        let out = transform_messages(&own, &model(), Some(&f), ForeignThinking::Dropped);
+        let LlmMessage::Assistant(a) = &out[1] else {
+            panic!()
+        };
+        assert!(matches!(&a.content[0], Content::Thinking(t) if t.thinking == "hmm"));
+        assert_eq!(
+            ForeignThinking::of(crate::protocol::SdkGeneration::Pi087),
+            ForeignThinking::AsText
         );
     }
 }

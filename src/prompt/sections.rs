@@ -20,8 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::message::{AgentMessage, SystemMessage, ToolDeclaration, ToolRef, UserContent};
 use crate::tools::Tool;
 
-/// pi's identity paragraph: the `preamble` section when no custom prompt replaces it.
-pub const PREAMBLE: &str = "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.";
+use crate::protocol::PromptTexts;
 
 /// Inputs that decide the sections.
 pub struct SectionInputs<'a> {
@@ -37,27 +36,24 @@ pub struct SectionInputs<'a> {
     /// The skills listing (`resources::skills::format_for_prompt`, trimmed): the `skills`
     /// section; empty when no skill is listed.
     pub skills: &'a str,
+    /// The version's fixed texts (preamble, tools footer, edit rules).
+    pub texts: &'a PromptTexts,
 }
 
-/// Per-tool rules (the tools' `promptGuidelines` in pi 0.87.1).
-fn tool_rules(name: &str) -> &'static [&'static str] {
+/// Per-tool rules (the tools' `promptGuidelines` in pi 0.87.1; the edit tool's are the version's).
+fn tool_rules(name: &str, texts: &PromptTexts) -> &'static [&'static str] {
     match name {
         "read" => &["Use read to examine files instead of cat or sed."],
         "bash" => {
             &["You can inspect PI_* environment variables for current model and session details."]
         }
-        "edit" => &[
-            "Use edit for precise changes (edits[].oldText must match exactly)",
-            "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
-            "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
-            "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
-        ],
+        "edit" => texts.edit_rules,
         "write" => &["Use write only for new files or complete rewrites."],
         _ => &[],
     }
 }
 
-fn rules(tools: &[(&str, &str)]) -> String {
+fn rules(tools: &[(&str, &str)], texts: &PromptTexts) -> String {
     let has = |n: &str| tools.iter().any(|(t, _)| *t == n);
     let mut rules: Vec<&str> = Vec::new();
     if has("bash") && !has("grep") && !has("find") && !has("ls") {
@@ -69,7 +65,7 @@ fn rules(tools: &[(&str, &str)]) -> String {
     ];
     for rule in tools
         .iter()
-        .flat_map(|(t, _)| tool_rules(t))
+        .flat_map(|(t, _)| tool_rules(t, texts))
         .copied()
         .chain(always)
     {
@@ -90,7 +86,7 @@ pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
     match i.custom {
         Some(c) => raw.push(("preamble", c.to_string())),
         None => {
-            raw.push(("preamble", PREAMBLE.to_string()));
+            raw.push(("preamble", i.texts.preamble.to_string()));
             let list = if i.tools.is_empty() {
                 "(none)".to_string()
             } else {
@@ -100,11 +96,8 @@ pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
                     .collect::<Vec<_>>()
                     .join("\n")
             };
-            raw.push((
-                "tools",
-                format!("{list}\n\nIn addition to the tools above, you may have access to other custom tools depending on the project."),
-            ));
-            raw.push(("rules", rules(i.tools)));
+            raw.push(("tools", format!("{list}\n\n{}", i.texts.tools_footer)));
+            raw.push(("rules", rules(i.tools, i.texts)));
         }
     }
     if let Some(a) = i.append.filter(|a| !a.is_empty()) {
@@ -549,6 +542,26 @@ mod tests {
         assert_eq!(shadowed_context_file(&broken), None);
     }
 
+    const T087: &PromptTexts = &crate::protocol::v087::PROFILE.texts.system_prompt;
+
+    #[test]
+    fn texts_of_pi_1_6() {
+        let tools = default_tools();
+        let s = sections(&SectionInputs {
+            cwd: Path::new("/w"),
+            tools: &tools,
+            custom: None,
+            append: None,
+            context_files: &[],
+            skills: "",
+            texts: &crate::protocol::v16::PROFILE.texts.system_prompt,
+        });
+        assert_eq!(
+            render("", &s),
+            "You are a coding assistant running inside pi, a coding agent harness. Help users inspect files, run commands, and modify code.\n\n<tools>\n- read: Read file contents\n- bash: Execute bash commands (ls, grep, find, etc.)\n- edit: Make precise file edits with exact text replacement, including multiple disjoint edits in one call\n- write: Create or overwrite files\n\nAdditional tools may be available.\n</tools>\n\n<rules>\n- Use bash for file operations like ls, rg, find\n- Use read to examine files instead of cat or sed.\n- You can inspect PI_* environment variables for current model and session details.\n- Use edit for targeted changes. Batch changes to one file in a single call.\n- Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.\n- Use write only for new files or complete rewrites.\n- Be concise in your responses\n- Show file paths clearly when working with files\n</rules>\n\n<cwd>\n/w\n</cwd>"
+        );
+    }
+
     fn default_tools() -> Vec<(&'static str, &'static str)> {
         vec![
             ("read", "Read file contents"),
@@ -571,13 +584,15 @@ mod tests {
             append: None,
             context_files: &[],
             skills: "",
+            texts: T087,
         });
         let names: Vec<&str> = s.keys().map(String::as_str).collect();
         assert_eq!(names, ["preamble", "tools", "rules", "cwd"]);
         assert_eq!(s["cwd"], "<cwd>\n/w\n</cwd>");
         let text = render("", &s);
         assert!(text.starts_with(&format!(
-            "{PREAMBLE}\n\n<tools>\n- read: Read file contents\n"
+            "{}\n\n<tools>\n- read: Read file contents\n",
+            T087.preamble
         )));
         assert!(text.contains("</tools>\n\n<rules>\n- Use bash for file operations like ls, rg, find\n- Use read to examine files instead of cat or sed.\n- You can inspect PI_* environment variables for current model and session details.\n"));
         assert!(text.ends_with(
@@ -594,6 +609,7 @@ mod tests {
             append: Some("More."),
             context_files: &[(PathBuf::from("/w/AGENTS.md"), "Be nice.".into())],
             skills: "",
+            texts: T087,
         });
         assert_eq!(
             render("", &s),
@@ -606,6 +622,7 @@ mod tests {
             append: None,
             context_files: &[],
             skills: "The following skills...",
+            texts: T087,
         });
         assert_eq!(
             render("", &with_skills),
@@ -618,6 +635,7 @@ mod tests {
             append: None,
             context_files: &[],
             skills: "",
+            texts: T087,
         });
         assert!(render("", &none).contains("<tools>\n(none)\n\nIn addition"));
     }
@@ -632,6 +650,7 @@ mod tests {
             append: None,
             context_files: &[],
             skills: "",
+            texts: T087,
         });
         let decl = |n: &str| ToolDeclaration {
             name: n.into(),

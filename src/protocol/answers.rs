@@ -11,7 +11,7 @@ pub struct Answers {
     /// 0.87.1: `sourceInfo`.
     pub command_origin: CommandOrigin,
     /// Commands `get_commands` lists before any template, skill or extension. 0.73.1: none;
-    /// 0.87.1: its inline `llama` extension command.
+    /// 0.87.1: its inline `llama` extension command; 1.6.0: the built-in `llama` and `mcp`.
     pub builtin_commands: &'static [BuiltinCommand],
     /// What `get_session_stats` counts. 0.73.1: the context; 0.87.1: the whole session file
     /// (with the summaries' usage), the context usage estimated through its projection.
@@ -65,4 +65,8 @@ pub struct BuiltinCommand {
     pub description: &'static str,
     /// `sourceInfo.path`.
     pub path: &'static str,
+    /// `sourceInfo.source`. 0.87.1: `inline`; 1.6.0: `builtin`.
+    pub source: &'static str,
+    /// Listed only while MCP is on (`--no-mcp` drops it): 1.6.0's `mcp`.
+    pub needs_mcp: bool,
 }

@@ -19,6 +19,22 @@ pub struct Compaction {
     /// Automatic compaction prepares first and starts nothing (no events) when there is nothing
     /// to compact. 0.73.1: no (it starts, then fails); 0.87.1: yes.
     pub prepare_before_start: bool,
+    /// The summarized conversation shows the assistant's thinking (`[Assistant thinking]:`
+    /// lines). 0.73.1, 0.87.1: yes; 1.6.0: no.
+    pub summary_thinking: bool,
+    /// The `max_tokens` of a summary request. 0.73.1, 0.87.1: a share of `reserveTokens`
+    /// (0.8 history, 0.5 turn prefix); 1.6.0: the model's own output limit (the provider then
+    /// caps it to fit the context window; `reserveTokens` only triggers compaction).
+    pub summary_max_tokens: SummaryMaxTokens,
+}
+
+/// The `max_tokens` of a summary request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryMaxTokens {
+    /// A share of `compaction.reserveTokens` (bounded by the model's limit under 0.87.1).
+    ReserveShare,
+    /// The model's `maxTokens`.
+    ModelLimit,
 }
 
 /// How the branch is prepared, cut and summarized.

@@ -6,7 +6,7 @@ pub struct Llm {
     /// The generation of pi's provider SDKs (`@anthropic-ai/sdk`, `openai`, `@google/genai`,
     /// `@mistralai/mistralai`, the AWS SDK) and of pi-ai's provider code whose wire details pith
     /// imitates. Each API turns it into its own dialect once per request. 0.73.1: `Pi073`;
-    /// 0.87.1: `Pi087`.
+    /// 0.87.1: `Pi087`; 1.6.0: `Pi16`.
     pub sdk: SdkGeneration,
     /// The built-in model catalog (`models.generated.ts` of the pi release). 0.73.1: `V073`;
     /// 0.87.1: `V087`.
@@ -22,6 +22,9 @@ pub enum SdkGeneration {
     Pi073,
     /// pi 0.87.1's (`@anthropic-ai/sdk` 0.124.0, `openai` 6.40.0, Stainless platform headers).
     Pi087,
+    /// pi 1.6.0's: 0.87.1's wire details with `@anthropic-ai/sdk` 0.129.0, `openai` 7.59.0 and
+    /// the identity `User-Agent` `pi/1.6.0 (<platform>; node/<version>; <arch>)`.
+    Pi16,
 }
 
 /// A built-in model catalog (the generated model tables of one pi release).

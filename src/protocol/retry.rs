@@ -16,6 +16,9 @@ pub enum TransientErrors {
     Base,
     /// 0.87.1: 0.73.1's list plus network errors, less quota and billing errors.
     WithNetworkLessQuota,
+    /// 1.6.0: pi-ai's wider list (bare socket error codes, `connection closed`, gateway and
+    /// upstream wordings, status codes only as whole numbers), less a wider set of usage limits.
+    Wider,
 }
 
 /// How long to wait before an attempt.

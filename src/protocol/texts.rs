@@ -15,6 +15,23 @@ pub struct Texts {
     /// A prompt `/mcp` with no MCP server configured is consumed with this notice (`{agentDir}`
     /// is the agent directory). 0.73.1, 0.87.1: none (sent as text); 1.6.0: a notify.
     pub mcp_command_unconfigured: Option<&'static str>,
+    /// Texts of the sectioned system prompt (`crate::prompt::sections`, used when
+    /// `agent.system_messages` is on). 0.73.1: not used (its prompt is one text, kept as
+    /// 0.87.1's here); 0.87.1: "You are an expert coding assistant…", four edit rules;
+    /// 1.6.0: "You are a coding assistant running inside pi…", two edit rules, a shorter
+    /// tools footer.
+    pub system_prompt: PromptTexts,
+}
+
+/// The fixed texts of the sectioned system prompt.
+#[derive(Debug)]
+pub struct PromptTexts {
+    /// The `preamble` section (when no custom prompt replaces it).
+    pub preamble: &'static str,
+    /// The sentence after the tool list in the `tools` section.
+    pub tools_footer: &'static str,
+    /// The edit tool's rules (its `promptGuidelines`) in the `rules` section.
+    pub edit_rules: &'static [&'static str],
 }
 
 /// Stop reason and error text of a synthesized trailing assistant message.

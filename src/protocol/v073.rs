@@ -48,6 +48,8 @@ pub const PROFILE: Profile = Profile {
         summaries_uncached: false,
         recover_length_stops: false,
         prepare_before_start: false,
+        summary_thinking: true,
+        summary_max_tokens: SummaryMaxTokens::ReserveShare,
     },
 
     retry: Retry {
@@ -89,5 +91,15 @@ pub const PROFILE: Profile = Profile {
         nothing_to_compact: "Nothing to compact (session too small)",
         llama_command: None,
         mcp_command_unconfigured: None,
+        system_prompt: PromptTexts {
+            preamble: "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.",
+            tools_footer: "In addition to the tools above, you may have access to other custom tools depending on the project.",
+            edit_rules: &[
+                "Use edit for precise changes (edits[].oldText must match exactly)",
+                "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls",
+                "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
+                "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
+            ],
+        },
     },
 };

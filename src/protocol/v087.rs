@@ -27,6 +27,8 @@ pub const PROFILE: Profile = Profile {
             name: "llama",
             description: "Manage llama.cpp router models",
             path: "<inline:llama.cpp>",
+            source: "inline",
+            needs_mcp: false,
         }],
         session_stats: SessionStats::SessionFile,
         ..super::v073::PROFILE.answers

@@ -20,6 +20,22 @@ pub const PROFILE: Profile = Profile {
     answers: Answers {
         prompt_disposition: true,
         last_text_skips_empty: true,
+        builtin_commands: &[
+            BuiltinCommand {
+                name: "llama",
+                description: "Manage llama.cpp router models",
+                path: "builtin:llama.cpp",
+                source: "builtin",
+                needs_mcp: false,
+            },
+            BuiltinCommand {
+                name: "mcp",
+                description: "Manage MCP servers: sign in, reconnect, enable or disable, and change exposure",
+                path: "builtin:mcp",
+                source: "builtin",
+                needs_mcp: true,
+            },
+        ],
         ..super::v087::PROFILE.answers
     },
 
@@ -29,10 +45,13 @@ pub const PROFILE: Profile = Profile {
     },
 
     compaction: Compaction {
+        summary_thinking: false,
+        summary_max_tokens: SummaryMaxTokens::ModelLimit,
         ..super::v087::PROFILE.compaction
     },
 
     retry: Retry {
+        transient: TransientErrors::Wider,
         ..super::v087::PROFILE.retry
     },
 
@@ -46,6 +65,7 @@ pub const PROFILE: Profile = Profile {
 
     llm: Llm {
         catalog: Catalog::V16,
+        sdk: SdkGeneration::Pi16,
         ..super::v087::PROFILE.llm
     },
 
@@ -59,6 +79,14 @@ pub const PROFILE: Profile = Profile {
         mcp_command_unconfigured: Some(
             "No MCP servers configured. Add them to {agentDir}/mcp.json or .pi/mcp.json.",
         ),
+        system_prompt: PromptTexts {
+            preamble: "You are a coding assistant running inside pi, a coding agent harness. Help users inspect files, run commands, and modify code.",
+            tools_footer: "Additional tools may be available.",
+            edit_rules: &[
+                "Use edit for targeted changes. Batch changes to one file in a single call.",
+                "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
+            ],
+        },
         ..super::v087::PROFILE.texts
     },
 };

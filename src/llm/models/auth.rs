@@ -524,6 +524,30 @@ pub fn env_var_names_extended(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// pi 1.6.0's variables: `azure` (was `azure-openai-responses`), `typesafe`, and the Qwen token
+/// plans' per-plan variable before the one of their region; else 0.87.1's.
+pub fn env_var_names_16(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "azure" => &["AZURE_OPENAI_API_KEY"],
+        "azure-openai-responses" => &[],
+        "typesafe" => &["TYPESAFE_API_KEY"],
+        "qwen-token-plan" => &["QWEN_TOKEN_PLAN_TEAM_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"],
+        "qwen-token-plan-cn" => &[
+            "QWEN_TOKEN_PLAN_TEAM_CN_API_KEY",
+            "QWEN_TOKEN_PLAN_CN_API_KEY",
+        ],
+        "qwen-token-plan-individual" => &[
+            "QWEN_TOKEN_PLAN_INDIVIDUAL_API_KEY",
+            "QWEN_TOKEN_PLAN_API_KEY",
+        ],
+        "qwen-token-plan-individual-cn" => &[
+            "QWEN_TOKEN_PLAN_INDIVIDUAL_CN_API_KEY",
+            "QWEN_TOKEN_PLAN_CN_API_KEY",
+        ],
+        other => env_var_names_extended(other),
+    }
+}
+
 /// The key a provider gets from the environment (`getEnvApiKey`), including the
 /// `"<authenticated>"` sentinel for ambient Vertex / Bedrock credentials.
 pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
@@ -536,6 +560,7 @@ pub fn env_api_key_for(provider: &str, env: &Env, sdk: SdkGeneration) -> Option<
     let names = match sdk {
         SdkGeneration::Pi073 => env_var_names(provider),
         SdkGeneration::Pi087 => env_var_names_extended(provider),
+        SdkGeneration::Pi16 => env_var_names_16(provider),
     };
     if let Some(v) = names.iter().find_map(|name| get(name)) {
         return Some(v);
