@@ -115,7 +115,12 @@ pub struct Slot {
 
 fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
     let (content, details, is_error) = match r {
-        Ok(ToolOutput { content, details }) => (content, details, false),
+        Ok(ToolOutput {
+            content,
+            details,
+            is_error,
+            ..
+        }) => (content, details, is_error),
         Err(text) => (vec![Content::text(text)], Some(json!({})), true),
     };
     ToolResultMessage {
@@ -920,7 +925,21 @@ impl Machine {
     }
 
     fn emit_tool_end(&mut self, r: &ToolResultMessage) {
-        let result = result_json(&r.content, r.details.as_ref());
+        self.emit_tool_end_shown(r, None);
+    }
+
+    /// [`Self::emit_tool_end`] with what only `tool_execution_end.result` shows of a tool's own
+    /// result (pi 1.6.0): its `structuredContent`, and `isError` when the tool marked it failed.
+    fn emit_tool_end_shown(&mut self, r: &ToolResultMessage, shown: Option<&ToolOutput>) {
+        let mut result = result_json(&r.content, r.details.as_ref());
+        if let (Some(o), Value::Object(m)) = (shown, &mut result) {
+            if let Some(sc) = &o.structured {
+                m.insert("structuredContent".into(), sc.clone());
+            }
+            if o.is_error {
+                m.insert("isError".into(), Value::Bool(true));
+            }
+        }
         self.emit(&Frame::ToolExecutionEnd {
             tool_call_id: &r.tool_call_id,
             tool_name: &r.tool_name,
@@ -975,9 +994,14 @@ impl Machine {
         if slot.result.is_some() {
             return; // already skipped or aborted
         }
+        let shown = r.as_ref().ok().map(|o| ToolOutput {
+            structured: o.structured.clone(),
+            is_error: o.is_error,
+            ..ToolOutput::default()
+        });
         let msg = result_message(&slot.call, r);
         slot.result = Some(msg.clone());
-        self.emit_tool_end(&msg);
+        self.emit_tool_end_shown(&msg, shown.as_ref());
         if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
             && !self.queues.steering.is_empty()
         {

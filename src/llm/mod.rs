@@ -34,6 +34,7 @@ pub mod openai_responses;
 pub mod sse;
 pub mod stream;
 pub mod strict;
+pub mod tool_args;
 pub mod transcript;
 pub mod transform;
 

@@ -11,6 +11,10 @@ pub struct Llm {
     /// The built-in model catalog (`models.generated.ts` of the pi release). 0.73.1: `V073`;
     /// 0.87.1: `V087`.
     pub catalog: Catalog,
+    /// `--provider` without `--model` stops the start with `Error: --provider requires --model
+    /// (for example: --provider <name> --model <pattern>)`, exit 1. 0.73.1: false; 0.87.1: false
+    /// (the provider's first model); 1.6.0: true.
+    pub provider_requires_model: bool,
 }
 
 /// The generation of pi's provider SDKs whose wire details (headers and user agents, beta flags,

@@ -30,6 +30,8 @@ pub const PROFILE: Profile = Profile {
     },
 
     tools: Tools {
+        structured_content: true,
+        tool_list_modifiers: true,
         ..super::v087::PROFILE.tools
     },
 
@@ -39,6 +41,7 @@ pub const PROFILE: Profile = Profile {
 
     llm: Llm {
         catalog: Catalog::V16,
+        provider_requires_model: true,
         ..super::v087::PROFILE.llm
     },
 
