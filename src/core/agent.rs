@@ -228,6 +228,7 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
                 name: name.clone(),
                 arguments: json!({}),
                 thought_signature: None,
+                arguments_error: None,
             })
         }),
         StreamEvent::ToolCallDelta { .. } => {}
@@ -408,6 +409,7 @@ impl Machine {
             faux_script: self.env.faux_script.clone(),
             sdk: self.profile.llm.sdk,
             no_cache: false,
+            tool_arguments_error: self.profile.llm.tool_arguments_error,
             extra: self.request_extra(&model, auth),
             model,
         };
@@ -676,6 +678,12 @@ impl Machine {
                     result = refused.map(|r| Err(crate::limits::Tally::refusal(&r)))
                 }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
+                Some(_) if call.arguments_error.is_some() => {
+                    result = call
+                        .arguments_error
+                        .as_ref()
+                        .map(|e| Err(format!("Invalid arguments for tool \"{}\": {e}", call.name)))
+                }
                 Some(exec) => {
                     match validate_for(&exec, &call.arguments, self.profile.tools.validation) {
                         Err(e) => result = Some(Err(e)),

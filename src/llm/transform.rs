@@ -363,6 +363,7 @@ mod tests {
             name: "bash".into(),
             arguments: serde_json::json!({}),
             thought_signature: Some("s".into()),
+            arguments_error: None,
         })
     }
 

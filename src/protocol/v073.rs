@@ -75,6 +75,7 @@ pub const PROFILE: Profile = Profile {
         sdk: SdkGeneration::Pi073,
         catalog: Catalog::V073,
         provider_requires_model: false,
+        tool_arguments_error: false,
     },
 
     texts: Texts {

@@ -42,6 +42,7 @@ pub const PROFILE: Profile = Profile {
     llm: Llm {
         catalog: Catalog::V16,
         provider_requires_model: true,
+        tool_arguments_error: true,
         ..super::v087::PROFILE.llm
     },
 
