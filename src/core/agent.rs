@@ -1470,7 +1470,7 @@ fn validate_for(
 ) -> Result<Value, String> {
     use crate::protocol::ValidationDialect;
     match exec {
-        Exec::Builtin(t) if dialect == ValidationDialect::TypeBox => {
+        Exec::Builtin(t) if dialect != ValidationDialect::Ajv => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
             let schema = crate::prompt::sections::declaration(t.as_ref()).parameters;
             crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, dialect)

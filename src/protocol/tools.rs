@@ -59,6 +59,10 @@ pub enum ValidationDialect {
     /// or b`, dotted paths (`edits.0.newText`); the built-in tools are checked against the schema
     /// they declare to the model.
     TypeBox,
+    /// pi-schema, pi 1.6.0: TypeBox's acceptance and coercions here, with pi-schema's messages:
+    /// one `missing` per absent property (at its own path), `expected number, got string`,
+    /// `expected one of [...]`, `unknown field`, … (`tools::pi_schema`).
+    PiSchema,
 }
 
 /// What an edit that needed fuzzy matching writes.

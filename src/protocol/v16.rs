@@ -30,6 +30,7 @@ pub const PROFILE: Profile = Profile {
     },
 
     tools: Tools {
+        validation: ValidationDialect::PiSchema,
         structured_content: true,
         tool_list_modifiers: true,
         ..super::v087::PROFILE.tools

@@ -80,6 +80,7 @@ pub mod grep;
 pub mod ls;
 pub mod ordered_walk;
 pub mod paths;
+pub mod pi_schema;
 pub mod process;
 pub mod read;
 pub mod regular;
