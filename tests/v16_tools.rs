@@ -75,6 +75,7 @@ fn tool_replies() -> Vec<Reply> {
                 tool_call("rd", "read", &[r#"{"path":"a.txt"}"#]),
                 tool_call("wr", "write", &[r#"{"path":"b.txt","content":"x"}"#]),
                 tool_call("v", "read", &[r#"{"limit":"x"}"#]),
+                tool_call("c", "read", &[r#"{"path":"a.txt","limit":"1"}"#]),
             ],
         ),
         reply(2, &[text(&["done"])]),
@@ -125,6 +126,13 @@ fn tool_results_carry_structured_content_under_16() {
     assert_eq!(v["result"]["details"], json!({}));
     assert_eq!(v["result"].get("structuredContent"), None);
     assert_eq!(v["result"].get("isError"), None);
+    // pi-schema's words.
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "Validation failed for tool \"read\":\n  - path: missing\n  - limit: expected number, got string\n\nReceived arguments:\n{\n  \"limit\": \"x\"\n}"
+    );
+    // A numeric string is coerced.
+    assert_eq!(tool_end(&f, "c")["isError"], false);
 }
 
 #[test]
@@ -148,6 +156,11 @@ fn tool_results_are_unchanged_under_087() {
     assert_eq!(
         tool_end(&f, "rd")["result"],
         json!({"content":[{"type":"text","text":"alpha\nbeta\n"}]})
+    );
+    // TypeBox's words (pi 0.87.1).
+    assert_eq!(
+        tool_end(&f, "v")["result"]["content"][0]["text"],
+        "Validation failed for tool \"read\":\n  - path: must have required properties path\n  - limit: must be number\n\nReceived arguments:\n{\n  \"limit\": \"x\"\n}"
     );
 }
 
