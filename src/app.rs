@@ -271,7 +271,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         resumed,
         version,
     );
-    let active = active_tools(opts, &version.profile().tools);
+    let active = active_tools(opts, &settings, &version.profile().tools);
 
     let mode = match opts.mode {
         Mode::Rpc => "rpc",
@@ -683,13 +683,19 @@ fn check_tool_options(
 }
 
 /// The built-in tools `--tools` / `--exclude-tools` leave active (the default set otherwise);
-/// an unknown name is a warning. pi 1.6.0's `+name` / `-name` entries and `*` patterns follow
+/// an unknown name is a warning. The default set is settings `defaultTools` if set. pi 1.6.0's `+name` / `-name` entries and `*` patterns follow
 /// the profile ([`tools::selection`]).
-fn active_tools(opts: &Options, profile: &crate::protocol::Tools) -> Vec<Arc<dyn Tool>> {
+fn active_tools(
+    opts: &Options,
+    settings: &Settings,
+    profile: &crate::protocol::Tools,
+) -> Vec<Arc<dyn Tool>> {
     let defaults: Vec<String> = if opts.no_tools_base {
         Vec::new()
     } else {
-        tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect()
+        settings
+            .default_tools(profile.tool_list_modifiers)
+            .unwrap_or_else(|| tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect())
     };
     let names = if profile.tool_list_modifiers {
         tools::selection::select(

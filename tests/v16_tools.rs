@@ -291,6 +291,58 @@ fn tools_modifiers_and_patterns_under_16() {
     );
 }
 
+/// The tool names the first request declares, with this global `settings.json`.
+fn declared_tools_with_settings(compat: &str, settings: Value, extra: &[&str]) -> Vec<String> {
+    let (world, llm) = fake_world(vec![reply(1, &[text(&["ok"])])]);
+    let mut s = serde_json::from_str::<Value>(
+        &std::fs::read_to_string(world.agent_dir().join("settings.json")).unwrap_or("{}".into()),
+    )
+    .unwrap_or(json!({}));
+    if let (Some(m), Value::Object(add)) = (s.as_object_mut(), settings) {
+        m.extend(add);
+    }
+    world.write_agent_file("settings.json", &s.to_string());
+    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
+    args.extend_from_slice(extra);
+    let mut p = world.spawn(&args);
+    run(&mut p, "which tools?");
+    request_body(&llm, 0)["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["name"].as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn default_tools_setting_takes_modifiers_under_16() {
+    let s = json!({"defaultTools": ["-write", "+ls"]});
+    assert_eq!(
+        declared_tools_with_settings("1.6", s.clone(), &[]),
+        ["read", "bash", "edit", "ls"]
+    );
+    // `--tools` modifiers apply to the configured default set.
+    assert_eq!(
+        declared_tools_with_settings("1.6", s.clone(), &["--tools", "-read"]),
+        ["bash", "edit", "ls"]
+    );
+    assert_eq!(
+        declared_tools_with_settings("1.6", json!({"defaultTools": ["grep", "+find"]}), &[]),
+        ["grep", "find"]
+    );
+    // 0.87.1: plain names (`-write`, `+ls` name no tool).
+    assert_eq!(
+        declared_tools_with_settings("0.87", s, &[]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        declared_tools_with_settings("0.87", json!({"defaultTools": ["grep", "read"]}), &[]),
+        ["grep", "read"]
+    );
+}
+
 #[test]
 fn mixing_tool_names_and_modifiers_is_an_error_under_16() {
     let (world, _llm) = fake_world(vec![]);
