@@ -255,6 +255,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (settings, version, project_trusted) = resolve_trust_and_settings(opts, &cwd, &agent_dir);
+    check_tool_options(opts, version.profile())?;
     let (registry, mut auth) = load_models(version, &agent_dir);
     let mut session = open_session(opts, &cwd, &agent_dir)?;
     let resumed = session
@@ -270,7 +271,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         resumed,
         version,
     );
-    let active = active_tools(opts);
+    let active = active_tools(opts, &settings, &version.profile().tools);
 
     let mode = match opts.mode {
         Mode::Rpc => "rpc",
@@ -658,16 +659,57 @@ fn pick_thinking(
     thinking
 }
 
-/// The built-in tools `--tools` / `--exclude-tools` leave active (the default set otherwise);
-/// an unknown name is a warning.
-fn active_tools(opts: &Options) -> Vec<Arc<dyn Tool>> {
-    let names: Vec<String> = match &opts.tools {
-        Some(list) => list.clone(),
-        None => tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect(),
+/// pi 1.6.0's start-up refusals of the command line, before anything else happens:
+/// `--provider` without `--model`, a `--tools` list mixing names with `+name` / `-name`.
+fn check_tool_options(
+    opts: &Options,
+    profile: &crate::protocol::Profile,
+) -> Result<(), StartupError> {
+    if profile.llm.provider_requires_model && opts.model.is_none() {
+        if let Some(p) = &opts.provider {
+            return Err(format!(
+                "Error: --provider requires --model (for example: --provider {p} --model <pattern>)"
+            )
+            .into());
+        }
     }
-    .into_iter()
-    .filter(|n| !opts.exclude_tools.contains(n))
-    .collect();
+    if profile.tools.tool_list_modifiers {
+        if let Some(e) = opts
+            .tools_arg
+            .as_deref()
+            .and_then(tools::selection::tool_list_error)
+        {
+            return Err(format!("Error: --tools: {e}").into());
+        }
+    }
+    Ok(())
+}
+
+/// The built-in tools `--tools` / `--exclude-tools` leave active (the default set otherwise);
+/// an unknown name is a warning. The default set is settings `defaultTools` if set. pi 1.6.0's `+name` / `-name` entries and `*` patterns follow
+/// the profile ([`tools::selection`]).
+fn active_tools(
+    opts: &Options,
+    settings: &Settings,
+    profile: &crate::protocol::Tools,
+) -> Vec<Arc<dyn Tool>> {
+    let defaults: Vec<String> = if opts.no_tools_base {
+        Vec::new()
+    } else {
+        settings
+            .default_tools(profile.tool_list_modifiers)
+            .unwrap_or_else(|| tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect())
+    };
+    let names = if profile.tool_list_modifiers {
+        tools::selection::select(
+            &defaults,
+            opts.tools_arg.as_deref(),
+            &opts.exclude_tools,
+            true,
+        )
+    } else {
+        tools::selection::select(&defaults, opts.tools.as_deref(), &opts.exclude_tools, false)
+    };
     let mut active: Vec<Arc<dyn Tool>> = Vec::new();
     for n in &names {
         match tools::builtin_tool(n) {

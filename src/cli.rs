@@ -72,6 +72,10 @@ pub struct Options {
     pub append_system_prompt: Vec<String>,
     /// `None` = the default tool set; `Some(list)` from `--tools` / `--no-tools`.
     pub tools: Option<Vec<String>>,
+    /// The `--tools` list as given (pi 1.6.0 reads `+name` / `-name` entries and patterns in it).
+    pub tools_arg: Option<Vec<String>>,
+    /// `--no-tools` or `--no-builtin-tools`: the default set is empty.
+    pub no_tools_base: bool,
     /// `--no-builtin-tools` / `-nbt`: no built-in tool unless `--tools` names it.
     pub no_builtin_tools: bool,
     /// `--no-context-files` / `-nc`: no `AGENTS.md` / `CLAUDE.md` in the system prompt.
@@ -393,6 +397,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         append_system_prompt: Vec::new(),
         tools: None,
         no_builtin_tools: false,
+        tools_arg: None,
+        no_tools_base: false,
         no_context_files: false,
         fork: None,
         list_models: None,
@@ -673,6 +679,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
             ));
         }
     }
+    o.tools_arg = tools.clone();
+    o.no_tools_base = no_tools || o.no_builtin_tools;
     o.tools = match (no_tools || o.no_builtin_tools, tools) {
         (true, t) => Some(t.unwrap_or_default()),
         (false, t) => t,

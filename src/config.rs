@@ -222,6 +222,51 @@ impl Settings {
             _ => Vec::new(),
         }
     }
+    /// `defaultTools`: the tools active when `--tools` is not given (`None`: pi's four).
+    /// With `modifiers` (pi 1.6.0), `+name` / `-name` entries change pi's four (or the plain
+    /// names listed with them), and a project list of only such entries extends the global
+    /// list instead of replacing it. Without (0.87.1), the list as merged, every entry a name.
+    pub fn default_tools(&self, modifiers: bool) -> Option<Vec<String>> {
+        let strings = |v: &Value| -> Option<Vec<String>> {
+            v.as_array().map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+        };
+        if !modifiers {
+            return self.get("defaultTools").and_then(strings);
+        }
+        use crate::tools::selection::{apply_modifiers, is_modifier};
+        let global = self.global.get("defaultTools");
+        let project = self.project.get("defaultTools");
+        let entries: Vec<String> = match (global, project) {
+            (g, None) => strings(g?)?,
+            (Some(g @ Value::Array(_)), Some(p @ Value::Array(pa)))
+                if pa.iter().all(|e| e.as_str().is_some_and(is_modifier)) =>
+            {
+                let mut all = strings(g)?;
+                all.extend(strings(p)?);
+                all
+            }
+            (_, Some(p)) => strings(p).unwrap_or_default(),
+        };
+        let plain: Vec<String> = entries
+            .iter()
+            .filter(|e| !is_modifier(e))
+            .cloned()
+            .collect();
+        let base = if !plain.is_empty() || entries.is_empty() {
+            plain
+        } else {
+            crate::tools::DEFAULT_TOOLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        Some(apply_modifiers(&base, &entries))
+    }
     pub fn block_images(&self) -> bool {
         self.nested("images", "blockImages")
             .and_then(Value::as_bool)

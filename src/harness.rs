@@ -337,6 +337,7 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         faux_script: None,
         sdk: version_for(data).profile().llm.sdk,
         no_cache: false,
+        tool_arguments_error: false,
         extra: Default::default(),
     };
     let mut decoder = kind.decoder(&req);

@@ -50,6 +50,14 @@ pub struct ToolCall {
     pub name: String,
     /// Raw arguments as the model produced them (an object; `{}` when unparsable).
     pub arguments: Value,
+    /// pi 1.6.0: why the complete arguments text of the call is not a JSON object (V8's
+    /// `JSON.parse` message, then the text); `arguments` is `{}` and the tool does not run.
+    #[serde(
+        rename = "argumentsError",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub arguments_error: Option<String>,
     #[serde(
         rename = "thoughtSignature",
         default,
@@ -873,6 +881,7 @@ mod tests {
                 name: "n".into(),
                 arguments: serde_json::json!({"a":[1]}),
                 thought_signature: None,
+                arguments_error: None
             }))
         );
         assert_eq!(

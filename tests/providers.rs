@@ -119,6 +119,7 @@ fn bash_call(id: &str) -> Content {
         id: id.into(),
         name: "bash".into(),
         arguments: json!({"command": "echo hi"}),
+        arguments_error: None,
         thought_signature: None,
     })
 }
@@ -336,6 +337,7 @@ fn anthropic_tool_call_split_across_reads() {
             id: "toolu_bash_1".into(),
             name: "bash".into(),
             arguments: json!({"command":"echo hi"}),
+            arguments_error: None,
             thought_signature: None
         }]
     );

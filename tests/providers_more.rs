@@ -393,12 +393,14 @@ fn responses_tool_calls_split_across_reads() {
                 id: "call_a|fc_a".into(),
                 name: "bash".into(),
                 arguments: json!({"command": "echo hi"}),
+                arguments_error: None,
                 thought_signature: None
             },
             ToolCall {
                 id: "call_b|fc_b".into(),
                 name: "read".into(),
                 arguments: json!({"path": "src/main.rs", "limit": 20}),
+                arguments_error: None,
                 thought_signature: None
             }
         ]
@@ -697,6 +699,7 @@ fn google_tool_calls_split_across_reads() {
             id: "call_read_9".into(),
             name: "read".into(),
             arguments: json!({"path": "src/main.rs", "limit": 20}),
+            arguments_error: None,
             thought_signature: None
         }
     );

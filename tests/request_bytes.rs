@@ -57,6 +57,7 @@ fn anthropic_body_bytes_are_exact() {
             id: id.into(),
             name: "bash".into(),
             arguments: json!({"command":"ls","n":1.5}),
+            arguments_error: None,
             thought_signature: None,
         })
     };
@@ -164,6 +165,7 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
                 id: format!("toolu_{i}"),
                 name: "bash".into(),
                 arguments: json!({"command": format!("cat {i}"), "n": [1, 2.5, {"x": null}]}),
+                arguments_error: None,
                 thought_signature: None,
             })],
             api: "anthropic-messages".into(),

@@ -488,6 +488,7 @@ fn stats_and_context_usage_match_the_reference_shape() {
         id: "t1".into(),
         name: "bash".into(),
         arguments: json!({"command":"ls"}),
+        arguments_error: None,
         thought_signature: None,
     }));
     a.usage = Usage {
@@ -731,6 +732,7 @@ fn export_escapes_every_piece_of_content() {
         id: "t".into(),
         name: "bash<script>".into(),
         arguments: json!({"command": evil, "<script>": 1}),
+        arguments_error: None,
         thought_signature: None,
     }));
     a.stop_reason = StopReason::Error;

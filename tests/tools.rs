@@ -456,7 +456,8 @@ fn bash_success_exit_codes_and_updates() {
         builtin_tool("bash").unwrap().initial_update(),
         Some(ToolOutput {
             content: vec![],
-            details: None
+            details: None,
+            ..Default::default()
         })
     );
     assert!(updates.iter().all(|u| !u.content.is_empty()), "{updates:?}");

@@ -943,6 +943,7 @@ mod tests {
             name: name.into(),
             arguments: args,
             thought_signature: None,
+            arguments_error: None,
         })
     }
 

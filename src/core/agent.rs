@@ -119,7 +119,12 @@ pub struct Slot {
 
 fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
     let (content, details, is_error) = match r {
-        Ok(ToolOutput { content, details }) => (content, details, false),
+        Ok(ToolOutput {
+            content,
+            details,
+            is_error,
+            ..
+        }) => (content, details, is_error),
         Err(text) => (vec![Content::text(text)], Some(json!({})), true),
     };
     ToolResultMessage {
@@ -233,6 +238,7 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
                 name: name.clone(),
                 arguments: json!({}),
                 thought_signature: None,
+                arguments_error: None,
             })
         }),
         StreamEvent::ToolCallDelta { .. } => {}
@@ -418,6 +424,7 @@ impl Machine {
             faux_script: self.env.faux_script.clone(),
             sdk: self.profile.llm.sdk,
             no_cache: false,
+            tool_arguments_error: self.profile.llm.tool_arguments_error,
             extra: self.request_extra(&model, auth),
             model,
         };
@@ -709,6 +716,12 @@ impl Machine {
                     result = refused.map(|r| Err(crate::limits::Tally::refusal(&r)))
                 }
                 None => result = Some(Err(format!("Tool {} not found", call.name))),
+                Some(_) if call.arguments_error.is_some() => {
+                    result = call
+                        .arguments_error
+                        .as_ref()
+                        .map(|e| Err(format!("Invalid arguments for tool \"{}\": {e}", call.name)))
+                }
                 Some(exec) => {
                     match validate_for(&exec, &call.arguments, self.profile.tools.validation) {
                         Err(e) => result = Some(Err(e)),
@@ -970,7 +983,21 @@ impl Machine {
     }
 
     fn emit_tool_end(&mut self, r: &ToolResultMessage) {
-        let result = result_json(&r.content, r.details.as_ref());
+        self.emit_tool_end_shown(r, None);
+    }
+
+    /// [`Self::emit_tool_end`] with what only `tool_execution_end.result` shows of a tool's own
+    /// result (pi 1.6.0): its `structuredContent`, and `isError` when the tool marked it failed.
+    fn emit_tool_end_shown(&mut self, r: &ToolResultMessage, shown: Option<&ToolOutput>) {
+        let mut result = result_json(&r.content, r.details.as_ref());
+        if let (Some(o), Value::Object(m)) = (shown, &mut result) {
+            if let Some(sc) = &o.structured {
+                m.insert("structuredContent".into(), sc.clone());
+            }
+            if o.is_error {
+                m.insert("isError".into(), Value::Bool(true));
+            }
+        }
         self.emit(&Frame::ToolExecutionEnd {
             tool_call_id: &r.tool_call_id,
             tool_name: &r.tool_name,
@@ -1027,12 +1054,17 @@ impl Machine {
         if slot.result.is_some() {
             return; // already skipped or aborted
         }
+        let shown = r.as_ref().ok().map(|o| ToolOutput {
+            structured: o.structured.clone(),
+            is_error: o.is_error,
+            ..ToolOutput::default()
+        });
         let mut msg = result_message(&slot.call, r);
         if timed {
             msg.duration_ms = slot.started.map(|t| millis(t.elapsed()));
         }
         slot.result = Some(msg.clone());
-        self.emit_tool_end(&msg);
+        self.emit_tool_end_shown(&msg, shown.as_ref());
         if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
             && !self.queues.steering.is_empty()
         {
@@ -1493,7 +1525,7 @@ fn validate_for(
 ) -> Result<Value, String> {
     use crate::protocol::ValidationDialect;
     match exec {
-        Exec::Builtin(t) if dialect == ValidationDialect::TypeBox => {
+        Exec::Builtin(t) if dialect != ValidationDialect::Ajv => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
             let schema = crate::prompt::sections::declaration(t.as_ref()).parameters;
             crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, dialect)

@@ -345,6 +345,7 @@ impl Machine {
             sdk: self.profile.llm.sdk,
             // pi 0.87.1 writes no cache for a one-off summary.
             no_cache: self.profile.compaction.summaries_uncached,
+            tool_arguments_error: false,
             extra: self.request_extra(&request_model, auth),
             model: request_model,
         };

@@ -582,7 +582,11 @@ impl Machine {
                     .collect();
                 Err(text.join("\n"))
             } else {
-                Ok(ToolOutput { content, details })
+                Ok(ToolOutput {
+                    content,
+                    details,
+                    ..Default::default()
+                })
             };
         }
         self.advance_review(batch, index);

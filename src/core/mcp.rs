@@ -218,6 +218,7 @@ impl Machine {
                     let out = ToolOutput {
                         content: vec![crate::message::Content::text(text)],
                         details: None,
+                        ..Default::default()
                     };
                     self.on_tool_event(batch, index, ToolEvent::Update(out));
                 }

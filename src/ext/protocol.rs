@@ -355,6 +355,7 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
                 output: ToolOutput {
                     content,
                     details: obj.get("details").cloned(),
+                    ..Default::default()
                 },
             }
         }
@@ -472,7 +473,11 @@ pub fn decode_tool_result(outcome: Result<Value, String>) -> ToolResult {
             Some(_) => {}
         }
     }
-    Ok(ToolOutput { content, details })
+    Ok(ToolOutput {
+        content,
+        details,
+        ..Default::default()
+    })
 }
 
 /// What a `tool_call` handler decided.
@@ -683,7 +688,8 @@ mod tests {
             )),
             Ok(ToolOutput {
                 content: vec![Content::text("ok")],
-                details: Some(json!({"n":1}))
+                details: Some(json!({"n":1})),
+                ..Default::default()
             })
         );
         assert_eq!(

@@ -310,6 +310,9 @@ pub struct Builder {
     /// `rawStopReason`, `usage.cacheWrite1h` (Anthropic) and `usage.reasoning`) and whose cost
     /// formula prices the usage.
     pub sdk: crate::protocol::SdkGeneration,
+    /// A finished tool call's arguments are parsed strictly ([`super::tool_args`]): text that
+    /// is not a JSON object gives `argumentsError` (pi 1.6.0) instead of the prefix that parses.
+    pub tool_arguments_error: bool,
     /// The request's API key: blanked out of error messages (a proxy may echo it back).
     secret: Option<String>,
 }
@@ -323,6 +326,7 @@ impl Builder {
             finished: false,
             args: Vec::new(),
             sdk: Default::default(),
+            tool_arguments_error: false,
             secret: None,
         }
     }
@@ -387,6 +391,7 @@ impl Builder {
             name: name.to_string(),
             arguments: Value::Object(Default::default()),
             thought_signature: None,
+            arguments_error: None,
         }));
         out.push(StreamEvent::ToolCallStart {
             index: i,
@@ -466,7 +471,16 @@ impl Builder {
                 signature: t.thinking_signature.clone(),
             }),
             Some(Content::ToolCall(tc)) => {
-                if !args.is_empty() {
+                if self.tool_arguments_error {
+                    // pi 1.6.0's `parseToolCallArguments`: the whole text or nothing.
+                    match super::tool_args::parse_tool_arguments(&args) {
+                        Ok(v) => tc.arguments = v,
+                        Err(e) => {
+                            tc.arguments = Value::Object(Default::default());
+                            tc.arguments_error = Some(e);
+                        }
+                    }
+                } else if !args.is_empty() {
                     // The reference's `parseStreamingJson`: what parses of a truncated text.
                     tc.arguments = parse_partial_json(&args);
                 }

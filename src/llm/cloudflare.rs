@@ -86,6 +86,7 @@ mod tests {
             faux_script: None,
             sdk: Default::default(),
             no_cache: false,
+            tool_arguments_error: false,
             extra: Default::default(),
         };
         r.extra.env = Some(Arc::new(move |k: &str| {

@@ -759,6 +759,7 @@ mod tests {
             faux_script: None,
             sdk: SdkGeneration::Pi073,
             no_cache: false,
+            tool_arguments_error: false,
             extra: Default::default(),
         };
         let m = API.http_error_message(&req, 400, &[], "  {\"message\":\"bad\"}\n");

@@ -34,6 +34,7 @@ pub mod openai_responses;
 pub mod sse;
 pub mod stream;
 pub mod strict;
+pub mod tool_args;
 pub mod transcript;
 pub mod transform;
 
@@ -175,6 +176,9 @@ pub struct LlmRequest {
     pub sdk: crate::protocol::SdkGeneration,
     /// Write no prompt-cache breakpoints (pi 0.87.1's summary requests).
     pub no_cache: bool,
+    /// A finished tool call whose arguments text is not a JSON object gets `argumentsError`
+    /// and `arguments: {}` (the profile's `llm.tool_arguments_error`), instead of what parses.
+    pub tool_arguments_error: bool,
     /// What some APIs need beyond the model and the key.
     pub extra: RequestExtra,
 }

@@ -921,6 +921,7 @@ impl Decoder {
                                         name: s("/item/name"),
                                         arguments: api::parse_partial_json(args),
                                         thought_signature: None,
+                                        arguments_error: None,
                                     },
                                 });
                             }

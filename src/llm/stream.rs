@@ -144,6 +144,7 @@ fn run(mut req: LlmRequest, token: CancelToken, sink: Sink) {
     };
     let mut builder = Builder::new(&req.model).redacting(req.api_key.as_deref());
     builder.sdk = req.sdk;
+    builder.tool_arguments_error = req.tool_arguments_error;
     builder.msg.provider_thinking_level = api.provider_thinking_level(&req);
     // Shared with the thread that writes a large body onto the connection (`body.rs`).
     let req = std::sync::Arc::new(req);

@@ -279,6 +279,7 @@ mod tests {
             timeouts: Default::default(),
             faux_script: None,
             no_cache: false,
+            tool_arguments_error: false,
             extra: Default::default(),
         };
         normalize(&mut req);

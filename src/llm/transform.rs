@@ -386,6 +386,7 @@ mod tests {
             name: "bash".into(),
             arguments: serde_json::json!({}),
             thought_signature: Some("s".into()),
+            arguments_error: None,
         })
     }
 

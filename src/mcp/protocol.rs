@@ -415,6 +415,7 @@ pub fn call_result(result: &Value) -> ToolResult {
     Ok(ToolOutput {
         content,
         details: (!details.is_empty()).then_some(Value::Object(details)),
+        ..Default::default()
     })
 }
 

@@ -11,6 +11,15 @@ pub struct Llm {
     /// The built-in model catalog (`models.generated.ts` of the pi release). 0.73.1: `V073`;
     /// 0.87.1: `V087`.
     pub catalog: Catalog,
+    /// `--provider` without `--model` stops the start with `Error: --provider requires --model
+    /// (for example: --provider <name> --model <pattern>)`, exit 1. 0.73.1: false; 0.87.1: false
+    /// (the provider's first model); 1.6.0: true.
+    pub provider_requires_model: bool,
+    /// A finished tool call whose complete arguments text is not a JSON object is not run: the
+    /// call carries `argumentsError` (V8's `JSON.parse` message and the text) and `arguments: {}`,
+    /// and its result is `Invalid arguments for tool "<name>": <argumentsError>`.
+    /// 0.73.1: false; 0.87.1: false (the prefix that parses, run); 1.6.0: true.
+    pub tool_arguments_error: bool,
 }
 
 /// The generation of pi's provider SDKs whose wire details (headers and user agents, beta flags,

@@ -27,6 +27,15 @@ pub struct Tools {
     /// A shell killed by a signal nobody asked for (not an abort, not the timeout) exited with
     /// `128 + signal`. 0.73.1: false (no exit code); 0.87.1: true.
     pub bash_signal_exit_codes: bool,
+    /// Tool results carry `structuredContent` in `tool_execution_end.result` (bash
+    /// `{output,truncated[,full_output_path],exit_code,wall_time_seconds}`, read the file text),
+    /// and a bash exit status other than 0 is a result with `isError:true` and no `details:{}`.
+    /// 0.73.1: false; 0.87.1: false; 1.6.0: true.
+    pub structured_content: bool,
+    /// `--tools` takes `+name` / `-name` entries that change the default set (mixing them with
+    /// plain names is an error), and `*` patterns in `--tools` and `--exclude-tools`.
+    /// 0.73.1: false; 0.87.1: false (exact names); 1.6.0: true.
+    pub tool_list_modifiers: bool,
 }
 
 /// How lines are counted.
@@ -50,6 +59,10 @@ pub enum ValidationDialect {
     /// or b`, dotted paths (`edits.0.newText`); the built-in tools are checked against the schema
     /// they declare to the model.
     TypeBox,
+    /// pi-schema, pi 1.6.0: TypeBox's acceptance and coercions here, with pi-schema's messages:
+    /// one `missing` per absent property (at its own path), `expected number, got string`,
+    /// `expected one of [...]`, `unknown field`, … (`tools::pi_schema`).
+    PiSchema,
 }
 
 /// What an edit that needed fuzzy matching writes.

@@ -66,6 +66,8 @@ pub const PROFILE: Profile = Profile {
         read_images: ImageTypes::Reference,
         bash_checks_timeout: false,
         bash_signal_exit_codes: false,
+        structured_content: false,
+        tool_list_modifiers: false,
     },
 
     resources: Resources {
@@ -81,6 +83,8 @@ pub const PROFILE: Profile = Profile {
     llm: Llm {
         sdk: SdkGeneration::Pi073,
         catalog: Catalog::V073,
+        provider_requires_model: false,
+        tool_arguments_error: false,
     },
 
     texts: Texts {

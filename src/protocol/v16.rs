@@ -56,6 +56,9 @@ pub const PROFILE: Profile = Profile {
     },
 
     tools: Tools {
+        validation: ValidationDialect::PiSchema,
+        structured_content: true,
+        tool_list_modifiers: true,
         ..super::v087::PROFILE.tools
     },
 
@@ -66,6 +69,8 @@ pub const PROFILE: Profile = Profile {
     llm: Llm {
         catalog: Catalog::V16,
         sdk: SdkGeneration::Pi16,
+        provider_requires_model: true,
+        tool_arguments_error: true,
         ..super::v087::PROFILE.llm
     },
 

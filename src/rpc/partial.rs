@@ -228,6 +228,7 @@ mod tests {
             name: "bash".into(),
             arguments: json!({"command":"ls"}),
             thought_signature: None,
+            arguments_error: None,
         };
         events.push(StreamEvent::ToolCallEnd {
             index: 2,

@@ -866,6 +866,7 @@ impl<'a> P<'a> {
                     name: name?,
                     arguments: args?,
                     thought_signature: sig,
+                    arguments_error: None,
                 })
             }
             "thinking" => {

@@ -32,6 +32,7 @@ impl Tool for BashTool {
         Some(ToolOutput {
             content: vec![],
             details: None,
+            ..Default::default()
         })
     }
 
@@ -95,6 +96,7 @@ impl Tool for BashTool {
             on_text: None,
             line_counting: ctx.profile.line_counting,
         };
+        let started = std::time::Instant::now();
         let outcome = run_command(&spec, UPDATE_THROTTLE, &mut |snap| {
             let mut details = Map::new();
             if snap.truncation.truncated {
@@ -106,13 +108,14 @@ impl Tool for BashTool {
             on_update(ToolOutput {
                 content: vec![Content::text(snap.truncation.content.clone())],
                 details: Some(Value::Object(details)),
+                ..Default::default()
             });
         })?;
         let mut outcome = outcome;
         if ctx.profile.bash_signal_exit_codes {
             outcome.signal_as_exit_code(ctx.cancel.is_cancelled());
         }
-        finish(&outcome, ctx, timeout)
+        finish(&outcome, ctx, timeout, started.elapsed())
     }
 }
 
@@ -120,7 +123,12 @@ impl Tool for BashTool {
 const MAX_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
 /// Turn an outcome into the tool's result or error text.
-fn finish(outcome: &CommandOutcome, ctx: &ToolContext, timeout: Option<f64>) -> ToolResult {
+fn finish(
+    outcome: &CommandOutcome,
+    ctx: &ToolContext,
+    timeout: Option<f64>,
+    wall: Duration,
+) -> ToolResult {
     let (text, details) = format_output(outcome);
     let with_status = |status: String| {
         let body = if outcome.output.is_empty() {
@@ -143,12 +151,93 @@ fn finish(outcome: &CommandOutcome, ctx: &ToolContext, timeout: Option<f64>) -> 
     if ctx.cancel.is_cancelled() {
         return Err(with_status("Command aborted".to_string()));
     }
+    if ctx.profile.structured_content {
+        if let Some(code) = outcome.exit_code {
+            // pi 1.6.0: the exit status is data (`structuredContent.exit_code`); a failed
+            // command is a result marked `isError`, not a thrown error (no `details:{}`).
+            let failed = code != 0;
+            let text = if failed {
+                with_status(format!("Command exited with code {code}"))
+            } else {
+                text
+            };
+            let mut out = text_output(text);
+            out.details = details;
+            out.structured = Some(structured_output(outcome, code, wall));
+            out.is_error = failed;
+            return Ok(out);
+        }
+    }
     if let Some(code) = outcome.exit_code.filter(|c| *c != 0) {
         return Err(with_status(format!("Command exited with code {code}")));
     }
     let mut out = text_output(text);
     out.details = details;
     Ok(out)
+}
+
+/// Output limit of `structuredContent.output` (pi 1.6.0: 1 MiB, half from the head and half
+/// from the tail of the full output when it is longer).
+const STRUCTURED_OUTPUT_MAX_BYTES: u64 = 1024 * 1024;
+
+/// pi 1.6.0's `structuredContent` of a finished command:
+/// `{output, truncated[, full_output_path], exit_code, wall_time_seconds}`; `output` is the whole
+/// output (from the temp file when there is one), `truncated` says it exceeded 1 MiB, and
+/// `wall_time_seconds` has one decimal.
+fn structured_output(outcome: &CommandOutcome, code: i32, wall: Duration) -> Value {
+    let (output, truncated) = match &outcome.full_output_path {
+        Some(p) => read_full_output(p, STRUCTURED_OUTPUT_MAX_BYTES)
+            .unwrap_or_else(|| (outcome.raw_output.clone(), false)),
+        None => (outcome.raw_output.clone(), false),
+    };
+    let mut m = Map::new();
+    m.insert("output".into(), json!(output));
+    m.insert("truncated".into(), json!(truncated));
+    if truncated {
+        if let Some(p) = &outcome.full_output_path {
+            m.insert("full_output_path".into(), json!(p.to_string_lossy()));
+        }
+    }
+    m.insert("exit_code".into(), json!(code));
+    let tenths = (wall.as_millis() as f64 / 100.0).round() / 10.0;
+    m.insert("wall_time_seconds".into(), super::js_value(tenths));
+    Value::Object(m)
+}
+
+/// The full output saved in `path`: all of it when it fits in `max` bytes, else its first and
+/// last `max / 2` bytes (cut at character boundaries) around `[... N bytes omitted ...]`.
+/// Reads at most `max` bytes. `None` if the file cannot be read.
+fn read_full_output(path: &std::path::Path, max: u64) -> Option<(String, bool)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let size = f.metadata().ok()?.len();
+    if size <= max {
+        let mut buf = Vec::with_capacity(size as usize);
+        f.read_to_end(&mut buf).ok()?;
+        return Some((String::from_utf8_lossy(&buf).into_owned(), false));
+    }
+    let head_len = max / 2;
+    let tail_len = max - head_len;
+    let mut head = vec![0u8; head_len as usize];
+    f.read_exact(&mut head).ok()?;
+    let mut tail = vec![0u8; tail_len as usize];
+    f.seek(SeekFrom::Start(size - tail_len)).ok()?;
+    f.read_exact(&mut tail).ok()?;
+    // The head drops an incomplete trailing sequence; the tail skips continuation bytes.
+    let head_text = match std::str::from_utf8(&head) {
+        Ok(t) => t.to_string(),
+        Err(e) if e.error_len().is_none() => {
+            String::from_utf8_lossy(&head[..e.valid_up_to()]).into_owned()
+        }
+        Err(_) => String::from_utf8_lossy(&head).into_owned(),
+    };
+    let start = tail.iter().take_while(|b| (**b & 0xc0) == 0x80).count();
+    let tail_text = String::from_utf8_lossy(&tail[start..]);
+    let omitted = size - head_len - tail_len;
+    Some((
+        format!("{head_text}\n\n[... {omitted} bytes omitted ...]\n\n{tail_text}"),
+        true,
+    ))
 }
 
 /// `(text, details)`: the output tail (or `(no output)`) plus the truncation notice.

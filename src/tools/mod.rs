@@ -12,11 +12,18 @@ use serde_json::Value;
 use crate::cancel::CancelToken;
 use crate::message::Content;
 
-/// A tool's successful result: `{content, details?}` as in `tool_execution_end.result`.
-#[derive(Clone, Debug, PartialEq)]
+/// A tool's result: `{content, details?}` as in `tool_execution_end.result` (pi 1.6.0 adds
+/// `structuredContent` and, for a result the tool itself marks failed, `isError`).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolOutput {
     pub content: Vec<Content>,
     pub details: Option<Value>,
+    /// `structuredContent` (pi 1.6.0): shown in `tool_execution_end.result` only, never in the
+    /// toolResult message. Set only when the profile's `tools.structured_content` asks for it.
+    pub structured: Option<Value>,
+    /// A result the tool returned as failed (pi 1.6.0's bash with a non-zero exit): the
+    /// toolResult message has `isError:true` but no `details:{}`, and `result.isError:true`.
+    pub is_error: bool,
 }
 
 /// `Err(text)` becomes `{content:[{type:text,text}], details:{}, isError:true}`.
@@ -73,9 +80,11 @@ pub mod grep;
 pub mod ls;
 pub mod ordered_walk;
 pub mod paths;
+pub mod pi_schema;
 pub mod process;
 pub mod read;
 pub mod regular;
+pub mod selection;
 pub mod truncate;
 pub mod validate;
 pub mod walk;
@@ -134,6 +143,7 @@ pub(crate) fn text_output(text: impl Into<String>) -> ToolOutput {
     ToolOutput {
         content: vec![Content::text(text)],
         details: None,
+        ..Default::default()
     }
 }
 

@@ -54,63 +54,91 @@ impl Tool for ReadTool {
         ctx: &ToolContext,
         _on_update: &mut dyn FnMut(ToolOutput),
     ) -> ToolResult {
-        let path = arg_str(args, "path").ok_or("Invalid read arguments.")?;
-        check_cancel(ctx)?;
-        let abs = resolve_read_path(path, &ctx.cwd);
-        // A device, FIFO or socket never ends or blocks (the reference hangs on them).
-        if let Some(e) = refuse_special("read", &abs) {
-            return Err(e);
+        let mut out = read_file(args, ctx)?;
+        if ctx.profile.structured_content {
+            out.structured = Some(structured_read(&out.content));
         }
-        let file = match open_read(&abs, "read") {
-            Ok(f) => f,
-            Err(Ok(special)) => return Err(special),
-            Err(Err(e)) => return Err(node_error(&e, "access", &abs)),
-        };
-        let read_error = |e: std::io::Error| {
-            if ctx.cancel.is_cancelled() {
-                ABORTED.to_string()
-            } else {
-                node_error(&e, "read", &abs)
-            }
-        };
-        // Every read checks for an abort, so a huge file never holds one up.
-        let stop = cancelled(&ctx.cancel);
-        let mut file = CancelRead::new(file, &stop);
-        // Sniff the first bytes (as the reference does) before deciding how to read.
-        let mut head = Vec::with_capacity(SNIFF_BYTES);
-        (&mut file)
-            .take(SNIFF_BYTES as u64)
-            .read_to_end(&mut head)
-            .map_err(read_error)?;
-        check_cancel(ctx)?;
-        if ctx.profile.read_images == ImageTypes::MagicBytes {
-            if let Some(mime) = image_mime_by_magic(&head) {
-                let mut bytes = head;
-                file.read_to_end(&mut bytes).map_err(read_error)?;
-                check_cancel(ctx)?;
-                return Ok(image_output_converting_bmp(mime, bytes));
-            }
-        } else if let Some(mime) = image_mime(&head) {
+        Ok(out)
+    }
+}
+
+/// pi 1.6.0's `structuredContent` of a read: the text of its first text block, or for an image
+/// `{type:"image",data,mimeType,note}` with that text as the note.
+fn structured_read(content: &[Content]) -> Value {
+    let text = content
+        .iter()
+        .find_map(|c| match c {
+            Content::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    match content.iter().find_map(|c| match c {
+        Content::Image(i) => Some(i),
+        _ => None,
+    }) {
+        Some(i) => json!({"type": "image", "data": i.data, "mimeType": i.mime_type, "note": text}),
+        None => Value::String(text),
+    }
+}
+
+fn read_file(args: &Value, ctx: &ToolContext) -> ToolResult {
+    let path = arg_str(args, "path").ok_or("Invalid read arguments.")?;
+    check_cancel(ctx)?;
+    let abs = resolve_read_path(path, &ctx.cwd);
+    // A device, FIFO or socket never ends or blocks (the reference hangs on them).
+    if let Some(e) = refuse_special("read", &abs) {
+        return Err(e);
+    }
+    let file = match open_read(&abs, "read") {
+        Ok(f) => f,
+        Err(Ok(special)) => return Err(special),
+        Err(Err(e)) => return Err(node_error(&e, "access", &abs)),
+    };
+    let read_error = |e: std::io::Error| {
+        if ctx.cancel.is_cancelled() {
+            ABORTED.to_string()
+        } else {
+            node_error(&e, "read", &abs)
+        }
+    };
+    // Every read checks for an abort, so a huge file never holds one up.
+    let stop = cancelled(&ctx.cancel);
+    let mut file = CancelRead::new(file, &stop);
+    // Sniff the first bytes (as the reference does) before deciding how to read.
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    (&mut file)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(read_error)?;
+    check_cancel(ctx)?;
+    if ctx.profile.read_images == ImageTypes::MagicBytes {
+        if let Some(mime) = image_mime_by_magic(&head) {
             let mut bytes = head;
             file.read_to_end(&mut bytes).map_err(read_error)?;
-            return Ok(ToolOutput {
-                content: vec![
-                    Content::text(format!("Read image file [{mime}]")),
-                    Content::Image(ImageContent {
-                        data: base64(&bytes),
-                        mime_type: mime.to_string(),
-                    }),
-                ],
-                details: None,
-            });
+            check_cancel(ctx)?;
+            return Ok(image_output_converting_bmp(mime, bytes));
         }
-        let reader = std::io::Cursor::new(head).chain(file);
-        let (offset, limit) = (arg_f64(args, "offset"), arg_f64(args, "limit"));
-        let (start, end) = selection(offset, limit);
-        let scan = scan_lines_counting(reader, start, end, ctx.profile.line_counting)
-            .map_err(read_error)?;
-        format_text(&scan, path, offset, limit.is_some())
+    } else if let Some(mime) = image_mime(&head) {
+        let mut bytes = head;
+        file.read_to_end(&mut bytes).map_err(read_error)?;
+        return Ok(ToolOutput {
+            content: vec![
+                Content::text(format!("Read image file [{mime}]")),
+                Content::Image(ImageContent {
+                    data: base64(&bytes),
+                    mime_type: mime.to_string(),
+                }),
+            ],
+            details: None,
+            ..Default::default()
+        });
     }
+    let reader = std::io::Cursor::new(head).chain(file);
+    let (offset, limit) = (arg_f64(args, "offset"), arg_f64(args, "limit"));
+    let (start, end) = selection(offset, limit);
+    let scan =
+        scan_lines_counting(reader, start, end, ctx.profile.line_counting).map_err(read_error)?;
+    format_text(&scan, path, offset, limit.is_some())
 }
 
 /// How many leading bytes decide whether a file is an image.
@@ -335,6 +363,7 @@ fn format_text(scan: &Scan, path: &str, offset: Option<f64>, user_limit: bool) -
         return Ok(ToolOutput {
             content: vec![Content::text(text)],
             details: Some(json!({"truncation": t.to_json()})),
+            ..Default::default()
         });
     }
     if t.truncated {
@@ -352,6 +381,7 @@ fn format_text(scan: &Scan, path: &str, offset: Option<f64>, user_limit: bool) -
         return Ok(ToolOutput {
             content: vec![Content::text(text)],
             details: Some(json!({"truncation": t.to_json()})),
+            ..Default::default()
         });
     }
     if user_limit && scan.end < total {
@@ -455,6 +485,7 @@ fn image_output_converting_bmp(mime: &str, bytes: Vec<u8>) -> ToolOutput {
             }),
         ],
         details: None,
+        ..Default::default()
     }
 }
 

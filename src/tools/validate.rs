@@ -26,7 +26,7 @@ pub fn validate_args_as(
     dialect: ValidationDialect,
 ) -> Result<Value, String> {
     let mut value = args.clone();
-    if dialect == ValidationDialect::TypeBox {
+    if dialect != ValidationDialect::Ajv {
         normalize_optional_nulls(&mut value, schema, 0);
     }
     let mut errors = Vec::new();
@@ -37,6 +37,13 @@ pub fn validate_args_as(
     check(schema, &mut value, "", &mut ctx);
     if errors.is_empty() {
         return Ok(value);
+    }
+    if dialect == ValidationDialect::PiSchema {
+        // pi-schema words the errors of the (coerced) value its own way.
+        let explained = super::pi_schema::explain(schema, &value);
+        if !explained.is_empty() {
+            errors = explained;
+        }
     }
     let lines: Vec<String> = errors
         .iter()
@@ -59,7 +66,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn typebox(&self) -> bool {
-        self.dialect == ValidationDialect::TypeBox
+        self.dialect != ValidationDialect::Ajv
     }
 
     fn push(&mut self, path: &str, msg: String) {

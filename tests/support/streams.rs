@@ -39,6 +39,7 @@ pub fn request(model: Model, messages: Vec<LlmMessage>) -> LlmRequest {
         faux_script: None,
         sdk: Default::default(),
         no_cache: false,
+        tool_arguments_error: false,
         extra: Default::default(),
     }
 }
