@@ -386,14 +386,29 @@ fn session_file_is_written_from_the_first_user_message() {
         let dir = w.tmp().join("sessions");
         let dir_s = dir.to_string_lossy().to_string();
         let mut p = w.spawn_faux(
-            "{\"text\": \"a slow reply to keep the turn open\", \"delayMs\": 300}\n",
+            "{\"text\": \"a slow reply to keep the turn open\", \"delayMs\": 4000}\n",
             &["--compat", compat, "--session-dir", &dir_s],
         );
         p.send(json!({"id":"p1","type":"prompt","message":"remember me"}));
         p.recv_until(|v| v["type"] == "message_end" && v["message"]["role"] == "user");
-        let files: Vec<_> = std::fs::read_dir(&dir)
-            .map(|d| d.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
+        // The file is written off the event path: look for it for up to 2 s, well before the
+        // reply (4 s) would make 0.87 write it too.
+        let listed = || -> Vec<std::path::PathBuf> {
+            std::fs::read_dir(&dir)
+                .map(|d| d.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default()
+        };
+        let has_user = |files: &[std::path::PathBuf]| {
+            files.first().is_some_and(|f| {
+                std::fs::read_to_string(f).is_ok_and(|t| t.contains("\"role\":\"user\""))
+            })
+        };
+        let mut files = listed();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !has_user(&files) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            files = listed();
+        }
         if compat == "0.87" {
             assert!(files.is_empty(), "0.87 waits for the first reply");
             continue;
