@@ -526,7 +526,7 @@ pub fn env_var_names_extended(provider: &str) -> &'static [&'static str] {
 
 /// pi 1.6.0's variables: `azure` (was `azure-openai-responses`), `typesafe`, and the Qwen token
 /// plans' per-plan variable before the one of their region; else 0.87.1's.
-pub fn env_var_names_16(provider: &str) -> &'static [&'static str] {
+pub fn env_var_names_per_plan(provider: &str) -> &'static [&'static str] {
     match provider {
         "azure" => &["AZURE_OPENAI_API_KEY"],
         "azure-openai-responses" => &[],
@@ -560,7 +560,7 @@ pub fn env_api_key_for(provider: &str, env: &Env, sdk: SdkGeneration) -> Option<
     let names = match sdk {
         SdkGeneration::Pi073 => env_var_names(provider),
         SdkGeneration::Pi087 => env_var_names_extended(provider),
-        SdkGeneration::Pi16 => env_var_names_16(provider),
+        SdkGeneration::Pi16 => env_var_names_per_plan(provider),
     };
     if let Some(v) = names.iter().find_map(|name| get(name)) {
         return Some(v);
