@@ -368,8 +368,10 @@ fn resolve_trust_and_settings(
         let own = global.protocol_version().unwrap_or_default();
         match settings.protocol_version() {
             Some(project) if project != own => {
+                // Judged by the newest version's rules (project trust asked for), so an
+                // untrusted project cannot pick the version that would read its files.
                 let trusted = crate::trust::project_trusted(
-                    &crate::protocol::Version::V087.profile().resources,
+                    &crate::protocol::Version::LATEST.profile().resources,
                     opts.approve,
                     cwd,
                     agent_dir,

@@ -74,12 +74,17 @@ fn split_lines(data: &[u8], cap: usize, seed: Option<&[u8]>) -> Vec<Frame> {
     out
 }
 
-/// The protocol version an input is run under: 0.87 when its first byte is odd (so both
-/// versions' emitters get fuzzed, and an input always runs the same way).
+/// The protocol version an input is run under: its first byte picks one of [`Version::ALL`]
+/// (so every version's emitters get fuzzed, and an input always runs the same way).
+///
+/// [`Version::ALL`]: crate::protocol::Version::ALL
 fn version_for(data: &[u8]) -> crate::protocol::Version {
     match data.first() {
-        Some(b) if b % 2 == 1 => crate::protocol::Version::V087,
-        _ => crate::protocol::Version::V073,
+        Some(b) => {
+            let all = crate::protocol::Version::ALL;
+            all[usize::from(*b) % all.len()]
+        }
+        None => crate::protocol::Version::default(),
     }
 }
 
@@ -781,10 +786,7 @@ pub fn resource_file(data: &[u8]) {
     };
     // The first line doubles as the arguments of the expansions.
     let args = content.lines().next().unwrap_or("");
-    for version in [
-        crate::protocol::Version::V073,
-        crate::protocol::Version::V087,
-    ] {
+    for version in crate::protocol::Version::ALL {
         let profile = &version.profile().resources;
         let (template, _) =
             templates::from_file("/p/prompts/x.md", &content, profile, source.clone());

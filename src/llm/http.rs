@@ -304,12 +304,16 @@ pub fn pi_user_agent(sdk: crate::protocol::SdkGeneration) -> String {
         "x86" => "ia32",
         other => other,
     };
-    if sdk == crate::protocol::SdkGeneration::Pi16 {
+    if sdk.versioned_user_agent() {
         return format!("pi/{PI_16_VERSION} ({platform}; node/{REFERENCE_NODE}; {arch})");
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
+    // Read once per process, not once per request.
+    static RELEASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let release = RELEASE.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    });
     format!("pi ({platform} {release}; {arch})")
 }
 

@@ -18,10 +18,7 @@ use crate::protocol::SdkGeneration;
 /// `normalizeContext` and `compat.supportsMidConvoSystemMessages`); pi 0.73.1's reads only the
 /// system prompt.
 pub const fn reads_system_messages(sdk: SdkGeneration) -> bool {
-    match sdk {
-        SdkGeneration::Pi073 => false,
-        SdkGeneration::Pi087 | SdkGeneration::Pi16 => true,
-    }
+    sdk.reads_system_messages()
 }
 
 /// pi 0.87.1's `normalizeContext`: under 0.87 a request whose messages do not start with a

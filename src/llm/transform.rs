@@ -25,9 +25,10 @@ pub enum ForeignThinking {
 
 impl ForeignThinking {
     pub const fn of(sdk: crate::protocol::SdkGeneration) -> ForeignThinking {
-        match sdk {
-            crate::protocol::SdkGeneration::Pi16 => ForeignThinking::Dropped,
-            _ => ForeignThinking::AsText,
+        if sdk.drops_foreign_thinking() {
+            ForeignThinking::Dropped
+        } else {
+            ForeignThinking::AsText
         }
     }
 }

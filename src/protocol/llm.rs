@@ -36,6 +36,26 @@ pub enum SdkGeneration {
     Pi16,
 }
 
+impl SdkGeneration {
+    /// Another model's readable thinking is left out of a request (pi 1.6.0's "clean model
+    /// switching"); else it is sent as text (0.73.1, 0.87.1).
+    pub const fn drops_foreign_thinking(self) -> bool {
+        matches!(self, SdkGeneration::Pi16)
+    }
+
+    /// The identity `User-Agent` names pi-ai's version and node's (`pi/1.6.0 (linux;
+    /// node/v22.23.3; x64)`, 1.6.0) instead of the kernel release (`pi (linux <release>; x64)`).
+    pub const fn versioned_user_agent(self) -> bool {
+        matches!(self, SdkGeneration::Pi16)
+    }
+
+    /// The transcript carries system messages (0.87.1's `normalizeContext`); 0.73.1 reads only
+    /// the system prompt.
+    pub const fn reads_system_messages(self) -> bool {
+        !matches!(self, SdkGeneration::Pi073)
+    }
+}
+
 /// A built-in model catalog (the generated model tables of one pi release).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Catalog {

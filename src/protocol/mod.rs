@@ -49,6 +49,9 @@ pub enum Version {
 }
 
 impl Version {
+    /// Every version pith speaks, oldest first.
+    pub const ALL: [Version; 3] = [Version::V073, Version::V087, Version::V16];
+
     /// The newest version pith speaks (`--compat latest`).
     pub const LATEST: Version = Version::V16;
 
