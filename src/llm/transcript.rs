@@ -12,20 +12,12 @@ use serde_json::{Map, Value};
 
 use crate::llm::{LlmRequest, ToolSchema};
 use crate::message::{LlmMessage, SystemMessage, ToolDeclaration, UserContent};
-use crate::protocol::SdkGeneration;
-
-/// Whether the SDK generation reads system messages in the transcript (pi 0.87.1's
-/// `normalizeContext` and `compat.supportsMidConvoSystemMessages`); pi 0.73.1's reads only the
-/// system prompt.
-pub const fn reads_system_messages(sdk: SdkGeneration) -> bool {
-    sdk.reads_system_messages()
-}
 
 /// pi 0.87.1's `normalizeContext`: under 0.87 a request whose messages do not start with a
 /// system message (a summary request, which has only a prompt) gets one holding its prompt and
 /// tools, so the APIs that read the prompt from the transcript find it there.
 pub fn normalize(req: &mut LlmRequest) {
-    if !reads_system_messages(req.sdk) || initial(&req.messages).is_some() {
+    if !req.sdk.reads_system_messages() || initial(&req.messages).is_some() {
         return;
     }
     if req.system_prompt.is_empty() && req.tools.is_empty() {
@@ -55,7 +47,7 @@ pub fn normalize(req: &mut LlmRequest) {
 /// Whether the request keeps later system messages in place (the model's
 /// `compat.supportsMidConvoSystemMessages`, pi 0.87.1).
 pub fn mid_convo(req: &LlmRequest) -> bool {
-    reads_system_messages(req.sdk)
+    req.sdk.reads_system_messages()
         && crate::llm::strict::compat_flag(&req.model, "supportsMidConvoSystemMessages", false)
 }
 
@@ -238,6 +230,7 @@ pub fn request_tools(req: &LlmRequest, additions: bool) -> (Vec<ToolSchema>, boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::SdkGeneration;
     use serde_json::json;
 
     fn sys(v: Value) -> SystemMessage {
