@@ -289,6 +289,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         &agent_dir,
         &cwd,
         mode,
+        version.profile().tools.mcp,
     );
     for w in warnings {
         eprintln!("{w}");
@@ -714,7 +715,7 @@ fn active_tools(
     };
     let mut active: Vec<Arc<dyn Tool>> = Vec::new();
     for n in &names {
-        match tools::builtin_tool(n) {
+        match tools::tool_for(n, profile) {
             Some(t) => active.push(Arc::from(t)),
             None => eprintln!(
                 "Warning: Unknown tool \"{n}\". Valid tools: {}",

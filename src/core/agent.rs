@@ -59,6 +59,9 @@ pub struct Run {
     pub aborting: bool,
     /// When the current LLM request started (an assistant message's `durationMs`).
     pub request_started: std::time::Instant,
+    /// Tools `tool_search` loaded in this run: declared from the next turn on (then the
+    /// branch's system messages remember them).
+    pub loaded: Vec<String>,
 }
 
 pub enum Phase {
@@ -262,7 +265,7 @@ impl Machine {
             return;
         };
         self.abort_requested = false;
-        let remote = self.plugins.remote_tools();
+        let remote = self.offered_remote_tools();
         let tools = self.env.tools.clone();
         let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
             let (update, text) = self.system_update(!prompts.is_empty(), &remote);
@@ -283,6 +286,7 @@ impl Machine {
             abort_waiters: Vec::new(),
             aborting: false,
             request_started: std::time::Instant::now(),
+            loaded: Vec::new(),
         };
         self.run = Some(run);
         self.emit(&Frame::AgentStart);
@@ -372,7 +376,7 @@ impl Machine {
         {
             // Extensions re-register and MCP servers change their tools between turns (under
             // 0.87 the turn's system message declared them already).
-            let remote = self.plugins.remote_tools();
+            let remote = self.offered_remote_tools();
             if let Some(run) = self.run.as_mut() {
                 run.remote = remote;
             }
@@ -889,6 +893,14 @@ impl Machine {
                 continue;
             }
             let tool = match exec {
+                Exec::Builtin(t) if t.runs_in_machine() => {
+                    if let Some(b) = self.batch_mut() {
+                        b.slots[index].started = Some(std::time::Instant::now());
+                    }
+                    let r = self.run_machine_tool(t.name(), &args);
+                    self.tool_finished(batch, index, r);
+                    continue;
+                }
                 Exec::Builtin(t) => t,
                 Exec::Remote(rt) => {
                     if let Some(b) = self.batch_mut() {
@@ -1163,7 +1175,7 @@ impl Machine {
         if self.profile.agent.tool_changes != ToolChanges::Declare || self.run.is_none() {
             return;
         }
-        let remote = self.plugins.remote_tools();
+        let remote = self.offered_remote_tools();
         let (update, text) = self.system_update(true, &remote);
         if let Some(run) = self.run.as_mut() {
             run.system_prompt = text;

@@ -95,7 +95,7 @@ impl Machine {
             ));
         }
         let mut tools = tool_specs(&self.env.tools);
-        tools.extend(self.plugins.remote_tools().into_iter().map(|r| ToolSpec {
+        tools.extend(self.offered_remote_tools().into_iter().map(|r| ToolSpec {
             name: r.name,
             description: r.description,
             parameters: r.parameters,

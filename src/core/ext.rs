@@ -368,29 +368,26 @@ impl Machine {
             "llama" => (texts.llama_command?.to_string(), "warning"),
             "mcp" => {
                 let none = texts.mcp_command_unconfigured?;
-                if self.plugins.servers.is_empty() {
+                if self.plugins.servers.is_empty() && self.plugins.cfg.mcp_errors.is_empty() {
                     let dir = self.env.agent_dir.display().to_string();
                     (none.replace("{agentDir}", &dir), "info")
                 } else {
-                    // pith's own status lines (pi's wording with exposure modes is issue 25).
-                    let lines: Vec<String> = self
-                        .plugins
-                        .servers
-                        .iter()
-                        .map(|s| {
-                            let state = match s.life {
-                                Life::Starting(_) => "starting",
-                                Life::Ready => "connected",
-                                Life::Dead => "failed",
-                            };
-                            format!("{}: {state}, {} tools", s.cfg.name, s.tools.len())
-                        })
-                        .collect();
-                    (lines.join("\n"), "info")
+                    (self.mcp_status_text(), "info")
                 }
             }
             _ => return None,
         };
+        self.notify_host(message, kind);
+        Some(Reply::Now(self.disposition(response::Disposition::Handled)))
+    }
+
+    /// A notice of pith's own for the host: an `extension_ui_request` `notify` in RPC mode, a
+    /// line on stderr otherwise.
+    pub(crate) fn notify_host(&mut self, message: String, kind: &str) {
+        if !self.plugins.cfg.ui {
+            eprintln!("{message}");
+            return;
+        }
         let frame = crate::ext::ui::request_frame(
             &crate::core::plugins::uuid_v4(),
             &crate::ext::ui::UiRequest::Notify {
@@ -399,7 +396,6 @@ impl Machine {
             },
         );
         self.send(response::line(&frame));
-        Some(Reply::Now(self.disposition(response::Disposition::Handled)))
     }
 
     fn extension_command_owner(&self, name: &str) -> Option<usize> {

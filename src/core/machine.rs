@@ -1131,7 +1131,7 @@ impl Machine {
     }
 
     pub(crate) fn system_prompt(&mut self) -> String {
-        let remote = self.plugins.remote_tools();
+        let remote = self.offered_remote_tools();
         let mut names: Vec<(&str, &str)> = self
             .env
             .tools

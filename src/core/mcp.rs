@@ -14,29 +14,80 @@ use crate::core::event::ToolEvent;
 use crate::core::machine::Machine;
 use crate::core::plugins::{Life, MCP_LIMITS, McpReq, Server, SpawnRequest, Target};
 use crate::io::child::{self, ChildEvent};
-use crate::mcp::config::ServerConfig;
+use crate::mcp::config::{Exposure, ServerConfig, Transport};
 use crate::mcp::protocol::{self as mcp, Incoming};
+use crate::protocol::McpDialect;
 use crate::tools::ToolOutput;
 
 /// Tools offered per server at most (a server listing more, in one page or over many, is cut
 /// here): every tool goes into every request, and a list this long is already a broken server.
 const MAX_TOOLS: usize = 10_000;
 
+/// pi's place for a long MCP result or a binary resource: `<tmpdir>/pi-mcp-<16 hex><ext>`,
+/// created exclusively, private to the user.
+fn save_output(data: &[u8], ext: &str) -> Result<String, String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir();
+    let mut last = String::new();
+    for attempt in 0..8u64 {
+        let hex = crate::tools::process::random_hex(attempt);
+        let path = dir.join(format!("pi-mcp-{hex}{ext}"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                return f
+                    .write_all(data)
+                    .map(|_| path.display().to_string())
+                    .map_err(|e| e.to_string());
+            }
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
 impl Machine {
     pub(crate) fn start_mcp_server(&mut self, cfg: ServerConfig) {
         let index = self.plugins.servers.len();
-        let spec = child::Spec {
-            program: cfg.command.clone().into(),
-            args: cfg.args.clone(),
-            env: cfg.env.clone(),
-            inherit_env: false,
-            cwd: cfg.cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
+        let blocks_prompt = match self.plugins.cfg.mcp_dialect {
+            McpDialect::Pith => true,
+            McpDialect::Pi => cfg.configured_exposures().any(|e| e == Exposure::Direct),
         };
         let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
+        let enabled = cfg.enabled;
+        let spec = match &cfg.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Ok(child::Spec {
+                program: command.clone().into(),
+                args: args.clone(),
+                env: env.clone(),
+                inherit_env: false,
+                cwd: cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
+            }),
+            Transport::Http { .. } => {
+                Err("the streamable HTTP transport is not available in this build".to_string())
+            }
+        };
         self.plugins.servers.push(Server {
             cfg,
             handle: None,
-            life: Life::Starting(deadline),
+            life: if enabled {
+                Life::Starting(deadline)
+            } else {
+                Life::Dead
+            },
+            error: None,
+            instructions: None,
+            blocks_prompt: blocks_prompt && enabled,
             tools: Vec::new(),
             requests: HashMap::new(),
             next_id: 1,
@@ -44,11 +95,30 @@ impl Machine {
             list_again: false,
             protocol_version: String::new(),
         });
-        self.spawn_child(SpawnRequest {
-            target: Target::Mcp(index),
-            spec,
-            limits: MCP_LIMITS,
-        });
+        if !enabled {
+            return;
+        }
+        match spec {
+            Ok(spec) => self.spawn_child(SpawnRequest {
+                target: Target::Mcp(index),
+                spec,
+                limits: MCP_LIMITS,
+            }),
+            Err(e) => self.fail_server(index, "startup", &e),
+        }
+    }
+
+    /// The timeout of one request to server `i`: its `timeout`, else the settings' (pith's
+    /// client: `pith.mcpToolTimeoutSeconds`, 120 s; pi's: 60 s) for calls, the start-up timeout
+    /// for the handshake and listings.
+    fn mcp_timeout(&self, i: usize, call: bool) -> std::time::Duration {
+        let cfg = &self.plugins.cfg;
+        match (self.plugins.servers[i].cfg.timeout, call) {
+            (Some(t), _) => t,
+            (None, true) if cfg.mcp_dialect == McpDialect::Pi => std::time::Duration::from_secs(60),
+            (None, true) => cfg.mcp_call_timeout,
+            (None, false) => cfg.mcp_startup_timeout,
+        }
     }
 
     /// The process runs: the handshake starts.
@@ -60,10 +130,7 @@ impl Machine {
     /// Send a request; its deadline is the start-up timeout for the handshake, the call timeout
     /// for `tools/call`.
     fn mcp_request(&mut self, i: usize, req: McpReq, method: &str, params: Option<Value>) -> u64 {
-        let timeout = match req {
-            McpReq::Call { .. } => self.plugins.cfg.mcp_call_timeout,
-            _ => self.plugins.cfg.mcp_startup_timeout,
-        };
+        let timeout = self.mcp_timeout(i, matches!(req, McpReq::Call { .. }));
         let s = &mut self.plugins.servers[i];
         let id = s.next_id;
         s.next_id += 1;
@@ -134,6 +201,7 @@ impl Machine {
                     {
                         Ok(info) => {
                             self.plugins.servers[i].protocol_version = info.protocol_version;
+                            self.plugins.servers[i].instructions = info.instructions;
                             self.mcp_write(i, mcp::notification("notifications/initialized", None));
                             if info.has_tools {
                                 self.mcp_list(i, None);
@@ -171,8 +239,12 @@ impl Machine {
                             }
                         }
                     },
-                    McpReq::Call { batch, index, .. } => {
+                    McpReq::Call { batch, index, tool } => {
                         let r = match result {
+                            Ok(v) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
+                                let server = self.plugins.servers[i].cfg.name.clone();
+                                crate::mcp::result::convert(&server, &tool, &v, false, &save_output)
+                            }
                             Ok(v) => mcp::call_result(&v),
                             Err(e) => Err(e.to_string()),
                         };
@@ -207,7 +279,7 @@ impl Machine {
                     let Some((token, text)) = mcp::progress_text(&params) else {
                         return;
                     };
-                    let timeout = self.plugins.cfg.mcp_call_timeout;
+                    let timeout = self.mcp_timeout(i, true);
                     let Some((McpReq::Call { batch, index, .. }, deadline)) =
                         self.plugins.servers[i].requests.get_mut(&token)
                     else {
@@ -258,17 +330,56 @@ impl Machine {
     /// A complete `tools/list`: the server's tools become agent tools (for the next run).
     fn mcp_tools_listed(&mut self, i: usize, tools: Vec<mcp::McpTool>) {
         let server = self.plugins.servers[i].cfg.name.clone();
+        let pi = self.plugins.cfg.mcp_dialect == McpDialect::Pi;
         let total = tools.len();
         let mut named: Vec<(String, mcp::McpTool)> = Vec::with_capacity(total.min(MAX_TOOLS));
         let mut seen: std::collections::HashSet<String> = Default::default();
-        for t in tools {
+        // pi: names other servers' tools hold (sanitizing may map two tools to one name; the
+        // second then gets a hash suffix).
+        let others: std::collections::HashSet<String> = if pi {
+            self.plugins
+                .servers
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .flat_map(|(_, s)| s.tools.iter().map(|(n, _)| n.clone()))
+                .collect()
+        } else {
+            Default::default()
+        };
+        for mut t in tools {
             if named.len() == MAX_TOOLS {
                 eprintln!(
                     "pith: MCP server {server}: {total} tools listed; only the first {MAX_TOOLS} are offered"
                 );
                 break;
             }
-            let name = mcp::tool_name(&server, &t.name);
+            let name = if pi {
+                let taken = |n: &str| others.contains(n) || seen.contains(n);
+                let name = crate::mcp::naming::tool_name(&server, &t.name, &taken);
+                // pi's declaration: the description (else the title, else a default), and an
+                // object schema with `properties`.
+                let d = t.description.trim();
+                t.description = if !d.is_empty() {
+                    d.to_string()
+                } else if let Some(title) = t.title.clone().filter(|x| !x.is_empty()) {
+                    title
+                } else {
+                    format!("MCP tool {} from server {server}", t.name)
+                };
+                if let Some(Value::Object(mut m)) = t.raw_schema.clone() {
+                    if !m.contains_key("type") {
+                        m.insert("type".into(), json!("object"));
+                    }
+                    if !m.contains_key("properties") {
+                        m.insert("properties".into(), json!({}));
+                    }
+                    t.input_schema = Value::Object(m);
+                }
+                name
+            } else {
+                mcp::tool_name(&server, &t.name)
+            };
             if !seen.insert(name.clone()) {
                 eprintln!(
                     "pith: MCP server {server}: tool \"{}\" is named like another one ({name}); skipped",
@@ -399,6 +510,7 @@ impl Machine {
             return;
         }
         s.life = Life::Dead;
+        s.error = Some(error.to_string());
         s.tools.clear();
         if let Some(h) = s.handle.as_ref() {
             h.signal(child::SIGKILL);
@@ -413,7 +525,9 @@ impl Machine {
                 _ => None,
             })
             .collect();
-        self.extension_error(&path, event, error);
+        if self.plugins.cfg.mcp_dialect == McpDialect::Pith {
+            self.extension_error(&path, event, error);
+        }
         for (batch, index) in calls {
             self.tool_finished(
                 batch,
@@ -421,5 +535,71 @@ impl Machine {
                 Err(format!("MCP server \"{name}\" failed: {error}")),
             );
         }
+    }
+
+    /// pi's client, once every server has settled after start-up: one `notify` (warning) for the
+    /// configuration errors and the servers that failed, if any (on stderr outside RPC mode).
+    pub(crate) fn mcp_report_problems(&mut self) {
+        if self.plugins.cfg.mcp_dialect != McpDialect::Pi
+            || self.plugins.mcp_reported
+            || self.plugins.servers_starting()
+        {
+            return;
+        }
+        self.plugins.mcp_reported = true;
+        let mut lines: Vec<String> = self
+            .plugins
+            .cfg
+            .mcp_errors
+            .iter()
+            .map(|e| format!("config: {e}"))
+            .collect();
+        for s in &self.plugins.servers {
+            if let (Life::Dead, Some(e)) = (&s.life, &s.error) {
+                let first = e.lines().next().unwrap_or("unknown error");
+                lines.push(format!("{}: failed: {first}", s.cfg.name));
+            }
+        }
+        if lines.is_empty() {
+            return;
+        }
+        let body: Vec<String> = lines.iter().map(|l| format!("  {l}")).collect();
+        let message = format!(
+            "MCP servers need attention:\n{}\nRun /mcp to fix.",
+            body.join("\n")
+        );
+        self.notify_host(message, "warning");
+    }
+
+    /// pi's `/mcp` outside the TUI: one line per server (`<name>: <state>[, N tools] (<exposure>)`
+    /// and its error below), then configuration errors.
+    pub(crate) fn mcp_status_text(&self) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for s in &self.plugins.servers {
+            let exposure = s.cfg.exposure.as_str();
+            let (state, tools) = match (&s.life, s.cfg.enabled) {
+                (_, false) => ("disabled".to_string(), String::new()),
+                (Life::Starting(_), _) => ("starting".to_string(), String::new()),
+                (Life::Ready, _) => (
+                    "connected".to_string(),
+                    format!(", {} tools", s.tools.len()),
+                ),
+                (Life::Dead, _) => ("failed".to_string(), String::new()),
+            };
+            let error = match (&s.life, &s.error) {
+                (Life::Dead, Some(e)) if s.cfg.enabled => {
+                    format!("\n    {}", e.split('\n').collect::<Vec<_>>().join("\n    "))
+                }
+                _ => String::new(),
+            };
+            lines.push(format!(
+                "{}: {state}{tools} ({exposure}){error}",
+                s.cfg.name
+            ));
+        }
+        for e in &self.plugins.cfg.mcp_errors {
+            lines.push(format!("config error: {e}"));
+        }
+        lines.join("\n")
     }
 }

@@ -15,3 +15,4 @@ pub mod prompt;
 pub mod retry;
 pub mod session_query;
 pub mod sessions;
+pub mod tool_search;

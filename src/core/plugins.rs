@@ -20,10 +20,11 @@ use crate::core::machine::Machine;
 use crate::ext::load::ExtEntry;
 use crate::ext::protocol::{CommandSpec, ToolSpec};
 use crate::io::child::{self, ChildHandle, Limits};
-use crate::mcp::config::ServerConfig;
+use crate::mcp::config::{Exposure, ServerConfig};
 use crate::mcp::protocol::McpTool;
 use crate::message::AgentMessage;
 use crate::perms::approval::ConfirmTools;
+use crate::protocol::McpDialect;
 use crate::rpc::response;
 
 /// Output limits of an extension: one line up to 16 MiB, at most 1000 lines per second; 1024
@@ -65,6 +66,12 @@ pub struct PluginConfig {
     pub mode: &'static str,
     /// `--no-mcp`: no MCP server starts (and 1.6.0's built-in `mcp` command is not listed).
     pub no_mcp: bool,
+    /// Whose MCP client pith is (the protocol version's).
+    pub mcp_dialect: McpDialect,
+    /// pi's `mcp.json` `autoEnableCodemode` (default true).
+    pub auto_enable_codemode: bool,
+    /// Problems of pi's `mcp.json` files (`<file>: <what>`), reported once after start-up.
+    pub mcp_errors: Vec<String>,
 }
 
 impl PluginConfig {
@@ -83,6 +90,7 @@ impl PluginConfig {
         agent_dir: &Path,
         cwd: &Path,
         mode: &'static str,
+        mcp_dialect: McpDialect,
     ) -> (PluginConfig, Vec<String>) {
         let (extensions, mut warnings) = crate::ext::load::resolve(
             cli_extensions,
@@ -92,7 +100,35 @@ impl PluginConfig {
             cwd,
         );
         let mut mcp = Vec::new();
-        if !no_mcp {
+        let mut auto_enable_codemode = true;
+        let mut mcp_errors = Vec::new();
+        if !no_mcp && mcp_dialect == McpDialect::Pi {
+            let env = |k: &str| std::env::var(k).ok();
+            let no_env: crate::llm::models::Env = std::sync::Arc::new(|_: &str| None);
+            let run = |cmd: &str| {
+                crate::llm::models::resolve_config_value_uncached(&format!("!{cmd}"), &no_env)
+            };
+            let inputs = crate::mcp::mcp_json::Inputs {
+                env: &env,
+                home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+                run: &run,
+            };
+            let read = |p: &Path| match crate::files::read_text(p) {
+                Ok(t) => Ok(Some(t)),
+                Err(crate::files::ReadError::NotFound) => Ok(None),
+                Err(e) => Err(e.warning(p).unwrap_or_else(|| "cannot read".into())),
+            };
+            let loaded = crate::mcp::mcp_json::load(
+                agent_dir,
+                project_trusted.then_some(cwd),
+                cwd,
+                &read,
+                &inputs,
+            );
+            mcp = loaded.servers;
+            mcp_errors = loaded.errors;
+            auto_enable_codemode = loaded.auto_enable_codemode.unwrap_or(true);
+        } else if !no_mcp {
             let project_path = cwd.join(".mcp.json");
             let project = if !project_trusted {
                 if project_path.exists() {
@@ -152,6 +188,9 @@ impl PluginConfig {
                 ui: mode == "rpc",
                 mode,
                 no_mcp,
+                mcp_dialect,
+                auto_enable_codemode,
+                mcp_errors,
             },
             warnings,
         )
@@ -302,6 +341,13 @@ pub struct Server {
     pub cfg: ServerConfig,
     pub handle: Option<ChildHandle>,
     pub life: Life,
+    /// Why it is not running (shown by pi's `/mcp`): `Life::Dead` with no error is disabled.
+    pub error: Option<String>,
+    /// `instructions` of its `initialize` result (first line: its summary without a description).
+    pub instructions: Option<String>,
+    /// A prompt waits for it to start: its tools are declared to the model (all of pith's own
+    /// client's; pi's `direct` ones).
+    pub blocks_prompt: bool,
     /// `(agent name, the server's tool)`.
     pub tools: Vec<(String, McpTool)>,
     pub requests: HashMap<u64, (McpReq, Instant)>,
@@ -406,6 +452,8 @@ pub struct Plugins {
     pub after_turn: Vec<AgentMessage>,
     /// A prompt waits for extensions and servers to finish starting.
     pub prompt_waits_startup: bool,
+    /// pi's MCP client reported its start-up problems (once).
+    pub mcp_reported: bool,
     /// `get_commands` requests waiting for extensions to register (their ids).
     pub waiting_commands: Vec<Option<Value>>,
     /// Extensions whose failure was noticed where it could not be handled (a full input queue
@@ -442,7 +490,7 @@ impl Plugins {
         id
     }
 
-    /// An extension or server is still starting.
+    /// An extension, or a server whose tools a prompt declares, is still starting.
     pub fn starting(&self) -> bool {
         self.exts
             .iter()
@@ -450,7 +498,14 @@ impl Plugins {
             || self
                 .servers
                 .iter()
-                .any(|s| matches!(s.life, Life::Starting(_)))
+                .any(|s| s.blocks_prompt && matches!(s.life, Life::Starting(_)))
+    }
+
+    /// Any MCP server still starting.
+    pub fn servers_starting(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|s| matches!(s.life, Life::Starting(_)))
     }
 
     /// Work the process must finish before it may exit at end of input: a prompt waiting for
@@ -473,9 +528,11 @@ impl Plugins {
             .collect()
     }
 
-    /// The tools of ready extensions and servers, in load order; a name already taken is
-    /// skipped (first wins).
-    pub fn remote_tools(&self) -> Vec<RemoteTool> {
+    /// The tools of ready extensions and servers declared to the model, in load order; a name
+    /// already taken is skipped (first wins). Under pi's MCP client a server tool is declared
+    /// when its exposure is `direct`, or when it is `codemode`/`deferred` and `loaded` (by
+    /// `tool_search`, on this branch).
+    pub fn remote_tools(&self, loaded: &dyn Fn(&str) -> bool) -> Vec<RemoteTool> {
         let mut out: Vec<RemoteTool> = Vec::new();
         // Names already taken (a set: a server may offer thousands of tools, and this runs
         // several times per turn).
@@ -501,6 +558,16 @@ impl Plugins {
             .filter(|(_, s)| s.life == Life::Ready)
         {
             for (name, t) in &s.tools {
+                if self.cfg.mcp_dialect == McpDialect::Pi {
+                    let declared = match s.cfg.exposure_of(&t.name) {
+                        Exposure::Direct => true,
+                        Exposure::Codemode | Exposure::Deferred => loaded(name),
+                        Exposure::Hidden => false,
+                    };
+                    if !declared {
+                        continue;
+                    }
+                }
                 if !taken.insert(name) {
                     continue;
                 }
@@ -514,6 +581,39 @@ impl Plugins {
                         tool: t.name.clone(),
                     },
                 });
+            }
+        }
+        out
+    }
+
+    /// Every tool of the ready MCP servers as a remote tool, with its exposure (the settings
+    /// format's are all `direct`), in server order.
+    pub fn mcp_tools(&self) -> Vec<(RemoteTool, Exposure)> {
+        let mut out = Vec::new();
+        for (i, s) in self
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.life == Life::Ready)
+        {
+            for (name, t) in &s.tools {
+                let exposure = match self.cfg.mcp_dialect {
+                    McpDialect::Pith => Exposure::Direct,
+                    McpDialect::Pi => s.cfg.exposure_of(&t.name),
+                };
+                out.push((
+                    RemoteTool {
+                        name: name.clone(),
+                        description: t.description.clone(),
+                        parameters: t.input_schema.clone(),
+                        snippet: None,
+                        owner: Owner::Mcp {
+                            server: i,
+                            tool: t.name.clone(),
+                        },
+                    },
+                    exposure,
+                ));
             }
         }
         out
@@ -597,6 +697,7 @@ impl Machine {
     /// handshakes happen in the background, as their lines arrive.
     pub(crate) fn start_plugins(&mut self) {
         if self.plugins.cfg.extensions.is_empty() && self.plugins.cfg.mcp.is_empty() {
+            self.mcp_report_problems();
             return;
         }
         self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone());
@@ -806,6 +907,7 @@ impl Machine {
                 self.send(response::success(id.as_ref(), "get_commands", Some(&data)));
             }
         }
+        self.mcp_report_problems();
         if self.plugins.prompt_waits_startup && !self.plugins.starting() {
             self.plugins.prompt_waits_startup = false;
             self.run_pending_prompt();

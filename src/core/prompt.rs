@@ -51,7 +51,7 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
-        sections(&SectionInputs {
+        let mut map = sections(&SectionInputs {
             cwd: &self.env.cwd,
             tools: &names,
             custom: self.env.custom_system_prompt.as_deref(),
@@ -59,7 +59,46 @@ impl Machine {
             context_files: &files,
             skills: &skills,
             texts: &self.profile.texts.system_prompt,
-        })
+        });
+        if let Some(text) = self.mcp_servers_section() {
+            map.insert(
+                "mcp_servers".into(),
+                Value::String(format!("<mcp_servers>\n{text}\n</mcp_servers>")),
+            );
+        }
+        map
+    }
+
+    /// pi's MCP client: the servers whose tools are not declared (codemode or deferred
+    /// exposure), as they are when a prompt starts.
+    fn mcp_servers_section(&self) -> Option<String> {
+        use crate::mcp::config::Exposure;
+        use crate::mcp::naming::{Listed, Reach, servers_section, summary};
+        if self.plugins.cfg.mcp_dialect != crate::protocol::McpDialect::Pi {
+            return None;
+        }
+        let listed: Vec<Listed> = self
+            .plugins
+            .servers
+            .iter()
+            .filter(|s| s.cfg.enabled)
+            .filter_map(|s| {
+                let ex: Vec<Exposure> = s.cfg.configured_exposures().collect();
+                let reach = if ex.contains(&Exposure::Codemode) {
+                    Reach::Codemode
+                } else if ex.contains(&Exposure::Deferred) {
+                    Reach::ToolSearch
+                } else {
+                    return None;
+                };
+                Some(Listed {
+                    name: &s.cfg.name,
+                    reach,
+                    summary: summary(s.cfg.description.as_deref(), s.instructions.as_deref()),
+                })
+            })
+            .collect();
+        servers_section(listed)
     }
 
     /// Under `--compat 0.87`, at the start of a run: the system message that brings the context

@@ -11,10 +11,89 @@ use serde_json::{Map, Value};
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerConfig {
     pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
+    pub transport: Transport,
+    /// How the server's tools reach the model (pi's `mcp.json`; `Direct` for the settings format).
+    pub exposure: Exposure,
+    /// `toolExposure`: the server's tool name or a `*` pattern, and its exposure, in file order.
+    pub tool_exposure: Vec<(String, Exposure)>,
+    /// `description`: one line for the system prompt, tool search and `describeNamespace`.
+    pub description: Option<String>,
+    /// `timeout`: per-request timeout (progress restarts it); None: the settings' default.
+    pub timeout: Option<std::time::Duration>,
+    /// `enabled: false` keeps the entry listed (in `/mcp`) without starting it.
+    pub enabled: bool,
+    /// The file that defines it (shown by `/mcp`).
+    pub source: PathBuf,
+}
+
+/// How pith reaches a server.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC lines on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+    },
+    /// MCP's streamable HTTP transport.
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// How an MCP tool reaches the model (pi 1.6.0's `exposure` / `toolExposure`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposure {
+    /// Callable from codemode scripts only (pi's default).
+    Codemode,
+    /// Declared once `tool_search` loads it.
+    Deferred,
+    /// Declared to the model like a built-in tool.
+    Direct,
+    /// Registered but unreachable.
+    Hidden,
+}
+
+impl Exposure {
+    pub fn parse(s: &str) -> Option<Exposure> {
+        Some(match s {
+            "codemode" | "codemode-deferred" => Exposure::Codemode,
+            "deferred" => Exposure::Deferred,
+            "direct" => Exposure::Direct,
+            "hidden" => Exposure::Hidden,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Exposure::Codemode => "codemode",
+            Exposure::Deferred => "deferred",
+            Exposure::Direct => "direct",
+            Exposure::Hidden => "hidden",
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The exposure of the server's tool `tool`: an exact `toolExposure` key, else the first
+    /// matching pattern, else the server's.
+    pub fn exposure_of(&self, tool: &str) -> Exposure {
+        if let Some((_, e)) = self.tool_exposure.iter().find(|(k, _)| k == tool) {
+            return *e;
+        }
+        self.tool_exposure
+            .iter()
+            .find(|(k, _)| k.contains('*') && crate::tools::selection::matches_pattern(k, tool))
+            .map(|(_, e)| *e)
+            .unwrap_or(self.exposure)
+    }
+
+    /// Every exposure its tools can have, known before it connects.
+    pub fn configured_exposures(&self) -> impl Iterator<Item = Exposure> + '_ {
+        std::iter::once(self.exposure).chain(self.tool_exposure.iter().map(|(_, e)| *e))
+    }
 }
 
 /// Expand `${VAR}` and `${VAR:-default}`; an unset variable without a default is an error.
@@ -103,10 +182,18 @@ fn one(
     };
     Ok(Some(ServerConfig {
         name: name.to_string(),
-        command,
-        args,
-        env: vars,
-        cwd,
+        transport: Transport::Stdio {
+            command,
+            args,
+            env: vars,
+            cwd,
+        },
+        exposure: Exposure::Direct,
+        tool_exposure: Vec::new(),
+        description: None,
+        timeout: None,
+        enabled: true,
+        source: base.to_path_buf(),
     }))
 }
 
@@ -207,9 +294,15 @@ mod tests {
         );
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].name, "time");
-        assert_eq!(list[0].command, "/home/u/bin/time");
-        assert_eq!(list[0].env, vec![("TZ".to_string(), "UTC".to_string())]);
-        assert!(list[0].args.is_empty());
+        let Transport::Stdio {
+            command, env, args, ..
+        } = &list[0].transport
+        else {
+            panic!("stdio expected")
+        };
+        assert_eq!(command, "/home/u/bin/time");
+        assert_eq!(env, &vec![("TZ".to_string(), "UTC".to_string())]);
+        assert!(args.is_empty());
         assert_eq!(list[1].name, "every");
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings.iter().any(|w| w.contains("transport \"http\"")));

@@ -4,4 +4,8 @@
 //! `core::mcp`.
 
 pub mod config;
+pub mod mcp_json;
+pub mod naming;
 pub mod protocol;
+pub mod result;
+pub mod search;

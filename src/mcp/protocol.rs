@@ -137,6 +137,8 @@ pub struct ServerInfo {
     pub protocol_version: String,
     pub name: Option<String>,
     pub has_tools: bool,
+    /// `instructions`: how to use the server's tools, as a group.
+    pub instructions: Option<String>,
 }
 
 pub fn check_initialize(result: &Value) -> Result<ServerInfo, String> {
@@ -158,6 +160,10 @@ pub fn check_initialize(result: &Value) -> Result<ServerInfo, String> {
             .and_then(Value::as_str)
             .map(str::to_string),
         has_tools: caps.and_then(|c| c.get("tools")).is_some(),
+        instructions: result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(|s| s.chars().take(64 * 1024).collect()),
     })
 }
 
@@ -168,6 +174,10 @@ pub struct McpTool {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
+    /// `title` (or `annotations.title`).
+    pub title: Option<String>,
+    /// `inputSchema` as the server sent it, when it was an object.
+    pub raw_schema: Option<Value>,
 }
 
 /// One page of `tools/list`: the tools and the cursor of the next page.
@@ -181,11 +191,19 @@ pub fn parse_tools_page(result: &Value) -> Result<(Vec<McpTool>, Option<String>)
         let Some(name) = t.get("name").and_then(Value::as_str) else {
             continue;
         };
-        let schema = match t.get("inputSchema") {
-            Some(s @ Value::Object(_)) => s.clone(),
-            _ => json!({"type": "object", "properties": {}}),
+        let raw_schema = t.get("inputSchema").filter(|s| s.is_object()).cloned();
+        let schema = match &raw_schema {
+            Some(s) => s.clone(),
+            None => json!({"type": "object", "properties": {}}),
         };
+        let title = t
+            .get("title")
+            .or_else(|| t.pointer("/annotations/title"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         tools.push(McpTool {
+            title,
+            raw_schema,
             name: name.to_string(),
             description: t
                 .get("description")

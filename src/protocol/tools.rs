@@ -36,6 +36,25 @@ pub struct Tools {
     /// plain names is an error), and `*` patterns in `--tools` and `--exclude-tools`.
     /// 0.73.1: false; 0.87.1: false (exact names); 1.6.0: true.
     pub tool_list_modifiers: bool,
+    /// Whose MCP client pith is.
+    /// 0.73.1: `Pith`; 0.87.1: `Pith` (neither pi had MCP); 1.6.0: `Pi`.
+    pub mcp: McpDialect,
+}
+
+/// Where MCP servers are configured, how their tools reach the model and how results look.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum McpDialect {
+    /// pith's own client: `mcpServers` in settings.json and the project's `.mcp.json`, every tool
+    /// declared (`mcp__<server>__<tool>`, `-` kept), failures as `extension_error`, the
+    /// structured result in `details`.
+    #[default]
+    Pith,
+    /// pi 1.6.0's built-in client: `<agentDir>/mcp.json` and the trusted project's
+    /// `.pi/mcp.json`, exposures (`codemode` by default, `deferred` via `tool_search`, `direct`,
+    /// `hidden`), the `mcp_servers` prompt section, `details:{server,tool}` with the
+    /// `CallToolResult` as `structuredContent`, 20 KB middle truncation, `/mcp` status lines,
+    /// problems as one `notify`.
+    Pi,
 }
 
 /// How lines are counted.

@@ -61,6 +61,12 @@ pub trait Tool: Send + Sync {
         None
     }
     /// JSON schema of the arguments.
+    /// The state machine runs it itself (it needs the agent's state: `tool_search`), not a
+    /// worker thread; [`Tool::execute`] is then never called.
+    fn runs_in_machine(&self) -> bool {
+        false
+    }
+
     fn parameters(&self) -> Value;
     /// Run the tool. `args` have passed validation (with the reference's coercions).
     fn execute(
@@ -85,6 +91,7 @@ pub mod process;
 pub mod read;
 pub mod regular;
 pub mod selection;
+pub mod tool_search;
 pub mod truncate;
 pub mod validate;
 pub mod walk;
@@ -112,6 +119,17 @@ pub fn builtin_tool(name: &str) -> Option<Box<dyn Tool>> {
         "ls" => Box::new(ls::LsTool),
         _ => return None,
     })
+}
+
+/// One tool by name as the protocol version's tool set has it: the built-ins, and pi 1.6.0's
+/// `tool_search` with its MCP client.
+pub fn tool_for(name: &str, profile: &crate::protocol::Tools) -> Option<Box<dyn Tool>> {
+    match name {
+        tool_search::NAME if profile.mcp == crate::protocol::McpDialect::Pi => {
+            Some(Box::new(tool_search::ToolSearchTool))
+        }
+        _ => builtin_tool(name),
+    }
 }
 
 /// The reference's argument preparation before validation: `edit` accepts the legacy
