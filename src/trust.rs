@@ -16,8 +16,10 @@ use serde_json::Value;
 use crate::protocol;
 
 /// Entries of `<cwd>/.pi` whose presence asks for a trust decision.
-const TRUST_REQUIRING: [&str; 7] = [
+const TRUST_REQUIRING: [&str; 8] = [
     "settings.json",
+    // pi 1.6.0's MCP servers (`--compat 1.6` starts them).
+    "mcp.json",
     "extensions",
     "skills",
     "prompts",
