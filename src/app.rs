@@ -296,6 +296,14 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     }
     let mut plugins = plugins;
     permissions(opts, &settings, &cwd, &mut plugins)?;
+    let mut active = active;
+    if plugins.mcp_dialect == crate::protocol::McpDialect::Pi {
+        plugins.mcp_filter = crate::mcp::config::ToolFilter::from_cli(
+            opts.tools_arg.as_deref(),
+            &opts.exclude_tools,
+        );
+        activate_discovery(&plugins, &mut active, &version.profile().tools);
+    }
 
     let resources = resource_options(
         opts,
@@ -724,6 +732,34 @@ fn active_tools(
         }
     }
     active
+}
+
+/// pi 1.6.0 activates the tools that reach MCP tools not declared to the model, from the
+/// configuration: `tool_search` for servers with `deferred` tools, `codemode` (when this build
+/// has it and `autoEnableCodemode` is not false) for servers with `codemode` tools.
+fn activate_discovery(
+    plugins: &crate::core::plugins::PluginConfig,
+    active: &mut Vec<Arc<dyn Tool>>,
+    profile: &crate::protocol::Tools,
+) {
+    use crate::mcp::config::Exposure;
+    let enabled = || plugins.mcp.iter().filter(|s| s.enabled);
+    let has = |e: Exposure| enabled().any(|s| s.configured_exposures().any(|x| x == e));
+    let mut wanted: Vec<&str> = Vec::new();
+    if has(Exposure::Codemode) && plugins.auto_enable_codemode {
+        wanted.push("codemode");
+    }
+    if has(Exposure::Deferred) {
+        wanted.push(tools::tool_search::NAME);
+    }
+    for name in wanted {
+        if active.iter().any(|t| t.name() == name) {
+            continue;
+        }
+        if let Some(t) = tools::tool_for(name, profile) {
+            active.push(Arc::from(t));
+        }
+    }
 }
 
 /// Permission rules (`--allow` / `--ask` / `--deny`, `--permission-default`, settings

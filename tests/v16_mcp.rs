@@ -511,3 +511,81 @@ fn older_versions_do_not_read_mcp_json() {
     run(&mut p, "p1", "x");
     assert!(!tool_names(&llm, 0).iter().any(|n| n.starts_with("mcp__")));
 }
+
+#[test]
+fn resource_tools_list_every_page_and_read() {
+    need_python!();
+    let (w, llm) = fake_world(vec![
+        reply(
+            1,
+            &[
+                tool_call("l", "list_mcp_resources", &["{}"]),
+                tool_call("l1", "list_mcp_resources", &[r#"{"server":"fake"}"#]),
+                tool_call("t", "list_mcp_resource_templates", &["{}"]),
+                tool_call(
+                    "r",
+                    "read_mcp_resource",
+                    &[r#"{"server":"fake","uri":"file:///a.txt"}"#],
+                ),
+                tool_call(
+                    "x",
+                    "read_mcp_resource",
+                    &[r#"{"server":"fake","uri":"file:///none"}"#],
+                ),
+                tool_call(
+                    "n",
+                    "read_mcp_resource",
+                    &[r#"{"server":"nope","uri":"u"}"#],
+                ),
+            ],
+        ),
+        reply(2, &[text(&["ok"])]),
+    ]);
+    let cfg =
+        json!({"mcpServers": {"fake": server(&["--resources"], json!({"exposure": "direct"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    let mut p = start(&w, "1.6", &[]);
+    let frames = run(&mut p, "p1", "resources");
+    let names = tool_names(&llm, 0);
+    for n in [
+        "list_mcp_resources",
+        "list_mcp_resource_templates",
+        "read_mcp_resource",
+    ] {
+        assert!(names.contains(&n.to_string()), "{names:?}");
+    }
+    // Every page, MCP App UIs left out, `_meta` and icons dropped.
+    let all = json!({"resources": [
+        {"server": "fake", "uri": "file:///a.txt", "name": "a", "mimeType": "text/plain"},
+        {"server": "fake", "uri": "file:///b.bin", "name": "b"}]});
+    assert_eq!(
+        tool_end(&frames, "l")["result"],
+        json!({"content": [{"type": "text", "text": all.to_string()}],
+               "details": {"server": "", "tool": "list_mcp_resources"},
+               "structuredContent": all})
+    );
+    // A named server: one page and its cursor.
+    let one = json!({"server": "fake", "resources": [
+        {"server": "fake", "uri": "file:///a.txt", "name": "a", "mimeType": "text/plain"}], "nextCursor": "p2"});
+    assert_eq!(tool_end(&frames, "l1")["result"]["structuredContent"], one);
+    assert_eq!(
+        tool_end(&frames, "t")["result"]["structuredContent"],
+        json!({"resourceTemplates": [{"server": "fake", "uriTemplate": "file:///{path}", "name": "files"}]})
+    );
+    assert_eq!(
+        tool_end(&frames, "r"),
+        json!({"type": "tool_execution_end", "toolCallId": "r", "toolName": "read_mcp_resource",
+               "result": {"content": [{"type": "text", "text": "AAA"}],
+                          "details": {"server": "fake", "tool": "read_mcp_resource"},
+                          "structuredContent": {"server": "fake", "uri": "file:///a.txt",
+                                                "contents": [{"uri": "file:///a.txt", "mimeType": "text/plain", "text": "AAA"}]}},
+               "isError": false})
+    );
+    let x = tool_end(&frames, "x");
+    assert_eq!(x["isError"], true);
+    assert_eq!(x["result"]["content"][0]["text"], "Resource not found");
+    assert_eq!(
+        tool_end(&frames, "n")["result"]["content"][0]["text"],
+        "MCP server \"nope\" has no resources. Servers with resources: fake"
+    );
+}

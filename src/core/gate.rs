@@ -454,6 +454,7 @@ impl Machine {
                 Ok(())
             }
             Owner::Mcp { server, tool } => self.mcp_call(*server, batch, index, tool, args),
+            Owner::McpResources(t) => self.mcp_resource_call(batch, index, *t, args),
         }
     }
 
@@ -477,6 +478,7 @@ impl Machine {
             }
         }
         out.extend(self.mcp_cancel_batch(batch));
+        out.extend(self.resource_cancel_batch(batch));
         out
     }
 

@@ -175,6 +175,8 @@ pub struct Machine {
     pub(crate) batch: u64,
     /// Extensions, MCP servers, dialogs and tool gates (`core/plugins.rs`).
     pub(crate) plugins: crate::core::plugins::Plugins,
+    /// pi's MCP resource tool calls waiting for their servers.
+    pub(crate) resource_ops: crate::core::mcp_resources::ResourceOps,
     /// When the machine started (`ping`'s `uptimeMs`).
     born: std::time::Instant,
     pub(crate) heartbeat: Option<Heartbeat>,
@@ -362,6 +364,7 @@ impl Machine {
             generation: 0,
             batch: 0,
             plugins: crate::core::plugins::Plugins::new(s.plugins),
+            resource_ops: Default::default(),
             retry,
             profile,
             born: std::time::Instant::now(),

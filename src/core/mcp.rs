@@ -25,7 +25,7 @@ const MAX_TOOLS: usize = 10_000;
 
 /// pi's place for a long MCP result or a binary resource: `<tmpdir>/pi-mcp-<16 hex><ext>`,
 /// created exclusively, private to the user.
-fn save_output(data: &[u8], ext: &str) -> Result<String, String> {
+pub(crate) fn save_output(data: &[u8], ext: &str) -> Result<String, String> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = std::env::temp_dir();
@@ -87,6 +87,7 @@ impl Machine {
             },
             error: None,
             instructions: None,
+            has_resources: false,
             blocks_prompt: blocks_prompt && enabled,
             tools: Vec::new(),
             requests: HashMap::new(),
@@ -127,10 +128,29 @@ impl Machine {
         self.mcp_request(i, McpReq::Initialize, "initialize", Some(params));
     }
 
+    /// [`Self::mcp_request`] for other parts of the machine (resource tools).
+    pub(crate) fn mcp_send(&mut self, i: usize, req: McpReq, method: &str, params: Option<Value>) {
+        if self.plugins.servers[i].life != Life::Ready {
+            if let McpReq::Resource { op } = req {
+                let name = self.plugins.servers[i].cfg.name.clone();
+                self.on_resource_answer(
+                    i,
+                    op,
+                    Err(format!("MCP server \"{name}\" is not running")),
+                );
+            }
+            return;
+        }
+        self.mcp_request(i, req, method, params);
+    }
+
     /// Send a request; its deadline is the start-up timeout for the handshake, the call timeout
     /// for `tools/call`.
     fn mcp_request(&mut self, i: usize, req: McpReq, method: &str, params: Option<Value>) -> u64 {
-        let timeout = self.mcp_timeout(i, matches!(req, McpReq::Call { .. }));
+        let timeout = self.mcp_timeout(
+            i,
+            matches!(req, McpReq::Call { .. } | McpReq::Resource { .. }),
+        );
         let s = &mut self.plugins.servers[i];
         let id = s.next_id;
         s.next_id += 1;
@@ -202,6 +222,7 @@ impl Machine {
                         Ok(info) => {
                             self.plugins.servers[i].protocol_version = info.protocol_version;
                             self.plugins.servers[i].instructions = info.instructions;
+                            self.plugins.servers[i].has_resources = info.has_resources;
                             self.mcp_write(i, mcp::notification("notifications/initialized", None));
                             if info.has_tools {
                                 self.mcp_list(i, None);
@@ -239,11 +260,25 @@ impl Machine {
                             }
                         }
                     },
+                    McpReq::Resource { op } => {
+                        self.on_resource_answer(i, op, result.map_err(|e| e.message));
+                    }
                     McpReq::Call { batch, index, tool } => {
                         let r = match result {
                             Ok(v) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
                                 let server = self.plugins.servers[i].cfg.name.clone();
-                                crate::mcp::result::convert(&server, &tool, &v, false, &save_output)
+                                let readable = self
+                                    .plugins
+                                    .servers
+                                    .iter()
+                                    .any(|s| s.life == Life::Ready && s.has_resources);
+                                crate::mcp::result::convert(
+                                    &server,
+                                    &tool,
+                                    &v,
+                                    readable,
+                                    &save_output,
+                                )
                             }
                             Ok(v) => mcp::call_result(&v),
                             Err(e) => Err(e.to_string()),
@@ -482,8 +517,19 @@ impl Machine {
                         );
                         break;
                     }
+                    McpReq::Resource { op } => {
+                        let secs = self.mcp_timeout(i, true).as_secs();
+                        let name = self.plugins.servers[i].cfg.name.clone();
+                        self.on_resource_answer(
+                            i,
+                            op,
+                            Err(format!(
+                                "MCP server \"{name}\" did not answer within {secs} seconds"
+                            )),
+                        );
+                    }
                     McpReq::Call { batch, index, tool } => {
-                        let secs = self.plugins.cfg.mcp_call_timeout.as_secs();
+                        let secs = self.mcp_timeout(i, true).as_secs();
                         let name = self.plugins.servers[i].cfg.name.clone();
                         let params = json!({"requestId": id, "reason": "timed out"});
                         self.mcp_write(
@@ -517,14 +563,22 @@ impl Machine {
         }
         let name = s.cfg.name.clone();
         let path = s.path();
+        let mut ops: Vec<u64> = Vec::new();
         let calls: Vec<(u64, usize)> = s
             .requests
             .drain()
             .filter_map(|(_, (r, _))| match r {
                 McpReq::Call { batch, index, .. } => Some((batch, index)),
+                McpReq::Resource { op } => {
+                    ops.push(op);
+                    None
+                }
                 _ => None,
             })
             .collect();
+        for op in ops {
+            self.on_resource_answer(i, op, Err(format!("MCP server \"{name}\" failed: {error}")));
+        }
         if self.plugins.cfg.mcp_dialect == McpDialect::Pith {
             self.extension_error(&path, event, error);
         }

@@ -10,6 +10,7 @@ pub mod ext;
 pub mod gate;
 pub mod machine;
 pub mod mcp;
+pub mod mcp_resources;
 pub mod plugins;
 pub mod prompt;
 pub mod retry;

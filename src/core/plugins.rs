@@ -72,6 +72,8 @@ pub struct PluginConfig {
     pub auto_enable_codemode: bool,
     /// Problems of pi's `mcp.json` files (`<file>: <what>`), reported once after start-up.
     pub mcp_errors: Vec<String>,
+    /// pi's `--tools mcp__…` / `--exclude-tools` on MCP tools.
+    pub mcp_filter: crate::mcp::config::ToolFilter,
 }
 
 impl PluginConfig {
@@ -191,6 +193,7 @@ impl PluginConfig {
                 mcp_dialect,
                 auto_enable_codemode,
                 mcp_errors,
+                mcp_filter: Default::default(),
             },
             warnings,
         )
@@ -265,6 +268,8 @@ pub enum Owner {
         server: usize,
         tool: String,
     },
+    /// pi 1.6.0's resource tools, answered from every server with resources.
+    McpResources(crate::core::mcp_resources::ResourceTool),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -335,6 +340,10 @@ pub enum McpReq {
         index: usize,
         tool: String,
     },
+    /// A request of resource tool call `op` (`core::mcp_resources`).
+    Resource {
+        op: u64,
+    },
 }
 
 pub struct Server {
@@ -345,6 +354,8 @@ pub struct Server {
     pub error: Option<String>,
     /// `instructions` of its `initialize` result (first line: its summary without a description).
     pub instructions: Option<String>,
+    /// It announced `resources` in `initialize` (pi's resource tools reach it).
+    pub has_resources: bool,
     /// A prompt waits for it to start: its tools are declared to the model (all of pith's own
     /// client's; pi's `direct` ones).
     pub blocks_prompt: bool,
@@ -558,6 +569,9 @@ impl Plugins {
             .filter(|(_, s)| s.life == Life::Ready)
         {
             for (name, t) in &s.tools {
+                if !self.cfg.mcp_filter.allows(name) {
+                    continue;
+                }
                 if self.cfg.mcp_dialect == McpDialect::Pi {
                     let declared = match s.cfg.exposure_of(&t.name) {
                         Exposure::Direct => true,
@@ -583,6 +597,21 @@ impl Plugins {
                 });
             }
         }
+        if self.cfg.mcp_dialect == McpDialect::Pi {
+            for (t, e) in crate::core::mcp_resources::tools_for(&self.servers) {
+                let declared = match e {
+                    Exposure::Direct => true,
+                    Exposure::Codemode | Exposure::Deferred => loaded(&t.name),
+                    Exposure::Hidden => false,
+                };
+                if declared
+                    && self.cfg.mcp_filter.allows(&t.name)
+                    && !taken.contains(t.name.as_str())
+                {
+                    out.push(t);
+                }
+            }
+        }
         out
     }
 
@@ -597,6 +626,9 @@ impl Plugins {
             .filter(|(_, s)| s.life == Life::Ready)
         {
             for (name, t) in &s.tools {
+                if !self.cfg.mcp_filter.allows(name) {
+                    continue;
+                }
                 let exposure = match self.cfg.mcp_dialect {
                     McpDialect::Pith => Exposure::Direct,
                     McpDialect::Pi => s.cfg.exposure_of(&t.name),
@@ -615,6 +647,13 @@ impl Plugins {
                     exposure,
                 ));
             }
+        }
+        if self.cfg.mcp_dialect == McpDialect::Pi {
+            out.extend(
+                crate::core::mcp_resources::tools_for(&self.servers)
+                    .into_iter()
+                    .filter(|(t, _)| self.cfg.mcp_filter.allows(&t.name)),
+            );
         }
         out
     }

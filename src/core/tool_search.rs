@@ -78,7 +78,7 @@ impl Machine {
                             s.instructions.clone().unwrap_or_default(),
                         )
                     }),
-                    Owner::Ext(_) => None,
+                    Owner::Ext(_) | Owner::McpResources(_) => None,
                 };
                 search::document(
                     &t.name,

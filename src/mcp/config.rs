@@ -76,6 +76,38 @@ impl Exposure {
     }
 }
 
+/// Which MCP tools `--tools` and `--exclude-tools` leave (pi 1.6.0): `--tools` removes MCP tools
+/// only when one of its entries starts with `mcp__` (then only the tools those entries name or
+/// match are kept); `--exclude-tools` entries (names or `*` patterns) remove tools.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolFilter {
+    pub include: Option<Vec<String>>,
+    pub exclude: Vec<String>,
+}
+
+impl ToolFilter {
+    pub fn from_cli(tools: Option<&[String]>, exclude: &[String]) -> ToolFilter {
+        let include: Vec<String> = tools
+            .unwrap_or_default()
+            .iter()
+            .filter(|e| e.starts_with("mcp__"))
+            .cloned()
+            .collect();
+        ToolFilter {
+            include: (!include.is_empty()).then_some(include),
+            exclude: exclude.to_vec(),
+        }
+    }
+
+    pub fn allows(&self, name: &str) -> bool {
+        use crate::tools::selection::matches_any;
+        self.include
+            .as_ref()
+            .is_none_or(|inc| matches_any(inc, name, true))
+            && !matches_any(&self.exclude, name, true)
+    }
+}
+
 impl ServerConfig {
     /// The exposure of the server's tool `tool`: an exact `toolExposure` key, else the first
     /// matching pattern, else the server's.

@@ -139,6 +139,8 @@ pub struct ServerInfo {
     pub has_tools: bool,
     /// `instructions`: how to use the server's tools, as a group.
     pub instructions: Option<String>,
+    /// It offers resources.
+    pub has_resources: bool,
 }
 
 pub fn check_initialize(result: &Value) -> Result<ServerInfo, String> {
@@ -160,6 +162,7 @@ pub fn check_initialize(result: &Value) -> Result<ServerInfo, String> {
             .and_then(Value::as_str)
             .map(str::to_string),
         has_tools: caps.and_then(|c| c.get("tools")).is_some(),
+        has_resources: caps.and_then(|c| c.get("resources")).is_some(),
         instructions: result
             .get("instructions")
             .and_then(Value::as_str)
