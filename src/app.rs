@@ -303,6 +303,15 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
             &opts.exclude_tools,
         );
         activate_discovery(&plugins, &mut active, &version.profile().tools);
+        // Tools of built-in extensions turned off (`-builtin:codemode`, `-builtin:tool-search`).
+        active.retain(|t| {
+            let ext = match t.name() {
+                "codemode" => "codemode",
+                "tool_search" => "tool-search",
+                _ => return true,
+            };
+            !plugins.builtins_off.iter().any(|b| b == ext)
+        });
     }
 
     let resources = resource_options(

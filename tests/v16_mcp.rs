@@ -589,3 +589,35 @@ fn resource_tools_list_every_page_and_read() {
         "MCP server \"nope\" has no resources. Servers with resources: fake"
     );
 }
+
+#[test]
+fn builtin_mcp_can_be_turned_off_and_back_on() {
+    need_python!();
+    let (w, llm) = fake_world(vec![reply(1, &[text(&["a"])]), reply(2, &[text(&["b"])])]);
+    let cfg = json!({"mcpServers": {"fake": server(&[], json!({"exposure": "direct"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    w.write_agent_file("settings.json", r#"{"extensions": ["-builtin:mcp"]}"#);
+    let mut p = start(&w, "1.6", &[]);
+    let cmds = p.call(json!({"type": "get_commands"}), "c");
+    assert_eq!(
+        cmds["data"]["commands"].as_array().unwrap().len(),
+        1,
+        "{cmds}"
+    );
+    run(&mut p, "p1", "x");
+    assert!(!tool_names(&llm, 0).iter().any(|n| n.starts_with("mcp__")));
+    p.finish(Duration::from_secs(10));
+    // `--no-extensions -e builtin:mcp` keeps only the MCP client.
+    w.write_agent_file("settings.json", "{}");
+    let mut p = start(&w, "1.6", &["--no-extensions", "-e", "builtin:mcp"]);
+    let cmds = p.call(json!({"type": "get_commands"}), "c");
+    let names: Vec<&str> = cmds["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mcp"]);
+    run(&mut p, "p2", "y");
+    assert!(tool_names(&llm, 1).contains(&"mcp__fake__echo".to_string()));
+}

@@ -363,6 +363,13 @@ impl Machine {
     pub(crate) fn try_builtin_command(&mut self, text: &str) -> Option<Reply> {
         let rest = text.strip_prefix('/')?;
         let name = rest.split(' ').next().unwrap_or(rest);
+        if self.builtin_off(&format!(
+            "builtin:{}",
+            if name == "llama" { "llama.cpp" } else { name }
+        )) || (name == "mcp" && self.plugins.cfg.no_mcp)
+        {
+            return None;
+        }
         let texts = &self.profile.texts;
         let (message, kind) = match name {
             "llama" => (texts.llama_command?.to_string(), "warning"),
@@ -379,6 +386,12 @@ impl Machine {
         };
         self.notify_host(message, kind);
         Some(Reply::Now(self.disposition(response::Disposition::Handled)))
+    }
+
+    /// pi 1.6.0's built-in extension at `path` (`builtin:mcp`) is turned off.
+    pub(crate) fn builtin_off(&self, path: &str) -> bool {
+        path.strip_prefix("builtin:")
+            .is_some_and(|n| self.plugins.cfg.builtins_off.iter().any(|b| b == n))
     }
 
     /// A notice of pith's own for the host: an `extension_ui_request` `notify` in RPC mode, a
@@ -424,6 +437,7 @@ impl Machine {
                 .builtin_commands
                 .iter()
                 .filter(|c| !c.needs_mcp || !self.plugins.cfg.no_mcp)
+                .filter(|c| !self.builtin_off(c.path))
                 .map(builtin_command)
                 .filter_map(|v| serde_json::from_value::<SlashCommand>(v).ok()),
         );

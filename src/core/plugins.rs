@@ -74,6 +74,8 @@ pub struct PluginConfig {
     pub mcp_errors: Vec<String>,
     /// pi's `--tools mcp__…` / `--exclude-tools` on MCP tools.
     pub mcp_filter: crate::mcp::config::ToolFilter,
+    /// pi 1.6.0's built-in extensions turned off (`-builtin:<name>`, `--no-extensions`).
+    pub builtins_off: Vec<String>,
 }
 
 impl PluginConfig {
@@ -101,6 +103,18 @@ impl PluginConfig {
             agent_dir,
             cwd,
         );
+        let builtins_off = if mcp_dialect == McpDialect::Pi {
+            crate::ext::load::builtins_off(
+                cli_extensions,
+                no_extensions,
+                project_trusted,
+                agent_dir,
+                cwd,
+            )
+        } else {
+            Vec::new()
+        };
+        let no_mcp = no_mcp || builtins_off.iter().any(|b| b == "mcp");
         let mut mcp = Vec::new();
         let mut auto_enable_codemode = true;
         let mut mcp_errors = Vec::new();
@@ -194,6 +208,7 @@ impl PluginConfig {
                 auto_enable_codemode,
                 mcp_errors,
                 mcp_filter: Default::default(),
+                builtins_off,
             },
             warnings,
         )

@@ -88,6 +88,43 @@ fn settings_entries(file: &Path) -> Vec<String> {
     }
 }
 
+/// pi 1.6.0's built-in extensions (`mcp`, `llama.cpp`, `codemode`, `tool-search`) turned off:
+/// `-builtin:<name>` in the user's `extensions` setting, the trusted project's `+`/`-` entries
+/// overriding it, all of them under `--no-extensions` except those `-e builtin:<name>` names.
+pub fn builtins_off(
+    cli: &[String],
+    no_extensions: bool,
+    project_trusted: bool,
+    agent_dir: &Path,
+    cwd: &Path,
+) -> Vec<String> {
+    const ALL: [&str; 4] = ["mcp", "llama.cpp", "codemode", "tool-search"];
+    let explicit: Vec<&str> = cli
+        .iter()
+        .filter_map(|e| e.strip_prefix("builtin:"))
+        .collect();
+    let mut off: Vec<String> = Vec::new();
+    if no_extensions {
+        off = ALL.iter().map(|s| s.to_string()).collect();
+    } else {
+        let mut entries = settings_entries(&agent_dir.join("settings.json"));
+        if project_trusted {
+            entries.extend(settings_entries(&cwd.join(".pi").join("settings.json")));
+        }
+        for e in entries {
+            if let Some(name) = e.strip_prefix("-builtin:") {
+                if !off.iter().any(|o| o == name) {
+                    off.push(name.to_string());
+                }
+            } else if let Some(name) = e.strip_prefix('+').unwrap_or(&e).strip_prefix("builtin:") {
+                off.retain(|o| o != name);
+            }
+        }
+    }
+    off.retain(|o| !explicit.contains(&o.as_str()));
+    off
+}
+
 /// The extensions to start, in load order, and warnings for stderr.
 pub fn resolve(
     cli: &[String],
@@ -115,6 +152,14 @@ pub fn resolve(
     }
     for (raw, origin, base) in sources {
         let entry = raw.strip_prefix('+').unwrap_or(&raw);
+        // pi 1.6.0's built-in extensions (`builtin:mcp`, `-builtin:mcp`): see [`builtins_off`].
+        if entry
+            .strip_prefix('-')
+            .unwrap_or(entry)
+            .starts_with("builtin:")
+        {
+            continue;
+        }
         if entry.starts_with('!')
             || entry.starts_with('-')
             || entry.contains(['*', '?', '['])
