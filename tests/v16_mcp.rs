@@ -621,3 +621,30 @@ fn builtin_mcp_can_be_turned_off_and_back_on() {
     run(&mut p, "p2", "y");
     assert!(tool_names(&llm, 1).contains(&"mcp__fake__echo".to_string()));
 }
+
+#[test]
+fn the_first_prompt_waits_ten_seconds_at_most_for_direct_servers() {
+    need_python!();
+    let (w, llm) = fake_world(vec![reply(1, &[text(&["a"])])]);
+    let cfg =
+        json!({"mcpServers": {"slow": server(&["--no-init"], json!({"exposure": "direct"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    let mut p = start(&w, "1.6", &[]);
+    let started = std::time::Instant::now();
+    p.send(json!({"id": "p1", "type": "prompt", "message": "go"}));
+    let first = p
+        .try_recv(Duration::from_secs(20))
+        .expect("the prompt goes on after 10 s");
+    let waited = started.elapsed();
+    let mut frames = vec![first];
+    frames.extend(p.recv_until(|v| v["type"] == "agent_settled"));
+    assert!(waited >= Duration::from_secs(9), "{waited:?}");
+    assert_eq!(
+        frames[0],
+        json!({"type": "extension_ui_request", "id": frames[0]["id"], "method": "notify",
+               "message": "MCP servers are still connecting; their tools become available once connected.",
+               "notifyType": "info"})
+    );
+    assert_eq!(frames[1]["id"], "p1");
+    assert!(!tool_names(&llm, 0).iter().any(|n| n.starts_with("mcp__")));
+}

@@ -940,6 +940,13 @@ impl Machine {
             // Extensions and MCP servers are still starting: the prompt runs with their tools.
             self.set_pending_prompt(input, id.cloned(), command_name(command));
             self.plugins.prompt_waits_startup = true;
+            if self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pi
+                && !self.plugins.mcp_waited
+                && self.plugins.mcp_wait_until.is_none()
+            {
+                self.plugins.mcp_wait_until =
+                    Some(std::time::Instant::now() + std::time::Duration::from_secs(10));
+            }
             return Reply::Later;
         }
         let Some(model) = self.state.model.clone() else {

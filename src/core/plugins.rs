@@ -480,6 +480,10 @@ pub struct Plugins {
     pub prompt_waits_startup: bool,
     /// pi's MCP client reported its start-up problems (once).
     pub mcp_reported: bool,
+    /// pi's MCP client: until when the first prompt waits for servers with direct tools (10 s).
+    pub mcp_wait_until: Option<Instant>,
+    /// pi's MCP client: the first prompt has waited; later prompts do not wait for servers.
+    pub mcp_waited: bool,
     /// `get_commands` requests waiting for extensions to register (their ids).
     pub waiting_commands: Vec<Option<Value>>,
     /// Extensions whose failure was noticed where it could not be handled (a full input queue
@@ -521,10 +525,11 @@ impl Plugins {
         self.exts
             .iter()
             .any(|e| matches!(e.life, Life::Starting(_)))
-            || self
-                .servers
-                .iter()
-                .any(|s| s.blocks_prompt && matches!(s.life, Life::Starting(_)))
+            || (!self.mcp_waited
+                && self
+                    .servers
+                    .iter()
+                    .any(|s| s.blocks_prompt && matches!(s.life, Life::Starting(_))))
     }
 
     /// Any MCP server still starting.
@@ -703,6 +708,9 @@ impl Plugins {
             if let Some(t) = d.deadline {
                 take(t);
             }
+        }
+        if let Some(t) = self.mcp_wait_until {
+            take(t);
         }
         best
     }
@@ -904,6 +912,18 @@ impl Machine {
             self.isolate(i, &event, &error);
         }
         let now = Instant::now();
+        if self.plugins.mcp_wait_until.is_some_and(|t| t <= now) {
+            // pi 1.6.0: the first prompt waits 10 s for servers with direct tools, then goes on.
+            self.plugins.mcp_wait_until = None;
+            self.plugins.mcp_waited = true;
+            if self.plugins.prompt_waits_startup {
+                self.notify_host(
+                    "MCP servers are still connecting; their tools become available once connected."
+                        .to_string(),
+                    "info",
+                );
+            }
+        }
         let timeout = self.plugins.cfg.ext_timeout.as_secs();
         for i in 0..self.plugins.exts.len() {
             let e = &self.plugins.exts[i];
@@ -964,6 +984,10 @@ impl Machine {
         self.mcp_report_problems();
         if self.plugins.prompt_waits_startup && !self.plugins.starting() {
             self.plugins.prompt_waits_startup = false;
+            if self.plugins.cfg.mcp_dialect == McpDialect::Pi {
+                self.plugins.mcp_waited = true;
+                self.plugins.mcp_wait_until = None;
+            }
             self.run_pending_prompt();
         }
     }
