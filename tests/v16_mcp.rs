@@ -388,7 +388,7 @@ fn configuration_problems_are_one_notify_and_mcp_lists_every_server() {
     let cfg = json!({"mcpServers": {
         "ok": server(&[], json!({"exposure": "direct"})),
         "off": server(&[], json!({"enabled": false})),
-        "gone": {"command": "/nonexistent/pith-test-server"},
+        "gone": {"command": "/nonexistent/pith-test-server", "exposure": "direct"},
         "old": {"type": "sse", "url": "https://example.com/sse"},
         "bad": {"command": "x", "exposure": "sometimes"},
     }});
@@ -411,7 +411,7 @@ fn configuration_problems_are_one_notify_and_mcp_lists_every_server() {
     let lines: Vec<&str> = status.lines().collect();
     assert_eq!(lines[0], "ok: connected, 9 tools (direct)");
     assert_eq!(lines[1], "off: disabled (codemode)");
-    assert_eq!(lines[2], "gone: failed (codemode)");
+    assert_eq!(lines[2], "gone: failed (direct)");
     assert!(lines[3].starts_with("    cannot start /nonexistent/pith-test-server"));
     assert!(lines[4].starts_with("config error: "), "{status}");
 }
@@ -647,4 +647,25 @@ fn the_first_prompt_waits_ten_seconds_at_most_for_direct_servers() {
     );
     assert_eq!(frames[1]["id"], "p1");
     assert!(!tool_names(&llm, 0).iter().any(|n| n.starts_with("mcp__")));
+}
+
+#[test]
+fn unreachable_tools_are_warned_about_once() {
+    need_python!();
+    let (w, _llm) = fake_world(vec![]);
+    let cfg = json!({"mcpServers": {"fake": server(&[], json!({"exposure": "deferred"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    w.write_agent_file(
+        "settings.json",
+        r#"{"extensions": ["-builtin:tool-search"]}"#,
+    );
+    let mut p = start(&w, "1.6", &[]);
+    let first = p.recv();
+    assert_eq!(
+        first["message"],
+        "MCP tools are only reachable from the codemode or tool_search tool, but neither is active; they cannot be called."
+    );
+    assert_eq!(first["notifyType"], "warning");
+    let state = p.call(json!({"type": "get_state"}), "s");
+    assert_eq!(state["success"], true);
 }

@@ -758,6 +758,7 @@ impl Machine {
     /// Start every configured extension and MCP server. Spawning is quick (fork + exec); the
     /// handshakes happen in the background, as their lines arrive.
     pub(crate) fn start_plugins(&mut self) {
+        self.warn_unreachable_mcp_tools();
         if self.plugins.cfg.extensions.is_empty() && self.plugins.cfg.mcp.is_empty() {
             self.mcp_report_problems();
             return;
@@ -771,6 +772,37 @@ impl Machine {
         for cfg in servers {
             self.start_mcp_server(cfg);
         }
+    }
+
+    /// pi 1.6.0: servers with `codemode` or `deferred` tools but neither `codemode` nor
+    /// `tool_search` active: one warning that those tools cannot be called.
+    fn warn_unreachable_mcp_tools(&mut self) {
+        if self.plugins.cfg.mcp_dialect != McpDialect::Pi {
+            return;
+        }
+        let enabled = || self.plugins.cfg.mcp.iter().filter(|s| s.enabled);
+        let needs_codemode =
+            enabled().any(|s| s.configured_exposures().any(|e| e == Exposure::Codemode));
+        let needs_search =
+            enabled().any(|s| s.configured_exposures().any(|e| e == Exposure::Deferred));
+        if !needs_codemode && !needs_search {
+            return;
+        }
+        let active = |n: &str| self.env.tools.iter().any(|t| t.name() == n);
+        if active("codemode") || active(crate::tools::tool_search::NAME) {
+            return;
+        }
+        let codemode_exists = crate::tools::tool_for("codemode", &self.profile.tools).is_some();
+        let reason = if needs_codemode && codemode_exists && !self.plugins.cfg.auto_enable_codemode
+        {
+            " (autoEnableCodemode is false)"
+        } else {
+            ""
+        };
+        self.notify_host(
+            format!("MCP tools are only reachable from the codemode or tool_search tool, but neither is active{reason}; they cannot be called."),
+            "warning",
+        );
     }
 
     fn start_extension(&mut self, entry: ExtEntry) {
