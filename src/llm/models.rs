@@ -222,6 +222,11 @@ impl Registry {
         Registry::builtin_for(Catalog::V073)
     }
 
+    /// Each provider's default model in this registry's pi version (`defaultModelPerProvider`).
+    pub fn default_models(&self) -> &'static [(&'static str, &'static str)] {
+        self.version.unwrap_or(&table::V073).defaults
+    }
+
     /// Only the built-in models of the given catalog.
     pub fn builtin_for(catalog: Catalog) -> Registry {
         Registry::build(ModelsConfig::default(), table_for(catalog))

@@ -51,8 +51,58 @@ pub const DEFAULT_MODEL_PER_PROVIDER: &[(&str, &str)] = &[
     ("xiaomi-token-plan-sgp", "mimo-v2.5-pro"),
 ];
 
-fn default_model_id(provider: &str) -> Option<&'static str> {
-    DEFAULT_MODEL_PER_PROVIDER
+/// pi 1.6.0's `defaultModelPerProvider` (`--compat 1.6`), in its order; `radius` and `baseten`
+/// are left out with their catalog entries (`catalog_16.rs`), `azure` is its name for Azure
+/// OpenAI.
+pub const DEFAULT_MODEL_PER_PROVIDER_16: &[(&str, &str)] = &[
+    ("amazon-bedrock", "us.anthropic.claude-opus-5-5"),
+    ("ant-ling", "Ring-2.6-1T"),
+    ("anthropic", "claude-opus-5-5"),
+    ("openai", "gpt-6.2-sol"),
+    ("azure", "gpt-6.2-sol"),
+    ("openai-codex", "gpt-6.2-sol"),
+    ("nvidia", "nvidia/nemotron-3.5-super-vl-120b-a12b"),
+    ("deepseek", "deepseek-v4-pro"),
+    ("google", "gemini-4-argon"),
+    ("google-vertex", "gemini-4-argon"),
+    ("github-copilot", "gpt-6.1-sol"),
+    ("openrouter", "moonshotai/kimi-k2.7-code"),
+    ("vercel-ai-gateway", "zai/glm-5.3"),
+    ("xai", "grok-4.7"),
+    ("groq", "openai/gpt-oss-120b"),
+    ("cerebras", "gpt-oss-120b"),
+    ("zai", "glm-5.3"),
+    ("zai-coding-cn", "glm-5.3"),
+    ("mistral", "devstral-medium-latest"),
+    ("minimax", "MiniMax-M3"),
+    ("minimax-cn", "MiniMax-M3"),
+    ("moonshotai", "kimi-k2.7-code"),
+    ("moonshotai-cn", "kimi-k2.7-code"),
+    ("huggingface", "moonshotai/Kimi-K2.7-Code"),
+    ("fireworks", "accounts/fireworks/models/kimi-k3"),
+    ("together", "moonshotai/Kimi-K3"),
+    ("opencode", "kimi-k2.7-code"),
+    ("opencode-go", "kimi-k3.1-pro"),
+    ("kimi-coding", "kimi-for-coding"),
+    ("meta", "muse-spark-1.3"),
+    ("cloudflare-workers-ai", "@cf/moonshotai/kimi-k2.7-code"),
+    (
+        "cloudflare-ai-gateway",
+        "workers-ai/@cf/moonshotai/kimi-k2.7-code",
+    ),
+    ("qwen-token-plan", "qwen3.8-max"),
+    ("qwen-token-plan-cn", "qwen3.8-max"),
+    ("qwen-token-plan-individual", "qwen3.8-max"),
+    ("qwen-token-plan-individual-cn", "qwen3.8-max"),
+    ("xiaomi", "mimo-v2.6-pro"),
+    ("xiaomi-token-plan-cn", "mimo-v2.6-pro"),
+    ("xiaomi-token-plan-ams", "mimo-v2.6-pro"),
+    ("xiaomi-token-plan-sgp", "mimo-v2.6-pro"),
+];
+
+fn default_model_id(registry: &Registry, provider: &str) -> Option<&'static str> {
+    registry
+        .default_models()
         .iter()
         .find(|(p, _)| *p == provider)
         .map(|(_, id)| *id)
@@ -142,7 +192,7 @@ pub fn resolve_cli_model(
 
     if let Some(p) = &resolved_provider {
         if let Some(first) = provider_models.first() {
-            let base = default_model_id(p)
+            let base = default_model_id(registry, p)
                 .and_then(|id| provider_models.iter().find(|m| m.id == id))
                 .unwrap_or(first);
             let mut model = base.clone();
@@ -243,7 +293,7 @@ pub fn initial_model(
     }
     // Each provider's default looked up alone: with a key for one of them, the models of the
     // others are not built (the whole registry is most of a cold start's instructions).
-    for (provider, id) in DEFAULT_MODEL_PER_PROVIDER {
+    for (provider, id) in registry.default_models() {
         if registry.has_configured_auth(provider, auth) {
             if let Some(m) = registry.lookup(provider, id) {
                 return Some(m);

@@ -52,6 +52,8 @@ pub(super) struct Tables {
 pub(super) struct Table {
     pub providers: &'static [BuiltinProvider],
     pub tables: Tables,
+    /// Each provider's default model (`defaultModelPerProvider`), in priority order.
+    pub defaults: &'static [(&'static str, &'static str)],
 }
 
 /// pi 0.73.1's table.
@@ -65,6 +67,7 @@ pub(super) const V073: Table = Table {
         json: &[],
         orders: &[],
     },
+    defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
 };
 
 /// pi 0.87.1's table (`--compat 0.87`).
@@ -78,6 +81,7 @@ pub(super) const V087: Table = Table {
         json: super::catalog_087::JSON,
         orders: super::catalog_087::ORDERS,
     },
+    defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
 };
 
 /// pi 1.6.0's table (`--compat 1.6`).
@@ -91,6 +95,7 @@ pub(super) const V16: Table = Table {
         json: super::catalog_16::JSON,
         orders: super::catalog_16::ORDERS,
     },
+    defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER_16,
 };
 
 /// The rows of one provider (`catalog_073.rs`): one model per line, parsed on iteration.

@@ -678,6 +678,15 @@ fn initial_model_selection() {
     assert_eq!((m.provider.as_str(), m.id.as_str()), ("openai", "gpt-5.4"));
     let empty = Registry::default();
     assert_eq!(initial_model(&empty, &Auth::empty(no_env()), None), None);
+    // pi 1.6.0's defaults with its catalog.
+    let env = env_of(&[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")]);
+    let (reg, _) = Registry::load_for(crate::protocol::Catalog::V16, dir.path(), &*env);
+    let (auth, _) = Auth::load(dir.path(), reg.provider_api_keys(), env);
+    let m = initial_model(&reg, &auth, None).unwrap();
+    assert_eq!(
+        (m.provider.as_str(), m.id.as_str()),
+        ("anthropic", "claude-opus-5-5")
+    );
 }
 
 #[test]
