@@ -11,10 +11,11 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::core::event::ToolEvent;
+use crate::core::event::Worker;
 use crate::core::machine::Machine;
-use crate::core::plugins::{Life, MCP_LIMITS, McpReq, Server, SpawnRequest, Target};
+use crate::core::plugins::{Conn, Life, MCP_LIMITS, McpReq, Server, SpawnRequest, Target};
 use crate::io::child::{self, ChildEvent};
-use crate::mcp::config::ServerConfig;
+use crate::mcp::config::{ServerConfig, Transport};
 use crate::mcp::protocol::{self as mcp, Incoming};
 use crate::tools::ToolOutput;
 
@@ -22,15 +23,35 @@ use crate::tools::ToolOutput;
 /// here): every tool goes into every request, and a list this long is already a broken server.
 const MAX_TOOLS: usize = 10_000;
 
+/// What starting a server takes.
+enum Start {
+    Child(child::Spec),
+    Http(crate::mcp::http::HttpConfig),
+}
+
 impl Machine {
     pub(crate) fn start_mcp_server(&mut self, cfg: ServerConfig) {
         let index = self.plugins.servers.len();
-        let spec = child::Spec {
-            program: cfg.command.clone().into(),
-            args: cfg.args.clone(),
-            env: cfg.env.clone(),
-            inherit_env: false,
-            cwd: cfg.cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
+        let start = match &cfg.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Start::Child(child::Spec {
+                program: command.clone().into(),
+                args: args.clone(),
+                env: env.clone(),
+                inherit_env: false,
+                cwd: cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
+            }),
+            Transport::Http { url, headers } => Start::Http(crate::mcp::http::HttpConfig {
+                name: cfg.name.clone(),
+                url: url.clone(),
+                headers: headers.clone(),
+                timeout: self.plugins.cfg.mcp_call_timeout,
+                auth_file: Some(self.env.agent_dir.join("mcp-auth.json")),
+            }),
         };
         let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
         self.plugins.servers.push(Server {
@@ -44,11 +65,31 @@ impl Machine {
             list_again: false,
             protocol_version: String::new(),
         });
-        self.spawn_child(SpawnRequest {
-            target: Target::Mcp(index),
-            spec,
-            limits: MCP_LIMITS,
-        });
+        match start {
+            Start::Child(spec) => self.spawn_child(SpawnRequest {
+                target: Target::Mcp(index),
+                spec,
+                limits: MCP_LIMITS,
+            }),
+            // No process to start: connecting only starts the connection's thread.
+            Start::Http(http) => {
+                let tx = self.io.worker_tx.clone();
+                let on_event = Box::new(move |event| {
+                    tx.send(Worker::Mcp {
+                        server: index,
+                        event,
+                    })
+                    .is_ok()
+                });
+                match crate::mcp::http::connect(&http, MCP_LIMITS, on_event) {
+                    Ok(h) => {
+                        self.plugins.servers[index].handle = Some(Conn::Http(h));
+                        self.mcp_initialize(index);
+                    }
+                    Err(e) => self.fail_server(index, "startup", &e),
+                }
+            }
+        }
     }
 
     /// The process runs: the handshake starts.
@@ -401,7 +442,7 @@ impl Machine {
         s.life = Life::Dead;
         s.tools.clear();
         if let Some(h) = s.handle.as_ref() {
-            h.signal(child::SIGKILL);
+            h.kill();
         }
         let name = s.cfg.name.clone();
         let path = s.path();
