@@ -437,7 +437,7 @@ pub fn apply_refresh(state: &mut Value, status: u16, body: &str, now_ms: i64) ->
     tokens.insert("access_token".into(), json!(access));
     tokens.insert("token_type".into(), json!(kind));
     if let Some(e) = expires {
-        tokens.insert("expires_in".into(), json!(e));
+        tokens.insert("expires_in".into(), js_number(e));
     }
     for k in ["scope", "id_token"] {
         if let Some(v) = string(k) {
@@ -474,6 +474,15 @@ impl<T> Mutex<T> {
     }
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A number as JavaScript writes it (`3600`, not `3600.0`).
+fn js_number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9e15 {
+        json!(n as i64)
+    } else {
+        json!(n)
     }
 }
 
@@ -802,7 +811,7 @@ mod tests {
         assert_eq!(out, RefreshOutcome::Refreshed);
         assert_eq!(
             s["tokens"],
-            json!({"refresh_token":"R1","access_token":"A2","token_type":"Bearer","expires_in":60.0,"scope":"s"})
+            json!({"refresh_token":"R1","access_token":"A2","token_type":"Bearer","expires_in":60,"scope":"s"})
         );
         assert_eq!(s["tokensExpireAt"], json!(65_000));
         assert_eq!(s["codeVerifier"], json!("keep"));
