@@ -26,6 +26,8 @@ struct Mode {
     token: Option<String>,
     /// Offer a GET stream (else 405).
     get_stream: bool,
+    /// The first `tools/list` requests answered 503.
+    failing_lists: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -98,6 +100,7 @@ fn tools(grown: bool) -> Vec<Value> {
         json!({"name":"drop","inputSchema":{"type":"object"}}),
         json!({"name":"die","inputSchema":{"type":"object"}}),
         json!({"name":"flood","inputSchema":{"type":"object"}}),
+        json!({"name":"boom","inputSchema":{"type":"object"}}),
     ];
     if grown {
         t.push(json!({"name":"extra","inputSchema":{"type":"object"}}));
@@ -269,6 +272,29 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>) {
         return;
     }
     let id = msg["id"].clone();
+    if rpc == "tools/list" && s.mode.failing_lists > 0 {
+        s.mode.failing_lists -= 1;
+        drop(s);
+        reply(
+            &mut conn,
+            "503 Service Unavailable",
+            "text/plain",
+            "busy",
+            &[],
+        );
+        return;
+    }
+    if rpc == "tools/call" && msg["params"]["name"] == "boom" {
+        drop(s);
+        reply(
+            &mut conn,
+            "500 Internal Server Error",
+            "text/plain",
+            "it broke",
+            &[],
+        );
+        return;
+    }
     let mut extra = Vec::new();
     let answer = match rpc.as_str() {
         "initialize" => {
@@ -488,7 +514,7 @@ fn handshake_session_paging_and_json_answers() {
         assert_eq!(s.header("x-team"), Some("blue"));
     }
     assert_eq!(later[0].rpc(), "notifications/initialized");
-    // Seven tools in three pages.
+    // Eight tools in three pages.
     let lists = posts(&seen, "tools/list");
     assert_eq!(lists.len(), 3);
     assert_eq!(lists[1].body["params"], json!({"cursor": "3"}));
@@ -793,4 +819,36 @@ fn without_a_usable_credential_the_error_says_to_sign_in_with_pi() {
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(stored[&key].get("tokens").is_none(), "{stored}");
     assert_eq!(stored[&key]["clientInformation"]["client_id"], "pith-test");
+}
+
+#[test]
+fn transient_failures_are_retried_twice_but_never_a_tool_call() {
+    let server = FakeMcp::start(Mode {
+        failing_lists: 2,
+        ..Mode::default()
+    });
+    let w = World::new();
+    configure(&w, &server.url(), json!({}));
+    let script = r#"{"toolCalls":[{"name":"mcp__x__echo","arguments":{"text":"listed"}},{"name":"mcp__x__boom","arguments":{}}]}
+{"text":"done"}
+"#;
+    let mut p = w.spawn_faux(script, &[]);
+    let frames = run(&mut p, "p");
+    assert_eq!(end_text(&frames, "faux_1_0"), ("listed".to_string(), false));
+    assert_eq!(
+        end_text(&frames, "faux_1_1"),
+        (
+            "MCP error -32603: MCP HTTP request failed with status 500: it broke".to_string(),
+            true
+        )
+    );
+    let seen = server.seen();
+    // Two 503s, then the three pages.
+    assert_eq!(posts(&seen, "tools/list").len(), 5);
+    // The call may have run: sent once.
+    let booms = posts(&seen, "tools/call")
+        .into_iter()
+        .filter(|s| s.body["params"]["name"] == "boom")
+        .count();
+    assert_eq!(booms, 1);
 }

@@ -282,10 +282,8 @@ pub fn connect(
     on_event: Box<dyn FnMut(ChildEvent) -> bool + Send>,
 ) -> Result<HttpHandle, String> {
     let Some(url) = crate::mcp::auth::normalize_url(&cfg.url) else {
-        return Err(format!(
-            "\"url\" must be an http:// or https:// URL (got {:?})",
-            cfg.url.chars().take(200).collect::<String>()
-        ));
+        // Not echoed: a URL may carry a key.
+        return Err("\"url\" must be an http:// or https:// URL".to_string());
     };
     let timeouts = crate::llm::Timeouts {
         connect: Duration::from_secs(30),
