@@ -852,3 +852,45 @@ fn transient_failures_are_retried_twice_but_never_a_tool_call() {
         .count();
     assert_eq!(booms, 1);
 }
+
+#[test]
+fn an_expiring_token_is_refreshed_before_it_is_sent() {
+    let server = FakeMcp::start(Mode {
+        token: Some("A2".into()),
+        ..Mode::default()
+    });
+    let w = World::new();
+    configure(&w, &server.url(), json!({}));
+    let mut state = auth_state(&server.url(), server.port);
+    let key = format!("mcp__x|{}", server.url());
+    // Expires in 10 s: within pi's 30 s skew.
+    let soon = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 10_000;
+    state[&key]["tokensExpireAt"] = json!(soon);
+    let file = w.agent_dir().join("mcp-auth.json");
+    std::fs::write(&file, state.to_string()).unwrap();
+    let script = r#"{"toolCalls":[{"name":"mcp__x__echo","arguments":{"text":"fresh"}}]}
+{"text":"done"}
+"#;
+    let mut p = w.spawn_faux(script, &[]);
+    let frames = run(&mut p, "p");
+    assert_eq!(end_text(&frames, "faux_1_0"), ("fresh".to_string(), false));
+    let seen = server.seen();
+    // The stale token never went out: refreshed first.
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.header("authorization") == Some("Bearer A1")),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|s| s.body.is_string()).count(),
+        1,
+        "one refresh"
+    );
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(stored[&key]["tokens"]["access_token"], "A2");
+}

@@ -169,7 +169,9 @@ struct Emitter {
     on_event: Box<dyn FnMut(ChildEvent) -> bool + Send>,
     window: Instant,
     in_window: u32,
+    /// No more messages are delivered.
     done: bool,
+    exited: bool,
 }
 
 impl Shared {
@@ -201,11 +203,13 @@ impl Shared {
         true
     }
 
-    /// The final event (once).
+    /// The final event (once; also after a flood or a kill, so the machine's shutdown does
+    /// not wait for it).
     fn exited(&self, status: &str) {
         let mut out = self.out.lock();
-        if !out.done {
-            out.done = true;
+        out.done = true;
+        if !out.exited {
+            out.exited = true;
             (out.on_event)(ChildEvent::Exited {
                 status: status.to_string(),
             });
@@ -312,6 +316,7 @@ pub fn connect(
             window: Instant::now(),
             in_window: 0,
             done: false,
+            exited: false,
         }),
     });
     let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(limits.write_queue.max(1));
