@@ -81,6 +81,9 @@ const RETRY_DELAYS: [Duration; 2] = [Duration::from_millis(250), Duration::from_
 const STREAM_RETRIES: u32 = 5;
 const STREAM_DELAY: Duration = Duration::from_secs(1);
 const STREAM_MAX_DELAY: Duration = Duration::from_secs(30);
+const STREAM_MIN_DELAY: Duration = Duration::from_millis(20);
+/// Resumptions of one response stream at most, however much each one delivered.
+const MAX_RESUMES: u32 = 100;
 /// Bytes of an error body kept (and 500 characters of it in the message).
 const MAX_ERROR_BODY: u64 = 8 * 1024;
 /// JSON-RPC's internal error.
@@ -96,8 +99,9 @@ pub struct HttpHandle {
 
 impl std::fmt::Debug for HttpHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the URL: it may carry a key.
         f.debug_struct("HttpHandle")
-            .field("url", &self.shared.url)
+            .field("server", &self.shared.name)
             .finish()
     }
 }
@@ -845,7 +849,11 @@ fn read_sse(
 }
 
 fn stream_delay(attempt: u32, server: Option<Duration>) -> Duration {
-    server.unwrap_or_else(|| (STREAM_DELAY * 2u32.saturating_pow(attempt)).min(STREAM_MAX_DELAY))
+    match server {
+        // The server's `retry:`, but never a busy loop.
+        Some(d) => d.max(STREAM_MIN_DELAY),
+        None => (STREAM_DELAY * 2u32.saturating_pow(attempt)).min(STREAM_MAX_DELAY),
+    }
 }
 
 /// The SSE stream answering request `id`, resumed with `GET` + `Last-Event-ID` when it ends
@@ -861,6 +869,7 @@ fn response_stream(
     let mut stream = Some(body);
     let mut failure: Option<String> = None;
     let mut attempt = 0u32;
+    let mut resumes = 0u32;
     loop {
         if let Some(body) = stream.take() {
             let mut on_message = |v: Value| {
@@ -878,9 +887,10 @@ fn response_stream(
         if answered || shared.is_closed() {
             return Ok(());
         }
-        if cursor.last_id.is_none() || attempt >= STREAM_RETRIES {
+        if cursor.last_id.is_none() || attempt >= STREAM_RETRIES || resumes >= MAX_RESUMES {
             break;
         }
+        resumes += 1;
         if cursor.received {
             attempt = 0;
         }
@@ -1138,9 +1148,10 @@ mod tests {
         assert_eq!(stream_delay(3, None), Duration::from_secs(8));
         assert_eq!(stream_delay(10, None), STREAM_MAX_DELAY);
         assert_eq!(
-            stream_delay(4, Some(Duration::from_millis(5))),
-            Duration::from_millis(5)
+            stream_delay(4, Some(Duration::from_millis(50))),
+            Duration::from_millis(50)
         );
+        assert_eq!(stream_delay(0, Some(Duration::ZERO)), STREAM_MIN_DELAY);
     }
 
     #[test]
