@@ -139,3 +139,67 @@ fn mcp_server_time_answers() {
     assert_eq!(v["target"]["timezone"], "Asia/Tokyo");
     assert_eq!(v["time_difference"], "+9.0h");
 }
+
+/// The server-everything child of a test, killed when the test ends.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn server_everything_over_streamable_http() {
+    let Some(bin) = everything() else {
+        eprintln!(
+            "SKIPPED: @modelcontextprotocol/server-everything not installed (run `make interop`)"
+        );
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = Served(
+        std::process::Command::new(&bin)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let script = r#"{"toolCalls":[{"name":"mcp__everything__echo","arguments":{"message":"over http"}},{"name":"mcp__everything__get-sum","arguments":{"a":2,"b":3}},{"name":"mcp__everything__get-tiny-image","arguments":{}},{"name":"mcp__everything__trigger-long-running-operation","arguments":{"duration":1,"steps":3}}]}
+{"text":"done"}
+"#;
+    let w = World::new();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut p = spawn(&w, script, json!({"everything": {"url": url}}));
+    let frames = run(&mut p);
+    assert!(
+        !frames.iter().any(|f| f["type"] == "extension_error"),
+        "{frames:#?}"
+    );
+    assert!(text(end(&frames, "faux_1_0")).contains("over http"));
+    assert_eq!(text(end(&frames, "faux_1_1")), "The sum of 2 and 3 is 5.");
+    let image = end(&frames, "faux_1_2");
+    assert_eq!(image["result"]["content"][1]["type"], "image");
+    // Progress arrives on the call's SSE stream.
+    let updates: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_execution_update" && f["toolCallId"] == "faux_1_3")
+        .collect();
+    assert_eq!(updates.len(), 3, "{updates:#?}");
+    assert!(text(end(&frames, "faux_1_3")).starts_with("Long running operation completed"));
+}

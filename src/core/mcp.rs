@@ -11,8 +11,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::core::event::ToolEvent;
+use crate::core::event::Worker;
 use crate::core::machine::Machine;
-use crate::core::plugins::{Life, MCP_LIMITS, McpReq, Server, SpawnRequest, Target};
+use crate::core::plugins::{Conn, Life, MCP_LIMITS, McpReq, Server, SpawnRequest, Target};
 use crate::io::child::{self, ChildEvent};
 use crate::mcp::config::{Exposure, ServerConfig, Transport};
 use crate::mcp::protocol::{self as mcp, Incoming};
@@ -51,6 +52,12 @@ pub(crate) fn save_output(data: &[u8], ext: &str) -> Result<String, String> {
     Err(last)
 }
 
+/// What starting a server takes.
+enum Start {
+    Child(child::Spec),
+    Http(crate::mcp::http::HttpConfig),
+}
+
 impl Machine {
     pub(crate) fn start_mcp_server(&mut self, cfg: ServerConfig) {
         let index = self.plugins.servers.len();
@@ -58,25 +65,33 @@ impl Machine {
             McpDialect::Pith => true,
             McpDialect::Pi => cfg.configured_exposures().any(|e| e == Exposure::Direct),
         };
-        let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
-        let enabled = cfg.enabled;
-        let spec = match &cfg.transport {
+        let start = match &cfg.transport {
             Transport::Stdio {
                 command,
                 args,
                 env,
                 cwd,
-            } => Ok(child::Spec {
+            } => Start::Child(child::Spec {
                 program: command.clone().into(),
                 args: args.clone(),
                 env: env.clone(),
                 inherit_env: false,
                 cwd: cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
             }),
-            Transport::Http { .. } => {
-                Err("the streamable HTTP transport is not available in this build".to_string())
-            }
+            Transport::Http { url, headers } => Start::Http(crate::mcp::http::HttpConfig {
+                name: cfg.name.clone(),
+                url: url.clone(),
+                headers: headers.clone(),
+                timeout: match (cfg.timeout, self.plugins.cfg.mcp_dialect) {
+                    (Some(t), _) => t,
+                    (None, McpDialect::Pi) => std::time::Duration::from_secs(60),
+                    (None, McpDialect::Pith) => self.plugins.cfg.mcp_call_timeout,
+                },
+                auth_file: Some(self.env.agent_dir.join("mcp-auth.json")),
+            }),
         };
+        let deadline = Instant::now() + self.plugins.cfg.mcp_startup_timeout;
+        let enabled = cfg.enabled;
         self.plugins.servers.push(Server {
             cfg,
             handle: None,
@@ -99,13 +114,30 @@ impl Machine {
         if !enabled {
             return;
         }
-        match spec {
-            Ok(spec) => self.spawn_child(SpawnRequest {
+        match start {
+            Start::Child(spec) => self.spawn_child(SpawnRequest {
                 target: Target::Mcp(index),
                 spec,
                 limits: MCP_LIMITS,
             }),
-            Err(e) => self.fail_server(index, "startup", &e),
+            // No process to start: connecting only starts the connection's thread.
+            Start::Http(http) => {
+                let tx = self.io.worker_tx.clone();
+                let on_event = Box::new(move |event| {
+                    tx.send(Worker::Mcp {
+                        server: index,
+                        event,
+                    })
+                    .is_ok()
+                });
+                match crate::mcp::http::connect(&http, MCP_LIMITS, on_event) {
+                    Ok(h) => {
+                        self.plugins.servers[index].handle = Some(Conn::Http(h));
+                        self.mcp_initialize(index);
+                    }
+                    Err(e) => self.fail_server(index, "startup", &e),
+                }
+            }
         }
     }
 
@@ -559,7 +591,7 @@ impl Machine {
         s.error = Some(error.to_string());
         s.tools.clear();
         if let Some(h) = s.handle.as_ref() {
-            h.signal(child::SIGKILL);
+            h.kill();
         }
         let name = s.cfg.name.clone();
         let path = s.path();

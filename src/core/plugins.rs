@@ -361,9 +361,51 @@ pub enum McpReq {
     },
 }
 
+/// How pith talks to an MCP server: a child process or a Streamable HTTP connection.
+#[derive(Debug)]
+pub enum Conn {
+    Child(ChildHandle),
+    Http(crate::mcp::http::HttpHandle),
+}
+
+impl Conn {
+    /// Queue one message. Never blocks.
+    pub fn write(&self, line: Vec<u8>) -> Result<(), child::WriteError> {
+        match self {
+            Conn::Child(h) => h.write(line),
+            Conn::Http(h) => h.write(line),
+        }
+    }
+
+    /// Stop after what is queued: the child's stdin closes, the HTTP session is deleted.
+    /// `Exited` follows.
+    pub fn close(&mut self) {
+        match self {
+            Conn::Child(h) => h.close_input(),
+            Conn::Http(h) => h.close(),
+        }
+    }
+
+    /// Stop at once (the child's process group is killed).
+    pub fn kill(&self) {
+        match self {
+            Conn::Child(h) => h.signal(child::SIGKILL),
+            Conn::Http(h) => h.kill(),
+        }
+    }
+
+    /// The child's process group, if it is one.
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            Conn::Child(h) => Some(h.pid),
+            Conn::Http(_) => None,
+        }
+    }
+}
+
 pub struct Server {
     pub cfg: ServerConfig,
-    pub handle: Option<ChildHandle>,
+    pub handle: Option<Conn>,
     pub life: Life,
     /// Why it is not running (shown by pi's `/mcp`): `Life::Dead` with no error is disabled.
     pub error: Option<String>,
@@ -879,7 +921,7 @@ impl Machine {
                     h.signal(child::SIGKILL);
                     return;
                 }
-                self.plugins.servers[i].handle = Some(h);
+                self.plugins.servers[i].handle = Some(Conn::Child(h));
                 self.mcp_initialize(i);
             }
             (Target::Mcp(i), Err(e)) => self.fail_server(i, "startup", &e),
@@ -1044,7 +1086,7 @@ impl Machine {
         }
         for s in &mut self.plugins.servers {
             if let Some(h) = s.handle.as_mut() {
-                h.close_input();
+                h.close();
                 live += 1;
             }
         }
@@ -1074,7 +1116,7 @@ impl Machine {
                 self.plugins
                     .servers
                     .iter()
-                    .filter_map(|s| s.handle.as_ref().map(|h| h.pid)),
+                    .filter_map(|s| s.handle.as_ref().and_then(Conn::pid)),
             )
             .collect();
         for pid in &pids {

@@ -164,6 +164,51 @@ pub fn acquire(file: &Path, patience: Duration) -> io::Result<Lock> {
     }
 }
 
+/// Take the lock directory `dir` itself (proper-lockfile with `realpath: false`), abandoned after
+/// `stale`, trying every `step` for at most `patience` (pi's MCP refresh lock: 20 s, 100 ms, 25 s).
+pub fn acquire_dir(
+    dir: &Path,
+    stale: Duration,
+    step: Duration,
+    patience: Duration,
+) -> io::Result<Lock> {
+    let deadline = Instant::now() + patience;
+    let mut takeovers = 0u32;
+    loop {
+        match std::fs::create_dir(dir) {
+            Ok(()) => {
+                let mut held = held();
+                let Some(list) = held.as_mut() else {
+                    let _ = std::fs::remove_dir(dir);
+                    return Err(io::Error::other("pith is exiting"));
+                };
+                list.push(dir.to_path_buf());
+                drop(held);
+                return Ok(Lock::new(dir.to_path_buf()));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let abandoned = std::fs::metadata(dir)
+                    .and_then(|m| m.modified())
+                    .map(|t| is_stale(t, SystemTime::now(), stale))
+                    .unwrap_or(true);
+                if abandoned && takeovers < 64 {
+                    let _ = std::fs::remove_dir(dir);
+                    takeovers += 1;
+                    continue;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        if Instant::now() + step > deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is held by another process", dir.display()),
+            ));
+        }
+        std::thread::sleep(step);
+    }
+}
+
 fn jitter() -> f64 {
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)

@@ -2,7 +2,8 @@
 //! (`{"mcpServers":{"name":{"command","args","env","cwd"}}}`) from settings.json (user and project,
 //! merged by server name, project winning) and the project's `.mcp.json` (winning over both).
 //! `${VAR}` and `${VAR:-default}` are expanded in `command`, `args`, `env` values and `cwd`, as
-//! other MCP clients do. Only the stdio transport exists here; `"disabled": true` skips a server.
+//! other MCP clients do. An entry with `url` (`type` absent, `http` or `streamable-http`) is a
+//! Streamable HTTP server (`headers` with `${VAR}` too); `"disabled": true` skips a server.
 
 use std::path::{Path, PathBuf};
 
@@ -169,12 +170,45 @@ fn one(
     if obj.get("disabled") == Some(&Value::Bool(true)) {
         return Ok(None);
     }
-    if let Some(t) = obj.get("type").and_then(Value::as_str) {
-        if t != "stdio" {
+    let ty = obj.get("type").and_then(Value::as_str);
+    if let Some(t) = ty {
+        if !matches!(t, "stdio" | "http" | "streamable-http") {
             return Err(format!(
-                "transport \"{t}\" is not supported (pith speaks stdio only)"
+                "transport \"{t}\" is not supported (stdio, http or streamable-http)"
             ));
         }
+    }
+    if ty != Some("stdio") && obj.contains_key("url") {
+        let url = match obj.get("url") {
+            Some(Value::String(u)) if !u.is_empty() => expand_vars(u, env)?,
+            _ => return Err("\"url\" must be a string".into()),
+        };
+        let mut headers = Vec::new();
+        match obj.get("headers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    let Value::String(v) = v else {
+                        return Err(format!("header \"{k}\" must be a string"));
+                    };
+                    headers.push((k.clone(), expand_vars(v, env)?));
+                }
+            }
+            Some(_) => return Err("\"headers\" must be an object".into()),
+        }
+        return Ok(Some(ServerConfig {
+            name: name.to_string(),
+            transport: Transport::Http { url, headers },
+            exposure: Exposure::Direct,
+            tool_exposure: Vec::new(),
+            description: None,
+            timeout: None,
+            enabled: true,
+            source: base.to_path_buf(),
+        }));
+    }
+    if ty.is_some_and(|t| t != "stdio") {
+        return Err("missing string \"url\"".into());
     }
     let command = match obj.get("command") {
         Some(Value::String(c)) if !c.is_empty() => expand_vars(c, env)?,
@@ -310,7 +344,8 @@ mod tests {
     fn merge_and_validate() {
         let settings = json!({
             "time": {"command": "mcp-server-time", "args": ["--local-timezone", "UTC"]},
-            "web": {"type": "http", "url": "http://x"},
+            "web": {"type": "http", "url": "http://x/${HOME}", "headers": {"X-Key": "${HOME}"}},
+            "old": {"type": "sse", "url": "http://x"},
             "off": {"command": "x", "disabled": true},
             "bad name": {"command": "x"}
         });
@@ -324,7 +359,7 @@ mod tests {
             Path::new("/cwd"),
             &env,
         );
-        assert_eq!(list.len(), 2);
+        assert_eq!(list.len(), 3);
         assert_eq!(list[0].name, "time");
         let Transport::Stdio {
             command, env, args, ..
@@ -335,8 +370,16 @@ mod tests {
         assert_eq!(command, "/home/u/bin/time");
         assert_eq!(env, &vec![("TZ".to_string(), "UTC".to_string())]);
         assert!(args.is_empty());
-        assert_eq!(list[1].name, "every");
+        assert_eq!(list[1].name, "web");
+        assert_eq!(
+            list[1].transport,
+            Transport::Http {
+                url: "http://x//home/u".into(),
+                headers: vec![("X-Key".into(), "/home/u".into())]
+            }
+        );
+        assert_eq!(list[2].name, "every");
         assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(warnings.iter().any(|w| w.contains("transport \"http\"")));
+        assert!(warnings.iter().any(|w| w.contains("transport \"sse\"")));
     }
 }
