@@ -295,7 +295,10 @@ fn export_in_a_real_browser() {
     for (name, u, extra) in runs {
         let b = b.clone();
         handles.push(std::thread::spawn(move || {
-            let mut args: Vec<&str> = vec!["--dump-dom"];
+            // The virtual time budget makes headless Chromium run the viewer's script and its
+            // timers to the end before dumping, however slow a loaded machine is (without it
+            // the dump could come before the script had built the page: a flaky test).
+            let mut args: Vec<&str> = vec!["--dump-dom", "--virtual-time-budget=10000"];
             args.extend(extra.iter().map(String::as_str));
             (name.to_string(), load(&b, &u, &args))
         }));
