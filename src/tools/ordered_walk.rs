@@ -1,6 +1,6 @@
 //! The ordered parallel walk behind `grep` and `find`: the entries of [`super::walk`]'s sorted
 //! walk, visited on several threads, handed back in exactly the sequential walk's order, and
-//! stopped as soon as the caller has what it needs.
+//! stopped soon after the caller has what it needs.
 //!
 //! rg and fd walk with `ignore`'s `WalkParallel`, whose order is whatever the threads happen to
 //! produce; it cannot be sorted without walking everything first, so a search that a limit stops
@@ -9,8 +9,7 @@
 //! 0. **Alone first**: the calling thread walks with `ignore`'s sequential, sorted `Walk` for
 //!    5 ms (or 2,048 entries). A small tree, or a search that a limit stops early, is done
 //!    before any thread is started. The rest, from the first entry not visited yet (the
-//!    *resume* point, in walk order), is split into subtrees that are each walked by a
-//!    sequential, sorted `Walk`:
+//!    *resume* point, in walk order), is split into subtrees:
 //! 1. **Plan** (on the calling thread): the top levels are listed, one level at a time (each
 //!    level is one `Walk` over the previous level's directories, `max_depth(1)`), until a level
 //!    has enough directories to keep every thread busy ([`Walker::units_per_thread`]) or
@@ -18,24 +17,37 @@
 //!    directory that holds it stays, marked). The listed entries are the plan's *items*, in walk
 //!    order; the directories of the last level listed are *units*, whose contents are not
 //!    listed yet.
-//! 2. **Work**: items are dealt out round robin (units and the other items each in their own
-//!    turn, so units spread evenly). Each thread visits its items in order, and walks its units
-//!    with **one** `Walk` whose roots are those units (so the parents' ignore files are read and
-//!    compiled once per thread, not once per unit). A unit walked from its own directory with
-//!    `parents(true)` sees the same ignore rules as the whole walk does when it gets there: the
-//!    ignore files of every directory above it, nearest first, git repository boundaries
-//!    included. Visiting is the caller's per-entry work (`grep` searches the file, `find`
-//!    matches the name), so a thread never hands single entries to another one.
-//! 3. **Merge** (on the calling thread): results come back in batches through one bounded
-//!    channel per thread, tagged with their item, and are taken item by item in plan order:
-//!    exactly the order of the sequential walk.
+//! 2. **Groups**: the items are taken in order, a group at a time: the first group holds
+//!    [`FIRST_GROUP_PER_THREAD`] units per thread, each next one [`GROUP_GROWTH`] times as
+//!    many, or fewer when the results so far say that fewer will reach the limit. A group's
+//!    items are visited (files on several threads: `grep` may search large ones), and its units'
+//!    contents are walked by **one** `WalkParallel` over all of them: rg's and fd's own walker,
+//!    work stealing entry by entry, ignore files found in each directory's listing instead of
+//!    probed for by name, the parents' ignore files compiled once per group. A unit walked
+//!    from its own directory with `parents(true)` sees the same ignore rules as the whole walk
+//!    does when it gets there: the ignore files of every directory above it, nearest first, git
+//!    repository boundaries included. Visiting is the caller's per-entry work (`grep` searches
+//!    the file, `find` matches the name).
+//! 3. **Order**: what a group gave is sorted into walk order (the paths' bytes, `/` below every
+//!    other byte: a directory before its contents, siblings by name) and handed to the caller,
+//!    which stops once it has enough; the next group starts only if it has not.
 //!
-//! Stopping: the caller's `take` says when it has enough, which stops every thread (they check
-//! before every entry, and a blocked send fails once the receivers are gone); an abort stops
-//! them the same way. No thread works past the limit either: results count toward the limit
-//! ([`Visitor::weight`]), and once one thread's own results reach it, the merge is bound to stop
-//! before anything that thread would find later, so it stops. Memory is bounded by the
-//! channels and by the limit, per thread.
+//! Stopping: the caller's `take` says when it has enough; at most the rest of the group it
+//! came from was walked for nothing, and groups grow by at most [`GROUP_GROWTH`], so a search
+//! stopped by its limit walks at most a few times what it needed. An abort stops every thread
+//! at its next entry. Memory is bounded by the limit: results count toward it
+//! ([`Visitor::weight`]), and a thread keeps only its own first results, in walk order, up to
+//! the limit (nothing after them can be taken).
+//!
+//! Why (issue 29): the walk this replaces kept the sequential walk's order all the way: each
+//! thread walked whole units with the sequential `Walk` (which probes every directory for each
+//! ignore file by name: a `statx` per name, the path looked up from `/` each time) and handed
+//! its results back through channels to a merge in plan order. Profiled over the bench's tree
+//! (`perf`, `find *.json`, 100,000 files, 2 cores), 42% of its time was in the kernel
+//! (directory reads, and path lookups for the probes), 18% in libc (`malloc`, `free`,
+//! `realloc`), 40% in pith and its crates; it took 150 ms of CPU and 114 ms where pi with fd
+//! took 100 and 60. A whole-tree search gains nothing from keeping order while it walks: it
+//! sorts what matched, which is little.
 //!
 //! Threads: as many as the machine has cores (up to [`MAX_THREADS`]), as rg and fd use; with
 //! one, step 0 is the whole walk. They were once limited to the cores the 1-minute load average
@@ -43,11 +55,7 @@
 //! busy), but on such a host one thread gets one share of the CPU while rg and fd compete with
 //! one per core: a whole-tree search took up to half again as long as theirs (issue 29, at a
 //! load average of 14 on 2 cores: `find *.json` 1,070 ms on one thread, 740 ms on two, for the
-//! same CPU time). `ignore`'s `WalkParallel` was tried for the units (its results sorted per
-//! batch of units, and again per unit): it spares the sequential walker's per-directory probes
-//! for ignore files, but each of its walks compiles the parents' ignore files and the global
-//! excludes anew, which cost what the probes save (issue 29: 173-196 ms of CPU for `find` over
-//! the bench tree against 175-187 ms), and a batch cannot stop at the limit.
+//! same CPU time).
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -80,8 +88,12 @@ pub trait Visitor: Sync {
 pub const MAX_PLAN_DEPTH: usize = 3;
 /// A level that would make the plan longer than this is not listed (its directories are units).
 const MAX_PLAN_ITEMS: usize = 20_000;
-/// Units per thread in the first group of the plan.
-const FIRST_GROUP_PER_THREAD: usize = 4;
+/// Units per thread in the first group of the plan (one when the calling thread alone found
+/// an eighth of the limit already).
+const FIRST_GROUP_PER_THREAD: usize = 8;
+/// Entries a thread of a group visits between two looks at the cancel token (a look takes
+/// the token's lock; `grep`'s search of one file looks on its own).
+const CANCEL_EVERY: u32 = 16;
 /// Each group of the plan has at most this many times the units of the one before.
 const GROUP_GROWTH: usize = 4;
 /// Entries visited on the calling thread before the walk goes parallel.
@@ -121,7 +133,7 @@ impl<'a> Walker<'a> {
             flavor,
             threads,
             limit,
-            units_per_thread: 8,
+            units_per_thread: 16,
             sequential_budget: SEQUENTIAL_BUDGET,
             sequential_time: SEQUENTIAL_TIME,
         }
@@ -181,7 +193,14 @@ impl<'a> Walker<'a> {
         };
         if !items.is_empty() {
             let limit = self.limit.saturating_sub(taken).max(1);
-            self.run_groups(&items, &resume, limit, visitor, cancel, take);
+            // Many results already (an eighth of the limit): the first group is small, the
+            // limit may be near.
+            let first = if taken.saturating_mul(8) < self.limit {
+                FIRST_GROUP_PER_THREAD
+            } else {
+                1
+            };
+            self.run_groups(&items, &resume, limit, first, visitor, cancel, take);
         }
     }
 
@@ -272,11 +291,13 @@ impl<'a> Walker<'a> {
     /// Visit the plan's items group by group: each group is walked in parallel in whatever
     /// order the threads happen to meet its entries, then what it found is sorted into walk
     /// order and handed to `take`.
+    #[allow(clippy::too_many_arguments)]
     fn run_groups<V: Visitor>(
         &self,
         items: &[Item],
         resume: &Path,
         limit: usize,
+        first_per_thread: usize,
         visitor: &V,
         cancel: &CancelToken,
         take: &mut dyn FnMut(V::Out) -> bool,
@@ -284,7 +305,7 @@ impl<'a> Walker<'a> {
         let stop = || cancel.is_cancelled();
         let mut taken = 0usize;
         let mut start = 0;
-        let mut size = self.threads.saturating_mul(FIRST_GROUP_PER_THREAD).max(1);
+        let mut size = self.threads.saturating_mul(first_per_thread).max(1);
         while start < items.len() {
             // The group: the items up to and including its `size`-th unit.
             let mut end = start;
@@ -495,6 +516,7 @@ impl<'s, V: Visitor> ParallelVisitorBuilder<'s> for GroupBuilder<'s, V> {
             resume: self.resume,
             stop: self.stop,
             sink: self.sink,
+            unchecked: 0,
         })
     }
 }
@@ -511,12 +533,18 @@ struct GroupVisitor<'a, V: Visitor> {
     resume: Option<&'a Path>,
     stop: &'a (dyn Fn() -> bool + Sync),
     sink: &'a Mutex<Vec<Found<V::Out>>>,
+    /// Entries visited since the last look at the cancel token.
+    unchecked: u32,
 }
 
 impl<V: Visitor> ParallelVisitor for GroupVisitor<'_, V> {
     fn visit(&mut self, entry: Entry) -> WalkState {
-        if (self.stop)() {
-            return WalkState::Quit;
+        self.unchecked += 1;
+        if self.unchecked >= CANCEL_EVERY {
+            self.unchecked = 0;
+            if (self.stop)() {
+                return WalkState::Quit;
+            }
         }
         if let Ok(e) = &entry {
             if e.depth() == 0 {
