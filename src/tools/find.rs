@@ -140,9 +140,9 @@ impl Visitor for FindVisitor<'_> {
 
     fn state(&self) {}
 
-    fn visit(&self, _: &mut (), entry: Entry) -> Option<String> {
+    fn visit(&self, _: &mut (), entry: &Entry) -> Option<String> {
         // fd reports walk errors only with --show-errors.
-        let entry = entry.ok()?;
+        let entry = entry.as_ref().ok()?;
         if !self.matcher.is_match(entry.path()) {
             return None;
         }

@@ -1,6 +1,6 @@
 //! The ordered parallel walk behind `grep` and `find`: the entries of [`super::walk`]'s sorted
 //! walk, visited on several threads, handed back in exactly the sequential walk's order, and
-//! stopped as soon as the caller has what it needs.
+//! stopped soon after the caller has what it needs.
 //!
 //! rg and fd walk with `ignore`'s `WalkParallel`, whose order is whatever the threads happen to
 //! produce; it cannot be sorted without walking everything first, so a search that a limit stops
@@ -9,8 +9,7 @@
 //! 0. **Alone first**: the calling thread walks with `ignore`'s sequential, sorted `Walk` for
 //!    5 ms (or 2,048 entries). A small tree, or a search that a limit stops early, is done
 //!    before any thread is started. The rest, from the first entry not visited yet (the
-//!    *resume* point, in walk order), is split into subtrees that are each walked by a
-//!    sequential, sorted `Walk`:
+//!    *resume* point, in walk order), is split into subtrees:
 //! 1. **Plan** (on the calling thread): the top levels are listed, one level at a time (each
 //!    level is one `Walk` over the previous level's directories, `max_depth(1)`), until a level
 //!    has enough directories to keep every thread busy ([`Walker::units_per_thread`]) or
@@ -18,24 +17,37 @@
 //!    directory that holds it stays, marked). The listed entries are the plan's *items*, in walk
 //!    order; the directories of the last level listed are *units*, whose contents are not
 //!    listed yet.
-//! 2. **Work**: items are dealt out round robin (units and the other items each in their own
-//!    turn, so units spread evenly). Each thread visits its items in order, and walks its units
-//!    with **one** `Walk` whose roots are those units (so the parents' ignore files are read and
-//!    compiled once per thread, not once per unit). A unit walked from its own directory with
-//!    `parents(true)` sees the same ignore rules as the whole walk does when it gets there: the
-//!    ignore files of every directory above it, nearest first, git repository boundaries
-//!    included. Visiting is the caller's per-entry work (`grep` searches the file, `find`
-//!    matches the name), so a thread never hands single entries to another one.
-//! 3. **Merge** (on the calling thread): results come back in batches through one bounded
-//!    channel per thread, tagged with their item, and are taken item by item in plan order:
-//!    exactly the order of the sequential walk.
+//! 2. **Groups**: the items are taken in order, a group at a time: the first group holds
+//!    [`FIRST_GROUP_PER_THREAD`] units per thread, each next one [`GROUP_GROWTH`] times as
+//!    many, or fewer when the results so far say that fewer will reach the limit. A group's
+//!    items are visited (files on several threads: `grep` may search large ones), and its units'
+//!    contents are walked by **one** `WalkParallel` over all of them: rg's and fd's own walker,
+//!    work stealing entry by entry, ignore files found in each directory's listing instead of
+//!    probed for by name, the parents' ignore files compiled once per group. A unit walked
+//!    from its own directory with `parents(true)` sees the same ignore rules as the whole walk
+//!    does when it gets there: the ignore files of every directory above it, nearest first, git
+//!    repository boundaries included. Visiting is the caller's per-entry work (`grep` searches
+//!    the file, `find` matches the name).
+//! 3. **Order**: what a group gave is sorted into walk order (the paths' bytes, `/` below every
+//!    other byte: a directory before its contents, siblings by name) and handed to the caller,
+//!    which stops once it has enough; the next group starts only if it has not.
 //!
-//! Stopping: the caller's `take` says when it has enough, which stops every thread (they check
-//! before every entry, and a blocked send fails once the receivers are gone); an abort stops
-//! them the same way. No thread works past the limit either: results count toward the limit
-//! ([`Visitor::weight`]), and once one thread's own results reach it, the merge is bound to stop
-//! before anything that thread would find later, so it stops. Memory is bounded by the
-//! channels and by the limit, per thread.
+//! Stopping: the caller's `take` says when it has enough; at most the rest of the group it
+//! came from was walked for nothing, and groups grow by at most [`GROUP_GROWTH`], so a search
+//! stopped by its limit walks at most a few times what it needed. An abort stops every thread
+//! at its next entry. Memory is bounded by the limit: results count toward it
+//! ([`Visitor::weight`]), and a thread keeps only its own first results, in walk order, up to
+//! the limit (nothing after them can be taken).
+//!
+//! Why (issue 29): the walk this replaces kept the sequential walk's order all the way: each
+//! thread walked whole units with the sequential `Walk` (which probes every directory for each
+//! ignore file by name: a `statx` per name, the path looked up from `/` each time) and handed
+//! its results back through channels to a merge in plan order. Profiled over the bench's tree
+//! (`perf`, `find *.json`, 100,000 files, 2 cores), 42% of its time was in the kernel
+//! (directory reads, and path lookups for the probes), 18% in libc (`malloc`, `free`,
+//! `realloc`), 40% in pith and its crates; it took 150 ms of CPU and 114 ms where pi with fd
+//! took 100 and 60. A whole-tree search gains nothing from keeping order while it walks: it
+//! sorts what matched, which is little.
 //!
 //! Threads: as many as the machine has cores (up to [`MAX_THREADS`]), as rg and fd use; with
 //! one, step 0 is the whole walk. They were once limited to the cores the 1-minute load average
@@ -43,21 +55,18 @@
 //! busy), but on such a host one thread gets one share of the CPU while rg and fd compete with
 //! one per core: a whole-tree search took up to half again as long as theirs (issue 29, at a
 //! load average of 14 on 2 cores: `find *.json` 1,070 ms on one thread, 740 ms on two, for the
-//! same CPU time). `ignore`'s `WalkParallel` was tried for the units (its results sorted per
-//! batch of units, and again per unit): it spares the sequential walker's per-directory probes
-//! for ignore files, but each of its walks compiles the parents' ignore files and the global
-//! excludes anew, which cost what the probes save (issue 29: 173-196 ms of CPU for `find` over
-//! the bench tree against 175-187 ms), and a batch cannot stop at the limit.
+//! same CPU time).
 
-use std::collections::VecDeque;
+use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded, select};
-use ignore::{DirEntry, Error};
+use ignore::{DirEntry, Error, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
 use super::walk::{Flavor, builder};
-use crate::cancel::{CancelToken, cancel_pair};
+use crate::cancel::CancelToken;
 
 /// One entry of the walk, or an error met while walking.
 pub type Entry = Result<DirEntry, Error>;
@@ -65,12 +74,12 @@ pub type Entry = Result<DirEntry, Error>;
 /// The per-entry work of a walk.
 pub trait Visitor: Sync {
     /// Per-thread state (a searcher, a buffer).
-    type State;
+    type State: Send;
     /// What an entry gives the caller.
     type Out: Send;
     fn state(&self) -> Self::State;
     /// Visit one entry (never the search root itself); `None` when it gives nothing.
-    fn visit(&self, state: &mut Self::State, entry: Entry) -> Option<Self::Out>;
+    fn visit(&self, state: &mut Self::State, entry: &Entry) -> Option<Self::Out>;
     /// How much `out` counts toward [`Walker::limit`].
     fn weight(&self, out: &Self::Out) -> usize;
 }
@@ -79,12 +88,14 @@ pub trait Visitor: Sync {
 pub const MAX_PLAN_DEPTH: usize = 3;
 /// A level that would make the plan longer than this is not listed (its directories are units).
 const MAX_PLAN_ITEMS: usize = 20_000;
-/// Results a thread collects before it sends them.
-const BATCH: usize = 64;
-/// Items a thread finishes before it reports its progress (a unit is reported at once).
-const PROGRESS_EVERY: usize = 64;
-/// Batches waiting in one thread's channel.
-const CHANNEL_BATCHES: usize = 16;
+/// Units per thread in the first group of the plan (one when the calling thread alone found
+/// an eighth of the limit already).
+const FIRST_GROUP_PER_THREAD: usize = 8;
+/// Entries a thread of a group visits between two looks at the cancel token (a look takes
+/// the token's lock; `grep`'s search of one file looks on its own).
+const CANCEL_EVERY: u32 = 16;
+/// Each group of the plan has at most this many times the units of the one before.
+const GROUP_GROWTH: usize = 4;
 /// Entries visited on the calling thread before the walk goes parallel.
 const SEQUENTIAL_BUDGET: usize = 2048;
 /// Time spent on the calling thread alone before the walk goes parallel (searching a few large
@@ -122,7 +133,7 @@ impl<'a> Walker<'a> {
             flavor,
             threads,
             limit,
-            units_per_thread: 8,
+            units_per_thread: 16,
             sequential_budget: SEQUENTIAL_BUDGET,
             sequential_time: SEQUENTIAL_TIME,
         }
@@ -164,7 +175,7 @@ impl<'a> Walker<'a> {
                 }
             }
             visits += 1;
-            if let Some(out) = visitor.visit(&mut state, entry) {
+            if let Some(out) = visitor.visit(&mut state, &entry) {
                 taken = taken.saturating_add(visitor.weight(&out));
                 if take(out) {
                     return;
@@ -182,7 +193,14 @@ impl<'a> Walker<'a> {
         };
         if !items.is_empty() {
             let limit = self.limit.saturating_sub(taken).max(1);
-            self.run_parallel(items, &resume, limit, visitor, cancel, take);
+            // Many results already (an eighth of the limit): the first group is small, the
+            // limit may be near.
+            let first = if taken.saturating_mul(8) < self.limit {
+                FIRST_GROUP_PER_THREAD
+            } else {
+                1
+            };
+            self.run_groups(&items, &resume, limit, first, visitor, cancel, take);
         }
     }
 
@@ -270,193 +288,304 @@ impl<'a> Walker<'a> {
         Some(out)
     }
 
-    fn run_parallel<V: Visitor>(
+    /// Visit the plan's items group by group: each group is walked in parallel in whatever
+    /// order the threads happen to meet its entries, then what it found is sorted into walk
+    /// order and handed to `take`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_groups<V: Visitor>(
         &self,
-        items: Vec<Item>,
+        items: &[Item],
         resume: &Path,
         limit: usize,
+        first_per_thread: usize,
         visitor: &V,
         cancel: &CancelToken,
         take: &mut dyn FnMut(V::Out) -> bool,
     ) {
-        let threads = self.threads;
-        // Deal the items out: units round robin among themselves, the rest likewise.
-        let count = items.len();
-        let mut owner = Vec::with_capacity(count);
-        let mut work: Vec<Vec<(usize, Item)>> = (0..threads).map(|_| Vec::new()).collect();
-        let (mut next_unit, mut next_other) = (0usize, 0usize);
-        for (i, item) in items.into_iter().enumerate() {
-            let counter = if item.unit {
-                &mut next_unit
-            } else {
-                &mut next_other
-            };
-            let t = *counter % threads;
-            *counter += 1;
-            owner.push(t);
-            work[t].push((i, item));
-        }
-        let (mut done, done_token) = cancel_pair();
-        let stop = || cancel.is_cancelled() || done_token.is_cancelled();
-        std::thread::scope(|scope| {
-            let mut receivers = Vec::with_capacity(threads);
-            for mine in work {
-                let (tx, rx) = bounded::<Batch<V::Out>>(CHANNEL_BATCHES);
-                receivers.push(rx);
-                let stop = &stop;
-                scope.spawn(move || self.work(mine, resume, limit, visitor, stop, tx));
+        let stop = || cancel.is_cancelled();
+        let mut taken = 0usize;
+        let mut start = 0;
+        let mut size = self.threads.saturating_mul(first_per_thread).max(1);
+        while start < items.len() {
+            // The group: the items up to and including its `size`-th unit.
+            let mut end = start;
+            let mut units = 0;
+            while end < items.len() && units < size {
+                units += usize::from(items[end].unit);
+                end += 1;
             }
-            merge(&receivers, &owner, cancel, take);
-            // Stop the threads; the scope ends when they have.
-            done.cancel();
-            drop(receivers);
-        });
-    }
-
-    /// One thread: visit `items` (and walk the units among them) in order, send the results.
-    #[allow(clippy::too_many_arguments)]
-    fn work<V: Visitor>(
-        &self,
-        items: Vec<(usize, Item)>,
-        resume: &Path,
-        limit: usize,
-        visitor: &V,
-        stop: &dyn Fn() -> bool,
-        tx: Sender<Batch<V::Out>>,
-    ) {
-        let mut state = visitor.state();
-        let unit_roots: Vec<PathBuf> = items
-            .iter()
-            .filter(|(_, item)| item.unit)
-            .filter_map(|(_, item)| item.path().map(Path::to_path_buf))
-            .collect();
-        let mut walk = (!unit_roots.is_empty()).then(|| {
-            let roots: Vec<&Path> = unit_roots.iter().map(PathBuf::as_path).collect();
-            builder(&roots, self.cwd, &self.flavor).build()
-        });
-        let mut held: Option<Entry> = None;
-        let mut out: Vec<(usize, V::Out)> = Vec::new();
-        let mut weight = 0usize;
-        let mut quiet = 0usize;
-        let send = |out: &mut Vec<(usize, V::Out)>, through: usize| {
-            tx.send(Batch {
-                results: std::mem::take(out),
-                through,
-            })
-            .is_ok()
-        };
-        for (idx, item) in items {
+            let need = limit.saturating_sub(taken).max(1);
+            let mut found = self.visit_group(&items[start..end], resume, need, visitor, &stop);
             if stop() {
                 return;
             }
-            let item_was_unit = item.unit;
-            let unit_root = if item.unit {
-                item.path().map(Path::to_path_buf)
-            } else {
-                None
-            };
-            // Entries before `resume` were visited before the threads started.
-            let mut skipping = item.holds_resume;
-            if !skipping {
-                if let Some(o) = visitor.visit(&mut state, item.entry) {
-                    weight = weight.saturating_add(visitor.weight(&o));
-                    out.push((idx, o));
-                }
-            }
-            if let (Some(root), Some(walk)) = (unit_root, walk.as_mut()) {
-                // This unit's entries: from its root's depth-0 entry to the next root's.
-                let mut started = false;
-                while weight < limit {
-                    let Some(entry) = held.take().or_else(|| walk.next()) else {
-                        break;
-                    };
-                    if let Ok(e) = &entry {
-                        if e.depth() == 0 {
-                            if !started && e.path() == root {
-                                started = true;
-                                continue;
-                            }
-                            held = Some(entry);
-                            break;
-                        }
-                    }
-                    if stop() {
-                        return;
-                    }
-                    if skipping {
-                        match &entry {
-                            Ok(e) if e.path() >= resume => skipping = false,
-                            _ => continue,
-                        }
-                    }
-                    if let Some(o) = visitor.visit(&mut state, entry) {
-                        weight = weight.saturating_add(visitor.weight(&o));
-                        out.push((idx, o));
-                        if out.len() >= BATCH && !send(&mut out, idx) {
-                            return;
-                        }
-                    }
-                }
-            }
-            if weight >= limit {
-                // The merge stops before anything this thread would find from here on.
-                send(&mut out, usize::MAX);
-                return;
-            }
-            quiet += 1;
-            // After a unit the merge may be waiting for it: say so at once.
-            if item_was_unit || out.len() >= BATCH || quiet >= PROGRESS_EVERY {
-                quiet = 0;
-                if !send(&mut out, idx + 1) {
+            prune(visitor, &mut found, need);
+            let mut weight = 0usize;
+            for f in found {
+                weight = weight.saturating_add(visitor.weight(&f.out));
+                if take(f.out) {
                     return;
                 }
             }
+            taken = taken.saturating_add(weight);
+            // The next group: GROUP_GROWTH times as many units, or as many as the rate of this
+            // one says the rest of the limit needs (a quarter more), whichever is fewer.
+            let needed = match (limit.saturating_sub(taken), weight) {
+                (_, 0) | (usize::MAX, _) => usize::MAX,
+                (rest, w) => rest
+                    .saturating_mul(units.max(1))
+                    .saturating_mul(5)
+                    .div_ceil(w.saturating_mul(4)),
+            };
+            size = needed
+                .min(size.saturating_mul(GROUP_GROWTH))
+                .max(self.threads);
+            start = end;
         }
-        send(&mut out, usize::MAX);
     }
-}
 
-/// Take the threads' results item by item in plan order.
-fn merge<T>(
-    receivers: &[Receiver<Batch<T>>],
-    owner: &[usize],
-    cancel: &CancelToken,
-    take: &mut dyn FnMut(T) -> bool,
-) {
-    let mut queues: Vec<VecDeque<(usize, T)>> = receivers.iter().map(|_| VecDeque::new()).collect();
-    // Every item of thread t below `through[t]` is complete.
-    let mut through = vec![0usize; receivers.len()];
-    for (i, &t) in owner.iter().enumerate() {
-        loop {
-            while queues[t].front().is_some_and(|(item, _)| *item == i) {
-                if let Some((_, out)) = queues[t].pop_front() {
-                    if take(out) {
-                        return;
-                    }
+    /// Everything one group of the plan gives, in no particular order: the items themselves
+    /// on a few threads, then the units' contents by one `WalkParallel` over them all. Nothing
+    /// before `resume` in walk order is visited (it was before the threads started).
+    fn visit_group<V: Visitor>(
+        &self,
+        group: &[Item],
+        resume: &Path,
+        limit: usize,
+        visitor: &V,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Vec<Found<V::Out>> {
+        let sink: Mutex<Vec<Found<V::Out>>> = Mutex::new(Vec::new());
+        // The items' own entries, units included (not the one that holds `resume`: visited).
+        let plain: Vec<&Item> = group.iter().filter(|i| !i.holds_resume).collect();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut state = visitor.state();
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                let Some(item) = plain.get(i) else { break };
+                if stop() {
+                    break;
+                }
+                if let Some(out) = visitor.visit(&mut state, &item.entry) {
+                    mine.push(Found::new(&item.entry, out));
                 }
             }
-            if through[t] > i {
-                break;
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .append(&mut mine);
+        };
+        // Helper threads only for files (`grep` may search large ones); directories are
+        // visited at once.
+        let files = plain.iter().filter(|i| !i.is_dir_at(i.depth)).count();
+        let helpers = if files >= 2 {
+            self.threads.min(plain.len()).saturating_sub(1)
+        } else {
+            0
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(work);
             }
-            select! {
-                recv(receivers[t]) -> batch => match batch {
-                    Ok(batch) => {
-                        queues[t].extend(batch.results);
-                        through[t] = batch.through;
-                    }
-                    // The thread stopped (aborted): nothing more comes from it.
-                    Err(_) => through[t] = usize::MAX,
-                },
-                recv(cancel.receiver()) -> _ => return,
-            }
+            work();
+        });
+        // The units' contents.
+        let roots: Vec<&Path> = group
+            .iter()
+            .filter(|i| i.unit)
+            .filter_map(Item::path)
+            .collect();
+        if !roots.is_empty() && !stop() {
+            let resume = group
+                .iter()
+                .any(|i| i.unit && i.holds_resume)
+                .then_some(resume);
+            let mut b = builder(&roots, self.cwd, &self.flavor);
+            b.threads(self.threads.max(1));
+            let mut build = GroupBuilder {
+                visitor,
+                limit,
+                resume,
+                stop,
+                sink: &sink,
+            };
+            b.build_parallel().visit(&mut build);
+        }
+        sink.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Sort `found` into walk order and keep only what a caller that stops once the weights reach
+/// `limit` can take.
+fn prune<V: Visitor>(visitor: &V, found: &mut Vec<Found<V::Out>>, limit: usize) {
+    found.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    let mut weight = 0usize;
+    if let Some(last) = found.iter().position(|f| {
+        weight = weight.saturating_add(visitor.weight(&f.out));
+        weight >= limit
+    }) {
+        found.truncate(last + 1);
+    }
+}
+
+/// A result and where the walk met it.
+struct Found<T> {
+    key: Key,
+    out: T,
+}
+
+impl<T> Found<T> {
+    fn new(entry: &Entry, out: T) -> Found<T> {
+        let key = match entry {
+            Ok(e) => Key::At(e.path().to_path_buf(), 0),
+            Err(err) => error_path(err).map_or(Key::Nowhere, |p| Key::At(p.to_path_buf(), 1)),
+        };
+        Found { key, out }
+    }
+}
+
+/// Where a result belongs in walk order: at a path (an entry, then an error about it), or,
+/// for an error that names no path, after everything else of its group.
+#[derive(PartialEq, Eq)]
+enum Key {
+    At(PathBuf, u8),
+    Nowhere,
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> Ordering {
+        match (self, other) {
+            (Key::At(a, x), Key::At(b, y)) => walk_order(a, b).then(x.cmp(y)),
+            (Key::At(..), Key::Nowhere) => Ordering::Less,
+            (Key::Nowhere, Key::At(..)) => Ordering::Greater,
+            (Key::Nowhere, Key::Nowhere) => Ordering::Equal,
         }
     }
 }
 
-/// Results of one thread, and how far it has got: every item of its below `through` is done.
-struct Batch<T> {
-    results: Vec<(usize, T)>,
-    through: usize,
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The sequential walk's order of two paths under the same root: a directory before its
+/// contents, siblings by name, byte by byte. That is the order of their bytes with `/` below
+/// every other byte (component by component, without taking the paths apart).
+pub fn walk_order(a: &Path, b: &Path) -> Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    let (a, b) = (a.as_os_str().as_bytes(), b.as_os_str().as_bytes());
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match (a.get(same), b.get(same)) {
+        (Some(&x), Some(&y)) => {
+            let rank = |c: u8| if c == b'/' { 0 } else { u16::from(c) + 1 };
+            rank(x).cmp(&rank(y))
+        }
+        _ => a.len().cmp(&b.len()),
+    }
+}
+
+/// The path an error is about, if it names one.
+fn error_path(err: &Error) -> Option<&Path> {
+    match err {
+        Error::WithPath { path, .. } => Some(path),
+        Error::WithDepth { err, .. } | Error::WithLineNumber { err, .. } => error_path(err),
+        Error::Loop { child, .. } => Some(child),
+        _ => None,
+    }
+}
+
+/// Makes one [`GroupVisitor`] per thread of a group's `WalkParallel`.
+struct GroupBuilder<'a, V: Visitor> {
+    visitor: &'a V,
+    limit: usize,
+    resume: Option<&'a Path>,
+    stop: &'a (dyn Fn() -> bool + Sync),
+    sink: &'a Mutex<Vec<Found<V::Out>>>,
+}
+
+impl<'s, V: Visitor> ParallelVisitorBuilder<'s> for GroupBuilder<'s, V> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(GroupVisitor {
+            visitor: self.visitor,
+            state: self.visitor.state(),
+            found: Vec::new(),
+            weight: 0,
+            limit: self.limit,
+            resume: self.resume,
+            stop: self.stop,
+            sink: self.sink,
+            unchecked: 0,
+        })
+    }
+}
+
+/// One thread of a group's walk: visits the entries it meets, keeps what they give (no more
+/// than the limit can take: memory stays bounded), and adds it to the group's results when
+/// the walk ends.
+struct GroupVisitor<'a, V: Visitor> {
+    visitor: &'a V,
+    state: V::State,
+    found: Vec<Found<V::Out>>,
+    weight: usize,
+    limit: usize,
+    resume: Option<&'a Path>,
+    stop: &'a (dyn Fn() -> bool + Sync),
+    sink: &'a Mutex<Vec<Found<V::Out>>>,
+    /// Entries visited since the last look at the cancel token.
+    unchecked: u32,
+}
+
+impl<V: Visitor> ParallelVisitor for GroupVisitor<'_, V> {
+    fn visit(&mut self, entry: Entry) -> WalkState {
+        self.unchecked += 1;
+        if self.unchecked >= CANCEL_EVERY {
+            self.unchecked = 0;
+            if (self.stop)() {
+                return WalkState::Quit;
+            }
+        }
+        if let Ok(e) = &entry {
+            if e.depth() == 0 {
+                // A unit's root: visited as an item.
+                return WalkState::Continue;
+            }
+            if let Some(resume) = self.resume {
+                if walk_order(e.path(), resume) == Ordering::Less {
+                    // Visited before the threads started; so is all of a directory that does
+                    // not hold `resume`.
+                    return if resume.starts_with(e.path()) {
+                        WalkState::Continue
+                    } else {
+                        WalkState::Skip
+                    };
+                }
+            }
+        }
+        if let Some(out) = self.visitor.visit(&mut self.state, &entry) {
+            self.weight = self.weight.saturating_add(self.visitor.weight(&out));
+            self.found.push(Found::new(&entry, out));
+            if self.weight >= self.limit.saturating_mul(2) {
+                // Only this thread's first results up to the limit can be taken.
+                prune(self.visitor, &mut self.found, self.limit);
+                self.weight = self
+                    .found
+                    .iter()
+                    .fold(0, |w, f| w.saturating_add(self.visitor.weight(&f.out)));
+            }
+        }
+        WalkState::Continue
+    }
+}
+
+impl<V: Visitor> Drop for GroupVisitor<'_, V> {
+    fn drop(&mut self) {
+        self.sink
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .append(&mut self.found);
+    }
 }
 
 /// An entry of the plan.
@@ -523,6 +652,7 @@ impl Item {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cancel::cancel_pair;
     use ignore::overrides::OverrideBuilder;
 
     /// A repository-shaped tree whose ignore rules differ at every level: nested `.gitignore`s
@@ -592,7 +722,7 @@ mod tests {
         type State = ();
         type Out = String;
         fn state(&self) {}
-        fn visit(&self, _: &mut (), entry: Entry) -> Option<String> {
+        fn visit(&self, _: &mut (), entry: &Entry) -> Option<String> {
             Some(match entry {
                 Ok(e) => e.path().display().to_string(),
                 Err(e) => format!("error: {e}"),
@@ -677,6 +807,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn walk_order_is_the_component_order() {
+        let paths = [
+            "/r",
+            "/r/a",
+            "/r/a b",
+            "/r/a.x",
+            "/r/a/b",
+            "/r/a/b.c",
+            "/r/a/b/c",
+            "/r/a-",
+            "/r/a0",
+            "/r/aa",
+            "/r/\u{e9}",
+            "/r/B",
+            "/r/_",
+            "/r/a/\u{ff}",
+        ];
+        for a in paths {
+            for b in paths {
+                let (a, b) = (Path::new(a), Path::new(b));
+                assert_eq!(walk_order(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn prune_keeps_what_the_limit_can_take() {
+        let found = |names: &[&str]| -> Vec<Found<String>> {
+            names
+                .iter()
+                .map(|n| Found {
+                    key: Key::At(PathBuf::from(n), 0),
+                    out: n.to_string(),
+                })
+                .collect()
+        };
+        let mut f = found(&["/r/c", "/r/a/z", "/r/b", "/r/a"]);
+        f.push(Found {
+            key: Key::Nowhere,
+            out: "nowhere".into(),
+        });
+        f.push(Found {
+            key: Key::At(PathBuf::from("/r/a"), 1),
+            out: "error at /r/a".into(),
+        });
+        prune(&Paths, &mut f, 3);
+        let outs: Vec<&str> = f.iter().map(|f| f.out.as_str()).collect();
+        assert_eq!(outs, ["/r/a", "error at /r/a", "/r/a/z"]);
+        prune(&Paths, &mut f, 10);
+        assert_eq!(f.len(), 3);
     }
 
     #[test]
