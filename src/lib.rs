@@ -24,6 +24,7 @@ pub mod llm;
 pub mod malloc;
 pub mod mcp;
 pub mod message;
+pub mod output_schema;
 pub mod perms;
 pub mod prompt;
 pub mod protocol;

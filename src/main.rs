@@ -43,6 +43,11 @@ fn run(args: Vec<OsString>) -> i32 {
             0
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
+        Ok(pith::cli::Parsed::Schema(version)) => {
+            let _ = version;
+            eprintln!("pith schema: not built yet");
+            pith::cli::EXIT_USAGE
+        }
         Ok(pith::cli::Parsed::PiCommand(text) | pith::cli::Parsed::Refused(text)) => {
             eprintln!("{text}");
             pith::cli::EXIT_FAILURE

@@ -8,9 +8,30 @@ use serde_json::{Map, Value};
 /// The errors of `value` against `schema`, in pi-schema's order (empty: it passes).
 pub fn explain(schema: &Value, value: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    walk(schema, value, "", &mut out, 0);
+    walk(None, schema, value, "", &mut out, 0);
     out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
 }
+
+/// [`explain`] for a whole document (`--output-schema`, `output_schema.rs`): a `$ref` to a local
+/// JSON pointer (`#`, `#/$defs/item`) is followed within `root`; one that does not resolve, or
+/// nesting past [`MAX_DEPTH`] (a `$ref` loop), is an error, never a pass.
+pub fn explain_document(root: &Value, value: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    walk(Some(root), root, value, "", &mut out, 0);
+    out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
+}
+
+/// The schema a local `$ref` (`#` and a JSON pointer) names in `root`.
+pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    root.pointer(pointer)
+}
+
+/// The document `$ref`s resolve in (`None`: a tool schema, where `$ref` is not followed).
+type Root<'a> = Option<&'a Value>;
 
 /// pi-ai's `formatValidationPath`: `""` is `root`, `/edits/0/oldText` is `edits.0.oldText`.
 pub fn dotted(pointer: &str) -> String {
@@ -31,9 +52,9 @@ fn pointer(path: &str, key: &str) -> String {
 /// Deeper schemas than this are not explained further (tool schemas are shallow).
 const MAX_DEPTH: usize = 64;
 
-fn ok(schema: &Value, v: &Value, depth: usize) -> bool {
+fn ok(root: Root, schema: &Value, v: &Value, depth: usize) -> bool {
     let mut out = Vec::new();
-    walk(schema, v, "", &mut out, depth);
+    walk(root, schema, v, "", &mut out, depth);
     out.is_empty()
 }
 
@@ -68,7 +89,14 @@ fn num(n: f64) -> String {
     super::js_num(n)
 }
 
-fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, depth: usize) {
+fn walk(
+    root: Root,
+    node: &Value,
+    v: &Value,
+    path: &str,
+    out: &mut Vec<(String, String)>,
+    depth: usize,
+) {
     let node = match node {
         Value::Bool(true) => return,
         Value::Bool(false) => {
@@ -79,9 +107,18 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
         _ => return,
     };
     if depth > MAX_DEPTH {
+        if root.is_some() {
+            out.push((path.to_string(), "the schema nests too deeply".to_string()));
+        }
         return;
     }
     let push = |out: &mut Vec<(String, String)>, msg: String| out.push((path.to_string(), msg));
+    if let (Some(doc), Some(Value::String(r))) = (root, node.get("$ref")) {
+        match resolve_ref(doc, r) {
+            Some(target) => walk(root, target, v, path, out, depth + 1),
+            None => push(out, format!("unresolvable $ref {r}")),
+        }
+    }
     if let Some(t) = node.get("type") {
         let types: Vec<&str> = match t {
             Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
@@ -144,14 +181,14 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
                 push(out, format!("expected a multiple of {}", num(b)));
             }
         }
-        Value::Object(o) => walk_object(node, o, path, out, depth),
+        Value::Object(o) => walk_object(root, node, o, path, out, depth),
         Value::Array(a) => {
             let items = node.get("items");
             let prefix = node.get("prefixItems").and_then(Value::as_array);
             for (i, item) in a.iter().enumerate() {
                 let s = prefix.and_then(|p| p.get(i)).or(items);
                 if let Some(s) = s {
-                    walk(s, item, &format!("{path}/{i}"), out, depth + 1);
+                    walk(root, s, item, &format!("{path}/{i}"), out, depth + 1);
                 }
             }
             let n = a.len() as f64;
@@ -181,16 +218,16 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
     }
     if let Some(Value::Array(all)) = node.get("allOf") {
         for s in all {
-            walk(s, v, path, out, depth + 1);
+            walk(root, s, v, path, out, depth + 1);
         }
     }
     for (key, exactly_one) in [("anyOf", false), ("oneOf", true)] {
         if let Some(Value::Array(branches)) = node.get(key) {
-            walk_union(branches, v, path, out, exactly_one, depth);
+            walk_union(root, branches, v, path, out, exactly_one, depth);
         }
     }
     if let Some(n) = node.get("not") {
-        if ok(n, v, depth + 1) {
+        if ok(root, n, v, depth + 1) {
             out.push((
                 path.to_string(),
                 "must not match the schema in not".to_string(),
@@ -200,6 +237,7 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
 }
 
 fn walk_object(
+    root: Root,
     node: &Map<String, Value>,
     o: &Map<String, Value>,
     path: &str,
@@ -220,7 +258,7 @@ fn walk_object(
     }
     for (k, s) in properties {
         if let Some(x) = o.get(k) {
-            walk(s, x, &pointer(path, k), out, depth + 1);
+            walk(root, s, x, &pointer(path, k), out, depth + 1);
         }
     }
     let patterns: Vec<(regex::Regex, &Value)> = node
@@ -237,7 +275,7 @@ fn walk_object(
         for (re, s) in &patterns {
             if re.is_match(k) {
                 matched = true;
-                walk(s, x, &pointer(path, k), out, depth + 1);
+                walk(root, s, x, &pointer(path, k), out, depth + 1);
             }
         }
         if !matched {
@@ -245,7 +283,7 @@ fn walk_object(
                 Some(Value::Bool(false)) => {
                     out.push((pointer(path, k), "unknown field".to_string()))
                 }
-                Some(s) => walk(s, x, &pointer(path, k), out, depth + 1),
+                Some(s) => walk(root, s, x, &pointer(path, k), out, depth + 1),
                 None => {}
             }
         }
@@ -272,6 +310,7 @@ fn walk_object(
 /// `anyOf` / `oneOf`: the branch a tag selects, else the branch declaring most of an object's
 /// keys, then the one whose first error is deepest.
 fn walk_union(
+    root: Root,
     branches: &[Value],
     v: &Value,
     path: &str,
@@ -279,7 +318,10 @@ fn walk_union(
     exactly_one: bool,
     depth: usize,
 ) {
-    let matches = branches.iter().filter(|s| ok(s, v, depth + 1)).count();
+    let matches = branches
+        .iter()
+        .filter(|s| ok(root, s, v, depth + 1))
+        .count();
     if matches == 1 || (!exactly_one && matches > 0) {
         return;
     }
@@ -296,14 +338,14 @@ fn walk_union(
                 pointer(path, &key),
                 format!("expected one of {}", list_values(&values)),
             )),
-            Some(i) => walk(&branches[i], v, path, out, depth + 1),
+            Some(i) => walk(root, &branches[i], v, path, out, depth + 1),
         }
         return;
     }
     let mut best: Option<(Vec<(String, String)>, usize)> = None;
     for s in branches {
         let mut errors = Vec::new();
-        walk(s, v, path, &mut errors, depth + 1);
+        walk(root, s, v, path, &mut errors, depth + 1);
         if errors.is_empty() {
             continue;
         }
