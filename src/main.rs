@@ -44,9 +44,8 @@ fn run(args: Vec<OsString>) -> i32 {
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
         Ok(pith::cli::Parsed::Schema(version)) => {
-            let _ = version;
-            eprintln!("pith schema: not built yet");
-            pith::cli::EXIT_USAGE
+            println!("{}", pith::protocol::schema::document(version));
+            0
         }
         Ok(pith::cli::Parsed::PiCommand(text) | pith::cli::Parsed::Refused(text)) => {
             eprintln!("{text}");

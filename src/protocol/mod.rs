@@ -21,6 +21,7 @@ mod events;
 mod llm;
 mod resources;
 mod retry;
+pub mod schema;
 mod texts;
 mod tools;
 pub mod v073;

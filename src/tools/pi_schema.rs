@@ -21,6 +21,13 @@ pub fn explain_document(root: &Value, value: &Value) -> Vec<(String, String)> {
     out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
 }
 
+/// [`explain_document`] against one subschema `node` of `root` (a `$defs` entry).
+pub fn explain_node(root: &Value, node: &Value, value: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    walk(Some(root), node, value, "", &mut out, 0);
+    out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
+}
+
 /// The schema a local `$ref` (`#` and a JSON pointer) names in `root`.
 pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     let pointer = reference.strip_prefix('#')?;
