@@ -155,7 +155,7 @@ pub enum Parsed {
     /// A command line pi refuses with this message (e.g. pi 0.87.1's `Error: Invalid mode
     /// "tui". Valid values: text, json, rpc`): printed on stderr, exit 1 as pi.
     Refused(String),
-    /// `pith schema [--compat VERSION]`: print the protocol's JSON Schema (`protocol/schema.rs`).
+    /// `pith schema [--compat VERSION]`: print the protocol's JSON Schema (`schema.rs`).
     Schema(Version),
 }
 

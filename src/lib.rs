@@ -34,6 +34,7 @@ pub mod result_record;
 pub mod retry;
 pub mod rpc;
 pub mod sandbox;
+pub mod schema;
 pub mod session;
 pub mod sort;
 pub mod tools;

@@ -44,7 +44,7 @@ fn run(args: Vec<OsString>) -> i32 {
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
         Ok(pith::cli::Parsed::Schema(version)) => {
-            println!("{}", pith::protocol::schema::document(version));
+            println!("{}", pith::schema::document(version));
             0
         }
         Ok(pith::cli::Parsed::PiCommand(text) | pith::cli::Parsed::Refused(text)) => {

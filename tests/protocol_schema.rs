@@ -23,9 +23,9 @@ fn schema_of(version: &str) -> Value {
     serde_json::from_str(&text).expect("JSON")
 }
 
-/// The errors of `frame` against `doc`, by the same rules as `pith::protocol::schema::check`.
+/// The errors of `frame` against `doc`, by the same rules as `pith::schema::check`.
 fn check(doc: &Value, frame: &Value, inbound: bool) -> Vec<String> {
-    pith::protocol::schema::check(doc, frame, inbound)
+    pith::schema::check(doc, frame, inbound)
 }
 
 #[test]
@@ -40,7 +40,7 @@ fn pith_schema_for_each_version() {
         assert_eq!(doc["title"], format!("pith RPC protocol, pi {v}"));
         // The binary prints what the library builds.
         let version = pith::protocol::Version::parse(v).expect("version");
-        assert_eq!(doc, pith::protocol::schema::document(version));
+        assert_eq!(doc, pith::schema::document(version));
         let defs = doc["$defs"].as_object().expect("$defs");
         for name in [
             "command.prompt",

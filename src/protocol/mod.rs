@@ -21,7 +21,6 @@ mod events;
 mod llm;
 mod resources;
 mod retry;
-pub mod schema;
 mod texts;
 mod tools;
 pub mod v073;

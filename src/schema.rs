@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{CompactionEvents, Profile, UpdateShape, Version};
+use crate::protocol::{CompactionEvents, Profile, UpdateShape, Version};
 use crate::rpc::event::Event;
 
 /// The `type` of an event frame (exhaustive: every variant of the frame builder's enum).
@@ -400,6 +400,32 @@ fn events(profile: &Profile) -> Vec<(&'static str, Value)> {
                 &[
                     ("sessionFile", string(), true),
                     ("savedEntries", count(), true),
+                ],
+            ),
+        ),
+        (
+            "extension_error",
+            frame(
+                "extension_error",
+                "An extension (or a skill's expansion) failed; pith goes on without it.",
+                &[
+                    ("extensionPath", string(), true),
+                    ("event", string(), true),
+                    ("error", string(), true),
+                ],
+            ),
+        ),
+        (
+            "permission_decision",
+            frame(
+                "permission_decision",
+                "pith's (permission rules, --confirm-tools): what was decided for a tool call.",
+                &[
+                    ("toolCallId", string(), true),
+                    ("toolName", string(), true),
+                    ("decision", json!({"enum": ["allow", "deny"]}), true),
+                    ("by", string(), true),
+                    ("rule", string(), false),
                 ],
             ),
         ),
