@@ -433,3 +433,46 @@ fn the_request_declares_the_final_answer_tool() {
     let (status, _) = p.finish(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0));
 }
+
+/// `--output-schema` in rpc mode is every prompt's schema; a prompt's own `outputSchema` wins.
+#[test]
+fn rpc_flag_schema_for_every_prompt_and_the_prompts_own_wins() {
+    let w = World::new();
+    let file = write(&w, "schema.json", &schema().to_string());
+    let turns = [
+        answer(json!({"verdict":"pass"})),
+        answer(json!({"verdict":"pass"})),
+        answer(json!({"n":2})),
+    ];
+    let text: String = turns.iter().map(|l| format!("{l}\n")).collect();
+    let mut p = w.spawn_faux(&text, &["--no-session", "--output-schema", &file]);
+    for (id, cmd) in [
+        ("1", json!({"type":"prompt","message":"one"})),
+        // Its own schema: `{"verdict":"pass"}` is wrong there (no `n`, an unknown field).
+        (
+            "2",
+            json!({"type":"prompt","message":"two","outputSchema":{"type":"object",
+                "required":["n"],"additionalProperties":false,"properties":{"n":{"type":"integer"}}}}),
+        ),
+    ] {
+        assert_eq!(p.call(cmd, id)["success"], true);
+        let f = p.recv_until(|f| f["type"] == "agent_settled");
+        let last = before_end(&f);
+        assert_eq!(last["type"], "structured_output", "{id}: {last}");
+        assert_eq!(last["valid"], true);
+        if id == "1" {
+            assert_eq!(last["value"], json!({"verdict":"pass"}));
+        } else {
+            assert_eq!(last["value"], json!({"n":2}));
+            assert!(
+                tool_texts(&f)[0]
+                    .0
+                    .contains("  - n: missing\n  - verdict: unknown field\n"),
+                "{:?}",
+                tool_texts(&f)
+            );
+        }
+    }
+    let (status, _) = p.finish(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0));
+}
