@@ -56,6 +56,32 @@ fn pointer(path: &str, key: &str) -> String {
     format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
+/// Patterns compiled lately, per thread (the machine's validates every answer and tool call): a
+/// `pattern` costs a compile (about a millisecond with a Unicode class) each time otherwise.
+/// Bounded: at most this many, the oldest dropped first.
+const PATTERN_CACHE: usize = 16;
+
+/// Whether `s` matches the regex `pattern` (`None`: the pattern does not compile).
+fn is_match(pattern: &str, s: &str) -> Option<bool> {
+    use std::cell::RefCell;
+    thread_local! {
+        static CACHE: RefCell<Vec<(String, Option<regex::Regex>)>> = const { RefCell::new(Vec::new()) };
+    }
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some((_, re)) = c.iter().find(|(p, _)| p == pattern) {
+            return re.as_ref().map(|re| re.is_match(s));
+        }
+        let re = regex::Regex::new(pattern).ok();
+        let answer = re.as_ref().map(|re| re.is_match(s));
+        if c.len() >= PATTERN_CACHE {
+            c.remove(0);
+        }
+        c.push((pattern.to_string(), re));
+        answer
+    })
+}
+
 /// Deeper schemas than this are not explained further (tool schemas are shallow).
 const MAX_DEPTH: usize = 64;
 
@@ -164,7 +190,7 @@ fn walk(
                 }
             }
             if let Some(p) = node.get("pattern").and_then(Value::as_str) {
-                if regex::Regex::new(p).is_ok_and(|re| !re.is_match(s)) {
+                if is_match(p, s) == Some(false) {
                     push(out, format!("expected to match {p}"));
                 }
             }
@@ -268,19 +294,15 @@ fn walk_object(
             walk(root, s, x, &pointer(path, k), out, depth + 1);
         }
     }
-    let patterns: Vec<(regex::Regex, &Value)> = node
+    let patterns: Vec<(&String, &Value)> = node
         .get("patternProperties")
         .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(p, s)| regex::Regex::new(p).ok().map(|re| (re, s)))
-                .collect()
-        })
+        .map(|m| m.iter().collect())
         .unwrap_or_default();
     for (k, x) in o {
         let mut matched = properties.contains_key(k);
-        for (re, s) in &patterns {
-            if re.is_match(k) {
+        for (p, s) in &patterns {
+            if is_match(p, k) == Some(true) {
                 matched = true;
                 walk(root, s, x, &pointer(path, k), out, depth + 1);
             }
