@@ -359,6 +359,13 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         partials: opts.partials,
         compat: version,
         limits,
+        output_schema: match &opts.output_schema {
+            Some(f) => Some(
+                crate::output_schema::OutputSchema::from_file(&cwd_for_files.join(f))
+                    .map_err(StartupError::config)?,
+            ),
+            None => None,
+        },
         heartbeat: (opts.heartbeat.is_some() || opts.heartbeat_file.is_some()).then(|| {
             crate::core::machine::Heartbeat {
                 every: opts.heartbeat.unwrap_or(std::time::Duration::from_secs(10)),
@@ -892,6 +899,7 @@ fn run_oneshot(
     result_file: Option<PathBuf>,
 ) -> i32 {
     let started = std::time::Instant::now();
+    let output_wanted = startup.output_schema.is_some();
     let session_id = startup.session.id().to_string();
     let session_file = startup
         .session
@@ -966,7 +974,10 @@ fn run_oneshot(
         let mut final_text: Option<String> = None;
         // The last limit that ended a run (`run_limit_reached`): its kind, limit and use.
         let mut limit: Option<(crate::limits::Kind, f64, f64)> = None;
-        let mut summary = crate::result_record::Summary::default();
+        let mut summary = crate::result_record::Summary {
+            output_wanted,
+            ..Default::default()
+        };
         for line in stdout_rx.iter() {
             let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
                 continue;
@@ -1025,10 +1036,19 @@ fn run_oneshot(
             }
         }
         if mode == Mode::Print {
-            if let Some(t) = &final_text {
+            // With an output schema, the answer is the structured output (one line of JSON).
+            let printed = match (&summary.structured, output_wanted) {
+                (Some(v), true) => Some(v.to_string()),
+                (None, true) => None,
+                (_, false) => final_text.clone(),
+            };
+            if let Some(t) = printed {
                 let _ = writeln!(out, "{t}");
             }
         }
+        let output_failed = (failure.is_none() && limit.is_none() && output_wanted)
+            .then(|| summary.structured.is_none().then(|| summary.output_error()))
+            .flatten();
         // The result record: json mode's last line, and `--result-file`.
         let record = summary.record(&crate::result_record::Ending {
             error: failure.as_deref(),
@@ -1046,7 +1066,7 @@ fn run_oneshot(
                 eprintln!("pith: cannot write the result file {}: {e}", path.display());
             }
         }
-        (failure, limit)
+        (failure, limit, output_failed)
     });
     let machine = Machine::new(
         startup,
@@ -1060,14 +1080,14 @@ fn run_oneshot(
     );
     let exit = machine.run_to_exit();
     match collector.join() {
-        Ok((_, Some((kind, value, used)))) if exit.code() == 0 => {
+        Ok((_, Some((kind, value, used)), _)) if exit.code() == 0 => {
             eprintln!(
                 "pith: run limit reached: {} {value} (used {used})",
                 kind.name()
             );
             cli::ExitCode::of_limit(kind).code()
         }
-        Ok((Some(err), _)) => {
+        Ok((Some(err), _, _)) => {
             eprintln!("{err}");
             if exit.code() != 0 {
                 exit.code()
@@ -1075,7 +1095,11 @@ fn run_oneshot(
                 cli::EXIT_FAILURE
             }
         }
-        Ok((None, _)) => exit.code(),
+        Ok((None, _, Some(why))) if exit.code() == 0 => {
+            eprintln!("pith: {why}");
+            cli::ExitCode::OutputSchema.code()
+        }
+        Ok((None, _, _)) => exit.code(),
         Err(_) => cli::EXIT_FAILURE,
     }
 }

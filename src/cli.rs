@@ -133,6 +133,9 @@ pub struct Options {
     pub limits: crate::limits::Limits,
     /// `--result-file PATH`: print/json modes write the result record there (atomically).
     pub result_file: Option<String>,
+    /// `--output-schema FILE`: every prompt's final answer is a JSON value of this schema
+    /// (`output_schema.rs`; a prompt's `outputSchema` over it).
+    pub output_schema: Option<String>,
     /// `--heartbeat SECONDS`: a `heartbeat` event this often while a run is active.
     pub heartbeat: Option<std::time::Duration>,
     /// `--heartbeat-file PATH`: touch this file instead of the event.
@@ -152,6 +155,8 @@ pub enum Parsed {
     /// A command line pi refuses with this message (e.g. pi 0.87.1's `Error: Invalid mode
     /// "tui". Valid values: text, json, rpc`): printed on stderr, exit 1 as pi.
     Refused(String),
+    /// `pith schema [--compat VERSION]`: print the protocol's JSON Schema (`schema.rs`).
+    Schema(Version),
 }
 
 /// pi's subcommands (its package manager, config TUI and 0.87's `auth`), recognised as the first
@@ -220,6 +225,7 @@ const TAKES_VALUE: &[&str] = &[
     "--deadline",
     "--max-repeats",
     "--result-file",
+    "--output-schema",
     "--heartbeat",
     "--heartbeat-file",
     "--sandbox",
@@ -306,6 +312,7 @@ OPTIONS:
     --deadline <seconds>           Abort the run after this wall-clock time (pith.limits.deadlineMs)
     --max-repeats <n>              The same tool call n times in a row ends the run (maxRepeats)
     --result-file <path>           Print/json modes: write the result record there (atomically)
+    --output-schema <file>         The final answer is JSON matching this JSON Schema (exit 6 if not)
     --heartbeat <seconds>          A heartbeat event this often while a run is active
     --heartbeat-file <path>        Touch this file instead (every --heartbeat seconds, default 10)
     --export <file> [out.html]     Export a session file to HTML and exit
@@ -340,7 +347,12 @@ EXIT CODES:
     0 success / stdin closed, 1 run failed (print/json),
     2 bad command line or configuration (unknown model or provider, no model with a key),
     3 a turn/tool-call/cost/repeat limit ended the run, 4 the deadline ended the run,
+    5 the requested sandbox is unavailable, 6 the final answer did not match --output-schema,
     128+N killed by signal N
+
+SUBCOMMANDS:
+    pith schema [--compat <v>]     Print the JSON Schema (2020-12) of every command, response
+                                   and event of that protocol version
 ";
 
 fn value(parser: &mut lexopt::Parser, flag: &str) -> Result<String, String> {
@@ -368,6 +380,26 @@ fn comma_list(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// `pith schema [--compat VERSION]`.
+fn parse_schema(args: &[OsString]) -> Result<Parsed, String> {
+    use lexopt::prelude::*;
+    let mut p = lexopt::Parser::from_args(args.iter().cloned());
+    let mut version = Version::default();
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("compat") => {
+                let v = value(&mut p, "--compat")?;
+                version = Version::parse(&v).ok_or_else(|| {
+                    format!("--compat: unknown version '{v}' (expected 0.73, 0.87, 1.6 or latest)")
+                })?;
+            }
+            Short('h') | Long("help") => return Ok(Parsed::Help),
+            other => return Err(format!("pith schema: {}", other.unexpected())),
+        }
+    }
+    Ok(Parsed::Schema(version))
+}
+
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String> {
     use lexopt::prelude::*;
     let args: Vec<OsString> = args.into_iter().collect();
@@ -379,6 +411,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         return Ok(Parsed::PiCommand(format!(
             "pith: `{cmd}` is a command of pi (its package manager, configuration UI and logins); pith has none. Run pi for it, or give the prompt as `pith -p \"{cmd} ...\"`."
         )));
+    }
+    if args.first().and_then(|a| a.to_str()) == Some("schema") {
+        return parse_schema(&args[1..]);
     }
     let mut p = lexopt::Parser::from_args(spell_out_short_options(args));
     let mut mode: Option<Mode> = None;
@@ -427,6 +462,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         no_prompt_templates: false,
         limits: Default::default(),
         result_file: None,
+        output_schema: None,
         heartbeat: None,
         heartbeat_file: None,
         sandbox: Default::default(),
@@ -620,6 +656,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                 o.limits.deadline_ms = Some(((secs * 1000.0).round() as u64).max(1));
             }
             Long("result-file") => o.result_file = Some(value(&mut p, "--result-file")?),
+            Long("output-schema") => o.output_schema = Some(value(&mut p, "--output-schema")?),
             Long("heartbeat") => {
                 let v = value(&mut p, "--heartbeat")?;
                 let secs = v

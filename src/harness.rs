@@ -158,6 +158,7 @@ pub fn rpc_input(data: &[u8]) {
         compat: version_for(data),
         limits: Default::default(),
         heartbeat: None,
+        output_schema: None,
         resources: crate::resources::LazyResources::new(crate::resources::LoadOptions {
             cwd: cwd.to_string_lossy().into_owned(),
             agent_dir: cwd.join("agent").to_string_lossy().into_owned(),

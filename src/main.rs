@@ -43,6 +43,10 @@ fn run(args: Vec<OsString>) -> i32 {
             0
         }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
+        Ok(pith::cli::Parsed::Schema(version)) => {
+            println!("{}", pith::schema::document(version));
+            0
+        }
         Ok(pith::cli::Parsed::PiCommand(text) | pith::cli::Parsed::Refused(text)) => {
             eprintln!("{text}");
             pith::cli::EXIT_FAILURE

@@ -22,6 +22,13 @@ pub struct Summary {
     pub cost_usd: f64,
     /// The last limit that ended a run.
     pub limit: Option<Kind>,
+    /// `--output-schema` was given: the record carries `structuredOutput`, and a job without a
+    /// valid final answer is subtype `output_schema`.
+    pub output_wanted: bool,
+    /// The last run's valid final answer (`structured_output` with `valid: true`).
+    pub structured: Option<Value>,
+    /// The errors of the last run that ended without one.
+    pub output_errors: Option<Vec<String>>,
 }
 
 /// How the job ended, beyond the frames: its error (a refused prompt, a failed run) and when.
@@ -49,6 +56,24 @@ impl Summary {
                     self.cost_usd += c;
                 }
             }
+            // The final-answer tool is not a tool call the limits count.
+            Some("tool_execution_end")
+                if self.output_wanted && v["toolName"] == crate::output_schema::TOOL_NAME => {}
+            Some("structured_output") => {
+                if v["valid"] == true {
+                    self.structured = Some(v["value"].clone());
+                    self.output_errors = None;
+                } else {
+                    self.structured = None;
+                    let errors = v["errors"].as_array().map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    });
+                    self.output_errors = Some(errors.unwrap_or_default());
+                }
+            }
             Some("tool_execution_end") => {
                 let refused = v["result"]["content"][0]["text"]
                     .as_str()
@@ -64,12 +89,26 @@ impl Summary {
         }
     }
 
-    /// `success`, `error`, or the limit's subtype (a limit wins: it is why the run ended).
+    /// `success`, `error`, `output_schema` (no valid final answer), or the limit's subtype (a
+    /// limit wins: it is why the run ended).
     pub fn subtype(&self, error: bool) -> &'static str {
         match (self.limit, error) {
             (Some(k), _) => k.subtype(),
             (None, true) => "error",
+            (None, false) if self.output_wanted && self.structured.is_none() => "output_schema",
             (None, false) => "success",
+        }
+    }
+
+    /// Why there is no structured output (subtype `output_schema`).
+    pub fn output_error(&self) -> String {
+        let max = crate::output_schema::MAX_CORRECTIONS;
+        match &self.output_errors {
+            Some(e) => format!(
+                "the final answer did not match the output schema after {max} corrections: {}",
+                e.join("; ")
+            ),
+            None => "the run ended without a final answer".to_string(),
         }
     }
 
@@ -94,8 +133,13 @@ impl Summary {
             "durationMs": e.duration_ms,
             "text": e.text,
         });
+        if self.output_wanted {
+            r["structuredOutput"] = self.structured.clone().unwrap_or(Value::Null);
+        }
         if let Some(err) = e.error {
             r["error"] = json!(err);
+        } else if r["subtype"] == "output_schema" {
+            r["error"] = json!(self.output_error());
         }
         r
     }

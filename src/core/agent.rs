@@ -17,6 +17,7 @@ use crate::message::{
     AgentMessage, AssistantMessage, Content, StopReason, TextContent, ThinkingContent,
     ThinkingLevel, ToolCall, ToolResultMessage, now_ms,
 };
+use crate::output_schema::{AfterTurn, TOOL_NAME as FINAL_ANSWER};
 use crate::protocol::{AbortAnswer, Profile, ToolChanges, UpdateShape};
 use crate::queues::Queued;
 use crate::rpc::event::{Event as Frame, Partials, UpdateBody, UpdateKind};
@@ -415,6 +416,9 @@ impl Machine {
                     parameters: r.parameters.clone(),
                     constrained_sampling: None,
                 }))
+                // `--output-schema` / `outputSchema`: the final-answer tool (it wins its name).
+                .filter(|t| self.limits.output.is_none() || t.name != FINAL_ANSWER)
+                .chain(self.limits.output.as_ref().map(|p| p.schema.tool()))
                 .collect(),
             thinking: run.thinking,
             session_id: Some(self.state.session_id.clone()),
@@ -710,12 +714,15 @@ impl Machine {
             });
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
+            let final_answer = self.final_answer(&call, aborting);
             let refused = self
                 .limits
                 .tally
                 .as_mut()
+                .filter(|_| final_answer.is_none())
                 .and_then(|t| t.before_call(&call.name, &call.arguments).err());
             match self.resolve_tool(&call.name) {
+                _ if final_answer.is_some() => result = final_answer,
                 _ if refused.is_some() => {
                     result = refused.map(|r| Err(crate::limits::Tally::refusal(&r)))
                 }
@@ -769,6 +776,22 @@ impl Machine {
             }
         }
         self.spawn_runnable();
+    }
+
+    /// A call of the final-answer tool in a run with an output schema: its result (the answer
+    /// checked against the schema; not a tool call the run limits count). `None`: another call.
+    fn final_answer(&mut self, call: &ToolCall, aborting: bool) -> Option<ToolResult> {
+        if call.name != FINAL_ANSWER {
+            return None;
+        }
+        let p = self.limits.output.as_mut()?;
+        if aborting {
+            return Some(Err(crate::tools::ABORTED.to_string()));
+        }
+        Some(p.answer(&call.arguments).map(|text| ToolOutput {
+            content: vec![Content::text(text)],
+            ..ToolOutput::default()
+        }))
     }
 
     /// The gate of call `index` of `batch` decided: `Ok(arguments)` runs it, `Err` is its
@@ -1144,6 +1167,37 @@ impl Machine {
         } else {
             steering
         };
+        let mut had_tool_calls = had_tool_calls;
+        if pending.is_empty() {
+            let more = !self.queues.follow_up.is_empty();
+            let next = self
+                .limits
+                .output
+                .as_mut()
+                .map(|p| p.after_turn(had_tool_calls, more));
+            match next {
+                // The final answer is in: the run ends as after a reply without tool calls.
+                Some(AfterTurn::Answered) => had_tool_calls = false,
+                Some(AfterTurn::Failed) => {
+                    self.end_run();
+                    return;
+                }
+                Some(AfterTurn::Remind(text)) => {
+                    if self.limit_ends_run() {
+                        return;
+                    }
+                    self.emit(&Frame::TurnStart);
+                    self.declare_tool_changes();
+                    self.deliver(AgentMessage::User(crate::message::UserMessage {
+                        content: crate::message::UserContent::Blocks(vec![Content::text(text)]),
+                        timestamp: now_ms(),
+                    }));
+                    self.start_llm_call();
+                    return;
+                }
+                Some(AfterTurn::Normal) | None => {}
+            }
+        }
         if had_tool_calls || !pending.is_empty() {
             if self.limit_ends_run() {
                 return;
@@ -1200,6 +1254,7 @@ impl Machine {
                 .tally
                 .as_ref()
                 .is_some_and(|t| t.reached.is_some());
+        self.announce_output();
         self.announce_limit();
         // pi 0.87.1 says on `agent_end` whether an auto-retry follows (decided as after_run does).
         let will_retry = self.profile.events.agent_end_will_retry.then(|| {
@@ -1236,6 +1291,11 @@ impl Machine {
         };
         self.limits.deadline = None; // dropping the handle stops an earlier prompt's timer
         self.limits.prompt_started = std::time::Instant::now();
+        self.limits.output = self
+            .limits
+            .default_output
+            .clone()
+            .map(crate::output_schema::Progress::new);
         if limits.is_empty() && self.heartbeat.is_none() {
             self.limits.tally = None;
             return;
@@ -1272,6 +1332,33 @@ impl Machine {
         }
         self.end_run();
         true
+    }
+
+    /// `structured_output` (with an output schema): the accepted answer, or the errors once no
+    /// correction is left. A run an error, an abort or a limit ended has neither.
+    fn announce_output(&mut self) {
+        let done = self
+            .limits
+            .output
+            .as_ref()
+            .is_some_and(|p| p.answer.is_some() || p.failed);
+        let Some(p) = self.limits.output.take_if(|_| done) else {
+            return;
+        };
+        self.emit(&match &p.answer {
+            Some(value) => Frame::StructuredOutput {
+                valid: true,
+                value: Some(value),
+                corrections: None,
+                errors: None,
+            },
+            None => Frame::StructuredOutput {
+                valid: false,
+                value: None,
+                corrections: Some(p.corrections),
+                errors: Some(&p.last_errors),
+            },
+        });
     }
 
     /// `run_limit_reached`, once per run a limit ended.

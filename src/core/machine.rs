@@ -62,6 +62,8 @@ pub struct Startup {
     pub limits: crate::limits::Limits,
     /// `--heartbeat` / `--heartbeat-file`.
     pub heartbeat: Option<Heartbeat>,
+    /// `--output-schema`: every prompt's final answer matches it (`output_schema.rs`).
+    pub output_schema: Option<crate::output_schema::OutputSchema>,
 }
 
 /// `--heartbeat SECONDS` / `--heartbeat-file PATH`: how often, and a file to touch instead of
@@ -257,6 +259,10 @@ pub(crate) struct RunLimits {
     pub(crate) deadline_seq: u64,
     /// When the current prompt's run started (heartbeats' `elapsedMs`).
     pub(crate) prompt_started: std::time::Instant,
+    /// `--output-schema`: the schema of every prompt's final answer (a prompt's own over it).
+    pub(crate) default_output: Option<crate::output_schema::OutputSchema>,
+    /// The current run's structured output (`None`: no schema asked for, nothing changes).
+    pub(crate) output: Option<crate::output_schema::Progress>,
 }
 
 /// How long after it starts the machine starts the late threads.
@@ -353,6 +359,8 @@ impl Machine {
                 deadline: None,
                 deadline_seq: 0,
                 prompt_started: std::time::Instant::now(),
+                default_output: s.output_schema,
+                output: None,
             },
             run: None,
             bash: Default::default(),
@@ -981,6 +989,9 @@ impl Machine {
         let mut messages = vec![message];
         messages.extend(self.take_next_turn_messages());
         self.begin_limits(input.limits.as_ref());
+        if let Some(schema) = input.output_schema {
+            self.limits.output = Some(crate::output_schema::Progress::new(schema));
+        }
         self.start_run(messages);
         Reply::Later
     }
@@ -999,6 +1010,9 @@ impl Machine {
     }
 
     fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
+        if input.output_schema.is_some() {
+            return Err("outputSchema applies to a prompt that starts a run, not to a message queued for the running one".to_string());
+        }
         let q = Queued {
             text: input.text.clone(),
             message: AgentMessage::User(UserMessage {

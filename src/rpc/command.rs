@@ -62,6 +62,9 @@ pub struct UserInput {
     /// pith's own: the run limits of a `prompt` / `abort_and_prompt` (`limits.rs`); `None`
     /// when the command has no `limits` (steer and follow-up never start a run: not read).
     pub limits: Option<crate::limits::Limits>,
+    /// pith's own: the `outputSchema` of the command (`output_schema.rs`), checked here; a
+    /// message that does not start a run (steer, follow-up, a queued prompt) is refused with it.
+    pub output_schema: Option<crate::output_schema::OutputSchema>,
 }
 
 impl UserInput {
@@ -309,11 +312,20 @@ impl<'a> Fields<'a> {
             }
             _ => None,
         };
+        let output_schema = match self.get("outputSchema") {
+            Some(v) => Some(
+                crate::output_schema::OutputSchema::new(v.clone()).map_err(|e| {
+                    DecodeError::Invalid(format!("{}: field \"outputSchema\": {e}", self.command))
+                })?,
+            ),
+            None => None,
+        };
         Ok(UserInput {
             text,
             images,
             attachments,
             limits,
+            output_schema,
         })
     }
 }

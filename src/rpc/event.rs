@@ -138,6 +138,18 @@ pub enum Event<'a> {
         value: f64,
         used: f64,
     },
+    /// pith's own (issue 27): the final answer of a run with an output schema (right before
+    /// `run_limit_reached` / `agent_end`): `valid` with its `value`, or not, with the corrections
+    /// used and the last answer's errors. Only when a schema was asked for.
+    StructuredOutput {
+        valid: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        value: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        corrections: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        errors: Option<&'a [String]>,
+    },
     /// pi 0.87.1: a chunk of the RPC `bash` command's output (`id` of the command, when it had one).
     BashExecutionUpdate {
         #[serde(skip_serializing_if = "Option::is_none")]

@@ -8,9 +8,37 @@ use serde_json::{Map, Value};
 /// The errors of `value` against `schema`, in pi-schema's order (empty: it passes).
 pub fn explain(schema: &Value, value: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    walk(schema, value, "", &mut out, 0);
+    walk(None, schema, value, "", &mut out, 0);
     out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
 }
+
+/// [`explain`] for a whole document (`--output-schema`, `output_schema.rs`): a `$ref` to a local
+/// JSON pointer (`#`, `#/$defs/item`) is followed within `root`; one that does not resolve, or
+/// nesting past [`MAX_DEPTH`] (a `$ref` loop), is an error, never a pass.
+pub fn explain_document(root: &Value, value: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    walk(Some(root), root, value, "", &mut out, 0);
+    out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
+}
+
+/// [`explain_document`] against one subschema `node` of `root` (a `$defs` entry).
+pub fn explain_node(root: &Value, node: &Value, value: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    walk(Some(root), node, value, "", &mut out, 0);
+    out.into_iter().map(|(p, m)| (dotted(&p), m)).collect()
+}
+
+/// The schema a local `$ref` (`#` and a JSON pointer) names in `root`.
+pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    root.pointer(pointer)
+}
+
+/// The document `$ref`s resolve in (`None`: a tool schema, where `$ref` is not followed).
+type Root<'a> = Option<&'a Value>;
 
 /// pi-ai's `formatValidationPath`: `""` is `root`, `/edits/0/oldText` is `edits.0.oldText`.
 pub fn dotted(pointer: &str) -> String {
@@ -28,12 +56,38 @@ fn pointer(path: &str, key: &str) -> String {
     format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
+/// Patterns compiled lately, per thread (the machine's validates every answer and tool call): a
+/// `pattern` costs a compile (about a millisecond with a Unicode class) each time otherwise.
+/// Bounded: at most this many, the oldest dropped first.
+const PATTERN_CACHE: usize = 16;
+
+/// Whether `s` matches the regex `pattern` (`None`: the pattern does not compile).
+fn is_match(pattern: &str, s: &str) -> Option<bool> {
+    use std::cell::RefCell;
+    thread_local! {
+        static CACHE: RefCell<Vec<(String, Option<regex::Regex>)>> = const { RefCell::new(Vec::new()) };
+    }
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some((_, re)) = c.iter().find(|(p, _)| p == pattern) {
+            return re.as_ref().map(|re| re.is_match(s));
+        }
+        let re = regex::Regex::new(pattern).ok();
+        let answer = re.as_ref().map(|re| re.is_match(s));
+        if c.len() >= PATTERN_CACHE {
+            c.remove(0);
+        }
+        c.push((pattern.to_string(), re));
+        answer
+    })
+}
+
 /// Deeper schemas than this are not explained further (tool schemas are shallow).
 const MAX_DEPTH: usize = 64;
 
-fn ok(schema: &Value, v: &Value, depth: usize) -> bool {
+fn ok(root: Root, schema: &Value, v: &Value, depth: usize) -> bool {
     let mut out = Vec::new();
-    walk(schema, v, "", &mut out, depth);
+    walk(root, schema, v, "", &mut out, depth);
     out.is_empty()
 }
 
@@ -68,7 +122,14 @@ fn num(n: f64) -> String {
     super::js_num(n)
 }
 
-fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, depth: usize) {
+fn walk(
+    root: Root,
+    node: &Value,
+    v: &Value,
+    path: &str,
+    out: &mut Vec<(String, String)>,
+    depth: usize,
+) {
     let node = match node {
         Value::Bool(true) => return,
         Value::Bool(false) => {
@@ -79,9 +140,18 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
         _ => return,
     };
     if depth > MAX_DEPTH {
+        if root.is_some() {
+            out.push((path.to_string(), "the schema nests too deeply".to_string()));
+        }
         return;
     }
     let push = |out: &mut Vec<(String, String)>, msg: String| out.push((path.to_string(), msg));
+    if let (Some(doc), Some(Value::String(r))) = (root, node.get("$ref")) {
+        match resolve_ref(doc, r) {
+            Some(target) => walk(root, target, v, path, out, depth + 1),
+            None => push(out, format!("unresolvable $ref {r}")),
+        }
+    }
     if let Some(t) = node.get("type") {
         let types: Vec<&str> = match t {
             Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
@@ -120,7 +190,7 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
                 }
             }
             if let Some(p) = node.get("pattern").and_then(Value::as_str) {
-                if regex::Regex::new(p).is_ok_and(|re| !re.is_match(s)) {
+                if is_match(p, s) == Some(false) {
                     push(out, format!("expected to match {p}"));
                 }
             }
@@ -144,14 +214,14 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
                 push(out, format!("expected a multiple of {}", num(b)));
             }
         }
-        Value::Object(o) => walk_object(node, o, path, out, depth),
+        Value::Object(o) => walk_object(root, node, o, path, out, depth),
         Value::Array(a) => {
             let items = node.get("items");
             let prefix = node.get("prefixItems").and_then(Value::as_array);
             for (i, item) in a.iter().enumerate() {
                 let s = prefix.and_then(|p| p.get(i)).or(items);
                 if let Some(s) = s {
-                    walk(s, item, &format!("{path}/{i}"), out, depth + 1);
+                    walk(root, s, item, &format!("{path}/{i}"), out, depth + 1);
                 }
             }
             let n = a.len() as f64;
@@ -181,16 +251,16 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
     }
     if let Some(Value::Array(all)) = node.get("allOf") {
         for s in all {
-            walk(s, v, path, out, depth + 1);
+            walk(root, s, v, path, out, depth + 1);
         }
     }
     for (key, exactly_one) in [("anyOf", false), ("oneOf", true)] {
         if let Some(Value::Array(branches)) = node.get(key) {
-            walk_union(branches, v, path, out, exactly_one, depth);
+            walk_union(root, branches, v, path, out, exactly_one, depth);
         }
     }
     if let Some(n) = node.get("not") {
-        if ok(n, v, depth + 1) {
+        if ok(root, n, v, depth + 1) {
             out.push((
                 path.to_string(),
                 "must not match the schema in not".to_string(),
@@ -200,6 +270,7 @@ fn walk(node: &Value, v: &Value, path: &str, out: &mut Vec<(String, String)>, de
 }
 
 fn walk_object(
+    root: Root,
     node: &Map<String, Value>,
     o: &Map<String, Value>,
     path: &str,
@@ -220,24 +291,20 @@ fn walk_object(
     }
     for (k, s) in properties {
         if let Some(x) = o.get(k) {
-            walk(s, x, &pointer(path, k), out, depth + 1);
+            walk(root, s, x, &pointer(path, k), out, depth + 1);
         }
     }
-    let patterns: Vec<(regex::Regex, &Value)> = node
+    let patterns: Vec<(&String, &Value)> = node
         .get("patternProperties")
         .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(p, s)| regex::Regex::new(p).ok().map(|re| (re, s)))
-                .collect()
-        })
+        .map(|m| m.iter().collect())
         .unwrap_or_default();
     for (k, x) in o {
         let mut matched = properties.contains_key(k);
-        for (re, s) in &patterns {
-            if re.is_match(k) {
+        for (p, s) in &patterns {
+            if is_match(p, k) == Some(true) {
                 matched = true;
-                walk(s, x, &pointer(path, k), out, depth + 1);
+                walk(root, s, x, &pointer(path, k), out, depth + 1);
             }
         }
         if !matched {
@@ -245,7 +312,7 @@ fn walk_object(
                 Some(Value::Bool(false)) => {
                     out.push((pointer(path, k), "unknown field".to_string()))
                 }
-                Some(s) => walk(s, x, &pointer(path, k), out, depth + 1),
+                Some(s) => walk(root, s, x, &pointer(path, k), out, depth + 1),
                 None => {}
             }
         }
@@ -272,6 +339,7 @@ fn walk_object(
 /// `anyOf` / `oneOf`: the branch a tag selects, else the branch declaring most of an object's
 /// keys, then the one whose first error is deepest.
 fn walk_union(
+    root: Root,
     branches: &[Value],
     v: &Value,
     path: &str,
@@ -279,7 +347,10 @@ fn walk_union(
     exactly_one: bool,
     depth: usize,
 ) {
-    let matches = branches.iter().filter(|s| ok(s, v, depth + 1)).count();
+    let matches = branches
+        .iter()
+        .filter(|s| ok(root, s, v, depth + 1))
+        .count();
     if matches == 1 || (!exactly_one && matches > 0) {
         return;
     }
@@ -296,14 +367,14 @@ fn walk_union(
                 pointer(path, &key),
                 format!("expected one of {}", list_values(&values)),
             )),
-            Some(i) => walk(&branches[i], v, path, out, depth + 1),
+            Some(i) => walk(root, &branches[i], v, path, out, depth + 1),
         }
         return;
     }
     let mut best: Option<(Vec<(String, String)>, usize)> = None;
     for s in branches {
         let mut errors = Vec::new();
-        walk(s, v, path, &mut errors, depth + 1);
+        walk(root, s, v, path, &mut errors, depth + 1);
         if errors.is_empty() {
             continue;
         }

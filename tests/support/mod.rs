@@ -255,11 +255,13 @@ impl Pith {
         }
     }
 
-    /// The next frame (panics on timeout, on EOF, or if the line is not JSON).
+    /// The next frame (panics on timeout, on EOF, if the line is not JSON, or if no version's
+    /// `pith schema` describes it).
     pub fn recv(&mut self) -> Value {
         let line = self.next_line(TIMEOUT).expect("stdout closed");
         let v: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        check_frame(&v);
         self.seen.push(v.clone());
         v
     }
@@ -295,6 +297,7 @@ impl Pith {
         let line = self.lines.recv_timeout(d).ok()?;
         let v: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        check_frame(&v);
         self.seen.push(v.clone());
         Some(v)
     }
@@ -321,6 +324,31 @@ impl Pith {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+}
+
+/// Every frame a test reads from an RPC pith must be one `pith schema` describes (issue 27): the
+/// schema of at least one protocol version (the test's `--compat` may come from settings), so a
+/// frame that changes shape or gains a field fails the test that sees it. The frames of the test
+/// suite are the schema's test, with `tests/protocol_schema.rs` (per version, and pi's
+/// transcripts).
+pub fn check_frame(v: &Value) {
+    static DOCS: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
+    let docs = DOCS.get_or_init(|| {
+        pith::protocol::Version::ALL
+            .iter()
+            .map(|v| pith::schema::document(*v))
+            .collect()
+    });
+    let mut errors = Vec::new();
+    for d in docs {
+        let e = pith::schema::check(d, v, false);
+        if e.is_empty() {
+            return;
+        }
+        errors = e;
+    }
+    let shown: String = v.to_string().chars().take(600).collect();
+    panic!("a frame `pith schema` does not describe: {errors:?}\n    {shown}");
 }
 
 pub fn wait_timeout(child: &mut Child, timeout: Duration) -> ExitStatus {
