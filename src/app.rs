@@ -714,6 +714,12 @@ fn active_tools(
     };
     let mut active: Vec<Arc<dyn Tool>> = Vec::new();
     for n in &names {
+        if profile.codemode && n == crate::codemode::NAME {
+            active.push(Arc::new(crate::codemode::CodemodeTool {
+                docs_path: crate::codemode::docs_path(),
+            }));
+            continue;
+        }
         match tools::builtin_tool(n) {
             Some(t) => active.push(Arc::from(t)),
             None => eprintln!(

@@ -139,6 +139,15 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// A tool indexed: its words of name, text counts, text length, namespace words.
+type Doc<'a> = (
+    &'a ToolInfo,
+    HashSet<String>,
+    HashMap<String, usize>,
+    usize,
+    HashSet<String>,
+);
+
 /// The `limit` best tools for `query` (in `namespace` if given).
 pub fn search<'a>(
     tools: &'a [ToolInfo],
@@ -147,13 +156,7 @@ pub fn search<'a>(
     limit: usize,
 ) -> Vec<&'a ToolInfo> {
     let terms: HashSet<String> = words(query).into_iter().collect();
-    let docs: Vec<(
-        &ToolInfo,
-        HashSet<String>,
-        HashMap<String, usize>,
-        usize,
-        HashSet<String>,
-    )> = tools
+    let docs: Vec<Doc> = tools
         .iter()
         .filter(|t| match namespace {
             Some(n) => t

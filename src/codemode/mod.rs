@@ -41,6 +41,17 @@ pub fn max_workers() -> usize {
         .unwrap_or(DEFAULT_MAX_WORKERS)
 }
 
+/// Where the description tells the model to read about `models`: pith's own docs/codemode.md
+/// (`PITH_DOCS_DIR` when set, else the source tree pith was built from: pith installs no docs
+/// tree; docs/rpc.md lists this).
+pub fn docs_path() -> String {
+    let dir = std::env::var("PITH_DOCS_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/docs").to_string());
+    format!("{}/codemode.md", dir.trim_end_matches('/'))
+}
+
 /// The tool as it is declared (its description lists no tool: pith's tools are all declared,
 /// `codemode.mode` `on`).
 pub struct CodemodeTool {
@@ -74,8 +85,8 @@ pub const GUIDELINE: &str = "Use codemode to batch independent tool calls (Promi
 pub fn parameters() -> Value {
     json!({
         "type": "object",
-        "properties": {"code": {"type": "string", "description": "Raw JavaScript source."}},
-        "required": ["code"]
+        "required": ["code"],
+        "properties": {"code": {"type": "string", "description": "Raw JavaScript source."}}
     })
 }
 
@@ -107,6 +118,23 @@ impl crate::tools::Tool for CodemodeTool {
         _on_update: &mut dyn FnMut(crate::tools::ToolOutput),
     ) -> crate::tools::ToolResult {
         Err("codemode scripts are run by the agent loop".into())
+    }
+}
+
+/// `constrainedSampling` of the tool: the grammar of its input (an optional options line, then
+/// the source), for providers that constrain tool input with a Lark grammar.
+pub fn constrained_sampling() -> Value {
+    json!({"type": "grammar", "variants": {"openai_lark": "\nstart: options_source | plain_source\noptions_source: OPTIONS_LINE NEWLINE SOURCE\nplain_source: SOURCE\n\nOPTIONS_LINE: /[ \\t]*\\/\\/ @options:[^\\r\\n]*/\nNEWLINE: /\\r?\\n/\nSOURCE: /[\\s\\S]+/\n"}})
+}
+
+/// With `codemode` declared (mode `on`), the other declared tools say how scripts call them.
+pub fn annotate(decls: &mut [crate::message::ToolDeclaration]) {
+    if !decls.iter().any(|d| d.name == NAME) {
+        return;
+    }
+    for d in decls.iter_mut().filter(|d| d.name != NAME) {
+        let suffix = script_call_suffix(&d.name);
+        d.description = format!("{}{suffix}", d.description.trim());
     }
 }
 

@@ -99,6 +99,9 @@ pub struct ToolBatch {
     /// After an abort: the timer that abandons calls still running after [`ABORT_GRACE`]
     /// (dropping it, when the batch ends first, stops it).
     pub abandon: Option<CancelSource>,
+    /// Calls `codemode` scripts made: slots after the assistant message's calls, whose results
+    /// go back to their script instead of to the model (`core/codemode.rs`).
+    pub nested: Vec<crate::core::codemode::Nested>,
 }
 
 /// How a call runs: a built-in tool on a worker thread, or a tool of an extension or an MCP
@@ -117,7 +120,7 @@ pub struct Slot {
     pub started: Option<std::time::Instant>,
 }
 
-fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
+pub(crate) fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
     let (content, details, is_error) = match r {
         Ok(ToolOutput {
             content,
@@ -135,6 +138,7 @@ fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
         is_error,
         duration_ms: None,
         timestamp: now_ms(),
+        nested_calls: None,
     }
 }
 
@@ -144,7 +148,7 @@ pub(crate) fn millis(d: std::time::Duration) -> u64 {
 }
 
 /// A tool's result or partial result as events carry it: `{content, details?}`.
-fn result_json(content: &[Content], details: Option<&Value>) -> Value {
+pub(crate) fn result_json(content: &[Content], details: Option<&Value>) -> Value {
     let mut r = serde_json::Map::new();
     r.insert(
         "content".into(),
@@ -626,6 +630,7 @@ impl Machine {
                 tool_call_id: &call.id,
                 tool_name: &call.name,
                 args: &call.arguments,
+                parent_tool_call_id: None,
             });
             let r = result_message(
                 call,
@@ -665,6 +670,7 @@ impl Machine {
             approved: Vec::new(),
             token,
             abandon: None,
+            nested: Vec::new(),
         });
         self.prepare_tools();
     }
@@ -676,8 +682,23 @@ impl Machine {
         }
     }
 
+    /// The `codemode` call whose script made call `call_id` (a nested call), if any.
+    pub(crate) fn parent_of(&self, call_id: &str) -> Option<String> {
+        if !call_id.contains('/') {
+            return None;
+        }
+        match self.run.as_ref().map(|r| &r.phase) {
+            Some(Phase::Tools(b)) => b
+                .nested
+                .iter()
+                .find(|n| b.calls.get(n.slot).is_some_and(|c| c.id == call_id))
+                .map(|n| n.parent_id.clone()),
+            _ => None,
+        }
+    }
+
     /// The tool (built-in, or an extension's / MCP server's) a call names in this run.
-    fn resolve_tool(&self, name: &str) -> Option<Exec> {
+    pub(crate) fn resolve_tool(&self, name: &str) -> Option<Exec> {
         let run = self.run.as_ref()?;
         if let Some(r) = run.remote.iter().find(|r| r.name == name) {
             return Some(Exec::Remote(r.clone()));
@@ -691,7 +712,7 @@ impl Machine {
     /// Prepare the calls not prepared yet. A gate that waits for an answer (an extension's
     /// `tool_call` handler, a `--confirm-tools` dialog) stops here; [`Machine::gate_done`]
     /// resumes. When every call is prepared, the runnable ones start.
-    fn prepare_tools(&mut self) {
+    pub(crate) fn prepare_tools(&mut self) {
         loop {
             let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
             let Some(b) = self.batch_mut() else { return };
@@ -699,10 +720,12 @@ impl Machine {
             let Some(call) = b.calls.get(i).cloned() else {
                 break;
             };
+            let parent = self.parent_of(&call.id);
             self.emit(&Frame::ToolExecutionStart {
                 tool_call_id: &call.id,
                 tool_name: &call.name,
                 args: &call.arguments,
+                parent_tool_call_id: parent.as_deref(),
             });
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
@@ -820,10 +843,12 @@ impl Machine {
             self.emit_tool_end(&r);
         }
         for c in rest {
+            let parent = self.parent_of(&c.id);
             self.emit(&Frame::ToolExecutionStart {
                 tool_call_id: &c.id,
                 tool_name: &c.name,
                 args: &c.arguments,
+                parent_tool_call_id: parent.as_deref(),
             });
             let r = result_message(&c, Err(SKIPPED.to_string()));
             self.emit_tool_end(&r);
@@ -889,6 +914,13 @@ impl Machine {
                 continue;
             }
             let tool = match exec {
+                Exec::Builtin(t) if t.name() == crate::codemode::NAME => {
+                    if let Some(b) = self.batch_mut() {
+                        b.slots[index].started = Some(std::time::Instant::now());
+                    }
+                    self.start_script(batch, index, &call, &args);
+                    continue;
+                }
                 Exec::Builtin(t) => t,
                 Exec::Remote(rt) => {
                     if let Some(b) = self.batch_mut() {
@@ -955,11 +987,13 @@ impl Machine {
             if spawned.is_ok() {
                 if let Some(first) = initial {
                     let partial = result_json(&first.content, first.details.as_ref());
+                    let parent = self.parent_of(&call.id);
                     self.emit(&Frame::ToolExecutionUpdate {
                         tool_call_id: &call.id,
                         tool_name: &call.name,
                         args: &call.arguments,
                         partial_result: &partial,
+                        parent_tool_call_id: parent.as_deref(),
                     });
                 }
             }
@@ -982,7 +1016,7 @@ impl Machine {
         }
     }
 
-    fn emit_tool_end(&mut self, r: &ToolResultMessage) {
+    pub(crate) fn emit_tool_end(&mut self, r: &ToolResultMessage) {
         self.emit_tool_end_shown(r, None);
     }
 
@@ -998,12 +1032,14 @@ impl Machine {
                 m.insert("isError".into(), Value::Bool(true));
             }
         }
+        let parent = self.parent_of(&r.tool_call_id);
         self.emit(&Frame::ToolExecutionEnd {
             tool_call_id: &r.tool_call_id,
             tool_name: &r.tool_name,
             result: &result,
             is_error: r.is_error,
             duration_ms: r.duration_ms,
+            parent_tool_call_id: parent.as_deref(),
         });
     }
 
@@ -1030,11 +1066,13 @@ impl Machine {
                     slot.call.arguments.clone(),
                 );
                 let partial = result_json(&o.content, o.details.as_ref());
+                let parent = self.parent_of(&id);
                 self.emit(&Frame::ToolExecutionUpdate {
                     tool_call_id: &id,
                     tool_name: &name,
                     args: &args,
                     partial_result: &partial,
+                    parent_tool_call_id: parent.as_deref(),
                 });
             }
             ToolEvent::Done(r) => self.tool_finished(batch, index, r),
@@ -1044,6 +1082,7 @@ impl Machine {
     /// Record the final result of call `index` of `batch` (after extensions reviewed it).
     pub(crate) fn finish_tool_slot(&mut self, batch: u64, index: usize, r: ToolResult) {
         let timed = self.profile.events.message_duration;
+        let record = self.scripts.record_of(batch, index);
         let Some(b) = self.batch_mut() else { return };
         if b.batch != batch {
             return;
@@ -1063,6 +1102,13 @@ impl Machine {
         if timed {
             msg.duration_ms = slot.started.map(|t| millis(t.elapsed()));
         }
+        if let Some(n) = b.nested.iter_mut().find(|n| n.slot == index) {
+            n.structured = shown.as_ref().and_then(|o| o.structured.clone());
+        }
+        let Some(slot) = b.slots.get_mut(index) else {
+            return;
+        };
+        msg.nested_calls = record;
         slot.result = Some(msg.clone());
         self.emit_tool_end_shown(&msg, shown.as_ref());
         if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
@@ -1098,7 +1144,8 @@ impl Machine {
     }
 
     /// When every call has a result: the tool-result messages in call order, `turn_end`, next.
-    fn maybe_finish_tools(&mut self) {
+    pub(crate) fn maybe_finish_tools(&mut self) {
+        self.deliver_nested();
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Tools(b) = &mut run.phase else {
             return;
@@ -1109,7 +1156,9 @@ impl Machine {
         let results: Vec<AgentMessage> = b
             .slots
             .iter()
-            .filter_map(|s| s.result.clone())
+            .enumerate()
+            .filter(|(i, _)| !b.nested.iter().any(|n| n.slot == *i))
+            .filter_map(|(_, s)| s.result.clone())
             .map(AgentMessage::ToolResult)
             .collect();
         let assistant = b.assistant.clone();
@@ -1444,6 +1493,7 @@ impl Machine {
                 ));
                 let batch = b.batch;
                 self.abort_remote(batch);
+                self.abort_scripts(batch);
             }
             Phase::Starting => {}
         }
