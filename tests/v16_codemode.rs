@@ -530,3 +530,60 @@ fn declared_under_16_only() {
         p.stderr_lines()
     );
 }
+
+#[test]
+fn settings_enable_codemode_and_mode_only_hides_the_other_tools() {
+    let (world, llm) = fake_world(vec![
+        script(
+            1,
+            "cm",
+            "const r = await tools.bash({command: 'echo hi'});\ntext(r.output);",
+        ),
+        reply(2, &[text(&["done"])]),
+    ]);
+    world.write_agent_file(
+        "settings.json",
+        r#"{"defaultTools": ["+codemode"], "codemode": {"mode": "only", "inlineBudget": 3000}}"#,
+    );
+    let mut p = world.spawn(&fake_rpc(&["--compat", "1.6", "--no-session"]));
+    let f = run(&mut p, "go");
+    let body = support::frames::request_body(&llm, 0);
+    let tools = body["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 1, "{tools:#?}");
+    assert_eq!(tools[0]["name"], "codemode");
+    let d = tools[0]["description"].as_str().expect("description");
+    assert!(d.contains("\n\nNested tools:\n\n### `read`\n"), "{d}");
+    assert!(
+        d.contains("declare function bash(args: { command: string; timeout?: number; })"),
+        "{d}"
+    );
+    // A nested bash: its start, the script's row, then bash's own updates, all in order.
+    let order: Vec<String> = f
+        .iter()
+        .filter(|v| {
+            v["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("tool_execution"))
+        })
+        .map(|v| format!("{} {}", v["type"], v["toolCallId"]))
+        .collect();
+    assert_eq!(
+        order[..5],
+        [
+            "\"tool_execution_start\" \"cm\"",
+            "\"tool_execution_update\" \"cm\"",
+            "\"tool_execution_start\" \"cm/1\"",
+            "\"tool_execution_update\" \"cm\"",
+            "\"tool_execution_update\" \"cm/1\"",
+        ]
+    );
+    let first_bash_update = f
+        .iter()
+        .find(|v| v["type"] == "tool_execution_update" && v["toolCallId"] == "cm/1")
+        .expect("bash update");
+    assert_eq!(first_bash_update["parentToolCallId"], "cm");
+    assert_eq!(
+        stable(&result_text(end_of(&f, "cm"))),
+        "Script completed\nWall time <s> seconds\nOutput:\nhi\n"
+    );
+}

@@ -127,15 +127,78 @@ pub fn constrained_sampling() -> Value {
     json!({"type": "grammar", "variants": {"openai_lark": "\nstart: options_source | plain_source\noptions_source: OPTIONS_LINE NEWLINE SOURCE\nplain_source: SOURCE\n\nOPTIONS_LINE: /[ \\t]*\\/\\/ @options:[^\\r\\n]*/\nNEWLINE: /\\r?\\n/\nSOURCE: /[\\s\\S]+/\n"}})
 }
 
-/// With `codemode` declared (mode `on`), the other declared tools say how scripts call them.
-pub fn annotate(decls: &mut [crate::message::ToolDeclaration]) {
-    if !decls.iter().any(|d| d.name == NAME) {
+/// `codemode.inlineBudget`'s default (estimated tokens).
+pub const DEFAULT_INLINE_BUDGET: u64 = 3000;
+
+/// How the tools are presented while `codemode` is declared (settings `codemode.*`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Presentation {
+    /// `codemode.mode: "only"`: the other tools are not declared; `codemode` lists them.
+    pub only: bool,
+    /// `codemode.inlineBudget`: estimated tokens the listed declarations may use.
+    pub inline_budget: u64,
+}
+
+impl Default for Presentation {
+    fn default() -> Self {
+        Presentation {
+            only: false,
+            inline_budget: DEFAULT_INLINE_BUDGET,
+        }
+    }
+}
+
+/// With `codemode` declared: mode `on`, the other declared tools say how scripts call them;
+/// mode `only`, they are taken out and listed in `codemode`'s description (as many as the
+/// budget allows, cheapest first; scripts find the others with `searchTools()`).
+pub fn annotate(decls: &mut Vec<crate::message::ToolDeclaration>, how: Presentation) {
+    let Some(at) = decls.iter().position(|d| d.name == NAME) else {
+        return;
+    };
+    if !how.only {
+        for d in decls.iter_mut().filter(|d| d.name != NAME) {
+            let suffix = script_call_suffix(&d.name);
+            d.description = format!("{}{suffix}", d.description.trim());
+        }
         return;
     }
-    for d in decls.iter_mut().filter(|d| d.name != NAME) {
-        let suffix = script_call_suffix(&d.name);
-        d.description = format!("{}{suffix}", d.description.trim());
+    let sections: Vec<String> = decls
+        .iter()
+        .filter(|d| d.name != NAME)
+        .map(|d| {
+            let id = discovery::identifier(&d.name);
+            let heading = if id == d.name {
+                format!("### `{id}`")
+            } else {
+                format!("### `{id}` (`{}`)", d.name)
+            };
+            format!(
+                "{heading}\n{}",
+                declaration(&d.name, &d.description, &d.parameters)
+            )
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..sections.len()).collect();
+    order.sort_by_key(|i| sections[*i].chars().count().div_ceil(4));
+    let mut left = how.inline_budget;
+    let mut shown = vec![false; sections.len()];
+    for i in order {
+        let cost = sections[i].chars().count().div_ceil(4) as u64;
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        shown[i] = true;
     }
+    let listed: Vec<String> = sections
+        .into_iter()
+        .zip(shown)
+        .filter_map(|(s, keep)| keep.then_some(s))
+        .collect();
+    let mut codemode = decls.remove(at);
+    codemode.description = description(&docs_path(), &listed);
+    decls.clear();
+    decls.push(codemode);
 }
 
 /// What a declared tool's description says of its script call (codemode `on`): how a script
@@ -675,6 +738,61 @@ mod tests {
                 _ => "<image>".into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn presentation_on_and_only() {
+        use crate::message::ToolDeclaration;
+        let decl = |n: &str, d: &str| ToolDeclaration {
+            name: n.into(),
+            description: d.into(),
+            parameters: json!({"type":"object","required":["path"],"properties":{"path":{"type":"string"},"n":{"type":"number"}}}),
+            constrained_sampling: None,
+        };
+        let all = vec![
+            decl("read", "Read it."),
+            decl("my-tool", "Mine."),
+            decl(NAME, "x"),
+        ];
+        let mut on = all.clone();
+        annotate(&mut on, Presentation::default());
+        assert!(
+            on[1]
+                .description
+                .ends_with("\n\nCodemode: `tools.my_tool(args)` resolves to a string.")
+        );
+        let mut only = all.clone();
+        annotate(
+            &mut only,
+            Presentation {
+                only: true,
+                inline_budget: 3000,
+            },
+        );
+        assert_eq!(only.len(), 1);
+        assert!(only[0].description.ends_with(
+            "Nested tools:\n\n### `read`\n/**\n * Read it.\n */\ndeclare function read(args: { path: string; n?: number; }): Promise<string | { data: string; mimeType: string; note: string; type: \"image\"; }>;\n\n### `my_tool` (`my-tool`)\n/**\n * Mine.\n */\ndeclare function my_tool(args: { path: string; n?: number; }): Promise<string>;"
+        ), "{}", only[0].description);
+        // A budget that fits one section keeps the cheaper one.
+        let mut tight = all.clone();
+        annotate(
+            &mut tight,
+            Presentation {
+                only: true,
+                inline_budget: 40,
+            },
+        );
+        assert!(tight[0].description.contains("### `my_tool`"));
+        assert!(!tight[0].description.contains("### `read`"));
+        let mut none = all;
+        annotate(
+            &mut none,
+            Presentation {
+                only: true,
+                inline_budget: 0,
+            },
+        );
+        assert!(!none[0].description.contains("Nested tools:"));
     }
 
     #[test]

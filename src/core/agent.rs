@@ -270,7 +270,10 @@ impl Machine {
         let tools = self.env.tools.clone();
         let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
             let (update, text) = self.system_update(!prompts.is_empty(), &remote);
-            let schemas = crate::prompt::sections::request_tools(&self.env.tools);
+            let schemas = crate::prompt::sections::request_tools(
+                &self.env.tools,
+                self.env.settings.codemode_presentation(),
+            );
             (update, text, schemas)
         } else {
             (None, self.system_prompt(), tool_schemas(&tools))
@@ -727,6 +730,10 @@ impl Machine {
                 args: &call.arguments,
                 parent_tool_call_id: parent.as_deref(),
             });
+            if parent.is_some() {
+                // The script's row of this call, as pi shows it: right after the call's start.
+                self.publish_nested(i);
+            }
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
             let refused = self

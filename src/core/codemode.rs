@@ -536,7 +536,7 @@ impl Machine {
         let Some(s) = self.scripts.get(id).filter(|s| !s.ended) else {
             return;
         };
-        let (batch, parent, parent_id) = (s.batch, s.index, s.call_id.clone());
+        let (batch, parent_id) = (s.batch, s.call_id.clone());
         if self.resolve_script_tool(&name).is_none() {
             self.settle_call(id, call, Err(format!("Tool {name} not found")));
             return;
@@ -548,7 +548,6 @@ impl Machine {
         };
         let preparing = b.slots.len() < b.calls.len();
         let n = b.nested.iter().filter(|n| n.parent_id == parent_id).count() + 1;
-        let _ = parent;
         b.calls.push(ToolCall {
             id: format!("{parent_id}/{n}"),
             name: name.clone(),
@@ -585,7 +584,16 @@ impl Machine {
         if !preparing {
             self.prepare_tools();
         }
-        self.publish(id);
+    }
+
+    /// The `codemode` call's update for nested call `slot` of the current batch (its start).
+    pub(crate) fn publish_nested(&mut self, slot: usize) {
+        let script = self
+            .batch_mut()
+            .and_then(|b| b.nested.iter().find(|n| n.slot == slot).map(|n| n.script));
+        if let Some(id) = script {
+            self.publish(id);
+        }
     }
 
     /// Nested calls whose slot has a result: settle their script's promise.

@@ -86,7 +86,7 @@ impl Machine {
                 constrained_sampling: None,
             }))
             .collect();
-        crate::codemode::annotate(&mut tools);
+        crate::codemode::annotate(&mut tools, self.env.settings.codemode_presentation());
         let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
         if let Some(u) = &update {
             declared.apply(u);

@@ -302,9 +302,12 @@ fn strip_additional_properties(v: &mut Value) {
 }
 
 /// The tools as a 0.87 request offers them (their declarations).
-pub fn request_tools(tools: &[std::sync::Arc<dyn Tool>]) -> Vec<crate::llm::ToolSchema> {
+pub fn request_tools(
+    tools: &[std::sync::Arc<dyn Tool>],
+    codemode: crate::codemode::Presentation,
+) -> Vec<crate::llm::ToolSchema> {
     let mut decls: Vec<ToolDeclaration> = tools.iter().map(|t| declaration(t.as_ref())).collect();
-    crate::codemode::annotate(&mut decls);
+    crate::codemode::annotate(&mut decls, codemode);
     decls
         .into_iter()
         .map(|d| crate::llm::ToolSchema {
