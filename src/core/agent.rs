@@ -1145,6 +1145,7 @@ impl Machine {
         b.cancel.cancel();
         let batch = b.batch;
         self.cancel_remote_calls(batch);
+        self.drop_scripts(batch);
         for r in &skipped {
             self.emit_tool_end(r);
         }
@@ -1170,6 +1171,8 @@ impl Machine {
             .collect();
         let assistant = b.assistant.clone();
         let steering = std::mem::take(&mut b.steering);
+        let batch = b.batch;
+        self.drop_scripts(batch);
         for r in &results {
             self.deliver(r.clone());
         }

@@ -489,6 +489,30 @@ impl Machine {
         }
     }
 
+    /// The calls of `batch` are over (all have results: skipped by steering, the batch ended):
+    /// scripts still running are stopped without a result of their own.
+    pub(crate) fn drop_scripts(&mut self, batch: u64) {
+        let ids: Vec<u64> = self
+            .scripts
+            .list
+            .iter()
+            .filter(|s| s.batch == batch && !s.ended)
+            .map(|s| s.id)
+            .collect();
+        for id in ids {
+            self.scripts.queue.retain(|q| *q != id);
+            self.kill_script(id);
+            if let Some(s) = self.scripts.get(id) {
+                s.ended = true;
+                s.timer = None;
+                s.setup = None;
+            }
+        }
+        self.scripts
+            .list
+            .retain(|s| !(s.ended && s.child.is_none() && !s.holds_worker));
+    }
+
     fn kill_script(&mut self, id: u64) {
         if let Some(c) = self.scripts.get(id).and_then(|s| s.child.as_ref()) {
             c.signal(crate::io::child::SIGKILL);
