@@ -103,13 +103,6 @@ impl crate::tools::Tool for CodemodeTool {
     fn parameters(&self) -> Value {
         parameters()
     }
-    fn initial_update(&self) -> Option<crate::tools::ToolOutput> {
-        Some(crate::tools::ToolOutput {
-            content: Vec::new(),
-            details: Some(json!({"calls": []})),
-            ..Default::default()
-        })
-    }
     /// Never called: the state machine runs scripts itself (`core/codemode.rs`).
     fn execute(
         &self,

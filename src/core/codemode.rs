@@ -132,11 +132,19 @@ impl Machine {
             if r.name == crate::codemode::NAME {
                 continue;
             }
+            let namespace = match &r.owner {
+                crate::core::plugins::Owner::Mcp { server, .. } => self
+                    .plugins
+                    .servers
+                    .get(*server)
+                    .map(|s| s.cfg.name.clone()),
+                crate::core::plugins::Owner::Ext(_) => None,
+            };
             out.push(ScriptTool {
                 name: r.name.clone(),
                 description: r.description.clone(),
                 parameters: r.parameters.clone(),
-                namespace: None,
+                namespace,
             });
         }
         out
@@ -217,10 +225,22 @@ impl Machine {
                     | (_, crate::sandbox::Fallback::Warn) => "warn".to_string(),
                     _ => "fail".to_string(),
                 });
+        let mut namespaces: Vec<crate::codemode::wire::Namespace> = Vec::new();
+        for t in &tools {
+            if let Some(ns) = &t.namespace {
+                if !namespaces.iter().any(|n| &n.name == ns) {
+                    namespaces.push(crate::codemode::wire::Namespace {
+                        name: ns.clone(),
+                        description: None,
+                        instructions: None,
+                    });
+                }
+            }
+        }
         let setup = Setup {
             code,
             tools,
-            namespaces: Vec::new(),
+            namespaces,
             store,
             memory_limit: memory_limit(),
             sandbox,
