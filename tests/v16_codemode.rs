@@ -587,3 +587,31 @@ fn settings_enable_codemode_and_mode_only_hides_the_other_tools() {
         "Script completed\nWall time <s> seconds\nOutput:\nhi\n"
     );
 }
+
+#[test]
+fn a_script_that_times_out_while_a_nested_call_waits_for_approval_lets_the_batch_end() {
+    let (world, _llm) = two_turns(
+        "// @options: {\"timeout_ms\": 400}\nawait Promise.all([tools.bash({command: 'echo 1 > one.txt'}), tools.bash({command: 'echo 2 > two.txt'})]);",
+    );
+    let mut p = start(&world, &["--no-session", "--confirm-tools", "bash"]);
+    p.send(json!({"type":"prompt","id":"p1","message":"go"}));
+    let f = p.recv_until(|v| v["type"] == "extension_ui_request");
+    let ask = f.last().expect("dialog").clone();
+    assert_eq!(ask["method"], "confirm");
+    // The script's deadline passes while the first call waits for its answer.
+    let f = p.recv_until(|v| v["type"] == "tool_execution_end" && v["toolCallId"] == "cm");
+    let t = stable(&result_text(f.last().expect("end")));
+    assert!(
+        t.contains("Script error:\nScript timed out: Execution timed out after 400 ms\n\nTool calls made before the failure (they are not undone): bash (cancelled), bash (cancelled)"),
+        "{t}"
+    );
+    // The answer comes late: nothing runs, and the run goes on to its end.
+    p.send(json!({"type":"extension_ui_response","id":ask["id"],"confirmed":true}));
+    let f = p.recv_until(|v| v["type"] == "agent_settled");
+    assert!(
+        !f.iter().any(|v| v["type"] == "extension_ui_request"),
+        "{f:#?}"
+    );
+    assert!(!world.cwd().join("one.txt").exists());
+    assert!(!world.cwd().join("two.txt").exists());
+}

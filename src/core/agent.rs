@@ -736,6 +736,11 @@ impl Machine {
             }
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
+            // A call of a script that already ended (its timeout, a failure) does not run.
+            let orphan = self
+                .batch_mut()
+                .is_some_and(|b| b.nested.iter().any(|n| n.slot == i && n.delivered));
+            let aborting = aborting || orphan;
             let refused = self
                 .limits
                 .tally
@@ -807,7 +812,13 @@ impl Machine {
         decision: Result<Value, String>,
     ) {
         let Some(b) = self.batch_mut() else { return };
-        if b.batch != batch || b.slots.len() != index + 1 || b.slots[index].result.is_some() {
+        if b.batch != batch || b.slots.len() != index + 1 {
+            return;
+        }
+        if b.slots[index].result.is_some() {
+            // Ended meanwhile (a codemode script's nested call whose script ended): the calls
+            // after it still need their turn.
+            self.prepare_tools();
             return;
         }
         match decision {
