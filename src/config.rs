@@ -206,6 +206,17 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(60000)
     }
+    /// `codemode.mode` and `codemode.inlineBudget` (pi 1.6.0; docs/codemode.md).
+    pub fn codemode_presentation(&self) -> crate::codemode::Presentation {
+        crate::codemode::Presentation {
+            only: self.nested("codemode", "mode").and_then(Value::as_str) == Some("only"),
+            inline_budget: self
+                .nested("codemode", "inlineBudget")
+                .and_then(Value::as_f64)
+                .filter(|b| b.is_finite() && *b >= 0.0)
+                .map_or(crate::codemode::DEFAULT_INLINE_BUDGET, |b| b as u64),
+        }
+    }
     pub fn shell_path(&self) -> Option<&str> {
         self.str("shellPath")
     }

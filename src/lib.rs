@@ -7,6 +7,7 @@
 pub mod app;
 pub mod cancel;
 pub mod cli;
+pub mod codemode;
 pub mod compaction;
 pub mod config;
 pub mod context;

@@ -33,6 +33,9 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
 
 fn run(args: Vec<OsString>) -> i32 {
     pith::malloc::one_arena();
+    if args.get(1).is_some_and(|a| a == pith::codemode::WORKER_ARG) {
+        return codemode_worker();
+    }
     let code = match pith::cli::parse(args.into_iter().skip(1)) {
         Ok(pith::cli::Parsed::Help) => {
             print!("{}", pith::cli::HELP);
@@ -59,6 +62,19 @@ fn run(args: Vec<OsString>) -> i32 {
     // A lock on auth.json that a request's worker still holds (an OAuth refresh under way).
     pith::llm::lockfile::release_all();
     code
+}
+
+/// `pith __codemode-worker`: one codemode script (pith starts it; docs/codemode.md).
+fn codemode_worker() -> i32 {
+    #[cfg(feature = "codemode")]
+    {
+        pith::codemode::worker::main()
+    }
+    #[cfg(not(feature = "codemode"))]
+    {
+        eprintln!("pith was built without the codemode feature");
+        pith::cli::EXIT_FAILURE
+    }
 }
 
 /// What Rust's runtime start would have done that pith relies on.

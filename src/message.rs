@@ -520,6 +520,14 @@ pub struct ToolResultMessage {
     )]
     pub duration_ms: Option<u64>,
     pub timestamp: u64,
+    /// pi 1.6.0's `codemode`: the script's nested tool calls (`{calls, complete}`); kept in the
+    /// session, never sent to the model.
+    #[serde(
+        rename = "nestedCalls",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub nested_calls: Option<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

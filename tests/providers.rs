@@ -133,6 +133,7 @@ fn bash_result(id: &str) -> LlmMessage {
         is_error: false,
         duration_ms: None,
         timestamp: 1,
+        nested_calls: None,
     })
 }
 

@@ -70,6 +70,7 @@ fn anthropic_body_bytes_are_exact() {
             is_error: err,
             duration_ms: None,
             timestamp: 1,
+            nested_calls: None,
         })
     };
     let th = |t: &str, sig: Option<&str>, red: Option<bool>| {
@@ -191,6 +192,7 @@ fn a_streamed_anthropic_body_is_the_whole_body() {
             is_error: false,
             duration_ms: None,
             timestamp: 1,
+            nested_calls: None,
         }));
     }
     msgs.push(user("one more"));

@@ -746,6 +746,7 @@ fn export_escapes_every_piece_of_content() {
         is_error: true,
         duration_ms: None,
         timestamp: 3,
+        nested_calls: None,
     }));
     s.append_message(&AgentMessage::BashExecution(BashExecutionMessage {
         command: evil.into(),

@@ -669,3 +669,46 @@ fn unreachable_tools_are_warned_about_once() {
     let state = p.call(json!({"type": "get_state"}), "s");
     assert_eq!(state["success"], true);
 }
+
+#[test]
+fn a_codemode_script_calls_a_codemode_exposed_tool() {
+    need_python!();
+    let code = "const r = await tools.mcp__fake__echo({text: 'from a script'});\\ntext(r.content[0].text);";
+    let (w, llm) = fake_world(vec![
+        reply(
+            1,
+            &[tool_call(
+                "c",
+                "codemode",
+                &[&format!(r#"{{"code":"{code}"}}"#)],
+            )],
+        ),
+        reply(2, &[text(&["ok"])]),
+    ]);
+    let cfg = json!({"mcpServers": {"fake": server(&[], json!({"description": "Fake tools"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    let mut p = start(&w, "1.6", &[]);
+    mcp_status(&mut p);
+    let frames = run(&mut p, "p1", "script it");
+    // codemode was activated from the configuration; the server's tools are not declared.
+    let declared = tool_names(&llm, 0);
+    assert!(declared.contains(&"codemode".to_string()), "{declared:?}");
+    assert!(
+        !declared.iter().any(|n| n.starts_with("mcp__")),
+        "{declared:?}"
+    );
+    let nested = tool_end(&frames, "c/1");
+    assert_eq!(nested["toolName"], "mcp__fake__echo");
+    assert_eq!(nested["parentToolCallId"], "c");
+    assert_eq!(
+        nested["result"]["details"],
+        json!({"server": "fake", "tool": "echo"})
+    );
+    let end = tool_end(&frames, "c");
+    assert_eq!(end["isError"], false, "{end}");
+    assert_eq!(
+        end["result"]["content"][1],
+        json!({"type": "text", "text": "from a script"})
+    );
+    assert_eq!(end["result"]["details"]["calls"][0]["status"], "ok");
+}

@@ -956,6 +956,7 @@ mod tests {
             is_error: false,
             duration_ms: None,
             timestamp: 3,
+            nested_calls: None,
         })
     }
 

@@ -103,6 +103,9 @@ pub struct ToolBatch {
     /// After an abort: the timer that abandons calls still running after [`ABORT_GRACE`]
     /// (dropping it, when the batch ends first, stops it).
     pub abandon: Option<CancelSource>,
+    /// Calls `codemode` scripts made: slots after the assistant message's calls, whose results
+    /// go back to their script instead of to the model (`core/codemode.rs`).
+    pub nested: Vec<crate::core::codemode::Nested>,
 }
 
 /// How a call runs: a built-in tool on a worker thread, or a tool of an extension or an MCP
@@ -121,7 +124,7 @@ pub struct Slot {
     pub started: Option<std::time::Instant>,
 }
 
-fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
+pub(crate) fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
     let (content, details, is_error) = match r {
         Ok(ToolOutput {
             content,
@@ -139,6 +142,7 @@ fn result_message(call: &ToolCall, r: ToolResult) -> ToolResultMessage {
         is_error,
         duration_ms: None,
         timestamp: now_ms(),
+        nested_calls: None,
     }
 }
 
@@ -148,7 +152,7 @@ pub(crate) fn millis(d: std::time::Duration) -> u64 {
 }
 
 /// A tool's result or partial result as events carry it: `{content, details?}`.
-fn result_json(content: &[Content], details: Option<&Value>) -> Value {
+pub(crate) fn result_json(content: &[Content], details: Option<&Value>) -> Value {
     let mut r = serde_json::Map::new();
     r.insert(
         "content".into(),
@@ -270,7 +274,10 @@ impl Machine {
         let tools = self.env.tools.clone();
         let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
             let (update, text) = self.system_update(!prompts.is_empty(), &remote);
-            let schemas = crate::prompt::sections::request_tools(&self.env.tools);
+            let schemas = crate::prompt::sections::request_tools(
+                &self.env.tools,
+                self.env.settings.codemode_presentation(),
+            );
             (update, text, schemas)
         } else {
             (None, self.system_prompt(), tool_schemas(&tools))
@@ -634,6 +641,7 @@ impl Machine {
                 tool_call_id: &call.id,
                 tool_name: &call.name,
                 args: &call.arguments,
+                parent_tool_call_id: None,
             });
             let r = result_message(
                 call,
@@ -673,6 +681,7 @@ impl Machine {
             approved: Vec::new(),
             token,
             abandon: None,
+            nested: Vec::new(),
         });
         self.prepare_tools();
     }
@@ -684,8 +693,23 @@ impl Machine {
         }
     }
 
+    /// The `codemode` call whose script made call `call_id` (a nested call), if any.
+    pub(crate) fn parent_of(&self, call_id: &str) -> Option<String> {
+        if !call_id.contains('/') {
+            return None;
+        }
+        match self.run.as_ref().map(|r| &r.phase) {
+            Some(Phase::Tools(b)) => b
+                .nested
+                .iter()
+                .find(|n| b.calls.get(n.slot).is_some_and(|c| c.id == call_id))
+                .map(|n| n.parent_id.clone()),
+            _ => None,
+        }
+    }
+
     /// The tool (built-in, or an extension's / MCP server's) a call names in this run.
-    fn resolve_tool(&self, name: &str) -> Option<Exec> {
+    pub(crate) fn resolve_tool(&self, name: &str) -> Option<Exec> {
         let run = self.run.as_ref()?;
         if let Some(r) = run.remote.iter().find(|r| r.name == name) {
             return Some(Exec::Remote(r.clone()));
@@ -699,7 +723,7 @@ impl Machine {
     /// Prepare the calls not prepared yet. A gate that waits for an answer (an extension's
     /// `tool_call` handler, a `--confirm-tools` dialog) stops here; [`Machine::gate_done`]
     /// resumes. When every call is prepared, the runnable ones start.
-    fn prepare_tools(&mut self) {
+    pub(crate) fn prepare_tools(&mut self) {
         loop {
             let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
             let Some(b) = self.batch_mut() else { return };
@@ -707,13 +731,24 @@ impl Machine {
             let Some(call) = b.calls.get(i).cloned() else {
                 break;
             };
+            let parent = self.parent_of(&call.id);
             self.emit(&Frame::ToolExecutionStart {
                 tool_call_id: &call.id,
                 tool_name: &call.name,
                 args: &call.arguments,
+                parent_tool_call_id: parent.as_deref(),
             });
+            if parent.is_some() {
+                // The script's row of this call, as pi shows it: right after the call's start.
+                self.publish_nested(i);
+            }
             let mut result: Option<ToolResult> = None;
             let mut ready: Option<(Exec, Value)> = None;
+            // A call of a script that already ended (its timeout, a failure) does not run.
+            let orphan = self
+                .batch_mut()
+                .is_some_and(|b| b.nested.iter().any(|n| n.slot == i && n.delivered));
+            let aborting = aborting || orphan;
             let final_answer = self.final_answer(&call, aborting);
             let refused = self
                 .limits
@@ -721,7 +756,12 @@ impl Machine {
                 .as_mut()
                 .filter(|_| final_answer.is_none())
                 .and_then(|t| t.before_call(&call.name, &call.arguments).err());
-            match self.resolve_tool(&call.name) {
+            let exec = if parent.is_some() {
+                self.resolve_script_tool(&call.name)
+            } else {
+                self.resolve_tool(&call.name)
+            };
+            match exec {
                 _ if final_answer.is_some() => result = final_answer,
                 _ if refused.is_some() => {
                     result = refused.map(|r| Err(crate::limits::Tally::refusal(&r)))
@@ -804,7 +844,13 @@ impl Machine {
         decision: Result<Value, String>,
     ) {
         let Some(b) = self.batch_mut() else { return };
-        if b.batch != batch || b.slots.len() != index + 1 || b.slots[index].result.is_some() {
+        if b.batch != batch || b.slots.len() != index + 1 {
+            return;
+        }
+        if b.slots[index].result.is_some() {
+            // Ended meanwhile (a codemode script's nested call whose script ended): the calls
+            // after it still need their turn.
+            self.prepare_tools();
             return;
         }
         match decision {
@@ -847,10 +893,12 @@ impl Machine {
             self.emit_tool_end(&r);
         }
         for c in rest {
+            let parent = self.parent_of(&c.id);
             self.emit(&Frame::ToolExecutionStart {
                 tool_call_id: &c.id,
                 tool_name: &c.name,
                 args: &c.arguments,
+                parent_tool_call_id: parent.as_deref(),
             });
             let r = result_message(&c, Err(SKIPPED.to_string()));
             self.emit_tool_end(&r);
@@ -916,6 +964,13 @@ impl Machine {
                 continue;
             }
             let tool = match exec {
+                Exec::Builtin(t) if t.name() == crate::codemode::NAME => {
+                    if let Some(b) = self.batch_mut() {
+                        b.slots[index].started = Some(std::time::Instant::now());
+                    }
+                    self.start_script(batch, index, &call, &args);
+                    continue;
+                }
                 Exec::Builtin(t) if t.runs_in_machine() => {
                     if let Some(b) = self.batch_mut() {
                         b.slots[index].started = Some(std::time::Instant::now());
@@ -990,11 +1045,13 @@ impl Machine {
             if spawned.is_ok() {
                 if let Some(first) = initial {
                     let partial = result_json(&first.content, first.details.as_ref());
+                    let parent = self.parent_of(&call.id);
                     self.emit(&Frame::ToolExecutionUpdate {
                         tool_call_id: &call.id,
                         tool_name: &call.name,
                         args: &call.arguments,
                         partial_result: &partial,
+                        parent_tool_call_id: parent.as_deref(),
                     });
                 }
             }
@@ -1017,7 +1074,7 @@ impl Machine {
         }
     }
 
-    fn emit_tool_end(&mut self, r: &ToolResultMessage) {
+    pub(crate) fn emit_tool_end(&mut self, r: &ToolResultMessage) {
         self.emit_tool_end_shown(r, None);
     }
 
@@ -1033,12 +1090,14 @@ impl Machine {
                 m.insert("isError".into(), Value::Bool(true));
             }
         }
+        let parent = self.parent_of(&r.tool_call_id);
         self.emit(&Frame::ToolExecutionEnd {
             tool_call_id: &r.tool_call_id,
             tool_name: &r.tool_name,
             result: &result,
             is_error: r.is_error,
             duration_ms: r.duration_ms,
+            parent_tool_call_id: parent.as_deref(),
         });
     }
 
@@ -1065,11 +1124,13 @@ impl Machine {
                     slot.call.arguments.clone(),
                 );
                 let partial = result_json(&o.content, o.details.as_ref());
+                let parent = self.parent_of(&id);
                 self.emit(&Frame::ToolExecutionUpdate {
                     tool_call_id: &id,
                     tool_name: &name,
                     args: &args,
                     partial_result: &partial,
+                    parent_tool_call_id: parent.as_deref(),
                 });
             }
             ToolEvent::Done(r) => self.tool_finished(batch, index, r),
@@ -1079,6 +1140,7 @@ impl Machine {
     /// Record the final result of call `index` of `batch` (after extensions reviewed it).
     pub(crate) fn finish_tool_slot(&mut self, batch: u64, index: usize, r: ToolResult) {
         let timed = self.profile.events.message_duration;
+        let record = self.scripts.record_of(batch, index);
         let Some(b) = self.batch_mut() else { return };
         if b.batch != batch {
             return;
@@ -1098,6 +1160,13 @@ impl Machine {
         if timed {
             msg.duration_ms = slot.started.map(|t| millis(t.elapsed()));
         }
+        if let Some(n) = b.nested.iter_mut().find(|n| n.slot == index) {
+            n.structured = shown.as_ref().and_then(|o| o.structured.clone());
+        }
+        let Some(slot) = b.slots.get_mut(index) else {
+            return;
+        };
+        msg.nested_calls = record;
         slot.result = Some(msg.clone());
         self.emit_tool_end_shown(&msg, shown.as_ref());
         if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
@@ -1127,13 +1196,15 @@ impl Machine {
         b.cancel.cancel();
         let batch = b.batch;
         self.cancel_remote_calls(batch);
+        self.drop_scripts(batch);
         for r in &skipped {
             self.emit_tool_end(r);
         }
     }
 
     /// When every call has a result: the tool-result messages in call order, `turn_end`, next.
-    fn maybe_finish_tools(&mut self) {
+    pub(crate) fn maybe_finish_tools(&mut self) {
+        self.deliver_nested();
         let Some(run) = self.run.as_mut() else { return };
         let Phase::Tools(b) = &mut run.phase else {
             return;
@@ -1144,11 +1215,15 @@ impl Machine {
         let results: Vec<AgentMessage> = b
             .slots
             .iter()
-            .filter_map(|s| s.result.clone())
+            .enumerate()
+            .filter(|(i, _)| !b.nested.iter().any(|n| n.slot == *i))
+            .filter_map(|(_, s)| s.result.clone())
             .map(AgentMessage::ToolResult)
             .collect();
         let assistant = b.assistant.clone();
         let steering = std::mem::take(&mut b.steering);
+        let batch = b.batch;
+        self.drop_scripts(batch);
         for r in &results {
             self.deliver(r.clone());
         }
@@ -1543,6 +1618,7 @@ impl Machine {
                 ));
                 let batch = b.batch;
                 self.abort_remote(batch);
+                self.abort_scripts(batch);
             }
             Phase::Starting => {}
         }

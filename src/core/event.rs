@@ -57,6 +57,14 @@ pub enum Worker {
         server: usize,
         event: crate::io::child::ChildEvent,
     },
+    /// A line from the worker of `codemode` script number `script`, or its end
+    /// (`core/codemode.rs`).
+    Codemode {
+        script: u64,
+        event: crate::io::child::ChildEvent,
+    },
+    /// Script number `script` reached its `timeout_ms`, or waited too long for a worker.
+    CodemodeDue { script: u64 },
     /// The spawner thread started (or failed to start) an extension or MCP server process.
     Spawned {
         target: crate::core::plugins::Target,

@@ -185,6 +185,8 @@ pub struct Machine {
     /// The armed heartbeat timer: its number and cancel handle.
     pub(crate) heartbeat_timer: Option<(u64, crate::cancel::CancelSource)>,
     pub(crate) heartbeat_seq: u64,
+    /// `codemode` scripts and their workers (`core/codemode.rs`).
+    pub(crate) scripts: crate::core::codemode::Scripts,
 }
 
 /// The edges: channels, and what the machine knows of its host.
@@ -379,6 +381,7 @@ impl Machine {
             heartbeat: s.heartbeat,
             heartbeat_timer: None,
             heartbeat_seq: 0,
+            scripts: Default::default(),
         }
     }
 
@@ -546,6 +549,10 @@ impl Machine {
             Event::Worker(Worker::ExportDone { job, result }) => self.on_export_done(job, result),
             Event::Worker(Worker::Ext { ext, event }) => self.on_ext_event(ext, event),
             Event::Worker(Worker::Mcp { server, event }) => self.on_mcp_event(server, event),
+            Event::Worker(Worker::Codemode { script, event }) => {
+                self.on_script_event(script, event)
+            }
+            Event::Worker(Worker::CodemodeDue { script }) => self.on_script_due(script),
             Event::Worker(Worker::Spawned { target, result }) => self.on_spawned(target, result),
             Event::Timer => self.on_plugin_timer(),
         }

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod bash;
+pub mod codemode;
 pub mod compaction;
 pub mod event;
 pub mod export;

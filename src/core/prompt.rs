@@ -112,7 +112,7 @@ impl Machine {
         let mut declared = Declared::of(&self.state.messages);
         let wanted = with_prompt.then(|| self.wanted_sections(remote));
         // The built-ins (less those an extension replaces), then extensions' and MCP tools.
-        let tools: Vec<ToolDeclaration> = self
+        let mut tools: Vec<ToolDeclaration> = self
             .env
             .tools
             .iter()
@@ -125,6 +125,7 @@ impl Machine {
                 constrained_sampling: None,
             }))
             .collect();
+        crate::codemode::annotate(&mut tools, self.env.settings.codemode_presentation());
         let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
         if let Some(u) = &update {
             declared.apply(u);

@@ -171,6 +171,7 @@ mod tests {
             is_error: true,
             duration_ms: None,
             timestamp: 9,
+            nested_calls: None,
         };
         let agent = [
             Arc::new(AgentMessage::User(user.clone())),

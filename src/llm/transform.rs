@@ -238,6 +238,7 @@ fn flush_orphans<'a>(
                     is_error: true,
                     duration_ms: None,
                     timestamp: now_ms(),
+                    nested_calls: None,
                 },
             ))));
         }
@@ -413,6 +414,7 @@ mod tests {
                 is_error: false,
                 duration_ms: None,
                 timestamp: 1,
+                nested_calls: None,
             }),
             assistant("other", vec![Content::text("x")], StopReason::Stop),
         ];
@@ -462,6 +464,7 @@ mod tests {
                 is_error: false,
                 duration_ms: None,
                 timestamp: 1,
+                nested_calls: None,
             }),
         ];
         let f = |id: &str| sanitize_id(id, 64);

@@ -49,6 +49,7 @@ fn tool_rules(name: &str, texts: &PromptTexts) -> &'static [&'static str] {
         }
         "edit" => texts.edit_rules,
         "write" => &["Use write only for new files or complete rewrites."],
+        crate::codemode::NAME => &[crate::codemode::GUIDELINE],
         _ => &[],
     }
 }
@@ -275,8 +276,12 @@ pub fn declaration(tool: &dyn Tool) -> ToolDeclaration {
         "edit" => strip_additional_properties(&mut parameters),
         _ => {}
     }
-    let constrained = matches!(name, "read" | "bash" | "edit" | "write")
-        .then(|| json!({"type": "json_schema", "strict": "prefer"}));
+    let constrained = if name == crate::codemode::NAME {
+        Some(crate::codemode::constrained_sampling())
+    } else {
+        matches!(name, "read" | "bash" | "edit" | "write")
+            .then(|| json!({"type": "json_schema", "strict": "prefer"}))
+    };
     ToolDeclaration {
         name: name.to_string(),
         description,
@@ -297,17 +302,19 @@ fn strip_additional_properties(v: &mut Value) {
 }
 
 /// The tools as a 0.87 request offers them (their declarations).
-pub fn request_tools(tools: &[std::sync::Arc<dyn Tool>]) -> Vec<crate::llm::ToolSchema> {
-    tools
-        .iter()
-        .map(|t| {
-            let d = declaration(t.as_ref());
-            crate::llm::ToolSchema {
-                name: d.name,
-                description: d.description,
-                parameters: d.parameters,
-                constrained_sampling: d.constrained_sampling,
-            }
+pub fn request_tools(
+    tools: &[std::sync::Arc<dyn Tool>],
+    codemode: crate::codemode::Presentation,
+) -> Vec<crate::llm::ToolSchema> {
+    let mut decls: Vec<ToolDeclaration> = tools.iter().map(|t| declaration(t.as_ref())).collect();
+    crate::codemode::annotate(&mut decls, codemode);
+    decls
+        .into_iter()
+        .map(|d| crate::llm::ToolSchema {
+            name: d.name,
+            description: d.description,
+            parameters: d.parameters,
+            constrained_sampling: d.constrained_sampling,
         })
         .collect()
 }

@@ -36,6 +36,9 @@ pub struct Tools {
     /// plain names is an error), and `*` patterns in `--tools` and `--exclude-tools`.
     /// 0.73.1: false; 0.87.1: false (exact names); 1.6.0: true.
     pub tool_list_modifiers: bool,
+    /// The `codemode` tool exists (`--tools +codemode`, `defaultTools`; docs/codemode.md).
+    /// 0.73.1: false; 0.87.1: false (an unknown tool); 1.6.0: true.
+    pub codemode: bool,
     /// Whose MCP client pith is.
     /// 0.73.1: `Pith`; 0.87.1: `Pith` (neither pi had MCP); 1.6.0: `Pi`.
     pub mcp: McpDialect,

@@ -68,6 +68,7 @@ pub const PROFILE: Profile = Profile {
         bash_signal_exit_codes: false,
         structured_content: false,
         tool_list_modifiers: false,
+        codemode: false,
         mcp: McpDialect::Pith,
     },
 

@@ -59,6 +59,7 @@ pub const PROFILE: Profile = Profile {
         validation: ValidationDialect::PiSchema,
         structured_content: true,
         tool_list_modifiers: true,
+        codemode: true,
         mcp: McpDialect::Pi,
         ..super::v087::PROFILE.tools
     },

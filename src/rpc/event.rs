@@ -39,6 +39,9 @@ pub enum Event<'a> {
         #[serde(rename = "toolName")]
         tool_name: &'a str,
         args: &'a Value,
+        /// pi 1.6.0: a call a `codemode` script made (the script's call id).
+        #[serde(rename = "parentToolCallId", skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
     },
     ToolExecutionUpdate {
         #[serde(rename = "toolCallId")]
@@ -48,6 +51,8 @@ pub enum Event<'a> {
         args: &'a Value,
         #[serde(rename = "partialResult")]
         partial_result: &'a Value,
+        #[serde(rename = "parentToolCallId", skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
     },
     ToolExecutionEnd {
         #[serde(rename = "toolCallId")]
@@ -60,6 +65,8 @@ pub enum Event<'a> {
         /// pi 1.6.0 only: how long the tool ran (absent when it did not run).
         #[serde(rename = "durationMs", skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+        #[serde(rename = "parentToolCallId", skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
     },
     QueueUpdate {
         steering: &'a [String],

@@ -783,6 +783,7 @@ impl<'a> P<'a> {
             is_error: is_error?,
             duration_ms,
             timestamp: timestamp?,
+            nested_calls: None,
         })
     }
 
