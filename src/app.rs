@@ -739,7 +739,7 @@ fn active_tools(
     };
     let mut active: Vec<Arc<dyn Tool>> = Vec::new();
     for n in &names {
-        match tools::tool_for(n, profile) {
+        match tool_for(n, profile) {
             Some(t) => active.push(Arc::from(t)),
             None => eprintln!(
                 "Warning: Unknown tool \"{n}\". Valid tools: {}",
@@ -748,6 +748,17 @@ fn active_tools(
         }
     }
     active
+}
+
+/// A tool of the version's tool set by name: `codemode` (pi 1.6.0's, `crate::codemode`, which
+/// sits above the tools), else [`tools::tool_for`].
+fn tool_for(name: &str, profile: &crate::protocol::Tools) -> Option<Box<dyn Tool>> {
+    if profile.codemode && name == crate::codemode::NAME {
+        return Some(Box::new(crate::codemode::CodemodeTool {
+            docs_path: crate::codemode::docs_path(),
+        }));
+    }
+    tools::tool_for(name, profile)
 }
 
 /// pi 1.6.0 activates the tools that reach MCP tools not declared to the model, from the
@@ -772,7 +783,7 @@ fn activate_discovery(
         if active.iter().any(|t| t.name() == name) {
             continue;
         }
-        if let Some(t) = tools::tool_for(name, profile) {
+        if let Some(t) = tool_for(name, profile) {
             active.push(Arc::from(t));
         }
     }

@@ -128,11 +128,6 @@ pub fn tool_for(name: &str, profile: &crate::protocol::Tools) -> Option<Box<dyn 
         tool_search::NAME if profile.mcp == crate::protocol::McpDialect::Pi => {
             Some(Box::new(tool_search::ToolSearchTool))
         }
-        crate::codemode::NAME if profile.codemode => {
-            Some(Box::new(crate::codemode::CodemodeTool {
-                docs_path: crate::codemode::docs_path(),
-            }))
-        }
         _ => builtin_tool(name),
     }
 }
