@@ -132,15 +132,7 @@ impl Machine {
             if r.name == crate::codemode::NAME {
                 continue;
             }
-            let namespace = match &r.owner {
-                crate::core::plugins::Owner::Mcp { server, .. } => self
-                    .plugins
-                    .servers
-                    .get(*server)
-                    .map(|s| s.cfg.name.clone()),
-                crate::core::plugins::Owner::Ext(_)
-                | crate::core::plugins::Owner::McpResources(_) => None,
-            };
+            let namespace = self.namespace_of(&r.owner);
             out.push(ScriptTool {
                 name: r.name.clone(),
                 description: r.description.clone(),
@@ -152,14 +144,7 @@ impl Machine {
             if out.iter().any(|t| t.name == r.name) {
                 continue;
             }
-            let namespace = match &r.owner {
-                crate::core::plugins::Owner::Mcp { server, .. } => self
-                    .plugins
-                    .servers
-                    .get(*server)
-                    .map(|s| s.cfg.name.clone()),
-                _ => None,
-            };
+            let namespace = self.namespace_of(&r.owner);
             out.push(ScriptTool {
                 name: r.name,
                 description: r.description,
@@ -168,6 +153,18 @@ impl Machine {
             });
         }
         out
+    }
+
+    /// A remote tool's namespace in scripts: its MCP server's name.
+    fn namespace_of(&self, owner: &crate::core::plugins::Owner) -> Option<String> {
+        match owner {
+            crate::core::plugins::Owner::Mcp { server, .. } => self
+                .plugins
+                .servers
+                .get(*server)
+                .map(|s| s.cfg.name.clone()),
+            _ => None,
+        }
     }
 
     /// MCP tools scripts reach although the model does not see them: `codemode` and `deferred`

@@ -433,6 +433,30 @@ impl Server {
     }
 }
 
+/// Whether a tool of this exposure is declared to the model: `direct` ones always,
+/// `codemode`/`deferred` ones once `loaded` (by `tool_search`, on the branch), `hidden` never.
+fn declared(exposure: Exposure, loaded: impl FnOnce() -> bool) -> bool {
+    match exposure {
+        Exposure::Direct => true,
+        Exposure::Codemode | Exposure::Deferred => loaded(),
+        Exposure::Hidden => false,
+    }
+}
+
+/// Server `server`'s tool `t`, named `name` for the agent, as a remote tool.
+fn mcp_remote(server: usize, name: &str, t: &McpTool) -> RemoteTool {
+    RemoteTool {
+        name: name.to_string(),
+        description: t.description.clone(),
+        parameters: t.input_schema.clone(),
+        snippet: None,
+        owner: Owner::Mcp {
+            server,
+            tool: t.name.clone(),
+        },
+    }
+}
+
 /// Who waits for a dialog's answer.
 pub enum DialogOwner {
     Ext {
@@ -624,49 +648,14 @@ impl Plugins {
                 });
             }
         }
-        for (i, s) in self
-            .servers
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.life == Life::Ready)
-        {
-            for (name, t) in &s.tools {
-                if !self.cfg.mcp_filter.allows(name) {
-                    continue;
-                }
-                if self.cfg.mcp_dialect == McpDialect::Pi {
-                    let declared = match s.cfg.exposure_of(&t.name) {
-                        Exposure::Direct => true,
-                        Exposure::Codemode | Exposure::Deferred => loaded(name),
-                        Exposure::Hidden => false,
-                    };
-                    if !declared {
-                        continue;
-                    }
-                }
-                if !taken.insert(name) {
-                    continue;
-                }
-                out.push(RemoteTool {
-                    name: name.clone(),
-                    description: t.description.clone(),
-                    parameters: t.input_schema.clone(),
-                    snippet: None,
-                    owner: Owner::Mcp {
-                        server: i,
-                        tool: t.name.clone(),
-                    },
-                });
+        for (i, name, t, exposure) in self.mcp_entries() {
+            if declared(exposure, || loaded(name)) && taken.insert(name) {
+                out.push(mcp_remote(i, name, t));
             }
         }
         if self.cfg.mcp_dialect == McpDialect::Pi {
             for (t, e) in crate::core::mcp_resources::tools_for(&self.servers) {
-                let declared = match e {
-                    Exposure::Direct => true,
-                    Exposure::Codemode | Exposure::Deferred => loaded(&t.name),
-                    Exposure::Hidden => false,
-                };
-                if declared
+                if declared(e, || loaded(&t.name))
                     && self.cfg.mcp_filter.allows(&t.name)
                     && !taken.contains(t.name.as_str())
                 {
@@ -677,39 +666,35 @@ impl Plugins {
         out
     }
 
-    /// Every tool of the ready MCP servers as a remote tool, with its exposure (the settings
-    /// format's are all `direct`), in server order.
-    pub fn mcp_tools(&self) -> Vec<(RemoteTool, Exposure)> {
-        let mut out = Vec::new();
-        for (i, s) in self
-            .servers
+    /// The tools of the ready MCP servers that `--tools` / `--exclude-tools` leave: server
+    /// number, agent name, the server's tool, its exposure (the settings format's are all
+    /// `direct`), in server order.
+    fn mcp_entries(&self) -> impl Iterator<Item = (usize, &String, &McpTool, Exposure)> + '_ {
+        self.servers
             .iter()
             .enumerate()
             .filter(|(_, s)| s.life == Life::Ready)
-        {
-            for (name, t) in &s.tools {
-                if !self.cfg.mcp_filter.allows(name) {
-                    continue;
-                }
-                let exposure = match self.cfg.mcp_dialect {
-                    McpDialect::Pith => Exposure::Direct,
-                    McpDialect::Pi => s.cfg.exposure_of(&t.name),
-                };
-                out.push((
-                    RemoteTool {
-                        name: name.clone(),
-                        description: t.description.clone(),
-                        parameters: t.input_schema.clone(),
-                        snippet: None,
-                        owner: Owner::Mcp {
-                            server: i,
-                            tool: t.name.clone(),
-                        },
-                    },
-                    exposure,
-                ));
-            }
-        }
+            .flat_map(move |(i, s)| {
+                s.tools
+                    .iter()
+                    .filter(|(name, _)| self.cfg.mcp_filter.allows(name))
+                    .map(move |(name, t)| {
+                        let exposure = match self.cfg.mcp_dialect {
+                            McpDialect::Pith => Exposure::Direct,
+                            McpDialect::Pi => s.cfg.exposure_of(&t.name),
+                        };
+                        (i, name, t, exposure)
+                    })
+            })
+    }
+
+    /// Every tool of the ready MCP servers as a remote tool, with its exposure, then (pi's
+    /// client) the resource tools.
+    pub fn mcp_tools(&self) -> Vec<(RemoteTool, Exposure)> {
+        let mut out: Vec<(RemoteTool, Exposure)> = self
+            .mcp_entries()
+            .map(|(i, name, t, e)| (mcp_remote(i, name, t), e))
+            .collect();
         if self.cfg.mcp_dialect == McpDialect::Pi {
             out.extend(
                 crate::core::mcp_resources::tools_for(&self.servers)
