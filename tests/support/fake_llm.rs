@@ -191,6 +191,7 @@ fn sse_events(b: &[u8]) -> Vec<&[u8]> {
 }
 
 fn write_reply(mut s: TcpStream, reply: &Reply) -> std::io::Result<()> {
+    let _ = s.set_nodelay(true);
     let streaming = reply.status == 200;
     let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", reply.status);
     for (k, v) in &reply.headers {
@@ -229,9 +230,11 @@ fn write_reply(mut s: TcpStream, reply: &Reply) -> std::io::Result<()> {
                 }
             }
         }
-        s.write_all(format!("{:x}\r\n", piece.len()).as_bytes())?;
-        s.write_all(piece)?;
-        s.write_all(b"\r\n")?;
+        // One write per chunk, sent at once (no Nagle delay behind the previous tiny segment).
+        let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
+        chunk.extend_from_slice(piece);
+        chunk.extend_from_slice(b"\r\n");
+        s.write_all(&chunk)?;
         s.flush()?;
         sent += piece.len();
         if !reply.chunk_delay.is_zero() {

@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use base64::Engine;
@@ -165,8 +166,33 @@ pub fn load(name: &str) -> Fixture {
     }
 }
 
-/// The models pi had: the built-in ones, with the fixture's models.json when it has one.
-fn registry(fx: &Fixture, port: &str) -> Registry {
+/// The models pi had: the built-in ones, with the fixture's models.json when it has one. Built
+/// once per version and models.json in the test binary: a debug build takes a good
+/// part of a second to build the catalog, and every turn and chunk size asks for it twice.
+fn registry(fx: &Fixture, port: &str) -> std::sync::Arc<Registry> {
+    type Cache = std::sync::Mutex<HashMap<(String, String), std::sync::Arc<Registry>>>;
+    static BUILT: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    // What the registry is built from: the version's catalog and the models.json, whose base
+    // URLs name the port (each replay has a port of its own).
+    let key = (
+        format!("{:?}", fx.compat),
+        fx.models_json
+            .as_ref()
+            .map_or(String::new(), |t| t.replace("{PORT}", port)),
+    );
+    let cache = BUILT.get_or_init(Default::default);
+    if let Some(r) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return std::sync::Arc::clone(r);
+    }
+    let r = std::sync::Arc::new(build_registry(fx, port));
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, std::sync::Arc::clone(&r));
+    r
+}
+
+fn build_registry(fx: &Fixture, port: &str) -> Registry {
     match &fx.models_json {
         Some(text) => Registry::from_models_json_for(
             &text.replace("{PORT}", port),
