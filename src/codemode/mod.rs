@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::message::Content;
 
 pub mod discovery;
+mod docs;
 pub mod wire;
 #[cfg(feature = "codemode")]
 pub mod worker;
@@ -41,16 +42,7 @@ pub fn max_workers() -> usize {
         .unwrap_or(DEFAULT_MAX_WORKERS)
 }
 
-/// Where the description tells the model to read about `models`: pith's own docs/codemode.md
-/// (`PITH_DOCS_DIR` when set, else the source tree pith was built from: pith installs no docs
-/// tree; docs/rpc.md lists this).
-pub fn docs_path() -> String {
-    let dir = std::env::var("PITH_DOCS_DIR")
-        .ok()
-        .filter(|d| !d.is_empty())
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/docs").to_string());
-    format!("{}/codemode.md", dir.trim_end_matches('/'))
-}
+pub use docs::docs_path;
 
 /// The tool as it is declared (its description lists no tool: pith's tools are all declared,
 /// `codemode.mode` `on`).
