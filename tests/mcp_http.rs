@@ -940,3 +940,76 @@ fn pi_16_mcp_json_reaches_an_http_server_with_headers_from_the_environment() {
         Some("green")
     );
 }
+
+#[test]
+fn pi_16_oauth_client_settings_refresh_pis_stored_token() {
+    // pi 1.6.0's mcp.json names a registered client (`oauth.clientId`, the secret from the
+    // environment); pi's sign-in then stores no client, and refreshes use the configured one.
+    let server = FakeMcp::start(Mode {
+        token: Some("A2".into()),
+        ..Mode::default()
+    });
+    let w = World::new();
+    let cfg = json!({"mcpServers": {"x": {"url": server.url(), "exposure": "direct",
+        "oauth": {"clientId": "registered", "clientSecret": "${PITH_TEST_SECRET}", "callbackPort": 8765}}}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    let mut state = auth_state(&server.url(), server.port);
+    let key = format!("mcp__x|{}", server.url());
+    state[&key]
+        .as_object_mut()
+        .unwrap()
+        .remove("clientInformation");
+    w.write_agent_file("mcp-auth.json", &state.to_string());
+    let script = r#"{"toolCalls":[{"name":"mcp__x__echo","arguments":{"text":"registered"}}]}
+{"text":"done"}
+"#;
+    let path = w.cwd().join("faux.jsonl");
+    std::fs::write(&path, script).unwrap();
+    let path = path.to_string_lossy().to_string();
+    let mut cmd = w.command(&[
+        "--mode",
+        "rpc",
+        "--compat",
+        "1.6",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        &path,
+    ]);
+    cmd.env("PITH_TEST_SECRET", "sek");
+    let mut p = Pith::spawn_cmd(cmd);
+    let frames = run(&mut p, "p");
+    let end = frames
+        .iter()
+        .find(|f| f["type"] == "tool_execution_end")
+        .expect("a tool end");
+    assert_eq!(end["result"]["content"][0]["text"], "registered", "{end}");
+    p.close_stdin();
+    p.wait(Duration::from_secs(10));
+    let seen = server.seen();
+    let token: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| s.method == "POST" && s.body.is_string())
+        .collect();
+    assert_eq!(token.len(), 1);
+    // No methods advertised and a secret: HTTP basic with the registered client.
+    assert_eq!(
+        token[0].header("authorization"),
+        Some("Basic cmVnaXN0ZXJlZDpzZWs=")
+    );
+    assert_eq!(
+        token[0].body,
+        json!(format!(
+            "grant_type=refresh_token&refresh_token=R1&resource={}",
+            server.url().replace(':', "%3A").replace('/', "%2F")
+        ))
+    );
+    assert_eq!(
+        posts(&seen, "tools/call")[0].header("authorization"),
+        Some("Bearer A2")
+    );
+    let stderr = p.stderr_lines().join("\n");
+    assert!(!stderr.contains("sek"), "{stderr}");
+}

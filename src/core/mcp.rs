@@ -78,10 +78,15 @@ impl Machine {
                 inherit_env: false,
                 cwd: cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
             }),
-            Transport::Http { url, headers } => Start::Http(crate::mcp::http::HttpConfig {
+            Transport::Http {
+                url,
+                headers,
+                oauth_client,
+            } => Start::Http(crate::mcp::http::HttpConfig {
                 name: cfg.name.clone(),
                 url: url.clone(),
                 headers: headers.clone(),
+                oauth_client: oauth_client.clone(),
                 timeout: match (cfg.timeout, self.plugins.cfg.mcp_dialect) {
                     (Some(t), _) => t,
                     (None, McpDialect::Pi) => std::time::Duration::from_secs(60),

@@ -22,6 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::config::OAuthClient;
 use serde_json::{Map, Value, json};
 
 /// Access tokens this close to expiry are refreshed before they are sent (pi's skew).
@@ -193,7 +194,11 @@ fn callback_id(server_url: &str) -> String {
 /// client, or pi's Client ID Metadata Document when none was registered and the authorization
 /// server accepts documents; the token endpoint from the stored discovery; `resource` from the
 /// stored protected-resource metadata). `NeedsSignIn` when the state cannot be refreshed.
-pub fn refresh_request(state: &Value, server_url: &str) -> Result<RefreshRequest, AuthError> {
+pub fn refresh_request(
+    state: &Value,
+    server_url: &str,
+    configured: Option<&OAuthClient>,
+) -> Result<RefreshRequest, AuthError> {
     let refresh = refresh_token(state).ok_or(AuthError::NeedsSignIn)?;
     let discovery = state.get("discovery").ok_or(AuthError::NeedsSignIn)?;
     let metadata = discovery
@@ -228,7 +233,17 @@ pub fn refresh_request(state: &Value, server_url: &str) -> Result<RefreshRequest
             .unwrap_or_default()
     };
     let supported = strs(metadata, "token_endpoint_auth_methods_supported");
-    let client = state.get("clientInformation").filter(|c| c.is_object());
+    // A client registered in the settings is used instead of a stored one (pi stores none then).
+    let configured = configured.map(|c| {
+        let mut o = json!({ "client_id": c.client_id });
+        if let Some(s) = &c.client_secret {
+            o["client_secret"] = json!(s);
+        }
+        o
+    });
+    let client = configured
+        .as_ref()
+        .or_else(|| state.get("clientInformation").filter(|c| c.is_object()));
     let (client_id, secret, hinted) = match client {
         Some(c) => (
             c.get("client_id")
@@ -501,6 +516,8 @@ pub struct AuthStore {
     name: String,
     /// The server URL, normalised as pi keys it.
     url: String,
+    /// The client registered in the settings (`oauth.clientId`), if any.
+    client: Option<OAuthClient>,
     /// The last state read and the file's identity then (re-read only when the file changes).
     cache: Mutex<Option<(FileId, Option<Value>)>>,
 }
@@ -516,7 +533,12 @@ fn file_id(path: &Path) -> Option<FileId> {
 impl AuthStore {
     /// The store of server `name` at `url` in `file` (`<agentDir>/mcp-auth.json`); `None` when
     /// the URL is not http(s).
-    pub fn new(file: PathBuf, name: &str, url: &str) -> Option<AuthStore> {
+    pub fn new(
+        file: PathBuf,
+        name: &str,
+        url: &str,
+        client: Option<OAuthClient>,
+    ) -> Option<AuthStore> {
         let url = normalize_url(url)?;
         let (key, _) = store_keys(name, &url);
         let digest = ring::digest::digest(&ring::digest::SHA256, key.as_bytes());
@@ -530,6 +552,7 @@ impl AuthStore {
             file,
             name: name.to_string(),
             url,
+            client,
             cache: Mutex::new(None),
         })
     }
@@ -599,7 +622,7 @@ impl AuthStore {
         if access_token(state) != stale {
             return Ok(());
         }
-        let req = refresh_request(state, &self.url)?;
+        let req = refresh_request(state, &self.url, self.client.as_ref())?;
         let (status, body) = post_form(&req)?;
         // Saved under the file lock, over what is in the file now.
         let _file_lock = crate::llm::lockfile::acquire(&self.file, Duration::from_secs(5))
@@ -737,7 +760,7 @@ mod tests {
     #[test]
     fn refresh_request_as_pi_mcp_builds_it() {
         let url = "http://127.0.0.1:9/mcp";
-        let r = refresh_request(&state(), url).unwrap();
+        let r = refresh_request(&state(), url, None).unwrap();
         assert_eq!(r.endpoint, "http://127.0.0.1:9/oauth/token");
         assert_eq!(
             r.body,
@@ -746,7 +769,7 @@ mod tests {
         // A secret and no advertised methods: HTTP basic.
         let mut s = state();
         s["clientInformation"]["client_secret"] = json!("sec");
-        let r = refresh_request(&s, url).unwrap();
+        let r = refresh_request(&s, url, None).unwrap();
         assert!(
             r.headers
                 .iter()
@@ -756,7 +779,7 @@ mod tests {
         // client_secret_post when that is what the server supports.
         s["discovery"]["authorizationServerMetadata"]["token_endpoint_auth_methods_supported"] =
             json!(["client_secret_post"]);
-        let r = refresh_request(&s, url).unwrap();
+        let r = refresh_request(&s, url, None).unwrap();
         assert!(
             r.body.ends_with("&client_id=cid&client_secret=sec"),
             "{}",
@@ -765,19 +788,19 @@ mod tests {
         // No refresh token, no discovery: sign in.
         let mut s = state();
         s["tokens"].as_object_mut().unwrap().remove("refresh_token");
-        assert_eq!(refresh_request(&s, url), Err(AuthError::NeedsSignIn));
+        assert_eq!(refresh_request(&s, url, None), Err(AuthError::NeedsSignIn));
         let mut s = state();
         s.as_object_mut().unwrap().remove("discovery");
-        assert_eq!(refresh_request(&s, url), Err(AuthError::NeedsSignIn));
+        assert_eq!(refresh_request(&s, url, None), Err(AuthError::NeedsSignIn));
         // No stored client: pi's document when the server accepts documents.
         let mut s = state();
         s.as_object_mut().unwrap().remove("clientInformation");
-        assert_eq!(refresh_request(&s, url), Err(AuthError::NeedsSignIn));
+        assert_eq!(refresh_request(&s, url, None), Err(AuthError::NeedsSignIn));
         let m = &mut s["discovery"]["authorizationServerMetadata"];
         m["client_id_metadata_document_supported"] = json!(true);
         m["token_endpoint_auth_methods_supported"] = json!(["none"]);
         m["authorization_response_iss_parameter_supported"] = json!(true);
-        let r = refresh_request(&s, url).unwrap();
+        let r = refresh_request(&s, url, None).unwrap();
         assert!(
             r.body
                 .ends_with("client_id=https%3A%2F%2Fpi.dev%2Foauth%2Fclient.json")
@@ -787,16 +810,46 @@ mod tests {
         s["discovery"]["authorizationServerMetadata"]["token_endpoint"] =
             json!("http://auth.example/token");
         assert!(matches!(
-            refresh_request(&s, url),
+            refresh_request(&s, url, None),
             Err(AuthError::Failed(_))
         ));
         // A resource of another origin is refused.
         let mut s = state();
         s["discovery"]["resourceMetadata"]["resource"] = json!("http://other:9/mcp");
         assert!(matches!(
-            refresh_request(&s, url),
+            refresh_request(&s, url, None),
             Err(AuthError::Failed(_))
         ));
+    }
+
+    #[test]
+    fn a_client_registered_in_the_settings_refreshes_in_place_of_a_stored_one() {
+        let url = "http://127.0.0.1:9/mcp";
+        let mut s = state();
+        s.as_object_mut().unwrap().remove("clientInformation");
+        let client = OAuthClient {
+            client_id: "mine".into(),
+            client_secret: Some("s3".into()),
+        };
+        // Its secret, sent as the server allows (basic when it names no method).
+        let r = refresh_request(&s, url, Some(&client)).unwrap();
+        assert!(
+            r.headers
+                .iter()
+                .any(|(k, v)| k == "Authorization" && v == "Basic bWluZTpzMw==")
+        );
+        // It wins over a stored client too (pi stores none for it, but a stale one may be there).
+        let r = refresh_request(
+            &state(),
+            url,
+            Some(&OAuthClient {
+                client_id: "mine".into(),
+                client_secret: None,
+            }),
+        )
+        .unwrap();
+        assert!(r.body.ends_with("&client_id=mine"), "{}", r.body);
+        assert!(!format!("{client:?}").contains("s3"));
     }
 
     #[test]

@@ -41,7 +41,29 @@ pub enum Transport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// pi 1.6.0's `oauth.clientId`/`clientSecret`: the registered client that refreshes the
+        /// tokens pi's sign-in stored (pi's other `oauth` settings only concern the sign-in).
+        oauth_client: Option<OAuthClient>,
     },
+}
+
+/// A pre-registered OAuth client (the secret never shows in `Debug`).
+#[derive(Clone, PartialEq)]
+pub struct OAuthClient {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
 }
 
 /// How an MCP tool reaches the model (pi 1.6.0's `exposure` / `toolExposure`).
@@ -198,7 +220,11 @@ fn one(
         }
         return Ok(Some(ServerConfig {
             name: name.to_string(),
-            transport: Transport::Http { url, headers },
+            transport: Transport::Http {
+                url,
+                headers,
+                oauth_client: None,
+            },
             exposure: Exposure::Direct,
             tool_exposure: Vec::new(),
             description: None,
@@ -375,7 +401,8 @@ mod tests {
             list[1].transport,
             Transport::Http {
                 url: "http://x//home/u".into(),
-                headers: vec![("X-Key".into(), "/home/u".into())]
+                headers: vec![("X-Key".into(), "/home/u".into())],
+                oauth_client: None,
             }
         );
         assert_eq!(list[2].name, "every");

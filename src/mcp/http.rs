@@ -59,6 +59,8 @@ pub struct HttpConfig {
     /// `<agentDir>/mcp-auth.json` (credentials pi stored), used when no `Authorization` header
     /// is configured.
     pub auth_file: Option<PathBuf>,
+    /// The registered OAuth client of pi's `oauth` settings (refreshes use it, as pi's do).
+    pub oauth_client: Option<crate::mcp::config::OAuthClient>,
 }
 
 impl HttpConfig {
@@ -69,6 +71,7 @@ impl HttpConfig {
             headers: Vec::new(),
             timeout: Duration::from_secs(60),
             auth_file: None,
+            oauth_client: None,
         }
     }
 }
@@ -300,7 +303,7 @@ pub fn connect(
     let auth = cfg
         .auth_file
         .as_ref()
-        .and_then(|f| AuthStore::new(f.clone(), &cfg.name, &url));
+        .and_then(|f| AuthStore::new(f.clone(), &cfg.name, &url, cfg.oauth_client.clone()));
     let shared = Arc::new(Shared {
         name: cfg.name.clone(),
         url: cfg.url.clone(),

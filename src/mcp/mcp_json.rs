@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::config::{Exposure, ServerConfig, Transport};
+use super::config::{Exposure, OAuthClient, ServerConfig, Transport};
 
 /// What the files say.
 #[derive(Debug, Default)]
@@ -277,9 +277,12 @@ fn server(
                     "auth (a /login provider's credential) is not supported by pith; use headers",
                 );
             }
+            let oauth_client = oauth_client(e.get("oauth"), inputs)
+                .map_err(|m| format!("server \"{name}\": {m}"))?;
             Transport::Http {
                 url: url.clone(),
                 headers,
+                oauth_client,
             }
         }
         (_, Some(Value::String(command))) if matches!(ty, None | Some("stdio")) => {
@@ -362,6 +365,115 @@ fn expand_home(s: &str, inputs: &Inputs) -> String {
         Some(h) if s == "~" => h.display().to_string(),
         Some(h) if s.starts_with("~/") => h.join(&s[2..]).display().to_string(),
         _ => s.to_string(),
+    }
+}
+
+/// `oauth`, checked as pi 1.6.0 checks it. Only the registered client (`clientId`, with
+/// `clientSecret` taking `${VAR}` / `!command` like a header) matters to pith, which refreshes
+/// the tokens pi's sign-in stored; the other settings (callback, client name, registration,
+/// metadata URL, scope) shape the interactive sign-in, which is pi's.
+fn oauth_client(v: Option<&Value>, inputs: &Inputs) -> Result<Option<OAuthClient>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let Some(o) = v.as_object() else {
+        return Err("oauth must be an object".into());
+    };
+    let string = |k: &str| -> Result<Option<&str>, String> {
+        match o.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(format!("oauth.{k} must be a string")),
+        }
+    };
+    let client_id = string("clientId")?;
+    let secret = string("clientSecret")?;
+    let port = match o.get("callbackPort") {
+        None => None,
+        Some(p) => match p.as_u64().filter(|p| (1..=65535).contains(p)) {
+            Some(p) => Some(p),
+            None => return Err("oauth.callbackPort must be a port number".into()),
+        },
+    };
+    if let Some(cb) = o.get("callbackUrl") {
+        let url = cb.as_str().and_then(loopback_redirect).ok_or_else(|| {
+            "oauth.callbackUrl must be an http URI on localhost, 127.0.0.1, or [::1] without query or fragment".to_string()
+        })?;
+        if let (Some(a), Some(b)) = (url, port) {
+            if a != b {
+                return Err("oauth.callbackUrl and oauth.callbackPort name different ports".into());
+            }
+        }
+    }
+    string("scope")?;
+    match o.get("clientName") {
+        None => {}
+        Some(Value::String(s)) if !s.trim().is_empty() => {}
+        Some(_) => return Err("oauth.clientName must be a non-empty string".into()),
+    }
+    match o.get("clientRegistration").map(|r| r.as_str()) {
+        None | Some(Some("auto" | "dcr")) => {}
+        Some(Some("cimd")) => {
+            if client_id.is_some() || o.contains_key("clientName") {
+                return Err("oauth.clientRegistration \"cimd\" cannot be combined with oauth.clientId or oauth.clientName".into());
+            }
+        }
+        Some(_) => {
+            return Err("oauth.clientRegistration must be \"auto\", \"dcr\", or \"cimd\"".into());
+        }
+    }
+    if let Some(m) = o.get("authServerMetadataUrl") {
+        let ok = m.as_str().is_some_and(|u| {
+            u.starts_with("https://") || (u.starts_with("http://") && loopback_host(u))
+        });
+        if !ok {
+            return Err("oauth.authServerMetadataUrl must be an https URL, or http on localhost, 127.0.0.1, or [::1]".into());
+        }
+    }
+    let Some(client_id) = client_id else {
+        return Ok(None);
+    };
+    let client_secret = match secret {
+        Some(s) => Some(resolve_value(s, inputs).map_err(|m| format!("oauth.clientSecret: {m}"))?),
+        None => None,
+    };
+    Ok(Some(OAuthClient {
+        client_id: client_id.to_string(),
+        client_secret: client_secret.filter(|s| !s.is_empty()),
+    }))
+}
+
+/// The host of an `http://` URL is loopback (`localhost`, `127.0.0.1`, `[::1]`).
+fn loopback_host(url: &str) -> bool {
+    let rest = url.strip_prefix("http://").unwrap_or("");
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6
+            .split(']')
+            .next()
+            .map(|h| format!("[{h}]"))
+            .unwrap_or_default(),
+        None => authority
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase(),
+    };
+    matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// A loopback redirect URI without query or fragment: `Some(port)` (`None` inside when it names
+/// none); `None` when it is not one.
+fn loopback_redirect(url: &str) -> Option<Option<u64>> {
+    if !url.starts_with("http://") || !loopback_host(url) || url.contains(['?', '#']) {
+        return None;
+    }
+    let authority = url["http://".len()..].split('/').next().unwrap_or("");
+    let port = authority
+        .rsplit_once(':')
+        .and_then(|(h, p)| (!h.is_empty() && !p.contains(']')).then(|| p.parse::<u64>().ok()));
+    match port {
+        Some(None) => None,
+        Some(p) => Some(p),
+        None => Some(None),
     }
 }
 
@@ -526,6 +638,73 @@ mod tests {
         assert!(m.errors[1].contains("legacy SSE transport is not supported"));
         assert!(m.errors[2].contains("server \"e\" needs \"command\" or \"url\""));
         assert!(m.errors[3].contains("\"c_d\" conflicts with \"c-d\""));
+    }
+
+    #[test]
+    fn oauth_settings_are_checked_as_pi_and_the_registered_client_kept() {
+        let i = inputs();
+        let parse = |v: Value| oauth_client(Some(&v), &i);
+        assert_eq!(
+            parse(
+                serde_json::json!({"clientId": "c", "clientSecret": "${TOKEN}",
+                "callbackPort": 8765, "callbackUrl": "http://127.0.0.1:8765/callback",
+                "scope": "read", "clientName": "x", "clientRegistration": "dcr",
+                "authServerMetadataUrl": "https://a/.well-known/openid-configuration"})
+            ),
+            Ok(Some(OAuthClient {
+                client_id: "c".into(),
+                client_secret: Some("t0k".into())
+            }))
+        );
+        assert_eq!(
+            parse(serde_json::json!({"clientName": "Claude Code"})),
+            Ok(None)
+        );
+        assert_eq!(
+            parse(serde_json::json!({"callbackUrl": "http://[::1]/callback"})),
+            Ok(None)
+        );
+        for (bad, msg) in [
+            (serde_json::json!([]), "oauth must be an object"),
+            (
+                serde_json::json!({"clientId": 1}),
+                "oauth.clientId must be a string",
+            ),
+            (
+                serde_json::json!({"callbackPort": 0}),
+                "oauth.callbackPort must be a port number",
+            ),
+            (
+                serde_json::json!({"callbackUrl": "https://127.0.0.1/cb"}),
+                "oauth.callbackUrl must be an http URI on localhost, 127.0.0.1, or [::1] without query or fragment",
+            ),
+            (
+                serde_json::json!({"callbackUrl": "http://localhost:1/cb", "callbackPort": 2}),
+                "oauth.callbackUrl and oauth.callbackPort name different ports",
+            ),
+            (
+                serde_json::json!({"clientName": " "}),
+                "oauth.clientName must be a non-empty string",
+            ),
+            (
+                serde_json::json!({"clientRegistration": "cimd", "clientId": "c"}),
+                "oauth.clientRegistration \"cimd\" cannot be combined with oauth.clientId or oauth.clientName",
+            ),
+            (
+                serde_json::json!({"clientRegistration": "x"}),
+                "oauth.clientRegistration must be \"auto\", \"dcr\", or \"cimd\"",
+            ),
+            (
+                serde_json::json!({"authServerMetadataUrl": "http://a/x"}),
+                "oauth.authServerMetadataUrl must be an https URL, or http on localhost, 127.0.0.1, or [::1]",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "clientSecret": "${NOPE}"}),
+                "oauth.clientSecret: environment variable NOPE is not set",
+            ),
+        ] {
+            assert_eq!(parse(bad.clone()), Err(msg.to_string()), "{bad}");
+        }
     }
 
     #[test]
