@@ -17,8 +17,11 @@ run: build
 
 # The interop tests (pi's own RpcClient driving pith; real MCP servers) run too when `make interop`
 # has installed what they need; otherwise they say that they are skipped.
+# Most integration tests wait on the binary they drive (slow fake streams, timeouts, child
+# processes), not on the CPU: four at a time per test binary finish sooner on two cores than two.
+TEST_THREADS ?= 4
 test:
-	$(CARGO) test --all-targets
+	RUST_TEST_THREADS=$${RUST_TEST_THREADS:-$(TEST_THREADS)} $(CARGO) test --all-targets
 	PITH_BIN=$(TARGET_DIR)/debug/pith tests/interop/run.sh pith
 	@test -x $(MCP_INTEROP)/npm/node_modules/.bin/mcp-server-everything -a -x $(MCP_INTEROP)/venv/bin/mcp-server-time \
 		|| echo "make test: tests/mcp_interop.rs SKIPPED its real MCP servers (not installed; run 'make interop')"
