@@ -405,3 +405,52 @@ fn provider_without_model_is_an_error_under_16_only() {
     assert_eq!(state["success"], true);
     assert_eq!(state["data"]["model"]["provider"], "fake");
 }
+
+/// pi 1.6.0 coerces arguments with pi-schema's rules before checking them: `"TRUE"` for a
+/// number is 1 (TypeBox's conversion; checked against pi-schema 1.6.0's `coerce()`), which pi
+/// 0.87.1 refuses.
+#[test]
+fn arguments_are_coerced_as_pi_schema_coerces_them_under_16() {
+    let replies = || {
+        vec![
+            reply(
+                1,
+                &[
+                    tool_call(
+                        "e",
+                        "edit",
+                        &[r#"{"path":"a.txt","edits":{"oldText":"beta","newText":"gamma"}}"#],
+                    ),
+                    tool_call("r", "read", &[r#"{"path":"a.txt","limit":"TRUE"}"#]),
+                ],
+            ),
+            reply(2, &[text(&["done"])]),
+        ]
+    };
+    let (world, _llm, mut p) = start("1.6", replies(), &[]);
+    std::fs::write(world.cwd().join("a.txt"), "alpha\nbeta\n").expect("write");
+    let f = run(&mut p, "coerce");
+    assert_eq!(tool_end(&f, "e")["isError"], false, "{}", tool_end(&f, "e"));
+    assert_eq!(
+        std::fs::read_to_string(world.cwd().join("a.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
+    let r = tool_end(&f, "r");
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "alpha\n\n[2 more lines in file. Use offset=2 to continue.]"
+    );
+
+    let (world, _llm, mut p) = start("0.87", replies(), &[]);
+    std::fs::write(world.cwd().join("a.txt"), "alpha\nbeta\n").expect("write");
+    let f = run(&mut p, "coerce");
+    // (edit's own prepareArguments wraps a single edit in every version.)
+    assert_eq!(tool_end(&f, "e")["isError"], false);
+    let r = tool_end(&f, "r");
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "Validation failed for tool \"read\":\n  - limit: must be number\n\nReceived arguments:\n{\n  \"path\": \"a.txt\",\n  \"limit\": \"TRUE\"\n}"
+    );
+}

@@ -86,6 +86,7 @@ pub mod grep;
 pub mod ls;
 pub mod ordered_walk;
 pub mod paths;
+pub mod pi_coerce;
 pub mod pi_schema;
 pub mod process;
 pub mod read;

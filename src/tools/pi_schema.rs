@@ -62,7 +62,7 @@ fn pointer(path: &str, key: &str) -> String {
 const PATTERN_CACHE: usize = 16;
 
 /// Whether `s` matches the regex `pattern` (`None`: the pattern does not compile).
-fn is_match(pattern: &str, s: &str) -> Option<bool> {
+pub(crate) fn is_match(pattern: &str, s: &str) -> Option<bool> {
     use std::cell::RefCell;
     thread_local! {
         static CACHE: RefCell<Vec<(String, Option<regex::Regex>)>> = const { RefCell::new(Vec::new()) };

@@ -29,6 +29,11 @@ pub fn validate_args_as(
     if dialect != ValidationDialect::Ajv {
         normalize_optional_nulls(&mut value, schema, 0);
     }
+    if dialect == ValidationDialect::PiSchema {
+        // pi-schema's conversion and primitive coercion (the check's own coercion then finds
+        // nothing left to do).
+        value = super::pi_coerce::coerce(schema, value);
+    }
     let mut errors = Vec::new();
     let mut ctx = Ctx {
         errors: &mut errors,
