@@ -47,7 +47,7 @@ fn convert(node: &Value, value: Value, depth: usize) -> Value {
         return convert_literal(literal, value);
     }
     if let Some(Value::Array(members)) = n.get("enum") {
-        if members.iter().any(|m| *m == value) {
+        if members.contains(&value) {
             return value;
         }
         for m in members {
@@ -271,11 +271,16 @@ fn big_int_of_string(s: &str) -> Option<f64> {
 fn try_boolean(v: &Value) -> Option<bool> {
     match v {
         Value::Bool(b) => Some(*b),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f == 0.0 => Some(false),
-            Some(f) if f == 1.0 => Some(true),
-            _ => None,
-        },
+        Value::Number(n) => {
+            let f = n.as_f64();
+            if f == Some(0.0) {
+                Some(false)
+            } else if f == Some(1.0) {
+                Some(true)
+            } else {
+                None
+            }
+        }
         Value::Null => Some(false),
         Value::String(s) => {
             let l = s.to_ascii_lowercase();
