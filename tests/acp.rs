@@ -1,0 +1,483 @@
+//! `pith --mode acp` driven over pipes by a small JSON-RPC client of the project's own, on the
+//! offline faux provider: exact frames for initialize, session/new, prompts with streamed
+//! thinking, text and tool calls, edit/write diffs, permissions and modes, cancel (mid-stream and
+//! mid-tool), two sessions at once, session/load and slash commands (docs/acp.md).
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use serde_json::{Value, json};
+
+use support::World;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+struct Acp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next: u64,
+}
+
+impl Acp {
+    fn start(world: &World, script: &str, extra: &[&str]) -> Acp {
+        let path = world.tmp().join("faux.jsonl");
+        std::fs::write(&path, script).expect("write faux script");
+        let path = path.to_string_lossy().to_string();
+        let mut args = vec!["--mode", "acp", "--model", "faux", "--faux-script", &path];
+        args.extend_from_slice(extra);
+        let mut child = world
+            .command(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn pith");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Acp {
+            child,
+            stdin,
+            lines: rx,
+            next: 0,
+        }
+    }
+
+    fn send(&mut self, v: Value) {
+        let mut line = serde_json::to_vec(&v).expect("json");
+        line.push(b'\n');
+        let stdin = self.stdin.as_mut().expect("stdin");
+        stdin.write_all(&line).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Send a request; returns its id.
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn try_recv(&mut self) -> Option<Value> {
+        let line = self.lines.recv_timeout(TIMEOUT).ok()?;
+        let v: Value = serde_json::from_str(&line).expect("stdout line is JSON");
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        Some(v)
+    }
+
+    fn recv(&mut self) -> Value {
+        self.try_recv().expect("a message from pith within 10 s")
+    }
+
+    /// Messages until (and including) the first that satisfies `pred`.
+    fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let Some(v) = self.try_recv() else {
+                panic!("no message within 10 s; so far: {out:#?}");
+            };
+            let done = pred(&v);
+            out.push(v);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    /// Messages until the answer of request `id`: (what came before, the answer).
+    fn answer(&mut self, id: u64) -> (Vec<Value>, Value) {
+        let mut all = self.until(|v| v["id"] == id && v.get("method").is_none());
+        let last = all.pop().expect("answer");
+        (all, last)
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {
+        let id = self.request(method, params);
+        self.answer(id)
+    }
+
+    fn init(&mut self) -> Value {
+        self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .1
+    }
+
+    /// `session/new` in the world's cwd: the session id, and the answer.
+    fn new_session(&mut self, cwd: &std::path::Path) -> (String, Value) {
+        let (_, a) = self.call(
+            "session/new",
+            json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
+        );
+        let sid = a["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("session/new answered {a}"))
+            .to_string();
+        // The slash commands follow the answer.
+        let cmds = self.recv();
+        assert_eq!(
+            cmds["params"]["update"]["sessionUpdate"], "available_commands_update",
+            "{cmds}"
+        );
+        (sid, a)
+    }
+
+    fn finish(mut self) -> std::process::ExitStatus {
+        self.stdin.take();
+        support::wait_timeout(&mut self.child, TIMEOUT)
+    }
+}
+
+/// The `update`s of the `session/update` notifications in `msgs` (other messages kept whole).
+fn updates(msgs: &[Value]) -> Vec<Value> {
+    msgs.iter()
+        .map(|m| {
+            if m["method"] == "session/update" {
+                m["params"]["update"].clone()
+            } else {
+                m.clone()
+            }
+        })
+        .collect()
+}
+
+fn text(kind: &str, t: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": t}})
+}
+
+/// `usage_update`'s `used` depends on the prompt's size (the temp dir's path): any number.
+fn normalise_usage(mut us: Vec<Value>) -> Vec<Value> {
+    for u in &mut us {
+        if u["sessionUpdate"] == "usage_update" {
+            assert!(u["used"].as_u64().is_some_and(|n| n > 0), "{u}");
+            u["used"] = json!("N");
+        }
+    }
+    us
+}
+
+#[test]
+fn initialize_new_session_and_a_prompt_with_thinking_text_edit_and_write_diffs() {
+    let world = World::new();
+    let cwd = world.cwd();
+    std::fs::write(cwd.join("a.txt"), "hello world\nbye\n").unwrap();
+    let script = [
+        r#"{"thinking": "Plan.", "text": "Editing.", "toolCalls": [{"name": "edit", "arguments": {"path": "a.txt", "edits": [{"oldText": "bye", "newText": "ciao"}]}}]}"#,
+        r#"{"toolCalls": [{"name": "write", "arguments": {"path": "new.txt", "content": "fresh\n"}}]}"#,
+        r#"{"text": "Done."}"#,
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &[]);
+    assert_eq!(
+        acp.init(),
+        json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": true,
+                "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
+                "mcpCapabilities": {"http": true, "sse": false},
+                "sessionCapabilities": {"list": {}},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": "pith", "title": "pith", "version": env!("CARGO_PKG_VERSION")},
+        }})
+    );
+    assert_eq!(
+        acp.call("authenticate", json!({"methodId": "none"})).1["result"],
+        json!({})
+    );
+    let (sid, answer) = acp.new_session(&cwd);
+    let modes = json!([
+        {"id": "default", "name": "Ask before changes", "description": "Reads run; edits, writes, bash and other tools ask first"},
+        {"id": "acceptEdits", "name": "Accept edits", "description": "Reads, edits and writes run; bash and other tools ask first"},
+        {"id": "fullAccess", "name": "Full access", "description": "Every tool runs without asking (pi's behaviour)"},
+        {"id": "readOnly", "name": "Read only", "description": "Reads run; edits, writes, bash and other tools are refused"},
+    ]);
+    assert_eq!(
+        answer["result"],
+        json!({
+            "sessionId": sid,
+            "modes": {"currentModeId": "default", "availableModes": modes},
+            "configOptions": [
+                {"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": "default",
+                 "options": [{"value": "default", "name": "Ask before changes"}, {"value": "acceptEdits", "name": "Accept edits"},
+                             {"value": "fullAccess", "name": "Full access"}, {"value": "readOnly", "name": "Read only"}]},
+                {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "faux/faux",
+                 "options": [{"value": "faux/faux", "name": "Faux (offline)"}]},
+            ],
+        })
+    );
+    // Accept edits: the edit and the write run without asking.
+    let (before, a) = acp.call(
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "acceptEdits"}),
+    );
+    assert!(before.is_empty());
+    assert_eq!(a["result"], json!({}));
+    let m = acp.recv();
+    assert_eq!(
+        m,
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid,
+            "update": {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}}})
+    );
+
+    let (msgs, a) = acp.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "fix it"}]}),
+    );
+    assert_eq!(a["result"], json!({"stopReason": "end_turn"}));
+    assert!(
+        msgs.iter()
+            .all(|m| m["params"]["sessionId"] == sid.as_str())
+    );
+    let a_txt = cwd.join("a.txt").to_string_lossy().to_string();
+    let new_txt = cwd.join("new.txt").to_string_lossy().to_string();
+    assert_eq!(
+        normalise_usage(updates(&msgs)),
+        vec![
+            text("agent_thought_chunk", "Plan."),
+            text("agent_message_chunk", "Editing."),
+            json!({"sessionUpdate": "tool_call", "toolCallId": "faux_1_0", "title": format!("Edit {a_txt}"),
+                "kind": "edit", "status": "in_progress", "locations": [{"path": a_txt}],
+                "rawInput": {"path": "a.txt", "edits": [{"oldText": "bye", "newText": "ciao"}]}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_1_0", "status": "completed",
+                "content": [{"type": "diff", "path": a_txt, "oldText": "hello world\nbye\n", "newText": "hello world\nciao\n"}],
+                "locations": [{"path": a_txt, "line": 2}]}),
+            json!({"sessionUpdate": "tool_call", "toolCallId": "faux_3_0", "title": format!("Write {new_txt}"),
+                "kind": "edit", "status": "in_progress", "locations": [{"path": new_txt}],
+                "rawInput": {"path": "new.txt", "content": "fresh\n"}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_3_0", "status": "completed",
+                "content": [{"type": "diff", "path": new_txt, "oldText": null, "newText": "fresh\n"}],
+                "locations": [{"path": new_txt, "line": 1}]}),
+            text("agent_message_chunk", "Done."),
+            json!({"sessionUpdate": "usage_update", "used": "N", "size": 200000,
+                "cost": {"amount": 0.0, "currency": "USD"}}),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "hello world\nciao\n"
+    );
+    // An unknown method is JSON-RPC's error; a prompt for an unknown session too.
+    assert_eq!(
+        acp.call("session/nope", json!({})).1,
+        json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32601, "message": "Method not found: session/nope"}})
+    );
+    assert_eq!(
+        acp.call("session/prompt", json!({"sessionId": "x", "prompt": []}))
+            .1["error"],
+        json!({"code": -32002, "message": "Session not found"})
+    );
+    assert!(acp.finish().success());
+}
+
+/// Answer pith's `session/request_permission` request `m` with `option`.
+fn choose(acp: &mut Acp, m: &Value, option: &str) {
+    assert_eq!(m["method"], "session/request_permission", "{m}");
+    acp.send(json!({"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+}
+
+/// The statuses a call went through (repeats folded: bash's output updates are `in_progress`).
+fn status_of(us: &[Value], call: &str) -> Vec<String> {
+    let mut out: Vec<String> = us
+        .iter()
+        .filter(|u| u["toolCallId"] == call)
+        .filter_map(|u| u["status"].as_str().map(str::to_string))
+        .collect();
+    out.dedup();
+    out
+}
+
+#[test]
+fn permissions_allow_reject_always_and_the_read_only_mode() {
+    let world = World::new();
+    let cwd = world.cwd();
+    std::fs::write(cwd.join("a.txt"), "a\n").unwrap();
+    let script = [
+        r#"{"toolCalls": [{"name": "edit", "arguments": {"path": "a.txt", "edits": [{"oldText": "a", "newText": "b"}]}}]}"#,
+        r#"{"toolCalls": [{"name": "bash", "arguments": {"command": "echo one"}}]}"#,
+        r#"{"toolCalls": [{"name": "bash", "arguments": {"command": "echo two"}}]}"#,
+        r#"{"text": "ok"}"#,
+        r#"{"toolCalls": [{"name": "write", "arguments": {"path": "w.txt", "content": "x"}}, {"name": "read", "arguments": {"path": "a.txt"}}]}"#,
+        r#"{"text": "done"}"#,
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &[]);
+    acp.init();
+    let (sid, _) = acp.new_session(&cwd);
+    let a_txt = cwd.join("a.txt").to_string_lossy().to_string();
+    let prompt = acp.request(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    // The edit asks (mode "default"): rejected once.
+    let msgs = acp.until(|m| m["method"] == "session/request_permission");
+    let ask = msgs.last().unwrap().clone();
+    assert_eq!(
+        ask,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {
+            "sessionId": sid,
+            "toolCall": {"toolCallId": "faux_1_0", "title": format!("Edit {a_txt}"), "kind": "edit",
+                "locations": [{"path": a_txt}], "status": "pending",
+                "rawInput": {"path": "a.txt", "edits": [{"oldText": "a", "newText": "b"}]}},
+            "options": [
+                {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+                {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+            ],
+        }})
+    );
+    choose(&mut acp, &ask, "reject_once");
+    // The first bash asks: allowed always; the second runs without asking.
+    let msgs = acp.until(|m| m["method"] == "session/request_permission");
+    let us = updates(&msgs);
+    assert_eq!(
+        us.iter()
+            .find(|u| u["toolCallId"] == "faux_1_0" && u["status"] == "failed"),
+        Some(
+            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_1_0", "status": "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": "Tool call denied: the user declined to run edit."}}]})
+        )
+    );
+    let ask = msgs.last().unwrap().clone();
+    assert_eq!(ask["params"]["toolCall"]["title"], "echo one");
+    assert_eq!(ask["params"]["toolCall"]["kind"], "execute");
+    choose(&mut acp, &ask, "allow_always");
+    let (msgs, a) = acp.answer(prompt);
+    assert_eq!(a["result"], json!({"stopReason": "end_turn"}));
+    assert!(
+        msgs.iter().all(|m| m["method"] == "session/update"),
+        "no second ask: {msgs:#?}"
+    );
+    let us = updates(&msgs);
+    assert_eq!(status_of(&us, "faux_3_0"), ["in_progress", "completed"]);
+    assert_eq!(status_of(&us, "faux_5_0"), ["in_progress", "completed"]);
+    let done = us
+        .iter()
+        .find(|u| u["toolCallId"] == "faux_5_0" && u["status"] == "completed")
+        .unwrap();
+    assert_eq!(
+        done["content"],
+        json!([{"type": "content", "content": {"type": "text", "text": "two\n"}}])
+    );
+    assert_eq!(std::fs::read_to_string(cwd.join("a.txt")).unwrap(), "a\n");
+
+    // Read only: the write is refused without asking, the read runs.
+    acp.call(
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "readOnly"}),
+    );
+    acp.recv(); // current_mode_update
+    let (msgs, a) = acp.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "again"}]}),
+    );
+    assert_eq!(a["result"], json!({"stopReason": "end_turn"}));
+    assert!(msgs.iter().all(|m| m["method"] == "session/update"));
+    let us = updates(&msgs);
+    assert_eq!(status_of(&us, "faux_9_0"), ["in_progress", "failed"]);
+    assert_eq!(status_of(&us, "faux_9_1"), ["in_progress", "completed"]);
+    assert!(!cwd.join("w.txt").exists());
+    assert!(acp.finish().success());
+}
+
+#[test]
+fn cancel_mid_stream_and_mid_tool_touches_only_its_own_session() {
+    let world = World::new();
+    let cwd = world.cwd();
+    let slow = "x".repeat(8 * 20);
+    let script = [
+        format!(r#"{{"text": "{slow}", "delayMs": 40}}"#),
+        r#"{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 5; echo late"}}]}"#
+            .to_string(),
+        r#"{"text": "never"}"#.to_string(),
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &[]);
+    acp.init();
+    let (a, _) = acp.new_session(&cwd);
+    let (b, _) = acp.new_session(&cwd);
+    assert_ne!(a, b);
+    let pa = acp.request(
+        "session/prompt",
+        json!({"sessionId": a, "prompt": [{"type": "text", "text": "slow"}]}),
+    );
+    let pb = acp.request(
+        "session/prompt",
+        json!({"sessionId": b, "prompt": [{"type": "text", "text": "slow too"}]}),
+    );
+    // Both stream; A is cancelled after its first chunk.
+    let mut msgs = acp.until(|m| {
+        m["params"]["sessionId"] == a.as_str()
+            && m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    });
+    acp.notify("session/cancel", json!({"sessionId": a}));
+    let answers = HashMapLite::default();
+    msgs.extend(acp.until(|m| {
+        if m["id"] == pa || m["id"] == pb {
+            answers.0.borrow_mut().push(m.clone());
+        }
+        answers.0.borrow().len() == 2
+    }));
+    let got = answers.0.borrow().clone();
+    assert!(
+        got.contains(&json!({"jsonrpc": "2.0", "id": pa, "result": {"stopReason": "cancelled"}}))
+    );
+    assert!(
+        got.contains(&json!({"jsonrpc": "2.0", "id": pb, "result": {"stopReason": "end_turn"}}))
+    );
+    // B streamed its whole answer; A stopped early.
+    let chunks = |sid: &str| -> String {
+        msgs.iter()
+            .filter(|m| {
+                m["params"]["sessionId"] == sid
+                    && m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            })
+            .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+            .collect()
+    };
+    assert_eq!(chunks(&b), slow);
+    assert!(chunks(&a).len() < slow.len());
+
+    // Mid-tool: A's bash is killed by the cancel.
+    acp.call(
+        "session/set_mode",
+        json!({"sessionId": a, "modeId": "fullAccess"}),
+    );
+    acp.recv();
+    let pa = acp.request(
+        "session/prompt",
+        json!({"sessionId": a, "prompt": [{"type": "text", "text": "run"}]}),
+    );
+    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    let started = std::time::Instant::now();
+    acp.notify("session/cancel", json!({"sessionId": a}));
+    let (msgs, answer) = acp.answer(pa);
+    assert_eq!(answer["result"], json!({"stopReason": "cancelled"}));
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(status_of(&updates(&msgs), "faux_3_0"), ["failed"]);
+    assert!(acp.finish().success());
+}
+
+/// Answers collected inside a `Fn` predicate.
+#[derive(Default)]
+struct HashMapLite(std::cell::RefCell<Vec<Value>>);
