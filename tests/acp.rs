@@ -481,3 +481,161 @@ fn cancel_mid_stream_and_mid_tool_touches_only_its_own_session() {
 /// Answers collected inside a `Fn` predicate.
 #[derive(Default)]
 struct HashMapLite(std::cell::RefCell<Vec<Value>>);
+
+#[test]
+fn load_replays_a_pi_session_with_its_compaction_and_a_pith_session_it_wrote() {
+    let world = World::new();
+    let cwd = world.cwd();
+    let cwd_s = cwd.to_string_lossy().to_string();
+    // A session in pi's format (version 3), with a compaction, in pi's session directory.
+    let dir = pith::session::store::default_session_dir(&world.agent_dir(), &cwd_s);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/acp/pi-session.jsonl"
+    ))
+    .unwrap()
+    .replace("{CWD}", &cwd_s);
+    std::fs::write(dir.join("2026-11-20T10-00-00-000Z_pi.jsonl"), fixture).unwrap();
+    let mut acp = Acp::start(&world, r#"{"text": "hi there"}"#, &[]);
+    acp.init();
+    let (msgs, a) = acp.call(
+        "session/load",
+        json!({"sessionId": "0199aaaa-0000-7000-8000-000000000001", "cwd": cwd_s, "mcpServers": []}),
+    );
+    assert!(a["result"]["modes"].is_object(), "{a}");
+    let a_txt = cwd.join("a.txt").to_string_lossy().to_string();
+    assert_eq!(
+        updates(&msgs),
+        vec![
+            text("user_message_chunk", "first question"),
+            text("agent_message_chunk", "first answer"),
+            text("user_message_chunk", "read a.txt"),
+            text(
+                "agent_message_chunk",
+                "[Compaction summary]\n\nThe user asked a first question and got a first answer."
+            ),
+            text("agent_thought_chunk", "Look at it."),
+            json!({"sessionUpdate": "tool_call", "title": format!("Read {a_txt}"), "kind": "read",
+                "locations": [{"path": a_txt}], "toolCallId": "toolu_1", "status": "pending",
+                "rawInput": {"path": "a.txt"}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "toolu_1", "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "a"}}]}),
+            text("agent_message_chunk", "It says a."),
+        ]
+    );
+    acp.recv(); // available_commands_update
+    // An unknown id is not found; loading an open session is refused.
+    assert_eq!(
+        acp.call(
+            "session/load",
+            json!({"sessionId": "nope", "cwd": cwd_s, "mcpServers": []})
+        )
+        .1["error"],
+        json!({"code": -32002, "message": "Session not found: nope"})
+    );
+
+    // A session pith writes in ACP mode loads again, after the process is gone.
+    let (sid, _) = acp.new_session(&cwd);
+    let (_, a) = acp.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}),
+    );
+    assert_eq!(a["result"], json!({"stopReason": "end_turn"}));
+    // session/list has both, the newest first.
+    let (_, l) = acp.call("session/list", json!({"cwd": cwd_s}));
+    let ids: Vec<&str> = l["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["sessionId"].as_str())
+        .collect();
+    assert_eq!(ids, [sid.as_str(), "0199aaaa-0000-7000-8000-000000000001"]);
+    assert!(acp.finish().success());
+
+    let mut acp = Acp::start(&world, r#"{"text": "hi there"}"#, &[]);
+    acp.init();
+    let (msgs, _) = acp.call(
+        "session/load",
+        json!({"sessionId": sid, "cwd": cwd_s, "mcpServers": []}),
+    );
+    assert_eq!(
+        updates(&msgs),
+        vec![
+            text("user_message_chunk", "hello"),
+            text("agent_message_chunk", "hi there"),
+        ]
+    );
+    assert!(acp.finish().success());
+}
+
+#[test]
+fn slash_commands_model_changes_and_run_limits() {
+    let world = World::new();
+    let cwd = world.cwd();
+    world.fake_models(9);
+    std::fs::create_dir_all(world.agent_dir().join("prompts")).unwrap();
+    std::fs::write(
+        world.agent_dir().join("prompts/review.md"),
+        "---\ndescription: Review the code\n---\nReview $1 carefully.",
+    )
+    .unwrap();
+    let script = [
+        r#"{"toolCalls": [{"name": "ls", "arguments": {}}]}"#,
+        r#"{"text": "never"}"#,
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &["--max-turns", "1"]);
+    acp.init();
+    let (_, answer) = acp.call(
+        "session/new",
+        json!({"cwd": cwd.to_string_lossy(), "mcpServers": []}),
+    );
+    let sid = answer["result"]["sessionId"].as_str().unwrap().to_string();
+    let models = &answer["result"]["configOptions"][1];
+    assert_eq!(models["currentValue"], "faux/faux");
+    let values: Vec<&str> = models["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["value"].as_str())
+        .collect();
+    assert!(values.contains(&"fake/fake-model-2"), "{values:?}");
+    let cmds = acp.recv();
+    assert_eq!(
+        cmds["params"]["update"],
+        json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "review", "description": "Review the code", "input": {"hint": "arguments"}},
+        ]})
+    );
+    // The template expands; the run stops at its limit of one LLM request.
+    let (msgs, a) = acp.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "/review main.rs"}]}),
+    );
+    assert_eq!(a["result"], json!({"stopReason": "max_turn_requests"}));
+    assert!(
+        msgs.iter()
+            .all(|m| m["params"]["update"]["content"]["text"] != "never")
+    );
+    // A model change: answered with the options as they are now.
+    let (_, a) = acp.call(
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "model", "value": "fake/fake-model-2"}),
+    );
+    assert_eq!(
+        a["result"]["configOptions"][1]["currentValue"],
+        "fake/fake-model-2"
+    );
+    let (_, a) = acp.call(
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "model", "value": "fake/nope"}),
+    );
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    let (_, a) = acp.call(
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "mode", "value": "readOnly"}),
+    );
+    assert_eq!(a["result"]["configOptions"][0]["currentValue"], "readOnly");
+    assert!(acp.finish().success());
+}
