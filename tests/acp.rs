@@ -639,3 +639,110 @@ fn slash_commands_model_changes_and_run_limits() {
     assert_eq!(a["result"]["configOptions"][0]["currentValue"], "readOnly");
     assert!(acp.finish().success());
 }
+
+#[test]
+fn client_fs_and_terminal_carry_the_file_tools_and_bash_when_offered() {
+    let world = World::new();
+    let cwd = world.cwd();
+    std::fs::write(cwd.join("a.txt"), "on disk\n").unwrap();
+    let script = [
+        r#"{"toolCalls": [{"name": "read", "arguments": {"path": "a.txt"}}]}"#,
+        r#"{"toolCalls": [{"name": "edit", "arguments": {"path": "a.txt", "edits": [{"oldText": "one", "newText": "two"}]}}]}"#,
+        r#"{"toolCalls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}"#,
+        r#"{"text": "done"}"#,
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &[]);
+    acp.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {
+            "fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}),
+    );
+    let (sid, _) = acp.new_session(&cwd);
+    acp.call(
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "fullAccess"}),
+    );
+    acp.recv();
+    let a_txt = cwd.join("a.txt").to_string_lossy().to_string();
+    // The editor's unsaved buffer.
+    let mut buffer = "buffer one\n".to_string();
+    let prompt = acp.request(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    let mut asked = Vec::new();
+    let mut us = Vec::new();
+    loop {
+        let m = acp.recv();
+        if m["id"] == prompt && m.get("method").is_none() {
+            assert_eq!(m["result"], json!({"stopReason": "end_turn"}));
+            break;
+        }
+        let Some(method) = m["method"].as_str() else {
+            panic!("{m}")
+        };
+        if method == "session/update" {
+            us.push(m["params"]["update"].clone());
+            continue;
+        }
+        let mut p = m["params"].clone();
+        assert_eq!(p["sessionId"], sid.as_str());
+        p.as_object_mut().unwrap().remove("sessionId");
+        asked.push(json!({"method": method, "params": p}));
+        let result = match method {
+            "fs/read_text_file" => json!({"content": buffer}),
+            "fs/write_text_file" => {
+                buffer = p["content"].as_str().unwrap().to_string();
+                json!({})
+            }
+            "terminal/create" => json!({"terminalId": "term-1"}),
+            "terminal/wait_for_exit" => json!({"exitCode": 0, "signal": null}),
+            "terminal/output" => json!({"output": "hi\n", "truncated": false}),
+            "terminal/release" => json!({}),
+            other => panic!("unexpected request {other}"),
+        };
+        acp.send(json!({"jsonrpc": "2.0", "id": m["id"], "result": result}));
+    }
+    assert_eq!(
+        asked,
+        vec![
+            json!({"method": "fs/read_text_file", "params": {"path": a_txt}}),
+            json!({"method": "fs/read_text_file", "params": {"path": a_txt}}),
+            json!({"method": "fs/write_text_file", "params": {"path": a_txt, "content": "buffer two\n"}}),
+            json!({"method": "terminal/create", "params": {"command": "bash", "args": ["-c", "echo hi"],
+                "cwd": cwd.to_string_lossy(), "outputByteLimit": 1048576}}),
+            json!({"method": "terminal/wait_for_exit", "params": {"terminalId": "term-1"}}),
+            json!({"method": "terminal/output", "params": {"terminalId": "term-1"}}),
+            json!({"method": "terminal/release", "params": {"terminalId": "term-1"}}),
+        ]
+    );
+    // What the model read was the buffer; the file on disk is the editor's to save.
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "on disk\n"
+    );
+    assert_eq!(buffer, "buffer two\n");
+    let ends: Vec<&Value> = us
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+        .collect();
+    assert_eq!(
+        ends[0]["content"],
+        json!([{"type": "content", "content": {"type": "text", "text": "buffer one\n"}}])
+    );
+    assert_eq!(
+        ends[1]["content"],
+        json!([{"type": "diff", "path": a_txt, "oldText": "buffer one\n", "newText": "buffer two\n"}])
+    );
+    assert_eq!(
+        ends[2]["content"],
+        json!([{"type": "terminal", "terminalId": "term-1"},
+            {"type": "content", "content": {"type": "text", "text": "hi\n"}}])
+    );
+    assert!(us.contains(
+        &json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_5_0",
+        "status": "in_progress", "content": [{"type": "terminal", "terminalId": "term-1"}]})
+    ));
+    assert!(acp.finish().success());
+}

@@ -17,14 +17,11 @@ pub struct DiffTool {
 }
 
 /// The built-in `write` and `edit` wrapped; every other tool as it is.
-pub fn wrap(tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
-    tools
-        .into_iter()
-        .map(|t| match t.name() {
-            "write" | "edit" => Arc::new(DiffTool { inner: t }) as Arc<dyn Tool>,
-            _ => t,
-        })
-        .collect()
+pub fn wrap(t: Arc<dyn Tool>) -> Arc<dyn Tool> {
+    match t.name() {
+        "write" | "edit" => Arc::new(DiffTool { inner: t }),
+        _ => t,
+    }
 }
 
 fn read_small(path: &std::path::Path) -> Option<String> {

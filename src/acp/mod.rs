@@ -11,6 +11,7 @@
 //! another's commands, so a `session/cancel` only ever aborts its own run. The front end never
 //! blocks on a session: a full input queue is an error answer, and frames are taken as they come.
 
+pub mod client;
 pub mod difftool;
 pub mod map;
 pub mod session;
@@ -61,14 +62,6 @@ pub fn run(opts: Options) -> i32 {
     cli::EXIT_OK
 }
 
-/// What the client said it can do (`initialize`'s `clientCapabilities`).
-#[derive(Clone, Copy, Debug, Default)]
-struct ClientCaps {
-    read_text_file: bool,
-    write_text_file: bool,
-    terminal: bool,
-}
-
 /// An open `session/new` or `session/load` waiting for its session to start.
 enum Opening {
     New(Value),
@@ -93,6 +86,8 @@ struct Call {
     args: Value,
     /// `details.acpDiff` of a write or edit (the file before and after).
     diff: Option<Value>,
+    /// The client's terminal a `bash` ran in.
+    terminal: Option<Value>,
 }
 
 /// A `permission_request` waiting for its `confirm` dialog.
@@ -111,6 +106,8 @@ enum Outgoing {
         dialog: String,
         tool: Option<String>,
     },
+    /// A tool's request (`fs/*`, `terminal/*`): the answer goes back to its thread.
+    Call(Sender<Result<Value, String>>),
 }
 
 struct Sess {
@@ -145,7 +142,9 @@ struct Sess {
 pub struct Front {
     opts: Options,
     out: Sender<Vec<u8>>,
-    caps: ClientCaps,
+    offered: client::Offered,
+    calls_tx: Sender<client::ClientCall>,
+    calls_rx: Receiver<client::ClientCall>,
     sessions: Vec<Sess>,
     next_key: u64,
     next_request: u64,
@@ -162,10 +161,13 @@ fn s_param<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
 impl Front {
     pub fn new(opts: Options, out: Sender<Vec<u8>>) -> Front {
         let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
+        let (calls_tx, calls_rx) = crossbeam_channel::unbounded();
         Front {
             opts,
             out,
-            caps: ClientCaps::default(),
+            offered: client::Offered::default(),
+            calls_tx,
+            calls_rx,
             sessions: Vec::new(),
             next_key: 1,
             next_request: 0,
@@ -185,6 +187,7 @@ impl Front {
                 Input(Input),
                 Control,
                 Ready(Ready),
+                Call(client::ClientCall),
                 Frame(u64, Option<Vec<u8>>),
             }
             let got = {
@@ -192,6 +195,7 @@ impl Front {
                 let i_input = (!self.input_closed).then(|| sel.recv(input));
                 let i_control = sel.recv(control);
                 let i_ready = sel.recv(&self.ready_rx);
+                let i_calls = sel.recv(&self.calls_rx);
                 let frames: Vec<(usize, u64)> = self
                     .sessions
                     .iter()
@@ -204,6 +208,11 @@ impl Front {
                 } else if i == i_control {
                     let _ = op.recv(control);
                     Got::Control
+                } else if i == i_calls {
+                    match op.recv(&self.calls_rx) {
+                        Ok(c) => Got::Call(c),
+                        Err(_) => continue,
+                    }
                 } else if i == i_ready {
                     match op.recv(&self.ready_rx) {
                         Ok(r) => Got::Ready(r),
@@ -236,6 +245,7 @@ impl Front {
                     self.input_closed = true;
                 }
                 Got::Ready(r) => self.on_ready(r),
+                Got::Call(c) => self.request(c.method, c.params, Outgoing::Call(c.reply)),
                 Got::Frame(key, Some(line)) => {
                     if let Ok(v) = serde_json::from_slice::<Value>(&line) {
                         self.on_frame(key, v);
@@ -379,16 +389,11 @@ impl Front {
             }
             v.and_then(Value::as_bool).unwrap_or(false)
         };
-        self.caps = ClientCaps {
-            read_text_file: flag(&["fs", "readTextFile"]),
-            write_text_file: flag(&["fs", "writeTextFile"]),
+        self.offered = client::Offered {
+            read: flag(&["fs", "readTextFile"]),
+            write: flag(&["fs", "writeTextFile"]),
             terminal: flag(&["terminal"]),
         };
-        let _ = (
-            self.caps.read_text_file,
-            self.caps.write_text_file,
-            self.caps.terminal,
-        );
         self.respond(
             id,
             json!({
@@ -465,6 +470,8 @@ impl Front {
             cwd: cwd.clone(),
             load: file,
             mcp,
+            offered: self.offered,
+            calls: self.calls_tx.clone(),
         };
         let handle = match session::spawn(spec, self.ready_tx.clone()) {
             Ok(h) => h,
@@ -710,6 +717,18 @@ impl Front {
                 }
                 self.answer_dialog(key, &dialog, allow);
             }
+            Outgoing::Call(reply) => {
+                let r = match (result, error) {
+                    (_, Some(e)) => Err(e
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("the client failed")
+                        .to_string()),
+                    (Some(r), None) => Ok(r.clone()),
+                    (None, None) => Ok(Value::Null),
+                };
+                let _ = reply.send(r);
+            }
         }
     }
 
@@ -760,6 +779,7 @@ impl Front {
                         tool,
                         args,
                         diff: None,
+                        terminal: None,
                     },
                 );
                 self.update(&sid, u);
@@ -771,6 +791,17 @@ impl Front {
                     if let Some(c) = self.sessions[i].calls.get_mut(call_id) {
                         c.diff = Some(d.clone());
                     }
+                    return;
+                }
+                if let Some(t) = partial.get("details").and_then(|d| d.get("acpTerminal")) {
+                    if let Some(c) = self.sessions[i].calls.get_mut(call_id) {
+                        c.terminal = Some(t.clone());
+                    }
+                    self.update(
+                        &sid,
+                        json!({"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                            "status": "in_progress", "content": [{"type": "terminal", "terminalId": t}]}),
+                    );
                     return;
                 }
                 let content = session::result_content(partial.get("content"));
@@ -805,7 +836,11 @@ impl Front {
                         u["locations"] = json!([{"path": d["path"], "line": line}]);
                     }
                     _ => {
-                        u["content"] = json!(session::result_content(v["result"].get("content")));
+                        let mut content = session::result_content(v["result"].get("content"));
+                        if let Some(t) = call.as_ref().and_then(|c| c.terminal.as_ref()) {
+                            content.insert(0, json!({"type": "terminal", "terminalId": t}));
+                        }
+                        u["content"] = json!(content);
                     }
                 }
                 self.update(&sid, u);

@@ -51,6 +51,9 @@ pub struct Spec {
     /// `session/load`: the session file.
     pub load: Option<PathBuf>,
     pub mcp: Vec<crate::mcp::config::ServerConfig>,
+    /// What the client offered to do for the tools, and the way to ask it.
+    pub offered: super::client::Offered,
+    pub calls: Sender<super::client::ClientCall>,
 }
 
 /// The machine's input and frames, and its thread.
@@ -129,7 +132,26 @@ fn startup(spec: Spec) -> Result<crate::core::machine::Startup, String> {
     o.partials = crate::rpc::event::Partials::None;
     let mut s = crate::app::startup_in(&o, spec.cwd).map_err(|e| e.message)?;
     s.sandbox = crate::app::start_sandbox(&o, &s)?;
-    s.tools = super::difftool::wrap(std::mem::take(&mut s.tools));
+    // Under a sandbox the file tools and bash stay in pith, confined (the editor is not).
+    let offered = if s.sandbox.is_some() {
+        super::client::Offered::default()
+    } else {
+        spec.offered
+    };
+    let bridge = super::client::Bridge {
+        session_id: s.session.id().to_string(),
+        calls: spec.calls,
+    };
+    s.tools = std::mem::take(&mut s.tools)
+        .into_iter()
+        .map(|t| {
+            if super::client::routed(t.name(), offered) {
+                super::client::wrap(t, offered, &bridge)
+            } else {
+                super::difftool::wrap(t)
+            }
+        })
+        .collect();
     s.plugins.call_events = true;
     s.plugins.mcp.extend(spec.mcp);
     if s.plugins.permissions.is_none() {

@@ -3,7 +3,8 @@
 // `pith --mode acp` on the offline faux provider through: initialize, a new session, a prompt
 // with thinking, text and tool calls, edits and writes with a structured diff, cancel mid-stream
 // and mid-tool, permissions allowed / rejected / always, two sessions at once, loading a session
-// pi's format wrote (with a compaction) and one pith wrote, slash commands, mode and model changes.
+// pi's format wrote (with a compaction) and one pith wrote, slash commands, mode and model changes,
+// and the client's fs/* and terminal/* methods carrying read, edit and bash.
 // The SDK checks every message it receives against the protocol's types.
 //
 //   node tests/interop/acp/acp-client.mjs [--pith target/debug/pith] [--verbose]
@@ -74,7 +75,7 @@ async function check(name, fn) {
  * `state.updates[sessionId]` collects the session's updates; `state.permission` answers
  * `session/request_permission` (default: reject once).
  */
-async function withPith(script, extraArgs, op) {
+async function withPith(script, extraArgs, op, clientCapabilities = {}) {
 	const scriptFile = path.join(root, `faux-${Math.random().toString(36).slice(2)}.jsonl`);
 	fs.writeFileSync(scriptFile, script.map((l) => JSON.stringify(l)).join("\n"));
 	const child = spawn(pith, ["--mode", "acp", "--model", "faux", "--faux-script", scriptFile, ...extraArgs], {
@@ -82,7 +83,7 @@ async function withPith(script, extraArgs, op) {
 		env: { PATH: process.env.PATH, HOME: home, PI_CODING_AGENT_DIR: agentDir, TMPDIR: os.tmpdir() },
 		stdio: ["pipe", "pipe", "inherit"],
 	});
-	const state = { updates: {}, asks: [], permission: () => "reject_once" };
+	const state = { updates: {}, asks: [], permission: () => "reject_once", buffers: {}, calls: [] };
 	const app = acp
 		.client({ name: "pith-interop" })
 		.onNotification(acp.methods.client.session.update, ({ params }) => {
@@ -91,12 +92,30 @@ async function withPith(script, extraArgs, op) {
 		.onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
 			state.asks.push(params);
 			return { outcome: { outcome: "selected", optionId: state.permission(params) } };
-		});
+		})
+		// The editor: its buffers, and a terminal that ran `echo hi`.
+		.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+			state.calls.push(["read", params.path]);
+			return { content: state.buffers[params.path] ?? "" };
+		})
+		.onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+			state.calls.push(["write", params.path]);
+			state.buffers[params.path] = params.content;
+			return {};
+		})
+		.onRequest(acp.methods.client.terminal.create, ({ params }) => {
+			state.calls.push(["terminal", params.command, ...params.args]);
+			return { terminalId: "t1" };
+		})
+		.onRequest(acp.methods.client.terminal.waitForExit, () => ({ exitCode: 0, signal: null }))
+		.onRequest(acp.methods.client.terminal.output, () => ({ output: "hi\n", truncated: false }))
+		.onRequest(acp.methods.client.terminal.release, () => ({}))
+		.onRequest(acp.methods.client.terminal.kill, () => ({}));
 	const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 	const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
 	try {
 		await app.connectWith(stream, async (ctx) => {
-			const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+			const init = await ctx.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
 			assert.equal(init.protocolVersion, 1);
 			await op(ctx, state);
 		});
@@ -262,7 +281,34 @@ await check("slash commands, model and mode config options", async () => {
 	});
 });
 
-console.log("  client fs/* and terminal/*: not implemented by pith yet (not advertised; docs/acp.md)");
+await check("client fs and terminal: read, edit and bash go through the editor when it offers to", async () => {
+	const file = path.join(cwd, "buf.txt");
+	fs.writeFileSync(file, "on disk\n");
+	await withPith(
+		[
+			{ toolCalls: [{ name: "read", arguments: { path: "buf.txt" } }] },
+			{ toolCalls: [{ name: "edit", arguments: { path: "buf.txt", edits: [{ oldText: "one", newText: "two" }] } }] },
+			{ toolCalls: [{ name: "bash", arguments: { command: "echo hi" } }] },
+			{ text: "done" },
+		],
+		[],
+		async (ctx, state) => {
+			state.buffers[file] = "buffer one\n";
+			const sid = await newSession(ctx);
+			await ctx.request(acp.methods.agent.session.setMode, { sessionId: sid, modeId: "fullAccess" });
+			assert.equal((await prompt(ctx, sid, "go")).stopReason, "end_turn");
+			assert.deepEqual(state.calls, [["read", file], ["read", file], ["write", file], ["terminal", "bash", "-c", "echo hi"]]);
+			assert.equal(state.buffers[file], "buffer two\n");
+			assert.equal(fs.readFileSync(file, "utf8"), "on disk\n");
+			const ends = state.updates[sid].filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
+			assert.deepEqual(ends[0].content, [{ type: "content", content: { type: "text", text: "buffer one\n" } }]);
+			assert.deepEqual(ends[1].content, [{ type: "diff", path: file, oldText: "buffer one\n", newText: "buffer two\n" }]);
+			assert.deepEqual(ends[2].content[0], { type: "terminal", terminalId: "t1" });
+		},
+		{ fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+	);
+});
+
 fs.rmSync(root, { recursive: true, force: true });
 console.log(`interop: ACP: ${passed} passed, ${failed.length} failed`);
 process.exit(failed.length ? 1 : 0);
