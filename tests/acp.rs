@@ -627,6 +627,23 @@ fn slash_commands_model_changes_and_run_limits() {
         a["result"]["configOptions"][1]["currentValue"],
         "fake/fake-model-2"
     );
+    // A reasoning model has a thinking level to choose.
+    let (_, a) = acp.call(
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "model", "value": "fake/fake-model"}),
+    );
+    assert_eq!(
+        a["result"]["configOptions"][2]["id"], "thought_level",
+        "{a}"
+    );
+    let (_, a) = acp.call(
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "thought_level", "value": "high"}),
+    );
+    assert_eq!(
+        a["result"]["configOptions"][2]["currentValue"], "high",
+        "{a}"
+    );
     let (_, a) = acp.call(
         "session/set_config_option",
         json!({"sessionId": sid, "configId": "model", "value": "fake/nope"}),

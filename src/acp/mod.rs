@@ -72,8 +72,9 @@ enum Opening {
 enum Waiter {
     /// The `prompt` command: a failure answers the `session/prompt` request.
     Prompt,
-    /// `set_model` / `set_thinking_level` for `session/set_config_option` (its request id).
-    Config(Value),
+    /// `set_model` / `set_thinking_level` for `session/set_config_option` (its request id, and
+    /// the thinking level asked for).
+    Config(Value, Option<String>),
     /// `get_commands`: becomes `available_commands_update`.
     Commands,
     /// Nothing: sent without an id (an `abort`, a dialog's answer).
@@ -275,6 +276,9 @@ impl Front {
             }
             if let Some(id) = s.prompt.take() {
                 self.error(&id, INTERNAL_ERROR, "the session ended");
+            }
+            if let Some(Opening::New(id) | Opening::Load(id)) = s.opening.take() {
+                self.error(&id, INTERNAL_ERROR, "the session could not start");
             }
         }
     }
@@ -631,7 +635,15 @@ impl Front {
                 };
                 json!({"type": "set_model", "provider": provider, "modelId": model})
             }
-            Some("thought_level") => json!({"type": "set_thinking_level", "level": value}),
+            Some("thought_level") => {
+                let cmd = json!({"type": "set_thinking_level", "level": value});
+                if let Err(e) =
+                    self.command(key, cmd, Waiter::Config(id.clone(), Some(value.into())))
+                {
+                    self.error(&id, INTERNAL_ERROR, &e);
+                }
+                return;
+            }
             Some("mode") => {
                 let Some(mode) = Mode::parse(value) else {
                     return self.error(&id, INVALID_PARAMS, "unknown mode");
@@ -651,7 +663,7 @@ impl Front {
             }
             _ => return self.error(&id, INVALID_PARAMS, "unknown configId"),
         };
-        if let Err(e) = self.command(key, cmd, Waiter::Config(id.clone())) {
+        if let Err(e) = self.command(key, cmd, Waiter::Config(id.clone(), None)) {
             self.error(&id, INTERNAL_ERROR, &e);
         }
     }
@@ -923,8 +935,8 @@ impl Front {
                 }
             }
             Waiter::Prompt | Waiter::Nothing => {}
-            Waiter::Config(req) if !ok => self.error(&req, INVALID_PARAMS, &err),
-            Waiter::Config(req) => {
+            Waiter::Config(req, _) if !ok => self.error(&req, INVALID_PARAMS, &err),
+            Waiter::Config(req, level) => {
                 let s = &mut self.sessions[i];
                 match v["command"].as_str() {
                     Some("set_model") => {
@@ -942,13 +954,15 @@ impl Front {
                             s.model = Some(found);
                         }
                     }
-                    Some("set_thinking_level") => {}
+                    Some("set_thinking_level") => {
+                        if let Some(l) = level {
+                            s.thinking = l;
+                        }
+                    }
                     _ => {}
                 }
                 let options = config_options(s);
                 self.respond(&req, json!({"configOptions": options}));
-                // The thinking level may have changed with the model: ask for it.
-                let _ = self.command(key, json!({"type": "get_state"}), Waiter::Nothing);
             }
             Waiter::Commands => {
                 let commands: Vec<Value> = v["data"]["commands"]
