@@ -763,3 +763,57 @@ fn client_fs_and_terminal_carry_the_file_tools_and_bash_when_offered() {
     ));
     assert!(acp.finish().success());
 }
+
+#[test]
+fn the_clients_mcp_servers_start_with_the_session() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
+        return;
+    }
+    let world = World::new();
+    let cwd = world.cwd();
+    let script = [
+        r#"{"toolCalls": [{"name": "mcp__fake__echo", "arguments": {"text": "hi"}}]}"#,
+        r#"{"text": "ok"}"#,
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &[]);
+    acp.init();
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/mcp/fake_server.py");
+    let (_, a) = acp.call(
+        "session/new",
+        json!({"cwd": cwd.to_string_lossy(), "mcpServers": [
+            {"name": "fake", "command": "python3", "args": [server], "env": []}]}),
+    );
+    let sid = a["result"]["sessionId"].as_str().unwrap().to_string();
+    acp.recv();
+    acp.call(
+        "session/set_mode",
+        json!({"sessionId": sid, "modeId": "fullAccess"}),
+    );
+    acp.recv();
+    let (msgs, a) = acp.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "echo"}]}),
+    );
+    assert_eq!(a["result"], json!({"stopReason": "end_turn"}));
+    let us = updates(&msgs);
+    assert!(us.contains(&json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_1_0",
+        "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "hi"}}]})),
+        "{us:#?}");
+    // SSE is refused.
+    let (_, a) = acp.call(
+        "session/new",
+        json!({"cwd": cwd.to_string_lossy(), "mcpServers": [
+            {"type": "sse", "name": "s", "url": "http://127.0.0.1:9/", "headers": []}]}),
+    );
+    assert_eq!(
+        a["error"],
+        json!({"code": -32602, "message": "MCP server s: SSE is not supported"})
+    );
+    assert!(acp.finish().success());
+}

@@ -550,9 +550,11 @@ impl Front {
         });
         match opening {
             Some(Opening::New(id)) => {
-                let mut answer = answer;
-                answer["sessionId"] = json!(sid);
-                self.respond(&id, answer);
+                let mut first = json!({"sessionId": sid});
+                if let (Some(f), Value::Object(rest)) = (first.as_object_mut(), answer) {
+                    f.extend(rest);
+                }
+                self.respond(&id, first);
             }
             Some(Opening::Load(id)) => {
                 for u in replay {
