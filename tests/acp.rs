@@ -295,6 +295,14 @@ fn choose(acp: &mut Acp, m: &Value, option: &str) {
     acp.send(json!({"jsonrpc": "2.0", "id": m["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
 }
 
+/// The ids of the tool calls that started, in order.
+fn call_ids(us: &[Value]) -> Vec<String> {
+    us.iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .filter_map(|u| u["toolCallId"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// The statuses a call went through (repeats folded: bash's output updates are `in_progress`).
 fn status_of(us: &[Value], call: &str) -> Vec<String> {
     let mut out: Vec<String> = us
@@ -320,7 +328,8 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
         r#"{"text": "done"}"#,
     ]
     .join("\n");
-    let mut acp = Acp::start(&world, &script, &[]);
+    // pi 1.6.0's behaviour (every version works the same over ACP).
+    let mut acp = Acp::start(&world, &script, &["--compat", "1.6"]);
     acp.init();
     let (sid, _) = acp.new_session(&cwd);
     let a_txt = cwd.join("a.txt").to_string_lossy().to_string();
@@ -330,12 +339,13 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
     );
     // The edit asks (mode "default"): rejected once.
     let msgs = acp.until(|m| m["method"] == "session/request_permission");
+    let edit_id = call_ids(&updates(&msgs))[0].clone();
     let ask = msgs.last().unwrap().clone();
     assert_eq!(
         ask,
         json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {
             "sessionId": sid,
-            "toolCall": {"toolCallId": "faux_1_0", "title": format!("Edit {a_txt}"), "kind": "edit",
+            "toolCall": {"toolCallId": edit_id, "title": format!("Edit {a_txt}"), "kind": "edit",
                 "locations": [{"path": a_txt}], "status": "pending",
                 "rawInput": {"path": "a.txt", "edits": [{"oldText": "a", "newText": "b"}]}},
             "options": [
@@ -352,12 +362,13 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
     let us = updates(&msgs);
     assert_eq!(
         us.iter()
-            .find(|u| u["toolCallId"] == "faux_1_0" && u["status"] == "failed"),
+            .find(|u| u["toolCallId"] == edit_id.as_str() && u["status"] == "failed"),
         Some(
-            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_1_0", "status": "failed",
+            &json!({"sessionUpdate": "tool_call_update", "toolCallId": edit_id, "status": "failed",
             "content": [{"type": "content", "content": {"type": "text", "text": "Tool call denied: the user declined to run edit."}}]})
         )
     );
+    let bash1 = call_ids(&us)[0].clone();
     let ask = msgs.last().unwrap().clone();
     assert_eq!(ask["params"]["toolCall"]["title"], "echo one");
     assert_eq!(ask["params"]["toolCall"]["kind"], "execute");
@@ -369,11 +380,12 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
         "no second ask: {msgs:#?}"
     );
     let us = updates(&msgs);
-    assert_eq!(status_of(&us, "faux_3_0"), ["in_progress", "completed"]);
-    assert_eq!(status_of(&us, "faux_5_0"), ["in_progress", "completed"]);
+    let bash2 = call_ids(&us)[0].clone();
+    assert_eq!(status_of(&us, &bash1), ["in_progress", "completed"]);
+    assert_eq!(status_of(&us, &bash2), ["in_progress", "completed"]);
     let done = us
         .iter()
-        .find(|u| u["toolCallId"] == "faux_5_0" && u["status"] == "completed")
+        .find(|u| u["toolCallId"] == bash2.as_str() && u["status"] == "completed")
         .unwrap();
     assert_eq!(
         done["content"],
@@ -394,8 +406,9 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
     assert_eq!(a["result"], json!({"stopReason": "end_turn"}));
     assert!(msgs.iter().all(|m| m["method"] == "session/update"));
     let us = updates(&msgs);
-    assert_eq!(status_of(&us, "faux_9_0"), ["in_progress", "failed"]);
-    assert_eq!(status_of(&us, "faux_9_1"), ["in_progress", "completed"]);
+    let ids = call_ids(&us);
+    assert_eq!(status_of(&us, &ids[0]), ["in_progress", "failed"]);
+    assert_eq!(status_of(&us, &ids[1]), ["in_progress", "completed"]);
     assert!(!cwd.join("w.txt").exists());
     assert!(acp.finish().success());
 }
@@ -412,7 +425,7 @@ fn cancel_mid_stream_and_mid_tool_touches_only_its_own_session() {
         r#"{"text": "never"}"#.to_string(),
     ]
     .join("\n");
-    let mut acp = Acp::start(&world, &script, &[]);
+    let mut acp = Acp::start(&world, &script, &["--compat", "0.87"]);
     acp.init();
     let (a, _) = acp.new_session(&cwd);
     let (b, _) = acp.new_session(&cwd);
@@ -468,13 +481,14 @@ fn cancel_mid_stream_and_mid_tool_touches_only_its_own_session() {
         "session/prompt",
         json!({"sessionId": a, "prompt": [{"type": "text", "text": "run"}]}),
     );
-    acp.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    let started_call = acp.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    let bash = call_ids(&updates(&started_call))[0].clone();
     let started = std::time::Instant::now();
     acp.notify("session/cancel", json!({"sessionId": a}));
     let (msgs, answer) = acp.answer(pa);
     assert_eq!(answer["result"], json!({"stopReason": "cancelled"}));
     assert!(started.elapsed() < Duration::from_secs(4));
-    assert_eq!(status_of(&updates(&msgs), "faux_3_0"), ["failed"]);
+    assert_eq!(status_of(&updates(&msgs), &bash), ["failed"]);
     assert!(acp.finish().success());
 }
 
