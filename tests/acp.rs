@@ -831,3 +831,27 @@ fn the_clients_mcp_servers_start_with_the_session() {
     );
     assert!(acp.finish().success());
 }
+
+#[test]
+fn a_refusal_is_a_stop_reason_and_a_failed_run_an_error() {
+    let world = World::new();
+    let cwd = world.cwd();
+    let script = [
+        r#"{"error": "The model refused to complete the request"}"#,
+        r#"{"error": "400 bad request: nope"}"#,
+    ]
+    .join("\n");
+    let mut acp = Acp::start(&world, &script, &[]);
+    acp.init();
+    let (sid, _) = acp.new_session(&cwd);
+    let prompt = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]});
+    assert_eq!(
+        acp.call("session/prompt", prompt.clone()).1["result"],
+        json!({"stopReason": "refusal"})
+    );
+    assert_eq!(
+        acp.call("session/prompt", prompt).1["error"],
+        json!({"code": -32603, "message": "400 bad request: nope"})
+    );
+    assert!(acp.finish().success());
+}
