@@ -153,6 +153,8 @@ pub struct Front {
     ready_tx: Sender<Ready>,
     ready_rx: Receiver<Ready>,
     input_closed: bool,
+    /// The stdout writer reported that stdout is gone (it is not listened to any more).
+    output_gone: bool,
 }
 
 fn s_param<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
@@ -176,6 +178,7 @@ impl Front {
             ready_tx,
             ready_rx,
             input_closed: false,
+            output_gone: false,
         }
     }
 
@@ -194,7 +197,7 @@ impl Front {
             let got = {
                 let mut sel = Select::new();
                 let i_input = (!self.input_closed).then(|| sel.recv(input));
-                let i_control = sel.recv(control);
+                let i_control = (!self.output_gone).then(|| sel.recv(control));
                 let i_ready = sel.recv(&self.ready_rx);
                 let i_calls = sel.recv(&self.calls_rx);
                 let frames: Vec<(usize, u64)> = self
@@ -206,7 +209,7 @@ impl Front {
                 let i = op.index();
                 if Some(i) == i_input {
                     Got::Input(op.recv(input).unwrap_or(Input::Eof))
-                } else if i == i_control {
+                } else if Some(i) == i_control {
                     let _ = op.recv(control);
                     Got::Control
                 } else if i == i_calls {
@@ -242,8 +245,8 @@ impl Front {
                 Got::Input(Input::Eof) => self.close_all(),
                 Got::Control => {
                     // stdout is gone: nobody can read anything more.
+                    self.output_gone = true;
                     self.close_all();
-                    self.input_closed = true;
                 }
                 Got::Ready(r) => self.on_ready(r),
                 Got::Call(c) => self.request(c.method, c.params, Outgoing::Call(c.reply)),
@@ -914,7 +917,6 @@ impl Front {
                 });
             }
             "extension_ui_request" => self.on_dialog(key, &v),
-            "set_model_changed" | "model_changed" => {}
             _ => {}
         }
     }
