@@ -27,9 +27,6 @@ pub fn run(opts: Options) -> i32 {
     if let Some(search) = &opts.list_models {
         return list_models(search.as_deref(), opts.version);
     }
-    if opts.mode == Mode::Acp {
-        return crate::acp::run(opts);
-    }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
         eprintln!("Error: @file arguments are not supported in RPC mode");
         return cli::EXIT_USAGE;

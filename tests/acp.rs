@@ -256,14 +256,16 @@ fn initialize_new_session_and_a_prompt_with_thinking_text_edit_and_write_diffs()
             text("agent_thought_chunk", "Plan."),
             text("agent_message_chunk", "Editing."),
             json!({"sessionUpdate": "tool_call", "toolCallId": "faux_1_0", "title": format!("Edit {a_txt}"),
-                "kind": "edit", "status": "in_progress", "locations": [{"path": a_txt}],
+                "kind": "edit", "status": "pending", "locations": [{"path": a_txt}],
                 "rawInput": {"path": "a.txt", "edits": [{"oldText": "bye", "newText": "ciao"}]}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_1_0", "status": "in_progress"}),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_1_0", "status": "completed",
                 "content": [{"type": "diff", "path": a_txt, "oldText": "hello world\nbye\n", "newText": "hello world\nciao\n"}],
                 "locations": [{"path": a_txt, "line": 2}]}),
             json!({"sessionUpdate": "tool_call", "toolCallId": "faux_3_0", "title": format!("Write {new_txt}"),
-                "kind": "edit", "status": "in_progress", "locations": [{"path": new_txt}],
+                "kind": "edit", "status": "pending", "locations": [{"path": new_txt}],
                 "rawInput": {"path": "new.txt", "content": "fresh\n"}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_3_0", "status": "in_progress"}),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "faux_3_0", "status": "completed",
                 "content": [{"type": "diff", "path": new_txt, "oldText": null, "newText": "fresh\n"}],
                 "locations": [{"path": new_txt, "line": 1}]}),
@@ -382,7 +384,10 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
     let us = updates(&msgs);
     let bash2 = call_ids(&us)[0].clone();
     assert_eq!(status_of(&us, &bash1), ["in_progress", "completed"]);
-    assert_eq!(status_of(&us, &bash2), ["in_progress", "completed"]);
+    assert_eq!(
+        status_of(&us, &bash2),
+        ["pending", "in_progress", "completed"]
+    );
     let done = us
         .iter()
         .find(|u| u["toolCallId"] == bash2.as_str() && u["status"] == "completed")
@@ -407,8 +412,11 @@ fn permissions_allow_reject_always_and_the_read_only_mode() {
     assert!(msgs.iter().all(|m| m["method"] == "session/update"));
     let us = updates(&msgs);
     let ids = call_ids(&us);
-    assert_eq!(status_of(&us, &ids[0]), ["in_progress", "failed"]);
-    assert_eq!(status_of(&us, &ids[1]), ["in_progress", "completed"]);
+    assert_eq!(status_of(&us, &ids[0]), ["pending", "failed"]);
+    assert_eq!(
+        status_of(&us, &ids[1]),
+        ["pending", "in_progress", "completed"]
+    );
     assert!(!cwd.join("w.txt").exists());
     assert!(acp.finish().success());
 }
@@ -481,7 +489,8 @@ fn cancel_mid_stream_and_mid_tool_touches_only_its_own_session() {
         "session/prompt",
         json!({"sessionId": a, "prompt": [{"type": "text", "text": "run"}]}),
     );
-    let started_call = acp.until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call");
+    // Cancelled once the bash runs (the mode let it: `in_progress`).
+    let started_call = acp.until(|m| m["params"]["update"]["status"] == "in_progress");
     let bash = call_ids(&updates(&started_call))[0].clone();
     let started = std::time::Instant::now();
     acp.notify("session/cancel", json!({"sessionId": a}));

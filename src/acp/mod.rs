@@ -41,6 +41,9 @@ const NOT_FOUND: i64 = -32002;
 
 /// Run pith as an ACP agent until the client closes stdin.
 pub fn run(opts: Options) -> i32 {
+    for w in &opts.warnings {
+        eprintln!("{w}");
+    }
     let (input_tx, input_rx) = crossbeam_channel::bounded(64);
     let (out_tx, out_rx) = crossbeam_channel::bounded(crate::io::stdout::QUEUE_FRAMES);
     let (control_tx, control_rx) = crossbeam_channel::unbounded();
@@ -788,7 +791,8 @@ impl Front {
                 let mut u = map::tool_call(&tool, &args, &s.cwd);
                 u["sessionUpdate"] = json!("tool_call");
                 u["toolCallId"] = json!(call_id);
-                u["status"] = json!("in_progress");
+                // Pending until the permission gate lets it run (`permission_decision`).
+                u["status"] = json!("pending");
                 u["rawInput"] = args.clone();
                 s.calls.insert(
                     call_id,
@@ -908,6 +912,13 @@ impl Front {
                     Ok(r) => self.respond(&id, json!({"stopReason": r})),
                     Err(e) => self.error(&id, INTERNAL_ERROR, &e),
                 }
+            }
+            "permission_decision" if v["decision"] == "allow" => {
+                self.update(
+                    &sid,
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": v["toolCallId"],
+                        "status": "in_progress"}),
+                );
             }
             "permission_request" => {
                 self.sessions[i].asking = Some(Asking {

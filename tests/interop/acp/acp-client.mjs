@@ -166,12 +166,14 @@ await check("initialize, session/new, a prompt with thinking, text, an edit and 
 				"agent_message_chunk",
 				"tool_call",
 				"tool_call_update",
+				"tool_call_update",
 				"tool_call",
+				"tool_call_update",
 				"tool_call_update",
 				"agent_message_chunk",
 				"usage_update",
 			]);
-			const diffs = us.filter((u) => u.sessionUpdate === "tool_call_update").map((u) => u.content[0]);
+			const diffs = us.filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed").map((u) => u.content[0]);
 			assert.deepEqual(diffs, [
 				{ type: "diff", path: path.join(cwd, "a.txt"), oldText: "hello world\nbye\n", newText: "hello world\nciao\n" },
 				{ type: "diff", path: path.join(cwd, "new.txt"), oldText: null, newText: "fresh\n" },
@@ -237,7 +239,7 @@ await check("cancel mid-stream in one of two sessions, then mid-tool", async () 
 			await ctx.request(acp.methods.agent.session.setMode, { sessionId: a, modeId: "fullAccess" });
 			const t0 = Date.now();
 			const p = prompt(ctx, a, "run");
-			await waitFor(() => state.updates[a].some((u) => u.sessionUpdate === "tool_call"));
+			await waitFor(() => state.updates[a].some((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress"));
 			await ctx.notify(acp.methods.agent.session.cancel, { sessionId: a });
 			assert.equal((await p).stopReason, "cancelled");
 			assert.ok(Date.now() - t0 < 4000, "the bash was killed");
