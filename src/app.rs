@@ -96,7 +96,7 @@ pub fn run(opts: Options) -> i32 {
 /// `--sandbox` / settings `pith.sandbox` (a trusted project's may only tighten): the sandbox the
 /// tool threads enter, `None` without one. `Err`: the kernel cannot enforce it (or the setting is
 /// malformed) and `--sandbox-fallback warn` was not given: pith refuses to start (exit 5).
-fn start_sandbox(
+pub(crate) fn start_sandbox(
     opts: &Options,
     s: &Startup,
 ) -> Result<Option<Arc<crate::sandbox::Sandbox>>, String> {
@@ -252,7 +252,14 @@ impl From<String> for StartupError {
 }
 
 pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    startup_in(
+        opts,
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+    )
+}
+
+/// [`startup`] for a session whose working directory is `cwd` (an ACP session's).
+pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError> {
     let agent_dir = config::agent_dir();
     let (settings, version, project_trusted) = resolve_trust_and_settings(opts, &cwd, &agent_dir);
     check_tool_options(opts, version.profile())?;
@@ -277,6 +284,8 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
         Mode::Rpc => "rpc",
         Mode::Json => "json",
         Mode::Print => "print",
+        // Extensions see an ACP session as an RPC host: dialogs are answered (docs/acp.md).
+        Mode::Acp => "rpc",
     };
     let (plugins, warnings) = crate::core::plugins::PluginConfig::resolve(
         &opts.extensions,
@@ -888,7 +897,7 @@ fn check_session_id(id: &str, opts: &Options) -> Result<(), String> {
 }
 
 /// The session file in `dir` whose header has exactly this id.
-fn find_session_by_id(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
+pub(crate) fn find_session_by_id(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .flatten()

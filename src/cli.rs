@@ -53,6 +53,8 @@ pub enum Mode {
     Rpc,
     Json,
     Print,
+    /// The Agent Client Protocol (JSON-RPC 2.0 on stdio; `src/acp/`, docs/acp.md).
+    Acp,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -270,6 +272,7 @@ USAGE:
     pith --mode rpc [OPTIONS]          JSON commands on stdin, responses and events on stdout
     pith -p [OPTIONS] \"prompt\"         print the final answer, exit
     pith --mode json [OPTIONS] \"prompt\" every event as a JSON line, exit
+    pith --mode acp [OPTIONS]          the Agent Client Protocol (editors: Zed, JetBrains, ...)
 
 USAGE (print and json modes):
     pith -p [OPTIONS] [@files...] [messages...]
@@ -277,7 +280,7 @@ USAGE (print and json modes):
     each further message is sent as its own prompt after the previous run.
 
 OPTIONS:
-    --mode <rpc|json|print|text>   Mode (default: rpc, or print when a prompt is given)
+    --mode <rpc|json|print|text|acp> Mode (default: rpc, or print when a prompt is given)
     -p, --print                    Print mode
     --provider <name>              Provider of --model
     --model <pattern>              Model id, provider/id, fuzzy pattern; ':<level>' suffix sets thinking
@@ -484,6 +487,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     "rpc" => Mode::Rpc,
                     "json" => Mode::Json,
                     "print" | "text" => Mode::Print,
+                    "acp" => Mode::Acp,
                     v if v.starts_with('-') => return Ok(requires()),
                     other => {
                         return Ok(Parsed::Refused(format!(

@@ -4,6 +4,7 @@
 //! send [`core::event::Event`]s over crossbeam channels to one state machine
 //! ([`core::machine`]) that owns all state. See `docs/architecture.md`.
 
+pub mod acp;
 pub mod app;
 pub mod cancel;
 pub mod cli;

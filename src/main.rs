@@ -45,6 +45,15 @@ fn run(args: Vec<OsString>) -> i32 {
             println!("pith {}", env!("CARGO_PKG_VERSION"));
             0
         }
+        // ACP sits above app (it starts each session with app's start-up); `--export` and
+        // `--list-models` stay app's whatever the mode.
+        Ok(pith::cli::Parsed::Run(opts))
+            if opts.mode == pith::cli::Mode::Acp
+                && opts.export.is_none()
+                && opts.list_models.is_none() =>
+        {
+            pith::acp::run(*opts)
+        }
         Ok(pith::cli::Parsed::Run(opts)) => pith::app::run(*opts),
         Ok(pith::cli::Parsed::Schema(version)) => {
             println!("{}", pith::schema::document(version));

@@ -162,6 +162,18 @@ impl Machine {
                     self.permission_event(false, "host", rule.as_deref());
                     return Some(Err(approval::denial_text(&tool, Denial::Cancelled)));
                 }
+                if self.plugins.cfg.call_events {
+                    let call_id = self.plugins.gate.as_ref().map(|g| g.call_id.clone());
+                    let mut event = json!({
+                        "type": "permission_request",
+                        "toolCallId": call_id,
+                        "toolName": tool,
+                    });
+                    if let Some(r) = &rule {
+                        event["rule"] = json!(r);
+                    }
+                    self.send(response::line(&event));
+                }
                 let (title, message) =
                     approval::describe(&tool, &args, target.as_ref().map(|(_, t)| t));
                 let timeout = self.plugins.cfg.confirm_timeout;

@@ -76,6 +76,10 @@ pub struct PluginConfig {
     pub mcp_filter: crate::mcp::config::ToolFilter,
     /// pi 1.6.0's built-in extensions turned off (`-builtin:<name>`, `--no-extensions`).
     pub builtins_off: Vec<String>,
+    /// A front end that ties each permission dialog to its tool call (ACP mode, `src/acp/`):
+    /// a `permission_request` frame precedes an ask's `confirm` dialog. Never set in the RPC,
+    /// json and print modes, whose frames stay pi's.
+    pub call_events: bool,
 }
 
 impl PluginConfig {
@@ -209,6 +213,7 @@ impl PluginConfig {
                 mcp_errors,
                 mcp_filter: Default::default(),
                 builtins_off,
+                call_events: false,
             },
             warnings,
         )

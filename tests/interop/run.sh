@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/interop/run.sh [pith|pi] [PITH_BIN]: run the interop scripts (pi 0.73.1's, pi 0.87.1's and
-# pi 1.6.0's own RpcClient) against pith (default; PITH_BIN defaults to target/debug/pith) or
+# pi 1.6.0's own RpcClient; against pith also the ACP TypeScript SDK's client, acp/acp-client.mjs) against pith (default; PITH_BIN defaults to target/debug/pith) or
 # against pi itself. Needs what `make interop` installs into tests/interop/deps/; a version whose
 # package is not installed is skipped with a message, and without node 22 everything is (exit 0,
 # so `make test` runs on machines without node).
@@ -32,7 +32,15 @@ for entry in $versions; do
     echo "interop: pi $v's client SKIPPED (not installed in tests/interop/deps/$dir; run \`make interop\` once to install it)"
   fi
 done
-[ -n "$run" ] || exit 0
+acp=""
+if [ "$agent" = pith ]; then
+  if [ -f "$here/deps/acp/node_modules/@agentclientprotocol/sdk/package.json" ]; then
+    acp=yes
+  else
+    echo "interop: the ACP SDK client SKIPPED (not installed in tests/interop/deps/acp; run \`make interop\` once to install it)"
+  fi
+fi
+[ -n "$run$acp" ] || exit 0
 if [ "$agent" = pith ] && [ ! -x "$bin" ]; then
   echo "interop: no pith binary at $bin (cargo build first)" >&2
   exit 1
@@ -45,4 +53,8 @@ status=0
 for v in $run; do
   node "$here/rpc-client-$v.mjs" --agent "$agent" --pith "$bin" || status=1
 done
+# The ACP SDK's client drives `pith --mode acp` (pi has no ACP mode: pith only).
+if [ -n "$acp" ]; then
+  node "$here/acp/acp-client.mjs" --pith "$bin" || status=1
+fi
 exit $status
