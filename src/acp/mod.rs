@@ -1136,6 +1136,7 @@ fn mcp_servers(v: Option<&Value>) -> Result<Vec<crate::mcp::config::ServerConfig
                     .ok_or("an http MCP server needs a url")?
                     .to_string(),
                 headers: pairs(s.get("headers")),
+                oauth_client: None,
             },
             Some("sse") => return Err(format!("MCP server {name}: SSE is not supported")),
             _ => Transport::Stdio {
