@@ -104,7 +104,16 @@ impl Machine {
                     self.ext_write(i, proto::event(None, &ev));
                 }
             }
-            FromExt::Result { id, outcome } => self.on_ext_result(i, id, outcome),
+            FromExt::Result {
+                id,
+                outcome,
+                extension,
+            } => self.on_ext_result(i, id, outcome, extension),
+            FromExt::Error {
+                extension,
+                event,
+                error,
+            } => self.extension_error(&extension, &event, &error),
             FromExt::ToolUpdate { id, output } => {
                 let Some(call) = self.plugins.exts[i].calls.get_mut(&id) else {
                     return;
@@ -146,11 +155,17 @@ impl Machine {
     }
 
     /// The answer to call `id` of extension `i`.
-    fn on_ext_result(&mut self, i: usize, id: u64, outcome: Result<Value, String>) {
+    fn on_ext_result(
+        &mut self,
+        i: usize,
+        id: u64,
+        outcome: Result<Value, String>,
+        extension: Option<String>,
+    ) {
         let Some(call) = self.plugins.exts[i].calls.remove(&id) else {
             return; // late (timed out, cancelled) or unknown: ignored
         };
-        let path = self.plugins.exts[i].path.clone();
+        let path = extension.unwrap_or_else(|| self.plugins.exts[i].path.clone());
         let failed = |m: &mut Machine, e: &str| m.extension_error(&path, &call.event, e);
         match call.kind {
             CallKind::ToolCall => {
@@ -182,6 +197,16 @@ impl Machine {
             CallKind::Tool { batch, index } => {
                 let r = proto::decode_tool_result(outcome);
                 self.tool_finished(batch, index, r);
+            }
+            CallKind::Input(op) => {
+                let answer = match &outcome {
+                    Ok(v) => Some(v.clone()),
+                    Err(e) => {
+                        failed(self, e);
+                        None
+                    }
+                };
+                self.advance_input(op, answer);
             }
             CallKind::Command { id, command, name } => {
                 if let Err(e) = outcome {
@@ -220,6 +245,7 @@ impl Machine {
                 CallKind::ToolCall => self.gate_ext_answer(i, id, Err(format!("{name}: {error}"))),
                 CallKind::Review { batch, index } => self.review_answer(batch, index, None),
                 CallKind::SessionOp(op) => self.advance_session_op(op, false),
+                CallKind::Input(op) => self.advance_input(op, None),
                 CallKind::Tool { batch, index } => self.tool_finished(
                     batch,
                     index,
@@ -239,6 +265,9 @@ impl Machine {
             r.exts.retain(|x| *x != i);
         }
         for op in self.plugins.ops.values_mut() {
+            op.exts.retain(|x| *x != i);
+        }
+        for op in self.plugins.inputs.values_mut() {
             op.exts.retain(|x| *x != i);
         }
         self.check_startup_done();
@@ -450,23 +479,32 @@ impl Machine {
         let mut out = Vec::new();
         for e in self.plugins.exts.iter().filter(|e| e.ready()) {
             for c in &e.commands {
+                // The node host's commands name the pi extension that registered each.
+                let own = c.path.as_ref().and_then(|p| {
+                    self.plugins
+                        .cfg
+                        .extensions
+                        .iter()
+                        .find(|x| x.path.to_string_lossy() == p.as_str())
+                });
+                let entry = own.unwrap_or(&e.entry);
+                let file = c.path.clone().unwrap_or_else(|| e.path.clone());
                 let (path, source_info) = if self.profile.answers.command_origin
                     == crate::protocol::CommandOrigin::SourceInfo
                 {
                     let info = SourceInfo {
-                        path: e.path.clone(),
-                        source: e.entry.origin.source().to_string(),
-                        scope: e.entry.origin.scope().to_string(),
+                        path: file,
+                        source: entry.origin.source().to_string(),
+                        scope: entry.origin.scope().to_string(),
                         origin: "top-level".to_string(),
-                        base_dir: e
-                            .entry
+                        base_dir: entry
                             .base_dir
                             .as_ref()
                             .map(|b| b.to_string_lossy().into_owned()),
                     };
                     (None, Some(info))
                 } else {
-                    (Some(e.path.clone()), None)
+                    (Some(file), None)
                 };
                 out.push(SlashCommand {
                     name: c.name.clone(),
@@ -637,6 +675,98 @@ impl Machine {
         ev["sessionId"] = json!(self.state.session_id);
         if let Some(f) = self.state.session.file() {
             ev["sessionFile"] = json!(f.to_string_lossy());
+        }
+    }
+
+    // ---- the input hook -----------------------------------------------------------------------
+
+    /// pi's `input` event, before a prompt runs or is queued: `Ok` when no extension is subscribed
+    /// (or the prompt has been through it), else the prompt waits for their answers.
+    pub(crate) fn input_hook(
+        &mut self,
+        input: crate::rpc::command::UserInput,
+        behavior: Option<StreamingBehavior>,
+        id: Option<&Value>,
+        command: &'static str,
+    ) -> Result<crate::rpc::command::UserInput, Reply> {
+        if std::mem::take(&mut self.plugins.input_checked) || self.plugins.starting() {
+            return Ok(input);
+        }
+        let exts = self.plugins.subscribers("input");
+        if exts.is_empty() {
+            return Ok(input);
+        }
+        let op = self.plugins.fresh_id();
+        self.plugins.inputs.insert(
+            op,
+            crate::core::plugins::InputOp {
+                input,
+                behavior,
+                id: id.cloned(),
+                command,
+                exts,
+            },
+        );
+        self.advance_input(op, None);
+        Err(Reply::Later)
+    }
+
+    /// The next extension's answer to prompt `op`'s `input` event (`None`: no change).
+    pub(crate) fn advance_input(&mut self, op: u64, answer: Option<Value>) {
+        let Some(o) = self.plugins.inputs.get_mut(&op) else {
+            return;
+        };
+        let action = answer
+            .as_ref()
+            .and_then(|a| a.get("action"))
+            .and_then(Value::as_str);
+        if action == Some("handled") {
+            if let Some(o) = self.plugins.inputs.remove(&op) {
+                let data = self.disposition(response::Disposition::Handled);
+                self.send(response::success(o.id.as_ref(), o.command, data.as_ref()));
+            }
+            return;
+        }
+        if action == Some("transform") {
+            let a = answer.as_ref().unwrap_or(&Value::Null);
+            if let Some(t) = a.get("text").and_then(Value::as_str) {
+                o.input.text = t.to_string();
+            }
+            if let Some(images) = a
+                .get("images")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            {
+                o.input.images = images;
+            }
+        }
+        if let Some(i) = o.exts.pop_front() {
+            let mut event = json!({"type": "input", "text": o.input.text, "source": "rpc"});
+            if !o.input.images.is_empty() {
+                event["images"] = json!(o.input.images);
+            }
+            if self.run.is_some() {
+                if let Some(b) = o.behavior {
+                    event["streamingBehavior"] = json!(match b {
+                        StreamingBehavior::Steer => "steer",
+                        StreamingBehavior::FollowUp => "followUp",
+                    });
+                }
+            }
+            self.ext_call(i, &event, CallKind::Input(op));
+            return;
+        }
+        let Some(o) = self.plugins.inputs.remove(&op) else {
+            return;
+        };
+        self.plugins.input_checked = true;
+        let reply = self.cmd_prompt(o.input, o.behavior, o.id.as_ref(), o.command);
+        self.plugins.input_checked = false;
+        match reply {
+            Reply::Later => {}
+            Reply::Fail(e) => self.send(response::error(o.id.as_ref(), Some(o.command), &e)),
+            Reply::Now(data) => {
+                self.send(response::success(o.id.as_ref(), o.command, data.as_ref()))
+            }
         }
     }
 

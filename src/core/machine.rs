@@ -926,7 +926,7 @@ impl Machine {
     }
 
     /// `prompt`: start a run, or queue the message while one is running.
-    fn cmd_prompt(
+    pub(crate) fn cmd_prompt(
         &mut self,
         input: UserInput,
         behavior: Option<StreamingBehavior>,
@@ -939,6 +939,10 @@ impl Machine {
         if let Some(r) = self.try_builtin_command(&input.text) {
             return r;
         }
+        let input = match self.input_hook(input, behavior, id, command_name(command)) {
+            Ok(input) => input,
+            Err(reply) => return reply,
+        };
         let busy = self.run.is_some()
             || self.retry.wait.is_some()
             || self.retry.continue_wait.is_some()

@@ -76,6 +76,16 @@ pub struct PluginConfig {
     pub mcp_filter: crate::mcp::config::ToolFilter,
     /// pi 1.6.0's built-in extensions turned off (`-builtin:<name>`, `--no-extensions`).
     pub builtins_off: Vec<String>,
+    /// pi's TypeScript extensions are configured: the node that hosts them.
+    pub node_host: Option<NodeHostSetup>,
+}
+
+/// The node host of pi's TypeScript extensions (`ext::node_host`).
+#[derive(Clone, Debug)]
+pub struct NodeHostSetup {
+    pub node: crate::ext::node_host::Node,
+    /// Told to the extensions (`ctx.isProjectTrusted()`).
+    pub project_trusted: bool,
 }
 
 impl PluginConfig {
@@ -209,6 +219,7 @@ impl PluginConfig {
                 mcp_errors,
                 mcp_filter: Default::default(),
                 builtins_off,
+                node_host: None,
             },
             warnings,
         )
@@ -314,6 +325,8 @@ pub enum CallKind {
     SessionOp(u64),
     /// `execute_tool` for call `index` of batch `batch`.
     Tool { batch: u64, index: usize },
+    /// An `input` question of prompt `op` (pi's input hook).
+    Input(u64),
     /// A slash command run from a prompt (answered when it finishes).
     Command {
         id: Option<Value>,
@@ -510,6 +523,16 @@ pub struct Review {
     pub exts: VecDeque<usize>,
 }
 
+/// A prompt waiting for extensions' `input` answers (pi's input hook: transforms chain, the
+/// first `handled` ends it).
+pub struct InputOp {
+    pub input: crate::rpc::command::UserInput,
+    pub behavior: Option<crate::rpc::command::StreamingBehavior>,
+    pub id: Option<Value>,
+    pub command: &'static str,
+    pub exts: VecDeque<usize>,
+}
+
 /// A session operation waiting for extensions' `session_before_*` answers.
 pub struct SessionOp {
     pub kind: SessionOpKind,
@@ -536,6 +559,10 @@ pub struct Plugins {
     pub gate: Option<Gate>,
     pub reviews: HashMap<(u64, usize), Review>,
     pub ops: HashMap<u64, SessionOp>,
+    /// Prompts waiting for `input` answers.
+    pub inputs: HashMap<u64, InputOp>,
+    /// The prompt being handled has been through the input hook.
+    pub input_checked: bool,
     pub next_id: u64,
     pub turn_index: u64,
     /// `sendMessage` with `deliverAs: "nextTurn"`: added to the next prompt.
@@ -561,6 +588,8 @@ pub struct Plugins {
     pub input_closed: bool,
     /// The spawner thread's queue (dropped at the end: the thread ends).
     spawner: Option<Sender<SpawnRequest>>,
+    /// The node host's program, written at start (removed when pith ends).
+    node_dir: Option<tempfile::TempDir>,
 }
 
 impl Plugins {
@@ -611,6 +640,7 @@ impl Plugins {
         self.prompt_waits_startup
             || !self.waiting_commands.is_empty()
             || !self.ops.is_empty()
+            || !self.inputs.is_empty()
             || self.exts.iter().any(|e| {
                 e.calls
                     .values()
@@ -792,8 +822,18 @@ impl Machine {
         }
         self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone());
         let entries = self.plugins.cfg.extensions.clone();
+        let pi: Vec<ExtEntry> = entries
+            .iter()
+            .filter(|e| e.kind == crate::ext::load::Kind::Node)
+            .cloned()
+            .collect();
         for entry in entries {
-            self.start_extension(entry);
+            match entry.kind {
+                crate::ext::load::Kind::Exec => self.start_extension(entry),
+                // One host for all of pi's extensions, where the first of them loads.
+                crate::ext::load::Kind::Node if entry == pi[0] => self.start_node_host(&pi),
+                crate::ext::load::Kind::Node => {}
+            }
         }
         let servers = self.plugins.cfg.mcp.clone();
         for cfg in servers {
@@ -833,13 +873,6 @@ impl Machine {
     }
 
     fn start_extension(&mut self, entry: ExtEntry) {
-        let index = self.plugins.exts.len();
-        let path = entry.path.to_string_lossy().to_string();
-        let name = entry
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| path.clone());
         let spec = child::Spec {
             program: entry.path.clone(),
             args: Vec::new(),
@@ -847,6 +880,78 @@ impl Machine {
             inherit_env: true,
             cwd: self.env.cwd.clone(),
         };
+        self.start_ext_process(entry, spec);
+    }
+
+    /// The node host of pi's extensions `pi` (in load order): its program written to a private
+    /// temporary directory, then started like any extension. Its `extensionPath` is the
+    /// extension's when there is one (each extension's own failures name it anyway).
+    fn start_node_host(&mut self, pi: &[ExtEntry]) {
+        let Some(setup) = self.plugins.cfg.node_host.clone() else {
+            return;
+        };
+        let program = tempfile::Builder::new()
+            .prefix("pith-node-host-")
+            .tempdir()
+            .and_then(|dir| {
+                let p = crate::ext::node_host::write_program(dir.path())?;
+                self.plugins.node_dir = Some(dir);
+                Ok(p)
+            });
+        let paths: Vec<String> = pi
+            .iter()
+            .map(|e| e.path.to_string_lossy().into_owned())
+            .collect();
+        let program = match program {
+            Ok(p) => p,
+            Err(e) => {
+                let path = paths.join(", ");
+                self.extension_error(
+                    &path,
+                    "startup",
+                    &format!("cannot write the node host program: {e}"),
+                );
+                return;
+            }
+        };
+        // The host gives up on a handler a little before pith would give up on the host, so a
+        // hung extension is dropped alone.
+        let timeout_ms = (self.plugins.cfg.ext_timeout.as_millis() as u64)
+            .saturating_sub(250)
+            .max(100);
+        let spec = child::Spec {
+            program: setup.node.path.clone(),
+            args: crate::ext::node_host::node_args(&program),
+            env: vec![
+                ("PITH_EXTENSION_PROTOCOL".into(), "1".into()),
+                (
+                    "PITH_NODE_HOST_EXTENSIONS".into(),
+                    serde_json::to_string(&paths).unwrap_or_default(),
+                ),
+                (
+                    "PITH_PROJECT_TRUSTED".into(),
+                    if setup.project_trusted { "1" } else { "0" }.into(),
+                ),
+                ("PITH_NODE_HOST_TIMEOUT_MS".into(), timeout_ms.to_string()),
+            ],
+            inherit_env: true,
+            cwd: self.env.cwd.clone(),
+        };
+        let mut entry = pi[0].clone();
+        if pi.len() > 1 {
+            entry.path = program.clone();
+        }
+        self.start_ext_process(entry, spec);
+    }
+
+    fn start_ext_process(&mut self, entry: ExtEntry, spec: child::Spec) {
+        let index = self.plugins.exts.len();
+        let path = entry.path.to_string_lossy().to_string();
+        let name = entry
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| path.clone());
         let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
         self.plugins.exts.push(Ext {
             entry,
