@@ -328,6 +328,48 @@ fn throwing_unsupported_and_hanging_extensions_are_reported() {
     assert_eq!(names, vec!["boom", "provide"]);
 }
 
+/// api.ts under pi 1.6.0's protocol: pith's state read synchronously (model, thinking level,
+/// idle, tools), a flag's default, the event bus, `exec`, and session writes (`setSessionName`
+/// → `session_info_changed`, `appendEntry` → 1.6.0's `entry_appended`), as pi 1.6.0 emits them.
+#[test]
+fn api_reads_and_session_writes() {
+    let node = need_node!();
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        "",
+        &["--compat", "1.6", "-e", &fixture("api.ts")],
+    );
+    p.send(json!({"id":"a","type":"prompt","message":"/api"}));
+    let frames = p.recv_until(|f| f["id"] == "a");
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        vec![
+            "session_info_changed",
+            "entry_appended",
+            "extension_ui_request",
+            "response"
+        ],
+        "{frames:#?}"
+    );
+    assert_eq!(
+        frames[0],
+        json!({"type":"session_info_changed","name":"named by api"})
+    );
+    let entry = &frames[1]["entry"];
+    assert_eq!(entry["type"], "custom");
+    assert_eq!(entry["customType"], "bookmark");
+    assert_eq!(entry["data"], json!({"at":1}));
+    assert_eq!(
+        frames[2]["message"],
+        "model=faux thinking=off idle=true bash=true flag=dflt exec=hi/0 event=pong ui=true trusted=true session=id"
+    );
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["data"]["sessionName"], "named by api");
+}
+
 /// Without a usable node, a configured pi extension stops pith before it starts: exit 2 in
 /// every mode, with a message naming the extension and the ways on. `--no-extensions` starts.
 #[test]

@@ -114,6 +114,14 @@ impl Machine {
                 event,
                 error,
             } => self.extension_error(&extension, &event, &error),
+            FromExt::Call { id, method, params } => {
+                let outcome = if self.plugins.exts[i].node_host {
+                    self.node_host_call(&method, &params)
+                } else {
+                    Err(format!("unknown call \"{method}\""))
+                };
+                self.ext_write(i, proto::call_result(&id, outcome));
+            }
             FromExt::ToolUpdate { id, output } => {
                 let Some(call) = self.plugins.exts[i].calls.get_mut(&id) else {
                     return;
@@ -675,6 +683,96 @@ impl Machine {
         ev["sessionId"] = json!(self.state.session_id);
         if let Some(f) = self.state.session.file() {
             ev["sessionFile"] = json!(f.to_string_lossy());
+        }
+    }
+
+    // ---- the node host's API calls and state -------------------------------------------------
+
+    /// What pi's synchronous getters read in the node host: the model, thinking level, session
+    /// name, whether the agent is idle or has queued messages, and the tools.
+    pub(crate) fn node_host_state(&self) -> Value {
+        let remote = self.offered_remote_tools();
+        let mut tools: Vec<Value> = self
+            .env
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name(), "description": t.description()}))
+            .collect();
+        tools.extend(
+            remote
+                .iter()
+                .map(|r| json!({"name": r.name, "description": r.description})),
+        );
+        let pending = self.queues.steering.len() + self.queues.follow_up.len();
+        json!({
+            "model": self.state.model,
+            "thinkingLevel": self.state.thinking.as_str(),
+            "sessionName": self.state.session.session_name(),
+            "sessionId": self.state.session_id,
+            "sessionFile": self.state.session.file().map(|f| f.to_string_lossy().into_owned()),
+            "idle": self.is_idle(),
+            "pendingMessages": pending > 0,
+            "tools": tools,
+        })
+    }
+
+    /// pi's `ExtensionAPI` methods that change pith's state, called by the node host.
+    fn node_host_call(&mut self, method: &str, params: &Value) -> Result<Value, String> {
+        let str_param = |k: &str| params.get(k).and_then(Value::as_str);
+        match method {
+            "appendEntry" => {
+                let custom_type = str_param("customType").ok_or("customType must be a string")?;
+                let data = params.get("data").filter(|v| !v.is_null()).cloned();
+                let id = self.state.session.append_custom(custom_type, data);
+                self.flush_session_warnings();
+                if self.profile.version == crate::protocol::Version::V16 {
+                    // pi 1.6.0 tells its host about every entry appended.
+                    if let Some(entry) = self
+                        .state
+                        .session
+                        .entry(&id)
+                        .map(|e| Value::Object(e.raw().clone()))
+                    {
+                        self.emit(&crate::rpc::event::Event::EntryAppended { entry: &entry });
+                    }
+                }
+                Ok(Value::Null)
+            }
+            "setSessionName" => {
+                let name = str_param("name").ok_or("name must be a string")?;
+                match self.handle_command(Command::SetSessionName(name.to_string()), None) {
+                    Reply::Fail(e) => Err(e),
+                    _ => Ok(Value::Null),
+                }
+            }
+            "setLabel" => {
+                let entry = str_param("entryId").ok_or("entryId must be a string")?;
+                self.state
+                    .session
+                    .append_label(entry, str_param("label"))
+                    .map(|_| Value::Null)
+            }
+            "setModel" => {
+                let provider = str_param("provider").ok_or("provider must be a string")?;
+                let id = str_param("id").ok_or("id must be a string")?;
+                Ok(json!(self.cmd_set_model(provider, id).is_ok()))
+            }
+            "setThinkingLevel" => {
+                let level = str_param("level")
+                    .and_then(crate::message::ThinkingLevel::parse)
+                    .ok_or("level must be a thinking level")?;
+                let _ = self.handle_command(Command::SetThinkingLevel(level), None);
+                Ok(Value::Null)
+            }
+            "abort" => {
+                // As the host's `abort`, without a response frame (nobody asked over RPC).
+                if self.run.is_some() {
+                    self.abort_requested = true;
+                    self.abort_run(None);
+                }
+                Ok(Value::Null)
+            }
+            other => Err(format!("pith does not support {other}")),
         }
     }
 

@@ -728,7 +728,7 @@ impl Machine {
         self.send(line);
     }
 
-    fn handle_command(&mut self, cmd: Command, id: Option<&Value>) -> Reply {
+    pub(crate) fn handle_command(&mut self, cmd: Command, id: Option<&Value>) -> Reply {
         match cmd {
             Command::Prompt {
                 input,
@@ -1346,7 +1346,7 @@ impl Machine {
         }
     }
 
-    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
+    pub(crate) fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
         let found = self
             .env
             .registry

@@ -348,6 +348,10 @@ pub struct Ext {
     pub calls: HashMap<u64, Call>,
     /// Dialogs it asked for that the host has not answered: its deadlines wait meanwhile.
     pub dialogs_open: usize,
+    /// pith's node host of pi's extensions: gets `state` lines and may send `call`s.
+    pub node_host: bool,
+    /// The `state` last sent to it.
+    pub last_state: Option<Value>,
 }
 
 impl Ext {
@@ -941,7 +945,11 @@ impl Machine {
         if pi.len() > 1 {
             entry.path = program.clone();
         }
+        let index = self.plugins.exts.len();
         self.start_ext_process(entry, spec);
+        if let Some(e) = self.plugins.exts.get_mut(index) {
+            e.node_host = true;
+        }
     }
 
     fn start_ext_process(&mut self, entry: ExtEntry, spec: child::Spec) {
@@ -964,6 +972,8 @@ impl Machine {
             events: Vec::new(),
             calls: HashMap::new(),
             dialogs_open: 0,
+            node_host: false,
+            last_state: None,
         });
         self.spawn_child(SpawnRequest {
             target: Target::Ext(index),
@@ -1037,6 +1047,18 @@ impl Machine {
     /// Queue a line for extension `i`. A full queue means it does not read its input: it is
     /// isolated at the next timer tick (not here: writes happen in the middle of other work).
     pub(crate) fn ext_write(&mut self, i: usize, line: Vec<u8>) -> bool {
+        if self.plugins.exts.get(i).is_some_and(|e| e.node_host) {
+            let state = self.node_host_state();
+            if self.plugins.exts[i].last_state.as_ref() != Some(&state) {
+                let l = crate::ext::protocol::state(&state);
+                self.plugins.exts[i].last_state = Some(state);
+                self.ext_write_line(i, l);
+            }
+        }
+        self.ext_write_line(i, line)
+    }
+
+    fn ext_write_line(&mut self, i: usize, line: Vec<u8>) -> bool {
         let Some(h) = self.plugins.exts.get(i).and_then(|e| e.handle.as_ref()) else {
             return false;
         };

@@ -82,6 +82,13 @@ pub enum FromExt {
         /// A host of several extensions (pith's node host) names the one that failed.
         extension: Option<String>,
     },
+    /// An API call of pith's node host (pi's `appendEntry`, `setSessionName`, ...): answered
+    /// with `call_result`.
+    Call {
+        id: Value,
+        method: String,
+        params: Value,
+    },
     /// A host of several extensions reports a failure of one of them that answers no call (a
     /// load failure, a notification handler that threw, an unsupported API method).
     Error {
@@ -361,6 +368,11 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
                 extension: f.opt_string("extension")?,
             }
         }
+        "call" => FromExt::Call {
+            id: obj.get("id").cloned().unwrap_or(Value::Null),
+            method: f.string("method")?,
+            params: obj.get("params").cloned().unwrap_or(Value::Null),
+        },
         "error" => FromExt::Error {
             extension: f.string("extension")?,
             event: f.string("event")?,
@@ -579,6 +591,20 @@ pub fn execute_tool(id: u64, tool_call_id: &str, tool_name: &str, input: &Value)
 
 pub fn command(id: u64, name: &str, args: &str) -> Vec<u8> {
     line(&json!({"type": "command", "id": id, "name": name, "args": args}))
+}
+
+/// The answer to the node host's `call` `id`.
+pub fn call_result(id: &Value, outcome: Result<Value, String>) -> Vec<u8> {
+    match outcome {
+        Ok(v) => line(&json!({"type": "call_result", "id": id, "result": v})),
+        Err(e) => line(&json!({"type": "call_result", "id": id, "error": e})),
+    }
+}
+
+/// What the node host's synchronous getters read (pi's `getSessionName()`, `ctx.model`, ...),
+/// sent before any other line when it changed.
+pub fn state(state: &Value) -> Vec<u8> {
+    line(&json!({"type": "state", "state": state}))
 }
 
 pub fn cancel(id: u64) -> Vec<u8> {

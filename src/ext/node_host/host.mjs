@@ -86,6 +86,24 @@ if (typeof nodeModule.registerHooks === "function") {
 // ---- the protocol -----------------------------------------------------------------------------
 
 let hello = null;
+// pith's state for the synchronous getters (`ctx.model`, `pi.getSessionName()`, ...), sent by
+// pith before any other line when it changed.
+let state = {};
+const pendingApiCalls = new Map(); // call id -> {resolve, reject}
+let nextApiCall = 1;
+
+function apiCall(method, params) {
+	const id = `c${nextApiCall++}`;
+	return new Promise((resolve, reject) => {
+		pendingApiCalls.set(id, { resolve, reject });
+		send({ type: "call", id, method, params });
+	});
+}
+
+// A call whose answer nobody awaits (pi's method returns nothing): a failure is reported.
+function apiCallReported(ext, method, params) {
+	apiCall(method, params).catch((e) => reportError(ext, method, errText(e)));
+}
 const extensions = []; // {path, name, handlers: Map<event, fn[]>, tools: [], commands: [], flags: Map, dead}
 const tools = new Map(); // name -> {ext, def}
 const commands = new Map(); // name -> {ext, def}
@@ -257,20 +275,26 @@ function makeContext(signal) {
 		},
 		signal,
 		isProjectTrusted: () => projectTrusted,
-		sessionManager: throwingProxy("ctx.sessionManager"),
+		sessionManager: makeSessionManager(),
 		modelRegistry: throwingProxy("ctx.modelRegistry"),
+		get model() {
+			return state.model ?? undefined;
+		},
+		get thinkingLevel() {
+			return state.thinkingLevel;
+		},
+		isIdle: () => state.idle === true,
+		hasPendingMessages: () => state.pendingMessages === true,
+		abort: () => {
+			apiCall("abort", {}).catch(() => {});
+		},
 	};
-	for (const k of ["model", "scopedModels", "thinkingLevel"]) {
-		Object.defineProperty(ctx, k, {
-			get() {
-				throw unsupported(`ctx.${k}`);
-			},
-		});
-	}
+	Object.defineProperty(ctx, "scopedModels", {
+		get() {
+			throw unsupported("ctx.scopedModels");
+		},
+	});
 	for (const k of [
-		"isIdle",
-		"abort",
-		"hasPendingMessages",
 		"shutdown",
 		"getContextUsage",
 		"compact",
@@ -289,6 +313,25 @@ function makeContext(signal) {
 		};
 	}
 	return ctx;
+}
+
+// The reads of pi's session manager that pith answers; the others raise an error naming them.
+function makeSessionManager() {
+	const known = {
+		getSessionId: () => state.sessionId,
+		getSessionFile: () => state.sessionFile ?? undefined,
+		getSessionName: () => state.sessionName ?? undefined,
+		getCwd: () => hello?.cwd ?? process.cwd(),
+	};
+	return new Proxy(known, {
+		get(target, k) {
+			if (typeof k === "symbol" || k === "then") return undefined;
+			if (k in target) return target[k];
+			return () => {
+				throw unsupported(`ctx.sessionManager.${String(k)}()`);
+			};
+		},
+	});
 }
 
 function execCommand(command, args, options = {}) {
@@ -372,24 +415,28 @@ function makeApi(ext) {
 		},
 		exec: execCommand,
 		events: bus,
+		appendEntry(customType, data) {
+			apiCallReported(ext, "appendEntry", data === undefined ? { customType } : { customType, data });
+		},
+		setSessionName(name) {
+			apiCallReported(ext, "setSessionName", { name });
+		},
+		getSessionName: () => state.sessionName ?? undefined,
+		setLabel(entryId, label) {
+			apiCallReported(ext, "setLabel", label === undefined ? { entryId } : { entryId, label });
+		},
+		getActiveTools: () => (state.tools ?? []).map((t) => t.name),
+		getAllTools: () => (state.tools ?? []).map((t) => ({ name: t.name, description: t.description })),
+		async setModel(model) {
+			return apiCall("setModel", { provider: model?.provider, id: model?.id });
+		},
+		getThinkingLevel: () => state.thinkingLevel,
+		setThinkingLevel(level) {
+			apiCallReported(ext, "setThinkingLevel", { level });
+		},
 	};
 	for (const k of TUI_REGISTRATIONS) api[k] = () => {};
-	for (const k of [
-		"appendEntry",
-		"setSessionName",
-		"getSessionName",
-		"setLabel",
-		"getActiveTools",
-		"getAllTools",
-		"getSettings",
-		"setActiveTools",
-		"getCommands",
-		"setModel",
-		"getThinkingLevel",
-		"setThinkingLevel",
-		"registerProvider",
-		"unregisterProvider",
-	]) {
+	for (const k of ["getSettings", "setActiveTools", "getCommands", "registerProvider", "unregisterProvider"]) {
 		api[k] = () => {
 			throw unsupported(`pi.${k}()`);
 		};
@@ -652,6 +699,18 @@ rl.on("line", (line) => {
 		case "cancel":
 			pendingCalls.get(msg.id)?.abort();
 			break;
+		case "state":
+			state = msg.state ?? {};
+			break;
+		case "call_result": {
+			const p = pendingApiCalls.get(msg.id);
+			if (p) {
+				pendingApiCalls.delete(msg.id);
+				if (msg.error !== undefined) p.reject(new Error(msg.error));
+				else p.resolve(msg.result);
+			}
+			break;
+		}
 		case "ui_response": {
 			const resolve = pendingDialogs.get(msg.id);
 			if (resolve) {
