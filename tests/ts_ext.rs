@@ -370,6 +370,60 @@ fn api_reads_and_session_writes() {
     assert_eq!(st["data"]["sessionName"], "named by api");
 }
 
+/// `--sandbox workspace-write`: the node host is confined like pith's tools (writes outside the
+/// working directory and `$TMPDIR` refused, no network). Skipped where the kernel has no
+/// Landlock. (pi has no sandbox: nothing to compare.)
+#[test]
+fn the_host_is_sandboxed_like_tools() {
+    let node = need_node!();
+    let w = World::new();
+    let outside = w.dir.path().join("home/out.txt");
+    let script =
+        json!({"toolCalls":[{"name":"escape","arguments":{"outside":outside}}]}).to_string();
+    std::fs::write(w.tmp().join("faux.jsonl"), script).unwrap();
+    let faux = w.tmp().join("faux.jsonl").to_string_lossy().to_string();
+    let out = w
+        .command(&[
+            "--mode",
+            "json",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "--faux-script",
+            &faux,
+            "--no-session",
+            "--sandbox",
+            "workspace-write",
+            "-e",
+            &fixture("escape.ts"),
+            "go",
+        ])
+        .env("PITH_NODE", &node)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    if out.status.code() == Some(5) {
+        eprintln!(
+            "SKIPPED: the kernel cannot enforce the sandbox: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let end: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|f| f["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool end: {stdout}"));
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "inside=ok outside=EACCES network=EPERM"
+    );
+    assert!(w.cwd().join("inside.txt").exists());
+    assert!(!outside.exists());
+}
+
 /// Without a usable node, a configured pi extension stops pith before it starts: exit 2 in
 /// every mode, with a message naming the extension and the ways on. `--no-extensions` starts.
 #[test]

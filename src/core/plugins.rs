@@ -244,13 +244,33 @@ pub struct SpawnRequest {
 /// the child's exec (milliseconds each on a busy machine, which would delay the first
 /// responses); and alive until pith stops, because a child's parent-death signal
 /// (`PR_SET_PDEATHSIG`) fires when the thread that forked it ends.
-fn spawn_spawner(worker_tx: Sender<Worker>) -> Option<Sender<SpawnRequest>> {
+fn spawn_spawner(
+    worker_tx: Sender<Worker>,
+    sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
+) -> Option<Sender<SpawnRequest>> {
     let (tx, rx) = crossbeam_channel::unbounded::<SpawnRequest>();
     let started = std::thread::Builder::new()
-        .name("spawner".into())
+        .name(
+            if sandbox.is_some() {
+                "spawner-sandboxed"
+            } else {
+                "spawner"
+            }
+            .into(),
+        )
         .spawn(move || {
+            // `--sandbox`: this thread, and so every process it starts, is confined like tools.
+            let entered = match &sandbox {
+                Some(sb) => sb.enter().map_err(|e| {
+                    format!("the sandbox could not be entered, so it did not start: {e}")
+                }),
+                None => Ok(()),
+            };
             for req in rx {
-                let result = spawn_now(&req, &worker_tx);
+                let result = match &entered {
+                    Ok(()) => spawn_now(&req, &worker_tx),
+                    Err(e) => Err(e.clone()),
+                };
                 if worker_tx
                     .send(Worker::Spawned {
                         target: req.target,
@@ -592,6 +612,8 @@ pub struct Plugins {
     pub input_closed: bool,
     /// The spawner thread's queue (dropped at the end: the thread ends).
     spawner: Option<Sender<SpawnRequest>>,
+    /// `--sandbox`: the confined spawner of the node host.
+    sandboxed_spawner: Option<Sender<SpawnRequest>>,
     /// The node host's program, written at start (removed when pith ends).
     node_dir: Option<tempfile::TempDir>,
 }
@@ -824,7 +846,7 @@ impl Machine {
             self.mcp_report_problems();
             return;
         }
-        self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone());
+        self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone(), None);
         let entries = self.plugins.cfg.extensions.clone();
         let pi: Vec<ExtEntry> = entries
             .iter()
@@ -884,7 +906,7 @@ impl Machine {
             inherit_env: true,
             cwd: self.env.cwd.clone(),
         };
-        self.start_ext_process(entry, spec);
+        self.start_ext_process(entry, spec, false);
     }
 
     /// The node host of pi's extensions `pi` (in load order): its program written to a private
@@ -923,36 +945,45 @@ impl Machine {
         let timeout_ms = (self.plugins.cfg.ext_timeout.as_millis() as u64)
             .saturating_sub(250)
             .max(100);
+        let mut env: Vec<(String, String)> = Vec::new();
+        let sandbox = self.env.sandbox.clone();
+        if let Some(sb) = &sandbox {
+            // Confined like the bash tool: its environment without secret-looking variables.
+            let mut all: Vec<(String, Option<String>)> =
+                std::env::vars().map(|(k, v)| (k, Some(v))).collect();
+            sb.filter_env(&mut all);
+            env.extend(all.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
+        }
+        env.extend([
+            ("PITH_EXTENSION_PROTOCOL".into(), "1".into()),
+            (
+                "PITH_NODE_HOST_EXTENSIONS".into(),
+                serde_json::to_string(&paths).unwrap_or_default(),
+            ),
+            (
+                "PITH_PROJECT_TRUSTED".into(),
+                if setup.project_trusted { "1" } else { "0" }.into(),
+            ),
+            ("PITH_NODE_HOST_TIMEOUT_MS".into(), timeout_ms.to_string()),
+        ]);
         let spec = child::Spec {
             program: setup.node.path.clone(),
             args: crate::ext::node_host::node_args(&program),
-            env: vec![
-                ("PITH_EXTENSION_PROTOCOL".into(), "1".into()),
-                (
-                    "PITH_NODE_HOST_EXTENSIONS".into(),
-                    serde_json::to_string(&paths).unwrap_or_default(),
-                ),
-                (
-                    "PITH_PROJECT_TRUSTED".into(),
-                    if setup.project_trusted { "1" } else { "0" }.into(),
-                ),
-                ("PITH_NODE_HOST_TIMEOUT_MS".into(), timeout_ms.to_string()),
-            ],
-            inherit_env: true,
+            env,
+            inherit_env: sandbox.is_none(),
             cwd: self.env.cwd.clone(),
         };
         let mut entry = pi[0].clone();
         if pi.len() > 1 {
             entry.path = program.clone();
         }
-        let index = self.plugins.exts.len();
-        self.start_ext_process(entry, spec);
-        if let Some(e) = self.plugins.exts.get_mut(index) {
-            e.node_host = true;
+        if sandbox.is_some() && self.plugins.sandboxed_spawner.is_none() {
+            self.plugins.sandboxed_spawner = spawn_spawner(self.io.worker_tx.clone(), sandbox);
         }
+        self.start_ext_process(entry, spec, true);
     }
 
-    fn start_ext_process(&mut self, entry: ExtEntry, spec: child::Spec) {
+    fn start_ext_process(&mut self, entry: ExtEntry, spec: child::Spec, node_host: bool) {
         let index = self.plugins.exts.len();
         let path = entry.path.to_string_lossy().to_string();
         let name = entry
@@ -972,7 +1003,7 @@ impl Machine {
             events: Vec::new(),
             calls: HashMap::new(),
             dialogs_open: 0,
-            node_host: false,
+            node_host,
             last_state: None,
         });
         self.spawn_child(SpawnRequest {
@@ -984,6 +1015,24 @@ impl Machine {
 
     /// Hand a process to the spawner thread (or start it here if there is none).
     pub(crate) fn spawn_child(&mut self, req: SpawnRequest) {
+        let confined = self.env.sandbox.is_some()
+            && matches!(req.target, Target::Ext(i) if self.plugins.exts.get(i).is_some_and(|e| e.node_host));
+        if confined {
+            // Never started unconfined: without its spawner it fails.
+            match &self.plugins.sandboxed_spawner {
+                Some(tx) => {
+                    if let Err(e) = tx.send(req) {
+                        let req = e.into_inner();
+                        self.on_spawned(req.target, Err("the sandboxed spawner is gone".into()));
+                    }
+                }
+                None => self.on_spawned(
+                    req.target,
+                    Err("the sandboxed spawner could not start".into()),
+                ),
+            }
+            return;
+        }
         if let Some(tx) = &self.plugins.spawner {
             if let Err(e) = tx.send(req) {
                 let req = e.into_inner();
