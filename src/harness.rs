@@ -731,6 +731,9 @@ pub fn extension_message(data: &[u8]) {
             Ok(FromExt::SendUserMessage { content, .. }) => {
                 check_line(&crate::rpc::response::line(&content));
             }
+            Ok(FromExt::NodeTooOld { version }) => {
+                check_line(&crate::rpc::response::line(&version));
+            }
             Ok(FromExt::Call { params, .. }) => {
                 check_line(&crate::rpc::response::line(&params));
             }

@@ -54,6 +54,25 @@ fn test_node() -> Option<PathBuf> {
         .find(|p| p.is_file() && node_version_ok(p))
 }
 
+/// A node too old to host pi's extensions (`PITH_TEST_OLD_NODE`, or one on PATH).
+fn old_node() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(p) = std::env::var("PITH_TEST_OLD_NODE") {
+        candidates.push(p.into());
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        candidates.push(Path::new(dir).join("node"));
+    }
+    candidates.into_iter().find(|p| {
+        p.is_file()
+            && !node_version_ok(p)
+            && std::process::Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+    })
+}
+
 macro_rules! need_node {
     () => {
         match test_node() {
@@ -466,18 +485,44 @@ fn no_node_no_start() {
         assert!(err.contains("--no-extensions"), "{err}");
         assert!(err.contains("remove the extension"), "{err}");
     }
-    // Too old.
-    let old = w.tmp().join("old-node");
-    std::fs::write(&old, "#!/bin/sh\necho v20.20.2\n").unwrap();
+    // A node that dies before loading anything: no run either.
+    let broken = w.tmp().join("broken-node");
+    std::fs::write(&broken, "#!/bin/sh\nexit 3\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = run(
         &["-p", "--provider", "faux", "--model", "faux", "hi"],
-        Some(&old.to_string_lossy()),
+        Some(&broken.to_string_lossy()),
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("is node v20.20.2, older than 22.18"), "{err}");
+    assert!(
+        err.contains(
+            "the host of pi's extensions failed (startup): exited before registering (exit code 3)"
+        ),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // A real node that is too old (this machine's PATH may have one: the host says so).
+    if let Some(old) = old_node() {
+        let out = run(
+            &[
+                "--mode",
+                "json",
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+                "hi",
+            ],
+            Some(&old.to_string_lossy()),
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(", older than 22.18"), "{err}");
+    } else {
+        eprintln!("(no node older than 22.18 here: the too-old case is not run)");
+    }
     // --no-extensions: pith starts without it.
     let out = run(
         &[

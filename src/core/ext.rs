@@ -114,6 +114,18 @@ impl Machine {
                 event,
                 error,
             } => self.extension_error(&extension, &event, &error),
+            FromExt::NodeTooOld { version } if self.plugins.exts[i].node_host => {
+                let path = self
+                    .plugins
+                    .cfg
+                    .node_host
+                    .as_ref()
+                    .map(|s| s.node.path.clone())
+                    .unwrap_or_default();
+                self.plugins.exts[i].life = Life::Dead;
+                self.refuse_node(crate::ext::node_host::NodeProblem::TooOld { path, version });
+            }
+            FromExt::NodeTooOld { .. } => {}
             FromExt::Call { id, method, params } => {
                 let outcome = if self.plugins.exts[i].node_host {
                     self.node_host_call(&method, &params)
@@ -236,9 +248,26 @@ impl Machine {
         if e.life == Life::Dead {
             return;
         }
+        let host_starting = e.node_host && matches!(e.life, Life::Starting(_));
         e.life = Life::Dead;
         if let Some(h) = e.handle.as_ref() {
             h.signal(child::SIGKILL);
+        }
+        if host_starting && !self.plugins.stopping {
+            // pi's extensions did not load: no run starts without them (exit 2).
+            let path = self
+                .plugins
+                .cfg
+                .node_host
+                .as_ref()
+                .map(|s| s.node.path.clone())
+                .unwrap_or_default();
+            self.refuse_node(crate::ext::node_host::NodeProblem::Broken {
+                path,
+                error: format!("the host of pi's extensions failed ({event}): {error}"),
+            });
+            self.check_startup_done();
+            return;
         }
         let path = e.path.clone();
         let name = e.name.clone();

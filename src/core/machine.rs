@@ -129,6 +129,8 @@ pub enum Exit {
     ClientGone,
     /// Killed by this signal.
     Signal(i32),
+    /// A configured pi extension cannot run (its node is too old or cannot start): exit 2.
+    Refused,
 }
 
 impl Exit {
@@ -136,6 +138,7 @@ impl Exit {
         match self {
             Exit::InputClosed | Exit::ClientGone => 0,
             Exit::Signal(s) => 128 + s,
+            Exit::Refused => 2,
         }
     }
 }
@@ -433,6 +436,11 @@ impl Machine {
 
     fn run_loop(&mut self) -> Exit {
         loop {
+            if let Some(why) = self.plugins.refused.take() {
+                eprintln!("{why}");
+                self.cancel_all_work();
+                return Exit::Refused;
+            }
             if let Some(sig) = self.io.exit_signal {
                 return self.shutdown_on_signal(sig);
             }

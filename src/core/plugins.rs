@@ -616,6 +616,8 @@ pub struct Plugins {
     sandboxed_spawner: Option<Sender<SpawnRequest>>,
     /// The node host's program, written at start (removed when pith ends).
     node_dir: Option<tempfile::TempDir>,
+    /// pith must not go on: a configured pi extension cannot run (the message for stderr).
+    pub refused: Option<String>,
 }
 
 impl Plugins {
@@ -1057,6 +1059,20 @@ impl Machine {
                 self.plugins.exts[i].handle = Some(h);
                 self.ext_hello(i);
             }
+            (Target::Ext(i), Err(e)) if self.plugins.exts[i].node_host => {
+                let node = self
+                    .plugins
+                    .cfg
+                    .node_host
+                    .as_ref()
+                    .map(|s| s.node.path.clone())
+                    .unwrap_or_default();
+                self.plugins.exts[i].life = Life::Dead;
+                self.refuse_node(crate::ext::node_host::NodeProblem::Broken {
+                    path: node,
+                    error: e,
+                });
+            }
             (Target::Ext(i), Err(e)) => {
                 let ext = &mut self.plugins.exts[i];
                 if ext.life != Life::Dead {
@@ -1127,6 +1143,20 @@ impl Machine {
             }
             Err(child::WriteError::Closed) => false,
         }
+    }
+
+    /// The node host cannot run pi's extensions: pith stops before any run (exit 2).
+    pub(crate) fn refuse_node(&mut self, problem: crate::ext::node_host::NodeProblem) {
+        let pi: Vec<std::path::PathBuf> = self
+            .plugins
+            .cfg
+            .extensions
+            .iter()
+            .filter(|e| e.kind == crate::ext::load::Kind::Node)
+            .map(|e| e.path.clone())
+            .collect();
+        self.plugins.refused = Some(crate::ext::node_host::refusal(&problem, &pi));
+        self.drop_pending_prompt("Prompt cancelled: a pi extension cannot run");
     }
 
     /// The `extension_error` event (also logged to stderr).

@@ -29,7 +29,6 @@ pub const MIN_NODE: (u32, u32) = (22, 18);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     pub path: PathBuf,
-    pub version: String,
 }
 
 /// Why no node can host the extensions.
@@ -37,30 +36,10 @@ pub struct Node {
 pub enum NodeProblem {
     /// None found (`PITH_NODE`, settings `pith.node`, `PATH`).
     NotFound,
-    /// Found at `path` but it could not be run or reported no version.
+    /// Found at `path` but it could not be run, or the host died before loading anything.
     Broken { path: PathBuf, error: String },
     /// Found, too old.
     TooOld { path: PathBuf, version: String },
-}
-
-/// `v22.18.0` → `(22, 18)`.
-pub fn parse_version(s: &str) -> Option<(u32, u32)> {
-    let s = s.trim();
-    let s = s.strip_prefix('v').unwrap_or(s);
-    let mut it = s.split('.');
-    let major = it.next()?.parse().ok()?;
-    let minor = it.next()?.parse().ok()?;
-    Some((major, minor))
-}
-
-/// Does node `v` strip TypeScript types by default? 22.18+ within 22, 23.6+ within 23, 24 on.
-pub fn strips_types(v: (u32, u32)) -> bool {
-    match v.0 {
-        0..=21 => false,
-        22 => v.1 >= MIN_NODE.1,
-        23 => v.1 >= 6,
-        _ => true,
-    }
 }
 
 /// The node to use: `PITH_NODE`, then settings `pith.node`, then the first `node` on `PATH`.
@@ -91,32 +70,22 @@ fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Find node and check its version (runs `node --version`, some 20-40 ms: only done when a pi
-/// extension is configured).
+/// Find node. Its version is not asked here (`node --version` would cost start-up 20-40 ms):
+/// the host checks `process.version` first thing and says `node_too_old`, and pith then stops
+/// before any run, as it does here when there is no node at all.
 pub fn find(setting: Option<&str>) -> Result<Node, NodeProblem> {
     let env_node = std::env::var("PITH_NODE").ok();
     let path_var = std::env::var("PATH").ok();
     let Some(path) = locate(env_node.as_deref(), setting, path_var.as_deref()) else {
         return Err(NodeProblem::NotFound);
     };
-    let out = std::process::Command::new(&path)
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .map_err(|e| NodeProblem::Broken {
-            path: path.clone(),
-            error: e.to_string(),
-        })?;
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    match parse_version(&version) {
-        None => Err(NodeProblem::Broken {
+    if !is_executable(&path) {
+        return Err(NodeProblem::Broken {
+            error: "not an executable file".to_string(),
             path,
-            error: format!("`--version` printed {version:?}"),
-        }),
-        Some(v) if !strips_types(v) => Err(NodeProblem::TooOld { path, version }),
-        Some(_) => Ok(Node { path, version }),
+        });
     }
+    Ok(Node { path })
 }
 
 /// The message of pith's refusal to start (exit 2): each extension named, and the three ways on.
@@ -170,32 +139,15 @@ pub fn write_program(dir: &Path) -> std::io::Result<PathBuf> {
     Ok(dir.join("host.mjs"))
 }
 
-/// node's arguments: enums, namespaces and parameter properties need node's transform mode
-/// (its warning is silenced: stderr is the user's).
+/// node's arguments: the host alone. It loads TypeScript in node's transform mode itself (a
+/// load hook calling `module.stripTypeScriptTypes`), so no flag an old node would reject.
 pub fn node_args(host: &Path) -> Vec<String> {
-    vec![
-        "--experimental-transform-types".into(),
-        "--disable-warning=ExperimentalWarning".into(),
-        host.to_string_lossy().into_owned(),
-    ]
+    vec![host.to_string_lossy().into_owned()]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions() {
-        assert_eq!(parse_version("v22.18.0\n"), Some((22, 18)));
-        assert_eq!(parse_version("v20.20.2"), Some((20, 20)));
-        assert_eq!(parse_version("garbage"), None);
-        assert!(!strips_types((20, 20)));
-        assert!(!strips_types((22, 17)));
-        assert!(strips_types((22, 18)));
-        assert!(!strips_types((23, 5)));
-        assert!(strips_types((23, 6)));
-        assert!(strips_types((24, 0)));
-    }
 
     #[test]
     fn locate_order() {

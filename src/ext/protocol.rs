@@ -82,6 +82,10 @@ pub enum FromExt {
         /// A host of several extensions (pith's node host) names the one that failed.
         extension: Option<String>,
     },
+    /// pith's node host runs on a node too old for TypeScript (`process.version`).
+    NodeTooOld {
+        version: String,
+    },
     /// An API call of pith's node host (pi's `appendEntry`, `setSessionName`, ...): answered
     /// with `call_result`.
     Call {
@@ -368,6 +372,9 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
                 extension: f.opt_string("extension")?,
             }
         }
+        "node_too_old" => FromExt::NodeTooOld {
+            version: f.string("version")?,
+        },
         "call" => FromExt::Call {
             id: obj.get("id").cloned().unwrap_or(Value::Null),
             method: f.string("method")?,

@@ -9,6 +9,17 @@
 // PITH_PROJECT_TRUSTED ("1" or "0"), PITH_NODE_HOST_TIMEOUT_MS (a handler's time before this host
 // gives up on it and reports it; pith's own per-call timeout is the backstop).
 
+// First of all: a node too old to strip types says so, and pith stops (exit 2). This file is
+// plain JavaScript that old nodes parse.
+{
+	const [major, minor] = process.versions.node.split(".").map(Number);
+	const ok = (major === 22 && minor >= 18) || (major === 23 && minor >= 6) || major >= 24;
+	if (!ok) {
+		process.stdout.write(JSON.stringify({ type: "node_too_old", version: process.version }) + "\n");
+		process.exit(0);
+	}
+}
+
 import { createInterface } from "node:readline";
 import { pathToFileURL, fileURLToPath } from "node:url";
 import { spawn } from "node:child_process";
@@ -79,9 +90,25 @@ function resolveHook(specifier, context, nextResolve) {
 	}
 }
 
-if (typeof nodeModule.registerHooks === "function") {
-	nodeModule.registerHooks({ resolve: resolveHook });
+// TypeScript in node's transform mode (enums, namespaces, parameter properties too), also under
+// node_modules (an installed pi package ships .ts), without command-line flags (an old node
+// must get as far as saying it is too old).
+function loadHook(url, context, nextLoad) {
+	if (url.startsWith("file:") && /\.m?ts$/.test(url)) {
+		const source = fs.readFileSync(fileURLToPath(url), "utf8");
+		const code = nodeModule.stripTypeScriptTypes(source, { mode: "transform", sourceUrl: url });
+		return { format: "module", source: code, shortCircuit: true };
+	}
+	return nextLoad(url, context);
 }
+
+// node's notice that type stripping is experimental is not the user's concern.
+process.removeAllListeners("warning");
+process.on("warning", (w) => {
+	if (w.name !== "ExperimentalWarning") log(`${w.name}: ${w.message}`);
+});
+
+nodeModule.registerHooks({ resolve: resolveHook, load: loadHook });
 
 // ---- the protocol -----------------------------------------------------------------------------
 
