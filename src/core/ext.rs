@@ -529,11 +529,15 @@ impl Machine {
                 let (path, source_info) = if self.profile.answers.command_origin
                     == crate::protocol::CommandOrigin::SourceInfo
                 {
+                    let package = matches!(entry.origin, crate::ext::load::Origin::Package { .. });
                     let info = SourceInfo {
                         path: file,
-                        source: entry.origin.source().to_string(),
+                        source: entry
+                            .package
+                            .clone()
+                            .unwrap_or_else(|| entry.origin.source().to_string()),
                         scope: entry.origin.scope().to_string(),
-                        origin: "top-level".to_string(),
+                        origin: if package { "package" } else { "top-level" }.to_string(),
                         base_dir: entry
                             .base_dir
                             .as_ref()

@@ -29,6 +29,8 @@ pub enum Origin {
     ProjectAuto,
     /// Found in `<agentDir>/extensions/`.
     UserAuto,
+    /// A package of settings `packages` installed by pi (`true`: the project's).
+    Package { project: bool },
 }
 
 /// How an extension runs.
@@ -47,6 +49,7 @@ impl Origin {
             Origin::Cli => "cli",
             Origin::Project | Origin::User => "local",
             Origin::ProjectAuto | Origin::UserAuto => "auto",
+            Origin::Package { .. } => "package",
         }
     }
     /// pi 0.87.1 `sourceInfo.scope`.
@@ -54,7 +57,8 @@ impl Origin {
         match self {
             Origin::Cli => "temporary",
             Origin::Project | Origin::ProjectAuto => "project",
-            Origin::User | Origin::UserAuto => "user",
+            Origin::User | Origin::UserAuto | Origin::Package { project: false } => "user",
+            Origin::Package { project: true } => "project",
         }
     }
 }
@@ -67,6 +71,8 @@ pub struct ExtEntry {
     /// The directory relative paths were resolved against (pi's `baseDir`), for settings entries.
     pub base_dir: Option<PathBuf>,
     pub kind: Kind,
+    /// A package's source as settings name it (`npm:pi-gate`): pi's `sourceInfo.source`.
+    pub package: Option<String>,
 }
 
 fn expand(p: &str, base: &Path) -> PathBuf {
@@ -345,6 +351,118 @@ fn files_of(p: &Path) -> Vec<PathBuf> {
     }
 }
 
+/// Settings `packages`: each entry a source string (`npm:name@range`, `git:host/path@ref`, a
+/// https git URL, a local path) or an object with `source` and an `extensions` filter.
+fn settings_packages(file: &Path) -> Vec<(String, Option<Vec<String>>)> {
+    let Ok(text) = crate::files::read_text(file) else {
+        return Vec::new();
+    };
+    let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&text) else {
+        return Vec::new();
+    };
+    let Some(Value::Array(list)) = m.get("packages") else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|p| match p {
+            Value::String(s) => Some((s.clone(), None)),
+            Value::Object(o) => {
+                let source = o.get("source")?.as_str()?.to_string();
+                let filter = o.get("extensions").and_then(Value::as_array).map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                });
+                Some((source, filter))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// npm's global `node_modules` (pi's legacy install place): `$NPM_CONFIG_PREFIX/lib/node_modules`,
+/// else next to the `npm` on `PATH` (`<prefix>/bin/npm` → `<prefix>/lib/node_modules`).
+fn npm_global_root() -> Option<PathBuf> {
+    let prefix = std::env::var("NPM_CONFIG_PREFIX")
+        .or_else(|_| std::env::var("npm_config_prefix"))
+        .ok()
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var("PATH")
+                .ok()?
+                .split(':')
+                .map(|d| Path::new(d).join("npm"))
+                .find(|p| p.exists())?
+                .parent()?
+                .parent()
+                .map(Path::to_path_buf)
+        })?;
+    Some(prefix.join("lib/node_modules"))
+}
+
+/// Where pi installed package `source` (`None`: not a source pith can place, or not installed).
+fn package_root(source: &str, root: &Path, user: bool, base: &Path) -> Option<PathBuf> {
+    if let Some(spec) = source.strip_prefix("npm:") {
+        let spec = spec.trim();
+        // `@scope/name@range` / `name@range`.
+        let name = match spec.strip_prefix('@') {
+            Some(rest) => match rest.find('@') {
+                Some(i) => &spec[..i + 1],
+                None => spec,
+            },
+            None => spec.split('@').next().unwrap_or(spec),
+        };
+        let managed = root.join("npm/node_modules").join(name);
+        if managed.exists() || !user {
+            return managed.exists().then_some(managed);
+        }
+        let legacy = npm_global_root()?.join(name);
+        return legacy.exists().then_some(legacy);
+    }
+    let git = source
+        .strip_prefix("git:")
+        .or_else(|| source.strip_prefix("https://"))
+        .or_else(|| source.strip_prefix("http://"));
+    if let Some(g) = git {
+        let g = g.split('@').next().unwrap_or(g);
+        let g = g.strip_suffix(".git").unwrap_or(g);
+        let dir = root.join("git").join(g);
+        return dir.exists().then_some(dir);
+    }
+    let p = expand(source, base);
+    p.exists().then_some(p)
+}
+
+/// pi's `collectPackageResources` for extensions: the `filter` patterns over the package's
+/// files, else its `package.json` `pi.extensions`, else its `extensions/` directory.
+fn package_files(root: &Path, filter: Option<&[String]>) -> Vec<PathBuf> {
+    if root.is_file() {
+        return vec![root.to_path_buf()];
+    }
+    let manifest = read_pi_manifest_extensions(root);
+    let all = |entries: &Option<Vec<String>>| -> Vec<PathBuf> {
+        match entries {
+            Some(list) => {
+                let (plain, patterns): (Vec<String>, Vec<String>) =
+                    list.iter().cloned().partition(|e| !is_pattern(e));
+                let mut files = Vec::new();
+                for e in plain {
+                    files.extend(files_of(&root.join(e)));
+                }
+                apply_patterns(files, &patterns, root)
+            }
+            None => auto_entries(&root.join("extensions")),
+        }
+    };
+    let files = all(&manifest);
+    match filter {
+        Some(f) if f.is_empty() => Vec::new(),
+        Some(f) => apply_patterns(files, f, root),
+        None => files,
+    }
+}
+
 /// The extensions to start, in load order, and warnings for stderr. pi's order: `-e` paths,
 /// then the project's settings entries, the project's `.pi/extensions/`, the user's settings
 /// entries, the user's `<agentDir>/extensions/` (a project's only when it is trusted); a path
@@ -359,6 +477,7 @@ pub fn resolve(
     let mut out: Vec<ExtEntry> = Vec::new();
     let mut warnings = Vec::new();
     let mut found: Vec<(PathBuf, Origin, Option<PathBuf>)> = Vec::new();
+    let mut package_of: Vec<(PathBuf, String)> = Vec::new();
     for raw in cli {
         let entry = raw.strip_prefix('+').unwrap_or(raw);
         if entry.starts_with("builtin:") {
@@ -451,16 +570,57 @@ pub fn resolve(
                 found.push((f, Origin::UserAuto, Some(agent_dir.to_path_buf())));
             }
         }
-        // pi's precedence: project settings, project auto, user settings, user auto (stable).
+        // Packages pi installed (the project's first; one source once).
+        let mut packages: Vec<(String, Option<Vec<String>>, bool)> = Vec::new();
+        if project_trusted {
+            for (src, f) in settings_packages(&project.join("settings.json")) {
+                packages.push((src, f, true));
+            }
+        }
+        for (src, f) in settings_packages(&agent_dir.join("settings.json")) {
+            if !packages.iter().any(|(s, _, _)| *s == src) {
+                packages.push((src, f, false));
+            }
+        }
+        for (src, filter, is_project) in packages {
+            let (root, base) = if is_project {
+                (project.clone(), project.clone())
+            } else {
+                (agent_dir.to_path_buf(), agent_dir.to_path_buf())
+            };
+            let Some(pkg) = package_root(&src, &root, !is_project, &base) else {
+                warnings.push(format!(
+                    "Warning: package \"{src}\" is not installed; pith installs nothing (install it with pi)"
+                ));
+                continue;
+            };
+            for f in package_files(&pkg, filter.as_deref()) {
+                package_of.push((f.clone(), src.clone()));
+                found.push((
+                    f,
+                    Origin::Package {
+                        project: is_project,
+                    },
+                    Some(pkg.clone()),
+                ));
+            }
+        }
+        // pi's precedence: project settings, project auto, user settings, user auto, packages
+        // (stable).
         found.sort_by_key(|(_, o, _)| match o {
             Origin::Cli => 0,
             Origin::Project => 1,
             Origin::ProjectAuto => 2,
             Origin::User => 3,
             Origin::UserAuto => 4,
+            Origin::Package { .. } => 5,
         });
     }
     for (path, origin, base_dir) in found {
+        let package = package_of
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, s)| s.clone());
         let Ok(path) = path.canonicalize() else {
             continue;
         };
@@ -479,6 +639,7 @@ pub fn resolve(
             origin,
             base_dir,
             kind,
+            package,
         });
     }
     (out, warnings)
@@ -631,5 +792,72 @@ mod tests {
                 "agent/extensions/withindex/index.ts",
             ]
         );
+    }
+
+    #[test]
+    fn installed_packages() {
+        let t = tempfile::tempdir().unwrap();
+        let agent = t.path().join("agent");
+        let cwd = t.path().join("cwd");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let gate = agent.join("npm/node_modules/pi-gate");
+        let scoped = agent.join("npm/node_modules/@acme/tools");
+        std::fs::create_dir_all(gate.join("src")).unwrap();
+        std::fs::create_dir_all(scoped.join("extensions")).unwrap();
+        std::fs::write(
+            gate.join("package.json"),
+            r#"{"pi":{"extensions":["./src"]}}"#,
+        )
+        .unwrap();
+        std::fs::write(gate.join("src/gate.ts"), "").unwrap();
+        std::fs::write(gate.join("src/other.ts"), "").unwrap();
+        std::fs::write(scoped.join("extensions/a.ts"), "").unwrap();
+        std::fs::write(scoped.join("extensions/b.ts"), "").unwrap();
+        std::fs::write(
+            agent.join("settings.json"),
+            r#"{"packages":["npm:pi-gate@^1.2.0",{"source":"npm:@acme/tools","extensions":["!b.ts"]},"npm:missing"]}"#,
+        )
+        .unwrap();
+        let (list, w) = resolve(&[], false, true, &agent, &cwd);
+        let root = t.path().canonicalize().unwrap();
+        let got: Vec<(String, Option<String>, &str)> = list
+            .iter()
+            .map(|e| {
+                (
+                    e.path
+                        .strip_prefix(&root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .to_string(),
+                    e.package.clone(),
+                    e.origin.scope(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "agent/npm/node_modules/pi-gate/src/gate.ts".to_string(),
+                    Some("npm:pi-gate@^1.2.0".to_string()),
+                    "user"
+                ),
+                (
+                    "agent/npm/node_modules/pi-gate/src/other.ts".to_string(),
+                    Some("npm:pi-gate@^1.2.0".to_string()),
+                    "user"
+                ),
+                (
+                    "agent/npm/node_modules/@acme/tools/extensions/a.ts".to_string(),
+                    Some("npm:@acme/tools".to_string()),
+                    "user"
+                ),
+            ]
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("\"npm:missing\" is not installed"), "{w:?}");
+        // --no-extensions: none.
+        let (list, _) = resolve(&[], true, true, &agent, &cwd);
+        assert!(list.is_empty());
     }
 }
