@@ -457,7 +457,7 @@ fn package_files(root: &Path, filter: Option<&[String]>) -> Vec<PathBuf> {
     };
     let files = all(&manifest);
     match filter {
-        Some(f) if f.is_empty() => Vec::new(),
+        Some([]) => Vec::new(),
         Some(f) => apply_patterns(files, f, root),
         None => files,
     }
