@@ -131,12 +131,14 @@ fn without_updates(frames: Vec<Value>) -> Vec<Value> {
 }
 
 /// gate.ts and toolbox.ts together: the input transformer, the confirm gate on bash (denied,
-/// then allowed), a tool's streamed updates, a tool aborted (its abort signal fires), an input
-/// handled by the extension, a command, and a cancelled `new_session`.
+/// then allowed), a call's arguments changed by `tool_call` and its result by `tool_result`, a
+/// tool's streamed updates, a tool aborted (its abort signal fires), an input handled by the
+/// extension, a command, and a cancelled `new_session`.
 ///
 /// pi 1.6.0 on the same two extensions: the same `extension_ui_request` confirm
 /// (`{"method":"confirm","title":"Run bash?","message":"echo no > no.txt"}`), the same block
-/// reason as the tool's error result, the same `tool_execution_update`s, `HELLO!` as the user
+/// reason as the tool's error result, the same `tool_execution_update`s (`at 1 lines`: the
+/// changed arguments) and reviewed result, `HELLO!` as the user
 /// message, `ping` answered without a run, `/greet` notifying `Hello, Ada!`, and
 /// `{"cancelled":true}` for `new_session`.
 #[test]
@@ -194,13 +196,13 @@ fn gate_tools_command_input_and_switch() {
             .map(|u| u["partialResult"].clone())
             .collect::<Vec<_>>(),
         vec![
-            json!({"content":[{"type":"text","text":"at 1 words"}],"details":{"i":1}}),
-            json!({"content":[{"type":"text","text":"at 2 words"}],"details":{"i":2}}),
+            json!({"content":[{"type":"text","text":"at 1 lines"}],"details":{"i":1}}),
+            json!({"content":[{"type":"text","text":"at 2 lines"}],"details":{"i":2}}),
         ]
     );
     assert_eq!(
         tool_end(&frames, "faux_1_0")["result"],
-        json!({"content":[{"type":"text","text":"counted 2 words"}],"details":{"n":2,"second":2}})
+        json!({"content":[{"type":"text","text":"counted 2 lines"}],"details":{"n":2,"second":2,"reviewed":true}})
     );
     let confirm2 = frames.last().unwrap().clone();
     assert_eq!(confirm2["message"], "echo yes > yes.txt");
