@@ -214,6 +214,15 @@ fn gate_tools_command_input_and_switch() {
     assert_eq!(tool_end(&frames, "faux_4_0")["isError"], false);
     assert!(!w.cwd().join("no.txt").exists());
     assert!(w.cwd().join("yes.txt").exists());
+    // A steer while the tool runs goes through the input hook too (as in pi 1.6.0).
+    p.send(json!({"id":"st","type":"steer","message":"shout later"}));
+    let frames = p.recv_until(|f| f["id"] == "st");
+    assert_eq!(frames.last().unwrap()["success"], true, "{frames:#?}");
+    let queued = frames
+        .iter()
+        .find(|f| f["type"] == "queue_update")
+        .expect("queue_update");
+    assert_eq!(queued["steering"], json!(["LATER!"]));
     p.send(json!({"id":"a","type":"abort"}));
     let frames = without_updates(p.recv_until(|f| f["type"] == "agent_settled"));
     assert!(

@@ -889,9 +889,18 @@ impl Machine {
         let Some(o) = self.plugins.inputs.remove(&op) else {
             return;
         };
-        self.plugins.input_checked = true;
-        let reply = self.cmd_prompt(o.input, o.behavior, o.id.as_ref(), o.command);
-        self.plugins.input_checked = false;
+        let reply = match (o.command, o.behavior) {
+            ("steer" | "follow_up", Some(b)) => {
+                let r = self.enqueue(o.input, b);
+                self.queued_reply(r)
+            }
+            _ => {
+                self.plugins.input_checked = true;
+                let reply = self.cmd_prompt(o.input, o.behavior, o.id.as_ref(), o.command);
+                self.plugins.input_checked = false;
+                reply
+            }
+        };
         match reply {
             Reply::Later => {}
             Reply::Fail(e) => self.send(response::error(o.id.as_ref(), Some(o.command), &e)),

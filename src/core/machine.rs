@@ -747,11 +747,25 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
+                let input =
+                    match self.input_hook(input, Some(StreamingBehavior::Steer), id, "steer") {
+                        Ok(input) => input,
+                        Err(reply) => return reply,
+                    };
                 let r = self.enqueue(input, StreamingBehavior::Steer);
                 self.queued_reply(r)
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
+                let input = match self.input_hook(
+                    input,
+                    Some(StreamingBehavior::FollowUp),
+                    id,
+                    "follow_up",
+                ) {
+                    Ok(input) => input,
+                    Err(reply) => return reply,
+                };
                 let r = self.enqueue(input, StreamingBehavior::FollowUp);
                 self.queued_reply(r)
             }
@@ -989,12 +1003,14 @@ impl Machine {
         }
         if self.compaction.is_some() {
             self.set_pending_prompt(input, id.cloned(), command_name(command));
+            self.plugins.pending_input_checked = true; // its input hook has run
             return Reply::Later;
         }
         self.flush_deferred_bash();
         if let Some(last) = self.last_assistant_in_context() {
             if self.maybe_auto_compact(&last, true) {
                 self.set_pending_prompt(input, id.cloned(), command_name(command));
+                self.plugins.pending_input_checked = true;
                 return Reply::Later;
             }
         }
@@ -1021,14 +1037,18 @@ impl Machine {
     }
 
     /// The answer to a message put in a queue (or the queue's refusal).
-    fn queued_reply(&self, r: Result<(), String>) -> Reply {
+    pub(crate) fn queued_reply(&self, r: Result<(), String>) -> Reply {
         match r {
             Ok(()) => Reply::Now(self.disposition(response::Disposition::Queued)),
             Err(e) => Reply::Fail(e),
         }
     }
 
-    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
+    pub(crate) fn enqueue(
+        &mut self,
+        input: UserInput,
+        behavior: StreamingBehavior,
+    ) -> Result<(), String> {
         if input.output_schema.is_some() {
             return Err("outputSchema applies to a prompt that starts a run, not to a message queued for the running one".to_string());
         }
@@ -1279,6 +1299,7 @@ impl Machine {
     ) {
         self.drop_pending_prompt("Prompt superseded by a newer abort_and_prompt");
         self.pending_prompt = Some((input, id, command));
+        self.plugins.pending_input_checked = false;
     }
 
     /// Answer a waiting prompt with an error and forget it.
@@ -1293,6 +1314,8 @@ impl Machine {
         let Some((input, id, command)) = self.pending_prompt.take() else {
             return false;
         };
+        // A prompt that waited for a compaction has been through the input hook already.
+        self.plugins.input_checked = std::mem::take(&mut self.plugins.pending_input_checked);
         let reply = self.cmd_prompt(input, None, id.as_ref(), command);
         match reply {
             Reply::Later => {}

@@ -587,6 +587,8 @@ pub struct Plugins {
     pub inputs: HashMap<u64, InputOp>,
     /// The prompt being handled has been through the input hook.
     pub input_checked: bool,
+    /// The waiting prompt (`Machine::pending_prompt`) has been through the input hook.
+    pub pending_input_checked: bool,
     pub next_id: u64,
     pub turn_index: u64,
     /// `sendMessage` with `deliverAs: "nextTurn"`: added to the next prompt.

@@ -405,7 +405,10 @@ function makeApi(ext) {
 				return () => {};
 			}
 			if (!ext.handlers.has(event)) ext.handlers.set(event, []);
+			const first = ext.handlers.get(event).length === 0;
 			ext.handlers.get(event).push(handler);
+			// A subscription made later (in a handler) reaches pith too.
+			if (ready && first && !TUI_EVENTS.has(event)) sendRegister();
 			return () => {
 				const l = ext.handlers.get(event) ?? [];
 				const i = l.indexOf(handler);
