@@ -332,10 +332,17 @@ impl Machine {
         kind: CallKind,
         line: Vec<u8>,
     ) {
-        let timeout = match kind {
+        let mut timeout = match kind {
             CallKind::Tool { .. } => self.plugins.cfg.ext_tool_timeout,
             _ => self.plugins.cfg.ext_timeout,
         };
+        if self.plugins.exts.get(i).is_some_and(|e| e.node_host)
+            && !matches!(kind, CallKind::Tool { .. })
+        {
+            // The node host gives up on a hung handler itself at the timeout (and drops that
+            // extension alone); pith waits a little longer for a host that is stuck as a whole.
+            timeout += crate::core::plugins::NODE_HOST_GRACE;
+        }
         let deadline = Instant::now() + timeout;
         if let Some(e) = self.plugins.exts.get_mut(i) {
             e.calls.insert(

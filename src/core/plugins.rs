@@ -36,6 +36,10 @@ pub const EXT_LIMITS: Limits = Limits {
     write_queue_bytes: 32 * 1024 * 1024,
 };
 
+/// How much longer than `pith.extensionTimeoutSeconds` pith waits for the node host's answer to
+/// an event or command: the host times its handlers out itself, at the timeout.
+pub const NODE_HOST_GRACE: Duration = Duration::from_secs(2);
+
 /// MCP servers may log a lot; their cap is higher.
 pub const MCP_LIMITS: Limits = Limits {
     max_line: 16 * 1024 * 1024,
@@ -944,11 +948,9 @@ impl Machine {
                 return;
             }
         };
-        // The host gives up on a handler a little before pith would give up on the host, so a
-        // hung extension is dropped alone.
-        let timeout_ms = (self.plugins.cfg.ext_timeout.as_millis() as u64)
-            .saturating_sub(250)
-            .max(100);
+        // The host gives up on a handler at the timeout, before pith would give up on the host
+        // ([`NODE_HOST_GRACE`] later), so a hung extension is dropped alone.
+        let timeout_ms = self.plugins.cfg.ext_timeout.as_millis() as u64;
         let mut env: Vec<(String, String)> = Vec::new();
         let sandbox = self.env.sandbox.clone();
         if let Some(sb) = &sandbox {
@@ -995,7 +997,13 @@ impl Machine {
             .file_stem()
             .map(|s| s.to_string_lossy().to_string())
             .unwrap_or_else(|| path.clone());
-        let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
+        // The node host times out each extension's loading itself; it gets a little longer.
+        let grace = if node_host {
+            NODE_HOST_GRACE
+        } else {
+            Duration::ZERO
+        };
+        let deadline = Instant::now() + self.plugins.cfg.ext_timeout + grace;
         self.plugins.exts.push(Ext {
             entry,
             path,
