@@ -35,7 +35,7 @@ pub fn run(opts: Options) -> i32 {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}", e.message);
-            return if e.config && opts.mode != Mode::Rpc {
+            return if e.config && (opts.mode != Mode::Rpc || e.every_mode) {
                 cli::EXIT_USAGE
             } else {
                 cli::EXIT_FAILURE
@@ -231,6 +231,8 @@ const WORKER_QUEUE: usize = 128;
 pub struct StartupError {
     pub message: String,
     pub config: bool,
+    /// Exit 2 in rpc mode too (a pi extension configured that cannot run).
+    pub every_mode: bool,
 }
 
 impl StartupError {
@@ -238,6 +240,7 @@ impl StartupError {
         StartupError {
             message,
             config: true,
+            every_mode: false,
         }
     }
 }
@@ -247,6 +250,7 @@ impl From<String> for StartupError {
         StartupError {
             message,
             config: false,
+            every_mode: false,
         }
     }
 }
@@ -304,6 +308,7 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
         eprintln!("{w}");
     }
     let mut plugins = plugins;
+    plugins.node_host = node_host(&plugins, &settings, project_trusted)?;
     permissions(opts, &settings, &cwd, &mut plugins)?;
     let mut active = active;
     if plugins.mcp_dialect == crate::protocol::McpDialect::Pi {
@@ -383,6 +388,36 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
         }),
         sandbox: None,
     })
+}
+
+/// pi's TypeScript extensions are configured: the node that hosts them, or pith's refusal to
+/// start without them (exit 2 in every mode).
+fn node_host(
+    plugins: &crate::core::plugins::PluginConfig,
+    settings: &Settings,
+    project_trusted: bool,
+) -> Result<Option<crate::core::plugins::NodeHostSetup>, StartupError> {
+    use crate::ext::load::Kind;
+    let pi: Vec<PathBuf> = plugins
+        .extensions
+        .iter()
+        .filter(|e| e.kind == Kind::Node)
+        .map(|e| e.path.clone())
+        .collect();
+    if pi.is_empty() {
+        return Ok(None);
+    }
+    match crate::ext::node_host::find(settings.node_path()) {
+        Ok(node) => Ok(Some(crate::core::plugins::NodeHostSetup {
+            node,
+            project_trusted,
+        })),
+        Err(problem) => Err(StartupError {
+            message: crate::ext::node_host::refusal(&problem, &pi),
+            config: true,
+            every_mode: true,
+        }),
+    }
 }
 
 /// The settings, the protocol version and whether the project is trusted, decided together:

@@ -367,6 +367,10 @@ impl Settings {
             .and_then(Value::as_u64)
             .unwrap_or(60)
     }
+    /// pith's own: the node that hosts pi's TypeScript extensions (`PITH_NODE` wins).
+    pub fn node_path(&self) -> Option<&str> {
+        self.nested("pith", "node").and_then(Value::as_str)
+    }
     /// pith's own: seconds an extension's tool may run without a `tool_update` (default 600).
     pub fn extension_tool_timeout_secs(&self) -> u64 {
         self.nested("pith", "extensionToolTimeoutSeconds")

@@ -731,6 +731,15 @@ pub fn extension_message(data: &[u8]) {
             Ok(FromExt::SendUserMessage { content, .. }) => {
                 check_line(&crate::rpc::response::line(&content));
             }
+            Ok(FromExt::NodeTooOld { version }) => {
+                check_line(&crate::rpc::response::line(&version));
+            }
+            Ok(FromExt::Call { params, .. }) => {
+                check_line(&crate::rpc::response::line(&params));
+            }
+            Ok(FromExt::Error { error, .. }) => {
+                check_line(&crate::rpc::response::line(&error));
+            }
             Err(_) => {}
         }
         check_line(&protocol::event(Some(3), &v));

@@ -104,7 +104,36 @@ impl Machine {
                     self.ext_write(i, proto::event(None, &ev));
                 }
             }
-            FromExt::Result { id, outcome } => self.on_ext_result(i, id, outcome),
+            FromExt::Result {
+                id,
+                outcome,
+                extension,
+            } => self.on_ext_result(i, id, outcome, extension),
+            FromExt::Error {
+                extension,
+                event,
+                error,
+            } => self.extension_error(&extension, &event, &error),
+            FromExt::NodeTooOld { version } if self.plugins.exts[i].node_host => {
+                let path = self
+                    .plugins
+                    .cfg
+                    .node_host
+                    .as_ref()
+                    .map(|s| s.node.path.clone())
+                    .unwrap_or_default();
+                self.plugins.exts[i].life = Life::Dead;
+                self.refuse_node(crate::ext::node_host::NodeProblem::TooOld { path, version });
+            }
+            FromExt::NodeTooOld { .. } => {}
+            FromExt::Call { id, method, params } => {
+                let outcome = if self.plugins.exts[i].node_host {
+                    self.node_host_call(&method, &params)
+                } else {
+                    Err(format!("unknown call \"{method}\""))
+                };
+                self.ext_write(i, proto::call_result(&id, outcome));
+            }
             FromExt::ToolUpdate { id, output } => {
                 let Some(call) = self.plugins.exts[i].calls.get_mut(&id) else {
                     return;
@@ -146,11 +175,17 @@ impl Machine {
     }
 
     /// The answer to call `id` of extension `i`.
-    fn on_ext_result(&mut self, i: usize, id: u64, outcome: Result<Value, String>) {
+    fn on_ext_result(
+        &mut self,
+        i: usize,
+        id: u64,
+        outcome: Result<Value, String>,
+        extension: Option<String>,
+    ) {
         let Some(call) = self.plugins.exts[i].calls.remove(&id) else {
             return; // late (timed out, cancelled) or unknown: ignored
         };
-        let path = self.plugins.exts[i].path.clone();
+        let path = extension.unwrap_or_else(|| self.plugins.exts[i].path.clone());
         let failed = |m: &mut Machine, e: &str| m.extension_error(&path, &call.event, e);
         match call.kind {
             CallKind::ToolCall => {
@@ -183,6 +218,16 @@ impl Machine {
                 let r = proto::decode_tool_result(outcome);
                 self.tool_finished(batch, index, r);
             }
+            CallKind::Input(op) => {
+                let answer = match &outcome {
+                    Ok(v) => Some(v.clone()),
+                    Err(e) => {
+                        failed(self, e);
+                        None
+                    }
+                };
+                self.advance_input(op, answer);
+            }
             CallKind::Command { id, command, name } => {
                 if let Err(e) = outcome {
                     self.extension_error(&format!("command:{name}"), "command", &e);
@@ -203,9 +248,26 @@ impl Machine {
         if e.life == Life::Dead {
             return;
         }
+        let host_starting = e.node_host && matches!(e.life, Life::Starting(_));
         e.life = Life::Dead;
         if let Some(h) = e.handle.as_ref() {
             h.signal(child::SIGKILL);
+        }
+        if host_starting && !self.plugins.stopping {
+            // pi's extensions did not load: no run starts without them (exit 2).
+            let path = self
+                .plugins
+                .cfg
+                .node_host
+                .as_ref()
+                .map(|s| s.node.path.clone())
+                .unwrap_or_default();
+            self.refuse_node(crate::ext::node_host::NodeProblem::Broken {
+                path,
+                error: format!("the host of pi's extensions failed ({event}): {error}"),
+            });
+            self.check_startup_done();
+            return;
         }
         let path = e.path.clone();
         let name = e.name.clone();
@@ -220,6 +282,7 @@ impl Machine {
                 CallKind::ToolCall => self.gate_ext_answer(i, id, Err(format!("{name}: {error}"))),
                 CallKind::Review { batch, index } => self.review_answer(batch, index, None),
                 CallKind::SessionOp(op) => self.advance_session_op(op, false),
+                CallKind::Input(op) => self.advance_input(op, None),
                 CallKind::Tool { batch, index } => self.tool_finished(
                     batch,
                     index,
@@ -239,6 +302,9 @@ impl Machine {
             r.exts.retain(|x| *x != i);
         }
         for op in self.plugins.ops.values_mut() {
+            op.exts.retain(|x| *x != i);
+        }
+        for op in self.plugins.inputs.values_mut() {
             op.exts.retain(|x| *x != i);
         }
         self.check_startup_done();
@@ -266,10 +332,17 @@ impl Machine {
         kind: CallKind,
         line: Vec<u8>,
     ) {
-        let timeout = match kind {
+        let mut timeout = match kind {
             CallKind::Tool { .. } => self.plugins.cfg.ext_tool_timeout,
             _ => self.plugins.cfg.ext_timeout,
         };
+        if self.plugins.exts.get(i).is_some_and(|e| e.node_host)
+            && !matches!(kind, CallKind::Tool { .. })
+        {
+            // The node host gives up on a hung handler itself at the timeout (and drops that
+            // extension alone); pith waits a little longer for a host that is stuck as a whole.
+            timeout += crate::core::plugins::NODE_HOST_GRACE;
+        }
         let deadline = Instant::now() + timeout;
         if let Some(e) = self.plugins.exts.get_mut(i) {
             e.calls.insert(
@@ -450,23 +523,36 @@ impl Machine {
         let mut out = Vec::new();
         for e in self.plugins.exts.iter().filter(|e| e.ready()) {
             for c in &e.commands {
+                // The node host's commands name the pi extension that registered each.
+                let own = c.path.as_ref().and_then(|p| {
+                    self.plugins
+                        .cfg
+                        .extensions
+                        .iter()
+                        .find(|x| x.path.to_string_lossy() == p.as_str())
+                });
+                let entry = own.unwrap_or(&e.entry);
+                let file = c.path.clone().unwrap_or_else(|| e.path.clone());
                 let (path, source_info) = if self.profile.answers.command_origin
                     == crate::protocol::CommandOrigin::SourceInfo
                 {
+                    let package = matches!(entry.origin, crate::ext::load::Origin::Package { .. });
                     let info = SourceInfo {
-                        path: e.path.clone(),
-                        source: e.entry.origin.source().to_string(),
-                        scope: e.entry.origin.scope().to_string(),
-                        origin: "top-level".to_string(),
-                        base_dir: e
-                            .entry
+                        path: file,
+                        source: entry
+                            .package
+                            .clone()
+                            .unwrap_or_else(|| entry.origin.source().to_string()),
+                        scope: entry.origin.scope().to_string(),
+                        origin: if package { "package" } else { "top-level" }.to_string(),
+                        base_dir: entry
                             .base_dir
                             .as_ref()
                             .map(|b| b.to_string_lossy().into_owned()),
                     };
                     (None, Some(info))
                 } else {
-                    (Some(e.path.clone()), None)
+                    (Some(file), None)
                 };
                 out.push(SlashCommand {
                     name: c.name.clone(),
@@ -637,6 +723,197 @@ impl Machine {
         ev["sessionId"] = json!(self.state.session_id);
         if let Some(f) = self.state.session.file() {
             ev["sessionFile"] = json!(f.to_string_lossy());
+        }
+    }
+
+    // ---- the node host's API calls and state -------------------------------------------------
+
+    /// What pi's synchronous getters read in the node host: the model, thinking level, session
+    /// name, whether the agent is idle or has queued messages, and the tools.
+    pub(crate) fn node_host_state(&self) -> Value {
+        let remote = self.offered_remote_tools();
+        let mut tools: Vec<Value> = self
+            .env
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name(), "description": t.description()}))
+            .collect();
+        tools.extend(
+            remote
+                .iter()
+                .map(|r| json!({"name": r.name, "description": r.description})),
+        );
+        let pending = self.queues.steering.len() + self.queues.follow_up.len();
+        json!({
+            "model": self.state.model,
+            "thinkingLevel": self.state.thinking.as_str(),
+            "sessionName": self.state.session.session_name(),
+            "sessionId": self.state.session_id,
+            "sessionFile": self.state.session.file().map(|f| f.to_string_lossy().into_owned()),
+            "idle": self.is_idle(),
+            "pendingMessages": pending > 0,
+            "tools": tools,
+        })
+    }
+
+    /// pi's `ExtensionAPI` methods that change pith's state, called by the node host.
+    fn node_host_call(&mut self, method: &str, params: &Value) -> Result<Value, String> {
+        let str_param = |k: &str| params.get(k).and_then(Value::as_str);
+        match method {
+            "appendEntry" => {
+                let custom_type = str_param("customType").ok_or("customType must be a string")?;
+                let data = params.get("data").filter(|v| !v.is_null()).cloned();
+                let id = self.state.session.append_custom(custom_type, data);
+                self.flush_session_warnings();
+                if self.profile.version == crate::protocol::Version::V16 {
+                    // pi 1.6.0 tells its host about every entry appended.
+                    if let Some(entry) = self
+                        .state
+                        .session
+                        .entry(&id)
+                        .map(|e| Value::Object(e.raw().clone()))
+                    {
+                        self.emit(&crate::rpc::event::Event::EntryAppended { entry: &entry });
+                    }
+                }
+                Ok(Value::Null)
+            }
+            "setSessionName" => {
+                let name = str_param("name").ok_or("name must be a string")?;
+                match self.handle_command(Command::SetSessionName(name.to_string()), None) {
+                    Reply::Fail(e) => Err(e),
+                    _ => Ok(Value::Null),
+                }
+            }
+            "setLabel" => {
+                let entry = str_param("entryId").ok_or("entryId must be a string")?;
+                self.state
+                    .session
+                    .append_label(entry, str_param("label"))
+                    .map(|_| Value::Null)
+            }
+            "setModel" => {
+                let provider = str_param("provider").ok_or("provider must be a string")?;
+                let id = str_param("id").ok_or("id must be a string")?;
+                Ok(json!(self.cmd_set_model(provider, id).is_ok()))
+            }
+            "setThinkingLevel" => {
+                let level = str_param("level")
+                    .and_then(crate::message::ThinkingLevel::parse)
+                    .ok_or("level must be a thinking level")?;
+                let _ = self.handle_command(Command::SetThinkingLevel(level), None);
+                Ok(Value::Null)
+            }
+            "abort" => {
+                // As the host's `abort`, without a response frame (nobody asked over RPC).
+                if self.run.is_some() {
+                    self.abort_requested = true;
+                    self.abort_run(None);
+                }
+                Ok(Value::Null)
+            }
+            other => Err(format!("pith does not support {other}")),
+        }
+    }
+
+    // ---- the input hook -----------------------------------------------------------------------
+
+    /// pi's `input` event, before a prompt runs or is queued: `Ok` when no extension is subscribed
+    /// (or the prompt has been through it), else the prompt waits for their answers.
+    pub(crate) fn input_hook(
+        &mut self,
+        input: crate::rpc::command::UserInput,
+        behavior: Option<StreamingBehavior>,
+        id: Option<&Value>,
+        command: &'static str,
+    ) -> Result<crate::rpc::command::UserInput, Reply> {
+        if std::mem::take(&mut self.plugins.input_checked) || self.plugins.starting() {
+            return Ok(input);
+        }
+        let exts = self.plugins.subscribers("input");
+        if exts.is_empty() {
+            return Ok(input);
+        }
+        let op = self.plugins.fresh_id();
+        self.plugins.inputs.insert(
+            op,
+            crate::core::plugins::InputOp {
+                input,
+                behavior,
+                id: id.cloned(),
+                command,
+                exts,
+            },
+        );
+        self.advance_input(op, None);
+        Err(Reply::Later)
+    }
+
+    /// The next extension's answer to prompt `op`'s `input` event (`None`: no change).
+    pub(crate) fn advance_input(&mut self, op: u64, answer: Option<Value>) {
+        let Some(o) = self.plugins.inputs.get_mut(&op) else {
+            return;
+        };
+        let action = answer
+            .as_ref()
+            .and_then(|a| a.get("action"))
+            .and_then(Value::as_str);
+        if action == Some("handled") {
+            if let Some(o) = self.plugins.inputs.remove(&op) {
+                let data = self.disposition(response::Disposition::Handled);
+                self.send(response::success(o.id.as_ref(), o.command, data.as_ref()));
+            }
+            return;
+        }
+        if action == Some("transform") {
+            let a = answer.as_ref().unwrap_or(&Value::Null);
+            if let Some(t) = a.get("text").and_then(Value::as_str) {
+                o.input.text = t.to_string();
+            }
+            if let Some(images) = a
+                .get("images")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            {
+                o.input.images = images;
+            }
+        }
+        if let Some(i) = o.exts.pop_front() {
+            let mut event = json!({"type": "input", "text": o.input.text, "source": "rpc"});
+            if !o.input.images.is_empty() {
+                event["images"] = json!(o.input.images);
+            }
+            if self.run.is_some() {
+                if let Some(b) = o.behavior {
+                    event["streamingBehavior"] = json!(match b {
+                        StreamingBehavior::Steer => "steer",
+                        StreamingBehavior::FollowUp => "followUp",
+                    });
+                }
+            }
+            self.ext_call(i, &event, CallKind::Input(op));
+            return;
+        }
+        let Some(o) = self.plugins.inputs.remove(&op) else {
+            return;
+        };
+        let reply = match (o.command, o.behavior) {
+            ("steer" | "follow_up", Some(b)) => {
+                let r = self.enqueue(o.input, b);
+                self.queued_reply(r)
+            }
+            _ => {
+                self.plugins.input_checked = true;
+                let reply = self.cmd_prompt(o.input, o.behavior, o.id.as_ref(), o.command);
+                self.plugins.input_checked = false;
+                reply
+            }
+        };
+        match reply {
+            Reply::Later => {}
+            Reply::Fail(e) => self.send(response::error(o.id.as_ref(), Some(o.command), &e)),
+            Reply::Now(data) => {
+                self.send(response::success(o.id.as_ref(), o.command, data.as_ref()))
+            }
         }
     }
 

@@ -129,6 +129,8 @@ pub enum Exit {
     ClientGone,
     /// Killed by this signal.
     Signal(i32),
+    /// A configured pi extension cannot run (its node is too old or cannot start): exit 2.
+    Refused,
 }
 
 impl Exit {
@@ -136,6 +138,7 @@ impl Exit {
         match self {
             Exit::InputClosed | Exit::ClientGone => 0,
             Exit::Signal(s) => 128 + s,
+            Exit::Refused => 2,
         }
     }
 }
@@ -433,6 +436,11 @@ impl Machine {
 
     fn run_loop(&mut self) -> Exit {
         loop {
+            if let Some(why) = self.plugins.refused.take() {
+                eprintln!("{why}");
+                self.cancel_all_work();
+                return Exit::Refused;
+            }
             if let Some(sig) = self.io.exit_signal {
                 return self.shutdown_on_signal(sig);
             }
@@ -728,7 +736,7 @@ impl Machine {
         self.send(line);
     }
 
-    fn handle_command(&mut self, cmd: Command, id: Option<&Value>) -> Reply {
+    pub(crate) fn handle_command(&mut self, cmd: Command, id: Option<&Value>) -> Reply {
         match cmd {
             Command::Prompt {
                 input,
@@ -739,11 +747,25 @@ impl Machine {
             }
             Command::Steer(input) => {
                 let input = self.expand_input(input);
+                let input =
+                    match self.input_hook(input, Some(StreamingBehavior::Steer), id, "steer") {
+                        Ok(input) => input,
+                        Err(reply) => return reply,
+                    };
                 let r = self.enqueue(input, StreamingBehavior::Steer);
                 self.queued_reply(r)
             }
             Command::FollowUp(input) => {
                 let input = self.expand_input(input);
+                let input = match self.input_hook(
+                    input,
+                    Some(StreamingBehavior::FollowUp),
+                    id,
+                    "follow_up",
+                ) {
+                    Ok(input) => input,
+                    Err(reply) => return reply,
+                };
                 let r = self.enqueue(input, StreamingBehavior::FollowUp);
                 self.queued_reply(r)
             }
@@ -926,7 +948,7 @@ impl Machine {
     }
 
     /// `prompt`: start a run, or queue the message while one is running.
-    fn cmd_prompt(
+    pub(crate) fn cmd_prompt(
         &mut self,
         input: UserInput,
         behavior: Option<StreamingBehavior>,
@@ -939,6 +961,10 @@ impl Machine {
         if let Some(r) = self.try_builtin_command(&input.text) {
             return r;
         }
+        let input = match self.input_hook(input, behavior, id, command_name(command)) {
+            Ok(input) => input,
+            Err(reply) => return reply,
+        };
         let busy = self.run.is_some()
             || self.retry.wait.is_some()
             || self.retry.continue_wait.is_some()
@@ -977,12 +1003,14 @@ impl Machine {
         }
         if self.compaction.is_some() {
             self.set_pending_prompt(input, id.cloned(), command_name(command));
+            self.plugins.pending_input_checked = true; // its input hook has run
             return Reply::Later;
         }
         self.flush_deferred_bash();
         if let Some(last) = self.last_assistant_in_context() {
             if self.maybe_auto_compact(&last, true) {
                 self.set_pending_prompt(input, id.cloned(), command_name(command));
+                self.plugins.pending_input_checked = true;
                 return Reply::Later;
             }
         }
@@ -1009,14 +1037,18 @@ impl Machine {
     }
 
     /// The answer to a message put in a queue (or the queue's refusal).
-    fn queued_reply(&self, r: Result<(), String>) -> Reply {
+    pub(crate) fn queued_reply(&self, r: Result<(), String>) -> Reply {
         match r {
             Ok(()) => Reply::Now(self.disposition(response::Disposition::Queued)),
             Err(e) => Reply::Fail(e),
         }
     }
 
-    fn enqueue(&mut self, input: UserInput, behavior: StreamingBehavior) -> Result<(), String> {
+    pub(crate) fn enqueue(
+        &mut self,
+        input: UserInput,
+        behavior: StreamingBehavior,
+    ) -> Result<(), String> {
         if input.output_schema.is_some() {
             return Err("outputSchema applies to a prompt that starts a run, not to a message queued for the running one".to_string());
         }
@@ -1267,6 +1299,7 @@ impl Machine {
     ) {
         self.drop_pending_prompt("Prompt superseded by a newer abort_and_prompt");
         self.pending_prompt = Some((input, id, command));
+        self.plugins.pending_input_checked = false;
     }
 
     /// Answer a waiting prompt with an error and forget it.
@@ -1281,6 +1314,8 @@ impl Machine {
         let Some((input, id, command)) = self.pending_prompt.take() else {
             return false;
         };
+        // A prompt that waited for a compaction has been through the input hook already.
+        self.plugins.input_checked = std::mem::take(&mut self.plugins.pending_input_checked);
         let reply = self.cmd_prompt(input, None, id.as_ref(), command);
         match reply {
             Reply::Later => {}
@@ -1342,7 +1377,7 @@ impl Machine {
         }
     }
 
-    fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
+    pub(crate) fn cmd_set_model(&mut self, provider: &str, model_id: &str) -> Answer {
         let found = self
             .env
             .registry

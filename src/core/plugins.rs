@@ -36,6 +36,10 @@ pub const EXT_LIMITS: Limits = Limits {
     write_queue_bytes: 32 * 1024 * 1024,
 };
 
+/// How much longer than `pith.extensionTimeoutSeconds` pith waits for the node host's answer to
+/// an event or command: the host times its handlers out itself, at the timeout.
+pub const NODE_HOST_GRACE: Duration = Duration::from_secs(2);
+
 /// MCP servers may log a lot; their cap is higher.
 pub const MCP_LIMITS: Limits = Limits {
     max_line: 16 * 1024 * 1024,
@@ -80,6 +84,16 @@ pub struct PluginConfig {
     /// a `permission_request` frame precedes an ask's `confirm` dialog. Never set in the RPC,
     /// json and print modes, whose frames stay pi's.
     pub call_events: bool,
+    /// pi's TypeScript extensions are configured: the node that hosts them.
+    pub node_host: Option<NodeHostSetup>,
+}
+
+/// The node host of pi's TypeScript extensions (`ext::node_host`).
+#[derive(Clone, Debug)]
+pub struct NodeHostSetup {
+    pub node: crate::ext::node_host::Node,
+    /// Told to the extensions (`ctx.isProjectTrusted()`).
+    pub project_trusted: bool,
 }
 
 impl PluginConfig {
@@ -214,6 +228,7 @@ impl PluginConfig {
                 mcp_filter: Default::default(),
                 builtins_off,
                 call_events: false,
+                node_host: None,
             },
             warnings,
         )
@@ -238,13 +253,33 @@ pub struct SpawnRequest {
 /// the child's exec (milliseconds each on a busy machine, which would delay the first
 /// responses); and alive until pith stops, because a child's parent-death signal
 /// (`PR_SET_PDEATHSIG`) fires when the thread that forked it ends.
-fn spawn_spawner(worker_tx: Sender<Worker>) -> Option<Sender<SpawnRequest>> {
+fn spawn_spawner(
+    worker_tx: Sender<Worker>,
+    sandbox: Option<std::sync::Arc<crate::sandbox::Sandbox>>,
+) -> Option<Sender<SpawnRequest>> {
     let (tx, rx) = crossbeam_channel::unbounded::<SpawnRequest>();
     let started = std::thread::Builder::new()
-        .name("spawner".into())
+        .name(
+            if sandbox.is_some() {
+                "spawner-sandboxed"
+            } else {
+                "spawner"
+            }
+            .into(),
+        )
         .spawn(move || {
+            // `--sandbox`: this thread, and so every process it starts, is confined like tools.
+            let entered = match &sandbox {
+                Some(sb) => sb.enter().map_err(|e| {
+                    format!("the sandbox could not be entered, so it did not start: {e}")
+                }),
+                None => Ok(()),
+            };
             for req in rx {
-                let result = spawn_now(&req, &worker_tx);
+                let result = match &entered {
+                    Ok(()) => spawn_now(&req, &worker_tx),
+                    Err(e) => Err(e.clone()),
+                };
                 if worker_tx
                     .send(Worker::Spawned {
                         target: req.target,
@@ -319,6 +354,8 @@ pub enum CallKind {
     SessionOp(u64),
     /// `execute_tool` for call `index` of batch `batch`.
     Tool { batch: u64, index: usize },
+    /// An `input` question of prompt `op` (pi's input hook).
+    Input(u64),
     /// A slash command run from a prompt (answered when it finishes).
     Command {
         id: Option<Value>,
@@ -340,6 +377,10 @@ pub struct Ext {
     pub calls: HashMap<u64, Call>,
     /// Dialogs it asked for that the host has not answered: its deadlines wait meanwhile.
     pub dialogs_open: usize,
+    /// pith's node host of pi's extensions: gets `state` lines and may send `call`s.
+    pub node_host: bool,
+    /// The `state` last sent to it.
+    pub last_state: Option<Value>,
 }
 
 impl Ext {
@@ -515,6 +556,16 @@ pub struct Review {
     pub exts: VecDeque<usize>,
 }
 
+/// A prompt waiting for extensions' `input` answers (pi's input hook: transforms chain, the
+/// first `handled` ends it).
+pub struct InputOp {
+    pub input: crate::rpc::command::UserInput,
+    pub behavior: Option<crate::rpc::command::StreamingBehavior>,
+    pub id: Option<Value>,
+    pub command: &'static str,
+    pub exts: VecDeque<usize>,
+}
+
 /// A session operation waiting for extensions' `session_before_*` answers.
 pub struct SessionOp {
     pub kind: SessionOpKind,
@@ -541,6 +592,12 @@ pub struct Plugins {
     pub gate: Option<Gate>,
     pub reviews: HashMap<(u64, usize), Review>,
     pub ops: HashMap<u64, SessionOp>,
+    /// Prompts waiting for `input` answers.
+    pub inputs: HashMap<u64, InputOp>,
+    /// The prompt being handled has been through the input hook.
+    pub input_checked: bool,
+    /// The waiting prompt (`Machine::pending_prompt`) has been through the input hook.
+    pub pending_input_checked: bool,
     pub next_id: u64,
     pub turn_index: u64,
     /// `sendMessage` with `deliverAs: "nextTurn"`: added to the next prompt.
@@ -566,6 +623,12 @@ pub struct Plugins {
     pub input_closed: bool,
     /// The spawner thread's queue (dropped at the end: the thread ends).
     spawner: Option<Sender<SpawnRequest>>,
+    /// `--sandbox`: the confined spawner of the node host.
+    sandboxed_spawner: Option<Sender<SpawnRequest>>,
+    /// The node host's program, written at start (removed when pith ends).
+    node_dir: Option<tempfile::TempDir>,
+    /// pith must not go on: a configured pi extension cannot run (the message for stderr).
+    pub refused: Option<String>,
 }
 
 impl Plugins {
@@ -616,6 +679,7 @@ impl Plugins {
         self.prompt_waits_startup
             || !self.waiting_commands.is_empty()
             || !self.ops.is_empty()
+            || !self.inputs.is_empty()
             || self.exts.iter().any(|e| {
                 e.calls
                     .values()
@@ -795,10 +859,20 @@ impl Machine {
             self.mcp_report_problems();
             return;
         }
-        self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone());
+        self.plugins.spawner = spawn_spawner(self.io.worker_tx.clone(), None);
         let entries = self.plugins.cfg.extensions.clone();
+        let pi: Vec<ExtEntry> = entries
+            .iter()
+            .filter(|e| e.kind == crate::ext::load::Kind::Node)
+            .cloned()
+            .collect();
         for entry in entries {
-            self.start_extension(entry);
+            match entry.kind {
+                crate::ext::load::Kind::Exec => self.start_extension(entry),
+                // One host for all of pi's extensions, where the first of them loads.
+                crate::ext::load::Kind::Node if entry == pi[0] => self.start_node_host(&pi),
+                crate::ext::load::Kind::Node => {}
+            }
         }
         let servers = self.plugins.cfg.mcp.clone();
         for cfg in servers {
@@ -838,13 +912,6 @@ impl Machine {
     }
 
     fn start_extension(&mut self, entry: ExtEntry) {
-        let index = self.plugins.exts.len();
-        let path = entry.path.to_string_lossy().to_string();
-        let name = entry
-            .path
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| path.clone());
         let spec = child::Spec {
             program: entry.path.clone(),
             args: Vec::new(),
@@ -852,7 +919,96 @@ impl Machine {
             inherit_env: true,
             cwd: self.env.cwd.clone(),
         };
-        let deadline = Instant::now() + self.plugins.cfg.ext_timeout;
+        self.start_ext_process(entry, spec, false);
+    }
+
+    /// The node host of pi's extensions `pi` (in load order): its program written to a private
+    /// temporary directory, then started like any extension. Its `extensionPath` is the
+    /// extension's when there is one (each extension's own failures name it anyway).
+    fn start_node_host(&mut self, pi: &[ExtEntry]) {
+        let Some(setup) = self.plugins.cfg.node_host.clone() else {
+            return;
+        };
+        let program = tempfile::Builder::new()
+            .prefix("pith-node-host-")
+            .tempdir()
+            .and_then(|dir| {
+                let p = crate::ext::node_host::write_program(dir.path())?;
+                self.plugins.node_dir = Some(dir);
+                Ok(p)
+            });
+        let paths: Vec<String> = pi
+            .iter()
+            .map(|e| e.path.to_string_lossy().into_owned())
+            .collect();
+        let program = match program {
+            Ok(p) => p,
+            Err(e) => {
+                let path = paths.join(", ");
+                self.extension_error(
+                    &path,
+                    "startup",
+                    &format!("cannot write the node host program: {e}"),
+                );
+                return;
+            }
+        };
+        // The host gives up on a handler at the timeout, before pith would give up on the host
+        // ([`NODE_HOST_GRACE`] later), so a hung extension is dropped alone.
+        let timeout_ms = self.plugins.cfg.ext_timeout.as_millis() as u64;
+        let mut env: Vec<(String, String)> = Vec::new();
+        let sandbox = self.env.sandbox.clone();
+        if let Some(sb) = &sandbox {
+            // Confined like the bash tool: its environment without secret-looking variables.
+            let mut all: Vec<(String, Option<String>)> =
+                std::env::vars().map(|(k, v)| (k, Some(v))).collect();
+            sb.filter_env(&mut all);
+            env.extend(all.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
+        }
+        env.extend([
+            ("PITH_EXTENSION_PROTOCOL".into(), "1".into()),
+            (
+                "PITH_NODE_HOST_EXTENSIONS".into(),
+                serde_json::to_string(&paths).unwrap_or_default(),
+            ),
+            (
+                "PITH_PROJECT_TRUSTED".into(),
+                if setup.project_trusted { "1" } else { "0" }.into(),
+            ),
+            ("PITH_NODE_HOST_TIMEOUT_MS".into(), timeout_ms.to_string()),
+        ]);
+        let spec = child::Spec {
+            program: setup.node.path.clone(),
+            args: crate::ext::node_host::node_args(&program),
+            env,
+            inherit_env: sandbox.is_none(),
+            cwd: self.env.cwd.clone(),
+        };
+        let mut entry = pi[0].clone();
+        if pi.len() > 1 {
+            entry.path = program.clone();
+        }
+        if sandbox.is_some() && self.plugins.sandboxed_spawner.is_none() {
+            self.plugins.sandboxed_spawner = spawn_spawner(self.io.worker_tx.clone(), sandbox);
+        }
+        self.start_ext_process(entry, spec, true);
+    }
+
+    fn start_ext_process(&mut self, entry: ExtEntry, spec: child::Spec, node_host: bool) {
+        let index = self.plugins.exts.len();
+        let path = entry.path.to_string_lossy().to_string();
+        let name = entry
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_else(|| path.clone());
+        // The node host times out each extension's loading itself; it gets a little longer.
+        let grace = if node_host {
+            NODE_HOST_GRACE
+        } else {
+            Duration::ZERO
+        };
+        let deadline = Instant::now() + self.plugins.cfg.ext_timeout + grace;
         self.plugins.exts.push(Ext {
             entry,
             path,
@@ -864,6 +1020,8 @@ impl Machine {
             events: Vec::new(),
             calls: HashMap::new(),
             dialogs_open: 0,
+            node_host,
+            last_state: None,
         });
         self.spawn_child(SpawnRequest {
             target: Target::Ext(index),
@@ -874,6 +1032,24 @@ impl Machine {
 
     /// Hand a process to the spawner thread (or start it here if there is none).
     pub(crate) fn spawn_child(&mut self, req: SpawnRequest) {
+        let confined = self.env.sandbox.is_some()
+            && matches!(req.target, Target::Ext(i) if self.plugins.exts.get(i).is_some_and(|e| e.node_host));
+        if confined {
+            // Never started unconfined: without its spawner it fails.
+            match &self.plugins.sandboxed_spawner {
+                Some(tx) => {
+                    if let Err(e) = tx.send(req) {
+                        let req = e.into_inner();
+                        self.on_spawned(req.target, Err("the sandboxed spawner is gone".into()));
+                    }
+                }
+                None => self.on_spawned(
+                    req.target,
+                    Err("the sandboxed spawner could not start".into()),
+                ),
+            }
+            return;
+        }
         if let Some(tx) = &self.plugins.spawner {
             if let Err(e) = tx.send(req) {
                 let req = e.into_inner();
@@ -897,6 +1073,20 @@ impl Machine {
                 }
                 self.plugins.exts[i].handle = Some(h);
                 self.ext_hello(i);
+            }
+            (Target::Ext(i), Err(e)) if self.plugins.exts[i].node_host => {
+                let node = self
+                    .plugins
+                    .cfg
+                    .node_host
+                    .as_ref()
+                    .map(|s| s.node.path.clone())
+                    .unwrap_or_default();
+                self.plugins.exts[i].life = Life::Dead;
+                self.refuse_node(crate::ext::node_host::NodeProblem::Broken {
+                    path: node,
+                    error: e,
+                });
             }
             (Target::Ext(i), Err(e)) => {
                 let ext = &mut self.plugins.exts[i];
@@ -937,6 +1127,18 @@ impl Machine {
     /// Queue a line for extension `i`. A full queue means it does not read its input: it is
     /// isolated at the next timer tick (not here: writes happen in the middle of other work).
     pub(crate) fn ext_write(&mut self, i: usize, line: Vec<u8>) -> bool {
+        if self.plugins.exts.get(i).is_some_and(|e| e.node_host) {
+            let state = self.node_host_state();
+            if self.plugins.exts[i].last_state.as_ref() != Some(&state) {
+                let l = crate::ext::protocol::state(&state);
+                self.plugins.exts[i].last_state = Some(state);
+                self.ext_write_line(i, l);
+            }
+        }
+        self.ext_write_line(i, line)
+    }
+
+    fn ext_write_line(&mut self, i: usize, line: Vec<u8>) -> bool {
         let Some(h) = self.plugins.exts.get(i).and_then(|e| e.handle.as_ref()) else {
             return false;
         };
@@ -956,6 +1158,20 @@ impl Machine {
             }
             Err(child::WriteError::Closed) => false,
         }
+    }
+
+    /// The node host cannot run pi's extensions: pith stops before any run (exit 2).
+    pub(crate) fn refuse_node(&mut self, problem: crate::ext::node_host::NodeProblem) {
+        let pi: Vec<std::path::PathBuf> = self
+            .plugins
+            .cfg
+            .extensions
+            .iter()
+            .filter(|e| e.kind == crate::ext::load::Kind::Node)
+            .map(|e| e.path.clone())
+            .collect();
+        self.plugins.refused = Some(crate::ext::node_host::refusal(&problem, &pi));
+        self.drop_pending_prompt("Prompt cancelled: a pi extension cannot run");
     }
 
     /// The `extension_error` event (also logged to stderr).

@@ -5,5 +5,6 @@
 //! `core::gate`.
 
 pub mod load;
+pub mod node_host;
 pub mod protocol;
 pub mod ui;

@@ -3,7 +3,7 @@
 //!
 //! Version 1. pith → extension: `hello`, `event`, `execute_tool`, `command`, `cancel`,
 //! `ui_response`. Extension → pith: `register`, `result`, `tool_update`, `ui`, `send_message`,
-//! `send_user_message`.
+//! `send_user_message`, `error` (a host of several extensions: one of them failed).
 
 use serde_json::{Map, Value, json};
 
@@ -15,11 +15,12 @@ use crate::tools::{ToolOutput, ToolResult};
 pub const PROTOCOL_VERSION: u64 = 1;
 
 /// Events whose handlers answer (pith waits for the `result`); every other event is a notification.
-pub const BLOCKING_EVENTS: [&str; 4] = [
+pub const BLOCKING_EVENTS: [&str; 5] = [
     "tool_call",
     "tool_result",
     "session_before_switch",
     "session_before_fork",
+    "input",
 ];
 
 /// A tool an extension registers.
@@ -38,6 +39,8 @@ pub struct ToolSpec {
 pub struct CommandSpec {
     pub name: String,
     pub description: Option<String>,
+    /// The file that registered it (the node host's commands: each pi extension's own path).
+    pub path: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +79,26 @@ pub enum FromExt {
     Result {
         id: u64,
         outcome: Result<Value, String>,
+        /// A host of several extensions (pith's node host) names the one that failed.
+        extension: Option<String>,
+    },
+    /// pith's node host runs on a node too old for TypeScript (`process.version`).
+    NodeTooOld {
+        version: String,
+    },
+    /// An API call of pith's node host (pi's `appendEntry`, `setSessionName`, ...): answered
+    /// with `call_result`.
+    Call {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    /// A host of several extensions reports a failure of one of them that answers no call (a
+    /// load failure, a notification handler that threw, an unsupported API method).
+    Error {
+        extension: String,
+        event: String,
+        error: String,
     },
     /// A partial result of tool call `id`.
     ToolUpdate {
@@ -261,6 +284,7 @@ fn decode_register(f: &Fields) -> Result<Registration, DecodeError> {
         }
         commands.push(CommandSpec {
             description: cf.opt_string("description")?,
+            path: cf.opt_string("path")?,
             name,
         });
     }
@@ -342,8 +366,25 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
                 Some(other) => Err(other.to_string()),
                 None => Ok(obj.get("result").cloned().unwrap_or(Value::Null)),
             };
-            FromExt::Result { id, outcome }
+            FromExt::Result {
+                id,
+                outcome,
+                extension: f.opt_string("extension")?,
+            }
         }
+        "node_too_old" => FromExt::NodeTooOld {
+            version: f.string("version")?,
+        },
+        "call" => FromExt::Call {
+            id: obj.get("id").cloned().unwrap_or(Value::Null),
+            method: f.string("method")?,
+            params: obj.get("params").cloned().unwrap_or(Value::Null),
+        },
+        "error" => FromExt::Error {
+            extension: f.string("extension")?,
+            event: f.string("event")?,
+            error: f.string("error")?,
+        },
         "tool_update" => {
             let id = f.u64("id")?;
             let content = match f.get("content") {
@@ -559,6 +600,20 @@ pub fn command(id: u64, name: &str, args: &str) -> Vec<u8> {
     line(&json!({"type": "command", "id": id, "name": name, "args": args}))
 }
 
+/// The answer to the node host's `call` `id`.
+pub fn call_result(id: &Value, outcome: Result<Value, String>) -> Vec<u8> {
+    match outcome {
+        Ok(v) => line(&json!({"type": "call_result", "id": id, "result": v})),
+        Err(e) => line(&json!({"type": "call_result", "id": id, "error": e})),
+    }
+}
+
+/// What the node host's synchronous getters read (pi's `getSessionName()`, `ctx.model`, ...),
+/// sent before any other line when it changed.
+pub fn state(state: &Value) -> Vec<u8> {
+    line(&json!({"type": "state", "state": state}))
+}
+
 pub fn cancel(id: u64) -> Vec<u8> {
     line(&json!({"type": "cancel", "id": id}))
 }
@@ -626,14 +681,33 @@ mod tests {
             dec(json!({"type":"result","id":3,"result":{"block":true}})),
             Ok(FromExt::Result {
                 id: 3,
-                outcome: Ok(json!({"block":true}))
+                outcome: Ok(json!({"block":true})),
+                extension: None,
             })
         );
         assert_eq!(
             dec(json!({"type":"result","id":3,"error":"boom"})),
             Ok(FromExt::Result {
                 id: 3,
-                outcome: Err("boom".into())
+                outcome: Err("boom".into()),
+                extension: None,
+            })
+        );
+        // A host of several extensions names the one that failed.
+        assert_eq!(
+            dec(json!({"type":"result","id":3,"error":"boom","extension":"/x/a.ts"})),
+            Ok(FromExt::Result {
+                id: 3,
+                outcome: Err("boom".into()),
+                extension: Some("/x/a.ts".into()),
+            })
+        );
+        assert_eq!(
+            dec(json!({"type":"error","extension":"/x/a.ts","event":"turn_start","error":"bad"})),
+            Ok(FromExt::Error {
+                extension: "/x/a.ts".into(),
+                event: "turn_start".into(),
+                error: "bad".into(),
             })
         );
         assert_eq!(

