@@ -194,7 +194,7 @@ fn initialize_new_session_and_a_prompt_with_thinking_text_edit_and_write_diffs()
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": true, "sse": false},
-                "sessionCapabilities": {"list": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": "pith", "title": "pith", "version": env!("CARGO_PKG_VERSION")},
@@ -589,6 +589,28 @@ fn load_replays_a_pi_session_with_its_compaction_and_a_pith_session_it_wrote() {
             text("agent_message_chunk", "hi there"),
         ]
     );
+    acp.recv(); // available_commands_update
+    // session/close ends it: the id is gone until it is opened again; session/resume opens it
+    // without the replay.
+    assert_eq!(
+        acp.call("session/close", json!({"sessionId": sid})).1["result"],
+        json!({})
+    );
+    assert_eq!(
+        acp.call(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "again"}]}),
+        )
+        .1["error"],
+        json!({"code": -32002, "message": "Session not found"})
+    );
+    let (msgs, a) = acp.call(
+        "session/resume",
+        json!({"sessionId": sid, "cwd": cwd_s, "mcpServers": []}),
+    );
+    assert!(updates(&msgs).is_empty(), "{msgs:?}");
+    assert!(a["result"]["modes"].is_object(), "{a}");
+    assert!(a["result"]["configOptions"].is_array(), "{a}");
     assert!(acp.finish().success());
 }
 

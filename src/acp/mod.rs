@@ -69,6 +69,16 @@ pub fn run(opts: Options) -> i32 {
 enum Opening {
     New(Value),
     Load(Value),
+    /// `session/resume`: loaded like `session/load`, answered without the replay.
+    Resume(Value),
+}
+
+/// How `session/new`, `session/load` and `session/resume` open a session.
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    New,
+    Load,
+    Resume,
 }
 
 /// What a command sent to a session's machine waits for.
@@ -283,7 +293,9 @@ impl Front {
             if let Some(id) = s.prompt.take() {
                 self.error(&id, INTERNAL_ERROR, "the session ended");
             }
-            if let Some(Opening::New(id) | Opening::Load(id)) = s.opening.take() {
+            if let Some(Opening::New(id) | Opening::Load(id) | Opening::Resume(id)) =
+                s.opening.take()
+            {
                 self.error(&id, INTERNAL_ERROR, "the session could not start");
             }
         }
@@ -308,6 +320,10 @@ impl Front {
     }
 
     fn update(&self, session_id: &str, update: Value) {
+        if session_id.is_empty() {
+            // A closed session (`session/close` clears its id): its last frames are not news.
+            return;
+        }
         self.write(&json!({"jsonrpc": "2.0", "method": "session/update",
             "params": {"sessionId": session_id, "update": update}}));
     }
@@ -361,8 +377,10 @@ impl Front {
         match method {
             "initialize" => self.initialize(&id, &params),
             "authenticate" => self.respond(&id, json!({})),
-            "session/new" => self.open(id, &params, false),
-            "session/load" => self.open(id, &params, true),
+            "session/new" => self.open(id, &params, How::New),
+            "session/load" => self.open(id, &params, How::Load),
+            "session/resume" => self.open(id, &params, How::Resume),
+            "session/close" => self.close(&id, &params),
             "session/prompt" => self.prompt(id, &params),
             "session/set_mode" => self.set_mode(&id, &params),
             "session/set_config_option" => self.set_config_option(id, &params),
@@ -412,7 +430,7 @@ impl Front {
                     "loadSession": true,
                     "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
                     "mcpCapabilities": {"http": true, "sse": false},
-                    "sessionCapabilities": {"list": {}},
+                    "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
                 },
                 "authMethods": [],
                 "agentInfo": {"name": "pith", "title": "pith", "version": env!("CARGO_PKG_VERSION")},
@@ -439,7 +457,7 @@ impl Front {
 
     /// `session/new` and `session/load`: start the session's machine; the answer comes when it
     /// is ready ([`Front::on_ready`]).
-    fn open(&mut self, id: Value, params: &Value, load: bool) {
+    fn open(&mut self, id: Value, params: &Value, how: How) {
         let cwd = match s_param(params, "cwd") {
             Some(c) if Path::new(c).is_absolute() => PathBuf::from(c),
             _ => return self.error(&id, INVALID_PARAMS, "cwd must be an absolute path"),
@@ -457,7 +475,7 @@ impl Front {
         };
         let mut file = None;
         let mut session_id = String::new();
-        if load {
+        if how != How::New {
             let Some(sid) = s_param(params, "sessionId") else {
                 return self.error(&id, INVALID_PARAMS, "sessionId is required");
             };
@@ -496,10 +514,10 @@ impl Front {
             input: handle.input,
             frames: handle.frames,
             thread: Some(handle.thread),
-            opening: Some(if load {
-                Opening::Load(id)
-            } else {
-                Opening::New(id)
+            opening: Some(match how {
+                How::New => Opening::New(id),
+                How::Load => Opening::Load(id),
+                How::Resume => Opening::Resume(id),
             }),
             prompt: None,
             cancelled: false,
@@ -518,6 +536,24 @@ impl Front {
         });
     }
 
+    /// `session/close`: the session's run is cancelled (its prompt answers `cancelled`) and its
+    /// machine ends; the id is no longer addressable (it can be loaded or resumed again).
+    fn close(&mut self, id: &Value, params: &Value) {
+        let Some(key) = self.key_of(s_param(params, "sessionId").unwrap_or("")) else {
+            return self.error(id, NOT_FOUND, "Session not found");
+        };
+        if let Some(s) = self.sessions.iter_mut().find(|s| s.key == key) {
+            if s.prompt.is_some() {
+                s.cancelled = true;
+            }
+            let _ = s.input.try_send(Input::Json(json!({"type": "abort"})));
+            let (tx, _) = crossbeam_channel::bounded(1);
+            s.input = tx;
+            s.id.clear();
+        }
+        self.respond(id, json!({}));
+    }
+
     fn on_ready(&mut self, r: Ready) {
         let Some(i) = self.sessions.iter().position(|s| s.key == r.key) else {
             return;
@@ -530,7 +566,7 @@ impl Front {
                 if let Some(t) = s.thread.take() {
                     let _ = t.join();
                 }
-                if let Some(Opening::New(id) | Opening::Load(id)) = opening {
+                if let Some(Opening::New(id) | Opening::Load(id) | Opening::Resume(id)) = opening {
                     self.error(&id, INTERNAL_ERROR, &e);
                 }
                 return;
@@ -568,6 +604,7 @@ impl Front {
                 }
                 self.respond(&id, answer);
             }
+            Some(Opening::Resume(id)) => self.respond(&id, answer),
             None => {}
         }
         let _ = self.command(r.key, json!({"type": "get_commands"}), Waiter::Commands);
