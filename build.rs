@@ -22,8 +22,10 @@ fn main() {
     if os == "linux" && env == "gnu" && std::env::var_os("PITH_PIE").is_none() {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
-    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
-    if os == "linux" && env == "musl" && features.split(',').any(|f| f == "crt-static") {
+    // Static unless the flags say `-crt-static` (cargo leaves `crt-static` out of
+    // CARGO_CFG_TARGET_FEATURE, so the flags are what tells).
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if os == "linux" && env == "musl" && !flags.contains("-crt-static") {
         println!("cargo:rustc-link-arg-bins=-Wl,--no-dynamic-linker");
     }
 }
