@@ -53,7 +53,11 @@ lint:
 
 # Fully static binary (musl), $(TARGET_DIR)/x86_64-unknown-linux-musl/release/pith.
 # Needs: rustup target add x86_64-unknown-linux-musl; musl-gcc (Debian: apt-get install musl-tools)
-# for the C parts of the TLS crypto (ring).
+# for the C parts of the TLS crypto (ring) and QuickJS (codemode).
+# Without the rustup target (a machine that reaches no rustup server), Debian's toolchain builds
+# the musl standard library from its source instead (-Zbuild-std; docs/architecture.md, "Binary
+# size"): apt-get install musl-tools rustc-web cargo-web rust-web-src libunwind-14-dev.
+# STATIC_CARGO_ARGS adds cargo arguments, e.g. STATIC_CARGO_ARGS=--no-default-features (no codemode).
 # Link flags (docs/architecture.md, "Binary size"): position-dependent, as the glibc build
 # (build.rs): a static-PIE applies 255 K instructions of relocations at every start and makes
 # 323 KiB of pointer tables private to each process ("Memory per agent": cold start);
@@ -62,10 +66,35 @@ lint:
 RUST_GCC_LD = $(shell rustc --print sysroot)/lib/rustlib/$(shell rustc -vV | sed -n 's/^host: //p')/bin/gcc-ld
 STATIC_RUSTFLAGS = $(if $(PITH_PIE),-C link-arg=-Wl$(comma)-z$(comma)pack-relative-relocs,-C relocation-model=static) $(if $(wildcard $(RUST_GCC_LD)/ld.lld),-C link-arg=-fuse-ld=lld -C link-arg=-B$(RUST_GCC_LD) -C link-arg=-Wl$(comma)--icf=all)
 comma = ,
+MUSL_STD = $(wildcard $(shell rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib/libstd-*.rlib)
+# The -Zbuild-std fallback: Debian's rustc and cargo (rustc-web, cargo-web: /usr/bin, behind
+# rustup's on PATH) with the same version's library source (rust-web-src). Linked by musl-gcc with
+# musl's own crt and libc (the rustup target's self-contained copies are what is missing) and LLVM's
+# libunwind (libunwind-14-dev), whose one glibc-only call, the fortified fprintf of its error
+# messages, static/musl_fprintf_chk.c supplies. build.rs adds --no-dynamic-linker (musl-gcc's specs
+# name musl's loader, and lld would write it into the static executable).
+STATIC_RUSTC ?= /usr/bin/rustc
+STATIC_CARGO ?= /usr/bin/cargo
+LLVM_LIBUNWIND ?= /usr/lib/llvm-14/lib/libunwind.a
+MUSL_UNWIND_DIR = $(TARGET_DIR)/musl-unwind
 static:
+ifneq ($(MUSL_STD),)
 	CC_x86_64_unknown_linux_musl=musl-gcc \
 	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS)" \
-	$(CARGO) build --release --target x86_64-unknown-linux-musl
+	$(CARGO) build --release --target x86_64-unknown-linux-musl $(STATIC_CARGO_ARGS)
+else
+	@for f in $(STATIC_RUSTC) $(STATIC_CARGO) $(LLVM_LIBUNWIND) $$($(STATIC_RUSTC) --print sysroot 2>/dev/null)/lib/rustlib/src/rust/library/Cargo.lock; do \
+		test -e $$f || { echo "make static: the musl target is not installed (rustup target add x86_64-unknown-linux-musl) and $$f is missing for the -Zbuild-std fallback: apt-get install musl-tools rustc-web cargo-web rust-web-src libunwind-14-dev"; exit 1; }; done
+	@command -v musl-gcc >/dev/null || { echo "make static: musl-gcc is missing: apt-get install musl-tools"; exit 1; }
+	mkdir -p $(MUSL_UNWIND_DIR)
+	musl-gcc -O2 -c static/musl_fprintf_chk.c -o $(MUSL_UNWIND_DIR)/fprintf_chk.o
+	cp $(LLVM_LIBUNWIND) $(MUSL_UNWIND_DIR)/libunwind.a && chmod u+w $(MUSL_UNWIND_DIR)/libunwind.a
+	ar rs $(MUSL_UNWIND_DIR)/libunwind.a $(MUSL_UNWIND_DIR)/fprintf_chk.o
+	RUSTC_BOOTSTRAP=1 RUSTC=$(STATIC_RUSTC) RUSTDOC=$(dir $(STATIC_RUSTC))rustdoc \
+	CC_x86_64_unknown_linux_musl=musl-gcc CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc \
+	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS) -C link-self-contained=no -L native=$(MUSL_UNWIND_DIR)" \
+	$(STATIC_CARGO) build --release --target x86_64-unknown-linux-musl -Zbuild-std=std,panic_unwind $(STATIC_CARGO_ARGS)
+endif
 
 # pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
 # target/bench/pith-bench.txt); grep/find/ls over a generated 100,000-file repository, pith beside

@@ -91,6 +91,12 @@ impl WireApi for Bedrock {
 
 /// The endpoint (without path) and signing region for `model`.
 pub fn endpoint(model: &Model, env: Env) -> Result<(String, String), String> {
+    endpoint_of(model, env).map(|(base, region, _)| (base, region))
+}
+
+/// [`endpoint`], and whether it is the client's explicit `endpoint` (the model's `baseUrl`)
+/// rather than one the SDK resolves: its `ENDPOINT_OVERRIDE` feature.
+fn endpoint_of(model: &Model, env: Env) -> Result<(String, String, bool), String> {
     let get = |k: &str| env(k).filter(|v| !v.is_empty());
     let configured = credentials::configured_region(env);
     let has_profile = get("AWS_PROFILE").is_some();
@@ -105,17 +111,25 @@ pub fn endpoint(model: &Model, env: Env) -> Result<(String, String), String> {
         _ => "us-east-1".to_string(),
     };
     if explicit {
-        return Ok((model.base_url.trim_end_matches('/').to_string(), region));
+        return Ok((
+            model.base_url.trim_end_matches('/').to_string(),
+            region,
+            true,
+        ));
     }
     if let Some(url) = get("AWS_ENDPOINT_URL_BEDROCK_RUNTIME").or_else(|| get("AWS_ENDPOINT_URL")) {
-        return Ok((url.trim_end_matches('/').to_string(), region));
+        return Ok((url.trim_end_matches('/').to_string(), region, false));
     }
     let suffix = if region.starts_with("cn-") {
         "amazonaws.com.cn"
     } else {
         "amazonaws.com"
     };
-    Ok((format!("https://bedrock-runtime.{region}.{suffix}"), region))
+    Ok((
+        format!("https://bedrock-runtime.{region}.{suffix}"),
+        region,
+        false,
+    ))
 }
 
 /// The region of a standard `bedrock-runtime[-fips].<region>.amazonaws.com[.cn]` URL.
@@ -143,7 +157,7 @@ fn encode_label(s: &str) -> String {
 
 /// The whole request: endpoint, signature (or bearer token), body. `now` in seconds.
 pub fn prepare_with(req: &LlmRequest, env: Env, now: u64) -> Result<Prepared, String> {
-    let (base, region) = endpoint(&req.model, env)?;
+    let (base, region, explicit) = endpoint_of(&req.model, env)?;
     let path = format!("/model/{}/converse-stream", encode_label(&req.model.id));
     let url = format!("{base}{path}");
     check_images(req)?;
@@ -152,15 +166,31 @@ pub fn prepare_with(req: &LlmRequest, env: Env, now: u64) -> Result<Prepared, St
         ("content-type".into(), "application/json".into()),
         ("accept".into(), "application/vnd.amazon.eventstream".into()),
     ];
-    crate::llm::http::merge_model_headers(&mut headers, &req.model);
     let bearer = env("AWS_BEARER_TOKEN_BEDROCK").filter(|v| !v.is_empty());
     let skip_auth = env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1");
-    match bearer {
-        Some(token) if !skip_auth => {
+    let auth = match bearer {
+        Some(token) if !skip_auth => Auth::Bearer(token),
+        _ => {
+            let (creds, source) = credentials::load(env, &region)?;
+            Auth::Signed(creds, source)
+        }
+    };
+    if Dialect::of(req.sdk).user_agents {
+        // The SDK's feature ids: the explicit endpoint, the standard retry mode, then the
+        // credentials' source (a bearer token given in code has none).
+        let mut features = String::from(if explicit { "N,E" } else { "E" });
+        if let Auth::Signed(_, source) = &auth {
+            features.push(',');
+            features.push_str(source);
+        }
+        headers.extend(crate::llm::http::aws_user_agents(&features));
+    }
+    crate::llm::http::merge_model_headers(&mut headers, &req.model);
+    match auth {
+        Auth::Bearer(token) => {
             headers.push(("authorization".into(), format!("Bearer {token}")));
         }
-        _ => {
-            let creds = credentials::load(env, &region)?;
+        Auth::Signed(creds, _) => {
             let host = host_of(&url).ok_or_else(|| format!("Invalid Bedrock endpoint: {url}"))?;
             headers.push(("host".into(), host));
             let url_path = path_of(&url);
@@ -183,6 +213,13 @@ pub fn prepare_with(req: &LlmRequest, env: Env, now: u64) -> Result<Prepared, St
         headers,
         body: crate::llm::api::Body::Bytes(body),
     })
+}
+
+/// How a request is authorised: a Bedrock API key, or SigV4 with credentials and the SDK's
+/// feature ids of their source ([`credentials::sdk_features`]).
+enum Auth {
+    Bearer(String),
+    Signed(credentials::Credentials, &'static str),
 }
 
 /// `host[:port]` of a URL, as an HTTP client sends it in `Host`.
@@ -670,6 +707,9 @@ pub struct Dialect {
     pub strict_tools: bool,
     /// The answer's `rawStopReason`; an error stop names it.
     pub raw_stop_reason: bool,
+    /// The SDK's `x-amz-user-agent` and `user-agent` with pi-ai's `customUserAgent` (pi 1.6.0,
+    /// [`crate::llm::http::aws_user_agents`]). Earlier generations: neither is imitated.
+    pub user_agents: bool,
 }
 
 impl Dialect {
@@ -679,11 +719,19 @@ impl Dialect {
                 diagnostics: false,
                 strict_tools: false,
                 raw_stop_reason: false,
+                user_agents: false,
             },
-            SdkGeneration::Pi087 | SdkGeneration::Pi16 => Dialect {
+            SdkGeneration::Pi087 => Dialect {
                 diagnostics: true,
                 strict_tools: true,
                 raw_stop_reason: true,
+                user_agents: false,
+            },
+            SdkGeneration::Pi16 => Dialect {
+                diagnostics: true,
+                strict_tools: true,
+                raw_stop_reason: true,
+                user_agents: true,
             },
         }
     }

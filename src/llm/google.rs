@@ -21,6 +21,10 @@ pub struct Dialect {
     /// The answer: `rawStopReason`, `usage.reasoning`, and a missing, unknown or error finish
     /// reason fails the message.
     pub strict_finish: bool,
+    /// pi 1.6.0's identity `User-Agent` (pi-ai's `formatUserAgent`, over the SDK's) and
+    /// `@google/genai`'s `x-goog-api-client`. Earlier generations: neither (the SDK's name the
+    /// Node.js version pi runs on; 0.87.1's `User-Agent` the kernel release).
+    pub identity_headers: bool,
 }
 
 impl Dialect {
@@ -29,13 +33,39 @@ impl Dialect {
             SdkGeneration::Pi073 => Dialect {
                 gemini3_tools: false,
                 strict_finish: false,
+                identity_headers: false,
             },
-            SdkGeneration::Pi087 | SdkGeneration::Pi16 => Dialect {
+            SdkGeneration::Pi087 => Dialect {
                 gemini3_tools: true,
                 strict_finish: true,
+                identity_headers: false,
+            },
+            SdkGeneration::Pi16 => Dialect {
+                gemini3_tools: true,
+                strict_finish: true,
+                identity_headers: true,
             },
         }
     }
+}
+
+/// The first headers of a Gemini API or Vertex request, before the credentials: pi 1.6.0's
+/// `User-Agent` and `x-goog-api-client` where the dialect sends them, then `content-type`, in
+/// the SDK's order. A model's `headers` override them ([`crate::llm::http::merge_model_headers`]).
+pub fn sdk_headers(req: &LlmRequest) -> Vec<(String, String)> {
+    let mut h = Vec::with_capacity(4);
+    if Dialect::of(req.sdk).identity_headers {
+        h.push((
+            "user-agent".into(),
+            crate::llm::http::pi_user_agent(req.sdk),
+        ));
+        h.push((
+            "x-goog-api-client".into(),
+            crate::llm::http::google_api_client(),
+        ));
+    }
+    h.push(("content-type".into(), "application/json".into()));
+    h
 }
 /// The `google-generative-ai` wire API.
 pub struct Google;
@@ -72,7 +102,7 @@ impl WireApi for Google {
 
 pub fn prepare(req: &LlmRequest) -> Prepared {
     let base = req.model.base_url.trim_end_matches('/');
-    let mut h: Vec<(String, String)> = vec![("content-type".into(), "application/json".into())];
+    let mut h = sdk_headers(req);
     if let Some(k) = &req.api_key {
         h.push(("x-goog-api-key".into(), k.clone()));
     }

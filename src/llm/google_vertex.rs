@@ -31,8 +31,7 @@ impl WireApi for GoogleVertex {
     fn prepare(&self, req: &LlmRequest) -> Result<Prepared, String> {
         let env = |k: &str| req.extra.var(k);
         let (url, auth) = endpoint(req, &env)?;
-        let mut headers: Vec<(String, String)> =
-            vec![("content-type".into(), "application/json".into())];
+        let mut headers = crate::llm::google::sdk_headers(req);
         match auth {
             Auth::Key(k) => headers.push(("x-goog-api-key".into(), k)),
             Auth::Token(t) => headers.push(("authorization".into(), format!("Bearer {t}"))),

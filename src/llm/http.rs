@@ -293,28 +293,70 @@ pub fn stainless_platform(package_version: &str) -> Vec<(String, String)> {
 /// `pi (<platform> <kernel release>; <arch>)`; pi 1.6.0's identity
 /// `pi/1.6.0 (<platform>; node/<version>; <arch>)` (pi-ai's `formatUserAgent`).
 pub fn pi_user_agent(sdk: crate::protocol::SdkGeneration) -> String {
-    let platform = match std::env::consts::OS {
+    let (platform, arch) = (node_platform(), node_arch());
+    if sdk.versioned_user_agent() {
+        return format!("pi/{PI_16_VERSION} ({platform}; node/{REFERENCE_NODE}; {arch})");
+    }
+    format!("pi ({platform} {}; {arch})", kernel_release())
+}
+
+/// Node's `process.platform` (`os.platform()`) on this system.
+fn node_platform() -> &'static str {
+    match std::env::consts::OS {
         "macos" => "darwin",
         "windows" => "win32",
         other => other,
-    };
-    let arch = match std::env::consts::ARCH {
+    }
+}
+
+/// Node's `process.arch` on this system.
+fn node_arch() -> &'static str {
+    match std::env::consts::ARCH {
         "x86_64" => "x64",
         "aarch64" => "arm64",
         "x86" => "ia32",
         other => other,
-    };
-    if sdk.versioned_user_agent() {
-        return format!("pi/{PI_16_VERSION} ({platform}; node/{REFERENCE_NODE}; {arch})");
     }
-    // Read once per process, not once per request.
+}
+
+/// Node's `os.release()`: the kernel release, read once per process, not once per request.
+fn kernel_release() -> &'static str {
     static RELEASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let release = RELEASE.get_or_init(|| {
+    RELEASE.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_default()
-    });
-    format!("pi ({platform} {release}; {arch})")
+    })
+}
+
+/// `@google/genai`'s own label in pi 1.6.0 (2.32.0), sent as `x-goog-api-client` with the
+/// Node.js version (the SDK's `User-Agent` gives way to pi's identity one).
+pub fn google_api_client() -> String {
+    format!("google-genai-sdk/2.32.0 gl-node/{REFERENCE_NODE}")
+}
+
+/// The AWS SDK's user agent headers in pi 1.6.0 (`@aws-sdk/client-bedrock-runtime` 3.1126.0,
+/// with pi-ai's `customUserAgent` `pi/1.6.0` appended to both): `x-amz-user-agent` (signed) and
+/// `user-agent`, whose `m/` lists the SDK's feature ids (`features`, comma-separated).
+pub fn aws_user_agents(features: &str) -> [(String, String); 2] {
+    const SDK: &str = "3.1126.0";
+    let app = format!("pi/{PI_16_VERSION}");
+    let node = REFERENCE_NODE.trim_start_matches('v');
+    [
+        ("x-amz-user-agent".into(), format!("aws-sdk-js/{SDK} {app}")),
+        (
+            "user-agent".into(),
+            format!(
+                "aws-sdk-js/{SDK} ua/2.1 os/{}#{} lang/js md/nodejs#{node} api/bedrock-runtime#{SDK} m/{features} {app}",
+                node_platform(),
+                // The SDK's escape of a user agent value.
+                kernel_release().replace(
+                    |c: char| !(c.is_ascii_alphanumeric() || "!$%&'*+-.^_`|~#".contains(c)),
+                    "-"
+                )
+            ),
+        ),
+    ]
 }
 
 /// pi-ai's version in pi 1.6.0's identity `User-Agent` (`PI_AI_VERSION`).

@@ -278,10 +278,51 @@ pub fn region(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     })
 }
 
-/// Credentials from the chain (may run a command or call an endpoint: a worker thread's job).
-pub fn load(env: &dyn Fn(&str) -> Option<String>, region: &str) -> Result<Credentials, String> {
+/// The AWS SDK's credential feature ids for `source` (the `m/` list of its `User-Agent`, after
+/// the client's own), as pi 1.6.0's client reports them: keys pi passes in code (environment
+/// keys, `AWS_BEDROCK_SKIP_AUTH`'s dummy keys) `e`; a profile's keys `n`; a profile's
+/// `credential_process` `w,v`; a web identity token `k` then `h` (environment) or `q` (profile);
+/// the container endpoint `z`. The first three were recorded from pi 1.6.0; the last two are
+/// read from the SDK's providers (they need STS or a container endpoint to record).
+pub fn sdk_features(env: &dyn Fn(&str) -> Option<String>, source: &Source) -> &'static str {
+    let get = |k: &str| env(k).filter(|v| !v.is_empty());
+    match source {
+        Source::Static(c) => {
+            let from_env = get("AWS_PROFILE").is_none()
+                && get("AWS_ACCESS_KEY_ID").as_deref() == Some(c.access_key_id.as_str());
+            let skip = get("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1");
+            if from_env || skip { "e" } else { "n" }
+        }
+        Source::Process(_) => "w,v",
+        Source::WebIdentity { token_file, .. } => {
+            if get("AWS_WEB_IDENTITY_TOKEN_FILE").as_deref() == token_file.to_str() {
+                "k,h"
+            } else {
+                "k,q"
+            }
+        }
+        Source::Container { .. } => "z",
+    }
+}
+
+/// Credentials from the chain (may run a command or call an endpoint: a worker thread's job),
+/// with the SDK's feature ids of their source ([`sdk_features`]).
+pub fn load(
+    env: &dyn Fn(&str) -> Option<String>,
+    region: &str,
+) -> Result<(Credentials, &'static str), String> {
     let profile = selected_profile(env);
-    match from_sources(env, &profile)? {
+    let source = from_sources(env, &profile)?;
+    let features = sdk_features(env, &source);
+    load_from(env, region, source).map(|c| (c, features))
+}
+
+fn load_from(
+    env: &dyn Fn(&str) -> Option<String>,
+    region: &str,
+    source: Source,
+) -> Result<Credentials, String> {
+    match source {
         Source::Static(c) => Ok(c),
         Source::Process(cmd) => {
             let out = run_process(&cmd)?;
@@ -490,7 +531,51 @@ mod tests {
             NO_CREDENTIALS
         );
         let skip = from_sources(&env_of(&[("AWS_BEDROCK_SKIP_AUTH", "1")]), &none).unwrap();
-        assert!(matches!(skip, Source::Static(c) if c.access_key_id == "dummy-access-key"));
+        assert!(matches!(skip, Source::Static(ref c) if c.access_key_id == "dummy-access-key"));
+        assert_eq!(
+            sdk_features(&env_of(&[("AWS_BEDROCK_SKIP_AUTH", "1")]), &skip),
+            "e"
+        );
+    }
+
+    #[test]
+    fn sdk_features_name_the_source() {
+        let none = HashMap::new();
+        let env = env_of(&[
+            ("AWS_ACCESS_KEY_ID", "AKIDENV"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+        ]);
+        assert_eq!(sdk_features(&env, &from_sources(&env, &none).unwrap()), "e");
+        // The default profile's keys, and a named profile's beating environment keys.
+        let default = profile_settings(CONFIG, CREDS, "default");
+        let env = env_of(&[]);
+        assert_eq!(
+            sdk_features(&env, &from_sources(&env, &default).unwrap()),
+            "n"
+        );
+        let env = env_of(&[
+            ("AWS_ACCESS_KEY_ID", "AKIDENV"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("AWS_PROFILE", "work"),
+        ]);
+        let work = profile_settings(CONFIG, CREDS, "work");
+        assert_eq!(sdk_features(&env, &from_sources(&env, &work).unwrap()), "n");
+        let env = env_of(&[("AWS_PROFILE", "proc")]);
+        let proc = profile_settings(CONFIG, CREDS, "proc");
+        assert_eq!(
+            sdk_features(&env, &from_sources(&env, &proc).unwrap()),
+            "w,v"
+        );
+        let env = env_of(&[
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token"),
+            ("AWS_ROLE_ARN", "arn:aws:iam::1:role/ci"),
+        ]);
+        assert_eq!(
+            sdk_features(&env, &from_sources(&env, &none).unwrap()),
+            "k,h"
+        );
+        let env = env_of(&[("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/creds/x")]);
+        assert_eq!(sdk_features(&env, &from_sources(&env, &none).unwrap()), "z");
     }
 
     #[test]
