@@ -765,8 +765,7 @@ impl Machine {
                 let data = params.get("data").filter(|v| !v.is_null()).cloned();
                 let id = self.state.session.append_custom(custom_type, data);
                 self.flush_session_warnings();
-                if self.profile.version == crate::protocol::Version::V16 {
-                    // pi 1.6.0 tells its host about every entry appended.
+                if self.profile.events.extension_entries_announced {
                     if let Some(entry) = self
                         .state
                         .session

@@ -32,6 +32,9 @@ pub struct Events {
     /// Every usage cost says `totalFromProvider:false` (pith computes it from the prices).
     /// 0.73.1, 0.87.1: no; 1.6.0: yes.
     pub cost_total_from_provider: bool,
+    /// An entry an extension appends (`appendEntry`) is announced as `entry_appended`.
+    /// 0.73.1, 0.87.1: no; 1.6.0: yes.
+    pub extension_entries_announced: bool,
 }
 
 /// What a `message_update` carries besides the event.

@@ -16,6 +16,7 @@ pub const PROFILE: Profile = Profile {
         message_duration: false,
         message_thinking_level: false,
         cost_total_from_provider: false,
+        extension_entries_announced: false,
     },
 
     answers: Answers {

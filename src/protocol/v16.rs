@@ -14,6 +14,7 @@ pub const PROFILE: Profile = Profile {
         message_duration: true,
         message_thinking_level: true,
         cost_total_from_provider: true,
+        extension_entries_announced: true,
         ..super::v087::PROFILE.events
     },
 
