@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::resources::patterns::{self, is_pattern};
+
 /// Where an extension entry came from (pi's `sourceInfo` scope).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -261,83 +263,25 @@ pub fn auto_entries(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A settings entry that is a pattern rather than a path (pi's `isPattern`).
-fn is_pattern(e: &str) -> bool {
-    e.starts_with('!') || e.starts_with('+') || e.starts_with('-') || e.contains(['*', '?', '['])
+/// A path as node's string (the form pi's patterns are matched against).
+fn node_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
 }
 
-fn glob(pattern: &str) -> Option<globset::GlobMatcher> {
-    globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .ok()
-        .map(|g| g.compile_matcher())
-}
-
-/// pi's `matchesAnyPattern`: the path relative to `base`, its name, or the whole path.
-fn matches_any(file: &Path, patterns: &[&str], base: &Path) -> bool {
-    let rel = file.strip_prefix(base).unwrap_or(file);
-    let name = file.file_name().map(Path::new).unwrap_or(file);
-    patterns.iter().any(|p| {
-        let p = p.strip_prefix("./").unwrap_or(p);
-        glob(p).is_some_and(|g| g.is_match(rel) || g.is_match(name) || g.is_match(file))
-    })
-}
-
-/// pi's `matchesAnyExactPattern`.
-fn matches_exact(file: &Path, patterns: &[&str], base: &Path) -> bool {
-    let rel = file.strip_prefix(base).unwrap_or(file);
-    patterns.iter().any(|p| {
-        let p = p.strip_prefix("./").unwrap_or(p);
-        Path::new(p) == rel || Path::new(p) == file
-    })
-}
-
-fn split_overrides(entries: &[String]) -> (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) {
-    let (mut inc, mut exc, mut force_inc, mut force_exc) = (vec![], vec![], vec![], vec![]);
-    for e in entries {
-        if let Some(p) = e.strip_prefix('+') {
-            force_inc.push(p);
-        } else if let Some(p) = e.strip_prefix('-') {
-            force_exc.push(p);
-        } else if let Some(p) = e.strip_prefix('!') {
-            exc.push(p);
-        } else {
-            inc.push(e.as_str());
-        }
-    }
-    (inc, exc, force_inc, force_exc)
-}
-
-/// pi's `isEnabledByOverrides`: an auto-discovered file against its scope's `!`/`+`/`-` entries.
+/// pi's `isEnabledByOverrides` on a discovered extension file.
 fn enabled_by_overrides(file: &Path, entries: &[String], base: &Path) -> bool {
-    let (_, exc, force_inc, force_exc) = split_overrides(entries);
-    let mut on = exc.is_empty() || !matches_any(file, &exc, base);
-    if matches_exact(file, &force_inc, base) {
-        on = true;
-    }
-    if matches_exact(file, &force_exc, base) {
-        on = false;
-    }
-    on
+    patterns::enabled_by_overrides(&node_str(file), entries, &node_str(base))
 }
 
-/// pi's `applyPatterns` over the files of a scope's plain entries.
+/// pi's `applyPatterns` over the files of a scope's plain entries, in the files' order.
 fn apply_patterns(files: Vec<PathBuf>, patterns: &[String], base: &Path) -> Vec<PathBuf> {
-    let (inc, exc, force_inc, force_exc) = split_overrides(patterns);
-    let mut out: Vec<PathBuf> = files
-        .iter()
-        .filter(|f| inc.is_empty() || matches_any(f, &inc, base))
-        .filter(|f| exc.is_empty() || !matches_any(f, &exc, base))
-        .cloned()
-        .collect();
-    for f in &files {
-        if !out.contains(f) && matches_exact(f, &force_inc, base) {
-            out.push(f.clone());
-        }
-    }
-    out.retain(|f| !matches_exact(f, &force_exc, base));
-    out
+    let names: Vec<String> = files.iter().map(|f| node_str(f)).collect();
+    let on = patterns::apply_patterns(&names, patterns, &node_str(base));
+    files
+        .into_iter()
+        .zip(names)
+        .filter_map(|(f, n)| on.contains(&n).then_some(f))
+        .collect()
 }
 
 /// A plain path's files: a file itself; a directory's entries (pi's `collectResourceFiles`).

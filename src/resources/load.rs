@@ -26,7 +26,8 @@ use std::os::unix::fs::MetadataExt;
 
 use serde_json::{Map, Value};
 
-use super::paths::{basename, dirname, expand_tilde, is_under, join, relative, resolve};
+use super::paths::{dirname, expand_tilde, is_under, join, relative, resolve};
+use super::patterns::{apply_patterns, enabled_by_overrides, is_override, is_pattern};
 use super::skills::{self, Skill};
 use super::templates::{self, Template};
 use super::{Diagnostic, DiagnosticKind, Resources, SourceInfo};
@@ -1019,128 +1020,6 @@ fn resolve_cli_path(cwd: &str, v: &str) -> String {
     }
 }
 
-fn is_pattern(s: &str) -> bool {
-    is_override(s) || s.contains('*') || s.contains('?')
-}
-
-fn is_override(s: &str) -> bool {
-    s.starts_with('!') || s.starts_with('+') || s.starts_with('-')
-}
-
-/// minimatch-like glob (`*` does not cross `/`).
-fn glob(pattern: &str) -> Option<globset::GlobMatcher> {
-    globset::GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .build()
-        .ok()
-        .map(|g| g.compile_matcher())
-}
-
-/// pi's `matchesAnyPattern`: against the path relative to `base`, the file name, the full
-/// path, and for a `SKILL.md` the same three for its directory.
-fn matches_any(path: &str, patterns: &[globset::GlobMatcher], base: &str) -> bool {
-    let rel = relative(base, path);
-    let name = basename(path);
-    let mut candidates = vec![rel, name.to_string(), path.to_string()];
-    if name == "SKILL.md" {
-        let parent = dirname(path);
-        candidates.push(relative(base, &parent));
-        candidates.push(basename(&parent).to_string());
-        candidates.push(parent);
-    }
-    patterns
-        .iter()
-        .any(|g| candidates.iter().any(|c| g.is_match(c)))
-}
-
-/// pi's `matchesAnyExactPattern`.
-fn matches_any_exact(path: &str, patterns: &[&str], base: &str) -> bool {
-    let rel = relative(base, path);
-    let skill = basename(path) == "SKILL.md";
-    let parent = dirname(path);
-    patterns.iter().any(|p| {
-        let p = p.strip_prefix("./").unwrap_or(p);
-        p == rel || p == path || (skill && (p == relative(base, &parent) || p == parent))
-    })
-}
-
-fn globs(patterns: &[&str]) -> Vec<globset::GlobMatcher> {
-    patterns.iter().filter_map(|p| glob(p)).collect()
-}
-
-/// pi's `applyPatterns`: the subset of `paths` that the settings patterns enable.
-fn apply_patterns(paths: &[String], patterns: &[&String], base: &str) -> HashSet<String> {
-    if patterns.is_empty() {
-        return paths.iter().cloned().collect();
-    }
-    let mut includes = Vec::new();
-    let mut excludes = Vec::new();
-    let mut force_in = Vec::new();
-    let mut force_out = Vec::new();
-    for p in patterns {
-        if let Some(x) = p.strip_prefix('+') {
-            force_in.push(x);
-        } else if let Some(x) = p.strip_prefix('-') {
-            force_out.push(x);
-        } else if let Some(x) = p.strip_prefix('!') {
-            excludes.push(x);
-        } else {
-            includes.push(p.as_str());
-        }
-    }
-    let (inc, exc) = (globs(&includes), globs(&excludes));
-    let mut result: Vec<&String> = if includes.is_empty() {
-        paths.iter().collect()
-    } else {
-        paths
-            .iter()
-            .filter(|p| matches_any(p, &inc, base))
-            .collect()
-    };
-    if !excludes.is_empty() {
-        result.retain(|p| !matches_any(p, &exc, base));
-    }
-    for p in paths {
-        if !force_in.is_empty() && !result.contains(&p) && matches_any_exact(p, &force_in, base) {
-            result.push(p);
-        }
-    }
-    if !force_out.is_empty() {
-        result.retain(|p| !matches_any_exact(p, &force_out, base));
-    }
-    result.into_iter().cloned().collect()
-}
-
-/// pi's `isEnabledByOverrides`: `!`, `+` and `-` entries applied to a discovered path.
-fn enabled_by_overrides(path: &str, overrides: &[&String], base: &str) -> bool {
-    if overrides.is_empty() {
-        return true;
-    }
-    let excludes: Vec<&str> = overrides
-        .iter()
-        .filter_map(|p| p.strip_prefix('!'))
-        .collect();
-    let force_in: Vec<&str> = overrides
-        .iter()
-        .filter_map(|p| p.strip_prefix('+'))
-        .collect();
-    let force_out: Vec<&str> = overrides
-        .iter()
-        .filter_map(|p| p.strip_prefix('-'))
-        .collect();
-    let mut on = true;
-    if !excludes.is_empty() && matches_any(path, &globs(&excludes), base) {
-        on = false;
-    }
-    if !force_in.is_empty() && matches_any_exact(path, &force_in, base) {
-        on = true;
-    }
-    if !force_out.is_empty() && matches_any_exact(path, &force_out, base) {
-        on = false;
-    }
-    on
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1152,44 +1031,5 @@ mod tests {
         assert_eq!(prefix_pattern("!keep", "a/").as_deref(), Some("!a/keep"));
         assert_eq!(prefix_pattern("# c", ""), None);
         assert_eq!(prefix_pattern("   ", ""), None);
-    }
-
-    #[test]
-    fn patterns() {
-        let paths: Vec<String> = ["/b/skills/a/SKILL.md", "/b/skills/b/SKILL.md", "/b/x.md"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let pats = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let on = |p: &[&str]| {
-            let p = pats(p);
-            let refs: Vec<&String> = p.iter().collect();
-            let mut v: Vec<String> = apply_patterns(&paths, &refs, "/b").into_iter().collect();
-            v.sort();
-            v
-        };
-        assert_eq!(on(&["!a"]), ["/b/skills/b/SKILL.md", "/b/x.md"]);
-        assert_eq!(
-            on(&["*.md"]),
-            ["/b/skills/a/SKILL.md", "/b/skills/b/SKILL.md", "/b/x.md"]
-        );
-        assert_eq!(
-            on(&["skills/*"]),
-            ["/b/skills/a/SKILL.md", "/b/skills/b/SKILL.md"]
-        );
-        assert_eq!(
-            on(&["!skills/**", "+skills/b"]),
-            ["/b/skills/b/SKILL.md", "/b/x.md"]
-        );
-        assert_eq!(
-            on(&["-x.md"]),
-            ["/b/skills/a/SKILL.md", "/b/skills/b/SKILL.md"]
-        );
-        let o = pats(&["!a", "+./skills/a"]);
-        let refs: Vec<&String> = o.iter().collect();
-        assert!(enabled_by_overrides("/b/skills/a/SKILL.md", &refs, "/b"));
-        let o = pats(&["!a"]);
-        let refs: Vec<&String> = o.iter().collect();
-        assert!(!enabled_by_overrides("/b/skills/a/SKILL.md", &refs, "/b"));
     }
 }

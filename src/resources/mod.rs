@@ -9,6 +9,7 @@
 //! - [`skills`], [`templates`]: pure rules (validation, descriptions, argument substitution).
 //! - [`commands`]: the `get_commands` list, with a place for extension commands.
 //! - [`paths`]: node's path functions on strings, so reported paths are pi's strings.
+//! - [`patterns`]: pi's settings patterns (`!`, `+`, `-`, globs), shared with extension discovery.
 //!
 //! Both protocol versions are covered; the differences are listed where they apply.
 
@@ -16,6 +17,7 @@ pub mod commands;
 pub mod frontmatter;
 pub mod load;
 pub mod paths;
+pub mod patterns;
 pub mod skills;
 pub mod templates;
 pub mod yaml;
