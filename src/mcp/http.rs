@@ -560,70 +560,103 @@ fn on_unauthorized(shared: &Shared, resp: Resp, token: Option<&str>, tried: bool
     }
 }
 
-/// POST a notification or a response: the server acknowledges it (202), nothing comes back.
-fn post_one_way(shared: &Shared, msg: &[u8], may_renew: bool) {
+/// Which recoveries a POST gets besides a refreshed sign-in (every POST gets that).
+struct Recover {
+    /// Retry a connection that broke after it was made (a connection that could not be made
+    /// is always retried: the server never saw the message).
+    broken_connection: bool,
+    /// Retry a transient status (429, 5xx).
+    transient: bool,
+    /// Open a new session, once, when the server forgot this one (404).
+    renew_session: bool,
+}
+
+/// What a POST came to.
+enum Posted {
+    /// A 2xx answer (its session id captured).
+    Answer(Resp),
+    /// The server could not be reached.
+    Unreachable(String),
+    /// The server answered with a failure.
+    Failed(String),
+    /// The connection was closed while waiting to retry.
+    Closed,
+}
+
+/// POST `msg`, with the recoveries of `recover` and the retry delays between attempts.
+fn post(shared: &Shared, msg: &[u8], recover: Recover) -> Posted {
     let mut auth_tried = false;
     let mut renewed = false;
     let mut attempt = 0;
     loop {
         if shared.is_closed() {
-            return;
+            return Posted::Closed;
         }
         let used = shared.session.lock().clone();
         let (headers, token) = shared.headers(&[
             ("Accept", "application/json, text/event-stream"),
             ("Content-Type", "application/json"),
         ]);
-        let failure = match send(shared, &shared.agent, "POST", &headers, Some(msg)) {
-            Ok(resp) if (200..300).contains(&resp.status) => {
-                capture_session(shared, &resp);
-                return;
-            }
+        let may_retry = attempt < RETRY_DELAYS.len();
+        match send(shared, &shared.agent, "POST", &headers, Some(msg)) {
             Ok(resp) if needs_authorization(&resp) => {
                 match on_unauthorized(shared, resp, token.as_deref(), auth_tried) {
                     AuthNext::Retry => {
                         auth_tried = true;
                         continue;
                     }
-                    AuthNext::Fail(e) => e,
+                    AuthNext::Fail(e) => return Posted::Failed(e),
                 }
             }
-            Ok(resp) if resp.status == 404 && used.is_some() && may_renew && !renewed => {
+            Ok(resp) if resp.status == 404 && used.is_some() => {
                 drop(resp);
+                // The server forgot the session, so it did not take the message.
+                if renewed || !recover.renew_session {
+                    return Posted::Failed("MCP session expired".into());
+                }
                 renewed = true;
-                match renew_session(shared, used.as_deref()) {
-                    Ok(()) => continue,
-                    Err(e) => e,
+                if let Err(e) = renew_session(shared, used.as_deref()) {
+                    return Posted::Failed(e);
                 }
-            }
-            Ok(resp) if transient(resp.status) && attempt < RETRY_DELAYS.len() => {
-                drop(resp);
-                if !shared.sleep(RETRY_DELAYS[attempt]) {
-                    return;
-                }
-                attempt += 1;
                 continue;
+            }
+            Ok(resp) if transient(resp.status) && recover.transient && may_retry => drop(resp),
+            Ok(resp) if !(200..300).contains(&resp.status) => {
+                let status = resp.status;
+                return Posted::Failed(describe_status(status, &resp.error_text()));
             }
             Ok(resp) => {
-                let status = resp.status;
-                describe_status(status, &resp.error_text())
+                capture_session(shared, &resp);
+                return Posted::Answer(resp);
             }
-            Err(Failure::Connect(e) | Failure::Network(e)) if attempt < RETRY_DELAYS.len() => {
-                let _ = e;
-                if !shared.sleep(RETRY_DELAYS[attempt]) {
-                    return;
-                }
-                attempt += 1;
-                continue;
+            Err(Failure::Connect(_)) if may_retry => {}
+            Err(Failure::Network(_)) if recover.broken_connection && may_retry => {}
+            Err(Failure::Connect(e) | Failure::Network(e) | Failure::Other(e)) => {
+                return Posted::Unreachable(e);
             }
-            Err(Failure::Connect(e) | Failure::Network(e) | Failure::Other(e)) => e,
-        };
-        eprintln!(
-            "pith: MCP server {}: a notification was not delivered: {failure}",
-            shared.name
-        );
-        return;
+        }
+        if !shared.sleep(RETRY_DELAYS[attempt]) {
+            return Posted::Closed;
+        }
+        attempt += 1;
     }
+}
+
+/// POST a notification or a response: the server acknowledges it (202), nothing comes back.
+fn post_one_way(shared: &Shared, msg: &[u8], may_renew: bool) {
+    let recover = Recover {
+        broken_connection: true,
+        transient: true,
+        renew_session: may_renew,
+    };
+    let failure = match post(shared, msg, recover) {
+        Posted::Answer(_) | Posted::Closed => return,
+        Posted::Unreachable(e) | Posted::Failed(e) => e,
+    };
+    eprintln!(
+        "pith: MCP server {}: a notification was not delivered: {failure}",
+        shared.name
+    );
 }
 
 fn capture_session(shared: &Shared, resp: &Resp) {
@@ -633,98 +666,33 @@ fn capture_session(shared: &Shared, resp: &Resp) {
 }
 
 /// One request: POST it, read its answer (every message goes to the machine), or answer it with
-/// an error.
+/// an error. A `tools/call` is not repeated once the server may have seen it (it may not be
+/// idempotent); anything else is.
 fn request(shared: &Shared, method: &str, id: &Value, msg: &[u8]) {
     let retry_any = method != "tools/call";
-    let mut auth_tried = false;
-    let mut renewed = false;
-    let mut attempt = 0;
-    loop {
-        if shared.is_closed() {
-            return;
+    let recover = Recover {
+        broken_connection: retry_any,
+        transient: retry_any,
+        renew_session: method != "initialize",
+    };
+    let resp = match post(shared, msg, recover) {
+        Posted::Answer(resp) => resp,
+        Posted::Closed => return,
+        Posted::Unreachable(e) => {
+            let e = format!("MCP server \"{}\" cannot be reached: {e}", shared.name);
+            return shared.fail(id, &e);
         }
-        let used = shared.session.lock().clone();
-        let (headers, token) = shared.headers(&[
-            ("Accept", "application/json, text/event-stream"),
-            ("Content-Type", "application/json"),
-        ]);
-        let resp = match send(shared, &shared.agent, "POST", &headers, Some(msg)) {
-            Ok(r) => r,
-            Err(Failure::Connect(e)) if attempt < RETRY_DELAYS.len() => {
-                let _ = e;
-                if !shared.sleep(RETRY_DELAYS[attempt]) {
-                    return;
-                }
-                attempt += 1;
-                continue;
-            }
-            Err(Failure::Network(e)) if retry_any && attempt < RETRY_DELAYS.len() => {
-                let _ = e;
-                if !shared.sleep(RETRY_DELAYS[attempt]) {
-                    return;
-                }
-                attempt += 1;
-                continue;
-            }
-            Err(Failure::Connect(e) | Failure::Network(e) | Failure::Other(e)) => {
-                shared.fail(
-                    id,
-                    &format!("MCP server \"{}\" cannot be reached: {e}", shared.name),
-                );
-                return;
-            }
-        };
-        if needs_authorization(&resp) {
-            match on_unauthorized(shared, resp, token.as_deref(), auth_tried) {
-                AuthNext::Retry => {
-                    auth_tried = true;
-                    continue;
-                }
-                AuthNext::Fail(e) => {
-                    shared.fail(id, &e);
-                    return;
-                }
-            }
+        Posted::Failed(e) => return shared.fail(id, &e),
+    };
+    let initialize = method == "initialize";
+    let mut forward = |v: Value| {
+        if initialize {
+            note_protocol(shared, id, &v);
         }
-        if resp.status == 404 && used.is_some() {
-            drop(resp);
-            // The server forgot the session, so it did not run the request: a new session, once.
-            if renewed || method == "initialize" {
-                shared.fail(id, "MCP session expired");
-                return;
-            }
-            renewed = true;
-            if let Err(e) = renew_session(shared, used.as_deref()) {
-                shared.fail(id, &e);
-                return;
-            }
-            continue;
-        }
-        if transient(resp.status) && retry_any && attempt < RETRY_DELAYS.len() {
-            drop(resp);
-            if !shared.sleep(RETRY_DELAYS[attempt]) {
-                return;
-            }
-            attempt += 1;
-            continue;
-        }
-        if !(200..300).contains(&resp.status) {
-            let status = resp.status;
-            shared.fail(id, &describe_status(status, &resp.error_text()));
-            return;
-        }
-        capture_session(shared, &resp);
-        let initialize = method == "initialize";
-        let mut forward = |v: Value| {
-            if initialize {
-                note_protocol(shared, id, &v);
-            }
-            shared.emit(v)
-        };
-        if let Err(e) = read_answer(shared, resp, id, &mut forward) {
-            shared.fail(id, &e);
-        }
-        return;
+        shared.emit(v)
+    };
+    if let Err(e) = read_answer(shared, resp, id, &mut forward) {
+        shared.fail(id, &e);
     }
 }
 
