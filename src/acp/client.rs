@@ -12,6 +12,7 @@ use std::time::Duration;
 use crossbeam_channel::{RecvTimeoutError, Sender};
 use serde_json::{Value, json};
 
+use super::difftool::diff_output;
 use crate::tools::{self, Tool, ToolContext, ToolOutput, ToolResult};
 
 /// A request for the client, from a tool's thread; the answer goes to `reply`.
@@ -117,15 +118,6 @@ impl ClientTool {
             .map(|_| ())
     }
 
-    fn diff_update(on_update: &mut dyn FnMut(ToolOutput), abs: &str, old: Option<&str>, new: &str) {
-        on_update(ToolOutput {
-            content: Vec::new(),
-            details: Some(json!({"acpDiff": {"path": abs, "oldText": old, "newText": new}})),
-            structured: None,
-            is_error: false,
-        });
-    }
-
     fn read(&self, args: &Value, ctx: &ToolContext) -> ToolResult {
         let path = tools::arg_str(args, "path").ok_or("Invalid read arguments.")?;
         let abs = tools::paths::resolve_to_cwd(path, &ctx.cwd);
@@ -151,7 +143,7 @@ impl ClientTool {
             None
         };
         self.write_client(&abs, content, ctx)?;
-        Self::diff_update(on_update, &abs, old.as_deref(), content);
+        on_update(diff_output(&abs, old.as_deref(), content));
         if !ctx.profile.write_byte_count {
             return Ok(tools::text_output(format!("Successfully wrote to {path}")));
         }
@@ -167,58 +159,19 @@ impl ClientTool {
         ctx: &ToolContext,
         on_update: &mut dyn FnMut(ToolOutput),
     ) -> ToolResult {
-        use tools::edit::{Edit, apply_edits_as, detect_crlf, diff_string, normalize_to_lf};
         let path = tools::arg_str(args, "path").ok_or("Invalid edit arguments.")?;
-        let edits: Vec<Edit> = args
-            .get("edits")
-            .and_then(Value::as_array)
-            .ok_or("Invalid edit arguments.")?
-            .iter()
-            .map(|e| {
-                Some(Edit {
-                    old_text: e.get("oldText")?.as_str()?.to_string(),
-                    new_text: e.get("newText")?.as_str()?.to_string(),
-                })
-            })
-            .collect::<Option<_>>()
-            .ok_or("Invalid edit arguments.")?;
+        let edits = tools::edit::parse_edits(args)?;
         tools::check_cancel(ctx)?;
         let abs = tools::paths::resolve_to_cwd(path, &ctx.cwd);
         let abs = abs.to_string_lossy();
         let raw = self
             .read_client(&abs, ctx)
             .map_err(|_| format!("File not found: {path}"))?;
-        let (bom, content) = match raw.strip_prefix('\u{feff}') {
-            Some(rest) => ("\u{feff}", rest),
-            None => ("", raw.as_str()),
-        };
-        let crlf = detect_crlf(content);
-        let normalized = normalize_to_lf(content);
-        let (base, new_content) =
-            apply_edits_as(&normalized, &edits, path, ctx.profile.edit_fuzzy_rewrite)?;
+        let edited = tools::edit::edit_text(&raw, &edits, path, ctx.profile.edit_fuzzy_rewrite)?;
         tools::check_cancel(ctx)?;
-        let restored = if crlf {
-            new_content.replace('\n', "\r\n")
-        } else {
-            new_content.clone()
-        };
-        let written = format!("{bom}{restored}");
-        self.write_client(&abs, &written, ctx)?;
-        Self::diff_update(on_update, &abs, Some(&raw), &written);
-        let (diff, first_changed) = diff_string(&base, &new_content, 4);
-        let mut out = tools::text_output(format!(
-            "Successfully replaced {} block(s) in {path}.",
-            edits.len()
-        ));
-        let mut details = json!({"diff": diff});
-        if ctx.profile.edit_patch {
-            details["patch"] = json!(tools::edit::unified_patch(path, &base, &new_content, 4));
-        }
-        if let Some(line) = first_changed {
-            details["firstChangedLine"] = json!(line);
-        }
-        out.details = Some(details);
-        Ok(out)
+        self.write_client(&abs, &edited.written, ctx)?;
+        on_update(diff_output(&abs, Some(&raw), &edited.written));
+        Ok(edited.output(path, ctx.profile))
     }
 
     /// `bash` in a terminal of the client: created, shown (a `terminal` content), waited for

@@ -24,6 +24,17 @@ pub fn wrap(t: Arc<dyn Tool>) -> Arc<dyn Tool> {
     }
 }
 
+/// The partial result that carries a file's text before and after a call (`details.acpDiff`),
+/// turned into a `diff` content by the front end.
+pub fn diff_output(path: &str, old: Option<&str>, new: &str) -> ToolOutput {
+    ToolOutput {
+        content: Vec::new(),
+        details: Some(json!({"acpDiff": {"path": path, "oldText": old, "newText": new}})),
+        structured: None,
+        is_error: false,
+    }
+}
+
 fn read_small(path: &std::path::Path) -> Option<String> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_DIFF_BYTES {
@@ -68,16 +79,7 @@ impl Tool for DiffTool {
         if let (Ok(out), Some(p)) = (&result, &path) {
             if !out.is_error && (old.is_some() || !existed) {
                 if let Some(new) = read_small(p) {
-                    on_update(ToolOutput {
-                        content: Vec::new(),
-                        details: Some(json!({"acpDiff": {
-                            "path": p.to_string_lossy(),
-                            "oldText": old,
-                            "newText": new,
-                        }})),
-                        structured: None,
-                        is_error: false,
-                    });
+                    on_update(diff_output(&p.to_string_lossy(), old.as_deref(), &new));
                 }
             }
         }

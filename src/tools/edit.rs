@@ -99,39 +99,72 @@ impl Tool for EditTool {
             .map_err(|_| format!("File not found: {path}"))?;
         check_cancel(ctx)?;
         let raw = String::from_utf8_lossy(&bytes);
-        let (bom, content) = match raw.strip_prefix('\u{feff}') {
-            Some(rest) => ("\u{feff}", rest),
-            None => ("", raw.as_ref()),
-        };
-        let crlf = detect_crlf(content);
-        let normalized = normalize_to_lf(content);
-        let (base, new_content) =
-            apply_edits_as(&normalized, &edits, path, ctx.profile.edit_fuzzy_rewrite)?;
+        let edited = edit_text(&raw, &edits, path, ctx.profile.edit_fuzzy_rewrite)?;
         check_cancel(ctx)?;
-        let restored = if crlf {
-            new_content.replace('\n', "\r\n")
-        } else {
-            new_content.clone()
-        };
-        write_regular(&abs, format!("{bom}{restored}").as_bytes()).map_err(|e| match e {
+        write_regular(&abs, edited.written.as_bytes()).map_err(|e| match e {
             Ok(special) => special,
             Err(e) => super::paths::node_error(&e, "open", &abs),
         })?;
         check_cancel(ctx)?;
-        let (diff, first_changed) = diff_string(&base, &new_content, 4);
+        Ok(edited.output(path, ctx.profile))
+    }
+}
+
+/// A file's text after `edit`: what to write, and what the result reports.
+pub struct Edited {
+    /// The new text with the file's BOM and line endings.
+    pub written: String,
+    /// The text the edits were matched against and the result, both with `\n` line ends.
+    base: String,
+    new_content: String,
+    count: usize,
+}
+
+/// pi's `edit` on a file's whole text (pure): a leading BOM kept, the edits applied to the
+/// text with `\n` line ends, and CRLF restored when the file used it.
+pub fn edit_text(
+    raw: &str,
+    edits: &[Edit],
+    path: &str,
+    fuzzy_rewrite: crate::protocol::FuzzyRewrite,
+) -> Result<Edited, String> {
+    let (bom, content) = match raw.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", raw),
+    };
+    let crlf = detect_crlf(content);
+    let normalized = normalize_to_lf(content);
+    let (base, new_content) = apply_edits_as(&normalized, edits, path, fuzzy_rewrite)?;
+    let restored = if crlf {
+        new_content.replace('\n', "\r\n")
+    } else {
+        new_content.clone()
+    };
+    Ok(Edited {
+        written: format!("{bom}{restored}"),
+        base,
+        new_content,
+        count: edits.len(),
+    })
+}
+
+impl Edited {
+    /// The tool's result: the count of blocks, the diff (and the patch where the version has it).
+    pub fn output(&self, path: &str, profile: &crate::protocol::Tools) -> ToolOutput {
+        let (diff, first_changed) = diff_string(&self.base, &self.new_content, 4);
         let mut out = text_output(format!(
             "Successfully replaced {} block(s) in {path}.",
-            edits.len()
+            self.count
         ));
         let mut details = json!({"diff": diff});
-        if ctx.profile.edit_patch {
-            details["patch"] = json!(unified_patch(path, &base, &new_content, 4));
+        if profile.edit_patch {
+            details["patch"] = json!(unified_patch(path, &self.base, &self.new_content, 4));
         }
         if let Some(line) = first_changed {
             details["firstChangedLine"] = json!(line);
         }
         out.details = Some(details);
-        Ok(out)
+        out
     }
 }
 
@@ -185,7 +218,7 @@ fn is_single_edit(v: &Value) -> bool {
     v.get("oldText").is_some_and(Value::is_string) && v.get("newText").is_some_and(Value::is_string)
 }
 
-fn parse_edits(args: &Value) -> Result<Vec<Edit>, String> {
+pub(crate) fn parse_edits(args: &Value) -> Result<Vec<Edit>, String> {
     let list = match args.get("edits") {
         Some(Value::Array(a)) if !a.is_empty() => a,
         _ => {
