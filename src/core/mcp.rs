@@ -59,6 +59,32 @@ enum Start {
 }
 
 impl Machine {
+    /// Finish call `index` of `batch` with a result made on a thread of its own: making it may
+    /// write a long output or a binary resource to a temporary file ([`save_output`]), and the
+    /// machine thread never waits on the disk. The result comes back as the tool threads'
+    /// results do (one for a batch that has ended is dropped there).
+    pub(crate) fn finish_off_thread(
+        &mut self,
+        batch: u64,
+        index: usize,
+        make: impl FnOnce() -> crate::tools::ToolResult + Send + 'static,
+    ) {
+        let tx = self.io.worker_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcp-result".into())
+            .spawn(move || {
+                let _ = tx.send(Worker::Tool {
+                    batch,
+                    index,
+                    event: ToolEvent::Done(make()),
+                });
+            });
+        if let Err(e) = spawned {
+            let r = Err(format!("Cannot start a thread for the result: {e}"));
+            self.tool_finished(batch, index, r);
+        }
+    }
+
     pub(crate) fn start_mcp_server(&mut self, cfg: ServerConfig) {
         let index = self.plugins.servers.len();
         let blocks_prompt = match self.plugins.cfg.mcp_dialect {
@@ -300,15 +326,15 @@ impl Machine {
                     McpReq::Resource { op } => {
                         self.on_resource_answer(i, op, result.map_err(|e| e.message));
                     }
-                    McpReq::Call { batch, index, tool } => {
-                        let r = match result {
-                            Ok(v) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
-                                let server = self.plugins.servers[i].cfg.name.clone();
-                                let readable = self
-                                    .plugins
-                                    .servers
-                                    .iter()
-                                    .any(|s| s.life == Life::Ready && s.has_resources);
+                    McpReq::Call { batch, index, tool } => match result {
+                        Ok(v) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
+                            let server = self.plugins.servers[i].cfg.name.clone();
+                            let readable = self
+                                .plugins
+                                .servers
+                                .iter()
+                                .any(|s| s.life == Life::Ready && s.has_resources);
+                            self.finish_off_thread(batch, index, move || {
                                 crate::mcp::result::convert(
                                     &server,
                                     &tool,
@@ -316,12 +342,11 @@ impl Machine {
                                     readable,
                                     &save_output,
                                 )
-                            }
-                            Ok(v) => mcp::call_result(&v),
-                            Err(e) => Err(e.to_string()),
-                        };
-                        self.tool_finished(batch, index, r);
-                    }
+                            });
+                        }
+                        Ok(v) => self.tool_finished(batch, index, mcp::call_result(&v)),
+                        Err(e) => self.tool_finished(batch, index, Err(e.to_string())),
+                    },
                 }
             }
             Incoming::Request { id, method } => {

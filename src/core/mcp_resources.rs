@@ -382,11 +382,13 @@ impl Machine {
         let Some(o) = self.resource_ops.ops.remove(&id) else {
             return;
         };
-        let r = self.resource_result(&o);
-        self.tool_finished(o.batch, o.index, r);
+        let (batch, index) = (o.batch, o.index);
+        self.finish_off_thread(batch, index, move || Self::resource_result(&o));
     }
 
-    fn resource_result(&self, o: &ResourceOp) -> ToolResult {
+    /// The answer of a resource tool from its servers' answers (a binary resource is saved to
+    /// a temporary file: made off the machine thread).
+    fn resource_result(o: &ResourceOp) -> ToolResult {
         let save = &crate::core::mcp::save_output;
         if o.tool == ResourceTool::Read {
             let part = &o.parts[0];
