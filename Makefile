@@ -93,7 +93,7 @@ else
 	RUSTC_BOOTSTRAP=1 RUSTC=$(STATIC_RUSTC) RUSTDOC=$(dir $(STATIC_RUSTC))rustdoc \
 	CC_x86_64_unknown_linux_musl=musl-gcc CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc \
 	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS) -C link-self-contained=no -L native=$(MUSL_UNWIND_DIR)" \
-	$(STATIC_CARGO) build --release --target x86_64-unknown-linux-musl -Zbuild-std=std,panic_unwind $(STATIC_CARGO_ARGS)
+	$(STATIC_CARGO) build --release --target x86_64-unknown-linux-musl -Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind $(STATIC_CARGO_ARGS)
 endif
 
 # pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
