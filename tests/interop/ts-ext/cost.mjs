@@ -29,6 +29,7 @@ for (let i = 2; i < process.argv.length; i++) {
 	else throw new Error(`unknown argument ${a}`);
 }
 if (!o.pith) throw new Error("--pith BIN is required");
+o.pith = path.resolve(o.pith);
 const BASE_TMP = os.tmpdir();
 
 function rssKb(pid) {
@@ -40,12 +41,12 @@ function rssKb(pid) {
 	}
 }
 
+/** The child processes of `pid`, whichever of its threads started them. */
 function children(pid) {
 	try {
 		return fs
-			.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
-			.trim()
-			.split(/\s+/)
+			.readdirSync(`/proc/${pid}/task`)
+			.flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").trim().split(/\s+/))
 			.filter(Boolean)
 			.map(Number);
 	} catch {
