@@ -6,6 +6,7 @@
 //   node tests/interop/ts-ext/cost.mjs --pith target/release/pith [--runs 15] [--no-pi]
 //
 // node 22 first in PATH (the host's node). The fake LLM answers the prompt (lib/fake-llm.mjs).
+// COST_STDERR=1 shows the agents' stderr and their frames.
 
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -58,13 +59,18 @@ function children(pid) {
 async function once(agent, exts, world) {
 	const args = ["--mode", "rpc", "--session-dir", world.sessions, "--provider", "fake", "--model", "fake-model", "--no-session"];
 	for (const e of exts) args.push("-e", e);
+	// Each world's own environment (makeWorld sets the last one's in process.env).
+	const env = { ...process.env, HOME: world.home, TMPDIR: world.tmp, PI_CODING_AGENT_DIR: path.join(world.root, "agent") };
+	const spawnOpts = { cwd: world.cwd, env, stdio: ["pipe", "pipe", process.env.COST_STDERR ? "inherit" : "ignore"] };
 	const t0 = performance.now();
 	const child =
 		agent === "pith"
-			? spawn(o.pith, [...args, "--compat", "1.6"], { cwd: world.cwd, stdio: ["pipe", "pipe", "ignore"] })
-			: spawn(process.execPath, [path.join(PI["1.6"].pkg, PI["1.6"].cli), ...args], { cwd: world.cwd, stdio: ["pipe", "pipe", "ignore"] });
+			? spawn(o.pith, [...args, "--compat", "1.6"], spawnOpts)
+			: spawn(process.execPath, [path.join(PI["1.6"].pkg, PI["1.6"].cli), ...args], spawnOpts);
 	const r = {};
 	let buf = "";
+	if (process.env.COST_STDERR) child.on("exit", (c, sig) => process.stderr.write(`exit ${agent} ${c} ${sig}\n`));
+	child.stdin.on("error", () => {});
 	await new Promise((resolve, reject) => {
 		const timer = setTimeout(() => reject(new Error(`${agent}: no answer`)), 60000);
 		child.stdout.on("data", (d) => {
@@ -73,6 +79,7 @@ async function once(agent, exts, world) {
 			while ((i = buf.indexOf("\n")) >= 0) {
 				const line = buf.slice(0, i);
 				buf = buf.slice(i + 1);
+				if (process.env.COST_STDERR) process.stderr.write(`${line.slice(0, 200)}\n`);
 				let f;
 				try {
 					f = JSON.parse(line);
@@ -105,20 +112,25 @@ const median = (xs) => {
 };
 const fmt = (x, unit) => (x === undefined ? "-" : `${x.toFixed(1)} ${unit}`);
 
-console.log(`load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${o.runs} runs each; medians`);
+console.log(`load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")}; ${o.runs} runs each, interleaved; medians`);
 console.log("agent  extension              first get_state   prompt's agent_start   node host RSS   agent RSS");
+// One world per agent and extension; the runs go round all of them, so that the machine's load
+// falls on each alike.
+const configs = [];
 for (const agent of ["pith", ...(o.pi ? ["pi"] : [])]) {
 	for (const [name, exts] of Object.entries(EXTENSIONS)) {
 		process.env.TMPDIR = BASE_TMP;
-		const world = await makeWorld({ version: "1.6", agent, pith: o.pith });
-		const rs = [];
-		try {
-			for (let i = 0; i < o.runs; i++) rs.push(await once(agent, exts, world));
-		} finally {
-			await world.dispose();
-		}
-		console.log(
-			`${agent.padEnd(6)} ${name.padEnd(22)} ${fmt(median(rs.map((r) => r.state)), "ms").padStart(15)}   ${fmt(median(rs.map((r) => r.start)), "ms").padStart(20)}   ${fmt(median(rs.map((r) => r.hostRssKb && r.hostRssKb / 1024)), "MB").padStart(13)}   ${fmt(median(rs.map((r) => r.rssKb / 1024)), "MB").padStart(9)}`,
-		);
+		configs.push({ agent, name, exts, world: await makeWorld({ version: "1.6", agent, pith: o.pith }), rs: [] });
 	}
 }
+try {
+	for (let i = 0; i < o.runs; i++) for (const c of configs) c.rs.push(await once(c.agent, c.exts, c.world));
+} finally {
+	for (const c of configs) await c.world.dispose();
+}
+for (const { agent, name, rs } of configs) {
+	console.log(
+		`${agent.padEnd(6)} ${name.padEnd(22)} ${fmt(median(rs.map((r) => r.state)), "ms").padStart(15)}   ${fmt(median(rs.map((r) => r.start)), "ms").padStart(20)}   ${fmt(median(rs.map((r) => r.hostRssKb && r.hostRssKb / 1024)), "MB").padStart(13)}   ${fmt(median(rs.map((r) => r.rssKb / 1024)), "MB").padStart(9)}`,
+	);
+}
+console.log(`load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")} at the end`);
