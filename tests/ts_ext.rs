@@ -549,3 +549,36 @@ fn no_node_no_start() {
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// standins.ts: what real extensions from the npm registry import from pi's packages at run time
+/// (`tests/interop/ts-ext/` runs some through pith and pi), served by the host's stand-ins: the
+/// TypeBox and `StringEnum` schemas in TypeBox 1.x's key order, pi's output truncation, sizes,
+/// agent dir, pi-tui's text helpers; and a handler for an event no pi emits, accepted silently.
+///
+/// pi 1.6.0 on the same extension: the same message, except that pi's theme colours the text
+/// (`theme=` and the ellipsis of `trunc=` carry ANSI escapes there; the stand-ins do no styling).
+#[test]
+fn stand_ins_of_pi_packages() {
+    let node = need_node!();
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        "",
+        &["--compat", "1.6", "-e", &fixture("standins.ts")],
+    );
+    p.send(json!({"id":"s","type":"prompt","message":"/standins"}));
+    let frames = p.recv_until(|f| f["id"] == "s");
+    assert_eq!(frames.len(), 2, "no extension_error at load: {frames:#?}");
+    let schema = r#"{"type":"object","required":["action","pair","map"],"properties":{"action":{"type":"string","enum":["start","stop"],"description":"What to do"},"tags":{"type":"array","items":{"type":"string"},"maxItems":2,"description":"Tags"},"pair":{"type":"array","additionalItems":false,"items":[{"type":"string"},{"type":"number"}],"minItems":2},"map":{"type":"object","patternProperties":{"^.*$":{"type":"number"}}}}}"#;
+    assert_eq!(
+        frames[0]["message"],
+        format!(
+            "schema={schema} size=999B,2.0KB,3.0MB tail=\"b\\nc\"/lines/3 head=\"abc\"/bytes/3 \
+             agentDir=true theme=x width=3 trunc=ab... wrap=abcd|ef fuzzy=gamma keys=false \
+             component=function"
+        ),
+        "{frames:#?}"
+    );
+    assert_eq!(frames[1]["data"]["disposition"], "handled");
+}

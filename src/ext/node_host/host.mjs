@@ -162,6 +162,11 @@ const NOTIFY_EVENTS = new Set([
 const BLOCKING_EVENTS = new Set(["tool_call", "tool_result", "session_before_switch", "session_before_fork", "input"]);
 // pi events with no handler call in pith's RPC modes (the TUI's, or provider internals).
 const TUI_EVENTS = new Set(["ui_prompt_start", "ui_prompt_end", "message_update"]);
+// pi's events (0.73, 0.87, 1.6) that pith does not emit to extensions: a handler for one is
+// reported; a name no pi emits (an older pi's `session_switch`) is kept, never called, as by pi.
+const PI_ONLY_EVENTS = new Set(
+	"project_trust resources_discover session_info_changed session_before_compact session_compact session_compact_failed mcp_servers_change session_before_tree session_tree context context_with_system cache_warming_decision before_provider_request before_provider_headers after_provider_response provider_stream_event before_agent_start agent_before_settle model_select thinking_level_select user_bash".split(" "),
+);
 
 function reportError(ext, event, error) {
 	send({ type: "error", extension: ext.path, event, error: String(error) });
@@ -401,7 +406,7 @@ function makeApi(ext) {
 	const api = {
 		on(event, handler) {
 			if (!NOTIFY_EVENTS.has(event) && !BLOCKING_EVENTS.has(event) && !TUI_EVENTS.has(event)) {
-				reportError(ext, "load", unsupported(`pi.on("${event}")`).message);
+				if (PI_ONLY_EVENTS.has(event)) reportError(ext, "load", unsupported(`pi.on("${event}")`).message);
 				return () => {};
 			}
 			if (!ext.handlers.has(event)) ext.handlers.set(event, []);

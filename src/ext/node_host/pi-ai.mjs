@@ -3,8 +3,12 @@ import { Type } from "./typebox.mjs";
 
 export { Type };
 
+// As pi-ai's: only `description` and `default` of the options are kept.
 export function StringEnum(values, options) {
-	return { ...(options ?? {}), type: "string", enum: [...values] };
+	const s = { type: "string", enum: [...values] };
+	if (options?.description) s.description = options.description;
+	if (options?.default) s.default = options.default;
+	return s;
 }
 
 export default { Type, StringEnum };

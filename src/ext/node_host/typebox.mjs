@@ -1,26 +1,26 @@
 // pith's stand-in for TypeBox when the extension's own copy does not resolve: the schema
 // builders extensions use, producing plain JSON schema (what pith sends to the model and
-// validates against). No compiler or `Value` helpers.
+// validates against) with TypeBox 1.x's keys in TypeBox's order (the builder's, then the
+// options). No compiler or `Value` helpers.
 const OPTIONAL = Symbol.for("TypeBox.Optional");
 
-function opts(o) {
-	return o && typeof o === "object" ? { ...o } : {};
-}
+const opts = (o) => (o && typeof o === "object" ? o : {});
+const make = (base, o) => ({ ...base, ...opts(o) });
 
 export const Type = {
-	String: (o) => ({ ...opts(o), type: "string" }),
-	Number: (o) => ({ ...opts(o), type: "number" }),
-	Integer: (o) => ({ ...opts(o), type: "integer" }),
-	Boolean: (o) => ({ ...opts(o), type: "boolean" }),
-	Null: (o) => ({ ...opts(o), type: "null" }),
-	Any: (o) => ({ ...opts(o) }),
-	Unknown: (o) => ({ ...opts(o) }),
-	Literal: (v, o) => ({ ...opts(o), const: v, type: typeof v }),
-	Array: (items, o) => ({ ...opts(o), type: "array", items }),
-	Tuple: (items, o) => ({ ...opts(o), type: "array", items, minItems: items.length, maxItems: items.length }),
-	Union: (anyOf, o) => ({ ...opts(o), anyOf }),
-	Enum: (e, o) => ({ ...opts(o), enum: Object.values(e) }),
-	Record: (_k, v, o) => ({ ...opts(o), type: "object", additionalProperties: v }),
+	String: (o) => make({ type: "string" }, o),
+	Number: (o) => make({ type: "number" }, o),
+	Integer: (o) => make({ type: "integer" }, o),
+	Boolean: (o) => make({ type: "boolean" }, o),
+	Null: (o) => make({ type: "null" }, o),
+	Any: (o) => make({}, o),
+	Unknown: (o) => make({}, o),
+	Literal: (v, o) => make({ type: typeof v, const: v }, o),
+	Array: (items, o) => make({ type: "array", items }, o),
+	Tuple: (items, o) => make({ type: "array", additionalItems: false, items, minItems: items.length }, o),
+	Union: (anyOf, o) => make({ anyOf }, o),
+	Enum: (e, o) => make({ enum: Object.values(e) }, o),
+	Record: (_k, v, o) => make({ type: "object", patternProperties: { "^.*$": v } }, o),
 	Optional: (s) => {
 		const c = { ...s };
 		Object.defineProperty(c, OPTIONAL, { value: true, enumerable: false });
@@ -28,9 +28,7 @@ export const Type = {
 	},
 	Object: (properties, o) => {
 		const required = Object.keys(properties).filter((k) => !properties[k]?.[OPTIONAL]);
-		const s = { ...opts(o), type: "object", properties };
-		if (required.length) s.required = required;
-		return s;
+		return make(required.length ? { type: "object", required, properties } : { type: "object", properties }, o);
 	},
 };
 

@@ -6,6 +6,7 @@
 // - the last message carries tool results -> "done: <first line of the first result>"
 // - the last user text contains directives:
 //     [[bash:<command>]]  one bash tool call per directive (ids toolu_<n> in order)
+//     [[tool:<name>:<json>]]  a call of any tool with that JSON input (with the bash calls, in order)
 //     [[slow:<ms>]]       wait <ms> between chunks (abort / steer / queue tests)
 //     [[fail:<status>]]   answer with that HTTP error (retry tests)
 //     [[fail-once:<status>]]  that error the first time this text is seen, then the rule below
@@ -61,15 +62,12 @@ export function plan(body) {
 		failedOnce.add(text);
 		return { error: Number(once[1]) };
 	}
-	const calls = [...text.matchAll(/\[\[bash:([^\]]*)\]\]/g)].map((m) => m[1]);
+	const calls = [...text.matchAll(/\[\[bash:([^\]]*)\]\]|\[\[tool:([\w-]+):(\{.*?\})\]\]/g)].map((m) =>
+		m[1] !== undefined ? { name: "bash", input: { command: m[1] } } : { name: m[2], input: JSON.parse(m[3]) },
+	);
 	if (calls.length > 0) {
 		return {
-			blocks: calls.map((command, i) => ({
-				type: "tool_use",
-				id: `toolu_${i + 1}`,
-				name: "bash",
-				input: { command },
-			})),
+			blocks: calls.map((call, i) => ({ type: "tool_use", id: `toolu_${i + 1}`, ...call })),
 			delayMs: delay ? Number(delay[1]) : 0,
 		};
 	}
