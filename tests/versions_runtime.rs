@@ -1141,3 +1141,35 @@ fn providers_new_in_087_take_their_keys_from_the_environment_under_087_only() {
         p.finish(Duration::from_secs(5));
     }
 }
+
+/// An extension tool's `promptGuidelines` join the system prompt's guidelines (0.73) or rules
+/// (0.87, 1.6) after the built-in tools' and before the two that are always there: trimmed,
+/// empty lines and repeats dropped (pi's `_normalizePromptGuidelines`, then the prompt's own
+/// de-duplication: "Be concise…" stays once, in its place among the extension's lines).
+#[test]
+fn extension_tool_guidelines_join_the_system_prompt_in_every_version() {
+    use std::os::unix::fs::PermissionsExt;
+    const EXT: &str = r#"#!/bin/sh
+G='{"name":"greet","description":"Greets","promptSnippet":"Greet people","promptGuidelines":["  Use greet to say hello  ","","Use greet to say hello","Be concise in your responses","Never greet twice"],"parameters":{"type":"object","properties":{}}}'
+while IFS= read -r line; do
+  case "$line" in
+    *'"type":"hello"'*) echo "{\"type\":\"register\",\"protocol\":1,\"name\":\"g\",\"tools\":[$G]}";;
+  esac
+done
+"#;
+    for compat in ["0.73", "0.87", "1.6"] {
+        let (w, srv) = fake_world(vec![text_reply(1, &["Hi."])]);
+        let ext = w.tmp().join("g.sh");
+        std::fs::write(&ext, EXT).unwrap();
+        std::fs::set_permissions(&ext, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ext = ext.to_string_lossy().into_owned();
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session", "-e", &ext]));
+        run(&mut p, "p1", "hello");
+        let body: Value = serde_json::from_str(&srv.requests()[0].body).unwrap();
+        let system = body["system"][0]["text"].as_str().unwrap();
+        let want = "- Use write only for new files or complete rewrites.\n- Use greet to say hello\n- Be concise in your responses\n- Never greet twice\n- Show file paths clearly when working with files\n";
+        assert!(system.contains(want), "{compat}: {system}");
+        assert!(system.contains("- greet: Greet people\n"), "{compat}");
+        p.finish(Duration::from_secs(5));
+    }
+}

@@ -1206,6 +1206,10 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
+        let guidelines: Vec<&str> = remote
+            .iter()
+            .flat_map(|r| r.guidelines.iter().map(String::as_str))
+            .collect();
         // Listed only when the model can read the files (pi: a `read` tool is active).
         let skills = if names.iter().any(|(n, _)| *n == "read") {
             self.env
@@ -1220,6 +1224,7 @@ impl Machine {
             cwd: &self.env.cwd,
             agent_dir: &self.env.agent_dir,
             tools: &names,
+            guidelines: &guidelines,
             custom: self.env.custom_system_prompt.as_deref(),
             append: self.env.append_system_prompt.as_deref(),
             no_context_files: self.env.no_context_files,

@@ -184,6 +184,7 @@ pub fn tools_for(servers: &[Server]) -> Vec<(RemoteTool, Exposure)> {
                 description: t.description().to_string(),
                 parameters: t.parameters(),
                 snippet: None,
+                guidelines: Vec::new(),
                 owner: Owner::McpResources(t),
             },
             exposure,

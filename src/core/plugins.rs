@@ -312,6 +312,8 @@ pub struct RemoteTool {
     pub description: String,
     pub parameters: Value,
     pub snippet: Option<String>,
+    /// The tool's lines for the system prompt's guidelines (an extension's `promptGuidelines`).
+    pub guidelines: Vec<String>,
     pub owner: Owner,
 }
 
@@ -496,6 +498,7 @@ fn mcp_remote(server: usize, name: &str, t: &McpTool) -> RemoteTool {
         description: t.description.clone(),
         parameters: t.input_schema.clone(),
         snippet: None,
+        guidelines: Vec::new(),
         owner: Owner::Mcp {
             server,
             tool: t.name.clone(),
@@ -713,6 +716,7 @@ impl Plugins {
                     description: t.description.clone(),
                     parameters: t.parameters.clone(),
                     snippet: t.prompt_snippet.clone(),
+                    guidelines: t.prompt_guidelines.clone(),
                     owner: Owner::Ext(i),
                 });
             }

@@ -51,9 +51,14 @@ impl Machine {
                 .iter()
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
+        let guidelines: Vec<&str> = remote
+            .iter()
+            .flat_map(|r| r.guidelines.iter().map(String::as_str))
+            .collect();
         let mut map = sections(&SectionInputs {
             cwd: &self.env.cwd,
             tools: &names,
+            guidelines: &guidelines,
             custom: self.env.custom_system_prompt.as_deref(),
             append: self.env.append_system_prompt.as_deref(),
             context_files: &files,

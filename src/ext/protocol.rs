@@ -32,6 +32,9 @@ pub struct ToolSpec {
     pub parameters: Value,
     /// The one-liner for the system prompt's tool list (listed only when given, as in pi).
     pub prompt_snippet: Option<String>,
+    /// Lines for the system prompt's guidelines / rules while the tool is active (pi's
+    /// `promptGuidelines`: trimmed, empty ones and repeats dropped).
+    pub prompt_guidelines: Vec<String>,
 }
 
 /// A slash command an extension registers.
@@ -169,6 +172,17 @@ impl<'a> Fields<'a> {
             _ => Err(self.err(k, "a string")),
         }
     }
+    pub fn opt_strings(&self, k: &str) -> Result<Vec<String>, DecodeError> {
+        match self.get(k) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| self.err(k, "an array of strings")),
+            Some(_) => Err(self.err(k, "an array of strings")),
+        }
+    }
     pub fn opt_string(&self, k: &str) -> Result<Option<String>, DecodeError> {
         match self.get(k) {
             None => Ok(None),
@@ -265,6 +279,7 @@ fn decode_register(f: &Fields) -> Result<Registration, DecodeError> {
         tools.push(ToolSpec {
             description: tf.opt_string("description")?.unwrap_or_default(),
             prompt_snippet: tf.opt_string("promptSnippet")?,
+            prompt_guidelines: guidelines(&tf)?,
             name,
             parameters,
         });
@@ -624,6 +639,18 @@ pub fn ui_response(id: &Value, answer: Map<String, Value>) -> Vec<u8> {
     m.insert("id".into(), id.clone());
     m.extend(answer);
     line(&Value::Object(m))
+}
+
+/// pi's `_normalizePromptGuidelines`: each line trimmed, empty ones and repeats dropped.
+fn guidelines(tf: &Fields<'_>) -> Result<Vec<String>, DecodeError> {
+    let mut out: Vec<String> = Vec::new();
+    for g in tf.opt_strings("promptGuidelines")? {
+        let g = g.trim();
+        if !g.is_empty() && !out.iter().any(|o| o == g) {
+            out.push(g.to_string());
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

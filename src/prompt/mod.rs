@@ -13,6 +13,8 @@ pub struct PromptInputs<'a> {
     pub agent_dir: &'a Path,
     /// `(name, one-liner)` of each active tool, in order.
     pub tools: &'a [(&'a str, &'a str)],
+    /// The guidelines of the active extension tools (their `promptGuidelines`), in tool order.
+    pub guidelines: &'a [&'a str],
     pub custom: Option<&'a str>,
     pub append: Option<&'a str>,
     /// The skills block (`resources::skills::format_for_prompt`), empty when none is listed.
@@ -171,9 +173,9 @@ fn tool_guidelines(name: &str) -> &'static [&'static str] {
 
 /// The guideline bullets: file exploration, each tool's own (in tool order), then the two that
 /// are always there; duplicates dropped.
-fn guidelines(tools: &[(&str, &str)]) -> Vec<&'static str> {
+fn guidelines<'a>(tools: &[(&str, &str)], remote: &[&'a str]) -> Vec<&'a str> {
     let has = |n: &str| tools.iter().any(|(t, _)| *t == n);
-    let mut g: Vec<&'static str> = Vec::new();
+    let mut g: Vec<&'a str> = Vec::new();
     let explore = has("grep") || has("find") || has("ls");
     if has("bash") && !explore {
         g.push("Use bash for file operations like ls, rg, find");
@@ -188,6 +190,7 @@ fn guidelines(tools: &[(&str, &str)]) -> Vec<&'static str> {
         .iter()
         .flat_map(|(t, _)| tool_guidelines(t))
         .copied()
+        .chain(remote.iter().copied())
         .chain(always)
     {
         if !g.contains(&line) {
@@ -214,7 +217,7 @@ pub fn build(i: &PromptInputs<'_>) -> String {
             s.push_str(
                 "\nIn addition to the tools above, you may have access to other custom tools depending on the project.\n\nGuidelines:\n",
             );
-            let g = guidelines(i.tools);
+            let g = guidelines(i.tools, i.guidelines);
             s.push_str(
                 &g.iter()
                     .map(|l| format!("- {l}"))
@@ -267,6 +270,7 @@ mod tests {
             cwd: d.path(),
             agent_dir: d.path(),
             tools: &tools,
+            guidelines: &[],
             custom: None,
             append: None,
             skills: "",
@@ -299,6 +303,7 @@ mod tests {
             cwd: &sub,
             agent_dir: &agent,
             tools: &[],
+            guidelines: &[],
             custom: Some("Custom."),
             append: Some("Appended."),
             skills: "",

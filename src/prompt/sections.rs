@@ -36,6 +36,8 @@ pub struct SectionInputs<'a> {
     /// The skills listing (`resources::skills::format_for_prompt`, trimmed): the `skills`
     /// section; empty when no skill is listed.
     pub skills: &'a str,
+    /// The guidelines of the active extension tools (their `promptGuidelines`), in tool order.
+    pub guidelines: &'a [&'a str],
     /// The version's fixed texts (preamble, tools footer, edit rules).
     pub texts: &'a PromptTexts,
 }
@@ -54,7 +56,7 @@ fn tool_rules(name: &str, texts: &PromptTexts) -> &'static [&'static str] {
     }
 }
 
-fn rules(tools: &[(&str, &str)], texts: &PromptTexts) -> String {
+fn rules(tools: &[(&str, &str)], remote: &[&str], texts: &PromptTexts) -> String {
     let has = |n: &str| tools.iter().any(|(t, _)| *t == n);
     let mut rules: Vec<&str> = Vec::new();
     if has("bash") && !has("grep") && !has("find") && !has("ls") {
@@ -68,6 +70,7 @@ fn rules(tools: &[(&str, &str)], texts: &PromptTexts) -> String {
         .iter()
         .flat_map(|(t, _)| tool_rules(t, texts))
         .copied()
+        .chain(remote.iter().copied())
         .chain(always)
     {
         if !rules.contains(&rule) {
@@ -98,7 +101,7 @@ pub fn sections(i: &SectionInputs<'_>) -> Map<String, Value> {
                     .join("\n")
             };
             raw.push(("tools", format!("{list}\n\n{}", i.texts.tools_footer)));
-            raw.push(("rules", rules(i.tools, i.texts)));
+            raw.push(("rules", rules(i.tools, i.guidelines, i.texts)));
         }
     }
     if let Some(a) = i.append.filter(|a| !a.is_empty()) {
@@ -555,6 +558,7 @@ mod tests {
     fn texts_of_pi_1_6() {
         let tools = default_tools();
         let s = sections(&SectionInputs {
+            guidelines: &[],
             cwd: Path::new("/w"),
             tools: &tools,
             custom: None,
@@ -585,6 +589,7 @@ mod tests {
     fn default_sections_and_their_rendering() {
         let tools = default_tools();
         let s = sections(&SectionInputs {
+            guidelines: &[],
             cwd: Path::new("/w"),
             tools: &tools,
             custom: None,
@@ -610,6 +615,7 @@ mod tests {
     #[test]
     fn custom_prompt_append_and_context_files() {
         let s = sections(&SectionInputs {
+            guidelines: &[],
             cwd: Path::new("/w"),
             tools: &[],
             custom: Some("Custom."),
@@ -623,6 +629,7 @@ mod tests {
             "Custom.\n\n<addendum>\nMore.\n</addendum>\n\n<project_context>\nProject-specific instructions and guidelines:\n\n<project_instructions path=\"/w/AGENTS.md\">\nBe nice.\n</project_instructions>\n</project_context>\n\n<cwd>\n/w\n</cwd>"
         );
         let with_skills = sections(&SectionInputs {
+            guidelines: &[],
             cwd: Path::new("/w"),
             tools: &[],
             custom: Some("Custom."),
@@ -636,6 +643,7 @@ mod tests {
             "Custom.\n\n<skills>\nThe following skills...\n</skills>\n\n<cwd>\n/w\n</cwd>"
         );
         let none = sections(&SectionInputs {
+            guidelines: &[],
             cwd: Path::new("/w"),
             tools: &[],
             custom: None,
@@ -651,6 +659,7 @@ mod tests {
     fn updates_patch_sections_and_tools() {
         let tools = default_tools();
         let want = sections(&SectionInputs {
+            guidelines: &[],
             cwd: Path::new("/w"),
             tools: &tools,
             custom: None,

@@ -489,6 +489,7 @@ function toolSpec(def) {
 	const t = { name: def.name, description: def.description ?? "" };
 	if (def.parameters && typeof def.parameters === "object") t.parameters = JSON.parse(JSON.stringify(def.parameters));
 	if (def.promptSnippet !== undefined) t.promptSnippet = def.promptSnippet;
+	if (Array.isArray(def.promptGuidelines)) t.promptGuidelines = def.promptGuidelines.filter((g) => typeof g === "string");
 	return t;
 }
 
