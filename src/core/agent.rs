@@ -489,6 +489,10 @@ impl Machine {
         }
         match ev {
             StreamEvent::Start { partial: mut p } => {
+                // pi 1.6.0: a streamed message's usage says its cost was computed by pi.
+                if self.profile.events.cost_total_from_provider {
+                    p.usage.cost.total_from_provider = Some(false);
+                }
                 if live {
                     *usage_json = usage_bytes(&p.usage);
                 } else {
@@ -521,8 +525,13 @@ impl Machine {
             other => {
                 let Some(p) = partial.as_mut() else { return };
                 apply_event(p, &other);
-                if let (StreamEvent::Meta { .. }, true) = (&other, live) {
-                    *usage_json = usage_bytes(&p.usage);
+                if let StreamEvent::Meta { .. } = &other {
+                    if self.profile.events.cost_total_from_provider {
+                        p.usage.cost.total_from_provider = Some(false);
+                    }
+                    if live {
+                        *usage_json = usage_bytes(&p.usage);
+                    }
                 }
                 if full {
                     encoder.update(&other, p);

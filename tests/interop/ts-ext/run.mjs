@@ -35,8 +35,6 @@ const CASES = [
 		extensions: [path.join(DEPS, "@aliou/pi-processes/extensions/processes/index.ts")],
 		// Its guard against background commands is off by default: its settings file turns it on.
 		files: { "agent/extensions/processes.json": JSON.stringify({ interception: { blockBackgroundCommands: true } }) },
-		// Its tool's promptGuidelines each start with "process tool: ".
-		gaps: [guidelinesGap("process tool: ")],
 		steps: [
 			{ name: "get_commands", send: { type: "get_commands" } },
 			{ name: "a background bash command is blocked", send: { type: "prompt", message: "[[bash:sleep 1 &]]" }, until: settled },
@@ -302,34 +300,7 @@ function eachSystemMessage(v, fn) {
 // each removes exactly its difference from a frame. A step whose frames agree only once the gaps
 // are removed is reported PENDING with the gaps' reasons; a gap that no longer removes anything
 // fails the run, so the list cannot go stale.
-const GAPS = [
-	{
-		reason: "pith's assistant message_start has no usage.cost.totalFromProvider (pi 1.6.0: false)",
-		apply(f) {
-			const cost = f.message?.usage?.cost;
-			if (f.type !== "message_start" || f.message.role !== "assistant" || !cost || !("totalFromProvider" in cost)) return f;
-			const { totalFromProvider, ...rest } = cost;
-			return { ...f, message: { ...f.message, usage: { ...f.message.usage, cost: rest } } };
-		},
-	},
-];
-
-/** A registered tool's promptGuidelines (lines starting with `prefix`), which pi adds to the rules. */
-function guidelinesGap(prefix) {
-	return {
-		reason: "an extension tool's promptGuidelines are not in pith's system prompt rules yet",
-		apply(f) {
-			return eachSystemMessage(f, (m) => {
-				if (typeof m.sections.rules !== "string") return m;
-				const rules = m.sections.rules
-					.split("\n")
-					.filter((l) => !l.startsWith(`- ${prefix}`))
-					.join("\n");
-				return { ...m, sections: { ...m.sections, rules } };
-			});
-		},
-	};
-}
+const GAPS = [];
 
 // ---- comparing ---------------------------------------------------------------------------------
 
