@@ -32,7 +32,7 @@ extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
 }
 
 fn run(args: Vec<OsString>) -> i32 {
-    pith::malloc::one_arena();
+    pith::malloc::arenas_for_searches();
     if args.get(1).is_some_and(|a| a == pith::codemode::WORKER_ARG) {
         return codemode_worker();
     }

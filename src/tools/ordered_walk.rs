@@ -49,6 +49,13 @@
 //! took 100 and 60. A whole-tree search gains nothing from keeping order while it walks: it
 //! sorts what matched, which is little.
 //!
+//! Allocator (issue 29's main finding): the walk's threads allocate side by side for every
+//! entry (`ignore`'s paths, directory listings, ignore matchers). With the single glibc arena
+//! pith kept for memory's sake they took turns on its lock: 30,000-50,000 context switches and
+//! 1.5-1.8x the CPU of the same walk with an arena per thread (`perf`: `futex_wake` from
+//! `__lll_lock_wake_private` the largest symbol, 10-12%). So `malloc.rs` gives the process an
+//! arena per walk thread ([`threads`]) besides main's.
+//!
 //! Threads: as many as the machine has cores (up to [`MAX_THREADS`]), as rg and fd use; with
 //! one, step 0 is the whole walk. They were once limited to the cores the 1-minute load average
 //! left idle (to spare the CPU time a walk on several threads can add where every core is
@@ -104,6 +111,13 @@ const SEQUENTIAL_TIME: Duration = Duration::from_millis(5);
 /// The most threads a walk uses.
 pub const MAX_THREADS: usize = 8;
 
+/// The threads a walk uses: one per core, at most [`MAX_THREADS`].
+pub fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
+}
+
 /// A walk of `root` with `flavor`'s ignore rules.
 pub struct Walker<'a> {
     pub root: &'a Path,
@@ -124,9 +138,7 @@ pub struct Walker<'a> {
 
 impl<'a> Walker<'a> {
     pub fn new(root: &'a Path, cwd: &'a Path, flavor: Flavor, limit: usize) -> Walker<'a> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_THREADS);
+        let threads = threads();
         Walker {
             root,
             cwd,
