@@ -746,6 +746,25 @@ fn events_with_results_and_session_reads() {
         (&last["type"], &last["summary"], &last["fromHook"]),
         (&json!("compaction"), &json!(summary), &json!(true))
     );
+    // An abort while `before_agent_start` handlers run: as pi 1.6.0 (checked with the oracle's
+    // driver), the prompt is answered once they have, the run starts with its messages and ends
+    // aborted before any request, then the abort is answered.
+    p.send(json!({"id":"s","type":"prompt","message":"slow"}));
+    p.send(json!({"id":"a","type":"abort"}));
+    let frames = without_updates(p.recv_until(|f| f["id"] == "a"));
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        (types[0], frames[0]["id"].as_str(), types[1]),
+        ("response", Some("s"), "agent_start"),
+        "{frames:#?}"
+    );
+    let assistant = frames
+        .iter()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+        .expect("the aborted reply");
+    assert_eq!(assistant["message"]["stopReason"], "aborted");
+    assert_eq!(frames.last().unwrap()["success"], true);
+    assert_eq!(llm.requests().len(), 6);
 }
 
 /// A node too old, and a host whose stdin closes at once (`pith --mode rpc < /dev/null`): pith

@@ -269,11 +269,18 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
 impl Machine {
     /// Start a run with these prompt messages (may be empty for a continuation).
     pub(crate) fn start_run(&mut self, prompts: Vec<AgentMessage>) {
-        self.start_run_with(prompts, None);
+        self.start_run_with(prompts, None, Vec::new());
     }
 
-    /// [`Machine::start_run`] with the system prompt an extension's `before_agent_start` set.
-    pub(crate) fn start_run_with(&mut self, prompts: Vec<AgentMessage>, forced: Option<String>) {
+    /// [`Machine::start_run`] with the system prompt an extension's `before_agent_start` set,
+    /// and aborted before its first request when `aborted` (the ids of `abort`s that came while
+    /// the extensions were asked) is not empty.
+    pub(crate) fn start_run_with(
+        &mut self,
+        prompts: Vec<AgentMessage>,
+        forced: Option<String>,
+        aborted: Vec<Option<Value>>,
+    ) {
         let Some(model) = self.state.model.clone() else {
             return;
         };
@@ -308,6 +315,13 @@ impl Machine {
             loaded: Vec::new(),
         };
         self.run = Some(run);
+        if !aborted.is_empty() {
+            self.abort_requested = true;
+            if let Some(run) = self.run.as_mut() {
+                run.aborting = true;
+                run.abort_waiters = aborted;
+            }
+        }
         self.emit(&Frame::AgentStart);
         self.emit(&Frame::TurnStart);
         if let Some(m) = system_message {

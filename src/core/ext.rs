@@ -991,9 +991,13 @@ impl Machine {
         messages: Vec<AgentMessage>,
         prompt: &str,
         images: &[crate::message::ImageContent],
+        answer: Option<Vec<u8>>,
     ) {
         let exts = self.plugins.subscribers("before_agent_start");
         if exts.is_empty() {
+            if let Some(a) = answer {
+                self.send(a);
+            }
             self.start_run(messages);
             return;
         }
@@ -1011,6 +1015,8 @@ impl Machine {
             system_prompt,
             replaced: false,
             exts,
+            answer,
+            abort_waiters: Vec::new(),
         });
         self.advance_before_start(op, None, "");
     }
@@ -1057,7 +1063,11 @@ impl Machine {
         let Some(b) = self.plugins.before_start.take() else {
             return;
         };
-        self.start_run_with(b.messages, b.replaced.then_some(b.system_prompt));
+        if let Some(a) = b.answer {
+            self.send(a);
+        }
+        let forced = b.replaced.then_some(b.system_prompt);
+        self.start_run_with(b.messages, forced, b.abort_waiters);
     }
 
     /// pi's `context` event before an LLM request: the extensions subscribed see the messages

@@ -817,10 +817,10 @@ impl Machine {
                     }
                     return Reply::Later;
                 }
-                if self.plugins.before_start.take().is_some() {
-                    // The run was waiting for `before_agent_start` answers: it does not start.
-                    self.send(response::success(id, "abort", None));
-                    self.settle();
+                if let Some(b) = self.plugins.before_start.as_mut() {
+                    // The run waits for `before_agent_start` answers: as pi, it starts with them
+                    // and is aborted before its request; the abort is answered then.
+                    b.abort_waiters.push(id.cloned());
                     return Reply::Later;
                 }
                 if self.abort_run(Some(id.cloned())) {
@@ -1029,9 +1029,16 @@ impl Machine {
                 return Reply::Later;
             }
         }
-        // Answer first (the reference's order), then the run's events.
+        // Answer first (the reference's order), then the run's events; with extensions
+        // listening to `before_agent_start`, once they have answered (pi's preflight).
         let data = self.disposition(response::Disposition::Started);
-        self.send(response::success(id, command, data.as_ref()));
+        let answer = response::success(id, command, data.as_ref());
+        let answer = if self.plugins.subscribers("before_agent_start").is_empty() {
+            self.send(answer);
+            None
+        } else {
+            Some(answer)
+        };
         let message = AgentMessage::User(UserMessage {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
@@ -1042,7 +1049,7 @@ impl Machine {
         if let Some(schema) = input.output_schema {
             self.limits.output = Some(crate::output_schema::Progress::new(schema));
         }
-        self.start_run_asking(messages, &input.text, &input.images);
+        self.start_run_asking(messages, &input.text, &input.images, answer);
         Reply::Later
     }
 
@@ -1136,7 +1143,11 @@ impl Machine {
         }
         // A run waiting for `before_agent_start` answers is dropped with it, and a request
         // waiting for `context` answers.
-        self.plugins.before_start = None;
+        if let Some(b) = self.plugins.before_start.take() {
+            for id in &b.abort_waiters {
+                self.send(response::success(id.as_ref(), "abort", None));
+            }
+        }
         self.plugins.context = None;
     }
 

@@ -586,6 +586,10 @@ pub struct BeforeStart {
     /// An extension replaced the system prompt for this run.
     pub replaced: bool,
     pub exts: VecDeque<usize>,
+    /// The prompt's response, sent when the run starts (pi answers after this preflight).
+    pub answer: Option<Vec<u8>>,
+    /// `abort`s that came meanwhile: the run starts aborted (ids to answer).
+    pub abort_waiters: Vec<Option<Value>>,
 }
 
 /// An LLM request waiting for the extensions' `context` answers.
