@@ -765,6 +765,17 @@ fn events_with_results_and_session_reads() {
     assert_eq!(assistant["message"]["stopReason"], "aborted");
     assert_eq!(frames.last().unwrap()["success"], true);
     assert_eq!(llm.requests().len(), 6);
+    // A new session: the host's entries are the new session's (not the old ones plus more).
+    let r = p.call(json!({"type":"new_session"}), "n");
+    assert_eq!(r["success"], true, "{r}");
+    let count = p.call(json!({"type":"get_entries"}), "e3")["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .len();
+    p.send(json!({"id":"r2","type":"prompt","message":"/reads"}));
+    let reads = notify_text(&mut p);
+    assert!(reads.starts_with(&format!("entries={count} ")), "{reads}");
+    p.recv_until(|f| f["id"] == "r2");
 }
 
 /// A node too old, and a host whose stdin closes at once (`pith --mode rpc < /dev/null`): pith

@@ -130,7 +130,7 @@ impl Machine {
                 let outcome = if !self.plugins.exts[i].node_host {
                     Err(format!("unknown call \"{method}\""))
                 } else if method == "snapshot" {
-                    let line = self.node_host_snapshot(&id);
+                    let line = self.node_host_snapshot(&id, &params);
                     self.ext_write(i, line);
                     return;
                 } else if method == "compact" {
@@ -842,8 +842,10 @@ impl Machine {
     /// What pi's synchronous session reads need (`ctx.sessionManager.getEntries()`,
     /// `getBranch()`, `getTree()`, ..., `ctx.getContextUsage()`, `ctx.getSystemPrompt()`,
     /// `pi.getCommands()`), fetched by the host before a handler of an extension that uses them:
-    /// the `call_result` line, with the entries' stored lines spliced in.
-    fn node_host_snapshot(&mut self, id: &Value) -> Vec<u8> {
+    /// the `call_result` line, with the entries' stored lines spliced in. The session only grows:
+    /// a host that has its entries up to `since` (of session `sessionId`) gets the ones after
+    /// it (`"append": true`), so a long session is not sent again for every handler.
+    fn node_host_snapshot(&mut self, id: &Value, params: &Value) -> Vec<u8> {
         let usage = self
             .session_stats()
             .get("contextUsage")
@@ -855,15 +857,29 @@ impl Machine {
             .get("commands")
             .cloned()
             .unwrap_or(Value::Null);
+        let since = params
+            .get("since")
+            .and_then(Value::as_str)
+            .filter(|_| params.get("sessionId") == Some(&json!(self.state.session_id)));
+        let (entries, append) = match since.and_then(|s| {
+            crate::core::session_query::entries_json(&self.state.session, Some(s)).ok()
+        }) {
+            Some(e) => (e, true),
+            None => (
+                crate::core::session_query::entries_json(&self.state.session, None)
+                    .unwrap_or_else(|_| b"{\"entries\":[],\"leafId\":null}".to_vec()),
+                false,
+            ),
+        };
         let rest = json!({
+            "append": append,
+            "sessionId": self.state.session_id,
             "header": Value::Object(self.state.session.header().clone()),
             "contextUsage": usage,
             "systemPrompt": system_prompt,
             "commands": commands,
         });
         // `{"entries":[…],"leafId":…}` joined with the rest.
-        let entries = crate::core::session_query::entries_json(&self.state.session, None)
-            .unwrap_or_else(|_| b"{\"entries\":[],\"leafId\":null}".to_vec());
         let mut out = Vec::with_capacity(entries.len() + 4096);
         out.extend_from_slice(b"{\"type\":\"call_result\",\"id\":");
         let _ = crate::rpc::response::write_js(&mut out, id);

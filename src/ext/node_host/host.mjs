@@ -149,7 +149,12 @@ let snapshot = null;
 async function refreshSnapshot() {
 	if (!needsSnapshot) return;
 	try {
-		snapshot = await apiCall("snapshot", {});
+		// The session only grows: ask for the entries after the last one this host has.
+		const last = snapshot?.entries?.at(-1);
+		const params = last ? { since: last.id, sessionId: snapshot.sessionId } : {};
+		const r = await apiCall("snapshot", params);
+		if (r.append && snapshot) r.entries = snapshot.entries.concat(r.entries);
+		snapshot = r;
 	} catch (e) {
 		log(`pith node host: cannot read the session: ${errText(e)}`);
 	}
