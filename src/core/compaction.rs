@@ -787,6 +787,22 @@ impl Machine {
             })
         };
         self.flush_session_warnings();
+        if !self.plugins.subscribers("session_compact").is_empty() {
+            // pi's `session_compact`, before `compaction_end`: the entry as written.
+            let entry = self
+                .state
+                .session
+                .leaf_id()
+                .and_then(|id| self.state.session.entry(id))
+                .map(|e| Value::Object(e.raw().clone()));
+            self.notify_extensions(&json!({
+                "type": "session_compact",
+                "compactionEntry": entry,
+                "fromExtension": c.from_hook.is_some(),
+                "reason": c.reason.as_str(),
+                "willRetry": c.will_retry,
+            }));
+        }
         match c.reason {
             Reason::Manual => {
                 self.emit_compaction_end(c.reason, Some(&result), false, false, None);

@@ -236,6 +236,7 @@ const NOTIFY_EVENTS = new Set([
 	"queue_update",
 	"compaction_start",
 	"compaction_end",
+	"session_compact",
 	"auto_retry_start",
 	"auto_retry_end",
 ]);
