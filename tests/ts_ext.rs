@@ -593,8 +593,11 @@ fn request_system(llm: &support::fake_llm::FakeLlm, i: usize) -> String {
 /// transcript system message among the entries and its `llama` / `mcp` commands) and sent the
 /// same six requests: the forced prompt in the first only, `[redacted]` in every one, only `read`
 /// offered after `/tools read`, the custom instructions in the summary request, none for the
-/// extension's own summary (entry `fromHook: true`). pith's `estimatedTokensAfter` differs from
-/// pi's by the same amount with or without an extension's summary (pith's estimate).
+/// extension's own summary (entry `fromHook: true`), the extension's tool offered until
+/// `/tools read`. Only the `session_compact` handler's notify comes later in pith (a
+/// notification handler runs while pith goes on; pi awaits it). pith's `estimatedTokensAfter`
+/// differs from pi's by the same amount with or without an extension's summary (pith's
+/// estimate).
 #[test]
 fn events_with_results_and_session_reads() {
     use support::anthropic::text_sse;
@@ -648,6 +651,13 @@ fn events_with_results_and_session_reads() {
         json!([{"role":"user","content":[{"type":"text","text":"inject: my [redacted]"}]},
                {"role":"user","content":[{"type":"text","text":"a hint from hooks"}]}])
     );
+    let tools0: Vec<Value> = support::frames::request_body(&llm, 0)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(tools0.last(), Some(&json!("hooks_tool")));
     let forced = request_system(&llm, 0);
     assert!(
         forced.ends_with("\nAnswer briefly.\nChained: true."),

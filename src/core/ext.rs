@@ -818,11 +818,11 @@ impl Machine {
             .filter_map(|n| crate::tools::builtin_tool(n))
             .map(|t| json!({"name": t.name(), "description": t.description()}))
             .collect();
-        if let Some(active) = &self.plugins.active_remote {
+        if !self.plugins.inactive_remote.is_empty() {
             let all = self.plugins.remote_tools(&|_| true);
             inactive.extend(
                 all.iter()
-                    .filter(|r| !active.contains(&r.name))
+                    .filter(|r| self.plugins.inactive_remote.contains(&r.name))
                     .map(|r| json!({"name": r.name, "description": r.description})),
             );
         }
@@ -912,7 +912,13 @@ impl Machine {
             }
         }
         self.env.tools = tools;
-        self.plugins.active_remote = Some(names.to_vec());
+        self.plugins.inactive_remote = self
+            .plugins
+            .remote_tools(&|_| true)
+            .into_iter()
+            .map(|t| t.name)
+            .filter(|n| !names.contains(n))
+            .collect();
     }
 
     /// pi's `ExtensionAPI` methods that change pith's state, called by the node host.

@@ -632,8 +632,9 @@ pub struct Plugins {
     pub before_start: Option<BeforeStart>,
     /// The run's next LLM request waiting for `context` answers.
     pub context: Option<ContextOp>,
-    /// pi's `setActiveTools`: the extension and MCP tools still offered (`None`: all).
-    pub active_remote: Option<Vec<String>>,
+    /// pi's `setActiveTools`: the extension and MCP tools it turned off (tools registered
+    /// later are offered).
+    pub inactive_remote: Vec<String>,
     /// The compaction about to start is an extension's `ctx.compact()` (no response frame).
     pub compact_from_ext: bool,
     /// The prompt being handled has been through the input hook.

@@ -37,8 +37,8 @@ impl Machine {
             self.plugins.remote_tools(&|n| loaded.contains(n))
         };
         // pi's `setActiveTools` from an extension.
-        if let Some(active) = &self.plugins.active_remote {
-            tools.retain(|t| active.contains(&t.name));
+        if !self.plugins.inactive_remote.is_empty() {
+            tools.retain(|t| !self.plugins.inactive_remote.contains(&t.name));
         }
         tools
     }
