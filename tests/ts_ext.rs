@@ -275,7 +275,9 @@ fn gate_tools_command_input_and_switch() {
 ///
 /// pi 1.6.0: the same `extension_error`s for the throwing `agent_start` handler and `/boom`
 /// (`"extensionPath":"command:boom"`); it runs `registerProvider` (pith names the method in an
-/// error instead: providers from extensions are not supported) and waits for the hanging
+/// error instead: providers from extensions are not supported), gives `before_agent_start`
+/// handlers its structured `systemPromptOptions` (pith builds its prompt itself and names the
+/// field in an error) and waits for the hanging
 /// `tool_call` handler forever (pith gives up after the call timeout and blocks the call, its
 /// fail-safe default, then drops that extension alone).
 #[test]
@@ -330,6 +332,14 @@ fn throwing_unsupported_and_hanging_extensions_are_reported() {
         errors.contains(
             &&json!({"type":"extension_error","extensionPath":fixture("throws.ts"),
             "event":"agent_start","error":"throws: agent_start handler failed"})
+        ),
+        "{errors:#?}"
+    );
+    assert!(
+        errors.contains(
+            &&json!({"type":"extension_error","extensionPath":fixture("unsupported.ts"),
+            "event":"before_agent_start",
+            "error":"pith does not support before_agent_start's event.systemPromptOptions (docs/extensions.md)"})
         ),
         "{errors:#?}"
     );

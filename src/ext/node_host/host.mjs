@@ -762,6 +762,12 @@ async function onEvent(id, event) {
 			let replaced = false;
 			for (const [ext, h] of handlersFor(ty)) {
 				const ev = { ...event, systemPrompt: currentPrompt };
+				// pi 1.6.0's structured prompt options (sections): pith builds its prompt itself.
+				Object.defineProperty(ev, "systemPromptOptions", {
+					get() {
+						throw unsupported("before_agent_start's event.systemPromptOptions");
+					},
+				});
 				const r = await runHandler(ext, ty, h, ev, ctx);
 				if (!r.ok) {
 					reportError(ext, ty, r.error);
