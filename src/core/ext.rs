@@ -1135,16 +1135,24 @@ impl Machine {
         let Some(c) = self.plugins.context.take() else {
             return;
         };
-        let replaced = match c.messages.map(serde_json::from_value::<Vec<AgentMessage>>) {
+        let replaced = match c.messages.as_ref().and_then(Value::as_array) {
             None => None,
-            Some(Ok(mut ms)) => {
-                ms.retain(|m| !matches!(m, AgentMessage::System(_)));
-                Some(ms)
-            }
-            Some(Err(e)) => {
-                let error = format!("invalid messages (the request sends the context): {e}");
-                self.extension_error(path, "context", &error);
-                None
+            Some(list) => {
+                let ms: Option<Vec<AgentMessage>> = list
+                    .iter()
+                    .map(crate::session::entry::message_from_json)
+                    .collect();
+                match ms {
+                    Some(mut ms) => {
+                        ms.retain(|m| !matches!(m, AgentMessage::System(_)));
+                        Some(ms)
+                    }
+                    None => {
+                        let error = "invalid messages (the request sends the context): a message pith cannot read";
+                        self.extension_error(path, "context", error);
+                        None
+                    }
+                }
             }
         };
         if self.run.is_some() {
