@@ -1103,3 +1103,62 @@ done
     );
     assert!(msgs[1].contains(old.as_str().unwrap()));
 }
+
+/// pith's own extensions get pi's result-bearing events too: `before_agent_start` adds a custom
+/// message to the run, `context` replaces what the request sends (the faux model, without a
+/// script, answers with the last user text it was sent), and the session keeps the prompt.
+#[test]
+fn before_agent_start_and_context_reach_executable_extensions() {
+    let w = World::new();
+    let ext = script(
+        &w,
+        "hooks.sh",
+        r#"read hello
+echo '{"type":"register","protocol":1,"events":["before_agent_start","context"]}'
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/^{"type":"event","id":\([0-9]*\),.*/\1/p')
+  case $line in
+  *'"type":"before_agent_start"'*)
+    echo '{"type":"result","id":'"$id"',"result":{"message":{"customType":"note","content":"from sh"}}}' ;;
+  *'"type":"context"'*)
+    echo '{"type":"result","id":'"$id"',"result":{"messages":[{"role":"user","content":"replaced by sh","timestamp":1}]}}' ;;
+  esac
+done
+"#,
+    );
+    let mut p = w.spawn(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+        "-e",
+        &ext,
+    ]);
+    p.call(json!({"type":"get_commands"}), "ready");
+    p.send(json!({"id":"p","type":"prompt","message":"hello"}));
+    let frames = settle(&mut p);
+    let end = frames
+        .iter()
+        .find(|f| f["type"] == "agent_end")
+        .expect("agent_end");
+    let messages = end["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[0]["content"],
+        json!([{"type":"text","text":"hello"}])
+    );
+    assert_eq!(
+        (
+            &messages[1]["role"],
+            &messages[1]["customType"],
+            &messages[1]["content"]
+        ),
+        (&json!("custom"), &json!("note"), &json!("from sh"))
+    );
+    assert_eq!(
+        messages[2]["content"],
+        json!([{"type":"text","text":"This is the faux provider. You said: replaced by sh"}])
+    );
+}

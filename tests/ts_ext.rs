@@ -275,7 +275,9 @@ fn gate_tools_command_input_and_switch() {
 ///
 /// pi 1.6.0: the same `extension_error`s for the throwing `agent_start` handler and `/boom`
 /// (`"extensionPath":"command:boom"`); it runs `registerProvider` (pith names the method in an
-/// error instead: providers from extensions are not supported) and waits for the hanging
+/// error instead: providers from extensions are not supported), gives `before_agent_start`
+/// handlers its structured `systemPromptOptions` (pith builds its prompt itself and names the
+/// field in an error) and waits for the hanging
 /// `tool_call` handler forever (pith gives up after the call timeout and blocks the call, its
 /// fail-safe default, then drops that extension alone).
 #[test]
@@ -330,6 +332,14 @@ fn throwing_unsupported_and_hanging_extensions_are_reported() {
         errors.contains(
             &&json!({"type":"extension_error","extensionPath":fixture("throws.ts"),
             "event":"agent_start","error":"throws: agent_start handler failed"})
+        ),
+        "{errors:#?}"
+    );
+    assert!(
+        errors.contains(
+            &&json!({"type":"extension_error","extensionPath":fixture("unsupported.ts"),
+            "event":"before_agent_start",
+            "error":"pith does not support before_agent_start's event.systemPromptOptions (docs/extensions.md)"})
         ),
         "{errors:#?}"
     );
@@ -581,4 +591,299 @@ fn stand_ins_of_pi_packages() {
         "{frames:#?}"
     );
     assert_eq!(frames[1]["data"]["disposition"], "handled");
+}
+
+fn spawn_fake(world: &World, node: &Path, extra: &[&str]) -> Pith {
+    let mut args = support::fake_rpc(&["--no-session"]);
+    args.extend_from_slice(extra);
+    let mut cmd = world.command(&args);
+    cmd.env("PITH_NODE", node);
+    Pith::spawn_cmd(cmd)
+}
+
+fn notify_text(p: &mut Pith) -> String {
+    let f = ui(p, "notify");
+    f["message"].as_str().unwrap_or_default().to_string()
+}
+
+/// The system prompt of request `i` (Anthropic's `system` blocks, joined).
+fn request_system(llm: &support::fake_llm::FakeLlm, i: usize) -> String {
+    support::frames::request_body(llm, i)["system"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        })
+        .unwrap_or_default()
+}
+
+/// hooks.ts on a fake Anthropic server, where each request can be read: `before_agent_start`
+/// adds a custom message after the prompt and two handlers chain their system prompts (the run's
+/// requests carry it, the next run's do not), `context` changes what one request sends (the
+/// session keeps the user's words), the session manager's reads, context usage, the system
+/// prompt, `getCommands`, `setActiveTools` (the next request offers only `read`) and `compact`
+/// with its `onComplete` (no `compact` response: nobody sent the command).
+///
+/// pi 1.6.0 (`emitBeforeAgentStart`, `emitContext`, `_prepareRun` in its dist): the same order
+/// of the run's messages (the prompt, then the handlers' custom messages), the same chaining (a
+/// handler's `event.systemPrompt` and `ctx.getSystemPrompt()` are the earlier one's
+/// replacement), the replacement only for that run, `context` changing the request alone, and
+/// `ctx.compact()` answering through its callbacks. Run by hand through the oracle's `drive.py`
+/// (the same commands, prompts and compactions on `fakellm.py`), pi 1.6.0 and `pith --compat
+/// 1.6` wrote the same frames in the same order (the `/reads` line too: there with 1.6.0's
+/// transcript system message among the entries and its `llama` / `mcp` commands) and sent the
+/// same six requests: the forced prompt in the first only, `[redacted]` in every one, only `read`
+/// offered after `/tools read`, the custom instructions in the summary request, none for the
+/// extension's own summary (entry `fromHook: true`), the extension's tool offered until
+/// `/tools read`. Only the `session_compact` handler's notify comes later in pith (a
+/// notification handler runs while pith goes on; pi awaits it). pith's `estimatedTokensAfter`
+/// differs from pi's by the same amount with or without an extension's summary (pith's
+/// estimate).
+#[test]
+fn events_with_results_and_session_reads() {
+    use support::anthropic::text_sse;
+    use support::fake_llm::Reply;
+    let node = need_node!();
+    let (w, llm) = support::fake_world(vec![
+        Reply::sse(text_sse(1, &["ok one"])),
+        Reply::sse(text_sse(2, &["ok two"])),
+        Reply::sse(text_sse(3, &["ok three"])),
+        Reply::sse(text_sse(4, &["history summary"])),
+        Reply::sse(text_sse(5, &["prefix summary"])),
+        Reply::sse(text_sse(6, &["ok four"])),
+    ]);
+    w.write_agent_file("settings.json", r#"{"compaction":{"keepRecentTokens":1}}"#);
+    let mut p = spawn_fake(&w, &node, &["-e", &fixture("hooks.ts")]);
+    let r = p.call(json!({"type":"prompt","message":"inject: my secret"}), "p1");
+    assert_eq!(r["success"], true, "{r}");
+    let frames = without_updates(p.recv_until(|f| f["type"] == "agent_settled"));
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types[..8],
+        [
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end"
+        ],
+        "{frames:#?}"
+    );
+    // The prompt as the user wrote it, then the handler's message, in the events (and session).
+    assert_eq!(
+        frames[3]["message"]["content"],
+        json!([{"type":"text","text":"inject: my secret"}])
+    );
+    let hint = &frames[5]["message"];
+    assert_eq!(
+        (&hint["role"], &hint["customType"], &hint["content"]),
+        (
+            &json!("custom"),
+            &json!("hint"),
+            &json!("a hint from hooks")
+        )
+    );
+    // The request: `context` redacted it; the custom message follows as user text.
+    assert_eq!(
+        support::frames::request_messages(&llm, 0),
+        json!([{"role":"user","content":[{"type":"text","text":"inject: my [redacted]"}]},
+               {"role":"user","content":[{"type":"text","text":"a hint from hooks"}]}])
+    );
+    let tools0: Vec<Value> = support::frames::request_body(&llm, 0)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(tools0.last(), Some(&json!("hooks_tool")));
+    let forced = request_system(&llm, 0);
+    assert!(
+        forced.ends_with("\nAnswer briefly.\nChained: true."),
+        "{forced}"
+    );
+    // The next run has pith's own prompt again.
+    let r = p.call(json!({"type":"prompt","message":"plain"}), "p2");
+    assert_eq!(r["success"], true, "{r}");
+    p.recv_until(|f| f["type"] == "agent_settled");
+    let own = request_system(&llm, 1);
+    assert_eq!(format!("{own}\nAnswer briefly.\nChained: true."), forced);
+    // Session reads (a label set by one command is read by the next).
+    p.send(json!({"id":"l","type":"prompt","message":"/label"}));
+    p.recv_until(|f| f["id"] == "l");
+    p.send(json!({"id":"r","type":"prompt","message":"/reads"}));
+    assert_eq!(
+        notify_text(&mut p),
+        "entries=8 branch=model_change,thinking_level_change,message,custom_message,message,message,message,label \
+         leaf=true header=session label=start tree=1/-/1 window=200000 \
+         commands=label,reads,prompt,tools,compact-now"
+    );
+    p.recv_until(|f| f["id"] == "r");
+    let r = p.call(json!({"type":"get_entries"}), "e");
+    assert_eq!(r["data"]["entries"].as_array().unwrap().len(), 8);
+    // `ctx.getSystemPrompt()`: what the last request sent.
+    p.send(json!({"id":"sp","type":"prompt","message":"/prompt"}));
+    assert_eq!(notify_text(&mut p), own);
+    p.recv_until(|f| f["id"] == "sp");
+    // setActiveTools: only `read` from the next run on; getAllTools still lists the others.
+    p.send(json!({"id":"t","type":"prompt","message":"/tools read"}));
+    assert_eq!(notify_text(&mut p), "active=read all-has-bash=true");
+    p.recv_until(|f| f["id"] == "t");
+    let st = p.call(json!({"type":"prompt","message":"which tools?"}), "p3");
+    assert_eq!(st["success"], true, "{st}");
+    p.recv_until(|f| f["type"] == "agent_settled");
+    let offered: Vec<Value> = support::frames::request_body(&llm, 2)["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(offered, vec![json!("read")]);
+    // ctx.compact(): compaction events, no `compact` response, then `onComplete` (and the
+    // `session_compact` notification's notify, in either order: handlers run concurrently).
+    p.send(json!({"id":"c","type":"prompt","message":"/compact-now"}));
+    let mut frames = p.recv_until(|f| f["type"] == "extension_ui_request");
+    frames.extend(p.recv_until(|f| f["type"] == "extension_ui_request"));
+    let notes: Vec<String> = frames
+        .iter()
+        .filter(|f| f["type"] == "extension_ui_request")
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        notes.contains(&"session_compact: compaction false false manual".to_string()),
+        "{notes:?}"
+    );
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert!(
+        !frames.iter().any(|f| f["command"] == "compact"),
+        "{frames:#?}"
+    );
+    assert!(types.contains(&"compaction_start") && types.contains(&"compaction_end"));
+    let end = frames
+        .iter()
+        .find(|f| f["type"] == "compaction_end")
+        .unwrap();
+    let summary = end["result"]["summary"].as_str().unwrap().to_string();
+    assert!(summary.contains("history summary"), "{end}");
+    assert!(
+        notes.contains(&format!("compacted: {summary}")),
+        "{notes:?}"
+    );
+    // The custom instructions reach the summary request.
+    let summaries = format!(
+        "{}{}",
+        support::frames::request_body(&llm, 3),
+        support::frames::request_body(&llm, 4)
+    );
+    assert!(summaries.contains("Keep it short."), "{summaries}");
+    // session_before_compact: a cancel ends the compaction as aborted (pi's `Compaction
+    // cancelled`); an extension's own summary is written without asking the model.
+    let r = p.call(json!({"type":"prompt","message":"more"}), "p4");
+    assert_eq!(r["success"], true, "{r}");
+    p.recv_until(|f| f["type"] == "agent_settled");
+    let r = p.call(
+        json!({"type":"compact","customInstructions":"cancel"}),
+        "k1",
+    );
+    assert_eq!(r["error"], "Compaction cancelled", "{r}");
+    p.send(json!({"id":"k2","type":"compact","customInstructions":"mine"}));
+    let frames = p.recv_until(|f| f["id"] == "k2");
+    let r = frames.last().unwrap();
+    assert_eq!(r["success"], true, "{frames:#?}");
+    let summary = r["data"]["summary"].as_str().unwrap();
+    assert!(summary.starts_with("mine: "), "{summary}");
+    assert!(summary.ends_with(" entries, manual"), "{summary}");
+    // Its `session_compact` notification (handled concurrently: before or after the response).
+    let note = "session_compact: compaction true true manual";
+    if !frames.iter().any(|f| f["message"] == note) {
+        p.recv_until(|f| f["message"] == note);
+    }
+    assert_eq!(r["data"]["details"], json!({"by":"hooks"}));
+    assert_eq!(llm.requests().len(), 6);
+    let r = p.call(json!({"type":"get_entries"}), "e2");
+    let last = r["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&last["type"], &last["summary"], &last["fromHook"]),
+        (&json!("compaction"), &json!(summary), &json!(true))
+    );
+    // An abort while `before_agent_start` handlers run: as pi 1.6.0 (checked with the oracle's
+    // driver), the prompt is answered once they have, the run starts with its messages and ends
+    // aborted before any request, then the abort is answered.
+    p.send(json!({"id":"s","type":"prompt","message":"slow"}));
+    p.send(json!({"id":"a","type":"abort"}));
+    let frames = without_updates(p.recv_until(|f| f["id"] == "a"));
+    let types: Vec<&str> = frames.iter().map(|f| f["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        (types[0], frames[0]["id"].as_str(), types[1]),
+        ("response", Some("s"), "agent_start"),
+        "{frames:#?}"
+    );
+    let assistant = frames
+        .iter()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+        .expect("the aborted reply");
+    assert_eq!(assistant["message"]["stopReason"], "aborted");
+    assert_eq!(frames.last().unwrap()["success"], true);
+    assert_eq!(llm.requests().len(), 6);
+    // A new session: the host's entries are the new session's (not the old ones plus more).
+    let r = p.call(json!({"type":"new_session"}), "n");
+    assert_eq!(r["success"], true, "{r}");
+    let count = p.call(json!({"type":"get_entries"}), "e3")["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .len();
+    p.send(json!({"id":"r2","type":"prompt","message":"/reads"}));
+    let reads = notify_text(&mut p);
+    assert!(reads.starts_with(&format!("entries={count} ")), "{reads}");
+    p.recv_until(|f| f["id"] == "r2");
+}
+
+/// A node too old, and a host whose stdin closes at once (`pith --mode rpc < /dev/null`): pith
+/// waits for the host's verdict and exits 2, under 0.73 (exit at idle) and 1.6 (pi's disposal at
+/// end of input) alike. The node is a stand-in that says what the host says on an old node
+/// (`node_too_old`), late, as a slow old node would. (pi has no such refusal.)
+#[test]
+fn too_old_node_with_closed_stdin_exits_2() {
+    let w = World::new();
+    let old = w.tmp().join("old-node");
+    std::fs::write(
+        &old,
+        "#!/bin/sh\nsleep 0.3\necho '{\"type\":\"node_too_old\",\"version\":\"v20.1.0\"}'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for compat in ["0.73", "1.6"] {
+        let out = w
+            .command(&[
+                "--mode",
+                "rpc",
+                "--compat",
+                compat,
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+                "--no-session",
+                "-e",
+                &fixture("gate.ts"),
+            ])
+            .env("PITH_NODE", &old)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{compat}: {err}");
+        assert!(err.contains("is node v20.1.0, older than 22.18"), "{err}");
+        assert!(out.stdout.is_empty(), "{compat}");
+    }
 }

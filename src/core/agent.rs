@@ -63,6 +63,9 @@ pub struct Run {
     /// Tools `tool_search` loaded in this run: declared from the next turn on (then the
     /// branch's system messages remember them).
     pub loaded: Vec<String>,
+    /// An extension's `before_agent_start` replaced the system prompt for this run: under the
+    /// protocols with transcript system messages, requests carry it as their only one.
+    pub forced_prompt: bool,
 }
 
 pub enum Phase {
@@ -266,6 +269,18 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
 impl Machine {
     /// Start a run with these prompt messages (may be empty for a continuation).
     pub(crate) fn start_run(&mut self, prompts: Vec<AgentMessage>) {
+        self.start_run_with(prompts, None, Vec::new());
+    }
+
+    /// [`Machine::start_run`] with the system prompt an extension's `before_agent_start` set,
+    /// and aborted before its first request when `aborted` (the ids of `abort`s that came while
+    /// the extensions were asked) is not empty.
+    pub(crate) fn start_run_with(
+        &mut self,
+        prompts: Vec<AgentMessage>,
+        forced: Option<String>,
+        aborted: Vec<Option<Value>>,
+    ) {
         let Some(model) = self.state.model.clone() else {
             return;
         };
@@ -282,8 +297,11 @@ impl Machine {
         } else {
             (None, self.system_prompt(), tool_schemas(&tools))
         };
+        let forced_prompt = forced.is_some();
+        let system_prompt = forced.unwrap_or(system_prompt);
         let run = Run {
             system_prompt,
+            forced_prompt,
             model,
             thinking: self.state.thinking,
             tools,
@@ -297,6 +315,13 @@ impl Machine {
             loaded: Vec::new(),
         };
         self.run = Some(run);
+        if !aborted.is_empty() {
+            self.abort_requested = true;
+            if let Some(run) = self.run.as_mut() {
+                run.aborting = true;
+                run.abort_waiters = aborted;
+            }
+        }
         self.emit(&Frame::AgentStart);
         self.emit(&Frame::TurnStart);
         if let Some(m) = system_message {
@@ -389,6 +414,18 @@ impl Machine {
                 run.remote = remote;
             }
         }
+        if self.plugins.context.is_none() && !self.plugins.subscribers("context").is_empty() {
+            // pi's `context` event: the extensions see the messages and may replace what this
+            // request sends; the request starts with their answers.
+            self.ask_context();
+            return;
+        }
+        self.send_llm_request(None);
+    }
+
+    /// The LLM request of the current turn, with the messages the `context` handlers returned
+    /// (`None`: the context as it is).
+    pub(crate) fn send_llm_request(&mut self, replaced: Option<Vec<AgentMessage>>) {
         let Some(run) = self.run.as_ref() else { return };
         let (api_key, model, auth) = match self.request_credentials(&run.model) {
             Ok(c) => c,
@@ -407,11 +444,15 @@ impl Machine {
             system_prompt: run.system_prompt.clone(),
             // Under 0.87 the transcript's system messages stay in place (pi 0.87.1's agent sends
             // them); under 0.73 the system prompt holds them.
-            messages: crate::context::to_request(
-                &self.state.messages,
-                self.env.settings.block_images(),
-                self.profile.agent.system_messages,
-            ),
+            messages: {
+                let replaced = replaced.map(crate::message::Context::from);
+                let context = replaced.as_ref().unwrap_or(&self.state.messages);
+                // A forced prompt (or messages an extension chose) leaves no system message in
+                // place: the request's head holds the prompt and the current tools.
+                let keep_system =
+                    self.profile.agent.system_messages && !run.forced_prompt && replaced.is_none();
+                crate::context::to_request(context, self.env.settings.block_images(), keep_system)
+            },
             tools: run
                 .schemas
                 .iter()
@@ -1629,7 +1670,13 @@ impl Machine {
                 self.abort_remote(batch);
                 self.abort_scripts(batch);
             }
-            Phase::Starting => {}
+            Phase::Starting => {
+                if self.plugins.context.take().is_some() {
+                    // Waiting for `context` answers: the request fails at once as aborted (late
+                    // answers are ignored).
+                    self.start_llm_call();
+                }
+            }
         }
         true
     }

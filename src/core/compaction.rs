@@ -29,7 +29,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Reason::Manual => "manual",
             Reason::Threshold => "threshold",
@@ -55,6 +55,15 @@ pub struct Compaction {
     pub retry_wait: Option<(u64, crate::cancel::CancelSource, SummaryRequest)>,
     /// pi 0.87.1: attempts retried for the current request (0: none).
     pub retry_attempt: u32,
+    /// The node host's `ctx.compact()` calls waiting for the result (extension, call id).
+    pub ext_waiters: Vec<(usize, Value)>,
+    /// Started by an extension (`ctx.compact()`): no `compact` response (nobody sent one).
+    pub from_ext: bool,
+    /// Waiting for the extensions' `session_before_compact` answers: the question, the
+    /// extensions still to ask and the summary requests to start if none cancels or answers.
+    pub asking: Option<(u64, std::collections::VecDeque<usize>, Vec<SummaryRequest>)>,
+    /// An extension's own compaction (pi's `{compaction: {summary, ...}}`), used as it is.
+    pub from_hook: Option<Value>,
 }
 
 pub struct Part {
@@ -305,7 +314,26 @@ impl Machine {
             usage: None,
             retry_wait: None,
             retry_attempt: 0,
+            ext_waiters: Vec::new(),
+            from_ext: std::mem::take(&mut self.plugins.compact_from_ext),
+            asking: None,
+            from_hook: None,
         });
+        let exts = self.plugins.subscribers("session_before_compact");
+        if !exts.is_empty() {
+            // pi's `session_before_compact`: the extensions may cancel it or write the summary.
+            let op = self.plugins.fresh_id();
+            if let Some(c) = self.compaction.as_mut() {
+                c.asking = Some((op, exts, requests));
+            }
+            self.ask_before_compact(op, custom.map(str::to_string));
+            return;
+        }
+        self.spawn_summaries(requests);
+    }
+
+    /// Start the summary requests of the compaction in flight.
+    fn spawn_summaries(&mut self, requests: Vec<SummaryRequest>) {
         for r in requests {
             if let Err(e) = self.spawn_summary(r) {
                 if let Some(c) = self.compaction.take() {
@@ -315,6 +343,111 @@ impl Machine {
             }
         }
         self.finish_compaction_if_done();
+    }
+
+    /// Ask the next extension subscribed to `session_before_compact` (pi's event: the
+    /// preparation, the branch's entries, the custom instructions, the reason), or go on.
+    fn ask_before_compact(&mut self, op: u64, custom: Option<String>) {
+        let Some(c) = self.compaction.as_mut() else {
+            return;
+        };
+        let Some((_, exts, _)) = c.asking.as_mut() else {
+            return;
+        };
+        let Some(i) = exts.pop_front() else {
+            let requests = c.asking.take().map(|a| a.2).unwrap_or_default();
+            self.spawn_summaries(requests);
+            return;
+        };
+        let p = &c.prep;
+        let mut preparation = json!({
+            "firstKeptEntryId": p.first_kept_entry_id,
+            "messagesToSummarize": p.messages_to_summarize,
+            "turnPrefixMessages": p.turn_prefix_messages,
+            "isSplitTurn": p.is_split_turn,
+            "tokensBefore": p.tokens_before,
+            "fileOps": {
+                "read": p.file_ops.read,
+                "written": p.file_ops.written,
+                "edited": p.file_ops.edited,
+            },
+        });
+        if let Some(prev) = &p.previous_summary {
+            preparation["previousSummary"] = json!(prev);
+        }
+        let branch: Vec<Value> = self
+            .state
+            .session
+            .branch_path()
+            .iter()
+            .map(|e| Value::Object(e.raw().clone()))
+            .collect();
+        let mut event = json!({
+            "type": "session_before_compact",
+            "preparation": preparation,
+            "branchEntries": branch,
+        });
+        if let Some(ci) = &custom {
+            event["customInstructions"] = json!(ci);
+        }
+        event["reason"] = json!(c.reason.as_str());
+        event["willRetry"] = json!(c.will_retry);
+        self.ext_call(
+            i,
+            &event,
+            crate::core::plugins::CallKind::BeforeCompact { op, custom },
+        );
+    }
+
+    /// An extension's answer to `session_before_compact` `op` (`None`: no change): `cancel`
+    /// ends the compaction as aborted, `compaction` is the summary, else the next one is asked.
+    pub(crate) fn before_compact_answer(
+        &mut self,
+        op: u64,
+        custom: Option<String>,
+        answer: Option<Value>,
+    ) {
+        if self
+            .compaction
+            .as_ref()
+            .and_then(|c| c.asking.as_ref())
+            .is_none_or(|a| a.0 != op)
+        {
+            return;
+        }
+        if answer
+            .as_ref()
+            .is_some_and(crate::ext::protocol::decode_cancel)
+        {
+            let Some(c) = self.compaction.take() else {
+                return;
+            };
+            self.emit_compaction_end(c.reason, None, true, false, None);
+            if c.reason == Reason::Manual && !c.from_ext {
+                self.send(response::error(
+                    c.id.as_ref(),
+                    Some("compact"),
+                    compaction::COMPACTION_CANCELLED,
+                ));
+            }
+            let cancelled = Err(compaction::COMPACTION_CANCELLED.to_string());
+            self.answer_compact_waiters(&c.ext_waiters, cancelled);
+            self.after_compaction(false, c.reason);
+            return;
+        }
+        let own = answer
+            .and_then(|mut a| a.get_mut("compaction").map(Value::take))
+            .filter(|v| v.get("summary").is_some_and(Value::is_string));
+        if let Some(own) = own {
+            if let Some(c) = self.compaction.as_mut() {
+                c.asking = None;
+                c.queued.clear();
+                c.from_hook = Some(own);
+            }
+            self.finish_compaction_if_done();
+            return;
+        }
+        self.ask_before_compact(op, custom);
     }
 
     /// Start one summary request of the compaction in flight.
@@ -535,7 +668,64 @@ impl Machine {
             return;
         }
         let details = compaction::details(&c.prep);
-        let result = if self.profile.compaction.flavor == CompactionFlavor::Projected {
+        let result = if let Some(own) = &c.from_hook {
+            // An extension's summary, as it gave it (pi's `fromExtension`).
+            let summary = own["summary"].as_str().unwrap_or_default();
+            let first_kept = own
+                .get("firstKeptEntryId")
+                .and_then(Value::as_str)
+                .unwrap_or(&c.prep.first_kept_entry_id);
+            let tokens_before = own
+                .get("tokensBefore")
+                .and_then(Value::as_u64)
+                .unwrap_or(c.prep.tokens_before);
+            let own_details = own.get("details").filter(|d| !d.is_null()).cloned();
+            let usage = own.get("usage").filter(|u| !u.is_null()).cloned();
+            if self.profile.compaction.flavor == CompactionFlavor::Projected {
+                let declared = crate::prompt::sections::Declared::of(&self.state.messages);
+                self.state.session.append_compaction_with_checkpoint(
+                    summary,
+                    first_kept,
+                    tokens_before,
+                    own_details.clone(),
+                    usage,
+                    true,
+                    |ms| {
+                        declared.checkpoint(ms).map(|m| {
+                            serde_json::to_value(AgentMessage::System(m)).unwrap_or_default()
+                        })
+                    },
+                );
+            } else {
+                self.state.session.append_compaction(
+                    summary,
+                    first_kept,
+                    tokens_before,
+                    own_details.clone(),
+                    Some(true),
+                );
+            }
+            self.state.messages =
+                crate::core::machine::context_of(self.profile, self.state.session.build_context())
+                    .into();
+            let mut r = json!({
+                "summary": summary,
+                "firstKeptEntryId": first_kept,
+                "tokensBefore": tokens_before,
+            });
+            if self.profile.compaction.flavor == CompactionFlavor::Projected {
+                r["estimatedTokensAfter"] = json!(
+                    crate::compaction::projected::estimated_tokens_after(&self.state.messages)
+                );
+            }
+            if let Some(u) = own.get("usage").filter(|u| !u.is_null()) {
+                r["usage"] = u.clone();
+            }
+            if let Some(d) = own_details {
+                r["details"] = d;
+            }
+            r
+        } else if self.profile.compaction.flavor == CompactionFlavor::Projected {
             let summary = crate::compaction::projected::final_summary(
                 &c.prep,
                 history.as_deref(),
@@ -555,6 +745,7 @@ impl Machine {
                 c.prep.tokens_before,
                 Some(details.clone()),
                 usage.clone(),
+                false,
                 |ms| {
                     declared
                         .checkpoint(ms)
@@ -596,10 +787,29 @@ impl Machine {
             })
         };
         self.flush_session_warnings();
+        if !self.plugins.subscribers("session_compact").is_empty() {
+            // pi's `session_compact`, before `compaction_end`: the entry as written.
+            let entry = self
+                .state
+                .session
+                .leaf_id()
+                .and_then(|id| self.state.session.entry(id))
+                .map(|e| Value::Object(e.raw().clone()));
+            self.notify_extensions(&json!({
+                "type": "session_compact",
+                "compactionEntry": entry,
+                "fromExtension": c.from_hook.is_some(),
+                "reason": c.reason.as_str(),
+                "willRetry": c.will_retry,
+            }));
+        }
         match c.reason {
             Reason::Manual => {
                 self.emit_compaction_end(c.reason, Some(&result), false, false, None);
-                self.send(response::success(c.id.as_ref(), "compact", Some(&result)));
+                if !c.from_ext {
+                    self.send(response::success(c.id.as_ref(), "compact", Some(&result)));
+                }
+                self.answer_compact_waiters(&c.ext_waiters, Ok(result.clone()));
             }
             reason => self.emit_compaction_end(reason, Some(&result), false, c.will_retry, None),
         }
@@ -614,7 +824,10 @@ impl Machine {
             Reason::Manual => {
                 let msg = format!("{}{e}", compaction::COMPACTION_FAILED_PREFIX);
                 self.emit_compaction_end(c.reason, None, false, false, Some(&msg));
-                self.send(response::error(c.id.as_ref(), Some("compact"), e));
+                if !c.from_ext {
+                    self.send(response::error(c.id.as_ref(), Some("compact"), e));
+                }
+                self.answer_compact_waiters(&c.ext_waiters, Err(e.to_string()));
             }
             reason => {
                 let prefix = if reason == Reason::Overflow {
@@ -627,6 +840,17 @@ impl Machine {
             }
         }
         self.after_compaction(false, c.reason);
+    }
+
+    /// The node host's `ctx.compact()` calls: the result (`onComplete`) or the error (`onError`).
+    pub(crate) fn answer_compact_waiters(
+        &mut self,
+        waiters: &[(usize, Value)],
+        outcome: Result<Value, String>,
+    ) {
+        for (i, id) in waiters {
+            self.ext_write(*i, crate::ext::protocol::call_result(id, outcome.clone()));
+        }
     }
 
     /// `abort` during a compaction really cancels it (the reference's did not).
@@ -643,13 +867,15 @@ impl Machine {
             self.emit(&Frame::SummarizationRetryFinished);
         }
         self.emit_compaction_end(c.reason, None, true, false, None);
-        if c.reason == Reason::Manual {
+        if c.reason == Reason::Manual && !c.from_ext {
             self.send(response::error(
                 c.id.as_ref(),
                 Some("compact"),
                 compaction::COMPACTION_CANCELLED,
             ));
         }
+        let cancelled = Err(compaction::COMPACTION_CANCELLED.to_string());
+        self.answer_compact_waiters(&c.ext_waiters, cancelled);
         self.drop_pending_prompt("Prompt cancelled by abort");
         true
     }

@@ -127,10 +127,33 @@ impl Machine {
             }
             FromExt::NodeTooOld { .. } => {}
             FromExt::Call { id, method, params } => {
-                let outcome = if self.plugins.exts[i].node_host {
-                    self.node_host_call(&method, &params)
-                } else {
+                let outcome = if !self.plugins.exts[i].node_host {
                     Err(format!("unknown call \"{method}\""))
+                } else if method == "snapshot" {
+                    let line = self.node_host_snapshot(&id, &params);
+                    self.ext_write(i, line);
+                    return;
+                } else if method == "compact" {
+                    // Answered when the compaction ends (`onComplete` / `onError`).
+                    let custom = params
+                        .get("customInstructions")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    self.plugins.compact_from_ext = true;
+                    let started = self.cmd_compact(custom, None);
+                    self.plugins.compact_from_ext = false;
+                    match started {
+                        Ok(()) => match self.compaction.as_mut() {
+                            Some(c) => {
+                                c.ext_waiters.push((i, id));
+                                return;
+                            }
+                            None => Err(crate::compaction::COMPACTION_CANCELLED.to_string()),
+                        },
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    self.node_host_call(&method, &params)
                 };
                 self.ext_write(i, proto::call_result(&id, outcome));
             }
@@ -228,6 +251,36 @@ impl Machine {
                 };
                 self.advance_input(op, answer);
             }
+            CallKind::BeforeStart(op) => {
+                let answer = match outcome {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        failed(self, &e);
+                        None
+                    }
+                };
+                self.advance_before_start(op, answer, &path);
+            }
+            CallKind::BeforeCompact { op, custom } => {
+                let answer = match outcome {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        failed(self, &e);
+                        None
+                    }
+                };
+                self.before_compact_answer(op, custom, answer);
+            }
+            CallKind::Context(op) => {
+                let answer = match outcome {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        failed(self, &e);
+                        None
+                    }
+                };
+                self.advance_context(op, answer, &path);
+            }
             CallKind::Command { id, command, name } => {
                 if let Err(e) = outcome {
                     self.extension_error(&format!("command:{name}"), "command", &e);
@@ -283,6 +336,11 @@ impl Machine {
                 CallKind::Review { batch, index } => self.review_answer(batch, index, None),
                 CallKind::SessionOp(op) => self.advance_session_op(op, false),
                 CallKind::Input(op) => self.advance_input(op, None),
+                CallKind::BeforeStart(op) => self.advance_before_start(op, None, &path),
+                CallKind::Context(op) => self.advance_context(op, None, &path),
+                CallKind::BeforeCompact { op, custom } => {
+                    self.before_compact_answer(op, custom, None)
+                }
                 CallKind::Tool { batch, index } => self.tool_finished(
                     batch,
                     index,
@@ -306,6 +364,15 @@ impl Machine {
         }
         for op in self.plugins.inputs.values_mut() {
             op.exts.retain(|x| *x != i);
+        }
+        if let Some(b) = self.plugins.before_start.as_mut() {
+            b.exts.retain(|x| *x != i);
+        }
+        if let Some(c) = self.plugins.context.as_mut() {
+            c.exts.retain(|x| *x != i);
+        }
+        if let Some((_, exts, _)) = self.compaction.as_mut().and_then(|c| c.asking.as_mut()) {
+            exts.retain(|x| *x != i);
         }
         self.check_startup_done();
     }
@@ -744,6 +811,21 @@ impl Machine {
                 .map(|r| json!({"name": r.name, "description": r.description})),
         );
         let pending = self.queues.steering.len() + self.queues.follow_up.len();
+        // pi's `getAllTools()`: the active ones, then what `setActiveTools` may turn on.
+        let mut inactive: Vec<Value> = crate::tools::ALL_TOOLS
+            .iter()
+            .filter(|n| !tools.iter().any(|t| t["name"] == **n))
+            .filter_map(|n| crate::tools::builtin_tool(n))
+            .map(|t| json!({"name": t.name(), "description": t.description()}))
+            .collect();
+        if !self.plugins.inactive_remote.is_empty() {
+            let all = self.plugins.remote_tools(&|_| true);
+            inactive.extend(
+                all.iter()
+                    .filter(|r| self.plugins.inactive_remote.contains(&r.name))
+                    .map(|r| json!({"name": r.name, "description": r.description})),
+            );
+        }
         json!({
             "model": self.state.model,
             "thinkingLevel": self.state.thinking.as_str(),
@@ -753,7 +835,90 @@ impl Machine {
             "idle": self.is_idle(),
             "pendingMessages": pending > 0,
             "tools": tools,
+            "inactiveTools": inactive,
         })
+    }
+
+    /// What pi's synchronous session reads need (`ctx.sessionManager.getEntries()`,
+    /// `getBranch()`, `getTree()`, ..., `ctx.getContextUsage()`, `ctx.getSystemPrompt()`,
+    /// `pi.getCommands()`), fetched by the host before a handler of an extension that uses them:
+    /// the `call_result` line, with the entries' stored lines spliced in. The session only grows:
+    /// a host that has its entries up to `since` (of session `sessionId`) gets the ones after
+    /// it (`"append": true`), so a long session is not sent again for every handler.
+    fn node_host_snapshot(&mut self, id: &Value, params: &Value) -> Vec<u8> {
+        let usage = self
+            .session_stats()
+            .get("contextUsage")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let system_prompt = self.current_system_prompt();
+        let commands = self
+            .get_commands_data()
+            .get("commands")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let since = params
+            .get("since")
+            .and_then(Value::as_str)
+            .filter(|_| params.get("sessionId") == Some(&json!(self.state.session_id)));
+        let (entries, append) = match since.and_then(|s| {
+            crate::core::session_query::entries_json(&self.state.session, Some(s)).ok()
+        }) {
+            Some(e) => (e, true),
+            None => (
+                crate::core::session_query::entries_json(&self.state.session, None)
+                    .unwrap_or_else(|_| b"{\"entries\":[],\"leafId\":null}".to_vec()),
+                false,
+            ),
+        };
+        let rest = json!({
+            "append": append,
+            "sessionId": self.state.session_id,
+            "header": Value::Object(self.state.session.header().clone()),
+            "contextUsage": usage,
+            "systemPrompt": system_prompt,
+            "commands": commands,
+        });
+        // `{"entries":[…],"leafId":…}` joined with the rest.
+        let mut out = Vec::with_capacity(entries.len() + 4096);
+        out.extend_from_slice(b"{\"type\":\"call_result\",\"id\":");
+        let _ = crate::rpc::response::write_js(&mut out, id);
+        out.extend_from_slice(b",\"result\":");
+        out.extend_from_slice(&entries[..entries.len() - 1]);
+        out.push(b',');
+        let mut tail = Vec::new();
+        let _ = crate::rpc::response::write_js(&mut tail, &rest);
+        out.extend_from_slice(&tail[1..]);
+        out.push(b'}');
+        out
+    }
+
+    /// pi's `setActiveTools(names)`: the built-in tools named (in pith's order), and the
+    /// extension and MCP tools named; the others are no longer offered. From the next run.
+    pub(crate) fn set_active_tools(&mut self, names: &[String]) {
+        let mut tools: Vec<std::sync::Arc<dyn crate::tools::Tool>> = Vec::new();
+        for n in names {
+            if tools.iter().any(|t| t.name() == n) {
+                continue;
+            }
+            if let Some(t) = self.env.tools.iter().find(|t| t.name() == n) {
+                tools.push(t.clone());
+            } else if self.profile.tools.codemode && n == crate::codemode::NAME {
+                tools.push(std::sync::Arc::new(crate::codemode::CodemodeTool {
+                    docs_path: crate::codemode::docs_path(),
+                }));
+            } else if let Some(t) = crate::tools::tool_for(n, &self.profile.tools) {
+                tools.push(std::sync::Arc::from(t));
+            }
+        }
+        self.env.tools = tools;
+        self.plugins.inactive_remote = self
+            .plugins
+            .remote_tools(&|_| true)
+            .into_iter()
+            .map(|t| t.name)
+            .filter(|n| !names.contains(n))
+            .collect();
     }
 
     /// pi's `ExtensionAPI` methods that change pith's state, called by the node host.
@@ -803,6 +968,17 @@ impl Machine {
                 let _ = self.handle_command(Command::SetThinkingLevel(level), None);
                 Ok(Value::Null)
             }
+            "setActiveTools" => {
+                let names: Vec<String> = params
+                    .get("names")
+                    .and_then(Value::as_array)
+                    .ok_or("names must be an array of tool names")?
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect();
+                self.set_active_tools(&names);
+                Ok(Value::Null)
+            }
             "abort" => {
                 // As the host's `abort`, without a response frame (nobody asked over RPC).
                 if self.run.is_some() {
@@ -812,6 +988,175 @@ impl Machine {
                 Ok(Value::Null)
             }
             other => Err(format!("pith does not support {other}")),
+        }
+    }
+
+    // ---- before_agent_start and context --------------------------------------------------------
+
+    /// The system prompt as the next run would send it (pi's `getSystemPrompt()`).
+    pub(crate) fn current_system_prompt(&mut self) -> String {
+        if let Some(run) = &self.run {
+            return run.system_prompt.clone();
+        }
+        if self.profile.agent.system_messages {
+            let remote = self.offered_remote_tools();
+            return self.system_update(true, &remote).1;
+        }
+        self.system_prompt()
+    }
+
+    /// Start a run with `messages`, after pi's `before_agent_start` when an extension listens:
+    /// each may add a custom message (after the prompt and `nextTurn` messages) and replace the
+    /// system prompt for this run; the next one sees the replacement.
+    pub(crate) fn start_run_asking(
+        &mut self,
+        messages: Vec<AgentMessage>,
+        prompt: &str,
+        images: &[crate::message::ImageContent],
+        answer: Option<Vec<u8>>,
+    ) {
+        let exts = self.plugins.subscribers("before_agent_start");
+        if exts.is_empty() {
+            if let Some(a) = answer {
+                self.send(a);
+            }
+            self.start_run(messages);
+            return;
+        }
+        let op = self.plugins.fresh_id();
+        let system_prompt = self.current_system_prompt();
+        self.plugins.before_start = Some(crate::core::plugins::BeforeStart {
+            op,
+            messages,
+            prompt: prompt.to_string(),
+            images: if images.is_empty() {
+                Value::Null
+            } else {
+                json!(images)
+            },
+            system_prompt,
+            replaced: false,
+            exts,
+            answer,
+            abort_waiters: Vec::new(),
+        });
+        self.advance_before_start(op, None, "");
+    }
+
+    /// The next extension's answer to run `op`'s `before_agent_start` (`None`: no change).
+    pub(crate) fn advance_before_start(&mut self, op: u64, answer: Option<Value>, path: &str) {
+        if self
+            .plugins
+            .before_start
+            .as_ref()
+            .is_none_or(|b| b.op != op)
+        {
+            return;
+        }
+        if let Some(a) = answer {
+            match proto::decode_start_messages(&a) {
+                Ok(ms) => {
+                    if let Some(b) = self.plugins.before_start.as_mut() {
+                        b.messages.extend(ms.into_iter().map(AgentMessage::Custom));
+                    }
+                }
+                Err(e) => self.extension_error(path, "before_agent_start", &e),
+            }
+            if let (Some(p), Some(b)) = (
+                a.get("systemPrompt").and_then(Value::as_str),
+                self.plugins.before_start.as_mut(),
+            ) {
+                b.system_prompt = p.to_string();
+                b.replaced = true;
+            }
+        }
+        let Some(b) = self.plugins.before_start.as_mut() else {
+            return;
+        };
+        if let Some(i) = b.exts.pop_front() {
+            let mut event = json!({"type": "before_agent_start", "prompt": b.prompt});
+            if !b.images.is_null() {
+                event["images"] = b.images.clone();
+            }
+            event["systemPrompt"] = json!(b.system_prompt);
+            self.ext_call(i, &event, CallKind::BeforeStart(op));
+            return;
+        }
+        let Some(b) = self.plugins.before_start.take() else {
+            return;
+        };
+        if let Some(a) = b.answer {
+            self.send(a);
+        }
+        let forced = b.replaced.then_some(b.system_prompt);
+        self.start_run_with(b.messages, forced, b.abort_waiters);
+    }
+
+    /// pi's `context` event before an LLM request: the extensions subscribed see the messages
+    /// (without the transcript's system messages) one after the other and may replace them.
+    pub(crate) fn ask_context(&mut self) {
+        let exts = self.plugins.subscribers("context");
+        let op = self.plugins.fresh_id();
+        self.plugins.context = Some(crate::core::plugins::ContextOp {
+            op,
+            messages: None,
+            exts,
+        });
+        self.advance_context(op, None, "");
+    }
+
+    /// The next extension's answer to request `op`'s `context` (`None`: no change).
+    pub(crate) fn advance_context(&mut self, op: u64, answer: Option<Value>, path: &str) {
+        let Some(c) = self.plugins.context.as_mut().filter(|c| c.op == op) else {
+            return;
+        };
+        if let Some(m) = answer
+            .and_then(|mut a| a.get_mut("messages").map(Value::take))
+            .filter(Value::is_array)
+        {
+            c.messages = Some(m);
+        }
+        if let Some(i) = c.exts.pop_front() {
+            let messages = match &c.messages {
+                Some(m) => m.clone(),
+                None => Value::Array(
+                    self.state
+                        .messages
+                        .iter()
+                        .filter(|m| !matches!(m, AgentMessage::System(_)))
+                        .filter_map(|m| serde_json::to_value(m).ok())
+                        .collect(),
+                ),
+            };
+            let event = json!({"type": "context", "messages": messages});
+            self.ext_call(i, &event, CallKind::Context(op));
+            return;
+        }
+        let Some(c) = self.plugins.context.take() else {
+            return;
+        };
+        let replaced = match c.messages.as_ref().and_then(Value::as_array) {
+            None => None,
+            Some(list) => {
+                let ms: Option<Vec<AgentMessage>> = list
+                    .iter()
+                    .map(crate::session::entry::message_from_json)
+                    .collect();
+                match ms {
+                    Some(mut ms) => {
+                        ms.retain(|m| !matches!(m, AgentMessage::System(_)));
+                        Some(ms)
+                    }
+                    None => {
+                        let error = "invalid messages (the request sends the context): a message pith cannot read";
+                        self.extension_error(path, "context", error);
+                        None
+                    }
+                }
+            }
+        };
+        if self.run.is_some() {
+            self.send_llm_request(replaced);
         }
     }
 

@@ -526,7 +526,9 @@ impl Machine {
                 ),
             )),
             Event::Input(Input::Eof) if self.profile.answers.eof == EofPolicy::Dispose => {
-                return Some(self.dispose_on_eof());
+                if let Some(exit) = self.dispose_on_eof() {
+                    return Some(exit);
+                }
             }
             Event::Input(Input::Eof) => {
                 self.io.input_closed = true;
@@ -570,6 +572,7 @@ impl Machine {
     /// No run, retry, compaction or bash command in flight.
     pub(crate) fn is_idle(&self) -> bool {
         self.run.is_none()
+            && self.plugins.before_start.is_none()
             && self.retry.wait.is_none()
             && self.bash.jobs.is_empty()
             && self.compaction.is_none()
@@ -587,14 +590,19 @@ impl Machine {
     /// in its rpc mode): it stops emitting, cancels whatever runs — the stream, tools, a retry
     /// delay, a compaction, `bash` commands, extension dialogs — records nothing more, flushes
     /// stdout and exits 0. Extensions still get `session_shutdown` (`run` stops them).
-    fn dispose_on_eof(&mut self) -> Exit {
+    fn dispose_on_eof(&mut self) -> Option<Exit> {
         self.io.input_closed = true;
         self.io.muted = true;
         self.state.session.detach_file();
         self.io.input_rx = crossbeam_channel::never();
         self.end_dialogs();
         self.cancel_all_work();
-        Exit::InputClosed
+        if self.plugins.node_host_starting() {
+            // The node host is still loading pi's extensions: wait for its verdict (a node too
+            // old exits 2); the loop exits once it has registered.
+            return None;
+        }
+        Some(Exit::InputClosed)
     }
 
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
@@ -809,6 +817,12 @@ impl Machine {
                     }
                     return Reply::Later;
                 }
+                if let Some(b) = self.plugins.before_start.as_mut() {
+                    // The run waits for `before_agent_start` answers: as pi, it starts with them
+                    // and is aborted before its request; the abort is answered then.
+                    b.abort_waiters.push(id.cloned());
+                    return Reply::Later;
+                }
                 if self.abort_run(Some(id.cloned())) {
                     return Reply::Later;
                 }
@@ -966,6 +980,7 @@ impl Machine {
             Err(reply) => return reply,
         };
         let busy = self.run.is_some()
+            || self.plugins.before_start.is_some()
             || self.retry.wait.is_some()
             || self.retry.continue_wait.is_some()
             || self.pending_prompt.is_some()
@@ -1014,9 +1029,16 @@ impl Machine {
                 return Reply::Later;
             }
         }
-        // Answer first (the reference's order), then the run's events.
+        // Answer first (the reference's order), then the run's events; with extensions
+        // listening to `before_agent_start`, once they have answered (pi's preflight).
         let data = self.disposition(response::Disposition::Started);
-        self.send(response::success(id, command, data.as_ref()));
+        let answer = response::success(id, command, data.as_ref());
+        let answer = if self.plugins.subscribers("before_agent_start").is_empty() {
+            self.send(answer);
+            None
+        } else {
+            Some(answer)
+        };
         let message = AgentMessage::User(UserMessage {
             content: UserContent::Blocks(input.content()),
             timestamp: now_ms(),
@@ -1027,7 +1049,7 @@ impl Machine {
         if let Some(schema) = input.output_schema {
             self.limits.output = Some(crate::output_schema::Progress::new(schema));
         }
-        self.start_run(messages);
+        self.start_run_asking(messages, &input.text, &input.images, answer);
         Reply::Later
     }
 
@@ -1110,11 +1132,23 @@ impl Machine {
             for p in &mut c.parts {
                 p.handle.cancel();
             }
-            if c.id.is_some() || c.reason == crate::core::compaction::Reason::Manual {
+            if !c.from_ext
+                && (c.id.is_some() || c.reason == crate::core::compaction::Reason::Manual)
+            {
                 let msg = crate::compaction::COMPACTION_CANCELLED;
                 self.send(response::error(c.id.as_ref(), Some("compact"), msg));
             }
+            let cancelled = crate::compaction::COMPACTION_CANCELLED.to_string();
+            self.answer_compact_waiters(&c.ext_waiters, Err(cancelled));
         }
+        // A run waiting for `before_agent_start` answers is dropped with it, and a request
+        // waiting for `context` answers.
+        if let Some(b) = self.plugins.before_start.take() {
+            for id in &b.abort_waiters {
+                self.send(response::success(id.as_ref(), "abort", None));
+            }
+        }
+        self.plugins.context = None;
     }
 
     /// After the session object changed: context from it, queues emptied.

@@ -358,6 +358,13 @@ pub enum CallKind {
     Tool { batch: u64, index: usize },
     /// An `input` question of prompt `op` (pi's input hook).
     Input(u64),
+    /// A `before_agent_start` question of the run `op` about to start.
+    BeforeStart(u64),
+    /// A `context` question of the LLM request `op`.
+    Context(u64),
+    /// A `session_before_compact` question of the compaction in flight (`op`), with its custom
+    /// instructions (told to the next extension too).
+    BeforeCompact { op: u64, custom: Option<String> },
     /// A slash command run from a prompt (answered when it finishes).
     Command {
         id: Option<Value>,
@@ -569,6 +576,33 @@ pub struct InputOp {
     pub exts: VecDeque<usize>,
 }
 
+/// A run waiting for the extensions' `before_agent_start` answers (asked one after the other).
+pub struct BeforeStart {
+    pub op: u64,
+    /// The run's prompt messages (the user message and `nextTurn` messages).
+    pub messages: Vec<AgentMessage>,
+    /// The prompt's text and images, as the event tells them.
+    pub prompt: String,
+    pub images: Value,
+    /// The system prompt the next extension sees (an earlier one's replacement, else pith's).
+    pub system_prompt: String,
+    /// An extension replaced the system prompt for this run.
+    pub replaced: bool,
+    pub exts: VecDeque<usize>,
+    /// The prompt's response, sent when the run starts (pi answers after this preflight).
+    pub answer: Option<Vec<u8>>,
+    /// `abort`s that came meanwhile: the run starts aborted (ids to answer).
+    pub abort_waiters: Vec<Option<Value>>,
+}
+
+/// An LLM request waiting for the extensions' `context` answers.
+pub struct ContextOp {
+    pub op: u64,
+    /// The messages the next extension sees (`None`: the context, unchanged so far).
+    pub messages: Option<Value>,
+    pub exts: VecDeque<usize>,
+}
+
 /// A session operation waiting for extensions' `session_before_*` answers.
 pub struct SessionOp {
     pub kind: SessionOpKind,
@@ -597,6 +631,15 @@ pub struct Plugins {
     pub ops: HashMap<u64, SessionOp>,
     /// Prompts waiting for `input` answers.
     pub inputs: HashMap<u64, InputOp>,
+    /// A run waiting for `before_agent_start` answers (it counts as running).
+    pub before_start: Option<BeforeStart>,
+    /// The run's next LLM request waiting for `context` answers.
+    pub context: Option<ContextOp>,
+    /// pi's `setActiveTools`: the extension and MCP tools it turned off (tools registered
+    /// later are offered).
+    pub inactive_remote: Vec<String>,
+    /// The compaction about to start is an extension's `ctx.compact()` (no response frame).
+    pub compact_from_ext: bool,
     /// The prompt being handled has been through the input hook.
     pub input_checked: bool,
     /// The waiting prompt (`Machine::pending_prompt`) has been through the input hook.
@@ -677,17 +720,27 @@ impl Plugins {
     }
 
     /// Work the process must finish before it may exit at end of input: a prompt waiting for
-    /// start-up, extension commands and session operations in flight.
+    /// start-up, extension commands and session operations in flight, and the node host still
+    /// loading pi's extensions (a node too old says so only then, and pith must exit 2).
     pub fn busy(&self) -> bool {
         self.prompt_waits_startup
+            || self.node_host_starting()
             || !self.waiting_commands.is_empty()
             || !self.ops.is_empty()
             || !self.inputs.is_empty()
+            || self.before_start.is_some()
             || self.exts.iter().any(|e| {
                 e.calls
                     .values()
                     .any(|c| matches!(c.kind, CallKind::Command { .. }))
             })
+    }
+
+    /// The node host has not registered yet (nor failed).
+    pub fn node_host_starting(&self) -> bool {
+        self.exts
+            .iter()
+            .any(|e| e.node_host && matches!(e.life, Life::Starting(_)))
     }
 
     /// Ready extensions subscribed to `event`, in load order.

@@ -30,11 +30,17 @@ impl Machine {
 
     /// The extension and MCP tools declared to the model now.
     pub(crate) fn offered_remote_tools(&self) -> Vec<RemoteTool> {
-        if self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pith {
-            return self.plugins.remote_tools(&|_| false);
+        let mut tools = if self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pith {
+            self.plugins.remote_tools(&|_| false)
+        } else {
+            let loaded = self.loaded_tool_names();
+            self.plugins.remote_tools(&|n| loaded.contains(n))
+        };
+        // pi's `setActiveTools` from an extension.
+        if !self.plugins.inactive_remote.is_empty() {
+            tools.retain(|t| !self.plugins.inactive_remote.contains(&t.name));
         }
-        let loaded = self.loaded_tool_names();
-        self.plugins.remote_tools(&|n| loaded.contains(n))
+        tools
     }
 
     /// A tool the machine runs itself (see `Tool::runs_in_machine`).

@@ -15,12 +15,15 @@ use crate::tools::{ToolOutput, ToolResult};
 pub const PROTOCOL_VERSION: u64 = 1;
 
 /// Events whose handlers answer (pith waits for the `result`); every other event is a notification.
-pub const BLOCKING_EVENTS: [&str; 5] = [
+pub const BLOCKING_EVENTS: [&str; 8] = [
     "tool_call",
     "tool_result",
     "session_before_switch",
     "session_before_fork",
     "input",
+    "before_agent_start",
+    "context",
+    "session_before_compact",
 ];
 
 /// A tool an extension registers.
@@ -431,20 +434,13 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
                 Some(Value::Object(m)) => m,
                 _ => return Err(f.err("message", "an object")),
             };
-            let mf = Fields {
-                what: "send_message: message",
-                obj: m,
-            };
-            let content = match mf.get("content") {
-                None => UserContent::Blocks(Vec::new()),
-                Some(Value::String(s)) => UserContent::Text(s.clone()),
-                Some(c) => UserContent::Blocks(decode_content(c, "send_message: content")?),
-            };
+            let (custom_type, content, display, details) =
+                custom_message_parts(m, "send_message: message")?;
             FromExt::SendMessage(SendMessage {
-                custom_type: mf.string("customType")?,
+                custom_type,
                 content,
-                display: mf.opt_bool("display")?.unwrap_or(true),
-                details: m.get("details").filter(|v| !v.is_null()).cloned(),
+                display,
+                details,
                 trigger_turn: f.opt_bool("triggerTurn")?,
                 deliver_as: decode_deliver(&f, "deliverAs")?,
             })
@@ -559,6 +555,48 @@ pub fn decode_tool_call_result(v: &Value) -> ToolCallDecision {
 }
 
 /// `session_before_*` handlers: `{cancel: true}` cancels.
+type CustomParts = (String, UserContent, bool, Option<Value>);
+
+/// pi's custom message (`customType`, `content`, `display`, `details`).
+fn custom_message_parts(m: &Map<String, Value>, what: &str) -> Result<CustomParts, DecodeError> {
+    let mf = Fields { what, obj: m };
+    let content = match mf.get("content") {
+        None => UserContent::Blocks(Vec::new()),
+        Some(Value::String(s)) => UserContent::Text(s.clone()),
+        Some(c) => UserContent::Blocks(decode_content(c, &format!("{what}: content"))?),
+    };
+    Ok((
+        mf.string("customType")?,
+        content,
+        mf.opt_bool("display")?.unwrap_or(true),
+        m.get("details").filter(|v| !v.is_null()).cloned(),
+    ))
+}
+
+/// A `before_agent_start` answer's messages (`message`, and `messages` from a host of several
+/// extensions), as custom messages; the first invalid one is the error.
+pub fn decode_start_messages(v: &Value) -> Result<Vec<crate::message::CustomMessage>, String> {
+    let mut out = Vec::new();
+    let list = v.get("messages").and_then(Value::as_array);
+    for m in list.into_iter().flatten().chain(v.get("message")) {
+        let Value::Object(m) = m else {
+            return Err("before_agent_start: message must be an object".to_string());
+        };
+        let (custom_type, content, display, details) =
+            custom_message_parts(m, "before_agent_start: message").map_err(|e| match e {
+                DecodeError::Invalid(e) | DecodeError::Version(e) => e,
+            })?;
+        out.push(crate::message::CustomMessage {
+            custom_type,
+            content,
+            display,
+            details,
+            timestamp: crate::message::now_ms(),
+        });
+    }
+    Ok(out)
+}
+
 pub fn decode_cancel(v: &Value) -> bool {
     v.get("cancel") == Some(&Value::Bool(true))
 }

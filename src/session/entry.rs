@@ -123,6 +123,14 @@ fn parse_message(line: &str, role: &str) -> Option<AgentMessage> {
     }
 }
 
+/// An agent message given as JSON (an extension's `context` answer), read the way a session
+/// line's message is (by its `role`, without the tagged enum's deserialiser).
+pub(crate) fn message_from_json(v: &Value) -> Option<AgentMessage> {
+    let role = v.get("role")?.as_str()?;
+    let line = serde_json::to_string(&serde_json::json!({ "message": v })).ok()?;
+    parse_message(&line, role)
+}
+
 impl Entry {
     /// Interpret a JSON object read from a file. Fails only when it has no string `id`.
     pub fn from_raw(raw: Map<String, Value>) -> Result<Entry, String> {

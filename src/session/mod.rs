@@ -780,6 +780,8 @@ impl Session {
     /// pi 0.87.1's `compaction` entry: also the summary requests' `usage` and the system prompt
     /// checkpoint (`systemMessage`, stamped with the entry's time) that replaces the system
     /// messages of the summarized part. `checkpoint` gets the entry's timestamp in Unix ms.
+    /// `from_hook`: an extension wrote the summary.
+    #[allow(clippy::too_many_arguments)]
     pub fn append_compaction_with_checkpoint(
         &mut self,
         summary: &str,
@@ -787,6 +789,7 @@ impl Session {
         tokens_before: u64,
         details: Option<Value>,
         usage: Option<Value>,
+        from_hook: bool,
         checkpoint: impl FnOnce(u64) -> Option<Value>,
     ) -> String {
         let new = self.new_entry();
@@ -799,7 +802,7 @@ impl Session {
                 ("tokensBefore", Some(tokens_before.into())),
                 ("details", details),
                 ("usage", usage),
-                ("fromHook", Some(Value::Bool(false))),
+                ("fromHook", Some(Value::Bool(from_hook))),
                 ("systemMessage", checkpoint(ms)),
             ],
         );

@@ -70,6 +70,16 @@ function shimFor(specifier) {
 
 const TS_CANDIDATES = [".ts", ".mts", ".js", "/index.ts", "/index.js"];
 
+// pi's synchronous reads of the session (`ctx.sessionManager.getEntries()`, ...) need data pith
+// does not send with every event: the host fetches it before each handler, but only once some
+// module it loaded names one of them (most extensions never do, and pay nothing).
+const SESSION_READS = /\b(sessionManager|getContextUsage|getSystemPrompt|getCommands)\b/;
+let needsSnapshot = false;
+
+function scanSource(url, source) {
+	if (!needsSnapshot && !url.includes("/node_modules/") && SESSION_READS.test(source)) needsSnapshot = true;
+}
+
 function resolveHook(specifier, context, nextResolve) {
 	try {
 		return nextResolve(specifier, context);
@@ -96,8 +106,14 @@ function resolveHook(specifier, context, nextResolve) {
 function loadHook(url, context, nextLoad) {
 	if (url.startsWith("file:") && /\.m?ts$/.test(url)) {
 		const source = fs.readFileSync(fileURLToPath(url), "utf8");
+		scanSource(url, source);
 		const code = nodeModule.stripTypeScriptTypes(source, { mode: "transform", sourceUrl: url });
 		return { format: "module", source: code, shortCircuit: true };
+	}
+	if (!needsSnapshot && url.startsWith("file:") && /\.[mc]?js$/.test(url)) {
+		try {
+			scanSource(url, fs.readFileSync(fileURLToPath(url), "utf8"));
+		} catch {}
 	}
 	return nextLoad(url, context);
 }
@@ -125,6 +141,70 @@ function apiCall(method, params) {
 		pendingApiCalls.set(id, { resolve, reject });
 		send({ type: "call", id, method, params });
 	});
+}
+
+// What the session reads answer (see SESSION_READS): fetched before handlers run.
+let snapshot = null;
+
+async function refreshSnapshot() {
+	if (!needsSnapshot) return;
+	try {
+		// The session only grows: ask for the entries after the last one this host has.
+		const last = snapshot?.entries?.at(-1);
+		const params = last ? { since: last.id, sessionId: snapshot.sessionId } : {};
+		const r = await apiCall("snapshot", params);
+		if (r.append && snapshot) r.entries = snapshot.entries.concat(r.entries);
+		snapshot = r;
+	} catch (e) {
+		log(`pith node host: cannot read the session: ${errText(e)}`);
+	}
+}
+
+function snap(method) {
+	if (!snapshot) throw new Error(`pith has no session data for ${method} here (docs/extensions.md)`);
+	return snapshot;
+}
+
+function entriesById() {
+	const s = snap("ctx.sessionManager");
+	if (!s._byId) s._byId = new Map(s.entries.map((e) => [e.id, e]));
+	return s._byId;
+}
+
+function labels() {
+	const s = snap("ctx.sessionManager");
+	if (!s._labels) {
+		s._labels = new Map();
+		for (const e of s.entries) {
+			if (e.type !== "label") continue;
+			if (e.label) s._labels.set(e.targetId, { label: e.label, timestamp: e.timestamp });
+			else s._labels.delete(e.targetId);
+		}
+	}
+	return s._labels;
+}
+
+function sessionTree() {
+	const entries = snap("ctx.sessionManager.getTree()").entries;
+	const nodes = new Map();
+	const roots = [];
+	for (const entry of entries) {
+		const l = labels().get(entry.id);
+		nodes.set(entry.id, { entry, children: [], label: l?.label, labelTimestamp: l?.timestamp });
+	}
+	for (const entry of entries) {
+		const node = nodes.get(entry.id);
+		const parent = entry.parentId === null || entry.parentId === entry.id ? undefined : nodes.get(entry.parentId);
+		if (parent) parent.children.push(node);
+		else roots.push(node);
+	}
+	const stack = [...roots];
+	while (stack.length > 0) {
+		const node = stack.pop();
+		node.children.sort((a, b) => new Date(a.entry.timestamp).getTime() - new Date(b.entry.timestamp).getTime());
+		stack.push(...node.children);
+	}
+	return roots;
 }
 
 // A call whose answer nobody awaits (pi's method returns nothing): a failure is reported.
@@ -156,16 +236,28 @@ const NOTIFY_EVENTS = new Set([
 	"queue_update",
 	"compaction_start",
 	"compaction_end",
+	"session_compact",
 	"auto_retry_start",
 	"auto_retry_end",
 ]);
-const BLOCKING_EVENTS = new Set(["tool_call", "tool_result", "session_before_switch", "session_before_fork", "input"]);
+const BLOCKING_EVENTS = new Set([
+	"tool_call",
+	"tool_result",
+	"session_before_switch",
+	"session_before_fork",
+	"input",
+	"before_agent_start",
+	"context",
+	"session_before_compact",
+]);
 // pi events with no handler call in pith's RPC modes (the TUI's, or provider internals).
-const TUI_EVENTS = new Set(["ui_prompt_start", "ui_prompt_end", "message_update"]);
+// `session_before_tree` / `session_tree`: only the TUI's `/tree` and `ctx.navigateTree()` (which
+// raises) navigate the tree; pi's RPC has no command for it.
+const TUI_EVENTS = new Set(["ui_prompt_start", "ui_prompt_end", "message_update", "session_before_tree", "session_tree"]);
 // pi's events (0.73, 0.87, 1.6) that pith does not emit to extensions: a handler for one is
 // reported; a name no pi emits (an older pi's `session_switch`) is kept, never called, as by pi.
 const PI_ONLY_EVENTS = new Set(
-	"project_trust resources_discover session_info_changed session_before_compact session_compact session_compact_failed mcp_servers_change session_before_tree session_tree context context_with_system cache_warming_decision before_provider_request before_provider_headers after_provider_response provider_stream_event before_agent_start agent_before_settle model_select thinking_level_select user_bash".split(" "),
+	"project_trust resources_discover session_info_changed session_compact_failed mcp_servers_change context_with_system cache_warming_decision before_provider_request before_provider_headers after_provider_response provider_stream_event agent_before_settle model_select thinking_level_select user_bash".split(" "),
 );
 
 function reportError(ext, event, error) {
@@ -293,7 +385,7 @@ function throwingProxy(prefix) {
 	);
 }
 
-function makeContext(signal) {
+function makeContext(signal, systemPrompt) {
 	const ctx = {
 		ui: makeUi(),
 		get mode() {
@@ -320,6 +412,16 @@ function makeContext(signal) {
 		abort: () => {
 			apiCall("abort", {}).catch(() => {});
 		},
+		getContextUsage: () => snap("ctx.getContextUsage()").contextUsage ?? undefined,
+		// In a before_agent_start handler: the prompt as the handlers before it left it.
+		getSystemPrompt: () => systemPrompt?.() ?? snap("ctx.getSystemPrompt()").systemPrompt,
+		compact: (options) => {
+			const params = options?.customInstructions === undefined ? {} : { customInstructions: options.customInstructions };
+			apiCall("compact", params).then(
+				(r) => options?.onComplete?.(r),
+				(e) => options?.onError?.(e instanceof Error ? e : new Error(String(e))),
+			);
+		},
 	};
 	Object.defineProperty(ctx, "scopedModels", {
 		get() {
@@ -328,9 +430,6 @@ function makeContext(signal) {
 	});
 	for (const k of [
 		"shutdown",
-		"getContextUsage",
-		"compact",
-		"getSystemPrompt",
 		"waitForIdle",
 		"newSession",
 		"fork",
@@ -354,6 +453,27 @@ function makeSessionManager() {
 		getSessionFile: () => state.sessionFile ?? undefined,
 		getSessionName: () => state.sessionName ?? undefined,
 		getCwd: () => hello?.cwd ?? process.cwd(),
+		getEntries: () => snap("ctx.sessionManager.getEntries()").entries.slice(),
+		getLeafId: () => snap("ctx.sessionManager.getLeafId()").leafId ?? null,
+		getLeafEntry: () => {
+			const leaf = snap("ctx.sessionManager.getLeafEntry()").leafId;
+			return leaf ? entriesById().get(leaf) : undefined;
+		},
+		getEntry: (id) => entriesById().get(id),
+		getLabel: (id) => labels().get(id)?.label,
+		getBranch: (fromId) => {
+			const byId = entriesById();
+			const out = [];
+			const start = fromId ?? snapshot.leafId;
+			let cur = start ? byId.get(start) : undefined;
+			while (cur) {
+				out.push(cur);
+				cur = cur.parentId ? byId.get(cur.parentId) : undefined;
+			}
+			return out.reverse();
+		},
+		getHeader: () => snap("ctx.sessionManager.getHeader()").header ?? null,
+		getTree: () => sessionTree(),
 	};
 	return new Proxy(known, {
 		get(target, k) {
@@ -461,7 +581,20 @@ function makeApi(ext) {
 			apiCallReported(ext, "setLabel", label === undefined ? { entryId } : { entryId, label });
 		},
 		getActiveTools: () => (state.tools ?? []).map((t) => t.name),
-		getAllTools: () => (state.tools ?? []).map((t) => ({ name: t.name, description: t.description })),
+		getAllTools: () =>
+			[...(state.tools ?? []), ...(state.inactiveTools ?? [])].map((t) => ({ name: t.name, description: t.description })),
+		setActiveTools(names) {
+			const list = [...(names ?? [])].map(String);
+			// Read back at once, as pi's is synchronous; pith's next state line confirms it.
+			const all = [...(state.tools ?? []), ...(state.inactiveTools ?? [])];
+			state = {
+				...state,
+				tools: all.filter((t) => list.includes(t.name)),
+				inactiveTools: all.filter((t) => !list.includes(t.name)),
+			};
+			apiCallReported(ext, "setActiveTools", { names: list });
+		},
+		getCommands: () => snap("pi.getCommands()").commands ?? [],
 		async setModel(model) {
 			return apiCall("setModel", { provider: model?.provider, id: model?.id });
 		},
@@ -471,7 +604,7 @@ function makeApi(ext) {
 		},
 	};
 	for (const k of TUI_REGISTRATIONS) api[k] = () => {};
-	for (const k of ["getSettings", "setActiveTools", "getCommands", "registerProvider", "unregisterProvider"]) {
+	for (const k of ["getSettings", "registerProvider", "unregisterProvider"]) {
 		api[k] = () => {
 			throw unsupported(`pi.${k}()`);
 		};
@@ -556,8 +689,10 @@ async function onEvent(id, event) {
 	const ty = event?.type;
 	const ac = new AbortController();
 	if (id !== undefined) pendingCalls.set(id, ac);
-	const ctx = makeContext(ac.signal);
+	let currentPrompt;
+	const ctx = makeContext(ac.signal, ty === "before_agent_start" ? () => currentPrompt : undefined);
 	try {
+		if (needsSnapshot && handlersFor(ty).length) await refreshSnapshot();
 		if (id === undefined) {
 			for (const [ext, h] of handlersFor(ty)) {
 				const r = await runHandler(ext, ty, h, event, ctx);
@@ -609,6 +744,69 @@ async function onEvent(id, event) {
 					break;
 				}
 			}
+		} else if (ty === "session_before_compact") {
+			// As pi: the first `cancel` wins; otherwise the last answer counts (a `compaction`
+			// is the summary pith writes instead of asking the model).
+			const ev = { ...event, signal: ac.signal };
+			for (const [ext, h] of handlersFor(ty)) {
+				const r = await runHandler(ext, ty, h, ev, ctx);
+				if (!r.ok) {
+					reportError(ext, ty, r.error);
+					continue;
+				}
+				if (r.value?.cancel) {
+					result = { cancel: true };
+					break;
+				}
+				if (r.value) result = r.value.compaction ? { compaction: r.value.compaction } : {};
+			}
+		} else if (ty === "before_agent_start") {
+			// As pi: each handler may add a message and replace the system prompt; the next one
+			// sees the replacement.
+			currentPrompt = event.systemPrompt;
+			const messages = [];
+			let replaced = false;
+			for (const [ext, h] of handlersFor(ty)) {
+				const ev = { ...event, systemPrompt: currentPrompt };
+				// pi 1.6.0's structured prompt options (sections): pith builds its prompt itself.
+				Object.defineProperty(ev, "systemPromptOptions", {
+					get() {
+						throw unsupported("before_agent_start's event.systemPromptOptions");
+					},
+				});
+				const r = await runHandler(ext, ty, h, ev, ctx);
+				if (!r.ok) {
+					reportError(ext, ty, r.error);
+					continue;
+				}
+				if (r.value?.message) messages.push(r.value.message);
+				if (r.value?.systemPrompt !== undefined) {
+					currentPrompt = String(r.value.systemPrompt);
+					replaced = true;
+				}
+			}
+			if (messages.length) result.messages = messages;
+			if (replaced) result.systemPrompt = currentPrompt;
+		} else if (ty === "context") {
+			// As pi: a handler returns `{messages}` or edits `event.messages` in place; the next
+			// one sees the result. Only this request is changed.
+			let current = event.messages ?? [];
+			let changed = false;
+			for (const [ext, h] of handlersFor(ty)) {
+				const visible = current.slice();
+				const snapshotOf = visible.slice();
+				const r = await runHandler(ext, ty, h, { type: "context", messages: visible }, ctx);
+				if (!r.ok) {
+					reportError(ext, ty, r.error);
+					continue;
+				}
+				const same = visible.length === snapshotOf.length && visible.every((m, i) => m === snapshotOf[i]);
+				const returned = r.value?.messages ?? (same ? undefined : visible);
+				if (!returned) continue;
+				current = returned;
+				changed = true;
+			}
+			if (changed) result = { messages: current };
 		} else if (ty === "input") {
 			const cur = { ...event };
 			let changed = false;
@@ -659,6 +857,7 @@ async function onExecuteTool(msg) {
 			send(u);
 		};
 		const ctx = makeContext(ac.signal);
+		await refreshSnapshot();
 		const r = await Promise.resolve().then(() =>
 			entry.def.execute(msg.toolCallId, msg.input, ac.signal, onUpdate, ctx),
 		);
@@ -680,6 +879,7 @@ async function onCommand(msg) {
 	const entry = commands.get(msg.name);
 	try {
 		if (!entry) throw new Error(`Command /${msg.name} not found`);
+		await refreshSnapshot();
 		await bounded(entry.ext, "command", Promise.resolve().then(() => entry.def.handler(msg.args ?? "", makeContext(ac.signal))));
 		send({ type: "result", id: msg.id, result: {} });
 	} catch (e) {
@@ -699,6 +899,7 @@ async function loadAll() {
 			let factory = mod.default;
 			if (factory && typeof factory === "object" && typeof factory.default === "function") factory = factory.default;
 			if (typeof factory !== "function") throw new Error("the module has no default export function");
+			if (needsSnapshot && !snapshot) await refreshSnapshot();
 			await bounded(ext, "startup", Promise.resolve().then(() => factory(makeApi(ext))));
 		} catch (e) {
 			ext.dead = true;
