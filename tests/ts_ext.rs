@@ -887,3 +887,64 @@ fn too_old_node_with_closed_stdin_exits_2() {
         assert!(out.stdout.is_empty(), "{compat}");
     }
 }
+
+/// fresh.ts: `ctx.newSession()` in a command starts a new session as `new_session` does (the
+/// extensions' `session_before_switch` first: a cancel leaves the session as it was) and answers
+/// `{cancelled}`; a `setup` callback (pi's writable SessionManager) raises an error naming it.
+///
+/// pi 1.6.0 does the same with pi-aliases' `/clear` (`tests/interop/ts-ext/` runs it through
+/// both and compares the frames and the empty `get_messages` after it). After the refused
+/// switch the session still has its five entries (model, thinking level, the 1.6 system
+/// message, the prompt, the reply).
+#[test]
+fn new_session_from_a_command() {
+    let node = need_node!();
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        "{\"text\": \"Hello.\"}\n",
+        &["--compat", "1.6", "-e", &fixture("fresh.ts")],
+    );
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    p.recv_until(|f| f["type"] == "agent_settled");
+    p.send(json!({"id":"r","type":"prompt","message":"/fresh refuse"}));
+    let frames = p.recv_until(|f| f["id"] == "r");
+    let notify = frames
+        .iter()
+        .find(|f| f["method"] == "notify")
+        .expect("notify");
+    assert_eq!(
+        notify["message"], "cancelled=true messages=5",
+        "{frames:#?}"
+    );
+    p.send(json!({"id":"f","type":"prompt","message":"/fresh"}));
+    let frames = p.recv_until(|f| f["id"] == "f");
+    let notify = frames
+        .iter()
+        .find(|f| f["method"] == "notify")
+        .expect("notify");
+    assert!(
+        notify["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cancelled=false messages="),
+        "{frames:#?}"
+    );
+    p.send(json!({"id":"m","type":"get_messages"}));
+    let m = p.recv_until(|f| f["id"] == "m");
+    assert_eq!(m.last().unwrap()["data"]["messages"], json!([]));
+    p.send(json!({"id":"s","type":"prompt","message":"/fresh-setup"}));
+    let frames = p.recv_until(|f| f["id"] == "s");
+    let err = frames
+        .iter()
+        .find(|f| f["type"] == "extension_error")
+        .expect("extension_error");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("pith does not support ctx.newSession({setup})"),
+        "{err}"
+    );
+}

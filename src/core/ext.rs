@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::core::event::ToolEvent;
 use crate::core::machine::{Answer, Machine, Reply};
-use crate::core::plugins::{Call, CallKind, Life, SessionOp, SessionOpKind};
+use crate::core::plugins::{Call, CallKind, Life, OpReply, SessionOp, SessionOpKind};
 use crate::ext::protocol::{self as proto, DecodeError, DeliverAs, FromExt};
 use crate::io::child::{self, ChildEvent};
 use crate::message::{AgentMessage, CustomMessage, UserContent, UserMessage, now_ms};
@@ -132,6 +132,16 @@ impl Machine {
                 } else if method == "snapshot" {
                     let line = self.node_host_snapshot(&id, &params);
                     self.ext_write(i, line);
+                    return;
+                } else if method == "newSession" {
+                    // pi's `ctx.newSession()`: as `new_session`, asking the extensions first;
+                    // answered `{cancelled}` when it has run (or was cancelled).
+                    let parent = params
+                        .get("parentSession")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let reply = OpReply::Ext { ext: i, call: id };
+                    let _ = self.start_session_op(SessionOpKind::New { parent }, reply);
                     return;
                 } else if method == "compact" {
                     // Answered when the compaction ends (`onComplete` / `onError`).
@@ -676,24 +686,36 @@ impl Machine {
             Command::Clone => SessionOpKind::Clone,
             _ => return None,
         };
+        let reply = OpReply::Rpc {
+            id: id.cloned(),
+            command: ty.to_string(),
+        };
+        self.start_session_op(kind, reply)
+    }
+
+    /// Ask the extensions that subscribe to `session_before_switch` / `session_before_fork`, one
+    /// after another, then run the operation unless one cancelled it. `None`: done at once.
+    fn start_session_op(&mut self, kind: SessionOpKind, reply: OpReply) -> Option<Reply> {
         let event = match kind {
             SessionOpKind::New { .. } | SessionOpKind::Switch { .. } => "session_before_switch",
             _ => "session_before_fork",
         };
         let exts = self.plugins.subscribers(event);
         if exts.is_empty() {
-            return Some(self.run_session_op(&kind).into());
+            let answer = self.run_session_op(&kind);
+            return match reply {
+                OpReply::Rpc { .. } => Some(answer.into()),
+                OpReply::Ext { ext, call } => {
+                    self.ext_write(
+                        ext,
+                        proto::call_result(&call, answer.map(|d| d.unwrap_or_default())),
+                    );
+                    None
+                }
+            };
         }
         let op = self.plugins.fresh_id();
-        self.plugins.ops.insert(
-            op,
-            SessionOp {
-                kind,
-                id: id.cloned(),
-                command: ty.to_string(),
-                exts,
-            },
-        );
+        self.plugins.ops.insert(op, SessionOp { kind, reply, exts });
         self.advance_session_op(op, false);
         Some(Reply::Later)
     }
@@ -737,11 +759,19 @@ impl Machine {
         } else {
             self.run_session_op(&o.kind)
         };
-        let line = match reply {
-            Ok(data) => response::success(o.id.as_ref(), &o.command, data.as_ref()),
-            Err(e) => response::error(o.id.as_ref(), Some(&o.command), &e),
-        };
-        self.send(line);
+        match o.reply {
+            OpReply::Rpc { id, command } => {
+                let line = match reply {
+                    Ok(data) => response::success(id.as_ref(), &command, data.as_ref()),
+                    Err(e) => response::error(id.as_ref(), Some(&command), &e),
+                };
+                self.send(line);
+            }
+            OpReply::Ext { ext, call } => {
+                let line = proto::call_result(&call, reply.map(|d| d.unwrap_or_default()));
+                self.ext_write(ext, line);
+            }
+        }
     }
 
     /// Run a session operation the extensions allowed; `session_shutdown` and `session_start`

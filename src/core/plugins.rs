@@ -606,9 +606,16 @@ pub struct ContextOp {
 /// A session operation waiting for extensions' `session_before_*` answers.
 pub struct SessionOp {
     pub kind: SessionOpKind,
-    pub id: Option<Value>,
-    pub command: String,
+    pub reply: OpReply,
     pub exts: VecDeque<usize>,
+}
+
+/// Who is told how a session operation ended.
+pub enum OpReply {
+    /// The host, with the command's response (`id`, command name).
+    Rpc { id: Option<Value>, command: String },
+    /// Extension `ext` (the node host), with the answer to its call `call` (`ctx.newSession()`).
+    Ext { ext: usize, call: Value },
 }
 
 #[derive(Clone, Debug)]

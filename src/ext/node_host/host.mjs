@@ -428,10 +428,18 @@ function makeContext(signal, systemPrompt) {
 			throw unsupported("ctx.scopedModels");
 		},
 	});
+	// pi's `ctx.newSession()`: a new session as `new_session` makes it (the extensions'
+	// `session_before_switch` first); `{cancelled}`. A `setup` callback needs pi's writable
+	// SessionManager, which pith does not hand out.
+	ctx.newSession = (options) => {
+		if (options?.setup !== undefined) return Promise.reject(unsupported("ctx.newSession({setup})"));
+		const params = {};
+		if (typeof options?.parentSession === "string") params.parentSession = options.parentSession;
+		return apiCall("newSession", params);
+	};
 	for (const k of [
 		"shutdown",
 		"waitForIdle",
-		"newSession",
 		"fork",
 		"navigateTree",
 		"switchSession",
