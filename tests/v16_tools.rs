@@ -454,3 +454,78 @@ fn arguments_are_coerced_as_pi_schema_coerces_them_under_16() {
         "Validation failed for tool \"read\":\n  - limit: must be number\n\nReceived arguments:\n{\n  \"path\": \"a.txt\",\n  \"limit\": \"TRUE\"\n}"
     );
 }
+
+/// pi 1.6.0's `find` anchors a relative path pattern at the search path (`src/*.ts` no longer
+/// finds `pkg/src/b.ts`; 1.5.1's change, pi-1.6-delta "find/grep globs relative to the search
+/// path"), drops a leading `./`, and an all-lowercase path pattern ignores case; 0.87.1 added a
+/// leading `**/` and found both.
+#[test]
+fn find_anchors_path_patterns_under_16_only() {
+    for (compat, pattern, want) in [
+        ("1.6", r#"{"pattern":"./src/*.ts"}"#, "SRC/c.ts\nsrc/a.ts"),
+        (
+            "0.87",
+            r#"{"pattern":"src/*.ts"}"#,
+            "SRC/c.ts\npkg/src/b.ts\nsrc/a.ts",
+        ),
+    ] {
+        let replies = vec![
+            reply(1, &[tool_call("toolu_f", "find", &[pattern])]),
+            reply(2, &[text(&["Done."])]),
+        ];
+        let (w, _llm, mut p) = start(compat, replies, &["--tools", "find"]);
+        for f in ["src/a.ts", "pkg/src/b.ts", "SRC/c.ts"] {
+            let path = w.cwd().join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "x").unwrap();
+        }
+        let frames = run(&mut p, "find");
+        let end = tool_end(&frames, "toolu_f");
+        let mut lines: Vec<&str> = end["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .collect();
+        lines.sort();
+        assert_eq!(lines.join("\n"), want, "{compat}: {end}");
+    }
+}
+
+/// pi 1.6.0's `grep` roots its `glob` at the searched directory (rg runs there) and drops a
+/// leading `./`; 0.87.1's rg ran in pi's cwd, so `src/*.ts` under `path: "pkg"` matched nothing.
+/// The tool schemas carry 1.6.0's texts for `find`'s pattern and `grep`'s glob.
+#[test]
+fn grep_globs_are_rooted_at_the_search_path_under_16_only() {
+    for (compat, glob, found) in [("1.6", "./src/*.ts", true), ("0.87", "src/*.ts", false)] {
+        let args = format!(r#"{{"pattern":"needle","path":"pkg","glob":"{glob}"}}"#);
+        let replies = vec![
+            reply(1, &[tool_call("toolu_g", "grep", &[&args])]),
+            reply(2, &[text(&["Done."])]),
+        ];
+        let (w, llm, mut p) = start(compat, replies, &["--tools", "grep,find"]);
+        for f in ["src/a.ts", "pkg/src/b.ts"] {
+            let path = w.cwd().join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "needle\n").unwrap();
+        }
+        let frames = run(&mut p, "grep");
+        let text = tool_end(&frames, "toolu_g")["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(text.contains("b.ts:1: needle"), found, "{compat}: {text}");
+        assert!(!text.contains("a.ts"), "{compat}: {text}");
+        let body = request_body(&llm, 0);
+        let tools = body["tools"].as_array().unwrap();
+        let desc = |name: &str, param: &str| {
+            tools.iter().find(|t| t["name"] == name).unwrap()["input_schema"]["properties"][param]
+                ["description"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let relative = desc("grep", "glob").contains("relative to path")
+            && desc("find", "pattern").starts_with("Glob pattern relative to the search directory");
+        assert_eq!(relative, compat == "1.6", "{compat}");
+    }
+}

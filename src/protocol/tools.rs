@@ -42,6 +42,10 @@ pub struct Tools {
     /// Whose MCP client pith is.
     /// 0.73.1: `Pith`; 0.87.1: `Pith` (neither pi had MCP); 1.6.0: `Pi`.
     pub mcp: McpDialect,
+    /// `find`'s path patterns are anchored at the search path (`src/*.ts` no longer finds
+    /// `pkg/src/a.ts`; `**/src/*.ts` finds both), a leading `./` is dropped, and an all-lowercase
+    /// path pattern ignores case. 0.73.1, 0.87.1: false (a leading `**/` is added); 1.6.0: true.
+    pub find_paths_anchored: bool,
 }
 
 /// Where MCP servers are configured, how their tools reach the model and how results look.

@@ -71,6 +71,7 @@ pub const PROFILE: Profile = Profile {
         tool_list_modifiers: false,
         codemode: false,
         mcp: McpDialect::Pith,
+        find_paths_anchored: false,
     },
 
     resources: Resources {

@@ -62,6 +62,7 @@ pub const PROFILE: Profile = Profile {
         tool_list_modifiers: true,
         codemode: true,
         mcp: McpDialect::Pi,
+        find_paths_anchored: true,
         ..super::v087::PROFILE.tools
     },
 

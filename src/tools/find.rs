@@ -25,7 +25,11 @@ use super::{
 
 pub const DEFAULT_LIMIT: usize = 1000;
 
-pub struct FindTool;
+/// `relative_globs`: pi 1.6.0's patterns, anchored at the search path (`Tools::find_paths_anchored`).
+#[derive(Default)]
+pub struct FindTool {
+    pub relative_globs: bool,
+}
 
 impl Tool for FindTool {
     fn name(&self) -> &'static str {
@@ -42,6 +46,21 @@ impl Tool for FindTool {
 
     fn parameters(&self) -> Value {
         static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        static SCHEMA_16: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        if self.relative_globs {
+            return super::schema(
+                &SCHEMA_16,
+                r#"{
+            "type": "object",
+            "required": ["pattern"],
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
+                "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
+                "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
+            }
+        }"#,
+            );
+        }
         super::schema(
             &SCHEMA,
             r#"{
@@ -79,7 +98,11 @@ impl Tool for FindTool {
                 root.display()
             ));
         }
-        let matcher = FdGlob::new(pattern)?;
+        let matcher = if self.relative_globs {
+            FdGlob::anchored(pattern, &root)?
+        } else {
+            FdGlob::new(pattern)?
+        };
         let walker = Walker::new(
             &root,
             &ctx.cwd,
@@ -210,17 +233,53 @@ impl FdGlob {
         } else {
             pattern.to_string()
         };
+        Self::build(&effective, full_path, None)
+    }
+
+    /// pi 1.6.0's pattern: a leading `./` dropped; a relative path pattern anchored at the
+    /// search path `root` (prefixed with it, glob-escaped), and ignoring case when it is all
+    /// lowercase (fd's `--ignore-case`; otherwise fd's smart case).
+    pub fn anchored(pattern: &str, root: &Path) -> Result<FdGlob, String> {
+        let mut p = pattern;
+        while let Some(rest) = p.strip_prefix("./") {
+            p = rest;
+        }
+        let full_path = p.contains('/');
+        if !full_path || p.starts_with('/') {
+            return Self::build(p, full_path, None);
+        }
+        let root = root.to_string_lossy();
+        let mut escaped = String::with_capacity(root.len() + p.len() + 1);
+        for c in root.trim_end_matches('/').chars() {
+            if matches!(c, '\\' | '*' | '?' | '[' | ']' | '{' | '}') {
+                escaped.push('\\');
+            }
+            escaped.push(c);
+        }
+        escaped.push('/');
+        escaped.push_str(p);
+        let ignore_case = p == p.to_lowercase();
+        Self::build(&escaped, true, ignore_case.then_some(true))
+    }
+
+    /// The matcher of glob `effective`; `ignore_case`: `Some(true)` forces it, `None` is fd's
+    /// smart case.
+    fn build(
+        effective: &str,
+        full_path: bool,
+        ignore_case: Option<bool>,
+    ) -> Result<FdGlob, String> {
         let regex_text = if effective.is_empty() {
             String::new()
         } else {
-            GlobBuilder::new(&effective)
+            GlobBuilder::new(effective)
                 .literal_separator(true)
                 .build()
                 .map_err(|e| format!("[fd error]: {e}"))?
                 .regex()
                 .to_string()
         };
-        let case_sensitive = has_uppercase_char(&regex_text);
+        let case_sensitive = ignore_case.is_none() && has_uppercase_char(&regex_text);
         let regex = RegexBuilder::new(&regex_text)
             .case_insensitive(!case_sensitive)
             .dot_matches_new_line(true)
@@ -292,6 +351,37 @@ mod tests {
         assert!(!g.is_match(Path::new("/r/src/x/a.rs")));
         let g = FdGlob::new("*.{ts,tsx}").unwrap();
         assert!(g.is_match(Path::new("/r/a.tsx")));
+    }
+
+    #[test]
+    fn pi_16_anchors_path_patterns_at_the_search_path() {
+        let root = Path::new("/r/[x]");
+        let g = FdGlob::anchored("src/*.ts", root).unwrap();
+        assert!(g.is_match(Path::new("/r/[x]/src/a.ts")));
+        assert!(
+            g.is_match(Path::new("/r/[x]/SRC/A.TS")),
+            "all lowercase: any case"
+        );
+        assert!(!g.is_match(Path::new("/r/[x]/pkg/src/a.ts")));
+        let g = FdGlob::anchored("./**/src/*.ts", root).unwrap();
+        assert!(g.is_match(Path::new("/r/[x]/src/a.ts")));
+        assert!(g.is_match(Path::new("/r/[x]/pkg/src/a.ts")));
+        let g = FdGlob::anchored("Src/*.ts", root).unwrap();
+        assert!(
+            !g.is_match(Path::new("/r/[x]/src/a.ts")),
+            "an uppercase letter: exact case"
+        );
+        let g = FdGlob::anchored("./*.md", root).unwrap();
+        assert!(
+            g.is_match(Path::new("/r/[x]/deep/README.MD")),
+            "a name pattern at any depth"
+        );
+        // 0.87.1's: a leading `**/`.
+        assert!(
+            FdGlob::new("src/*.ts")
+                .unwrap()
+                .is_match(Path::new("/r/pkg/src/a.ts"))
+        );
     }
 
     #[test]

@@ -46,7 +46,12 @@ const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Bytes kept of a line shown from a re-read file (more than 500 UTF-16 units need).
 const KEEP_LINE_BYTES: usize = 4 * GREP_MAX_LINE_LENGTH + 8;
 
-pub struct GrepTool;
+/// `relative_globs`: pi 1.6.0's `glob`, rooted at the searched directory, a leading `./` dropped
+/// (`Tools::find_paths_anchored`).
+#[derive(Default)]
+pub struct GrepTool {
+    pub relative_globs: bool,
+}
 
 impl Tool for GrepTool {
     fn name(&self) -> &'static str {
@@ -63,6 +68,25 @@ impl Tool for GrepTool {
 
     fn parameters(&self) -> Value {
         static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        static SCHEMA_16: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        if self.relative_globs {
+            return super::schema(
+                &SCHEMA_16,
+                r#"{
+            "type": "object",
+            "required": ["pattern"],
+            "properties": {
+                "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
+                "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
+                "glob": {"type": "string", "description": "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
+                "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
+                "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
+                "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
+                "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
+            }
+        }"#,
+            );
+        }
         super::schema(
             &SCHEMA,
             r#"{
@@ -121,7 +145,31 @@ impl Tool for GrepTool {
                 .max(1.0),
         };
         let glob = arg_str(args, "glob").filter(|g| !g.is_empty());
-        let found = search(pattern, &root, meta.is_dir(), glob, &opts, ctx)?;
+        // pi 1.6.0 runs rg in the searched directory (its globs are rooted there) and drops a
+        // leading `./` (after a `!`); before, rg ran in pi's cwd.
+        let glob: Option<std::borrow::Cow<'_, str>> = match glob {
+            Some(g) if self.relative_globs => {
+                let (neg, mut rest) = g.strip_prefix('!').map_or(("", g), |r| ("!", r));
+                while let Some(r) = rest.strip_prefix("./") {
+                    rest = r;
+                }
+                Some(format!("{neg}{rest}").into())
+            }
+            other => other.map(Into::into),
+        };
+        let glob_root = if self.relative_globs && meta.is_dir() {
+            root.as_path()
+        } else {
+            ctx.cwd.as_path()
+        };
+        let found = search(
+            pattern,
+            &root,
+            meta.is_dir(),
+            glob.as_deref().map(|g| (g, glob_root)),
+            &opts,
+            ctx,
+        )?;
         format_result(found, &opts)
     }
 }
@@ -195,13 +243,15 @@ fn search(
     pattern: &str,
     root: &Path,
     is_dir: bool,
-    glob: Option<&str>,
+    glob: Option<(&str, &Path)>,
     opts: &Options,
     ctx: &ToolContext,
 ) -> Result<Found, String> {
-    // rg builds its globs before its matcher: a bad glob is reported first.
-    let mut overrides = ignore::overrides::OverrideBuilder::new(&ctx.cwd);
-    if let Some(g) = glob {
+    // rg builds its globs before its matcher: a bad glob is reported first. `glob`: the glob and
+    // the directory it is rooted at (rg's cwd).
+    let mut overrides =
+        ignore::overrides::OverrideBuilder::new(glob.map_or(ctx.cwd.as_path(), |g| g.1));
+    if let Some((g, _)) = glob {
         overrides.add(g).map_err(|e| format!("rg: {e}"))?;
     }
     let overrides = overrides.build().map_err(|e| format!("rg: {e}"))?;

@@ -115,8 +115,8 @@ pub fn builtin_tool(name: &str) -> Option<Box<dyn Tool>> {
         "bash" => Box::new(bash::BashTool),
         "edit" => Box::new(edit::EditTool),
         "write" => Box::new(write::WriteTool),
-        "grep" => Box::new(grep::GrepTool),
-        "find" => Box::new(find::FindTool),
+        "grep" => Box::new(grep::GrepTool::default()),
+        "find" => Box::new(find::FindTool::default()),
         "ls" => Box::new(ls::LsTool),
         _ => return None,
     })
@@ -129,6 +129,12 @@ pub fn tool_for(name: &str, profile: &crate::protocol::Tools) -> Option<Box<dyn 
         tool_search::NAME if profile.mcp == crate::protocol::McpDialect::Pi => {
             Some(Box::new(tool_search::ToolSearchTool))
         }
+        "find" => Some(Box::new(find::FindTool {
+            relative_globs: profile.find_paths_anchored,
+        })),
+        "grep" => Some(Box::new(grep::GrepTool {
+            relative_globs: profile.find_paths_anchored,
+        })),
         _ => builtin_tool(name),
     }
 }
