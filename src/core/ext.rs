@@ -115,13 +115,7 @@ impl Machine {
                 error,
             } => self.extension_error(&extension, &event, &error),
             FromExt::NodeTooOld { version } if self.plugins.exts[i].node_host => {
-                let path = self
-                    .plugins
-                    .cfg
-                    .node_host
-                    .as_ref()
-                    .map(|s| s.node.path.clone())
-                    .unwrap_or_default();
+                let path = self.plugins.node_path();
                 self.plugins.exts[i].life = Life::Dead;
                 self.refuse_node(crate::ext::node_host::NodeProblem::TooOld { path, version });
             }
@@ -220,6 +214,14 @@ impl Machine {
         };
         let path = extension.unwrap_or_else(|| self.plugins.exts[i].path.clone());
         let failed = |m: &mut Machine, e: &str| m.extension_error(&path, &call.event, e);
+        // A handler's answer, or its failure reported (`None`: the handler had nothing to say).
+        let answer = |m: &mut Machine, outcome: Result<Value, String>| match outcome {
+            Ok(v) => Some(v),
+            Err(e) => {
+                failed(m, &e);
+                None
+            }
+        };
         match call.kind {
             CallKind::ToolCall => {
                 let decision = match outcome {
@@ -232,10 +234,8 @@ impl Machine {
                 self.gate_ext_answer(i, id, decision);
             }
             CallKind::Review { batch, index } => {
-                if let Err(e) = &outcome {
-                    failed(self, e);
-                }
-                self.review_answer(batch, index, outcome.ok());
+                let a = answer(self, outcome);
+                self.review_answer(batch, index, a);
             }
             CallKind::SessionOp(op) => {
                 let cancel = match &outcome {
@@ -252,43 +252,19 @@ impl Machine {
                 self.tool_finished(batch, index, r);
             }
             CallKind::Input(op) => {
-                let answer = match &outcome {
-                    Ok(v) => Some(v.clone()),
-                    Err(e) => {
-                        failed(self, e);
-                        None
-                    }
-                };
-                self.advance_input(op, answer);
+                let a = answer(self, outcome);
+                self.advance_input(op, a);
             }
             CallKind::BeforeStart(op) => {
-                let answer = match outcome {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        failed(self, &e);
-                        None
-                    }
-                };
+                let answer = answer(self, outcome);
                 self.advance_before_start(op, answer, &path);
             }
             CallKind::BeforeCompact { op, custom } => {
-                let answer = match outcome {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        failed(self, &e);
-                        None
-                    }
-                };
+                let answer = answer(self, outcome);
                 self.before_compact_answer(op, custom, answer);
             }
             CallKind::Context(op) => {
-                let answer = match outcome {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        failed(self, &e);
-                        None
-                    }
-                };
+                let answer = answer(self, outcome);
                 self.advance_context(op, answer, &path);
             }
             CallKind::Command { id, command, name } => {
@@ -318,13 +294,7 @@ impl Machine {
         }
         if host_starting && !self.plugins.stopping {
             // pi's extensions did not load: no run starts without them (exit 2).
-            let path = self
-                .plugins
-                .cfg
-                .node_host
-                .as_ref()
-                .map(|s| s.node.path.clone())
-                .unwrap_or_default();
+            let path = self.plugins.node_path();
             self.refuse_node(crate::ext::node_host::NodeProblem::Broken {
                 path,
                 error: format!("the host of pi's extensions failed ({event}): {error}"),

@@ -685,6 +685,16 @@ pub struct Plugins {
 }
 
 impl Plugins {
+    /// The node the TypeScript extensions' host runs on (empty when there is none), for the
+    /// refusal that names it.
+    pub fn node_path(&self) -> std::path::PathBuf {
+        self.cfg
+            .node_host
+            .as_ref()
+            .map(|s| s.node.path.clone())
+            .unwrap_or_default()
+    }
+
     pub fn new(cfg: PluginConfig) -> Plugins {
         Plugins {
             cfg,
@@ -1139,13 +1149,7 @@ impl Machine {
                 self.ext_hello(i);
             }
             (Target::Ext(i), Err(e)) if self.plugins.exts[i].node_host => {
-                let node = self
-                    .plugins
-                    .cfg
-                    .node_host
-                    .as_ref()
-                    .map(|s| s.node.path.clone())
-                    .unwrap_or_default();
+                let node = self.plugins.node_path();
                 self.plugins.exts[i].life = Life::Dead;
                 self.refuse_node(crate::ext::node_host::NodeProblem::Broken {
                     path: node,

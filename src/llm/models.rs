@@ -224,7 +224,7 @@ impl Registry {
 
     /// Each provider's default model in this registry's pi version (`defaultModelPerProvider`).
     pub fn default_models(&self) -> &'static [(&'static str, &'static str)] {
-        self.version.unwrap_or(&table::V073).defaults
+        self.version().defaults
     }
 
     /// Only the built-in models of the given catalog.

@@ -47,23 +47,10 @@ impl Tool for FindTool {
     fn parameters(&self) -> Value {
         static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
         static SCHEMA_16: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        if self.relative_globs {
-            return super::schema(
-                &SCHEMA_16,
+        let base = || {
+            super::schema(
+                &SCHEMA,
                 r#"{
-            "type": "object",
-            "required": ["pattern"],
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
-                "path": {"type": "string", "description": "Directory to search in (default: current directory)"},
-                "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
-            }
-        }"#,
-            );
-        }
-        super::schema(
-            &SCHEMA,
-            r#"{
             "type": "object",
             "required": ["pattern"],
             "properties": {
@@ -72,7 +59,18 @@ impl Tool for FindTool {
                 "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
             }
         }"#,
-        )
+            )
+        };
+        if self.relative_globs {
+            // pi 1.6.0's text.
+            return super::schema_variant(
+                &SCHEMA_16,
+                base,
+                "pattern",
+                "Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth",
+            );
+        }
+        base()
     }
 
     fn execute(

@@ -69,27 +69,10 @@ impl Tool for GrepTool {
     fn parameters(&self) -> Value {
         static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
         static SCHEMA_16: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        if self.relative_globs {
-            return super::schema(
-                &SCHEMA_16,
+        let base = || {
+            super::schema(
+                &SCHEMA,
                 r#"{
-            "type": "object",
-            "required": ["pattern"],
-            "properties": {
-                "pattern": {"type": "string", "description": "Search pattern (regex or literal string)"},
-                "path": {"type": "string", "description": "Directory or file to search (default: current directory)"},
-                "glob": {"type": "string", "description": "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth"},
-                "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-                "literal": {"type": "boolean", "description": "Treat pattern as literal string instead of regex (default: false)"},
-                "context": {"type": "number", "description": "Number of lines to show before and after each match (default: 0)"},
-                "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
-            }
-        }"#,
-            );
-        }
-        super::schema(
-            &SCHEMA,
-            r#"{
             "type": "object",
             "required": ["pattern"],
             "properties": {
@@ -102,7 +85,18 @@ impl Tool for GrepTool {
                 "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
             }
         }"#,
-        )
+            )
+        };
+        if self.relative_globs {
+            // pi 1.6.0's text.
+            return super::schema_variant(
+                &SCHEMA_16,
+                base,
+                "glob",
+                "Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth",
+            );
+        }
+        base()
     }
 
     fn execute(

@@ -157,6 +157,24 @@ pub(crate) fn schema(cell: &'static std::sync::OnceLock<Value>, text: &str) -> V
         .clone()
 }
 
+/// A version's variant of a tool's schema: `base` with parameter `param`'s description replaced,
+/// made once per process (the key order stays `base`'s).
+pub(crate) fn schema_variant(
+    cell: &'static std::sync::OnceLock<Value>,
+    base: impl FnOnce() -> Value,
+    param: &str,
+    description: &str,
+) -> Value {
+    cell.get_or_init(|| {
+        let mut v = base();
+        if let Some(p) = v.pointer_mut(&format!("/properties/{param}/description")) {
+            *p = Value::String(description.to_string());
+        }
+        v
+    })
+    .clone()
+}
+
 /// Prepare, then validate `args` against `tool`'s schema (the machine's one call per tool call).
 pub fn prepare_and_validate(tool: &dyn Tool, args: &Value) -> Result<Value, String> {
     let prepared = prepare_arguments(tool.name(), args);
