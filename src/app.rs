@@ -74,7 +74,7 @@ pub fn run(opts: Options) -> i32 {
             eprintln!("Error: no prompt given (pith -p \"prompt\", @files or piped stdin)");
             cli::EXIT_USAGE
         }
-        Ok(_) if startup.model.is_none() => {
+        Ok(_) if startup.model.is_none() && startup.plugins.deferred_model.is_none() => {
             // pi stops here too, before any output (pi exits 1; pith's code for a configuration
             // that cannot run is 2).
             eprintln!("{}", crate::list_models::NO_MODELS);
@@ -273,17 +273,6 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
         .entries()
         .iter()
         .any(|e| e.entry_type() == "message");
-    let picked = pick_model(opts, &settings, &registry, &mut auth, &session, resumed)?;
-    let thinking = pick_thinking(
-        &picked,
-        &settings,
-        &registry,
-        &mut session,
-        resumed,
-        version,
-    );
-    let active = active_tools(opts, &settings, &version.profile().tools);
-
     let mode = match opts.mode {
         Mode::Rpc => "rpc",
         Mode::Json => "json",
@@ -291,7 +280,7 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
         // Extensions see an ACP session as an RPC host: dialogs are answered (docs/acp.md).
         Mode::Acp => "rpc",
     };
-    let (plugins, warnings) = crate::core::plugins::PluginConfig::resolve(
+    let (plugins, plugin_warnings) = crate::core::plugins::PluginConfig::resolve(
         &opts.extensions,
         opts.no_extensions,
         opts.no_mcp,
@@ -304,10 +293,36 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
         mode,
         version.profile().tools.mcp,
     );
-    for w in warnings {
+    // A pi extension may register the `--provider` / `--model` asked for (`registerProvider`).
+    let may_defer = plugins
+        .extensions
+        .iter()
+        .any(|e| e.kind == crate::ext::load::Kind::Node);
+    let mut deferred = None;
+    let picked = pick_model(
+        opts,
+        &settings,
+        &registry,
+        &mut auth,
+        &session,
+        resumed,
+        may_defer.then_some(&mut deferred),
+    )?;
+    let thinking = pick_thinking(
+        &picked,
+        &settings,
+        &registry,
+        &mut session,
+        resumed,
+        version,
+    );
+    let active = active_tools(opts, &settings, &version.profile().tools);
+
+    for w in plugin_warnings {
         eprintln!("{w}");
     }
     let mut plugins = plugins;
+    plugins.deferred_model = deferred;
     plugins.node_host = node_host(&plugins, &settings, project_trusted)?;
     permissions(opts, &settings, &cwd, &mut plugins)?;
     let mut active = active;
@@ -598,28 +613,44 @@ fn pick_model(
     auth: &mut Auth,
     session: &Session,
     resumed: bool,
+    mut defer: Option<&mut Option<crate::core::plugins::DeferredModel>>,
 ) -> Result<PickedModel, StartupError> {
     let mut cli_level = opts.thinking;
     let mut model = None;
     if let Some(pattern) = &opts.model {
-        let (m, level, warning) =
-            if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
-                (crate::llm::faux::model(), None, None)
-            } else {
-                resolve_cli_model(registry, opts.provider.as_deref(), pattern)
-                    .map_err(StartupError::config)?
-            };
-        if let Some(w) = warning {
-            eprintln!("Warning: {w}");
+        let resolved = if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
+            Ok((crate::llm::faux::model(), None, None))
+        } else {
+            resolve_cli_model(registry, opts.provider.as_deref(), pattern)
+        };
+        match (resolved, defer.as_deref_mut()) {
+            (Ok((m, level, warning)), _) => {
+                if let Some(w) = warning {
+                    eprintln!("Warning: {w}");
+                }
+                if cli_level.is_none() {
+                    cli_level = level;
+                }
+                model = Some(m);
+            }
+            // Not known yet: a pi extension's factory may register it (resolved, or this
+            // error given, once the extensions have loaded).
+            (Err(_), Some(slot)) => {
+                *slot = Some(crate::core::plugins::DeferredModel {
+                    provider: opts.provider.clone(),
+                    pattern: pattern.clone(),
+                    api_key: opts.api_key.clone(),
+                    level: cli_level,
+                });
+            }
+            (Err(e), None) => return Err(StartupError::config(e)),
         }
-        if cli_level.is_none() {
-            cli_level = level;
-        }
-        model = Some(m);
     }
+    let deferred = defer.is_some_and(|d| d.is_some());
     if let Some(key) = &opts.api_key {
         match &model {
             Some(m) => auth.set_runtime_key(&m.provider, key),
+            None if deferred => {}
             None => {
                 return Err(
                     "--api-key requires a model to be specified via --model, --provider/--model, or --models".to_string().into()
@@ -675,7 +706,7 @@ fn pick_model(
                 .filter(|m| auth.has_auth(&m.provider));
         }
     }
-    if model.is_none() {
+    if model.is_none() && !deferred {
         model = defaults.initial(registry, auth);
     }
     Ok(PickedModel {
@@ -1202,7 +1233,9 @@ fn run_rpc(startup: Startup, signals: io::watch::Signals) -> i32 {
     // The machine and its senders are gone: the writer drains what is queued and stops. (The
     // stdin thread may still be blocked in read(2); exiting the process ends it.) After a signal
     // the host may not be reading at all, so the drain gets a short grace period only.
-    if matches!(exit, Exit::Signal(_)) {
+    // An unknown start-up model stops pith while the host may still be writing to it (the
+    // stdin thread holds a sender until its read ends): the same short drain.
+    if matches!(exit, Exit::Signal(_) | Exit::ModelUnknown { .. }) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
         while !writer.is_finished() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));

@@ -95,6 +95,11 @@ impl Settings {
         )
     }
 
+    /// The merged settings as read (pi's `getSettings()`).
+    pub fn raw(&self) -> &Map<String, Value> {
+        &self.raw
+    }
+
     /// What [`Settings::load_global`] would read, from the file already read.
     pub fn global_only(&self) -> Settings {
         Settings {

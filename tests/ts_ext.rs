@@ -274,8 +274,8 @@ fn gate_tools_command_input_and_switch() {
 /// each failure is an `extension_error` naming the extension, and the others keep running.
 ///
 /// pi 1.6.0: the same `extension_error`s for the throwing `agent_start` handler and `/boom`
-/// (`"extensionPath":"command:boom"`); it runs `registerProvider` (pith names the method in an
-/// error instead: providers from extensions are not supported), gives `before_agent_start`
+/// (`"extensionPath":"command:boom"`); it runs `registerProvider` with a `streamSimple` (pith
+/// names it in an error instead: a custom stream needs pi's model runtime), gives `before_agent_start`
 /// handlers its structured `systemPromptOptions` (pith builds its prompt itself and names the
 /// field in an error) and waits for the hanging
 /// `tool_call` handler forever (pith gives up after the call timeout and blocks the call, its
@@ -313,7 +313,7 @@ fn throwing_unsupported_and_hanging_extensions_are_reported() {
     assert_eq!(
         p.recv(),
         json!({"type":"extension_error","extensionPath":"command:provide","event":"command",
-               "error":"pith does not support pi.registerProvider() (docs/extensions.md)"})
+               "error":"pith does not support pi.registerProvider(\"mine\", {streamSimple}) (docs/extensions.md)"})
     );
     assert_eq!(p.recv()["id"], "u");
     p.send(json!({"id":"b","type":"prompt","message":"/boom"}));

@@ -127,6 +127,13 @@ impl Machine {
                     let line = self.node_host_snapshot(&id, &params);
                     self.ext_write(i, line);
                     return;
+                } else if method == "waitForIdle" {
+                    if self.is_idle() {
+                        self.ext_write(i, proto::call_result(&id, Ok(Value::Null)));
+                    } else {
+                        self.plugins.idle_waiters.push((i, id));
+                    }
+                    return;
                 } else if method == "newSession" {
                     // pi's `ctx.newSession()`: as `new_session`, asking the extensions first;
                     // answered `{cancelled}` when it has run (or was cancelled).
@@ -637,6 +644,25 @@ impl Machine {
                 self.plugins.waiting_commands.push(id.cloned());
                 return Some(Reply::Later);
             }
+            Command::GetAvailableModels | Command::SetModel { .. } | Command::CycleModel
+                if self.plugins.node_host_starting() =>
+            {
+                // pi's extensions may still register providers: answer once they have loaded.
+                self.plugins
+                    .waiting_models
+                    .push((id.cloned(), ty.to_string(), cmd.clone()));
+                return Some(Reply::Later);
+            }
+            Command::GetState
+                if self.plugins.cfg.deferred_model.is_some()
+                    && self.plugins.node_host_starting() =>
+            {
+                // The start-up model waits for the extensions' providers: so does its state.
+                self.plugins
+                    .waiting_models
+                    .push((id.cloned(), ty.to_string(), cmd.clone()));
+                return Some(Reply::Later);
+            }
             Command::Steer(input) | Command::FollowUp(input) => {
                 let name = input.text.strip_prefix('/')?.split(' ').next()?;
                 self.extension_command_owner(name)?;
@@ -836,6 +862,7 @@ impl Machine {
             "pendingMessages": pending > 0,
             "tools": tools,
             "inactiveTools": inactive,
+            "models": self.plugins.models_generation,
         })
     }
 
@@ -987,7 +1014,68 @@ impl Machine {
                 }
                 Ok(Value::Null)
             }
+            "models" => Ok(self.models_for_host()),
+            "shutdown" => {
+                // pi's print mode ignores it (pith exits after its prompts anyway).
+                if self.plugins.cfg.mode != "print" {
+                    self.plugins.shutdown_requested = true;
+                }
+                Ok(Value::Null)
+            }
+            "registerProvider" => {
+                let name = str_param("name").ok_or("name must be a string")?;
+                let config = params.get("config").cloned().unwrap_or(Value::Null);
+                let env = self.env.auth.env().clone();
+                self.env.registry.register_provider(name, &config, &*env)?;
+                self.models_changed(name);
+                Ok(Value::Null)
+            }
+            "unregisterProvider" => {
+                let name = str_param("name").ok_or("name must be a string")?;
+                if self.env.registry.unregister_provider(name) {
+                    self.models_changed(name);
+                }
+                Ok(Value::Null)
+            }
             other => Err(format!("pith does not support {other}")),
+        }
+    }
+
+    /// `ctx.modelRegistry`'s data: every model (as `get_available_models` shows them), the
+    /// providers with a credential, and models.json's error.
+    fn models_for_host(&self) -> Value {
+        let registry = &self.env.registry;
+        let all = registry.all();
+        let mut configured: Vec<&str> = Vec::new();
+        for m in all {
+            if !configured.contains(&m.provider.as_str())
+                && registry.has_configured_auth(&m.provider, &self.env.auth)
+            {
+                configured.push(&m.provider);
+            }
+        }
+        json!({"all": all, "configured": configured, "error": registry.load_error()})
+    }
+
+    /// `ctx.waitForIdle()` calls answered, now that pith is idle.
+    pub(crate) fn answer_idle_waiters(&mut self) {
+        for (i, id) in std::mem::take(&mut self.plugins.idle_waiters) {
+            self.ext_write(i, proto::call_result(&id, Ok(Value::Null)));
+        }
+    }
+
+    /// Provider `name` was registered, changed or removed by an extension: the current model,
+    /// when it is one of that provider's, is read again (its `baseUrl`, headers...; it stays as
+    /// it is when the provider is gone, as pi keeps it); a start-up `--model` waiting for the
+    /// extensions is tried once they have all loaded ([`Machine::resolve_deferred_model`]).
+    fn models_changed(&mut self, name: &str) {
+        self.plugins.models_generation += 1;
+        let keys = self.env.registry.provider_api_keys();
+        self.env.auth.set_fallback_keys(keys);
+        if let Some(m) = self.state.model.as_ref().filter(|m| m.provider == name) {
+            if let Some(fresh) = self.env.registry.lookup(&m.provider, &m.id) {
+                self.state.model = Some(fresh);
+            }
         }
     }
 

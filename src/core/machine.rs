@@ -131,6 +131,9 @@ pub enum Exit {
     Signal(i32),
     /// A configured pi extension cannot run (its node is too old or cannot start): exit 2.
     Refused,
+    /// The start-up model is unknown once the extensions have loaded: exit 1 in RPC mode, 2
+    /// otherwise (as when start-up finds no such model).
+    ModelUnknown { rpc: bool },
 }
 
 impl Exit {
@@ -139,6 +142,13 @@ impl Exit {
             Exit::InputClosed | Exit::ClientGone => 0,
             Exit::Signal(s) => 128 + s,
             Exit::Refused => 2,
+            Exit::ModelUnknown { rpc } => {
+                if *rpc {
+                    1
+                } else {
+                    2
+                }
+            }
         }
     }
 }
@@ -441,12 +451,30 @@ impl Machine {
                 self.cancel_all_work();
                 return Exit::Refused;
             }
+            if let Some(why) = self.plugins.model_unknown.take() {
+                eprintln!("{why}");
+                self.cancel_all_work();
+                return Exit::ModelUnknown {
+                    rpc: self.plugins.cfg.mode == "rpc",
+                };
+            }
             if let Some(sig) = self.io.exit_signal {
                 return self.shutdown_on_signal(sig);
             }
             if self.io.client_gone {
                 self.cancel_all_work();
                 return Exit::ClientGone;
+            }
+            if !self.plugins.idle_waiters.is_empty() && self.is_idle() {
+                self.answer_idle_waiters();
+            }
+            if self.plugins.shutdown_requested
+                && self.is_idle()
+                && self.exports.is_empty()
+                && !self.plugins.busy()
+            {
+                // An extension's `ctx.shutdown()`: as the end of input (session_shutdown first).
+                return Exit::InputClosed;
             }
             if self.io.input_closed
                 && self.is_idle()
@@ -1375,7 +1403,7 @@ impl Machine {
 
     // ---- models and thinking ------------------------------------------------------------------
 
-    fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
+    pub(crate) fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.state.model.as_ref().is_some_and(|m| m.reasoning);
         self.state
             .session

@@ -86,6 +86,20 @@ pub struct PluginConfig {
     pub call_events: bool,
     /// pi's TypeScript extensions are configured: the node that hosts them.
     pub node_host: Option<NodeHostSetup>,
+    /// `--model` (with `--provider`) named no known model, and pi extensions may register its
+    /// provider (`registerProvider` in their factory): resolved once they have all loaded.
+    pub deferred_model: Option<DeferredModel>,
+}
+
+/// A start-up `--provider` / `--model` left for after the extensions' start ([`PluginConfig`]).
+#[derive(Clone, Debug)]
+pub struct DeferredModel {
+    pub provider: Option<String>,
+    pub pattern: String,
+    /// `--api-key`, for the model's provider.
+    pub api_key: Option<String>,
+    /// Nothing gave a thinking level (`--thinking`, `--model x:level`).
+    pub level: Option<crate::message::ThinkingLevel>,
 }
 
 /// The node host of pi's TypeScript extensions (`ext::node_host`).
@@ -229,6 +243,7 @@ impl PluginConfig {
                 builtins_off,
                 call_events: false,
                 node_host: None,
+                deferred_model: None,
             },
             warnings,
         )
@@ -682,6 +697,18 @@ pub struct Plugins {
     node_dir: Option<tempfile::TempDir>,
     /// pith must not go on: a configured pi extension cannot run (the message for stderr).
     pub refused: Option<String>,
+    /// pith must not go on: the start-up `--model` left for the extensions is still unknown once
+    /// they have loaded (the message for stderr; exit as for an unknown model at start).
+    pub model_unknown: Option<String>,
+    /// An extension's `ctx.shutdown()`: pith exits as at the end of input once idle.
+    pub shutdown_requested: bool,
+    /// `ctx.waitForIdle()` calls to answer once idle (extension, call id).
+    pub idle_waiters: Vec<(usize, Value)>,
+    /// Counts changes to the models (extensions' providers), told to the node host in its state.
+    pub models_generation: u64,
+    /// Model commands (`get_available_models`, `set_model`, `cycle_model`) received while the
+    /// node host loads pi's extensions (they may register providers): id, type, command.
+    pub waiting_models: Vec<(Option<Value>, String, crate::rpc::command::Command)>,
 }
 
 impl Plugins {
@@ -743,6 +770,7 @@ impl Plugins {
         self.prompt_waits_startup
             || self.node_host_starting()
             || !self.waiting_commands.is_empty()
+            || !self.waiting_models.is_empty()
             || !self.ops.is_empty()
             || !self.inputs.is_empty()
             || self.before_start.is_some()
@@ -1178,6 +1206,12 @@ impl Machine {
     }
 
     fn ext_hello(&mut self, index: usize) {
+        if self.plugins.exts[index].node_host {
+            // pi's `getSettings()`: the effective settings (global, and the project's when
+            // trusted), as pi's settings manager merged them.
+            let line = crate::ext::protocol::settings_line(self.env.settings.raw());
+            self.ext_write(index, line);
+        }
         let session = match self.state.session.file() {
             Some(f) => json!({"id": self.state.session_id, "file": f.to_string_lossy()}),
             None => json!({"id": self.state.session_id}),
@@ -1330,6 +1364,23 @@ impl Machine {
             }
         }
         self.mcp_report_problems();
+        if !exts_starting && self.plugins.cfg.deferred_model.is_some() {
+            self.resolve_deferred_model();
+        }
+        if !exts_starting && !self.plugins.waiting_models.is_empty() {
+            for (id, ty, cmd) in std::mem::take(&mut self.plugins.waiting_models) {
+                let line = match self.handle_command(cmd, id.as_ref()) {
+                    crate::core::machine::Reply::Now(data) => {
+                        response::success(id.as_ref(), &ty, data.as_ref())
+                    }
+                    crate::core::machine::Reply::Fail(msg) => {
+                        response::error(id.as_ref(), Some(&ty), &msg)
+                    }
+                    crate::core::machine::Reply::Later => continue,
+                };
+                self.send(line);
+            }
+        }
         if self.plugins.prompt_waits_startup && !self.plugins.starting() {
             self.plugins.prompt_waits_startup = false;
             if self.plugins.cfg.mcp_dialect == McpDialect::Pi {
@@ -1337,6 +1388,37 @@ impl Machine {
                 self.plugins.mcp_wait_until = None;
             }
             self.run_pending_prompt();
+        }
+    }
+
+    /// The start-up `--provider` / `--model` resolved now that the extensions have registered
+    /// their providers: the session's model, as if the CLI had found it; still unknown, pith
+    /// stops with the error start-up would have given.
+    fn resolve_deferred_model(&mut self) {
+        let Some(d) = self.plugins.cfg.deferred_model.take() else {
+            return;
+        };
+        match crate::llm::models::resolve_cli_model(
+            &self.env.registry,
+            d.provider.as_deref(),
+            &d.pattern,
+        ) {
+            Ok((model, level, warning)) => {
+                if let Some(w) = warning {
+                    eprintln!("Warning: {w}");
+                }
+                if let Some(key) = &d.api_key {
+                    self.env.auth.set_runtime_key(&model.provider, key);
+                }
+                let level = d.level.or(level);
+                self.state.defaults.cli_model = Some(model.clone());
+                self.state.defaults.cli_level = level;
+                self.set_model_to(model, level);
+            }
+            Err(e) => {
+                self.plugins.model_unknown = Some(e);
+                self.drop_pending_prompt("Prompt cancelled: the model is unknown");
+            }
         }
     }
 

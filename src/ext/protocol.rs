@@ -622,6 +622,11 @@ pub fn hello(version: &str, cwd: &str, mode: &str, compat: &str, session: &Value
     }))
 }
 
+/// The node host's copy of the effective settings (pi's `getSettings()`), before `hello`.
+pub fn settings_line(settings: &serde_json::Map<String, Value>) -> Vec<u8> {
+    line(&json!({"type": "settings", "settings": settings}))
+}
+
 /// An event. With `id` the extension must answer with a `result`; without, it is a notification.
 pub fn event(id: Option<u64>, event: &Value) -> Vec<u8> {
     match id {

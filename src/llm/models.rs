@@ -154,6 +154,10 @@ pub struct Registry {
     /// `provider:id` → headers declared for that model in models.json.
     model_headers: HashMap<String, Headers>,
     load_error: Option<String>,
+    /// Providers registered by extensions (pi's `registerProvider`), in order, and models.json
+    /// as read (what `cfg` is composed from while there are any).
+    ext_providers: Vec<(String, config::ProviderConfig)>,
+    file_cfg: Option<std::sync::Arc<ModelsConfig>>,
 }
 
 /// The models of a registry (or of one provider of it), in registry order.
@@ -174,6 +178,8 @@ impl Clone for Registry {
             provider_configs: self.provider_configs.clone(),
             model_headers: self.model_headers.clone(),
             load_error: self.load_error.clone(),
+            ext_providers: self.ext_providers.clone(),
+            file_cfg: self.file_cfg.clone(),
         }
     }
 }
@@ -245,6 +251,89 @@ impl Registry {
         config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
     }
 
+    /// pi's `registerProvider(name, config)` in its data form (an extension's): a new provider
+    /// with its models, or (without `models`) `baseUrl` / `headers` / `apiKey` for an existing
+    /// one, keeping its models. models.json still applies over it. Registering a name again
+    /// replaces the earlier registration. `env` resolves `$ENV` / `${ENV}` in `apiKey`.
+    pub fn register_provider(
+        &mut self,
+        name: &str,
+        config: &Value,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), String> {
+        let version = self.version();
+        let is_builtin = |n: &str| version.providers.iter().any(|p| p.name == n);
+        let interpolate = |s: &str| config::interpolate_env(s, env);
+        let p = config::extension_provider(name, config, &is_builtin, &interpolate)?;
+        let mut ext = std::mem::take(&mut self.ext_providers);
+        ext.retain(|(n, _)| n != name);
+        ext.push((name.to_string(), p));
+        self.recompose(ext);
+        Ok(())
+    }
+
+    /// pi's `unregisterProvider(name)`: the provider an extension registered is gone (built-in
+    /// models it replaced come back). `false` when no extension registered it.
+    pub fn unregister_provider(&mut self, name: &str) -> bool {
+        if !self.ext_providers.iter().any(|(n, _)| n == name) {
+            return false;
+        }
+        let mut ext = std::mem::take(&mut self.ext_providers);
+        ext.retain(|(n, _)| n != name);
+        self.recompose(ext);
+        true
+    }
+
+    /// Whether an extension registered `name`.
+    pub fn is_extension_provider(&self, name: &str) -> bool {
+        self.ext_providers.iter().any(|(n, _)| n == name)
+    }
+
+    /// The registry again from models.json as read with `ext` under it.
+    fn recompose(&mut self, ext: Vec<(String, config::ProviderConfig)>) {
+        let file = self
+            .file_cfg
+            .take()
+            .unwrap_or_else(|| std::sync::Arc::clone(&self.cfg));
+        let mut cfg = ModelsConfig::default();
+        for (name, p) in &ext {
+            let mut p = p.clone();
+            if let Some((_, f)) = file.providers.iter().find(|(n, _)| n == name) {
+                // models.json over the extension's registration (pi's composition order).
+                p.base_url = f.base_url.clone().or(p.base_url);
+                p.api_key = f.api_key.clone().or(p.api_key);
+                p.api = f.api.clone().or(p.api);
+                if let Some(h) = &f.headers {
+                    let mut merged = p.headers.take().unwrap_or_default();
+                    for (k, v) in h {
+                        merged.retain(|(mk, _)| !mk.eq_ignore_ascii_case(k));
+                        merged.push((k.clone(), v.clone()));
+                    }
+                    p.headers = Some(merged);
+                }
+                p.compat = merge_compat(p.compat, f.compat.as_ref());
+                p.auth_header |= f.auth_header;
+                p.models.extend(f.models.iter().cloned());
+                p.model_overrides.extend(f.model_overrides.iter().cloned());
+            }
+            cfg.providers.push((name.clone(), p));
+        }
+        for (name, f) in &file.providers {
+            if !ext.iter().any(|(n, _)| n == name) {
+                cfg.providers.push((name.clone(), f.clone()));
+            }
+        }
+        let mut reg = Registry::build(cfg, self.version());
+        reg.load_error = self.load_error.take();
+        if ext.is_empty() {
+            reg.cfg = file;
+        } else {
+            reg.file_cfg = Some(file);
+        }
+        reg.ext_providers = ext;
+        *self = reg;
+    }
+
     fn build(cfg: ModelsConfig, version: &'static table::Table) -> Registry {
         let table = version.providers;
         let mut reg = Registry {
@@ -302,6 +391,9 @@ impl Registry {
                 .iter()
                 .find(|(n, _)| n == provider.name)
                 .map(|(_, p)| p);
+            if pcfg.is_some_and(|p| p.replace_builtin) {
+                continue;
+            }
             for row in provider.models.rows(&version.tables) {
                 let mut model = row.to_model(provider);
                 let mut thinking = row.thinking.map(ThinkingLevelMap::from_static);

@@ -77,7 +77,9 @@ const SESSION_READS = /\b(sessionManager|getContextUsage|getSystemPrompt|getComm
 let needsSnapshot = false;
 
 function scanSource(url, source) {
-	if (!needsSnapshot && !url.includes("/node_modules/") && SESSION_READS.test(source)) needsSnapshot = true;
+	if (url.includes("/node_modules/")) return;
+	if (!needsSnapshot && SESSION_READS.test(source)) needsSnapshot = true;
+	if (!needsModels && MODEL_READS.test(source)) needsModels = true;
 }
 
 function resolveHook(specifier, context, nextResolve) {
@@ -110,7 +112,7 @@ function loadHook(url, context, nextLoad) {
 		const code = nodeModule.stripTypeScriptTypes(source, { mode: "transform", sourceUrl: url });
 		return { format: "module", source: code, shortCircuit: true };
 	}
-	if (!needsSnapshot && url.startsWith("file:") && /\.[mc]?js$/.test(url)) {
+	if ((!needsSnapshot || !needsModels) && url.startsWith("file:") && /\.[mc]?js$/.test(url)) {
 		try {
 			scanSource(url, fs.readFileSync(fileURLToPath(url), "utf8"));
 		} catch {}
@@ -145,6 +147,28 @@ function apiCall(method, params) {
 
 // What the session reads answer (see SESSION_READS): fetched before handlers run.
 let snapshot = null;
+// pi's `getSettings()`: the effective settings, sent by pith before `hello`.
+let settings = {};
+// `ctx.modelRegistry`'s reads: pith's models, fetched before a handler runs (only once a loaded
+// module names `modelRegistry`, and again only when pith's `state.models` generation moved).
+const MODEL_READS = /\bmodelRegistry\b/;
+let needsModels = false;
+let models = null;
+
+async function refreshModels() {
+	if (!needsModels || (models && models.generation === state.models)) return;
+	try {
+		models = await apiCall("models", {});
+		models.generation = state.models;
+	} catch (e) {
+		log(`pith node host: cannot read the models: ${errText(e)}`);
+	}
+}
+
+async function refreshReads() {
+	await refreshSnapshot();
+	await refreshModels();
+}
 
 async function refreshSnapshot() {
 	if (!needsSnapshot) return;
@@ -371,20 +395,6 @@ const plainTheme = new Proxy(
 	},
 );
 
-function throwingProxy(prefix) {
-	return new Proxy(
-		{},
-		{
-			get(_, k) {
-				if (typeof k === "symbol" || k === "then") return undefined;
-				return () => {
-					throw unsupported(`${prefix}.${String(k)}()`);
-				};
-			},
-		},
-	);
-}
-
 function makeContext(signal, systemPrompt) {
 	const ctx = {
 		ui: makeUi(),
@@ -400,7 +410,7 @@ function makeContext(signal, systemPrompt) {
 		signal,
 		isProjectTrusted: () => projectTrusted,
 		sessionManager: makeSessionManager(),
-		modelRegistry: throwingProxy("ctx.modelRegistry"),
+		modelRegistry: makeModelRegistry(),
 		get model() {
 			return state.model ?? undefined;
 		},
@@ -437,9 +447,12 @@ function makeContext(signal, systemPrompt) {
 		if (typeof options?.parentSession === "string") params.parentSession = options.parentSession;
 		return apiCall("newSession", params);
 	};
+	// pi's RPC mode: at once when idle, else once the run or command in progress is over.
+	ctx.shutdown = () => {
+		apiCall("shutdown", {}).catch(() => {});
+	};
+	ctx.waitForIdle = () => apiCall("waitForIdle", {}).then(() => undefined);
 	for (const k of [
-		"shutdown",
-		"waitForIdle",
 		"fork",
 		"navigateTree",
 		"switchSession",
@@ -452,6 +465,36 @@ function makeContext(signal, systemPrompt) {
 		};
 	}
 	return ctx;
+}
+
+// pi's model registry, read-only: what pith's registry holds (built-in models, models.json,
+// extensions' providers). Calls that need pi's model runtime raise an error naming them.
+function makeModelRegistry() {
+	const m = (method) => {
+		if (!models) throw new Error(`pith has no model data for ctx.modelRegistry.${method}() here (docs/extensions.md)`);
+		return models;
+	};
+	const known = {
+		getAll: () => m("getAll").all.slice(),
+		getAvailable: () => m("getAvailable").all.filter((x) => m("getAvailable").configured.includes(x.provider)),
+		getAvailableSnapshot: () => known.getAvailable(),
+		find: (provider, id) => m("find").all.find((x) => x.provider === provider && x.id === id),
+		getModel: (provider, id) => known.find(provider, id),
+		getModels: (provider) => m("getModels").all.filter((x) => provider === undefined || x.provider === provider),
+		getAllModels: (provider) => known.getModels(provider),
+		hasConfiguredAuth: (model) => m("hasConfiguredAuth").configured.includes(typeof model === "string" ? model : model?.provider),
+		isUsingOAuth: () => false,
+		getError: () => m("getError").error ?? undefined,
+	};
+	return new Proxy(known, {
+		get(target, k) {
+			if (typeof k === "symbol" || k === "then") return undefined;
+			if (k in target) return target[k];
+			return () => {
+				throw unsupported(`ctx.modelRegistry.${String(k)}()`);
+			};
+		},
+	});
 }
 
 // The reads of pi's session manager that pith answers; the others raise an error naming them.
@@ -612,11 +655,31 @@ function makeApi(ext) {
 		},
 	};
 	for (const k of TUI_REGISTRATIONS) api[k] = () => {};
-	for (const k of ["getSettings", "registerProvider", "unregisterProvider"]) {
-		api[k] = () => {
-			throw unsupported(`pi.${k}()`);
-		};
-	}
+	api.getSettings = () => structuredClone(settings);
+	// The data form (baseUrl, apiKey, api, headers, authHeader, models); in the factory the call
+	// reaches pith before this host's `register`, so start-up's `--model` sees the provider.
+	// What needs pi's model runtime raises an error naming it: in a handler, there; in the
+	// factory, reported (the rest of the extension loads).
+	const refuse = (what) => {
+		const e = unsupported(what);
+		if (ready) throw e;
+		reportError(ext, "registerProvider", e.message);
+	};
+	api.registerProvider = (name, config) => {
+		if (name !== null && typeof name === "object") {
+			return refuse("pi.registerProvider(provider) with a pi-ai Provider object");
+		}
+		for (const k of ["streamSimple", "oauth", "refreshModels"]) {
+			if (config?.[k] !== undefined) return refuse(`pi.registerProvider("${name}", {${k}})`);
+		}
+		const data = JSON.parse(JSON.stringify(config ?? {}));
+		apiCall("registerProvider", { name: String(name), config: data }).catch((e) =>
+			reportError(ext, "registerProvider", errText(e)),
+		);
+	};
+	api.unregisterProvider = (name) => {
+		apiCallReported(ext, "unregisterProvider", { name: String(name) });
+	};
 	return api;
 }
 
@@ -700,7 +763,7 @@ async function onEvent(id, event) {
 	let currentPrompt;
 	const ctx = makeContext(ac.signal, ty === "before_agent_start" ? () => currentPrompt : undefined);
 	try {
-		if (needsSnapshot && handlersFor(ty).length) await refreshSnapshot();
+		if ((needsSnapshot || needsModels) && handlersFor(ty).length) await refreshReads();
 		if (id === undefined) {
 			for (const [ext, h] of handlersFor(ty)) {
 				const r = await runHandler(ext, ty, h, event, ctx);
@@ -865,7 +928,7 @@ async function onExecuteTool(msg) {
 			send(u);
 		};
 		const ctx = makeContext(ac.signal);
-		await refreshSnapshot();
+		await refreshReads();
 		const r = await Promise.resolve().then(() =>
 			entry.def.execute(msg.toolCallId, msg.input, ac.signal, onUpdate, ctx),
 		);
@@ -887,7 +950,7 @@ async function onCommand(msg) {
 	const entry = commands.get(msg.name);
 	try {
 		if (!entry) throw new Error(`Command /${msg.name} not found`);
-		await refreshSnapshot();
+		await refreshReads();
 		await bounded(entry.ext, "command", Promise.resolve().then(() => entry.def.handler(msg.args ?? "", makeContext(ac.signal))));
 		send({ type: "result", id: msg.id, result: {} });
 	} catch (e) {
@@ -908,6 +971,7 @@ async function loadAll() {
 			if (factory && typeof factory === "object" && typeof factory.default === "function") factory = factory.default;
 			if (typeof factory !== "function") throw new Error("the module has no default export function");
 			if (needsSnapshot && !snapshot) await refreshSnapshot();
+			if (needsModels) await refreshModels();
 			await bounded(ext, "startup", Promise.resolve().then(() => factory(makeApi(ext))));
 		} catch (e) {
 			ext.dead = true;
@@ -928,6 +992,9 @@ rl.on("line", (line) => {
 		return;
 	}
 	switch (msg.type) {
+		case "settings":
+			settings = msg.settings ?? {};
+			break;
 		case "hello":
 			hello = msg;
 			loadAll();

@@ -155,6 +155,12 @@ impl Auth {
 
     /// Whether any source has a credential for `provider`. Runs no `!command` (as the reference:
     /// an unresolved models.json `apiKey` or any auth.json entry already counts).
+    /// The registry's provider keys changed (an extension's `registerProvider`): the models.json
+    /// fallback keys again ([`super::Registry::provider_api_keys`]).
+    pub fn set_fallback_keys(&mut self, keys: HashMap<String, String>) {
+        self.fallback = keys;
+    }
+
     pub fn has_auth(&self, provider: &str) -> bool {
         self.runtime.contains_key(provider)
             || self.stored.get(provider).is_some_and(js_truthy)

