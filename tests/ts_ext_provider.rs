@@ -193,10 +193,12 @@ fn extension_provider_serves_start_up_model_and_commands() {
     assert!(status.success());
 }
 
-/// `getSettings()` is the effective settings as the files say them; `ctx.modelRegistry`
-/// reads pith's registry (the extension's provider included; `refresh()` needs pi's model
-/// runtime and names itself); `waitForIdle()` resolves when idle; `shutdown()` while idle ends
-/// pith at once, as the end of input does (exit 0).
+/// Under `--compat 1.6`: the extension's model in pi 1.6.0's shape (the definition's keys, then
+/// `api`, `provider`, `baseUrl`); `getSettings()` is the effective settings as the files say
+/// them; `ctx.modelRegistry` reads pith's registry (the extension's provider included;
+/// `refresh()` needs pi's model runtime and names itself); `waitForIdle()` resolves when idle;
+/// `shutdown()` while idle ends pith at once, as the end of input does (exit 0). pi 1.6.0 gives
+/// the same frames but for the `refresh()` error (it refreshes).
 #[test]
 fn settings_model_registry_idle_and_shutdown() {
     let node = need_node!();
@@ -210,7 +212,38 @@ fn settings_model_registry_idle_and_shutdown() {
         &w,
         &node,
         llm.port,
-        &["--mode", "rpc", "--provider", "proxy", "--model", "m1"],
+        &[
+            "--mode",
+            "rpc",
+            "--compat",
+            "1.6",
+            "--provider",
+            "proxy",
+            "--model",
+            "m1",
+        ],
+    );
+    let st = p.call(json!({"type":"get_state"}), "s");
+    let keys: Vec<&str> = st["data"]["model"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "name",
+            "reasoning",
+            "input",
+            "cost",
+            "contextWindow",
+            "maxTokens",
+            "api",
+            "provider",
+            "baseUrl"
+        ]
     );
     p.send(json!({"id":"i","type":"prompt","message":"/info"}));
     let frames = p.recv_until(|f| f["id"] == "i");

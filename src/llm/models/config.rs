@@ -33,6 +33,9 @@ pub(super) struct ProviderConfig {
     /// Registered by an extension with `models`: they replace the built-in provider's (pi's
     /// `registerProvider`).
     pub replace_builtin: bool,
+    /// Registered by an extension under pi 1.6.0: its models' JSON keeps the definition's
+    /// documented key order, then `api`, `provider`, `baseUrl` (pi 1.6.0 spreads the definition).
+    pub definition_order: bool,
 }
 
 /// The fields of one `cost.tiers` entry.

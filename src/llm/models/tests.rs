@@ -781,6 +781,7 @@ fn extension_providers_register_override_and_unregister() {
                 "models": [{"id": "m1", "name": "One", "contextWindow": 1000,
                             "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}]}),
         &env,
+        false,
     )
     .unwrap();
     let m = reg.lookup("proxy", "m1").unwrap();
@@ -802,8 +803,13 @@ fn extension_providers_register_override_and_unregister() {
     );
     // The override form keeps a provider's models and changes where they go.
     let before = reg.models_of("anthropic").len();
-    reg.register_provider("anthropic", &json!({"baseUrl": "http://proxy"}), &env)
-        .unwrap();
+    reg.register_provider(
+        "anthropic",
+        &json!({"baseUrl": "http://proxy"}),
+        &env,
+        false,
+    )
+    .unwrap();
     let after = reg.models_of("anthropic");
     assert_eq!(after.len(), before);
     assert!(after.iter().all(|m| m.base_url == "http://proxy"));
@@ -812,6 +818,7 @@ fn extension_providers_register_override_and_unregister() {
         "anthropic",
         &json!({"baseUrl": "http://proxy", "models": [{"id": "only"}]}),
         &env,
+        false,
     )
     .unwrap();
     assert_eq!(
@@ -831,7 +838,8 @@ fn extension_providers_register_override_and_unregister() {
 fn extension_provider_errors_name_the_problem() {
     let mut reg = Registry::builtin();
     let env = |_: &str| None;
-    let err = |reg: &mut Registry, v: Value| reg.register_provider("x", &v, &env).unwrap_err();
+    let err =
+        |reg: &mut Registry, v: Value| reg.register_provider("x", &v, &env, false).unwrap_err();
     assert_eq!(
         err(
             &mut reg,
