@@ -84,7 +84,7 @@ const CASES = [
 	},
 	{
 		name: "pi-aliases@1.0.7",
-		what: "commands /clear (ctx.newSession) and /exit (ctx.shutdown: not run)",
+		what: "commands /clear (ctx.newSession) and /exit (ctx.shutdown: the agent exits)",
 		extensions: [path.join(DEPS, "pi-aliases/src/index.ts")],
 		steps: [
 			{ name: "get_commands", send: { type: "get_commands" } },
@@ -92,10 +92,13 @@ const CASES = [
 			// ctx.newSession(): a new session, empty.
 			{ name: "/clear", send: { type: "prompt", message: "/clear" } },
 			{ name: "get_messages after /clear (none)", send: { type: "get_messages" } },
+			// ctx.shutdown() while idle: the command's response, then the agent exits.
+			{ name: "/exit", send: { type: "prompt", message: "/exit" } },
 		],
-		expect(steps) {
+		expect(steps, run) {
 			const names = steps[0].frames.find((f) => f.type === "response").data.commands.map((c) => c.name);
 			assert.ok(names.includes("clear") && names.includes("exit"), names.join(","));
+			assert.deepEqual(run.exitedEarly, { code: 0, signal: null });
 		},
 	},
 	{
@@ -178,7 +181,16 @@ async function runCase(kase, agent, pith) {
 			}
 		}
 	});
-	const exited = new Promise((r) => child.on("exit", (code, signal) => r({ code, signal })));
+	let exit = null;
+	let exitedEarly = null;
+	const exited = new Promise((r) =>
+		child.on("exit", (code, signal) => {
+			exit = { code, signal };
+			r(exit);
+		}),
+	);
+	// An agent an extension shut down no longer reads its input.
+	child.stdin.on("error", () => {});
 	const results = [];
 	try {
 		let n = 0;
@@ -212,13 +224,15 @@ async function runCase(kase, agent, pith) {
 			results.push({ name: step.name, pending: step.pending, frames });
 		}
 	} finally {
+		// Before its input ends: an agent that exited by itself (an extension's ctx.shutdown()).
+		exitedEarly = exit;
 		child.stdin.end();
 		const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
 		await exited;
 		clearTimeout(timer);
 		await world.dispose();
 	}
-	return { steps: results, stderr, root: world.root };
+	return { steps: results, stderr, root: world.root, exitedEarly };
 }
 
 // ---- normalising -------------------------------------------------------------------------------
@@ -366,7 +380,7 @@ for (const kase of CASES) {
 			if (opts.verbose) {
 				for (const s of runs[agent].steps) console.log(`  ${agent} ${s.name}:\n    ${s.frames.map((f) => JSON.stringify(f)).join("\n    ")}`);
 			}
-			kase.expect(runs[agent].steps);
+			kase.expect(runs[agent].steps, runs[agent]);
 			passed++;
 		} catch (e) {
 			fail(`${agent}: ${String(e?.stack ?? e).split("\n").slice(0, 8).join("\n       ")}`);
