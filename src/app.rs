@@ -308,14 +308,19 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
         resumed,
         may_defer.then_some(&mut deferred),
     )?;
-    let thinking = pick_thinking(
-        &picked,
-        &settings,
-        &registry,
-        &mut session,
-        resumed,
-        version,
-    );
+    // A model left for the extensions gets its level (and its session entries) with it.
+    let thinking = if deferred.is_some() {
+        ThinkingLevel::Off
+    } else {
+        pick_thinking(
+            &picked,
+            &settings,
+            &registry,
+            &mut session,
+            resumed,
+            version,
+        )
+    };
     let active = active_tools(opts, &settings, &version.profile().tools);
 
     for w in plugin_warnings {
@@ -637,16 +642,19 @@ fn pick_model(
             // error given, once the extensions have loaded).
             (Err(_), Some(slot)) => {
                 *slot = Some(crate::core::plugins::DeferredModel {
-                    provider: opts.provider.clone(),
-                    pattern: pattern.clone(),
+                    wanted: crate::core::plugins::Wanted::Cli {
+                        provider: opts.provider.clone(),
+                        pattern: pattern.clone(),
+                    },
                     api_key: opts.api_key.clone(),
                     level: cli_level,
+                    resumed,
                 });
             }
             (Err(e), None) => return Err(StartupError::config(e)),
         }
     }
-    let deferred = defer.is_some_and(|d| d.is_some());
+    let deferred = defer.as_ref().is_some_and(|d| d.is_some());
     if let Some(key) = &opts.api_key {
         match &model {
             Some(m) => auth.set_runtime_key(&m.provider, key),
@@ -699,11 +707,24 @@ fn pick_model(
             }
         }
     }
+    let mut deferred = deferred;
     if model.is_none() && resumed {
         if let Some((p, i)) = session.model() {
             model = registry
                 .lookup(&p, &i)
                 .filter(|m| auth.has_auth(&m.provider));
+            // Its provider may come from a pi extension: looked up again once they have loaded.
+            if let (None, Some(slot)) = (&model, defer) {
+                if !deferred && !registry.models_of(&p).iter().any(|m| m.id == i) {
+                    *slot = Some(crate::core::plugins::DeferredModel {
+                        wanted: crate::core::plugins::Wanted::Session { provider: p, id: i },
+                        api_key: None,
+                        level: cli_level,
+                        resumed,
+                    });
+                    deferred = true;
+                }
+            }
         }
     }
     if model.is_none() && !deferred {

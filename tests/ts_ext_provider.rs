@@ -76,7 +76,10 @@ macro_rules! need_node {
 fn spawn(w: &World, node: &Path, port: u16, args: &[&str]) -> Pith {
     let ext = fixture("provider.ts");
     let mut all: Vec<&str> = args.to_vec();
-    all.extend_from_slice(&["--no-session", "-e", &ext]);
+    if !args.contains(&"--session-dir") {
+        all.push("--no-session");
+    }
+    all.extend_from_slice(&["-e", &ext]);
     let mut cmd = w.command(&all);
     cmd.env("PITH_NODE", node)
         .env("PROXY_PORT", port.to_string())
@@ -138,6 +141,7 @@ fn extension_provider_serves_start_up_model_and_commands() {
     assert_eq!(st["data"]["model"]["id"], "m1");
     assert_eq!(st["data"]["model"]["name"], "Proxy One");
     assert_eq!(st["data"]["model"]["contextWindow"], 100000);
+    assert_eq!(st["data"]["thinkingLevel"], "off");
     assert_eq!(
         st["data"]["model"]["baseUrl"],
         format!("http://127.0.0.1:{}", llm.port)
@@ -320,21 +324,78 @@ fn unknown_start_up_model_after_extensions_load() {
     assert!(llm.requests().is_empty());
 }
 
-/// Print mode: `-p` with the extension's provider answers from the proxy.
+/// Print mode: `-p` with the extension's provider answers from the proxy; the session records
+/// the model and level first, as a start-up model (and never the key). Resumed (`--continue`)
+/// without `--model`, the session's model is the extension's again.
 #[test]
 fn print_mode_uses_extension_provider() {
     let node = need_node!();
     let llm = FakeLlm::start(vec![Sse::numbered(1).reply(&[text(&["printed"])])]);
     let w = World::new();
+    let sessions = w.tmp().join("sessions");
+    let dir = sessions.to_string_lossy().to_string();
     let mut p = spawn(
         &w,
         &node,
         llm.port,
-        &["-p", "--provider", "proxy", "--model", "m1", "hi"],
+        &[
+            "-p",
+            "--session-dir",
+            &dir,
+            "--provider",
+            "proxy",
+            "--model",
+            "m1",
+            "hi",
+        ],
     );
     p.close_stdin();
     let status = p.wait(Duration::from_secs(10));
     assert!(status.success(), "{:?}", p.stderr_lines());
     assert_eq!(llm.requests().len(), 1);
     assert_eq!(llm.requests()[0].header("x-api-key"), Some(SECRET));
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(SECRET));
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = entries
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types[..4],
+        [
+            "session",
+            "model_change",
+            "thinking_level_change",
+            "message"
+        ]
+    );
+    assert_eq!(entries[1]["provider"], "proxy");
+    assert_eq!(entries[1]["modelId"], "m1");
+    assert_eq!(entries[2]["thinkingLevel"], "off");
+
+    // Resumed without --model: the session's model, once the extension has registered it.
+    let mut p = spawn(
+        &w,
+        &node,
+        llm.port,
+        &["--mode", "rpc", "--session-dir", &dir, "--continue"],
+    );
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["data"]["model"]["provider"], "proxy", "{st}");
+    assert_eq!(st["data"]["model"]["id"], "m1");
+    assert_eq!(st["data"]["thinkingLevel"], "off");
+    p.close_stdin();
+    assert!(p.wait(Duration::from_secs(10)).success());
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(after, text, "resuming records nothing");
 }

@@ -1403,7 +1403,7 @@ impl Machine {
 
     // ---- models and thinking ------------------------------------------------------------------
 
-    pub(crate) fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
+    fn set_model_to(&mut self, model: Model, level: Option<ThinkingLevel>) {
         let old_supports = self.state.model.as_ref().is_some_and(|m| m.reasoning);
         self.state
             .session

@@ -86,20 +86,34 @@ pub struct PluginConfig {
     pub call_events: bool,
     /// pi's TypeScript extensions are configured: the node that hosts them.
     pub node_host: Option<NodeHostSetup>,
-    /// `--model` (with `--provider`) named no known model, and pi extensions may register its
-    /// provider (`registerProvider` in their factory): resolved once they have all loaded.
+    /// `--model` (with `--provider`), or a resumed session's model, named no known model, and pi
+    /// extensions may register its provider (`registerProvider` in their factory): resolved once
+    /// they have all loaded.
     pub deferred_model: Option<DeferredModel>,
 }
 
-/// A start-up `--provider` / `--model` left for after the extensions' start ([`PluginConfig`]).
+/// A start-up model left for after the extensions' start ([`PluginConfig`]).
 #[derive(Clone, Debug)]
 pub struct DeferredModel {
-    pub provider: Option<String>,
-    pub pattern: String,
+    pub wanted: Wanted,
     /// `--api-key`, for the model's provider.
     pub api_key: Option<String>,
-    /// Nothing gave a thinking level (`--thinking`, `--model x:level`).
+    /// `--thinking`, if given (else the model's `:level` suffix, once resolved).
     pub level: Option<crate::message::ThinkingLevel>,
+    /// The session has messages (its thinking level counts; no `model_change` is recorded).
+    pub resumed: bool,
+}
+
+/// Which model start-up could not find before the extensions' providers.
+#[derive(Clone, Debug)]
+pub enum Wanted {
+    /// `--provider` / `--model`: still unknown then, start-up's error.
+    Cli {
+        provider: Option<String>,
+        pattern: String,
+    },
+    /// A resumed session's model: still unknown then, start-up's fallback.
+    Session { provider: String, id: String },
 }
 
 /// The node host of pi's TypeScript extensions (`ext::node_host`).
@@ -1398,28 +1412,80 @@ impl Machine {
         let Some(d) = self.plugins.cfg.deferred_model.take() else {
             return;
         };
-        match crate::llm::models::resolve_cli_model(
-            &self.env.registry,
-            d.provider.as_deref(),
-            &d.pattern,
-        ) {
-            Ok((model, level, warning)) => {
-                if let Some(w) = warning {
-                    eprintln!("Warning: {w}");
+        let (model, level) = match &d.wanted {
+            crate::core::plugins::Wanted::Cli { provider, pattern } => {
+                match crate::llm::models::resolve_cli_model(
+                    &self.env.registry,
+                    provider.as_deref(),
+                    pattern,
+                ) {
+                    Ok((model, level, warning)) => {
+                        if let Some(w) = warning {
+                            eprintln!("Warning: {w}");
+                        }
+                        if let Some(key) = &d.api_key {
+                            self.env.auth.set_runtime_key(&model.provider, key);
+                        }
+                        let level = d.level.or(level);
+                        self.state.defaults.cli_model = Some(model.clone());
+                        self.state.defaults.cli_level = level;
+                        (model, level)
+                    }
+                    Err(e) => {
+                        self.plugins.model_unknown = Some(e);
+                        self.drop_pending_prompt("Prompt cancelled: the model is unknown");
+                        return;
+                    }
                 }
-                if let Some(key) = &d.api_key {
-                    self.env.auth.set_runtime_key(&model.provider, key);
+            }
+            // A resumed session's model, else what start-up falls back to.
+            crate::core::plugins::Wanted::Session { provider, id } => {
+                let found = self
+                    .env
+                    .registry
+                    .lookup(provider, id)
+                    .filter(|m| self.env.auth.has_auth(&m.provider));
+                match found.or_else(|| {
+                    self.state
+                        .defaults
+                        .initial(&self.env.registry, &self.env.auth)
+                }) {
+                    Some(m) => (m, d.level),
+                    None => return,
                 }
-                let level = d.level.or(level);
-                self.state.defaults.cli_model = Some(model.clone());
-                self.state.defaults.cli_level = level;
-                self.set_model_to(model, level);
             }
-            Err(e) => {
-                self.plugins.model_unknown = Some(e);
-                self.drop_pending_prompt("Prompt cancelled: the model is unknown");
-            }
+        };
+        // As start-up picks the level (`app::pick_thinking`), nothing announced.
+        let session = &mut self.state.session;
+        let settings = &self.env.settings;
+        let model_setting = self.profile.agent.thinking_on_model_change
+            == crate::protocol::ThinkingOnModelChange::ModelSetting;
+        let wanted = level
+            .or(if d.resumed {
+                session.thinking_level()
+            } else {
+                None
+            })
+            .or(if model_setting {
+                settings.model_thinking_level(&model.provider, &model.id)
+            } else {
+                None
+            })
+            .or(settings.default_thinking_level())
+            .unwrap_or(crate::message::ThinkingLevel::Medium);
+        let thinking = if model.reasoning {
+            crate::llm::clamp_thinking(&self.env.registry.thinking_levels(&model), wanted)
+        } else {
+            crate::message::ThinkingLevel::Off
+        };
+        if !d.resumed {
+            session.append_model_change(&model.provider, &model.id);
+            session.append_thinking_level_change(thinking);
+        } else if session.thinking_level().is_none() {
+            session.append_thinking_level_change(thinking);
         }
+        self.state.model = Some(model);
+        self.state.thinking = thinking;
     }
 
     /// pith is exiting: `session_shutdown` to subscribers, stdin closed, a short wait for the
