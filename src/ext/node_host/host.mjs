@@ -971,7 +971,6 @@ async function loadAll() {
 			if (factory && typeof factory === "object" && typeof factory.default === "function") factory = factory.default;
 			if (typeof factory !== "function") throw new Error("the module has no default export function");
 			if (needsSnapshot && !snapshot) await refreshSnapshot();
-			if (needsModels) await refreshModels();
 			await bounded(ext, "startup", Promise.resolve().then(() => factory(makeApi(ext))));
 		} catch (e) {
 			ext.dead = true;
