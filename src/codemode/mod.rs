@@ -136,13 +136,29 @@ impl Default for Presentation {
 /// With `codemode` declared: mode `on`, the other declared tools say how scripts call them;
 /// mode `only`, they are taken out and listed in `codemode`'s description (as many as the
 /// budget allows, cheapest first; scripts find the others with `searchTools()`).
-pub fn annotate(decls: &mut Vec<crate::message::ToolDeclaration>, how: Presentation) {
+/// `resolves` names what a script's call of a tool resolves to when it is not a string (an MCP
+/// tool's `CallToolResult`, see [`mcp_resolves`]).
+pub fn annotate(
+    decls: &mut Vec<crate::message::ToolDeclaration>,
+    how: Presentation,
+    resolves: &dyn Fn(&str) -> Option<String>,
+) {
     let Some(at) = decls.iter().position(|d| d.name == NAME) else {
         return;
     };
     if !how.only {
-        for d in decls.iter_mut().filter(|d| d.name != NAME) {
-            let suffix = script_call_suffix(&d.name);
+        // `tool_search` is for the model only: scripts cannot call it.
+        for d in decls
+            .iter_mut()
+            .filter(|d| d.name != NAME && d.name != crate::tools::tool_search::NAME)
+        {
+            let suffix = match resolves(&d.name) {
+                Some(r) => format!(
+                    "\n\nCodemode: `tools.{}(args)` resolves to {r}.",
+                    discovery::identifier(&d.name)
+                ),
+                None => script_call_suffix(&d.name),
+            };
             d.description = format!("{}{suffix}", d.description.trim());
         }
         return;
@@ -198,6 +214,50 @@ pub fn script_call_suffix(name: &str) -> String {
         "\n\nCodemode: `tools.{}(args)` resolves to {resolves}.",
         discovery::identifier(name)
     )
+}
+
+/// What a script's call of an MCP tool resolves to, as pi 1.6.0 says it: the fields of its
+/// `CallToolResult`, with the fields of `structuredContent` when the tool has an output schema.
+pub fn mcp_resolves(output_schema: Option<&Value>) -> String {
+    let structured = output_schema
+        .and_then(|s| object_fields(s, 0))
+        .map(|f| format!(": {f}"))
+        .unwrap_or_default();
+    format!("`{{ content, structuredContent?{structured}, isError? }}`")
+}
+
+/// pi's `describeFields`: `{ a, b? }` for an object schema with properties (`: "v"` for a
+/// `const` field; fields of object fields `depth` more levels deep), else none.
+fn object_fields(schema: &Value, depth: usize) -> Option<String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let props = schema.get("properties")?.as_object()?;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = props
+        .iter()
+        .map(|(name, field)| {
+            let opt = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                "?"
+            };
+            let nested = match field.get("const") {
+                Some(c) => Some(c.to_string()),
+                None if depth > 0 => object_fields(field, depth - 1),
+                None => None,
+            };
+            match nested {
+                Some(n) => format!("{name}{opt}: {n}"),
+                None => format!("{name}{opt}"),
+            }
+        })
+        .collect();
+    Some(format!("{{ {} }}", fields.join(", ")))
 }
 
 /// The TypeScript-like declaration scripts see of a tool (`ALL_TOOLS`, `describeTool()`).
@@ -740,7 +800,7 @@ mod tests {
             decl(NAME, "x"),
         ];
         let mut on = all.clone();
-        annotate(&mut on, Presentation::default());
+        annotate(&mut on, Presentation::default(), &|_| None);
         assert!(
             on[1]
                 .description
@@ -753,6 +813,7 @@ mod tests {
                 only: true,
                 inline_budget: 3000,
             },
+            &|_| None,
         );
         assert_eq!(only.len(), 1);
         assert!(only[0].description.ends_with(
@@ -766,6 +827,7 @@ mod tests {
                 only: true,
                 inline_budget: 40,
             },
+            &|_| None,
         );
         assert!(tight[0].description.contains("### `my_tool`"));
         assert!(!tight[0].description.contains("### `read`"));
@@ -776,6 +838,7 @@ mod tests {
                 only: true,
                 inline_budget: 0,
             },
+            &|_| None,
         );
         assert!(!none[0].description.contains("Nested tools:"));
     }

@@ -106,6 +106,41 @@ impl Machine {
         servers_section(listed)
     }
 
+    /// What a script's call of remote tool `r` resolves to when it is not a string (pi 1.6.0's
+    /// words for its output schema): an MCP tool's `CallToolResult`, the resource tools' objects.
+    pub(crate) fn script_resolves(&self, r: &RemoteTool) -> Option<String> {
+        use crate::core::mcp_resources::ResourceTool;
+        use crate::core::plugins::Owner;
+        match &r.owner {
+            Owner::Mcp { server, .. } => {
+                let s = self.plugins.servers.get(*server)?;
+                let (_, t) = s.tools.iter().find(|(n, _)| *n == r.name)?;
+                Some(crate::codemode::mcp_resolves(t.output_schema.as_ref()))
+            }
+            Owner::McpResources(ResourceTool::List) => {
+                Some("`{ server?, resources, nextCursor?, errors? }`".into())
+            }
+            Owner::McpResources(ResourceTool::Templates) => {
+                Some("`{ server?, resourceTemplates, nextCursor?, errors? }`".into())
+            }
+            Owner::McpResources(ResourceTool::Read) => Some("`{ server, uri, contents }`".into()),
+            Owner::Ext(_) => None,
+        }
+    }
+
+    /// A remote tool's description in a request while `codemode` is declared with mode `on`
+    /// (how a script calls it, as the system message declares it).
+    pub(crate) fn script_call_description(&self, r: &RemoteTool) -> String {
+        let suffix = match self.script_resolves(r) {
+            Some(x) => format!(
+                "\n\nCodemode: `tools.{}(args)` resolves to {x}.",
+                crate::codemode::discovery::identifier(&r.name)
+            ),
+            None => crate::codemode::script_call_suffix(&r.name),
+        };
+        format!("{}{suffix}", r.description.trim())
+    }
+
     /// Under `--compat 0.87`, at the start of a run: the system message that brings the context
     /// to this process's prompt and tools (sections only for a run that starts with a prompt,
     /// as pi: a retry only declares tool changes), and the prompt text the requests carry.
@@ -115,7 +150,19 @@ impl Machine {
         remote: &[RemoteTool],
     ) -> (Option<SystemMessage>, String) {
         let mut declared = Declared::of(&self.state.messages);
-        let wanted = with_prompt.then(|| self.wanted_sections(remote));
+        let mut wanted = with_prompt.then(|| self.wanted_sections(remote));
+        // pi 1.6.0 lists the MCP servers as they are when a prompt starts: within a run (a
+        // server connected, a tool changed) the section stays as declared.
+        if let (Some(w), true) = (wanted.as_mut(), self.run.is_some()) {
+            match declared.sections.get("mcp_servers") {
+                Some(v) => {
+                    w.insert("mcp_servers".into(), v.clone());
+                }
+                None => {
+                    w.remove("mcp_servers");
+                }
+            }
+        }
         // The built-ins (less those an extension replaces), then extensions' and MCP tools.
         let mut tools: Vec<ToolDeclaration> = self
             .env
@@ -130,7 +177,15 @@ impl Machine {
                 constrained_sampling: None,
             }))
             .collect();
-        crate::codemode::annotate(&mut tools, self.env.settings.codemode_presentation());
+        let resolves = |name: &str| -> Option<String> {
+            let r = remote.iter().find(|r| r.name == name)?;
+            self.script_resolves(r)
+        };
+        crate::codemode::annotate(
+            &mut tools,
+            self.env.settings.codemode_presentation(),
+            &resolves,
+        );
         let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
         if let Some(u) = &update {
             declared.apply(u);

@@ -310,7 +310,7 @@ pub fn request_tools(
     codemode: crate::codemode::Presentation,
 ) -> Vec<crate::llm::ToolSchema> {
     let mut decls: Vec<ToolDeclaration> = tools.iter().map(|t| declaration(t.as_ref())).collect();
-    crate::codemode::annotate(&mut decls, codemode);
+    crate::codemode::annotate(&mut decls, codemode, &|_| None);
     decls
         .into_iter()
         .map(|d| crate::llm::ToolSchema {
