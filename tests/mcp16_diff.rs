@@ -298,3 +298,30 @@ fn the_unreachable_warning_names_auto_enable_codemode() {
         "MCP tools are only reachable from the codemode or tool_search tool, but neither is active (autoEnableCodemode is false); they cannot be called."
     );
 }
+
+#[test]
+fn describe_tool_renders_pis_declarations() {
+    need_python!();
+    let (w, _llm) = fake_world(vec![
+        reply(
+            1,
+            &[codemode(
+                "c",
+                "text(await describeTool('mcp__fake__add'));\ntext((await searchTools('read file', {limit: 1}))[0].description);",
+            )],
+        ),
+        reply(2, &[text(&["ok"])]),
+    ]);
+    let cfg = json!({"mcpServers": {"fake": server(&[], json!({}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    let mut p = start(&w, &["--tools", "+codemode"]);
+    let frames = run(&mut p, "p1", "go");
+    let out = result_text(&frames, "c");
+    let add = "Add two numbers.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { mcp__fake__add(args: { a: number; b: number; }): Promise<{ content: Array<{ data?: string; mimeType?: string; text?: string; type: \"text\" | \"image\" | \"audio\" | \"resource_link\" | \"resource\"; [key: string]: unknown; }>; isError?: boolean; structuredContent?: unknown; [key: string]: unknown; }>; };\n```";
+    assert!(out.contains(add), "{out}");
+    // A built-in's declaration carries its guidelines and its output type.
+    assert!(
+        out.contains("- Use read to examine files instead of cat or sed.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { read(args: {\n  // Maximum number of lines to read\n  limit?: number;"),
+        "{out}"
+    );
+}

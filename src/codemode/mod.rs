@@ -12,6 +12,7 @@ use crate::message::Content;
 
 pub mod discovery;
 mod docs;
+pub mod render;
 pub mod wire;
 #[cfg(feature = "codemode")]
 pub mod worker;
@@ -136,12 +137,12 @@ impl Default for Presentation {
 /// With `codemode` declared: mode `on`, the other declared tools say how scripts call them;
 /// mode `only`, they are taken out and listed in `codemode`'s description (as many as the
 /// budget allows, cheapest first; scripts find the others with `searchTools()`).
-/// `resolves` names what a script's call of a tool resolves to when it is not a string (an MCP
-/// tool's `CallToolResult`, see [`mcp_resolves`]).
+/// `script` tells how scripts see a tool ([`ScriptView`]: what its call resolves to, its
+/// guidelines, its output type).
 pub fn annotate(
     decls: &mut Vec<crate::message::ToolDeclaration>,
     how: Presentation,
-    resolves: &dyn Fn(&str) -> Option<String>,
+    script: &dyn Fn(&str) -> ScriptView,
 ) {
     let Some(at) = decls.iter().position(|d| d.name == NAME) else {
         return;
@@ -152,7 +153,7 @@ pub fn annotate(
             .iter_mut()
             .filter(|d| d.name != NAME && d.name != crate::tools::tool_search::NAME)
         {
-            let suffix = match resolves(&d.name) {
+            let suffix = match script(&d.name).resolves {
                 Some(r) => format!(
                     "\n\nCodemode: `tools.{}(args)` resolves to {r}.",
                     discovery::identifier(&d.name)
@@ -173,9 +174,17 @@ pub fn annotate(
             } else {
                 format!("### `{id}` (`{}`)", d.name)
             };
+            let view = script(&d.name);
+            let guidelines: Vec<&str> = view.guidelines.iter().map(String::as_str).collect();
             format!(
                 "{heading}\n{}",
-                declaration(&d.name, &d.description, &d.parameters)
+                render::sample(
+                    &d.name,
+                    &d.description,
+                    &guidelines,
+                    &d.parameters,
+                    &view.output
+                )
             )
         })
         .collect();
@@ -214,6 +223,30 @@ pub fn script_call_suffix(name: &str) -> String {
         "\n\nCodemode: `tools.{}(args)` resolves to {resolves}.",
         discovery::identifier(name)
     )
+}
+
+/// How scripts see a tool: what its call resolves to when it is not a string (the
+/// description's `Codemode:` line), its guidelines and its output type (its declaration).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScriptView {
+    pub resolves: Option<String>,
+    pub guidelines: Vec<String>,
+    pub output: String,
+}
+
+impl ScriptView {
+    /// A built-in tool: `read`'s and `bash`'s objects, else a string.
+    pub fn builtin(name: &str, guidelines: &[&str]) -> ScriptView {
+        ScriptView {
+            resolves: None,
+            guidelines: guidelines.iter().map(|g| g.to_string()).collect(),
+            output: match name {
+                "read" => render::READ_OUTPUT.into(),
+                "bash" => render::BASH_OUTPUT.into(),
+                _ => "string".into(),
+            },
+        }
+    }
 }
 
 /// What a script's call of an MCP tool resolves to, as pi 1.6.0 says it: the fields of its
@@ -258,95 +291,6 @@ fn object_fields(schema: &Value, depth: usize) -> Option<String> {
         })
         .collect();
     Some(format!("{{ {} }}", fields.join(", ")))
-}
-
-/// The TypeScript-like declaration scripts see of a tool (`ALL_TOOLS`, `describeTool()`).
-pub fn declaration(name: &str, description: &str, parameters: &Value) -> String {
-    let mut out = String::new();
-    let desc = description.trim();
-    if !desc.is_empty() {
-        out.push_str("/**\n");
-        for l in desc.lines() {
-            out.push_str(" * ");
-            out.push_str(l);
-            out.push('\n');
-        }
-        out.push_str(" */\n");
-    }
-    out.push_str(&format!(
-        "declare function {}(args: {}): Promise<{}>;",
-        discovery::identifier(name),
-        ts_type(parameters, 0),
-        match name {
-            "read" => "string | { data: string; mimeType: string; note: string; type: \"image\"; }",
-            "bash" => "{ output: string; truncated: boolean; full_output_path?: string; exit_code: number; wall_time_seconds: number; }",
-            _ => "string",
-        }
-    ));
-    out
-}
-
-fn ts_type(schema: &Value, depth: usize) -> String {
-    if depth > 6 {
-        return "unknown".into();
-    }
-    if let Some(alts) = schema
-        .get("anyOf")
-        .or_else(|| schema.get("oneOf"))
-        .and_then(Value::as_array)
-    {
-        let parts: Vec<String> = alts.iter().map(|a| ts_type(a, depth + 1)).collect();
-        return parts.join(" | ");
-    }
-    if let Some(c) = schema.get("const") {
-        return c.to_string();
-    }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        return e
-            .iter()
-            .map(Value::to_string)
-            .collect::<Vec<_>>()
-            .join(" | ");
-    }
-    match schema.get("type").and_then(Value::as_str) {
-        Some("string") => "string".into(),
-        Some("number") | Some("integer") => "number".into(),
-        Some("boolean") => "boolean".into(),
-        Some("null") => "null".into(),
-        Some("array") => {
-            let item = schema
-                .get("items")
-                .map(|i| ts_type(i, depth + 1))
-                .unwrap_or_else(|| "unknown".into());
-            if item.contains(' ') {
-                format!("Array<{item}>")
-            } else {
-                format!("{item}[]")
-            }
-        }
-        Some("object") | None if schema.get("properties").is_some() => {
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let mut s = String::from("{ ");
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, v) in props {
-                    let opt = if required.contains(&k.as_str()) {
-                        ""
-                    } else {
-                        "?"
-                    };
-                    s.push_str(&format!("{k}{opt}: {}; ", ts_type(v, depth + 1)));
-                }
-            }
-            s.push('}');
-            s
-        }
-        Some("object") => "Record<string, unknown>".into(),
-        _ => "unknown".into(),
-    }
 }
 
 /// The script's options (`// @options:` line).
@@ -506,6 +450,10 @@ impl CallRow {
         m.insert("arguments".into(), self.arguments.clone());
         if let Some(d) = self.duration_ms {
             m.insert("durationMs".into(), json!(d.round() as u64));
+        }
+        // pi 1.6.0 keeps a failed call's error text in the record too.
+        if let Some(e) = &self.error {
+            m.insert("error".into(), Value::String(e.clone()));
         }
         Value::Object(m)
     }
@@ -800,7 +748,9 @@ mod tests {
             decl(NAME, "x"),
         ];
         let mut on = all.clone();
-        annotate(&mut on, Presentation::default(), &|_| None);
+        annotate(&mut on, Presentation::default(), &|n| {
+            ScriptView::builtin(n, &[])
+        });
         assert!(
             on[1]
                 .description
@@ -813,11 +763,11 @@ mod tests {
                 only: true,
                 inline_budget: 3000,
             },
-            &|_| None,
+            &|n| ScriptView::builtin(n, &[]),
         );
         assert_eq!(only.len(), 1);
         assert!(only[0].description.ends_with(
-            "Nested tools:\n\n### `read`\n/**\n * Read it.\n */\ndeclare function read(args: { path: string; n?: number; }): Promise<string | { data: string; mimeType: string; note: string; type: \"image\"; }>;\n\n### `my_tool` (`my-tool`)\n/**\n * Mine.\n */\ndeclare function my_tool(args: { path: string; n?: number; }): Promise<string>;"
+            "Nested tools:\n\n### `read`\nRead it.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { read(args: { n?: number; path: string; }): Promise<string | { data: string; mimeType: string; note: string; type: \"image\"; }>; };\n```\n\n### `my_tool` (`my-tool`)\nMine.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { my_tool(args: { n?: number; path: string; }): Promise<string>; };\n```"
         ), "{}", only[0].description);
         // A budget that fits one section keeps the cheaper one.
         let mut tight = all.clone();
@@ -825,9 +775,9 @@ mod tests {
             &mut tight,
             Presentation {
                 only: true,
-                inline_budget: 40,
+                inline_budget: 45,
             },
-            &|_| None,
+            &|n| ScriptView::builtin(n, &[]),
         );
         assert!(tight[0].description.contains("### `my_tool`"));
         assert!(!tight[0].description.contains("### `read`"));
@@ -838,7 +788,7 @@ mod tests {
                 only: true,
                 inline_budget: 0,
             },
-            &|_| None,
+            &|n| ScriptView::builtin(n, &[]),
         );
         assert!(!none[0].description.contains("Nested tools:"));
     }

@@ -292,6 +292,7 @@ impl Machine {
             let schemas = crate::prompt::sections::request_tools(
                 &self.env.tools,
                 self.env.settings.codemode_presentation(),
+                &self.profile.texts.system_prompt,
             );
             (update, text, schemas)
         } else {
@@ -1059,6 +1060,14 @@ impl Machine {
                         b.slots[index].started = Some(std::time::Instant::now());
                     }
                     if let Err(e) = self.start_remote_tool(batch, index, &rt, &call, &args) {
+                        // pi 1.6.0: a call refused at once (an unknown resource server, say) is
+                        // a result like any other (with its duration).
+                        if self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pi
+                            && !matches!(rt.owner, crate::core::plugins::Owner::Ext(_))
+                        {
+                            self.tool_finished(batch, index, Err(e));
+                            continue;
+                        }
                         let r = result_message(&call, Err(e));
                         self.emit_tool_end(&r);
                         if let Some(b) = self.batch_mut() {

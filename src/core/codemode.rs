@@ -54,6 +54,8 @@ pub struct ScriptTool {
     pub parameters: Value,
     /// The MCP server it comes from.
     pub namespace: Option<String>,
+    /// Its guidelines and output type, as its declaration shows them.
+    pub view: crate::codemode::ScriptView,
 }
 
 struct Script {
@@ -130,6 +132,13 @@ impl Machine {
                 description: d.description,
                 parameters: d.parameters,
                 namespace: None,
+                view: crate::codemode::ScriptView::builtin(
+                    t.name(),
+                    crate::prompt::sections::tool_rules(
+                        t.name(),
+                        &self.profile.texts.system_prompt,
+                    ),
+                ),
             });
         }
         let push = |out: &mut Vec<ScriptTool>, r: &crate::core::plugins::RemoteTool| {
@@ -141,6 +150,7 @@ impl Machine {
                 description: r.description.clone(),
                 parameters: r.parameters.clone(),
                 namespace: self.namespace_of(&r.owner),
+                view: self.script_view(&r.name, std::slice::from_ref(r)),
             });
         };
         // Extensions' tools, then the MCP tools in their servers' order whatever their exposure
@@ -243,7 +253,16 @@ impl Machine {
             .into_iter()
             .map(|t| ToolInfo {
                 js_name: crate::codemode::discovery::identifier(&t.name),
-                description: crate::codemode::declaration(&t.name, &t.description, &t.parameters),
+                description: {
+                    let g: Vec<&str> = t.view.guidelines.iter().map(String::as_str).collect();
+                    crate::codemode::render::sample(
+                        &t.name,
+                        &t.description,
+                        &g,
+                        &t.parameters,
+                        &t.view.output,
+                    )
+                },
                 // What `searchTools()` ranks, as pi's tool search documents: the description,
                 // then the schema's descriptions and property names.
                 summary: crate::mcp::search::document(&t.name, &t.description, &t.parameters, None)

@@ -128,6 +128,37 @@ impl Machine {
         }
     }
 
+    /// How scripts see tool `name` (a built-in, or one of `remote`).
+    pub(crate) fn script_view(
+        &self,
+        name: &str,
+        remote: &[RemoteTool],
+    ) -> crate::codemode::ScriptView {
+        let Some(r) = remote.iter().find(|r| r.name == name) else {
+            return crate::codemode::ScriptView::builtin(
+                name,
+                crate::prompt::sections::tool_rules(name, &self.profile.texts.system_prompt),
+            );
+        };
+        let output = match &r.owner {
+            crate::core::plugins::Owner::Mcp { server, .. } => {
+                let schema = self
+                    .plugins
+                    .servers
+                    .get(*server)
+                    .and_then(|s| s.tools.iter().find(|(n, _)| *n == r.name))
+                    .and_then(|(_, t)| t.output_schema.clone());
+                crate::codemode::render::mcp_output(schema.as_ref())
+            }
+            _ => "string".into(),
+        };
+        crate::codemode::ScriptView {
+            resolves: self.script_resolves(r),
+            guidelines: r.guidelines.clone(),
+            output,
+        }
+    }
+
     /// A remote tool's description in a request while `codemode` is declared with mode `on`
     /// (how a script calls it, as the system message declares it).
     pub(crate) fn script_call_description(&self, r: &RemoteTool) -> String {
@@ -177,15 +208,8 @@ impl Machine {
                 constrained_sampling: None,
             }))
             .collect();
-        let resolves = |name: &str| -> Option<String> {
-            let r = remote.iter().find(|r| r.name == name)?;
-            self.script_resolves(r)
-        };
-        crate::codemode::annotate(
-            &mut tools,
-            self.env.settings.codemode_presentation(),
-            &resolves,
-        );
+        let view = |name: &str| self.script_view(name, remote);
+        crate::codemode::annotate(&mut tools, self.env.settings.codemode_presentation(), &view);
         let update = declared.update(wanted.as_ref(), &tools, crate::message::now_ms());
         if let Some(u) = &update {
             declared.apply(u);
