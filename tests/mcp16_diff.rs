@@ -325,3 +325,50 @@ fn describe_tool_renders_pis_declarations() {
         "{out}"
     );
 }
+
+#[test]
+fn mode_only_lists_mcp_tools_by_namespace_and_declares_them_to_no_one() {
+    need_python!();
+    let (w, llm) = fake_world(vec![reply(1, &[text(&["ok"])])]);
+    let cfg = json!({"mcpServers": {"fake": server(&[], json!({"exposure": "direct", "description": "Fake tools"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    w.write_agent_file("settings.json", r#"{"codemode": {"mode": "only"}}"#);
+    let mut p = start(&w, &["--tools", "+codemode"]);
+    let frames = run(&mut p, "p1", "go");
+    // The request declares codemode alone; its description lists the MCP server's tools
+    // under the namespace's heading.
+    let tools = request_tools(&llm, 0);
+    assert_eq!(tools.len(), 1, "{tools:#?}");
+    let d = tools[0]["description"].as_str().unwrap();
+    assert!(
+        d.contains("\n\n## mcp__fake\nFake tools\n\n### `mcp__fake__echo`\nEcho a text.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { mcp__fake__echo(args: {\n  // What to echo\n  text: string;\n}): Promise<"),
+        "{d}"
+    );
+    // The system message still names every active tool (pi's active set), with codemode's
+    // listing; its prompt sections list only codemode.
+    let sys = frames
+        .iter()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "system")
+        .unwrap();
+    let added: Vec<&str> = sys["message"]["toolsAdded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        &added[..6],
+        [
+            "read",
+            "bash",
+            "edit",
+            "write",
+            "codemode",
+            "mcp__fake__echo"
+        ]
+    );
+    assert_eq!(
+        sys["message"]["sections"]["tools"],
+        "<tools>\n- codemode: Run JavaScript that calls other tools\n\nAdditional tools may be available.\n</tools>"
+    );
+}

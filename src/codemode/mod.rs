@@ -140,7 +140,7 @@ impl Default for Presentation {
 /// `script` tells how scripts see a tool ([`ScriptView`]: what its call resolves to, its
 /// guidelines, its output type).
 pub fn annotate(
-    decls: &mut Vec<crate::message::ToolDeclaration>,
+    decls: &mut [crate::message::ToolDeclaration],
     how: Presentation,
     script: &dyn Fn(&str) -> ScriptView,
 ) {
@@ -164,51 +164,110 @@ pub fn annotate(
         }
         return;
     }
-    let sections: Vec<String> = decls
-        .iter()
-        .filter(|d| d.name != NAME)
-        .map(|d| {
-            let id = discovery::identifier(&d.name);
-            let heading = if id == d.name {
-                format!("### `{id}`")
-            } else {
-                format!("### `{id}` (`{}`)", d.name)
-            };
-            let view = script(&d.name);
-            let guidelines: Vec<&str> = view.guidelines.iter().map(String::as_str).collect();
-            format!(
-                "{heading}\n{}",
-                render::sample(
-                    &d.name,
-                    &d.description,
-                    &guidelines,
-                    &d.parameters,
-                    &view.output
-                )
+    // Mode `only` (pi's catalog): every tool but the model's own is listed in `codemode`'s
+    // description, grouped (tools without a namespace first, then namespaces by name); in each
+    // round every group places its cheapest remaining tool that fits the budget, and a group
+    // whose next tool does not fit drops out. The tools stay in the declared set (pi's
+    // `toolsAdded`); requests leave them out (`request_tools`).
+    type Group = (Option<(String, Option<String>)>, Vec<(String, u64)>);
+    let mut groups: Vec<Group> = vec![(None, Vec::new())];
+    for d in decls.iter().filter(|d| listed_in_only(&d.name)) {
+        let id = discovery::identifier(&d.name);
+        let heading = if id == d.name {
+            format!("### `{id}`")
+        } else {
+            format!("### `{id}` (`{}`)", d.name)
+        };
+        let view = script(&d.name);
+        let guidelines: Vec<&str> = view.guidelines.iter().map(String::as_str).collect();
+        let section = format!(
+            "{heading}\n{}",
+            render::sample(
+                &d.name,
+                &d.description,
+                &guidelines,
+                &d.parameters,
+                &view.output
             )
+            .trim()
+        );
+        let cost = (section.encode_utf16().count() as u64).div_ceil(4);
+        let ns_name = view.namespace.as_ref().map(|n| n.0.clone());
+        match groups
+            .iter_mut()
+            .find(|g| g.0.as_ref().map(|n| &n.0) == ns_name.as_ref())
+        {
+            Some(g) => g.1.push((section, cost)),
+            None => groups.push((view.namespace.clone(), vec![(section, cost)])),
+        }
+    }
+    let any = groups.iter().any(|g| !g.1.is_empty());
+    groups[1..].sort_by(|a, b| {
+        let (x, y) = (&a.0.as_ref().unwrap().0, &b.0.as_ref().unwrap().0);
+        x.to_lowercase().cmp(&y.to_lowercase()).then(x.cmp(y))
+    });
+    let mut queues: Vec<Vec<usize>> = groups
+        .iter()
+        .map(|g| {
+            let mut q: Vec<usize> = (0..g.1.len()).collect();
+            q.sort_by_key(|i| g.1[*i].1);
+            q
         })
         .collect();
-    let mut order: Vec<usize> = (0..sections.len()).collect();
-    order.sort_by_key(|i| sections[*i].chars().count().div_ceil(4));
+    let mut shown: Vec<Vec<bool>> = groups.iter().map(|g| vec![false; g.1.len()]).collect();
     let mut left = how.inline_budget;
-    let mut shown = vec![false; sections.len()];
-    for i in order {
-        let cost = sections[i].chars().count().div_ceil(4) as u64;
-        if cost > left {
-            break;
-        }
-        left -= cost;
-        shown[i] = true;
-    }
-    let listed: Vec<String> = sections
-        .into_iter()
-        .zip(shown)
-        .filter_map(|(s, keep)| keep.then_some(s))
+    let mut active: Vec<usize> = (0..groups.len())
+        .filter(|g| !queues[*g].is_empty())
         .collect();
-    let mut codemode = decls.remove(at);
-    codemode.description = description(&docs_path(), &listed);
-    decls.clear();
-    decls.push(codemode);
+    while !active.is_empty() {
+        active.retain(|&g| {
+            let next = queues[g][0];
+            let cost = groups[g].1[next].1;
+            if cost > left {
+                return false;
+            }
+            left -= cost;
+            shown[g][next] = true;
+            queues[g].remove(0);
+            !queues[g].is_empty()
+        });
+    }
+    let mut listed: Vec<String> = Vec::new();
+    for (g, (ns, entries)) in groups.iter().enumerate() {
+        let visible = shown[g].iter().filter(|x| **x).count();
+        if let Some((name, desc)) = ns {
+            let listing = if visible == entries.len() {
+                ""
+            } else if visible == 0 {
+                " (tools not listed)"
+            } else {
+                " (some tools not listed)"
+            };
+            let desc = desc
+                .as_deref()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("\n{d}"))
+                .unwrap_or_default();
+            listed.push(format!("## {name}{listing}{desc}"));
+        }
+        for (i, (section, _)) in entries.iter().enumerate() {
+            if shown[g][i] {
+                listed.push(section.clone());
+            }
+        }
+    }
+    let mut text = description(&docs_path(), &listed);
+    if any && listed.is_empty() {
+        text.push_str("\n\nNested tools:");
+    }
+    decls[at].description = text;
+}
+
+/// In mode `only`: whether a declared tool is listed in `codemode`'s description and left out
+/// of requests (every tool scripts can call: not `codemode`, not `tool_search`).
+pub fn listed_in_only(name: &str) -> bool {
+    name != NAME && name != crate::tools::tool_search::NAME
 }
 
 /// What a declared tool's description says of its script call (codemode `on`): how a script
@@ -232,6 +291,8 @@ pub struct ScriptView {
     pub resolves: Option<String>,
     pub guidelines: Vec<String>,
     pub output: String,
+    /// Its namespace (an MCP server's `mcp__<server>`) and the namespace's description.
+    pub namespace: Option<(String, Option<String>)>,
 }
 
 impl ScriptView {
@@ -245,6 +306,7 @@ impl ScriptView {
                 "bash" => render::BASH_OUTPUT.into(),
                 _ => "string".into(),
             },
+            namespace: None,
         }
     }
 }
@@ -765,10 +827,11 @@ mod tests {
             },
             &|n| ScriptView::builtin(n, &[]),
         );
-        assert_eq!(only.len(), 1);
-        assert!(only[0].description.ends_with(
+        // The tools stay declared (pi's active set); codemode lists them.
+        assert_eq!(only.len(), 3);
+        assert!(only[2].description.ends_with(
             "Nested tools:\n\n### `read`\nRead it.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { read(args: { n?: number; path: string; }): Promise<string | { data: string; mimeType: string; note: string; type: \"image\"; }>; };\n```\n\n### `my_tool` (`my-tool`)\nMine.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { my_tool(args: { n?: number; path: string; }): Promise<string>; };\n```"
-        ), "{}", only[0].description);
+        ), "{}", only[2].description);
         // A budget that fits one section keeps the cheaper one.
         let mut tight = all.clone();
         annotate(
@@ -779,8 +842,8 @@ mod tests {
             },
             &|n| ScriptView::builtin(n, &[]),
         );
-        assert!(tight[0].description.contains("### `my_tool`"));
-        assert!(!tight[0].description.contains("### `read`"));
+        assert!(tight[2].description.contains("### `my_tool`"));
+        assert!(!tight[2].description.contains("### `read`"));
         let mut none = all;
         annotate(
             &mut none,
@@ -790,7 +853,8 @@ mod tests {
             },
             &|n| ScriptView::builtin(n, &[]),
         );
-        assert!(!none[0].description.contains("Nested tools:"));
+        // None fits: pi's heading alone.
+        assert!(none[2].description.ends_with("first.\n\nNested tools:"));
     }
 
     #[test]

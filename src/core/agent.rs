@@ -446,6 +446,17 @@ impl Machine {
             .iter()
             .any(|t| t.name == crate::codemode::NAME)
             .then(|| self.env.settings.codemode_presentation().only);
+        // Mode `only`: `codemode`'s description lists the MCP and extension tools too, as the
+        // branch's system messages declared it.
+        let codemode_description = (codemode == Some(true) && self.profile.agent.system_messages)
+            .then(|| {
+                crate::prompt::sections::Declared::of(&self.state.messages)
+                    .tools
+                    .into_iter()
+                    .find(|t| t.name == crate::codemode::NAME)
+                    .map(|t| t.description)
+            })
+            .flatten();
         let req = LlmRequest {
             api_key,
             system_prompt: run.system_prompt.clone(),
@@ -465,6 +476,15 @@ impl Machine {
                 .iter()
                 .filter(|t| !run.remote.iter().any(|r| r.name == t.name))
                 .cloned()
+                .map(|mut t| {
+                    if let (true, Some(d)) = (
+                        t.name == crate::codemode::NAME,
+                        codemode_description.as_ref(),
+                    ) {
+                        t.description = d.clone();
+                    }
+                    t
+                })
                 .chain(run.remote.iter().filter_map(|r| {
                     // While `codemode` is declared (pi 1.6.0): mode `on` says how scripts call
                     // the tool; mode `only` leaves it to scripts.

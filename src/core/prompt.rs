@@ -39,20 +39,26 @@ impl Machine {
                 .to_string(),
             None => String::new(),
         };
+        // codemode mode `only` (pi 1.6.0): the prompt lists the tools declared to the model.
+        let only = active(crate::codemode::NAME) && self.env.settings.codemode_presentation().only;
+        let shown = |n: &str| !only || !crate::codemode::listed_in_only(n);
         let mut names: Vec<(&str, &str)> = self
             .env
             .tools
             .iter()
+            .filter(|t| shown(t.name()))
             .map(|t| (t.name(), t.snippet()))
             .collect();
         // Tools of extensions and MCP servers with a snippet, as the 0.73 prompt lists them.
         names.extend(
             remote
                 .iter()
+                .filter(|r| shown(&r.name))
                 .filter_map(|r| r.snippet.as_deref().map(|s| (r.name.as_str(), s))),
         );
         let guidelines: Vec<&str> = remote
             .iter()
+            .filter(|r| shown(&r.name))
             .flat_map(|r| r.guidelines.iter().map(String::as_str))
             .collect();
         let mut map = sections(&SectionInputs {
@@ -152,10 +158,22 @@ impl Machine {
             }
             _ => "string".into(),
         };
+        let namespace = match &r.owner {
+            crate::core::plugins::Owner::Mcp { server, .. } => {
+                self.plugins.servers.get(*server).map(|s| {
+                    (
+                        crate::mcp::naming::namespace(&s.cfg.name),
+                        s.cfg.description.clone(),
+                    )
+                })
+            }
+            _ => None,
+        };
         crate::codemode::ScriptView {
             resolves: self.script_resolves(r),
             guidelines: r.guidelines.clone(),
             output,
+            namespace,
         }
     }
 

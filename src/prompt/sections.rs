@@ -314,6 +314,10 @@ pub fn request_tools(
     crate::codemode::annotate(&mut decls, codemode, &|n| {
         crate::codemode::ScriptView::builtin(n, tool_rules(n, texts))
     });
+    // Mode `only`: the tools scripts call are listed in `codemode`, not declared.
+    if codemode.only && decls.iter().any(|d| d.name == crate::codemode::NAME) {
+        decls.retain(|d| !crate::codemode::listed_in_only(&d.name));
+    }
     decls
         .into_iter()
         .map(|d| crate::llm::ToolSchema {
