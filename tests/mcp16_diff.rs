@@ -372,3 +372,33 @@ fn mode_only_lists_mcp_tools_by_namespace_and_declares_them_to_no_one() {
         "<tools>\n- codemode: Run JavaScript that calls other tools\n\nAdditional tools may be available.\n</tools>"
     );
 }
+
+#[test]
+fn requests_keep_a_tools_additional_properties() {
+    need_python!();
+    let (w, llm) = fake_world(vec![reply(1, &[text(&["ok"])])]);
+    let cfg =
+        json!({"mcpServers": {"fake": server(&["--resources"], json!({"exposure": "direct"}))}});
+    w.write_agent_file("mcp.json", &cfg.to_string());
+    let mut p = start(&w, &[]);
+    run(&mut p, "p1", "go");
+    let tools = request_tools(&llm, 0);
+    let schema = |n: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == n)
+            .map(|t| t["input_schema"].clone())
+            .unwrap_or_else(|| panic!("no {n}: {tools:#?}"))
+    };
+    // pi 1.6.0's Anthropic request: type, properties, required, then additionalProperties.
+    assert_eq!(
+        serde_json::to_string(&schema("mcp__fake__echo")).unwrap(),
+        r#"{"type":"object","properties":{"text":{"type":"string","description":"What to echo"}},"required":["text"],"additionalProperties":false}"#
+    );
+    assert_eq!(schema("read_mcp_resource")["additionalProperties"], false);
+    assert!(
+        schema("mcp__fake__add")
+            .get("additionalProperties")
+            .is_none()
+    );
+}
