@@ -176,7 +176,7 @@ image("data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==");
 const names = ALL_TOOLS.map(t => t.name).join(",");
 const found = (await searchTools("write file content", {limit: 1})).map(t => t.name);
 const described = await describeTool("bash");
-text([names, found, typeof described, described.includes("declare function bash"), await describeNamespace("none") === undefined].join(" "));
+text([names, found, typeof described, described.includes("declare const tools: { bash(args:"), await describeNamespace("none") === undefined].join(" "));
 let m;
 try { await models.classify({provider: "x", id: "y"}, {}); } catch (e) { m = e.message; }
 text(m);
@@ -440,7 +440,7 @@ fn the_memory_limit_stops_a_growing_script() {
     let mut args = fake_rpc(&["--compat", "1.6", "--tools", "+codemode", "--no-session"]);
     args.push("--verbose");
     let mut cmd = world.command(&args);
-    cmd.env("PITH_TEST_CODEMODE_MEMORY", "16777216");
+    cmd.env("PITH_TEST_CODEMODE_MEMORY", "33554432");
     let mut p = Pith::spawn_cmd(cmd);
     let f = run(&mut p, "grow");
     let t = stable(&result_text(end_of(&f, "cm")));
@@ -554,7 +554,9 @@ fn settings_enable_codemode_and_mode_only_hides_the_other_tools() {
     let d = tools[0]["description"].as_str().expect("description");
     assert!(d.contains("\n\nNested tools:\n\n### `read`\n"), "{d}");
     assert!(
-        d.contains("declare function bash(args: { command: string; timeout?: number; })"),
+        d.contains(
+            "declare const tools: { bash(args: {\n  // Shell command to execute\n  command: string;"
+        ),
         "{d}"
     );
     // A nested bash: its start, the script's row, then bash's own updates, all in order.

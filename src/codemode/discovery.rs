@@ -1,11 +1,7 @@
 //! `searchTools()`, `describeTool()`, `describeNamespace()` and `models.*`: the globals the worker
 //! answers itself from the [`Setup`] it was given. Pure.
 //!
-//! The ranking is BM25 over each tool's name, description and namespace (k1 1.2, b 0.75; a name
-//! match weighs more, exact names first), as pi ranks `searchTools()`; words are split at case
-//! changes and non-alphanumerics, without pi's stemming and stop words.
-
-use std::collections::{HashMap, HashSet};
+//! `searchTools()` ranks as pi 1.6.0 does, with `tool_search`'s ranking ([`crate::mcp::search`]).
 
 use serde_json::{Value, json};
 
@@ -13,8 +9,6 @@ use super::wire::{Setup, ToolInfo};
 
 /// `searchTools()`'s default limit.
 pub const DEFAULT_LIMIT: u64 = 8;
-const NAME_WEIGHT: f64 = 3.0;
-const NAMESPACE_WEIGHT: f64 = 1.0;
 
 /// Answer global `name` (`Ok(None)`: `undefined`).
 pub fn global(setup: &Setup, name: &str, args: &Value) -> Result<Option<Value>, String> {
@@ -37,7 +31,7 @@ pub fn global(setup: &Setup, name: &str, args: &Value) -> Result<Option<Value>, 
                 Some(Value::String(s)) => Some(s.as_str()),
                 Some(_) => return Err("searchTools() namespace must be a string".into()),
             };
-            let found = search(&setup.tools, query, namespace, limit as usize);
+            let found = search(setup, query, namespace, limit as usize);
             Ok(Some(Value::Array(
                 found
                     .into_iter()
@@ -112,51 +106,23 @@ pub fn identifier(name: &str) -> String {
     out
 }
 
+/// pi's namespace names: `mcp__dev-radius`, `mcp__dev_radius`, and the server's own name
+/// (`dev-radius`, `dev_radius`) all name namespace `mcp__dev_radius`.
 fn same_namespace(name: &str, query: &str) -> bool {
-    name == query || identifier(name) == identifier(query)
+    let q = identifier(query);
+    name == query || identifier(name) == q || identifier(name) == format!("mcp__{q}")
 }
 
-/// Words of `text`: split at case changes and non-alphanumerics, lower case.
-pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev: Option<char> = None;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            let boundary = matches!(prev, Some(p) if (p.is_lowercase() || p.is_ascii_digit()) && c.is_uppercase());
-            if boundary && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            cur.extend(c.to_lowercase());
-        } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        prev = Some(c);
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
-/// A tool indexed: its words of name, text counts, text length, namespace words.
-type Doc<'a> = (
-    &'a ToolInfo,
-    HashSet<String>,
-    HashMap<String, usize>,
-    usize,
-    HashSet<String>,
-);
-
-/// The `limit` best tools for `query` (in `namespace` if given).
+/// The `limit` best tools for `query` (in `namespace` if given): pi's tool search ranking
+/// ([`crate::mcp::search`]) over the tools' names, texts and namespaces.
 pub fn search<'a>(
-    tools: &'a [ToolInfo],
+    setup: &'a Setup,
     query: &str,
     namespace: Option<&str>,
     limit: usize,
 ) -> Vec<&'a ToolInfo> {
-    let terms: HashSet<String> = words(query).into_iter().collect();
-    let docs: Vec<Doc> = tools
+    let tools: Vec<&ToolInfo> = setup
+        .tools
         .iter()
         .filter(|t| match namespace {
             Some(n) => t
@@ -165,74 +131,30 @@ pub fn search<'a>(
                 .is_some_and(|ns| same_namespace(ns, n)),
             None => true,
         })
+        .collect();
+    let docs: Vec<crate::mcp::search::Document> = tools
+        .iter()
         .map(|t| {
-            let name: HashSet<String> = words(&t.name).into_iter().collect();
-            let text = words(&t.summary);
-            let mut counts = HashMap::new();
-            for w in &text {
-                *counts.entry(w.clone()).or_insert(0) += 1;
-            }
-            let ns: HashSet<String> = t
+            let namespace_text = t
                 .namespace
                 .as_deref()
-                .map(|n| words(n).into_iter().collect())
+                .map(|n| {
+                    let ns = setup.namespaces.iter().find(|x| x.name == n);
+                    let d = ns.and_then(|x| x.description.as_deref()).unwrap_or("");
+                    let i = ns.and_then(|x| x.instructions.as_deref()).unwrap_or("");
+                    format!("{n} {d} {i}")
+                })
                 .unwrap_or_default();
-            (t, name, counts, text.len(), ns)
-        })
-        .collect();
-    if terms.is_empty() || docs.is_empty() || limit == 0 {
-        return Vec::new();
-    }
-    let n = docs.len() as f64;
-    let avg = (docs.iter().map(|d| d.3).sum::<usize>() as f64 / n).max(1.0);
-    let idf: HashMap<&String, f64> = terms
-        .iter()
-        .map(|term| {
-            let df = docs
-                .iter()
-                .filter(|d| d.1.contains(term) || d.2.contains_key(term) || d.4.contains(term))
-                .count() as f64;
-            (term, (1.0 + (n - df + 0.5) / (df + 0.5)).ln())
-        })
-        .collect();
-    let exact_query = identifier(query.trim()).to_lowercase();
-    let (k1, b) = (1.2, 0.75);
-    let mut scored: Vec<(bool, usize, f64, usize)> = Vec::new();
-    for (i, (t, name, counts, len, ns)) in docs.iter().enumerate() {
-        let norm = k1 * (1.0 - b + b * (*len as f64) / avg);
-        let (mut score, mut covered) = (0.0, 0usize);
-        for term in &terms {
-            let c = *counts.get(term).unwrap_or(&0) as f64;
-            let w = if name.contains(term) {
-                NAME_WEIGHT
-            } else {
-                0.0
-            } + if ns.contains(term) {
-                NAMESPACE_WEIGHT
-            } else {
-                0.0
-            } + c * (k1 + 1.0) / (c + norm);
-            if w > 0.0 {
-                covered += 1;
+            crate::mcp::search::Document {
+                name: t.name.clone(),
+                text: t.summary.clone(),
+                namespace_text,
             }
-            score += idf.get(term).copied().unwrap_or(0.0) * w;
-        }
-        if score == 0.0 {
-            continue;
-        }
-        let lname = identifier(&t.name).to_lowercase();
-        let exact = lname == exact_query || lname.ends_with(&format!("__{exact_query}"));
-        scored.push((exact, covered, score, i));
-    }
-    scored.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal))
-    });
-    scored
+        })
+        .collect();
+    crate::mcp::search::rank(query, &docs, limit)
         .into_iter()
-        .take(limit)
-        .map(|(_, _, _, i)| docs[i].0)
+        .filter_map(|n| tools.iter().find(|t| t.name == n).copied())
         .collect()
 }
 
@@ -257,7 +179,6 @@ mod tests {
             "mcp__dev_radius__search"
         );
         assert_eq!(identifier("9x"), "_x");
-        assert_eq!(words("readFile, HTTP-get"), ["read", "file", "http", "get"]);
     }
 
     #[test]
@@ -267,6 +188,10 @@ mod tests {
             tool("bash", "Execute a bash command", None),
             tool("mcp__docs__search", "Search the documents", Some("docs")),
         ];
+        let tools = Setup {
+            tools,
+            ..Setup::default()
+        };
         let names = |v: Vec<&ToolInfo>| v.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(search(&tools, "bash command", None, 8)), ["bash"]);
         assert_eq!(
@@ -280,20 +205,30 @@ mod tests {
     #[test]
     fn globals_answer_and_refuse() {
         let setup = Setup {
-            tools: vec![tool("mcp__docs__search", "Search", Some("docs"))],
+            tools: vec![tool(
+                "mcp__dev-docs__search",
+                "Search",
+                Some("mcp__dev_docs"),
+            )],
             namespaces: vec![super::super::wire::Namespace {
-                name: "docs".into(),
+                name: "mcp__dev_docs".into(),
                 description: Some("Docs server".into()),
                 instructions: None,
             }],
             ..Setup::default()
         };
+        // pi's names of a namespace: with or without `mcp__`, `-` or `_`.
+        for name in ["dev-docs", "dev_docs", "mcp__dev-docs", "mcp__dev_docs"] {
+            assert_eq!(
+                global(&setup, "describeNamespace", &json!([name])).unwrap(),
+                Some(
+                    json!({"name":"mcp__dev_docs","description":"Docs server","tools":["mcp__dev_docs__search"]})
+                ),
+                "{name}"
+            );
+        }
         assert_eq!(
-            global(&setup, "describeNamespace", &json!(["docs"])).unwrap(),
-            Some(json!({"name":"docs","description":"Docs server","tools":["mcp__docs__search"]}))
-        );
-        assert_eq!(
-            global(&setup, "describeTool", &json!(["mcp__docs__search"])).unwrap(),
+            global(&setup, "describeTool", &json!(["mcp__dev_docs__search"])).unwrap(),
             Some(json!("Search (declaration)"))
         );
         assert_eq!(

@@ -12,6 +12,7 @@ use crate::message::Content;
 
 pub mod discovery;
 mod docs;
+pub mod render;
 pub mod wire;
 #[cfg(feature = "codemode")]
 pub mod worker;
@@ -136,54 +137,137 @@ impl Default for Presentation {
 /// With `codemode` declared: mode `on`, the other declared tools say how scripts call them;
 /// mode `only`, they are taken out and listed in `codemode`'s description (as many as the
 /// budget allows, cheapest first; scripts find the others with `searchTools()`).
-pub fn annotate(decls: &mut Vec<crate::message::ToolDeclaration>, how: Presentation) {
+/// `script` tells how scripts see a tool ([`ScriptView`]: what its call resolves to, its
+/// guidelines, its output type).
+pub fn annotate(
+    decls: &mut [crate::message::ToolDeclaration],
+    how: Presentation,
+    script: &dyn Fn(&str) -> ScriptView,
+) {
     let Some(at) = decls.iter().position(|d| d.name == NAME) else {
         return;
     };
     if !how.only {
-        for d in decls.iter_mut().filter(|d| d.name != NAME) {
-            let suffix = script_call_suffix(&d.name);
+        // `tool_search` is for the model only: scripts cannot call it.
+        for d in decls
+            .iter_mut()
+            .filter(|d| d.name != NAME && d.name != crate::tools::tool_search::NAME)
+        {
+            let suffix = match script(&d.name).resolves {
+                Some(r) => format!(
+                    "\n\nCodemode: `tools.{}(args)` resolves to {r}.",
+                    discovery::identifier(&d.name)
+                ),
+                None => script_call_suffix(&d.name),
+            };
             d.description = format!("{}{suffix}", d.description.trim());
         }
         return;
     }
-    let sections: Vec<String> = decls
-        .iter()
-        .filter(|d| d.name != NAME)
-        .map(|d| {
-            let id = discovery::identifier(&d.name);
-            let heading = if id == d.name {
-                format!("### `{id}`")
-            } else {
-                format!("### `{id}` (`{}`)", d.name)
-            };
-            format!(
-                "{heading}\n{}",
-                declaration(&d.name, &d.description, &d.parameters)
+    // Mode `only` (pi's catalog): every tool but the model's own is listed in `codemode`'s
+    // description, grouped (tools without a namespace first, then namespaces by name); in each
+    // round every group places its cheapest remaining tool that fits the budget, and a group
+    // whose next tool does not fit drops out. The tools stay in the declared set (pi's
+    // `toolsAdded`); requests leave them out (`request_tools`).
+    type Group = (Option<(String, Option<String>)>, Vec<(String, u64)>);
+    let mut groups: Vec<Group> = vec![(None, Vec::new())];
+    for d in decls.iter().filter(|d| listed_in_only(&d.name)) {
+        let id = discovery::identifier(&d.name);
+        let heading = if id == d.name {
+            format!("### `{id}`")
+        } else {
+            format!("### `{id}` (`{}`)", d.name)
+        };
+        let view = script(&d.name);
+        let guidelines: Vec<&str> = view.guidelines.iter().map(String::as_str).collect();
+        let section = format!(
+            "{heading}\n{}",
+            render::sample(
+                &d.name,
+                &d.description,
+                &guidelines,
+                &d.parameters,
+                &view.output
             )
+            .trim()
+        );
+        let cost = (section.encode_utf16().count() as u64).div_ceil(4);
+        let ns_name = view.namespace.as_ref().map(|n| n.0.clone());
+        match groups
+            .iter_mut()
+            .find(|g| g.0.as_ref().map(|n| &n.0) == ns_name.as_ref())
+        {
+            Some(g) => g.1.push((section, cost)),
+            None => groups.push((view.namespace.clone(), vec![(section, cost)])),
+        }
+    }
+    let any = groups.iter().any(|g| !g.1.is_empty());
+    groups[1..].sort_by(|a, b| {
+        let (x, y) = (&a.0.as_ref().unwrap().0, &b.0.as_ref().unwrap().0);
+        x.to_lowercase().cmp(&y.to_lowercase()).then(x.cmp(y))
+    });
+    let mut queues: Vec<Vec<usize>> = groups
+        .iter()
+        .map(|g| {
+            let mut q: Vec<usize> = (0..g.1.len()).collect();
+            q.sort_by_key(|i| g.1[*i].1);
+            q
         })
         .collect();
-    let mut order: Vec<usize> = (0..sections.len()).collect();
-    order.sort_by_key(|i| sections[*i].chars().count().div_ceil(4));
+    let mut shown: Vec<Vec<bool>> = groups.iter().map(|g| vec![false; g.1.len()]).collect();
     let mut left = how.inline_budget;
-    let mut shown = vec![false; sections.len()];
-    for i in order {
-        let cost = sections[i].chars().count().div_ceil(4) as u64;
-        if cost > left {
-            break;
-        }
-        left -= cost;
-        shown[i] = true;
-    }
-    let listed: Vec<String> = sections
-        .into_iter()
-        .zip(shown)
-        .filter_map(|(s, keep)| keep.then_some(s))
+    let mut active: Vec<usize> = (0..groups.len())
+        .filter(|g| !queues[*g].is_empty())
         .collect();
-    let mut codemode = decls.remove(at);
-    codemode.description = description(&docs_path(), &listed);
-    decls.clear();
-    decls.push(codemode);
+    while !active.is_empty() {
+        active.retain(|&g| {
+            let next = queues[g][0];
+            let cost = groups[g].1[next].1;
+            if cost > left {
+                return false;
+            }
+            left -= cost;
+            shown[g][next] = true;
+            queues[g].remove(0);
+            !queues[g].is_empty()
+        });
+    }
+    let mut listed: Vec<String> = Vec::new();
+    for (g, (ns, entries)) in groups.iter().enumerate() {
+        let visible = shown[g].iter().filter(|x| **x).count();
+        if let Some((name, desc)) = ns {
+            let listing = if visible == entries.len() {
+                ""
+            } else if visible == 0 {
+                " (tools not listed)"
+            } else {
+                " (some tools not listed)"
+            };
+            let desc = desc
+                .as_deref()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(|d| format!("\n{d}"))
+                .unwrap_or_default();
+            listed.push(format!("## {name}{listing}{desc}"));
+        }
+        for (i, (section, _)) in entries.iter().enumerate() {
+            if shown[g][i] {
+                listed.push(section.clone());
+            }
+        }
+    }
+    let mut text = description(&docs_path(), &listed);
+    if any && listed.is_empty() {
+        text.push_str("\n\nNested tools:");
+    }
+    decls[at].description = text;
+}
+
+/// In mode `only`: whether a declared tool is listed in `codemode`'s description and left out
+/// of requests (every tool scripts can call: not `codemode`, not `tool_search`).
+pub fn listed_in_only(name: &str) -> bool {
+    name != NAME && name != crate::tools::tool_search::NAME
 }
 
 /// What a declared tool's description says of its script call (codemode `on`): how a script
@@ -200,93 +284,75 @@ pub fn script_call_suffix(name: &str) -> String {
     )
 }
 
-/// The TypeScript-like declaration scripts see of a tool (`ALL_TOOLS`, `describeTool()`).
-pub fn declaration(name: &str, description: &str, parameters: &Value) -> String {
-    let mut out = String::new();
-    let desc = description.trim();
-    if !desc.is_empty() {
-        out.push_str("/**\n");
-        for l in desc.lines() {
-            out.push_str(" * ");
-            out.push_str(l);
-            out.push('\n');
-        }
-        out.push_str(" */\n");
-    }
-    out.push_str(&format!(
-        "declare function {}(args: {}): Promise<{}>;",
-        discovery::identifier(name),
-        ts_type(parameters, 0),
-        match name {
-            "read" => "string | { data: string; mimeType: string; note: string; type: \"image\"; }",
-            "bash" => "{ output: string; truncated: boolean; full_output_path?: string; exit_code: number; wall_time_seconds: number; }",
-            _ => "string",
-        }
-    ));
-    out
+/// How scripts see a tool: what its call resolves to when it is not a string (the
+/// description's `Codemode:` line), its guidelines and its output type (its declaration).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScriptView {
+    pub resolves: Option<String>,
+    pub guidelines: Vec<String>,
+    pub output: String,
+    /// Its namespace (an MCP server's `mcp__<server>`) and the namespace's description.
+    pub namespace: Option<(String, Option<String>)>,
 }
 
-fn ts_type(schema: &Value, depth: usize) -> String {
-    if depth > 6 {
-        return "unknown".into();
+impl ScriptView {
+    /// A built-in tool: `read`'s and `bash`'s objects, else a string.
+    pub fn builtin(name: &str, guidelines: &[&str]) -> ScriptView {
+        ScriptView {
+            resolves: None,
+            guidelines: guidelines.iter().map(|g| g.to_string()).collect(),
+            output: match name {
+                "read" => render::READ_OUTPUT.into(),
+                "bash" => render::BASH_OUTPUT.into(),
+                _ => "string".into(),
+            },
+            namespace: None,
+        }
     }
-    if let Some(alts) = schema
-        .get("anyOf")
-        .or_else(|| schema.get("oneOf"))
+}
+
+/// What a script's call of an MCP tool resolves to, as pi 1.6.0 says it: the fields of its
+/// `CallToolResult`, with the fields of `structuredContent` when the tool has an output schema.
+pub fn mcp_resolves(output_schema: Option<&Value>) -> String {
+    let structured = output_schema
+        .and_then(|s| object_fields(s, 0))
+        .map(|f| format!(": {f}"))
+        .unwrap_or_default();
+    format!("`{{ content, structuredContent?{structured}, isError? }}`")
+}
+
+/// pi's `describeFields`: `{ a, b? }` for an object schema with properties (`: "v"` for a
+/// `const` field; fields of object fields `depth` more levels deep), else none.
+fn object_fields(schema: &Value, depth: usize) -> Option<String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let props = schema.get("properties")?.as_object()?;
+    let required: Vec<&str> = schema
+        .get("required")
         .and_then(Value::as_array)
-    {
-        let parts: Vec<String> = alts.iter().map(|a| ts_type(a, depth + 1)).collect();
-        return parts.join(" | ");
-    }
-    if let Some(c) = schema.get("const") {
-        return c.to_string();
-    }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        return e
-            .iter()
-            .map(Value::to_string)
-            .collect::<Vec<_>>()
-            .join(" | ");
-    }
-    match schema.get("type").and_then(Value::as_str) {
-        Some("string") => "string".into(),
-        Some("number") | Some("integer") => "number".into(),
-        Some("boolean") => "boolean".into(),
-        Some("null") => "null".into(),
-        Some("array") => {
-            let item = schema
-                .get("items")
-                .map(|i| ts_type(i, depth + 1))
-                .unwrap_or_else(|| "unknown".into());
-            if item.contains(' ') {
-                format!("Array<{item}>")
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fields: Vec<String> = props
+        .iter()
+        .map(|(name, field)| {
+            let opt = if required.contains(&name.as_str()) {
+                ""
             } else {
-                format!("{item}[]")
+                "?"
+            };
+            let nested = match field.get("const") {
+                Some(c) => Some(c.to_string()),
+                None if depth > 0 => object_fields(field, depth - 1),
+                None => None,
+            };
+            match nested {
+                Some(n) => format!("{name}{opt}: {n}"),
+                None => format!("{name}{opt}"),
             }
-        }
-        Some("object") | None if schema.get("properties").is_some() => {
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let mut s = String::from("{ ");
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, v) in props {
-                    let opt = if required.contains(&k.as_str()) {
-                        ""
-                    } else {
-                        "?"
-                    };
-                    s.push_str(&format!("{k}{opt}: {}; ", ts_type(v, depth + 1)));
-                }
-            }
-            s.push('}');
-            s
-        }
-        Some("object") => "Record<string, unknown>".into(),
-        _ => "unknown".into(),
-    }
+        })
+        .collect();
+    Some(format!("{{ {} }}", fields.join(", ")))
 }
 
 /// The script's options (`// @options:` line).
@@ -446,6 +512,10 @@ impl CallRow {
         m.insert("arguments".into(), self.arguments.clone());
         if let Some(d) = self.duration_ms {
             m.insert("durationMs".into(), json!(d.round() as u64));
+        }
+        // pi 1.6.0 keeps a failed call's error text in the record too.
+        if let Some(e) = &self.error {
+            m.insert("error".into(), Value::String(e.clone()));
         }
         Value::Object(m)
     }
@@ -740,7 +810,9 @@ mod tests {
             decl(NAME, "x"),
         ];
         let mut on = all.clone();
-        annotate(&mut on, Presentation::default());
+        annotate(&mut on, Presentation::default(), &|n| {
+            ScriptView::builtin(n, &[])
+        });
         assert!(
             on[1]
                 .description
@@ -753,22 +825,25 @@ mod tests {
                 only: true,
                 inline_budget: 3000,
             },
+            &|n| ScriptView::builtin(n, &[]),
         );
-        assert_eq!(only.len(), 1);
-        assert!(only[0].description.ends_with(
-            "Nested tools:\n\n### `read`\n/**\n * Read it.\n */\ndeclare function read(args: { path: string; n?: number; }): Promise<string | { data: string; mimeType: string; note: string; type: \"image\"; }>;\n\n### `my_tool` (`my-tool`)\n/**\n * Mine.\n */\ndeclare function my_tool(args: { path: string; n?: number; }): Promise<string>;"
-        ), "{}", only[0].description);
+        // The tools stay declared (pi's active set); codemode lists them.
+        assert_eq!(only.len(), 3);
+        assert!(only[2].description.ends_with(
+            "Nested tools:\n\n### `read`\nRead it.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { read(args: { n?: number; path: string; }): Promise<string | { data: string; mimeType: string; note: string; type: \"image\"; }>; };\n```\n\n### `my_tool` (`my-tool`)\nMine.\n\ncodemode tool declaration:\n```ts\ndeclare const tools: { my_tool(args: { n?: number; path: string; }): Promise<string>; };\n```"
+        ), "{}", only[2].description);
         // A budget that fits one section keeps the cheaper one.
         let mut tight = all.clone();
         annotate(
             &mut tight,
             Presentation {
                 only: true,
-                inline_budget: 40,
+                inline_budget: 45,
             },
+            &|n| ScriptView::builtin(n, &[]),
         );
-        assert!(tight[0].description.contains("### `my_tool`"));
-        assert!(!tight[0].description.contains("### `read`"));
+        assert!(tight[2].description.contains("### `my_tool`"));
+        assert!(!tight[2].description.contains("### `read`"));
         let mut none = all;
         annotate(
             &mut none,
@@ -776,8 +851,10 @@ mod tests {
                 only: true,
                 inline_budget: 0,
             },
+            &|n| ScriptView::builtin(n, &[]),
         );
-        assert!(!none[0].description.contains("Nested tools:"));
+        // None fits: pi's heading alone.
+        assert!(none[2].description.ends_with("first.\n\nNested tools:"));
     }
 
     #[test]

@@ -292,6 +292,7 @@ impl Machine {
             let schemas = crate::prompt::sections::request_tools(
                 &self.env.tools,
                 self.env.settings.codemode_presentation(),
+                &self.profile.texts.system_prompt,
             );
             (update, text, schemas)
         } else {
@@ -439,6 +440,23 @@ impl Machine {
             }
         };
         let Some(run) = self.run.as_ref() else { return };
+        // `Some(only)` while `codemode` is declared.
+        let codemode = run
+            .schemas
+            .iter()
+            .any(|t| t.name == crate::codemode::NAME)
+            .then(|| self.env.settings.codemode_presentation().only);
+        // Mode `only`: `codemode`'s description lists the MCP and extension tools too, as the
+        // branch's system messages declared it.
+        let codemode_description = (codemode == Some(true) && self.profile.agent.system_messages)
+            .then(|| {
+                crate::prompt::sections::Declared::of(&self.state.messages)
+                    .tools
+                    .into_iter()
+                    .find(|t| t.name == crate::codemode::NAME)
+                    .map(|t| t.description)
+            })
+            .flatten();
         let req = LlmRequest {
             api_key,
             system_prompt: run.system_prompt.clone(),
@@ -458,11 +476,29 @@ impl Machine {
                 .iter()
                 .filter(|t| !run.remote.iter().any(|r| r.name == t.name))
                 .cloned()
-                .chain(run.remote.iter().map(|r| ToolSchema {
-                    name: r.name.clone(),
-                    description: r.description.clone(),
-                    parameters: r.parameters.clone(),
-                    constrained_sampling: None,
+                .map(|mut t| {
+                    if let (true, Some(d)) = (
+                        t.name == crate::codemode::NAME,
+                        codemode_description.as_ref(),
+                    ) {
+                        t.description = d.clone();
+                    }
+                    t
+                })
+                .chain(run.remote.iter().filter_map(|r| {
+                    // While `codemode` is declared (pi 1.6.0): mode `on` says how scripts call
+                    // the tool; mode `only` leaves it to scripts.
+                    let description = match codemode {
+                        None => r.description.clone(),
+                        Some(true) => return None,
+                        Some(false) => self.script_call_description(r),
+                    };
+                    Some(ToolSchema {
+                        name: r.name.clone(),
+                        description,
+                        parameters: r.parameters.clone(),
+                        constrained_sampling: None,
+                    })
                 }))
                 // `--output-schema` / `outputSchema`: the final-answer tool (it wins its name).
                 .filter(|t| self.limits.output.is_none() || t.name != FINAL_ANSWER)
@@ -965,7 +1001,7 @@ impl Machine {
 
     /// Every call is prepared: start the runnable ones (built-ins on worker threads, remote
     /// ones as messages to their process).
-    fn spawn_runnable(&mut self) {
+    pub(crate) fn spawn_runnable(&mut self) {
         let aborting = self.run.as_ref().is_some_and(|r| r.aborting);
         let cwd = self.env.cwd.clone();
         let shell_path = self.env.settings.shell_path().map(str::to_string);
@@ -985,8 +1021,17 @@ impl Machine {
         if let Some(sb) = &sandbox {
             sb.filter_env(&mut env);
         }
+        let waits = !aborting
+            && self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pi
+            && self.plugins.servers_starting();
         let Some(b) = self.batch_mut() else { return };
         let batch = b.batch;
+        if waits && b.runnable.iter().any(|(_, e, a)| needs_all_servers(e, a)) {
+            // pi 1.6.0 waits for the servers still starting before such calls run (their
+            // start-up deadline bounds the wait); `check_startup_done` resumes here.
+            self.plugins.tools_wait_servers = Some(batch);
+            return;
+        }
         let runnable = std::mem::take(&mut b.runnable);
         let ctx = ToolContext {
             env,
@@ -1035,6 +1080,14 @@ impl Machine {
                         b.slots[index].started = Some(std::time::Instant::now());
                     }
                     if let Err(e) = self.start_remote_tool(batch, index, &rt, &call, &args) {
+                        // pi 1.6.0: a call refused at once (an unknown resource server, say) is
+                        // a result like any other (with its duration).
+                        if self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pi
+                            && !matches!(rt.owner, crate::core::plugins::Owner::Ext(_))
+                        {
+                            self.tool_finished(batch, index, Err(e));
+                            continue;
+                        }
                         let r = result_message(&call, Err(e));
                         self.emit_tool_end(&r);
                         if let Some(b) = self.batch_mut() {
@@ -1669,6 +1722,9 @@ impl Machine {
                 let batch = b.batch;
                 self.abort_remote(batch);
                 self.abort_scripts(batch);
+                if self.plugins.tools_wait_servers.take().is_some() {
+                    self.spawn_runnable();
+                }
             }
             Phase::Starting => {
                 if self.plugins.context.take().is_some() {
@@ -1707,6 +1763,28 @@ impl Machine {
             self.emit_tool_end(r);
         }
         self.maybe_finish_tools();
+    }
+}
+
+/// pi 1.6.0: a call that needs the MCP servers started: `tool_search` and the resource tools
+/// (every server), a codemode script that names an MCP tool or searches the tools.
+fn needs_all_servers(exec: &Exec, args: &Value) -> bool {
+    match exec {
+        Exec::Builtin(t) if t.name() == crate::tools::tool_search::NAME => true,
+        Exec::Builtin(t) if t.name() == crate::codemode::NAME => {
+            let code = args.get("code").and_then(Value::as_str).unwrap_or("");
+            [
+                "mcp__",
+                "searchTools",
+                "ALL_TOOLS",
+                "describeTool",
+                "describeNamespace",
+            ]
+            .iter()
+            .any(|k| code.contains(k))
+        }
+        Exec::Builtin(_) => false,
+        Exec::Remote(rt) => matches!(rt.owner, crate::core::plugins::Owner::McpResources(_)),
     }
 }
 

@@ -54,6 +54,8 @@ pub struct ScriptTool {
     pub parameters: Value,
     /// The MCP server it comes from.
     pub namespace: Option<String>,
+    /// Its guidelines and output type, as its declaration shows them.
+    pub view: crate::codemode::ScriptView,
 }
 
 struct Script {
@@ -117,7 +119,11 @@ impl Machine {
         };
         let mut out: Vec<ScriptTool> = Vec::new();
         for t in &run.tools {
-            if t.name() == crate::codemode::NAME || run.remote.iter().any(|r| r.name == t.name()) {
+            // `tool_search` is for the model only (pi's `model-only` exposure).
+            if t.name() == crate::codemode::NAME
+                || t.name() == crate::tools::tool_search::NAME
+                || run.remote.iter().any(|r| r.name == t.name())
+            {
                 continue;
             }
             let d = crate::prompt::sections::declaration(t.as_ref());
@@ -126,31 +132,46 @@ impl Machine {
                 description: d.description,
                 parameters: d.parameters,
                 namespace: None,
+                view: crate::codemode::ScriptView::builtin(
+                    t.name(),
+                    crate::prompt::sections::tool_rules(
+                        t.name(),
+                        &self.profile.texts.system_prompt,
+                    ),
+                ),
             });
         }
-        for r in &run.remote {
-            if r.name == crate::codemode::NAME {
-                continue;
+        let push = |out: &mut Vec<ScriptTool>, r: &crate::core::plugins::RemoteTool| {
+            if r.name == crate::codemode::NAME || out.iter().any(|t| t.name == r.name) {
+                return;
             }
-            let namespace = self.namespace_of(&r.owner);
             out.push(ScriptTool {
                 name: r.name.clone(),
                 description: r.description.clone(),
                 parameters: r.parameters.clone(),
-                namespace,
+                namespace: self.namespace_of(&r.owner),
+                view: self.script_view(&r.name, std::slice::from_ref(r)),
             });
+        };
+        // Extensions' tools, then the MCP tools in their servers' order whatever their exposure
+        // (the declared ones and those only scripts reach), as pi registers them.
+        for r in run
+            .remote
+            .iter()
+            .filter(|r| matches!(r.owner, crate::core::plugins::Owner::Ext(_)))
+        {
+            push(&mut out, r);
         }
-        for (r, _) in self.script_only_mcp_tools() {
-            if out.iter().any(|t| t.name == r.name) {
-                continue;
+        use crate::mcp::config::Exposure;
+        for (r, e) in self.plugins.mcp_tools() {
+            if matches!(e, Exposure::Codemode | Exposure::Deferred)
+                || run.remote.iter().any(|d| d.name == r.name)
+            {
+                push(&mut out, &r);
             }
-            let namespace = self.namespace_of(&r.owner);
-            out.push(ScriptTool {
-                name: r.name,
-                description: r.description,
-                parameters: r.parameters,
-                namespace,
-            });
+        }
+        for r in &run.remote {
+            push(&mut out, r);
         }
         out
     }
@@ -162,7 +183,7 @@ impl Machine {
                 .plugins
                 .servers
                 .get(*server)
-                .map(|s| s.cfg.name.clone()),
+                .map(|s| crate::mcp::naming::namespace(&s.cfg.name)),
             _ => None,
         }
     }
@@ -232,8 +253,20 @@ impl Machine {
             .into_iter()
             .map(|t| ToolInfo {
                 js_name: crate::codemode::discovery::identifier(&t.name),
-                description: crate::codemode::declaration(&t.name, &t.description, &t.parameters),
-                summary: t.description,
+                description: {
+                    let g: Vec<&str> = t.view.guidelines.iter().map(String::as_str).collect();
+                    crate::codemode::render::sample(
+                        &t.name,
+                        &t.description,
+                        &g,
+                        &t.parameters,
+                        &t.view.output,
+                    )
+                },
+                // What `searchTools()` ranks, as pi's tool search documents: the description,
+                // then the schema's descriptions and property names.
+                summary: crate::mcp::search::document(&t.name, &t.description, &t.parameters, None)
+                    .text,
                 namespace: t.namespace,
                 name: t.name,
             })
@@ -267,10 +300,20 @@ impl Machine {
         for t in &tools {
             if let Some(ns) = &t.namespace {
                 if !namespaces.iter().any(|n| &n.name == ns) {
+                    // pi's namespace of an MCP server: `mcp__<server>`, its configured
+                    // description and the instructions of its `initialize`.
+                    let server = self
+                        .plugins
+                        .servers
+                        .iter()
+                        .find(|s| &crate::mcp::naming::namespace(&s.cfg.name) == ns);
+                    let trimmed = |v: Option<&String>| {
+                        v.map(|x| x.trim().to_string()).filter(|x| !x.is_empty())
+                    };
                     namespaces.push(crate::codemode::wire::Namespace {
                         name: ns.clone(),
-                        description: None,
-                        instructions: None,
+                        description: server.and_then(|s| trimmed(s.cfg.description.as_ref())),
+                        instructions: server.and_then(|s| trimmed(s.instructions.as_ref())),
                     });
                 }
             }
@@ -355,6 +398,7 @@ impl Machine {
             env: Vec::new(),
             inherit_env: false,
             cwd,
+            capture_stderr: false,
         };
         let limits = crate::io::child::Limits {
             max_line: MAX_OUT_BYTES,
@@ -480,7 +524,7 @@ impl Machine {
                     Ending::Failed("Script sandbox failed: the worker flooded its output".into()),
                 );
             }
-            ChildEvent::Exited { status } => {
+            ChildEvent::Exited { status, .. } => {
                 self.end_script(
                     id,
                     Ending::Failed(format!(

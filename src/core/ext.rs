@@ -71,7 +71,7 @@ impl Machine {
                     crate::core::plugins::EXT_LIMITS.max_lines_per_sec
                 ),
             ),
-            ChildEvent::Exited { status } => {
+            ChildEvent::Exited { status, .. } => {
                 if self.plugins.stopping {
                     return;
                 }

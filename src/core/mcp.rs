@@ -103,6 +103,7 @@ impl Machine {
                 env: env.clone(),
                 inherit_env: false,
                 cwd: cwd.clone().unwrap_or_else(|| self.env.cwd.clone()),
+                capture_stderr: self.plugins.cfg.mcp_dialect == McpDialect::Pi,
             }),
             Transport::Http {
                 url,
@@ -256,13 +257,31 @@ impl Machine {
                     MCP_LIMITS.max_lines_per_sec
                 ),
             ),
-            ChildEvent::Exited { status } => {
+            ChildEvent::Exited {
+                status,
+                stderr_tail,
+            } => {
                 if !self.plugins.stopping {
                     let starting = matches!(self.plugins.servers[i].life, Life::Starting(_));
-                    let what = if starting {
-                        format!("exited during start-up ({status})")
-                    } else {
-                        format!("exited ({status})")
+                    let stdio = matches!(
+                        self.plugins.servers[i].cfg.transport,
+                        Transport::Stdio { .. }
+                    );
+                    let what = match self.plugins.cfg.mcp_dialect {
+                        // pi 1.6.0 (the MCP SDK's words), with the tail of the server's stderr.
+                        McpDialect::Pi if stdio => {
+                            let closed = if starting {
+                                "MCP connection closed"
+                            } else {
+                                "Connection closed"
+                            };
+                            match stderr_tail {
+                                Some(t) => format!("{closed}\n{t}"),
+                                None => closed.to_string(),
+                            }
+                        }
+                        _ if starting => format!("exited during start-up ({status})"),
+                        _ => format!("exited ({status})"),
                     };
                     self.fail_server(i, if starting { "startup" } else { "process" }, &what);
                 }
@@ -345,6 +364,10 @@ impl Machine {
                             });
                         }
                         Ok(v) => self.tool_finished(batch, index, mcp::call_result(&v)),
+                        // pi 1.6.0 reports a JSON-RPC error answer by its message alone.
+                        Err(e) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
+                            self.tool_finished(batch, index, Err(e.message))
+                        }
                         Err(e) => self.tool_finished(batch, index, Err(e.to_string())),
                     },
                 }
@@ -444,6 +467,19 @@ impl Machine {
         } else {
             Default::default()
         };
+        // pi: every tool whose name sanitizes to a name another tool of this server also
+        // sanitizes to gets the hash suffix (not only the second), whatever the list's order.
+        let mut plain: HashMap<String, usize> = HashMap::new();
+        if pi {
+            let mut unique: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            unique.sort_unstable();
+            unique.dedup();
+            for n in unique {
+                *plain
+                    .entry(crate::mcp::naming::tool_name(&server, n, &|_| false))
+                    .or_default() += 1;
+            }
+        }
         for mut t in tools {
             if named.len() == MAX_TOOLS {
                 eprintln!(
@@ -452,7 +488,9 @@ impl Machine {
                 break;
             }
             let name = if pi {
-                let taken = |n: &str| others.contains(n) || seen.contains(n);
+                let taken = |n: &str| {
+                    others.contains(n) || seen.contains(n) || plain.get(n).is_some_and(|c| *c > 1)
+                };
                 let name = crate::mcp::naming::tool_name(&server, &t.name, &taken);
                 // pi's declaration: the description (else the title, else a default), and an
                 // object schema with `properties`.

@@ -688,6 +688,9 @@ pub struct Plugins {
     pub after_turn: Vec<AgentMessage>,
     /// A prompt waits for extensions and servers to finish starting.
     pub prompt_waits_startup: bool,
+    /// pi 1.6.0: the tool batch whose calls need every MCP server (`tool_search`, a codemode
+    /// script naming MCP tools or searching them) waits for the servers still starting.
+    pub tools_wait_servers: Option<u64>,
     /// pi's MCP client reported its start-up problems (once).
     pub mcp_reported: bool,
     /// pi's MCP client: until when the first prompt waits for servers with direct tools (10 s).
@@ -1014,7 +1017,13 @@ impl Machine {
         if active("codemode") || active(crate::tools::tool_search::NAME) {
             return;
         }
-        let codemode_exists = crate::tools::tool_for("codemode", &self.profile.tools).is_some();
+        let codemode_exists = self.profile.tools.codemode
+            && !self
+                .plugins
+                .cfg
+                .builtins_off
+                .iter()
+                .any(|b| b == "codemode");
         let reason = if needs_codemode && codemode_exists && !self.plugins.cfg.auto_enable_codemode
         {
             " (autoEnableCodemode is false)"
@@ -1034,6 +1043,7 @@ impl Machine {
             env: vec![("PITH_EXTENSION_PROTOCOL".into(), "1".into())],
             inherit_env: true,
             cwd: self.env.cwd.clone(),
+            capture_stderr: false,
         };
         self.start_ext_process(entry, spec, false);
     }
@@ -1099,6 +1109,7 @@ impl Machine {
             env,
             inherit_env: sandbox.is_none(),
             cwd: self.env.cwd.clone(),
+            capture_stderr: false,
         };
         let mut entry = pi[0].clone();
         if pi.len() > 1 {
@@ -1394,6 +1405,10 @@ impl Machine {
                 };
                 self.send(line);
             }
+        }
+        if self.plugins.tools_wait_servers.is_some() && !self.plugins.servers_starting() {
+            self.plugins.tools_wait_servers = None;
+            self.spawn_runnable();
         }
         if self.plugins.prompt_waits_startup && !self.plugins.starting() {
             self.plugins.prompt_waits_startup = false;

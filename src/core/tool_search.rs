@@ -34,7 +34,38 @@ impl Machine {
             self.plugins.remote_tools(&|_| false)
         } else {
             let loaded = self.loaded_tool_names();
-            self.plugins.remote_tools(&|n| loaded.contains(n))
+            let mut tools = self.plugins.remote_tools(&|n| loaded.contains(n));
+            // pi appends the tools `tool_search` loads to the active ones in the order they
+            // were loaded: after the others, as the branch declared them, then this run's.
+            let searchable: std::collections::HashSet<String> = self
+                .plugins
+                .mcp_tools()
+                .into_iter()
+                .filter(|(_, e)| matches!(e, Exposure::Codemode | Exposure::Deferred))
+                .map(|(t, _)| t.name)
+                .collect();
+            if tools.iter().any(|t| searchable.contains(&t.name)) {
+                let mut order: Vec<String> = Declared::of(&self.state.messages)
+                    .tools
+                    .into_iter()
+                    .map(|t| t.name)
+                    .collect();
+                if let Some(run) = &self.run {
+                    order.extend(run.loaded.iter().cloned());
+                }
+                let (mut late, mut early): (Vec<RemoteTool>, Vec<RemoteTool>) = tools
+                    .into_iter()
+                    .partition(|t| searchable.contains(&t.name));
+                late.sort_by_key(|t| {
+                    order
+                        .iter()
+                        .position(|n| *n == t.name)
+                        .unwrap_or(usize::MAX)
+                });
+                early.extend(late);
+                tools = early;
+            }
+            tools
         };
         // pi's `setActiveTools` from an extension.
         if !self.plugins.inactive_remote.is_empty() {

@@ -52,7 +52,13 @@ pub struct Spec {
     /// programs, given what the MCP SDK's stdio client gives them, not pith's provider keys).
     pub inherit_env: bool,
     pub cwd: PathBuf,
+    /// Keep the tail of its stderr (still copied to pith's stderr) for [`ChildEvent::Exited`]
+    /// (pi 1.6.0 shows a failed MCP server's stderr tail).
+    pub capture_stderr: bool,
 }
+
+/// Characters of a child's stderr kept for [`ChildEvent::Exited`] (pi 1.6.0's `STDERR_TAIL_CHARS`).
+pub const STDERR_TAIL_CHARS: usize = 2_000;
 
 /// What the MCP SDK's stdio client passes on by default on POSIX (sudo's list).
 pub const DEFAULT_INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
@@ -82,8 +88,12 @@ pub enum ChildEvent {
     Oversized { bytes: usize },
     /// More than [`Limits::max_lines_per_sec`] lines in one second: the reader stopped.
     Flood,
-    /// The process exited (after its stdout closed); `status` describes how.
-    Exited { status: String },
+    /// The process exited (after its stdout closed); `status` describes how; `stderr_tail` is
+    /// the end of its stderr, trimmed (only with [`Spec::capture_stderr`], when not empty).
+    Exited {
+        status: String,
+        stderr_tail: Option<String>,
+    },
 }
 
 /// The machine's handle on a running child.
@@ -161,7 +171,11 @@ pub fn spawn(
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(if spec.capture_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
         .process_group(0);
     if !spec.inherit_env {
         cmd.env_clear();
@@ -197,6 +211,15 @@ pub fn spawn(
         let _ = child.wait();
         return Err("cannot open the child's pipes".to_string());
     };
+    let tail = child.stderr.take().map(|err| {
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<String>(1);
+        let spawned = std::thread::Builder::new()
+            .name("child-e".to_string())
+            .spawn(move || {
+                let _ = done_tx.send(stderr_loop(err));
+            });
+        (spawned.is_ok(), done_rx)
+    });
     let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(limits.write_queue);
     let name = spec
         .program
@@ -222,7 +245,17 @@ pub fn spawn(
                 Ok(s) => describe_status(s),
                 Err(e) => format!("cannot wait for it: {e}"),
             };
-            on_event(ChildEvent::Exited { status });
+            // The stderr reader ends when the last holder of the pipe closes it (a grandchild
+            // may keep it open: not waited for long).
+            let stderr_tail = tail
+                .and_then(|(ok, rx)| ok.then(|| rx.recv_timeout(Duration::from_millis(300)).ok()))
+                .flatten()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty());
+            on_event(ChildEvent::Exited {
+                status,
+                stderr_tail,
+            });
         });
     if let Err(e) = reader {
         signal_group(pid, SIGKILL);
@@ -243,6 +276,32 @@ fn describe_status(s: std::process::ExitStatus) -> String {
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => "unknown status".to_string(),
     }
+}
+
+/// Copy a child's stderr to pith's, keeping its last [`STDERR_TAIL_CHARS`] characters.
+fn stderr_loop(mut err: std::process::ChildStderr) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match err.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let _ = std::io::stderr().write_all(&buf[..n]);
+        kept.extend_from_slice(&buf[..n]);
+        // Bytes bound characters from above (4 per character at most).
+        let cap = STDERR_TAIL_CHARS * 4;
+        if kept.len() > 2 * cap {
+            kept.drain(..kept.len() - cap);
+        }
+    }
+    let text = String::from_utf8_lossy(&kept).trim().to_string();
+    let count = text.chars().count();
+    text.chars()
+        .skip(count.saturating_sub(STDERR_TAIL_CHARS))
+        .collect()
 }
 
 fn write_loop(mut stdin: std::process::ChildStdin, rx: Receiver<Vec<u8>>, queued: &AtomicUsize) {
@@ -341,7 +400,7 @@ mod tests {
                 ChildEvent::Garbage { line, .. } => format!("garbage {line}"),
                 ChildEvent::Oversized { bytes } => format!("oversized {bytes}"),
                 ChildEvent::Flood => "flood".to_string(),
-                ChildEvent::Exited { status } => status,
+                ChildEvent::Exited { status, .. } => status,
             });
             true
         });
@@ -386,6 +445,7 @@ mod tests {
             env: vec![],
             inherit_env: true,
             cwd: std::env::temp_dir(),
+            capture_stderr: false,
         };
         let mut h = spawn(
             &spec,
@@ -406,7 +466,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match rx.recv_timeout(timeout).unwrap() {
-            ChildEvent::Exited { status } => assert_eq!(status, "exit code 3"),
+            ChildEvent::Exited { status, .. } => assert_eq!(status, "exit code 3"),
             other => panic!("{other:?}"),
         }
     }
@@ -421,6 +481,7 @@ mod tests {
             env: vec![],
             inherit_env: true,
             cwd: std::env::temp_dir(),
+            capture_stderr: false,
         };
         let limits = Limits {
             max_line: 1024,
@@ -451,6 +512,7 @@ mod tests {
             env: vec![],
             inherit_env: true,
             cwd: std::env::temp_dir(),
+            capture_stderr: false,
         };
         let e = spawn(&spec, LIMITS, Box::new(|_| true)).err().unwrap();
         assert!(e.starts_with("cannot start /nonexistent/prog:"), "{e}");

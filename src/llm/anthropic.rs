@@ -41,6 +41,9 @@ pub struct Dialect {
     /// The answer: `stop_details`, `rawStopReason`, `usage.cacheWrite1h`, `usage.reasoning`,
     /// the answering model, and a stream must end with `message_stop`.
     pub strict_stream: bool,
+    /// A tool's `additionalProperties` is kept in its `input_schema` (pi 1.6.0: the model
+    /// knows whether extra arguments are allowed).
+    pub tool_additional_properties: bool,
 }
 
 impl Dialect {
@@ -56,6 +59,7 @@ impl Dialect {
                 clamped_body: false,
                 signed_thinking_replay: false,
                 strict_stream: false,
+                tool_additional_properties: false,
             },
             SdkGeneration::Pi087 => Dialect {
                 beta_api: true,
@@ -67,9 +71,11 @@ impl Dialect {
                 clamped_body: true,
                 signed_thinking_replay: true,
                 strict_stream: true,
+                tool_additional_properties: false,
             },
             SdkGeneration::Pi16 => Dialect {
                 stainless_package: Some("0.129.0"),
+                tool_additional_properties: true,
                 ..Dialect::of(SdkGeneration::Pi087)
             },
         }
@@ -775,6 +781,11 @@ fn convert_tools(req: &LlmRequest, list: &[ToolSchema], oauth: bool) -> Vec<Valu
                 .cloned()
                 .unwrap_or_else(|| json!([]));
             let mut schema = json!({"type": "object", "properties": props, "required": required});
+            if Dialect::of(req.sdk).tool_additional_properties {
+                if let Some(a) = t.parameters.get("additionalProperties") {
+                    schema["additionalProperties"] = a.clone();
+                }
+            }
             // The reference's shape, plus the definitions `$ref`s in the properties point at
             // (MCP servers' schemas use them; no built-in tool has any).
             for k in ["$defs", "definitions"] {

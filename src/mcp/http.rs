@@ -219,6 +219,7 @@ impl Shared {
             out.exited = true;
             (out.on_event)(ChildEvent::Exited {
                 status: status.to_string(),
+                stderr_tail: None,
             });
         }
         self.closed.store(true, Ordering::Release);

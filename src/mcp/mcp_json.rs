@@ -323,7 +323,10 @@ fn server(
             }
         }
         _ => {
-            return fail("needs either \"command\" (stdio) or \"url\" (streamable HTTP)");
+            // pi 1.6.0's text has no colon after the name here.
+            return Err(format!(
+                "server \"{name}\" needs either \"command\" (stdio) or \"url\" (streamable HTTP)"
+            ));
         }
     };
     let exposure = match e.get("exposure") {

@@ -181,6 +181,8 @@ pub struct McpTool {
     pub title: Option<String>,
     /// `inputSchema` as the server sent it, when it was an object.
     pub raw_schema: Option<Value>,
+    /// `outputSchema` (the schema of `structuredContent`), when it is an object.
+    pub output_schema: Option<Value>,
 }
 
 /// One page of `tools/list`: the tools and the cursor of the next page.
@@ -207,6 +209,7 @@ pub fn parse_tools_page(result: &Value) -> Result<(Vec<McpTool>, Option<String>)
         tools.push(McpTool {
             title,
             raw_schema,
+            output_schema: t.get("outputSchema").filter(|s| s.is_object()).cloned(),
             name: name.to_string(),
             description: t
                 .get("description")

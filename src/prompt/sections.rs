@@ -43,7 +43,7 @@ pub struct SectionInputs<'a> {
 }
 
 /// Per-tool rules (the tools' `promptGuidelines` in pi 0.87.1; the edit tool's are the version's).
-fn tool_rules(name: &str, texts: &PromptTexts) -> &'static [&'static str] {
+pub fn tool_rules(name: &str, texts: &PromptTexts) -> &'static [&'static str] {
     match name {
         "read" => &["Use read to examine files instead of cat or sed."],
         "bash" => {
@@ -308,9 +308,16 @@ fn strip_additional_properties(v: &mut Value) {
 pub fn request_tools(
     tools: &[std::sync::Arc<dyn Tool>],
     codemode: crate::codemode::Presentation,
+    texts: &PromptTexts,
 ) -> Vec<crate::llm::ToolSchema> {
     let mut decls: Vec<ToolDeclaration> = tools.iter().map(|t| declaration(t.as_ref())).collect();
-    crate::codemode::annotate(&mut decls, codemode);
+    crate::codemode::annotate(&mut decls, codemode, &|n| {
+        crate::codemode::ScriptView::builtin(n, tool_rules(n, texts))
+    });
+    // Mode `only`: the tools scripts call are listed in `codemode`, not declared.
+    if codemode.only && decls.iter().any(|d| d.name == crate::codemode::NAME) {
+        decls.retain(|d| !crate::codemode::listed_in_only(&d.name));
+    }
     decls
         .into_iter()
         .map(|d| crate::llm::ToolSchema {
