@@ -824,14 +824,30 @@ fn active_tools(
             .unwrap_or_else(|| tools::DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect())
     };
     let names = if profile.tool_list_modifiers {
+        // What a pattern can activate: the built-in tools in pi 1.6.0's registration order,
+        // then its built-in extensions' tools (pi's `powershell` is not one of pith's).
+        let mut registry: Vec<&str> = tools::ALL_TOOLS.to_vec();
+        if profile.codemode {
+            registry.push(crate::codemode::NAME);
+        }
+        if profile.mcp == crate::protocol::McpDialect::Pi {
+            registry.push(tools::tool_search::NAME);
+        }
         tools::selection::select(
             &defaults,
             opts.tools_arg.as_deref(),
             &opts.exclude_tools,
             true,
+            &registry,
         )
     } else {
-        tools::selection::select(&defaults, opts.tools.as_deref(), &opts.exclude_tools, false)
+        tools::selection::select(
+            &defaults,
+            opts.tools.as_deref(),
+            &opts.exclude_tools,
+            false,
+            &[],
+        )
     };
     let mut active: Vec<Arc<dyn Tool>> = Vec::new();
     for n in &names {

@@ -814,7 +814,8 @@ pub fn resource_file(data: &[u8]) {
         let (skill, _) =
             skills::from_file("/p/skills/x/SKILL.md", &content, profile, source.clone());
         if let Some(sk) = skill {
-            let _ = skills::format_for_prompt(std::slice::from_ref(&sk), skills::ReadTool::Read);
+            let _ =
+                skills::format_for_prompt(std::slice::from_ref(&sk), skills::ReadTool::Read, "");
             let _ = skills::expansion(&sk, &content, args);
         }
         let _ = skills::parse_command(&content);

@@ -120,7 +120,7 @@ fn kinds(events: &[StreamEvent]) -> Vec<String> {
             StreamEvent::TextStart { index } => format!("text_start {index}"),
             StreamEvent::TextDelta { index, .. } => format!("text_delta {index}"),
             StreamEvent::TextEnd { index, .. } => format!("text_end {index}"),
-            StreamEvent::ThinkingStart { index } => format!("thinking_start {index}"),
+            StreamEvent::ThinkingStart { index, .. } => format!("thinking_start {index}"),
             StreamEvent::ThinkingDelta { index, .. } => format!("thinking_delta {index}"),
             StreamEvent::ThinkingEnd { index, .. } => format!("thinking_end {index}"),
             StreamEvent::ToolCallStart { index, .. } => format!("toolcall_start {index}"),

@@ -192,20 +192,20 @@ fn messages_carry_duration_thinking_level_and_cost_origin() {
         .expect("pending start");
     assert!(start["message"].get("durationMs").is_none());
     assert!(start["message"].get("thinkingLevel").is_none());
-    // Its usage already says the cost is pith's (pi 1.6.0's streaming message_start), and so
-    // does every message_update's `usage`.
-    assert_eq!(
-        start["message"]["usage"]["cost"]["totalFromProvider"],
-        false
+    // The faux provider reports its usage at the end (as OpenAI-style APIs do): until then no
+    // cost was computed, so neither the streaming message_start nor the updates say whose it
+    // is (pi-ai 1.6.0 marks it in `calculateCost`; an Anthropic stream's message_start carries
+    // usage and so the mark: tests/v16_diff.rs).
+    assert!(
+        start["message"]["usage"]["cost"]
+            .get("totalFromProvider")
+            .is_none()
     );
     let updates: Vec<&Value> = frames
         .iter()
         .filter(|f| f["type"] == "message_update")
         .collect();
     assert!(!updates.is_empty());
-    for u in &updates {
-        assert_eq!(u["usage"]["cost"]["totalFromProvider"], false, "{u}");
-    }
     let assistants = message_ends(&frames, "assistant");
     assert_eq!(assistants.len(), 2);
     for a in &assistants {

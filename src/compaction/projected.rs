@@ -253,16 +253,20 @@ pub fn summary_requests(
         });
     }
     if prep.has_turn_prefix() {
+        let mut user_text = format!(
+            "# Conversation\n{}\n\n# Instructions\n{TURN_PREFIX_SUMMARIZATION_PROMPT}",
+            crate::compaction::serialize_agent_messages(&prep.turn_prefix_messages, with_thinking)
+        );
+        if let Some(focus) =
+            custom_instructions.filter(|s| profile.turn_prefix_focus && !s.is_empty())
+        {
+            user_text.push_str("\n\nAdditional focus: ");
+            user_text.push_str(focus);
+        }
         requests.push(SummaryRequest {
             kind: SummaryKind::TurnPrefix,
             system_prompt: SUMMARIZATION_SYSTEM_PROMPT.to_string(),
-            user_text: format!(
-                "# Conversation\n{}\n\n# Instructions\n{TURN_PREFIX_SUMMARIZATION_PROMPT}",
-                crate::compaction::serialize_agent_messages(
-                    &prep.turn_prefix_messages,
-                    with_thinking
-                )
-            ),
+            user_text,
             max_tokens: cap(0.5),
             reasoning,
         });

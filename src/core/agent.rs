@@ -221,10 +221,10 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, ev: &StreamEvent) {
                 t.text_signature.clone_from(signature);
             }
         }
-        StreamEvent::ThinkingStart { index } => slot(partial, *index, || {
+        StreamEvent::ThinkingStart { index, signature } => slot(partial, *index, || {
             Content::Thinking(ThinkingContent {
                 thinking: String::new(),
-                thinking_signature: None,
+                thinking_signature: signature.clone(),
                 redacted: None,
             })
         }),
@@ -566,10 +566,6 @@ impl Machine {
         }
         match ev {
             StreamEvent::Start { partial: mut p } => {
-                // pi 1.6.0: a streamed message's usage says its cost was computed by pi.
-                if self.profile.events.cost_total_from_provider {
-                    p.usage.cost.total_from_provider = Some(false);
-                }
                 if live {
                     *usage_json = usage_bytes(&p.usage);
                 } else {
@@ -603,9 +599,6 @@ impl Machine {
                 let Some(p) = partial.as_mut() else { return };
                 apply_event(p, &other);
                 if let StreamEvent::Meta { .. } = &other {
-                    if self.profile.events.cost_total_from_provider {
-                        p.usage.cost.total_from_provider = Some(false);
-                    }
                     if live {
                         *usage_json = usage_bytes(&p.usage);
                     }
@@ -621,7 +614,7 @@ impl Machine {
                     StreamEvent::TextEnd { index, content, .. } => {
                         (UpdateKind::TextEnd(content), *index)
                     }
-                    StreamEvent::ThinkingStart { index } => (UpdateKind::ThinkingStart, *index),
+                    StreamEvent::ThinkingStart { index, .. } => (UpdateKind::ThinkingStart, *index),
                     StreamEvent::ThinkingDelta { index, delta } => {
                         (UpdateKind::ThinkingDelta(delta), *index)
                     }
@@ -654,7 +647,7 @@ impl Machine {
 
     /// The assistant message of this turn is final: `message_end`, then tools or the turn's end.
     fn finish_assistant(&mut self, mut message: AssistantMessage, emit_start: bool) {
-        self.stamp_assistant(&mut message, !emit_start);
+        self.stamp_assistant(&mut message);
         let m = AgentMessage::Assistant(message);
         if emit_start {
             self.emit(&Frame::MessageStart { message: &m });
@@ -695,15 +688,11 @@ impl Machine {
         }
     }
 
-    /// What the version adds to a final assistant message: its request's wall time, the
-    /// thinking level it ran at (`off` for a model without reasoning) and, once its stream
-    /// started (`streamed`: the provider's usage arrived), that pith computed its cost (pi
-    /// 1.6.0; a request that failed before streaming keeps the empty usage).
-    fn stamp_assistant(&self, a: &mut AssistantMessage, streamed: bool) {
+    /// What the version adds to a final assistant message: its request's wall time and the
+    /// thinking level it ran at (`off` for a model without reasoning). (That pith computed its
+    /// cost is marked where the provider's usage arrives: `llm::api::Builder::set_usage`.)
+    fn stamp_assistant(&self, a: &mut AssistantMessage) {
         let events = &self.profile.events;
-        if events.cost_total_from_provider && streamed {
-            a.usage.cost.total_from_provider = Some(false);
-        }
         let Some(run) = self.run.as_ref() else { return };
         if events.message_duration {
             a.duration_ms = Some(millis(run.request_started.elapsed()));

@@ -1274,10 +1274,10 @@ impl Machine {
             .collect();
         // Listed only when the model can read the files (pi: a `read` tool is active).
         let skills = if names.iter().any(|(n, _)| *n == "read") {
-            self.env
-                .resources
-                .get()
-                .skills_prompt(crate::resources::skills::ReadTool::Read)
+            self.env.resources.get().skills_prompt(
+                crate::resources::skills::ReadTool::Read,
+                self.profile.texts.system_prompt.skills_paths,
+            )
         } else {
             String::new()
         };
@@ -1395,6 +1395,9 @@ impl Machine {
     /// `agent_settled` when nothing is running or scheduled.
     pub(crate) fn settle(&mut self) {
         if self.is_idle() {
+            if self.profile.agent.bash_results_at_run_end {
+                self.flush_deferred_bash();
+            }
             let aborted = std::mem::take(&mut self.abort_requested);
             let aborted = self.profile.events.settled_aborted.then_some(aborted);
             self.emit(&Frame::AgentSettled { aborted });

@@ -34,7 +34,7 @@ impl Machine {
                 .env
                 .resources
                 .get()
-                .skills_prompt(tool)
+                .skills_prompt(tool, self.profile.texts.system_prompt.skills_paths)
                 .trim()
                 .to_string(),
             None => String::new(),

@@ -1695,7 +1695,16 @@ impl Decoder {
                 let cb = &v["content_block"];
                 let ours = match cb.get("type").and_then(Value::as_str) {
                     Some("text") => b.start_text(out),
-                    Some("thinking") => b.start_thinking(out),
+                    // pi: `thinkingSignature: content_block.signature ?? ""` from the start.
+                    Some("thinking") => b.start_thinking_signed(
+                        Some(
+                            cb.get("signature")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string(),
+                        ),
+                        out,
+                    ),
                     Some("redacted_thinking") => {
                         let i = b.start_thinking(out);
                         if let Some(Content::Thinking(t)) = b.block_mut(i) {

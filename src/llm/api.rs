@@ -133,6 +133,12 @@ pub trait WireApi: Sync {
         CONNECTION_ERROR
     }
 
+    /// Whether pi 1.6.0 appends a connection failure's cause to [`Self::connection_error`]
+    /// (pi-ai's `withCauseDetail`; Mistral's formatter does not).
+    fn connection_error_cause(&self) -> bool {
+        true
+    }
+
     /// The effort the provider is asked to answer at, recorded on the reply
     /// (`providerThinkingLevel`; pi 0.87.1's Anthropic managed effort). Most APIs: none.
     fn provider_thinking_level(&self, req: &LlmRequest) -> Option<String> {
@@ -374,13 +380,25 @@ impl Builder {
     }
 
     pub fn start_thinking(&mut self, out: &mut Vec<StreamEvent>) -> usize {
+        self.start_thinking_signed(None, out)
+    }
+
+    /// A thinking block that opens with a signature (see [`StreamEvent::ThinkingStart`]).
+    pub fn start_thinking_signed(
+        &mut self,
+        signature: Option<String>,
+        out: &mut Vec<StreamEvent>,
+    ) -> usize {
         self.start(out);
         let i = self.push_block(Content::Thinking(ThinkingContent {
             thinking: String::new(),
-            thinking_signature: None,
+            thinking_signature: signature.clone(),
             redacted: None,
         }));
-        out.push(StreamEvent::ThinkingStart { index: i });
+        out.push(StreamEvent::ThinkingStart {
+            index: i,
+            signature,
+        });
         i
     }
 
@@ -501,6 +519,11 @@ impl Builder {
                 crate::llm::cost::calculate_tiered(&self.prices, &usage)
             }
         };
+        // pi-ai 1.5.0's `calculateCost` records that the cost is its own, whenever it runs: a
+        // reply whose provider never reported usage (a stream cut before it) has no mark.
+        if self.sdk.marks_cost_source() {
+            usage.cost.total_from_provider = Some(false);
+        }
         self.msg.usage = usage;
         if self.started {
             out.push(StreamEvent::Meta {

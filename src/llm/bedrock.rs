@@ -828,10 +828,7 @@ impl api::Decoder for Decoder {
                     let i = match existing {
                         Some(i) => i,
                         None => {
-                            let i = b.start_thinking(out);
-                            if let Some(Content::Thinking(t)) = b.block_mut(i) {
-                                t.thinking_signature = Some(String::new());
-                            }
+                            let i = b.start_thinking_signed(Some(String::new()), out);
                             self.open.push((index, i));
                             i
                         }

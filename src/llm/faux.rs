@@ -169,6 +169,7 @@ fn chunks(s: &str, n: usize) -> impl Iterator<Item = &str> {
 /// Run one faux request, calling `emit` for every event (stops when it returns false).
 pub fn run(req: &LlmRequest, token: &CancelToken, emit: &mut dyn FnMut(StreamEvent) -> bool) {
     let mut b = Builder::new(&req.model);
+    b.sdk = req.sdk;
     let mut out = Vec::new();
     let turn = match select_turn(req) {
         Ok(t) => t,

@@ -37,8 +37,10 @@ impl HttpResponse {
 /// Why no response was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HttpError {
-    /// DNS, TCP connect, TLS or proxy failure: the reference reports `Connection error.`.
-    Connect(String),
+    /// DNS, TCP connect, TLS or proxy failure: the reference reports `Connection error.`. The
+    /// second field is Node's words for the cause when pith knows them (`connect ECONNREFUSED
+    /// 127.0.0.1:8080`, `getaddrinfo ENOTFOUND host`), which pi 1.6.0 appends.
+    Connect(String, Option<String>),
     /// No response within the allowed time.
     Timeout(String),
     /// Anything else (bad URL, invalid header, protocol error).
@@ -48,7 +50,9 @@ pub enum HttpError {
 impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HttpError::Connect(m) | HttpError::Timeout(m) | HttpError::Other(m) => f.write_str(m),
+            HttpError::Connect(m, _) | HttpError::Timeout(m) | HttpError::Other(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
@@ -121,13 +125,14 @@ pub fn send(
             req.send(body.unwrap_or_default())
         }
     };
-    response(resp)
+    response(resp, url)
 }
 
 fn response(
     sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    url: &str,
 ) -> Result<HttpResponse, HttpError> {
-    let resp = sent.map_err(classify)?;
+    let resp = sent.map_err(|e| classify(e, url))?;
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
@@ -160,7 +165,7 @@ pub fn post_streamed(
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    response(req.send(ureq::SendBody::from_owned_reader(body)))
+    response(req.send(ureq::SendBody::from_owned_reader(body)), url)
 }
 
 /// The whole body of a small response (token endpoints), at most `limit` bytes.
@@ -173,14 +178,40 @@ pub fn read_small(resp: HttpResponse, limit: u64) -> Result<(u16, String), HttpE
     Ok((resp.status, String::from_utf8_lossy(&buf).into_owned()))
 }
 
-fn classify(e: ureq::Error) -> HttpError {
+fn classify(e: ureq::Error, url: &str) -> HttpError {
     match &e {
         ureq::Error::Timeout(_) => HttpError::Timeout(e.to_string()),
         ureq::Error::HostNotFound
         | ureq::Error::ConnectionFailed
         | ureq::Error::Io(_)
-        | ureq::Error::Tls(_) => HttpError::Connect(e.to_string()),
+        | ureq::Error::Tls(_) => HttpError::Connect(e.to_string(), node_connect_cause(&e, url)),
         _ => HttpError::Other(e.to_string()),
+    }
+}
+
+/// Node's message for a connection that could not be made, where pith can tell it: a refused
+/// connection names the address tried (the host's first address, as getaddrinfo orders them),
+/// an unknown host the lookup.
+fn node_connect_cause(e: &ureq::Error, url: &str) -> Option<String> {
+    let parsed: ureq::http::Uri = url.parse().ok()?;
+    let host = parsed.host()?.trim_start_matches('[').trim_end_matches(']');
+    match e {
+        ureq::Error::HostNotFound => Some(format!("getaddrinfo ENOTFOUND {host}")),
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            let port = parsed.port_u16().unwrap_or(match parsed.scheme_str() {
+                Some("https") => 443,
+                _ => 80,
+            });
+            let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+                .ok()?
+                .next()?;
+            Some(format!(
+                "connect ECONNREFUSED {}:{}",
+                addr.ip(),
+                addr.port()
+            ))
+        }
+        _ => None,
     }
 }
 

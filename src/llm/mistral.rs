@@ -149,6 +149,10 @@ impl WireApi for Mistral {
             Client::Fetch => api::FETCH_FAILED,
         }
     }
+
+    fn connection_error_cause(&self) -> bool {
+        false
+    }
 }
 
 /// `text` cut to `max` UTF-16 units with the reference's `... [truncated N chars]` note.

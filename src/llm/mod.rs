@@ -258,6 +258,10 @@ pub enum StreamEvent {
     },
     ThinkingStart {
         index: usize,
+        /// The signature the block opens with: pi's decoders set one at the block's start
+        /// (Anthropic: the block's `signature`, else `""`; OpenAI-compatible: the reasoning
+        /// field's name), so a block cut off before its end keeps it.
+        signature: Option<String>,
     },
     ThinkingDelta {
         index: usize,

@@ -573,7 +573,7 @@ fn refresh_once(
         Ok((status, body)) => refreshed_entry(provider, stored, status, &body, now_ms()),
         Err(e) => Err(RefreshError {
             message: match e {
-                http::HttpError::Connect(_) => format!("connection error: {e}"),
+                http::HttpError::Connect(..) => format!("connection error: {e}"),
                 http::HttpError::Timeout(_) => format!("token request timed out: {e}"),
                 http::HttpError::Other(_) => format!("token request failed: {e}"),
             },

@@ -1464,15 +1464,12 @@ impl api::Decoder for Decoder {
             let i = match self.thinking {
                 Some(i) => i,
                 None => {
-                    let i = b.start_thinking(out);
                     let field = if self.reasoning_as_content && field == "reasoning" {
                         "reasoning_content"
                     } else {
                         field
                     };
-                    if let Some(Content::Thinking(th)) = b.block_mut(i) {
-                        th.thinking_signature = Some(field.to_string());
-                    }
+                    let i = b.start_thinking_signed(Some(field.to_string()), out);
                     self.thinking = Some(i);
                     i
                 }

@@ -459,11 +459,16 @@ fn run_http(
             }
             Wait::Got(Io::Failed(e)) => {
                 let msg = match e {
-                    http::HttpError::Connect(_) => api.connection_error(req).to_string(),
+                    http::HttpError::Connect(_, Some(cause))
+                        if req.sdk.error_causes() && api.connection_error_cause() =>
+                    {
+                        format!("{}: {cause}", api.connection_error(req))
+                    }
+                    http::HttpError::Connect(..) => api.connection_error(req).to_string(),
                     http::HttpError::Timeout(_) => TIMED_OUT.to_string(),
                     http::HttpError::Other(m) => m,
                 };
-                if can_retry && msg == api.connection_error(req) {
+                if can_retry && msg.starts_with(api.connection_error(req)) {
                     Err(retry_delay(attempt, None))
                 } else {
                     Ok((msg, None))
@@ -539,6 +544,15 @@ fn stream_body(
                     b,
                     &mut out,
                 );
+            }
+            Wait::Got(Io::Failed(e)) if req.sdk.error_causes() => {
+                // undici's `terminated` with its cause, as pi 1.6.0 shows it.
+                let cause = if e.to_string().to_ascii_lowercase().contains("reset") {
+                    "read ECONNRESET"
+                } else {
+                    "other side closed (UND_ERR_SOCKET)"
+                };
+                b.fail(format!("{TERMINATED}: {cause}"), false, None, &mut out);
             }
             Wait::Got(Io::Failed(_)) | Wait::Got(Io::Response { .. }) | Wait::Closed => {
                 b.fail(TERMINATED.into(), false, None, &mut out);

@@ -218,9 +218,17 @@ fn unchanged(a: &AssistantMessage, model: &Model) -> bool {
         && !a.content.iter().any(|b| {
             matches!(b, Content::Thinking(t)
                 if t.redacted != Some(true)
-                    && t.thinking_signature.is_none()
+                    && !has_signature(t)
                     && t.thinking.trim().is_empty())
         })
+}
+
+/// pi tests the signature for truth: an empty one (a block cut off before its signature
+/// arrived) counts as none.
+fn has_signature(t: &crate::message::ThinkingContent) -> bool {
+    t.thinking_signature
+        .as_deref()
+        .is_some_and(|s| !s.is_empty())
 }
 
 fn flush_orphans<'a>(
@@ -261,7 +269,7 @@ fn transform_assistant(
                     if same {
                         content.push(block.clone());
                     }
-                } else if same && t.thinking_signature.is_some() {
+                } else if same && has_signature(t) {
                     content.push(block.clone());
                 } else if t.thinking.trim().is_empty() {
                 } else if same {

@@ -34,6 +34,10 @@ pub struct Agent {
     /// The session file is written from the first user message on (before any reply). 0.73.1,
     /// 0.87.1: no (from the first assistant message on); 1.6.0: yes.
     pub early_session_file: bool,
+    /// RPC `bash` results that finished during a run enter the context when the run ends
+    /// (before `agent_settled`), in the order they finished. 0.73.1: no (before the next
+    /// prompt); 0.87.1: yes.
+    pub bash_results_at_run_end: bool,
 }
 
 /// How tool changes between turns reach the model.

@@ -26,6 +26,9 @@ pub struct Compaction {
     /// (0.8 history, 0.5 turn prefix); 1.6.0: the model's own output limit (the provider then
     /// caps it to fit the context window; `reserveTokens` only triggers compaction).
     pub summary_max_tokens: SummaryMaxTokens,
+    /// A split turn's prefix summary request also ends with the custom instructions
+    /// (`Additional focus: …`). 0.73.1, 0.87.1: only the history request; 1.6.0: both.
+    pub turn_prefix_focus: bool,
 }
 
 /// The `max_tokens` of a summary request.

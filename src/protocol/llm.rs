@@ -49,6 +49,19 @@ impl SdkGeneration {
         matches!(self, SdkGeneration::Pi16)
     }
 
+    /// A computed cost says it is not the provider's (`usage.cost.totalFromProvider: false`,
+    /// pi-ai 1.5.0), set whenever the provider's usage arrives.
+    pub const fn marks_cost_source(self) -> bool {
+        matches!(self, SdkGeneration::Pi16)
+    }
+
+    /// A transport failure's message ends with its cause, as pi-ai 1.6.0's `withCauseDetail`
+    /// writes it (`Connection error.: connect ECONNREFUSED 127.0.0.1:8080`, `terminated: other
+    /// side closed (UND_ERR_SOCKET)`); before, the SDK's message alone.
+    pub const fn error_causes(self) -> bool {
+        matches!(self, SdkGeneration::Pi16)
+    }
+
     /// The transcript carries system messages (0.87.1's `normalizeContext`); 0.73.1 reads only
     /// the system prompt.
     pub const fn reads_system_messages(self) -> bool {

@@ -32,6 +32,8 @@ pub struct PromptTexts {
     pub tools_footer: &'static str,
     /// The edit tool's rules (its `promptGuidelines`) in the `rules` section.
     pub edit_rules: &'static [&'static str],
+    /// The sentence of the skills listing on relative paths in a skill's files.
+    pub skills_paths: &'static str,
 }
 
 /// Stop reason and error text of a synthesized trailing assistant message.

@@ -40,6 +40,7 @@ pub const PROFILE: Profile = Profile {
         thinking_on_model_change: ThinkingOnModelChange::KeepCurrent,
         session_switch: SessionSwitch::CarryOver,
         early_session_file: false,
+        bash_results_at_run_end: false,
     },
 
     compaction: Compaction {
@@ -51,6 +52,7 @@ pub const PROFILE: Profile = Profile {
         prepare_before_start: false,
         summary_thinking: true,
         summary_max_tokens: SummaryMaxTokens::ReserveShare,
+        turn_prefix_focus: false,
     },
 
     retry: Retry {
@@ -108,6 +110,7 @@ pub const PROFILE: Profile = Profile {
                 "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.",
                 "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.",
             ],
+            skills_paths: "When a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.",
         },
     },
 };

@@ -44,6 +44,7 @@ pub const PROFILE: Profile = Profile {
         bash: RpcBash::Streamed,
         thinking_on_model_change: ThinkingOnModelChange::ModelSetting,
         session_switch: SessionSwitch::Rebuild,
+        bash_results_at_run_end: true,
         ..super::v073::PROFILE.agent
     },
 

@@ -48,6 +48,7 @@ pub const PROFILE: Profile = Profile {
     compaction: Compaction {
         summary_thinking: false,
         summary_max_tokens: SummaryMaxTokens::ModelLimit,
+        turn_prefix_focus: true,
         ..super::v087::PROFILE.compaction
     },
 
@@ -95,6 +96,7 @@ pub const PROFILE: Profile = Profile {
                 "Use edit for targeted changes. Batch changes to one file in a single call.",
                 "Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
             ],
+            skills_paths: "Resolve relative paths against the skill's directory (parent of SKILL.md). Use absolute paths in tool calls.",
         },
         ..super::v087::PROFILE.texts
     },

@@ -163,8 +163,8 @@ impl ExpansionError {
 
 impl Resources {
     /// The skills block of the 0.73.1 system prompt (empty when no skill is visible).
-    pub fn skills_prompt(&self, tool: skills::ReadTool) -> String {
-        skills::format_for_prompt(&self.skills, tool)
+    pub fn skills_prompt(&self, tool: skills::ReadTool, paths: &str) -> String {
+        skills::format_for_prompt(&self.skills, tool, paths)
     }
 
     /// What a prompt, steer or follow-up text becomes: `/skill:name args` first, then

@@ -188,7 +188,8 @@ pub enum ReadTool {
 
 /// pi's `formatSkillsForPrompt`: empty when no skill is visible to the model; otherwise starts
 /// with two newlines (0.73.1 appends it to the prompt as it is; 0.87.1 trims it into a section).
-pub fn format_for_prompt(skills: &[Skill], tool: ReadTool) -> String {
+/// `paths`: the version's sentence on relative paths (profile `texts.system_prompt`).
+pub fn format_for_prompt(skills: &[Skill], tool: ReadTool, paths: &str) -> String {
     let visible: Vec<&Skill> = skills
         .iter()
         .filter(|s| !s.disable_model_invocation)
@@ -207,7 +208,8 @@ pub fn format_for_prompt(skills: &[Skill], tool: ReadTool) -> String {
             "Use bash to load a skill's file when the task matches its description.\n"
         }
     });
-    s.push_str("When a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.\n\n<available_skills>");
+    s.push_str(paths);
+    s.push_str("\n\n<available_skills>");
     for k in visible {
         s.push_str("\n  <skill>\n    <name>");
         s.push_str(&escape_xml(&k.name));
@@ -327,11 +329,12 @@ mod tests {
             ..a.clone()
         };
         assert_eq!(
-            format_for_prompt(std::slice::from_ref(&hidden), ReadTool::Read),
+            format_for_prompt(std::slice::from_ref(&hidden), ReadTool::Read, "P"),
             ""
         );
-        let block = format_for_prompt(&[a.clone(), hidden], ReadTool::Read);
+        let block = format_for_prompt(&[a.clone(), hidden], ReadTool::Read, "P");
         assert!(block.starts_with("\n\nThe following skills"));
+        assert!(block.contains("its description.\nP\n\n<available_skills>"));
         assert!(block.ends_with("<available_skills>\n  <skill>\n    <name>a</name>\n    <description>x &lt;&amp;&gt; &quot;&apos;</description>\n    <location>/s/a/SKILL.md</location>\n  </skill>\n</available_skills>"));
         assert_eq!(parse_command("/skill:a  go  "), Some(("a", "go")));
         assert_eq!(parse_command("/skill:a"), Some(("a", "")));

@@ -13,10 +13,12 @@ use crate::message::{AssistantMessage, Content};
 enum Block {
     /// A block that does not change any more (or changes rarely): its JSON.
     Fixed(Vec<u8>),
-    /// A text or thinking block being streamed: `{"type":"text","text":"` + escaped + `"}`.
+    /// A text or thinking block being streamed: `{"type":"text","text":"` + escaped + `"}`
+    /// (a thinking block that opened with a signature: `","thinkingSignature":"…"}`).
     Streaming {
         prefix: &'static str,
         escaped: String,
+        suffix: String,
     },
 }
 
@@ -66,14 +68,24 @@ impl PartialEncoder {
                 Block::Streaming {
                     prefix: "{\"type\":\"text\",\"text\":\"",
                     escaped: String::new(),
+                    suffix: "\"}".into(),
                 },
             ),
-            StreamEvent::ThinkingStart { index } => set(
+            StreamEvent::ThinkingStart { index, signature } => set(
                 &mut self.blocks,
                 *index,
                 Block::Streaming {
                     prefix: "{\"type\":\"thinking\",\"thinking\":\"",
                     escaped: String::new(),
+                    suffix: match signature {
+                        Some(s) => {
+                            let mut t = String::from("\",\"thinkingSignature\":\"");
+                            escape_into(s, &mut t);
+                            t.push_str("\"}");
+                            t
+                        }
+                        None => "\"}".into(),
+                    },
                 },
             ),
             StreamEvent::TextDelta { index, delta }
@@ -141,10 +153,14 @@ impl PartialEncoder {
             }
             match b {
                 Block::Fixed(bytes) => out.extend_from_slice(bytes),
-                Block::Streaming { prefix, escaped } => {
+                Block::Streaming {
+                    prefix,
+                    escaped,
+                    suffix,
+                } => {
                     out.extend_from_slice(prefix.as_bytes());
                     out.extend_from_slice(escaped.as_bytes());
-                    out.extend_from_slice(b"\"}");
+                    out.extend_from_slice(suffix.as_bytes());
                 }
             }
         }
@@ -186,7 +202,10 @@ mod tests {
         ];
         let mut events = vec![
             StreamEvent::Start { partial: m.clone() },
-            StreamEvent::ThinkingStart { index: 0 },
+            StreamEvent::ThinkingStart {
+                index: 0,
+                signature: Some("s\"ig".into()),
+            },
         ];
         events.extend(deltas.iter().map(|d| StreamEvent::ThinkingDelta {
             index: 0,

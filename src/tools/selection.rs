@@ -3,7 +3,10 @@
 //! pi 1.6.0's rules (`--compat 1.6`): a `--tools` list of only `+name` / `-name` entries changes
 //! the default set (`+` adds a name at the end, `-` removes it), a list of plain names replaces
 //! it, and mixing both is an error; `*` in a plain `--tools` entry or an `--exclude-tools` entry
-//! matches any characters. Before (0.73.1, 0.87.1) every entry is an exact name.
+//! matches any characters. A plain list activates its exact names in its order, then every
+//! registered tool it names or matches, in registration order (pi's `_refreshToolRegistry`:
+//! "naming or matching a tool activates it"). Before (0.73.1, 0.87.1) every entry is an exact
+//! name.
 
 /// Whether an entry modifies the default set (`+name` / `-name`).
 pub fn is_modifier(entry: &str) -> bool {
@@ -78,19 +81,29 @@ pub fn matches_any(entries: &[String], name: &str, patterns: bool) -> bool {
 
 /// The names of the active tools, in order. `defaults`: the default set (empty after
 /// `--no-tools` / `--no-builtin-tools`); `tools`: the `--tools` list; `exclude`:
-/// `--exclude-tools`; `modifiers`: pi 1.6.0's rules (see the module doc). A plain pattern entry
-/// of `--tools` only allows tools (pi's allow-list); it activates none by itself.
+/// `--exclude-tools`; `modifiers`: pi 1.6.0's rules (see the module doc), with `registry` the
+/// tools a plain list's patterns can match, in registration order.
 pub fn select(
     defaults: &[String],
     tools: Option<&[String]>,
     exclude: &[String],
     modifiers: bool,
+    registry: &[&str],
 ) -> Vec<String> {
     let chosen: Vec<String> = match tools {
         Some(list) if modifiers && list.iter().any(|e| is_modifier(e)) => {
             apply_modifiers(defaults, list)
         }
-        Some(list) if modifiers => list.iter().filter(|e| !e.contains('*')).cloned().collect(),
+        Some(list) if modifiers => {
+            let mut names: Vec<String> =
+                list.iter().filter(|e| !e.contains('*')).cloned().collect();
+            for r in registry {
+                if matches_any(list, r, true) && !names.iter().any(|n| n == r) {
+                    names.push(r.to_string());
+                }
+            }
+            names
+        }
         Some(list) => list.to_vec(),
         None => defaults.to_vec(),
     };
@@ -109,23 +122,24 @@ mod tests {
     }
 
     const DEFAULTS: [&str; 4] = ["read", "bash", "edit", "write"];
+    const REG: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
     #[test]
     fn modifiers_change_the_default_set() {
         let d = v(&DEFAULTS);
         assert_eq!(
-            select(&d, Some(&v(&["-write"])), &[], true),
+            select(&d, Some(&v(&["-write"])), &[], true, &REG),
             v(&["read", "bash", "edit"])
         );
         assert_eq!(
-            select(&d, Some(&v(&["+grep", "-read", "+grep"])), &[], true),
+            select(&d, Some(&v(&["+grep", "-read", "+grep"])), &[], true, &REG),
             v(&["bash", "edit", "write", "grep"])
         );
         // With --no-tools the base is empty.
-        assert_eq!(select(&[], Some(&v(&["+ls"])), &[], true), v(&["ls"]));
+        assert_eq!(select(&[], Some(&v(&["+ls"])), &[], true, &REG), v(&["ls"]));
         // Before 1.6 a `-write` entry is a name like any other.
         assert_eq!(
-            select(&d, Some(&v(&["-write"])), &[], false),
+            select(&d, Some(&v(&["-write"])), &[], false, &REG),
             v(&["-write"])
         );
     }
@@ -134,21 +148,37 @@ mod tests {
     fn plain_names_replace_and_patterns_exclude() {
         let d = v(&DEFAULTS);
         assert_eq!(
-            select(&d, Some(&v(&["-write"])), &v(&["ed*"]), true),
+            select(&d, Some(&v(&["-write"])), &v(&["ed*"]), true, &REG),
             v(&["read", "bash"])
         );
         assert_eq!(
-            select(&d, Some(&v(&["ls", "read"])), &[], true),
+            select(&d, Some(&v(&["ls", "read"])), &[], true, &REG),
             v(&["ls", "read"])
         );
-        assert_eq!(select(&d, None, &v(&["*e*"]), true), v(&["bash"]));
+        assert_eq!(select(&d, None, &v(&["*e*"]), true, &REG), v(&["bash"]));
         // 0.87: exact names only.
-        assert_eq!(select(&d, None, &v(&["ed*"]), false), d);
-        // A pattern in a plain list allows, but activates nothing itself.
+        assert_eq!(select(&d, None, &v(&["ed*"]), false, &REG), d);
+        // A pattern in a plain list activates the registered tools it matches, after the
+        // exact names, in registration order (pi 1.6.0: `l*,gr*,read` → read, grep, ls).
         assert_eq!(
-            select(&d, Some(&v(&["read", "mcp__x__*"])), &[], true),
+            select(&d, Some(&v(&["read", "mcp__x__*"])), &[], true, &REG),
             v(&["read"])
         );
+        assert_eq!(
+            select(&d, Some(&v(&["l*", "gr*", "read"])), &[], true, &REG),
+            v(&["read", "grep", "ls"])
+        );
+        assert_eq!(
+            select(
+                &d,
+                Some(&v(&["re*", "bash", "f*"])),
+                &v(&["bash"]),
+                true,
+                &REG
+            ),
+            v(&["read", "find"])
+        );
+        assert_eq!(select(&d, Some(&v(&["*"])), &[], true, &REG), v(&REG));
     }
 
     #[test]

@@ -373,7 +373,7 @@ pub fn updates(events: &[StreamEvent]) -> Vec<Value> {
             StreamEvent::TextStart { index } => Some(u("text_start", index, None)),
             StreamEvent::TextDelta { index, delta } => Some(u("text_delta", index, Some(delta))),
             StreamEvent::TextEnd { index, .. } => Some(u("text_end", index, None)),
-            StreamEvent::ThinkingStart { index } => Some(u("thinking_start", index, None)),
+            StreamEvent::ThinkingStart { index, .. } => Some(u("thinking_start", index, None)),
             StreamEvent::ThinkingDelta { index, delta } => {
                 Some(u("thinking_delta", index, Some(delta)))
             }
