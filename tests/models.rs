@@ -240,3 +240,63 @@ fn models_json_headers_and_key_commands_reach_the_request() {
             .any(|v| v.to_string().contains("sk-from-command"))
     );
 }
+
+/// pi 0.87.1 and 1.6.0 load a models.json provider that defines models without `apiKey`: its
+/// model can be chosen, has no key (not available, a prompt fails naming the provider); pi
+/// 0.73.1 refuses the file at start-up.
+#[test]
+fn custom_models_without_an_api_key_load_from_087_on() {
+    let models = r#"{"providers": {"alpha": {"baseUrl": "http://127.0.0.1:9", "api": "anthropic-messages",
+        "models": [{"id": "keyless-model", "name": "Keyless", "reasoning": false, "input": ["text"],
+        "contextWindow": 100000, "maxTokens": 8192}]}}}"#;
+    for compat in ["0.87", "1.6"] {
+        let w = World::new();
+        w.write_agent_file("models.json", models);
+        let mut p = w.spawn(&[
+            "--mode",
+            "rpc",
+            "--compat",
+            compat,
+            "--no-session",
+            "--model",
+            "keyless-model",
+        ]);
+        let model = &p.call(json!({"type":"get_state"}), "s")["data"]["model"];
+        assert_eq!(
+            (model["provider"].clone(), model["id"].clone()),
+            (json!("alpha"), json!("keyless-model")),
+            "{compat}"
+        );
+        assert_eq!(
+            p.call(json!({"type":"get_available_models"}), "m")["data"],
+            json!({"models": []}),
+            "{compat}"
+        );
+        let r = p.call(json!({"type":"prompt","message":"hi"}), "p");
+        assert_eq!(r["success"], false, "{compat}");
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("No API key found for alpha.\n\n"),
+            "{compat}: {r}"
+        );
+    }
+    let w = World::new();
+    w.write_agent_file("models.json", models);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pith"))
+        .args(["--mode", "rpc", "--no-session", "--model", "keyless-model"])
+        .current_dir(w.cwd())
+        .env("PI_CODING_AGENT_DIR", w.agent_dir())
+        .env("HOME", w.dir.path().join("home"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Provider alpha: \"apiKey\" is required when defining custom models."),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

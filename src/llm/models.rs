@@ -213,7 +213,7 @@ impl Registry {
         let table = table_for(catalog);
         let path = agent_dir.join("models.json");
         let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
-        match config::load(&path, &is_builtin) {
+        match config::load(&path, &is_builtin, table.custom_models_need_api_key) {
             Ok(cfg) => (Registry::build(cfg.unwrap_or_default(), table), Vec::new()),
             Err(e) => {
                 let mut reg = Registry::build(ModelsConfig::default(), table);
@@ -248,7 +248,8 @@ impl Registry {
     pub fn from_models_json_for(text: &str, catalog: Catalog) -> Result<Registry, String> {
         let table = table_for(catalog);
         let is_builtin = |name: &str| table.providers.iter().any(|p| p.name == name);
-        config::parse(text, &is_builtin).map(|c| Registry::build(c, table))
+        config::parse(text, &is_builtin, table.custom_models_need_api_key)
+            .map(|c| Registry::build(c, table))
     }
 
     /// pi's `registerProvider(name, config)` in its data form (an extension's): a new provider

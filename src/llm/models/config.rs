@@ -89,6 +89,7 @@ pub(super) struct ModelOverride {
 pub(super) fn load(
     path: &Path,
     is_builtin: &dyn Fn(&str) -> bool,
+    need_api_key: bool,
 ) -> Result<Option<ModelsConfig>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -100,13 +101,18 @@ pub(super) fn load(
             ));
         }
     };
-    parse(&text, is_builtin)
+    parse(&text, is_builtin, need_api_key)
         .map(Some)
         .map_err(|e| format!("{e}\n\nFile: {}", path.display()))
 }
 
-/// Parses the text of a `models.json`; errors lack the trailing `File:` line.
-pub(super) fn parse(text: &str, is_builtin: &dyn Fn(&str) -> bool) -> Result<ModelsConfig, String> {
+/// Parses the text of a `models.json`; errors lack the trailing `File:` line. `need_api_key`:
+/// the version's rule for custom models without `apiKey` (`Table::custom_models_need_api_key`).
+pub(super) fn parse(
+    text: &str,
+    is_builtin: &dyn Fn(&str) -> bool,
+    need_api_key: bool,
+) -> Result<ModelsConfig, String> {
     // Valid JSON has no comments and no trailing commas outside strings, so cleaning leaves it
     // as it is: it is parsed as it stands first (the cleaning costs more than the parse).
     let value: Value = match serde_json::from_str(text) {
@@ -127,7 +133,8 @@ pub(super) fn parse(text: &str, is_builtin: &dyn Fn(&str) -> bool) -> Result<Mod
             .collect();
         return Err(format!("Invalid models.json schema:\n{}", list.join("\n")));
     }
-    validate(&config, is_builtin).map_err(|e| format!("Failed to load models.json: {e}"))?;
+    validate(&config, is_builtin, need_api_key)
+        .map_err(|e| format!("Failed to load models.json: {e}"))?;
     Ok(config)
 }
 
@@ -237,7 +244,11 @@ pub(super) fn interpolate_env(s: &str, env: &dyn Fn(&str) -> Option<String>) -> 
 }
 
 /// The reference's `validateConfig`: rules the schema cannot express.
-fn validate(config: &ModelsConfig, is_builtin: &dyn Fn(&str) -> bool) -> Result<(), String> {
+fn validate(
+    config: &ModelsConfig,
+    is_builtin: &dyn Fn(&str) -> bool,
+    need_api_key: bool,
+) -> Result<(), String> {
     for (name, p) in &config.providers {
         let builtin = is_builtin(name);
         if p.models.is_empty() {
@@ -256,7 +267,7 @@ fn validate(config: &ModelsConfig, is_builtin: &dyn Fn(&str) -> bool) -> Result<
                     "Provider {name}: \"baseUrl\" is required when defining custom models."
                 ));
             }
-            if p.api_key.is_none() {
+            if need_api_key && p.api_key.is_none() {
                 return Err(format!(
                     "Provider {name}: \"apiKey\" is required when defining custom models."
                 ));

@@ -54,6 +54,11 @@ pub(super) struct Table {
     pub tables: Tables,
     /// Each provider's default model (`defaultModelPerProvider`), in priority order.
     pub defaults: &'static [(&'static str, &'static str)],
+    /// models.json: a provider that defines custom models must give `apiKey` (pi 0.73.1's
+    /// `validateConfig`); pi 0.87.1 and 1.6.0 accept it without one (its models then have no
+    /// key until one is configured: not in `get_available_models`, a prompt fails `No API key
+    /// found for <provider>.`).
+    pub custom_models_need_api_key: bool,
 }
 
 /// pi 0.73.1's table.
@@ -68,6 +73,7 @@ pub(super) const V073: Table = Table {
         orders: &[],
     },
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
+    custom_models_need_api_key: true,
 };
 
 /// pi 0.87.1's table (`--compat 0.87`).
@@ -82,6 +88,7 @@ pub(super) const V087: Table = Table {
         orders: super::catalog_087::ORDERS,
     },
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
+    custom_models_need_api_key: false,
 };
 
 /// pi 1.6.0's table (`--compat 1.6`).
@@ -96,6 +103,7 @@ pub(super) const V16: Table = Table {
         orders: super::catalog_16::ORDERS,
     },
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER_16,
+    custom_models_need_api_key: false,
 };
 
 /// The rows of one provider (`catalog_073.rs`): one model per line, parsed on iteration.

@@ -294,6 +294,19 @@ fn malformed_models_json_is_a_warning_and_keeps_builtins() {
         err(r#"{"providers": {"x": {"baseUrl": "u", "models": [{"id": "m", "api": "a"}]}}}"#),
         "Failed to load models.json: Provider x: \"apiKey\" is required when defining custom models."
     );
+    // pi 0.87.1 and 1.6.0 accept custom models without a key (they have none until one is set).
+    for catalog in [
+        crate::protocol::Catalog::V087,
+        crate::protocol::Catalog::V16,
+    ] {
+        let reg = Registry::from_models_json_for(
+            r#"{"providers": {"x": {"baseUrl": "u", "models": [{"id": "m", "api": "a"}]}}}"#,
+            catalog,
+        )
+        .unwrap();
+        assert_eq!(reg.models_of("x").len(), 1);
+        assert_eq!(reg.models_of("x")[0].id, "m");
+    }
     assert_eq!(
         err(r#"{"providers": {"x": {"baseUrl": "u", "apiKey": "k", "models": [{"id": "m"}]}}}"#),
         "Failed to load models.json: Provider x, model m: no \"api\" specified. Set at provider or model level."
