@@ -1026,10 +1026,7 @@ impl Machine {
                 let name = str_param("name").ok_or("name must be a string")?;
                 let config = params.get("config").cloned().unwrap_or(Value::Null);
                 let env = self.env.auth.env().clone();
-                let pi16 = self.profile.llm.catalog == crate::protocol::Catalog::V16;
-                self.env
-                    .registry
-                    .register_provider(name, &config, &*env, pi16)?;
+                self.env.registry.register_provider(name, &config, &*env)?;
                 self.models_changed(name);
                 Ok(Value::Null)
             }

@@ -256,19 +256,18 @@ impl Registry {
     /// with its models, or (without `models`) `baseUrl` / `headers` / `apiKey` for an existing
     /// one, keeping its models. models.json still applies over it. Registering a name again
     /// replaces the earlier registration. `env` resolves `$ENV` / `${ENV}` in `apiKey`.
-    /// `definition_order`: pi 1.6.0's JSON shape for the models (see `ProviderConfig`).
+    /// The models' JSON shape is the version's (`Table::extension_models_in_definition_order`).
     pub fn register_provider(
         &mut self,
         name: &str,
         config: &Value,
         env: &dyn Fn(&str) -> Option<String>,
-        definition_order: bool,
     ) -> Result<(), String> {
         let version = self.version();
         let is_builtin = |n: &str| version.providers.iter().any(|p| p.name == n);
         let interpolate = |s: &str| config::interpolate_env(s, env);
         let mut p = config::extension_provider(name, config, &is_builtin, &interpolate)?;
-        p.definition_order = definition_order;
+        p.definition_order = version.extension_models_in_definition_order;
         let mut ext = std::mem::take(&mut self.ext_providers);
         ext.retain(|(n, _)| n != name);
         ext.push((name.to_string(), p));

@@ -177,18 +177,7 @@ pub(super) fn extension_provider(
                     "Provider {name}: \"baseUrl\" is required when defining custom models."
                 ));
             }
-            if m.context_window.is_some_and(|c| c <= 0.0) {
-                return Err(format!(
-                    "Provider {name}, model {}: invalid contextWindow",
-                    m.id
-                ));
-            }
-            if m.max_tokens.is_some_and(|c| c <= 0.0) {
-                return Err(format!(
-                    "Provider {name}, model {}: invalid maxTokens",
-                    m.id
-                ));
-            }
+            check_limits(name, m)?;
         }
         p.replace_builtin = builtin;
     }
@@ -243,6 +232,24 @@ pub(super) fn interpolate_env(s: &str, env: &dyn Fn(&str) -> Option<String>) -> 
     out
 }
 
+/// A model's `contextWindow` and `maxTokens`, when given, are positive (models.json and
+/// `registerProvider` alike).
+fn check_limits(name: &str, m: &ModelDef) -> Result<(), String> {
+    if m.context_window.is_some_and(|c| c <= 0.0) {
+        return Err(format!(
+            "Provider {name}, model {}: invalid contextWindow",
+            m.id
+        ));
+    }
+    if m.max_tokens.is_some_and(|c| c <= 0.0) {
+        return Err(format!(
+            "Provider {name}, model {}: invalid maxTokens",
+            m.id
+        ));
+    }
+    Ok(())
+}
+
 /// The reference's `validateConfig`: rules the schema cannot express.
 fn validate(
     config: &ModelsConfig,
@@ -280,18 +287,7 @@ fn validate(
                     m.id
                 ));
             }
-            if m.context_window.is_some_and(|c| c <= 0.0) {
-                return Err(format!(
-                    "Provider {name}, model {}: invalid contextWindow",
-                    m.id
-                ));
-            }
-            if m.max_tokens.is_some_and(|c| c <= 0.0) {
-                return Err(format!(
-                    "Provider {name}, model {}: invalid maxTokens",
-                    m.id
-                ));
-            }
+            check_limits(name, m)?;
         }
     }
     Ok(())

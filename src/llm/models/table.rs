@@ -59,6 +59,9 @@ pub(super) struct Table {
     /// key until one is configured: not in `get_available_models`, a prompt fails `No API key
     /// found for <provider>.`).
     pub custom_models_need_api_key: bool,
+    /// An extension's `registerProvider` models keep the definition's keys first, then `api`,
+    /// `provider`, `baseUrl` (pi 1.6.0 spreads the definition); before, models.json's shape.
+    pub extension_models_in_definition_order: bool,
 }
 
 /// pi 0.73.1's table.
@@ -74,6 +77,7 @@ pub(super) const V073: Table = Table {
     },
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
     custom_models_need_api_key: true,
+    extension_models_in_definition_order: false,
 };
 
 /// pi 0.87.1's table (`--compat 0.87`).
@@ -89,6 +93,7 @@ pub(super) const V087: Table = Table {
     },
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
     custom_models_need_api_key: false,
+    extension_models_in_definition_order: false,
 };
 
 /// pi 1.6.0's table (`--compat 1.6`).
@@ -104,6 +109,7 @@ pub(super) const V16: Table = Table {
     },
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER_16,
     custom_models_need_api_key: false,
+    extension_models_in_definition_order: true,
 };
 
 /// The rows of one provider (`catalog_073.rs`): one model per line, parsed on iteration.

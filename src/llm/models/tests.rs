@@ -794,7 +794,6 @@ fn extension_providers_register_override_and_unregister() {
                 "models": [{"id": "m1", "name": "One", "contextWindow": 1000,
                             "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}]}),
         &env,
-        false,
     )
     .unwrap();
     let m = reg.lookup("proxy", "m1").unwrap();
@@ -816,13 +815,8 @@ fn extension_providers_register_override_and_unregister() {
     );
     // The override form keeps a provider's models and changes where they go.
     let before = reg.models_of("anthropic").len();
-    reg.register_provider(
-        "anthropic",
-        &json!({"baseUrl": "http://proxy"}),
-        &env,
-        false,
-    )
-    .unwrap();
+    reg.register_provider("anthropic", &json!({"baseUrl": "http://proxy"}), &env)
+        .unwrap();
     let after = reg.models_of("anthropic");
     assert_eq!(after.len(), before);
     assert!(after.iter().all(|m| m.base_url == "http://proxy"));
@@ -831,7 +825,6 @@ fn extension_providers_register_override_and_unregister() {
         "anthropic",
         &json!({"baseUrl": "http://proxy", "models": [{"id": "only"}]}),
         &env,
-        false,
     )
     .unwrap();
     assert_eq!(
@@ -851,8 +844,7 @@ fn extension_providers_register_override_and_unregister() {
 fn extension_provider_errors_name_the_problem() {
     let mut reg = Registry::builtin();
     let env = |_: &str| None;
-    let err =
-        |reg: &mut Registry, v: Value| reg.register_provider("x", &v, &env, false).unwrap_err();
+    let err = |reg: &mut Registry, v: Value| reg.register_provider("x", &v, &env).unwrap_err();
     assert_eq!(
         err(
             &mut reg,
