@@ -626,7 +626,13 @@ fn pick_model(
         let resolved = if crate::llm::faux::is_selected(opts.provider.as_deref(), pattern) {
             Ok((crate::llm::faux::model(), None, None))
         } else {
-            resolve_cli_model(registry, opts.provider.as_deref(), pattern)
+            let usable = |p: &str| registry.has_configured_auth(p, auth);
+            let cx = crate::llm::models::resolve::CliContext {
+                usable: &usable,
+                inline_key: opts.api_key.is_some(),
+                thinking: opts.thinking,
+            };
+            resolve_cli_model(registry, opts.provider.as_deref(), pattern, &cx)
         };
         match (resolved, defer.as_deref_mut()) {
             (Ok((m, level, warning)), _) => {
@@ -651,7 +657,8 @@ fn pick_model(
                     resumed,
                 });
             }
-            (Err(e), None) => return Err(StartupError::config(e)),
+            // pi prints its start-up diagnostics as `Error: <text>`.
+            (Err(e), None) => return Err(StartupError::config(format!("Error: {e}"))),
         }
     }
     let deferred = defer.as_ref().is_some_and(|d| d.is_some());

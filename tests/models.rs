@@ -300,3 +300,144 @@ fn custom_models_without_an_api_key_load_from_087_on() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// models.json with `dup-model` on two providers; `alpha` keyed when `alpha_key`, `beta` always.
+fn two_providers_json(alpha_key: bool) -> String {
+    let model = r#"[{"id": "dup-model", "name": "Dup", "reasoning": false, "input": ["text"],
+        "contextWindow": 100000, "maxTokens": 8192}]"#;
+    let alpha_key = if alpha_key {
+        r#", "apiKey": "sk-a""#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"providers": {{
+        "alpha": {{"baseUrl": "http://127.0.0.1:9", "api": "anthropic-messages", "models": {model}{alpha_key}}},
+        "beta": {{"baseUrl": "http://127.0.0.1:9", "api": "anthropic-messages", "models": {model}, "apiKey": "sk-b"}}}}}}"#
+    )
+}
+
+/// `--model <id>` offered by two providers: pi 0.73.1 takes the first; pi 0.87.1 and 1.6.0 the
+/// one with a credential, and stop (exit 1) when both have one.
+#[test]
+fn an_id_on_two_providers_takes_the_keyed_one_or_is_ambiguous_from_087_on() {
+    let provider_of = |compat: &str, alpha_key: bool| {
+        let w = World::new();
+        w.write_agent_file("models.json", &two_providers_json(alpha_key));
+        let mut p = w.spawn(&[
+            "--mode",
+            "rpc",
+            "--compat",
+            compat,
+            "--no-session",
+            "--model",
+            "dup-model",
+        ]);
+        let r = p.call(json!({"type":"get_state"}), "s");
+        r["data"]["model"]["provider"].clone()
+    };
+    assert_eq!(provider_of("0.73", true), json!("alpha"));
+    for compat in ["0.87", "1.6"] {
+        assert_eq!(provider_of(compat, false), json!("beta"), "{compat}");
+        let w = World::new();
+        w.write_agent_file("models.json", &two_providers_json(true));
+        let out = w.output_within_10s(&[
+            "--mode",
+            "rpc",
+            "--compat",
+            compat,
+            "--no-session",
+            "--model",
+            "dup-model",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{compat}");
+        assert_eq!(out.stdout, b"", "{compat}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "Error: Model \"dup-model\" is ambiguous across providers: alpha/dup-model, beta/dup-model. \
+             More than one matching provider is authenticated. Use --provider or provider/model.\n",
+            "{compat}"
+        );
+    }
+}
+
+/// pi's placeholder model (pi-agent-core's `DEFAULT_MODEL`) when no model is usable.
+fn placeholder() -> Value {
+    json!({"id":"unknown","name":"unknown","api":"unknown","provider":"unknown","baseUrl":"",
+        "reasoning":false,"input":[],"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0},
+        "contextWindow":0,"maxTokens":0})
+}
+
+/// No key anywhere and no `--model`: `get_state` shows pi's placeholder model, a prompt fails
+/// for "the selected model", a manual `compact` is a failed compaction (0.73.1: no key;
+/// 0.87.1/1.6.0: nothing to compact first). Under 0.87/1.6 the settings' default model needs a
+/// credential too.
+#[test]
+fn without_a_usable_model_get_state_shows_pis_placeholder() {
+    for (compat, default_in_settings) in [
+        ("0.73", false),
+        ("0.87", false),
+        ("0.87", true),
+        ("1.6", true),
+    ] {
+        let w = World::new();
+        w.write_agent_file("models.json", r#"{"providers": {}}"#);
+        if default_in_settings {
+            w.write_agent_file(
+                "settings.json",
+                r#"{"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4-5"}"#,
+            );
+        }
+        let mut p = w.spawn(&["--mode", "rpc", "--compat", compat, "--no-session"]);
+        let s = p.call(json!({"type":"get_state"}), "s");
+        assert_eq!(s["data"]["model"], placeholder(), "{compat}");
+        let r = p.call(json!({"type":"prompt","message":"hi"}), "p");
+        let err = r["error"].as_str().unwrap_or_default();
+        assert!(
+            err.starts_with("No API key found for the selected model.\n\n"),
+            "{compat}: {r}"
+        );
+        p.send(json!({"type":"compact","id":"c"}));
+        let frames = p.recv_until(|v| v["id"] == "c");
+        let why = if compat == "0.73" {
+            err.to_string()
+        } else {
+            "Nothing to compact (session too small)".to_string()
+        };
+        assert_eq!(
+            frames,
+            [
+                json!({"type":"compaction_start","reason":"manual"}),
+                json!({"type":"compaction_end","reason":"manual","aborted":false,"willRetry":false,
+                    "errorMessage": format!("Compaction failed: {why}")}),
+                json!({"id":"c","type":"response","command":"compact","success":false,"error":why}),
+            ],
+            "{compat}"
+        );
+    }
+    // 0.73.1 takes the settings' default model without a key, and its compaction stops at the key.
+    let w = World::new();
+    w.write_agent_file("models.json", r#"{"providers": {}}"#);
+    w.write_agent_file(
+        "settings.json",
+        r#"{"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4-5"}"#,
+    );
+    let mut p = w.spawn(&["--mode", "rpc", "--no-session"]);
+    let s = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(s["data"]["model"]["id"], "claude-sonnet-4-5");
+    p.send(json!({"type":"compact","id":"c"}));
+    let frames = p.recv_until(|v| v["id"] == "c");
+    let why = frames.last().unwrap()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        why.starts_with("No API key found for anthropic.\n\n"),
+        "{frames:?}"
+    );
+    assert_eq!(frames.len(), 3, "{frames:?}");
+    assert_eq!(
+        frames[1]["errorMessage"],
+        format!("Compaction failed: {why}")
+    );
+}

@@ -301,7 +301,7 @@ fn unknown_start_up_model_after_extensions_load() {
     assert_eq!(status.code(), Some(1));
     assert!(
         p.stderr_lines().iter().any(|l| l
-            == "Unknown provider \"nowhere\". Use --list-models to see available providers/models."),
+            == "Error: Unknown provider \"nowhere\". Use --list-models to see available providers/models."),
         "{:?}",
         p.stderr_lines()
     );
@@ -317,7 +317,7 @@ fn unknown_start_up_model_after_extensions_load() {
     assert_eq!(status.code(), Some(2), "{:?}", p.stderr_lines());
     assert!(
         p.stderr_lines().iter().any(|l| l
-            == "Model \"qqq-nowhere-zzz\" not found. Use --list-models to see available models."),
+            == "Error: Model \"qqq-nowhere-zzz\" not found. Use --list-models to see available models."),
         "{:?}",
         p.stderr_lines()
     );

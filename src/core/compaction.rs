@@ -186,21 +186,27 @@ impl Machine {
         if self.compaction.is_some() {
             return Err("Compaction already in progress".to_string());
         }
-        if self.state.model.is_none() {
-            return Err("No model selected".to_string());
-        }
         self.discard_run();
+        // pi reports a refused manual compaction as a failed one (`compaction_start`, then
+        // `compaction_end` with the error) before the error answer.
+        let refuse = |this: &mut Self, e: String| {
+            this.emit_compaction_start(Reason::Manual);
+            let msg = format!("{}{e}", compaction::COMPACTION_FAILED_PREFIX);
+            this.emit_compaction_end(Reason::Manual, None, false, false, Some(&msg));
+            Err(e)
+        };
+        if self.profile.compaction.key_before_preparation {
+            if let Err(e) = self.check_model_and_key() {
+                return refuse(self, e);
+            }
+        }
         let prep = match self.prepare_compaction(&settings_of(self)) {
             Ok(p) => p,
-            // pi 0.87.1 reports a refused manual compaction as a failed one.
-            Err(e) if self.profile.events.refused_compaction_events => {
-                self.emit_compaction_start(Reason::Manual);
-                let msg = format!("{}{e}", compaction::COMPACTION_FAILED_PREFIX);
-                self.emit_compaction_end(Reason::Manual, None, false, false, Some(&msg));
-                return Err(e);
-            }
-            Err(e) => return Err(e),
+            Err(e) => return refuse(self, e),
         };
+        if self.state.model.is_none() {
+            return refuse(self, super::machine::no_model_message());
+        }
         self.start_compaction(Reason::Manual, prep, custom.as_deref(), id, false);
         Ok(())
     }

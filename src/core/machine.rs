@@ -1033,16 +1033,8 @@ impl Machine {
             }
             return Reply::Later;
         }
-        let Some(model) = self.state.model.clone() else {
-            return Reply::Fail(format!(
-                "No model selected.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
-            ));
-        };
-        if model.api != "faux" && !self.key_configured(&model.provider) {
-            return Reply::Fail(format!(
-                "No API key found for {}.\n\n{KEY_HELP}",
-                model.provider
-            ));
+        if let Err(e) = self.check_model_and_key() {
+            return Reply::Fail(e);
         }
         if self.compaction.is_some() {
             self.set_pending_prompt(input, id.cloned(), command_name(command));
@@ -1226,6 +1218,21 @@ impl Machine {
                 .thinking_level_map_of(&model.provider, &model.id),
             env: Some(self.env.auth.env().clone()),
         }
+    }
+
+    /// A prompt's (and pi 0.73.1's manual compaction's) first check: a model is chosen and its
+    /// provider has a key. `Err` is the answer: pi's first line, pith's advice (docs/rpc.md).
+    pub(crate) fn check_model_and_key(&self) -> Result<(), String> {
+        let Some(model) = &self.state.model else {
+            return Err(no_model_message());
+        };
+        if model.api != "faux" && !self.key_configured(&model.provider) {
+            return Err(format!(
+                "No API key found for {}.\n\n{KEY_HELP}",
+                model.provider
+            ));
+        }
+        Ok(())
     }
 
     /// Whether a request to `provider` would have a key (runtime override, auth.json, env,
@@ -1532,12 +1539,16 @@ impl Machine {
 
     fn state_json(&self) -> Value {
         let mut m = Map::new();
-        if let Some(model) = &self.state.model {
-            m.insert(
-                "model".into(),
-                serde_json::to_value(model).unwrap_or(Value::Null),
-            );
-        }
+        let model = match &self.state.model {
+            Some(model) => serde_json::to_value(model).unwrap_or(Value::Null),
+            // pi's agent holds a placeholder until a model is chosen (pi-agent-core's
+            // `DEFAULT_MODEL`, every version): `get_state` shows it.
+            None => json!({"id": "unknown", "name": "unknown", "api": "unknown",
+                "provider": "unknown", "baseUrl": "", "reasoning": false, "input": [],
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                "contextWindow": 0, "maxTokens": 0}),
+        };
+        m.insert("model".into(), model);
         m.insert("thinkingLevel".into(), json!(self.state.thinking.as_str()));
         m.insert("isStreaming".into(), json!(self.run.is_some()));
         m.insert("isCompacting".into(), json!(self.compaction.is_some()));
@@ -1587,6 +1598,14 @@ fn command_name(c: &str) -> &'static str {
 
 /// How to give pith a key (pi's text here points at its `/login` command and docs, which pith
 /// does not have).
+/// Without a model: pi's agent holds a placeholder model without a key, so its answer is the
+/// no-key one for "the selected model".
+pub(crate) fn no_model_message() -> String {
+    format!(
+        "No API key found for the selected model.\n\n{KEY_HELP}\n\nThen select a model with set_model (or --model)."
+    )
+}
+
 const KEY_HELP: &str = "Set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key; custom providers go in models.json.";
 
 /// A context rebuilt from a session as this version sees it: a version without system messages

@@ -1429,10 +1429,18 @@ impl Machine {
         };
         let (model, level) = match &d.wanted {
             crate::core::plugins::Wanted::Cli { provider, pattern } => {
+                let (registry, auth) = (&self.env.registry, &self.env.auth);
+                let usable = |p: &str| registry.has_configured_auth(p, auth);
+                let cx = crate::llm::models::resolve::CliContext {
+                    usable: &usable,
+                    inline_key: d.api_key.is_some(),
+                    thinking: d.level,
+                };
                 match crate::llm::models::resolve_cli_model(
-                    &self.env.registry,
+                    registry,
                     provider.as_deref(),
                     pattern,
+                    &cx,
                 ) {
                     Ok((model, level, warning)) => {
                         if let Some(w) = warning {
@@ -1447,7 +1455,7 @@ impl Machine {
                         (model, level)
                     }
                     Err(e) => {
-                        self.plugins.model_unknown = Some(e);
+                        self.plugins.model_unknown = Some(format!("Error: {e}"));
                         self.drop_pending_prompt("Prompt cancelled: the model is unknown");
                         return;
                     }

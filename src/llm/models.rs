@@ -233,6 +233,16 @@ impl Registry {
         self.version().defaults
     }
 
+    /// How `--model` chooses among models in this registry's pi version.
+    pub fn cli_resolution(&self) -> resolve::CliResolution {
+        self.version().cli_resolution
+    }
+
+    /// Whether the settings' default model needs a credential to be the start-up model.
+    pub fn settings_default_needs_auth(&self) -> bool {
+        self.version().settings_default_needs_auth
+    }
+
     /// Only the built-in models of the given catalog.
     pub fn builtin_for(catalog: Catalog) -> Registry {
         Registry::build(ModelsConfig::default(), table_for(catalog))

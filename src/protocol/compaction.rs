@@ -29,6 +29,10 @@ pub struct Compaction {
     /// A split turn's prefix summary request also ends with the custom instructions
     /// (`Additional focus: …`). 0.73.1, 0.87.1: only the history request; 1.6.0: both.
     pub turn_prefix_focus: bool,
+    /// A manual `compact` checks for a model and its key before it prepares (pi 0.73.1's
+    /// `_getRequiredRequestAuth`); 0.87.1, 1.6.0: it prepares first (nothing to compact wins),
+    /// and the summary request goes without a key.
+    pub key_before_preparation: bool,
 }
 
 /// The `max_tokens` of a summary request.

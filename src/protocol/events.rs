@@ -15,10 +15,6 @@ pub struct Events {
     /// pith's `agent_settled` follows a manual compaction. 0.73.1: yes (pith's own event);
     /// 0.87.1: no (it settles after runs only, and a manual compaction is none).
     pub settles_after_manual_compaction: bool,
-    /// A manual `compact` the preparation refuses (nothing to compact) is reported as a failed
-    /// compaction (`compaction_start`, `compaction_end` with its error) before the error
-    /// answer. 0.73.1: no (the answer only); 0.87.1: yes.
-    pub refused_compaction_events: bool,
     /// `agent_settled` says whether an `abort` ended the run (`aborted`). 0.73.1, 0.87.1: no
     /// (`{"type":"agent_settled"}`); 1.6.0: yes.
     pub settled_aborted: bool,

@@ -11,7 +11,6 @@ pub const PROFILE: Profile = Profile {
         update: UpdateShape::Snapshot,
         compaction: CompactionEvents::AutoPrefixed,
         settles_after_manual_compaction: true,
-        refused_compaction_events: false,
         settled_aborted: false,
         message_duration: false,
         message_thinking_level: false,
@@ -53,6 +52,7 @@ pub const PROFILE: Profile = Profile {
         summary_thinking: true,
         summary_max_tokens: SummaryMaxTokens::ReserveShare,
         turn_prefix_focus: false,
+        key_before_preparation: true,
     },
 
     retry: Retry {

@@ -15,7 +15,6 @@ pub const PROFILE: Profile = Profile {
         update: UpdateShape::Live,
         compaction: CompactionEvents::Unified,
         settles_after_manual_compaction: false,
-        refused_compaction_events: true,
         ..super::v073::PROFILE.events
     },
 
@@ -55,6 +54,7 @@ pub const PROFILE: Profile = Profile {
         summaries_uncached: true,
         recover_length_stops: true,
         prepare_before_start: true,
+        key_before_preparation: false,
         ..super::v073::PROFILE.compaction
     },
 

@@ -108,14 +108,41 @@ fn default_model_id(registry: &Registry, provider: &str) -> Option<&'static str>
         .map(|(_, id)| *id)
 }
 
-/// `--provider` / `--model` resolution (`resolveCliModel`) over **all** models. `Ok` carries the
-/// model, a `:level` suffix if one was used, and a warning for stderr; `Err` is the reference's
-/// error text.
+/// The `--model` rules of a pi version (`resolveCliModel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CliResolution {
+    /// pi 0.73.1: the first exact match in registry order, else the best fuzzy match.
+    FirstMatch,
+    /// pi 0.87.1: an exact id offered by several providers takes the one with a credential,
+    /// else fails as ambiguous; `provider/id` naming a provider without one yields to a sole
+    /// raw id match that has one; a custom id keeps its `:level` suffix apart.
+    ExactByAuth,
+    /// pi 1.6.0 (`resolveModelReference`): exact and fuzzy matches alike, credentials only
+    /// break ties between providers, and a tie left is ambiguous.
+    Reference,
+}
+
+/// What `--model` resolution consults besides the models.
+pub struct CliContext<'a> {
+    /// Whether a provider has a credential (`hasConfiguredAuth`).
+    pub usable: &'a dyn Fn(&str) -> bool,
+    /// `--api-key` was given: pi 1.6.0 then lets no stored credential choose a provider.
+    pub inline_key: bool,
+    /// `--thinking`, if given (a custom id then keeps a `:level` suffix).
+    pub thinking: Option<ThinkingLevel>,
+}
+
+/// A `--model` found: the model, a `:level` suffix if one was used, a warning for stderr.
+pub type CliModel = (Model, Option<ThinkingLevel>, Option<String>);
+
+/// `--provider` / `--model` resolution (`resolveCliModel`) over **all** models, by the rules of
+/// the registry's pi version. `Err` is the reference's error text.
 pub fn resolve_cli_model(
     registry: &Registry,
     provider: Option<&str>,
     pattern: &str,
-) -> Result<(Model, Option<ThinkingLevel>, Option<String>), String> {
+    cx: &CliContext<'_>,
+) -> Result<CliModel, String> {
     // With a provider, only its models are looked at: the others are not even built (most
     // processes never need them; `Registry`).
     if provider.is_none() && registry.all().is_empty() {
@@ -124,11 +151,8 @@ pub fn resolve_cli_model(
                 .to_string(),
         );
     }
-    let all_models = || -> Vec<&Model> { registry.all().iter().collect() };
-    // The reference's map keeps the last spelling seen; provider names are unique anyway.
-    let canonical = |name: &str| registry.canonical_provider(name);
-    let mut resolved_provider = match provider {
-        Some(p) => match canonical(p) {
+    let resolved_provider = match provider {
+        Some(p) => match registry.canonical_provider(p) {
             Some(c) => Some(c),
             None => {
                 return Err(format!(
@@ -138,12 +162,28 @@ pub fn resolve_cli_model(
         },
         None => None,
     };
+    match registry.cli_resolution() {
+        CliResolution::Reference => resolve_reference(registry, resolved_provider, pattern, cx),
+        rules => resolve_legacy(registry, provider, resolved_provider, pattern, cx, rules),
+    }
+}
 
+/// pi 0.73.1's and 0.87.1's `resolveCliModel`.
+fn resolve_legacy(
+    registry: &Registry,
+    provider: Option<&str>,
+    mut resolved_provider: Option<String>,
+    pattern: &str,
+    cx: &CliContext<'_>,
+    rules: CliResolution,
+) -> Result<CliModel, String> {
+    let by_auth = rules == CliResolution::ExactByAuth;
+    let all_models = || -> Vec<&Model> { registry.all().iter().collect() };
     let mut pat = pattern.to_string();
     let mut inferred = false;
     if resolved_provider.is_none() {
         if let Some((maybe, rest)) = pattern.split_once('/') {
-            if let Some(c) = canonical(maybe) {
+            if let Some(c) = registry.canonical_provider(maybe) {
                 resolved_provider = Some(c);
                 pat = rest.to_string();
                 inferred = true;
@@ -151,8 +191,27 @@ pub fn resolve_cli_model(
         }
     }
     if resolved_provider.is_none() {
-        if let Some(m) = exact_id_or_ref(&all_models(), pattern) {
-            return Ok((m.clone(), None, None));
+        let all = all_models();
+        let exact: Vec<&Model> = exact_ids_or_refs(&all, pattern);
+        match exact.as_slice() {
+            [] => {}
+            [one, ..] if !by_auth || exact.len() == 1 => return Ok(((*one).clone(), None, None)),
+            _ => {
+                let keyed: Vec<&Model> = exact
+                    .iter()
+                    .copied()
+                    .filter(|m| (cx.usable)(&m.provider))
+                    .collect();
+                if let [one] = keyed.as_slice() {
+                    return Ok(((*one).clone(), None, None));
+                }
+                let hint = if keyed.is_empty() {
+                    "No matching provider is authenticated."
+                } else {
+                    "More than one matching provider is authenticated."
+                };
+                return Err(ambiguous(pattern, &exact, hint));
+            }
         }
     }
     if let (Some(_), Some(p)) = (provider, &resolved_provider) {
@@ -176,6 +235,26 @@ pub fn resolve_cli_model(
     };
     let parsed = parse_model_pattern(&pat, &candidates, false);
     if let Some(m) = parsed.model {
+        // `provider/id` naming a provider without a credential yields to the one raw id match
+        // (the whole text, such as a gateway's `xiaomi/mimo-v2.5-pro`) that has one.
+        if by_auth && inferred && !(cx.usable)(&m.provider) {
+            let lower = pattern.to_lowercase();
+            let all = all_models();
+            let raw: Vec<&Model> = all
+                .iter()
+                .copied()
+                .filter(|x| {
+                    x.id.to_lowercase() == lower && !(x.provider == m.provider && x.id == m.id)
+                })
+                .collect();
+            let keyed: Vec<&Model> = raw
+                .into_iter()
+                .filter(|x| (cx.usable)(&x.provider))
+                .collect();
+            if let [one] = keyed.as_slice() {
+                return Ok(((*one).clone(), None, None));
+            }
+        }
         return Ok((m.clone(), parsed.thinking, parsed.warning));
     }
 
@@ -191,20 +270,28 @@ pub fn resolve_cli_model(
     }
 
     if let Some(p) = &resolved_provider {
-        if let Some(first) = provider_models.first() {
-            let base = default_model_id(registry, p)
-                .and_then(|id| provider_models.iter().find(|m| m.id == id))
-                .unwrap_or(first);
-            let mut model = base.clone();
-            model.id = pat.clone();
-            model.name = pat.clone();
+        if !provider_models.is_empty() {
+            // pi 0.87.1 splits a `:level` suffix off a custom id unless `--thinking` was given.
+            let (id, level) = match split_thinking_suffix(&pat) {
+                Some((base, level)) if by_auth && cx.thinking.is_none() => (base, Some(level)),
+                _ => (pat.as_str(), None),
+            };
+            let mut model = fallback_model(registry, &provider_models, id);
+            if by_auth
+                && cx
+                    .thinking
+                    .or(level)
+                    .is_some_and(|l| l != ThinkingLevel::Off)
+            {
+                model.reasoning = true;
+            }
             let note =
-                format!("Model \"{pat}\" not found for provider \"{p}\". Using custom model id.");
+                format!("Model \"{id}\" not found for provider \"{p}\". Using custom model id.");
             let warning = match parsed.warning {
                 Some(w) => format!("{w} {note}"),
                 None => note,
             };
-            return Ok((model, None, Some(warning)));
+            return Ok((model, level, Some(warning)));
         }
     }
     let display = match &resolved_provider {
@@ -214,6 +301,288 @@ pub fn resolve_cli_model(
     Err(format!(
         "Model \"{display}\" not found. Use --list-models to see available models."
     ))
+}
+
+/// `Model "x" is ambiguous across providers: a/x, b/x. <hint> Use --provider or provider/model.`
+fn ambiguous(pattern: &str, candidates: &[&Model], hint: &str) -> String {
+    let mut refs: Vec<String> = candidates
+        .iter()
+        .map(|m| format!("{}/{}", m.provider, m.id))
+        .collect();
+    refs.sort_by(|a, b| locale_compare(a, b));
+    format!(
+        "Model \"{pattern}\" is ambiguous across providers: {}. {hint} Use --provider or provider/model.",
+        refs.join(", ")
+    )
+}
+
+/// `buildFallbackModel`: the provider's default model (else its first) under another id.
+fn fallback_model(registry: &Registry, provider_models: &[Model], id: &str) -> Model {
+    let first = &provider_models[0];
+    let base = default_model_id(registry, &first.provider)
+        .and_then(|d| provider_models.iter().find(|m| m.id == d))
+        .unwrap_or(first);
+    let mut model = base.clone();
+    model.id = id.to_string();
+    model.name = id.to_string();
+    model
+}
+
+/// `text` = `base:level` with a valid thinking level after the last `:`.
+fn split_thinking_suffix(text: &str) -> Option<(&str, ThinkingLevel)> {
+    let (base, suffix) = text.rsplit_once(':')?;
+    ThinkingLevel::parse(suffix).map(|l| (base, l))
+}
+
+/// What pi 1.6.0's `resolveModelReference` found.
+enum Lookup<'a> {
+    Found(&'a Model, Option<ThinkingLevel>),
+    /// Several providers offer it; how many of the others have a credential.
+    Ambiguous(Vec<&'a Model>, usize),
+    NotFound,
+}
+
+/// pi 1.6.0's `resolveCliModel` over `resolveModelReference`.
+fn resolve_reference(
+    registry: &Registry,
+    provider: Option<String>,
+    pattern: &str,
+    cx: &CliContext<'_>,
+) -> Result<CliModel, String> {
+    let owned: Vec<Model>;
+    let pool: Vec<&Model> = match &provider {
+        Some(p) => {
+            owned = registry.models_of(p);
+            owned.iter().collect()
+        }
+        None => registry.all().iter().collect(),
+    };
+    let never = |_: &str| false;
+    // An inline key goes to whichever provider is chosen: stored credentials must not choose.
+    let usable: &dyn Fn(&str) -> bool = if cx.inline_key { &never } else { cx.usable };
+    let text = pattern.trim();
+    let lookup = if text.is_empty() {
+        Lookup::NotFound
+    } else {
+        lookup_text(text, &pool, usable)
+    };
+    match lookup {
+        Lookup::Found(m, level) => return Ok((m.clone(), level, None)),
+        Lookup::Ambiguous(candidates, usable_count) => {
+            let hint = if cx.inline_key {
+                "--api-key does not choose a provider."
+            } else if usable_count == 0 {
+                "No matching provider is authenticated."
+            } else {
+                "More than one matching provider is authenticated."
+            };
+            return Err(ambiguous(pattern, &candidates, hint));
+        }
+        Lookup::NotFound => {}
+    }
+    let not_found =
+        || format!("Model \"{pattern}\" not found. Use --list-models to see available models.");
+    if text.is_empty() {
+        return Err(not_found());
+    }
+    // Not found: a custom id on the named (or `provider/`-prefixed) provider.
+    let split = split_provider_prefix(text, &pool);
+    let anchor = match (&provider, &split) {
+        (Some(_), _) => pool.first().copied(),
+        (None, Some((p, _))) => pool.iter().copied().find(|m| &m.provider == p),
+        (None, None) => None,
+    };
+    let Some(anchor) = anchor else {
+        return Err(not_found());
+    };
+    let provider_models: Vec<Model> = pool
+        .iter()
+        .filter(|m| m.provider == anchor.provider)
+        .map(|m| (*m).clone())
+        .collect();
+    let model_text = split.as_ref().map_or(text, |(_, t)| t.as_str());
+    let suffix = split_thinking_suffix(model_text);
+    let (id, level) = match (cx.thinking, suffix) {
+        (None, Some((base, level))) => (base, Some(level)),
+        _ => (model_text, None),
+    };
+    let mut model = fallback_model(registry, &provider_models, id);
+    if cx
+        .thinking
+        .or(level)
+        .is_some_and(|l| l != ThinkingLevel::Off)
+    {
+        model.reasoning = true;
+    }
+    let warning = format!(
+        "Model \"{id}\" not found for provider \"{}\". Using custom model id.",
+        anchor.provider
+    );
+    Ok((model, level, Some(warning)))
+}
+
+/// `resolveText` with a strict `:level` suffix and fuzzy matching on.
+fn lookup_text<'a>(text: &str, pool: &[&'a Model], usable: &dyn Fn(&str) -> bool) -> Lookup<'a> {
+    if let Some(found) = select_reference(text, pool, usable) {
+        return found;
+    }
+    if let Some(found) = select_fuzzy(&fuzzy_matches(text, pool), usable) {
+        return found;
+    }
+    match split_thinking_suffix(text) {
+        Some((base, level)) => match lookup_text(base, pool, usable) {
+            Lookup::Found(m, _) => Lookup::Found(m, Some(level)),
+            other => other,
+        },
+        None => Lookup::NotFound,
+    }
+}
+
+/// `provider/rest` with the longest known provider name (case-insensitive; names may contain
+/// `/` themselves): that provider and the rest, trimmed and not empty.
+fn split_provider_prefix(text: &str, pool: &[&Model]) -> Option<(String, String)> {
+    let mut best: Option<(String, String)> = None;
+    for m in pool {
+        let prefix = m.provider.trim().to_lowercase();
+        if prefix.is_empty()
+            || best
+                .as_ref()
+                .is_some_and(|(p, _)| p.len() >= m.provider.len())
+        {
+            continue;
+        }
+        // The first `/` at or after the prefix's length (in chars).
+        let skip = prefix.chars().count();
+        let Some(slash) = text
+            .char_indices()
+            .skip(skip)
+            .find(|(_, c)| *c == '/')
+            .map(|(i, _)| i)
+        else {
+            continue;
+        };
+        if text[..slash].trim().to_lowercase() != prefix {
+            continue;
+        }
+        let rest = text[slash + 1..].trim();
+        if !rest.is_empty() {
+            best = Some((m.provider.clone(), rest.to_string()));
+        }
+    }
+    best
+}
+
+/// `selectReference`: exact ids, and `provider/id` as a hint the credentials confirm.
+fn select_reference<'a>(
+    text: &str,
+    pool: &[&'a Model],
+    usable: &dyn Fn(&str) -> bool,
+) -> Option<Lookup<'a>> {
+    let lower = text.to_lowercase();
+    let raw: Vec<&Model> = pool
+        .iter()
+        .copied()
+        .filter(|m| m.id.to_lowercase() == lower)
+        .collect();
+    let named = split_provider_prefix(text, pool).and_then(|(p, model_text)| {
+        let mine: Vec<&Model> = pool.iter().copied().filter(|m| m.provider == p).collect();
+        let want = model_text.to_lowercase();
+        // The provider's own literal id beats its fuzzy matches.
+        mine.iter()
+            .copied()
+            .find(|m| m.id.to_lowercase() == want)
+            .or_else(|| raw.iter().copied().find(|m| m.provider == p))
+            .or_else(|| best_fuzzy(fuzzy_matches(&model_text, &mine)))
+    });
+    let others: Vec<&Model> = raw
+        .iter()
+        .copied()
+        .filter(|m| !named.is_some_and(|n| std::ptr::eq(*m, n)))
+        .collect();
+    let candidates: Vec<&Model> = named.into_iter().chain(others.iter().copied()).collect();
+    let first = *candidates.first()?;
+    if candidates.iter().all(|m| m.provider == first.provider) {
+        return Some(Lookup::Found(first, None));
+    }
+    if let Some(n) = named.filter(|n| usable(&n.provider)) {
+        return Some(Lookup::Found(n, None));
+    }
+    let keyed: Vec<&Model> = others
+        .iter()
+        .copied()
+        .filter(|m| usable(&m.provider))
+        .collect();
+    match (keyed.as_slice(), named) {
+        ([one], _) => Some(Lookup::Found(one, None)),
+        ([], Some(n)) => Some(Lookup::Found(n, None)),
+        _ => Some(Lookup::Ambiguous(candidates, keyed.len())),
+    }
+}
+
+/// Models whose id or name contains `text` (case-insensitive).
+fn fuzzy_matches<'a>(text: &str, models: &[&'a Model]) -> Vec<&'a Model> {
+    let needle = text.to_lowercase();
+    models
+        .iter()
+        .copied()
+        .filter(|m| {
+            m.id.to_lowercase().contains(&needle) || m.name.to_lowercase().contains(&needle)
+        })
+        .collect()
+}
+
+/// `selectFuzzy`: the best match, among those with a credential when several providers match;
+/// the same id left on several providers is ambiguous.
+fn select_fuzzy<'a>(matches: &[&'a Model], usable: &dyn Fn(&str) -> bool) -> Option<Lookup<'a>> {
+    let first = *matches.first()?;
+    let several = matches.iter().any(|m| m.provider != first.provider);
+    let keyed: Vec<&Model> = if several {
+        matches
+            .iter()
+            .copied()
+            .filter(|m| usable(&m.provider))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let pool: &[&Model] = if keyed.is_empty() { matches } else { &keyed };
+    let best = best_fuzzy(pool.to_vec())?;
+    let tied: Vec<&Model> = pool.iter().copied().filter(|m| m.id == best.id).collect();
+    if tied.iter().all(|m| m.provider == best.provider) {
+        return Some(Lookup::Found(best, None));
+    }
+    let usable_count = if keyed.is_empty() { 0 } else { tied.len() };
+    Some(Lookup::Ambiguous(tied, usable_count))
+}
+
+/// `bestFuzzyMatch`: aliases first, then the id that sorts highest (the first of equals).
+fn best_fuzzy(matches: Vec<&Model>) -> Option<&Model> {
+    let aliases: Vec<&Model> = matches
+        .iter()
+        .copied()
+        .filter(|m| is_alias(&m.id))
+        .collect();
+    let pool = if aliases.is_empty() { matches } else { aliases };
+    pool.into_iter().reduce(|best, m| {
+        if locale_compare(&m.id, &best.id) == Ordering::Greater {
+            m
+        } else {
+            best
+        }
+    })
+}
+
+/// Every model whose id or `provider/id` equals `s` (case-insensitive), in registry order.
+fn exact_ids_or_refs<'a>(models: &[&'a Model], s: &str) -> Vec<&'a Model> {
+    let lower = s.to_lowercase();
+    models
+        .iter()
+        .copied()
+        .filter(|m| {
+            m.id.to_lowercase() == lower
+                || format!("{}/{}", m.provider, m.id).to_lowercase() == lower
+        })
+        .collect()
 }
 
 /// First model whose id or `provider/id` equals `s` (case-insensitive).
@@ -279,7 +648,7 @@ pub fn parse_scoped_models(
 }
 
 /// Start-up model without `--model` (`findInitialModel` steps 3–4): the settings default if it
-/// exists (no key check), else the first provider default (in priority order) that has auth, else
+/// exists (pi 0.87.1 and 1.6.0: and its provider has a credential), else the first provider default (in priority order) that has auth, else
 /// the first model that has auth.
 pub fn initial_model(
     registry: &Registry,
@@ -288,7 +657,11 @@ pub fn initial_model(
 ) -> Option<Model> {
     if let Some((provider, id)) = settings_default {
         if let Some(m) = registry.lookup(provider, id) {
-            return Some(m);
+            if !registry.settings_default_needs_auth()
+                || registry.has_configured_auth(&m.provider, auth)
+            {
+                return Some(m);
+            }
         }
     }
     // Each provider's default looked up alone: with a key for one of them, the models of the
@@ -361,28 +734,7 @@ fn try_match_model<'a>(pattern: &str, models: &[&'a Model]) -> Option<&'a Model>
     if let Some(m) = find_exact_reference(pattern, models) {
         return Some(m);
     }
-    let needle = pattern.to_lowercase();
-    let matches: Vec<&Model> = models
-        .iter()
-        .copied()
-        .filter(|m| {
-            m.id.to_lowercase().contains(&needle) || m.name.to_lowercase().contains(&needle)
-        })
-        .collect();
-    let aliases: Vec<&Model> = matches
-        .iter()
-        .copied()
-        .filter(|m| is_alias(&m.id))
-        .collect();
-    let pool = if aliases.is_empty() { matches } else { aliases };
-    // Highest by localeCompare; the first of equals wins (stable sort in the reference).
-    pool.into_iter().reduce(|best, m| {
-        if locale_compare(&m.id, &best.id) == Ordering::Greater {
-            m
-        } else {
-            best
-        }
-    })
+    best_fuzzy(fuzzy_matches(pattern, models))
 }
 
 /// `findExactModelReferenceMatch`: a unique `provider/id`, else a unique provider-qualified id

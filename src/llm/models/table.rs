@@ -62,6 +62,11 @@ pub(super) struct Table {
     /// An extension's `registerProvider` models keep the definition's keys first, then `api`,
     /// `provider`, `baseUrl` (pi 1.6.0 spreads the definition); before, models.json's shape.
     pub extension_models_in_definition_order: bool,
+    /// How `--model` chooses among models (pi's `resolveCliModel` of that version).
+    pub cli_resolution: super::resolve::CliResolution,
+    /// The settings' `defaultProvider`/`defaultModel` is the start-up model only when its
+    /// provider has a credential (pi 0.87.1, 1.6.0); pi 0.73.1 takes it regardless.
+    pub settings_default_needs_auth: bool,
 }
 
 /// pi 0.73.1's table.
@@ -78,6 +83,8 @@ pub(super) const V073: Table = Table {
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
     custom_models_need_api_key: true,
     extension_models_in_definition_order: false,
+    cli_resolution: super::resolve::CliResolution::FirstMatch,
+    settings_default_needs_auth: false,
 };
 
 /// pi 0.87.1's table (`--compat 0.87`).
@@ -94,6 +101,8 @@ pub(super) const V087: Table = Table {
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
     custom_models_need_api_key: false,
     extension_models_in_definition_order: false,
+    cli_resolution: super::resolve::CliResolution::ExactByAuth,
+    settings_default_needs_auth: true,
 };
 
 /// pi 1.6.0's table (`--compat 1.6`).
@@ -110,6 +119,8 @@ pub(super) const V16: Table = Table {
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER_16,
     custom_models_need_api_key: false,
     extension_models_in_definition_order: true,
+    cli_resolution: super::resolve::CliResolution::Reference,
+    settings_default_needs_auth: true,
 };
 
 /// The rows of one provider (`catalog_073.rs`): one model per line, parsed on iteration.

@@ -486,12 +486,26 @@ fn request_auth_resolves_headers_and_auth_header() {
     assert!(auth.has_auth("q"));
 }
 
+/// `--model` resolution with every provider usable, no `--api-key`, no `--thinking`.
+fn cli(
+    reg: &Registry,
+    provider: Option<&str>,
+    pattern: &str,
+) -> Result<super::resolve::CliModel, String> {
+    let usable = |_: &str| true;
+    let cx = super::resolve::CliContext {
+        usable: &usable,
+        inline_key: false,
+        thinking: None,
+    };
+    resolve_cli_model(reg, provider, pattern, &cx)
+}
+
 #[test]
 fn resolve_cli_model_cases() {
     let dir = oracle_dir();
     let (reg, _) = load_dir(dir.path(), no_env());
-    let ok =
-        |provider: Option<&str>, pattern: &str| resolve_cli_model(&reg, provider, pattern).unwrap();
+    let ok = |provider: Option<&str>, pattern: &str| cli(&reg, provider, pattern).unwrap();
     let id_of =
         |r: &(Model, Option<ThinkingLevel>, Option<String>)| format!("{}/{}", r.0.provider, r.0.id);
 
@@ -546,11 +560,11 @@ fn resolve_cli_model_cases() {
     );
 
     assert_eq!(
-        resolve_cli_model(&reg, Some("nope"), "x").unwrap_err(),
+        cli(&reg, Some("nope"), "x").unwrap_err(),
         "Unknown provider \"nope\". Use --list-models to see available providers/models."
     );
     assert_eq!(
-        resolve_cli_model(&reg, None, "zzz-no-such-model").unwrap_err(),
+        cli(&reg, None, "zzz-no-such-model").unwrap_err(),
         "Model \"zzz-no-such-model\" not found. Use --list-models to see available models."
     );
 }
@@ -562,7 +576,7 @@ fn dated_ids_pick_the_latest_when_no_alias_matches() {
             {"id": "mod-20240101"}, {"id": "mod-20250101"}, {"id": "mod-20241231"}]}}}"#,
     )
     .unwrap();
-    let r = resolve_cli_model(&reg, Some("d"), "mod").unwrap();
+    let r = cli(&reg, Some("d"), "mod").unwrap();
     assert_eq!(r.0.id, "mod-20250101");
 }
 
@@ -725,9 +739,9 @@ fn non_ascii_provider_prefix_does_not_panic() {
         r#"{"providers": {"ünï": {"baseUrl": "u", "api": "a", "apiKey": "k", "models": [{"id": "m"}]}}}"#,
     )
     .unwrap();
-    let r = resolve_cli_model(&reg, Some("ÜNÏ"), "ünï/m").unwrap();
+    let r = cli(&reg, Some("ÜNÏ"), "ünï/m").unwrap();
     assert_eq!((r.0.provider.as_str(), r.0.id.as_str()), ("ünï", "m"));
-    let r = resolve_cli_model(&reg, Some("ünï"), "ü").unwrap();
+    let r = cli(&reg, Some("ünï"), "ü").unwrap();
     assert_eq!(r.0.id, "ü");
 }
 
@@ -885,4 +899,172 @@ fn config_interpolation_as_pi() {
     assert_eq!(i("plain"), "plain");
     assert_eq!(i("a$"), "a$");
     assert_eq!(i("${open"), "${open");
+}
+
+/// Two custom providers offering `dup` (and `solo` on `b`), `a` holding `x/dup` too.
+fn two_providers(catalog: Catalog) -> Registry {
+    Registry::from_models_json_for(
+        r#"{"providers": {
+            "a": {"baseUrl": "u", "api": "anthropic-messages", "apiKey": "k",
+                  "models": [{"id": "dup"}, {"id": "dup-mini"}, {"id": "b/solo"}]},
+            "b": {"baseUrl": "u", "api": "anthropic-messages", "apiKey": "k",
+                  "models": [{"id": "dup"}, {"id": "solo"}, {"id": "dup-mini"}]}}}"#,
+        catalog,
+    )
+    .unwrap()
+}
+
+/// `--model` under `catalog` with these providers usable.
+fn cli_with(
+    reg: &Registry,
+    provider: Option<&str>,
+    pattern: &str,
+    usable: &[&str],
+    inline_key: bool,
+    thinking: Option<ThinkingLevel>,
+) -> Result<String, String> {
+    let ok = |p: &str| usable.contains(&p);
+    let cx = super::resolve::CliContext {
+        usable: &ok,
+        inline_key,
+        thinking,
+    };
+    resolve_cli_model(reg, provider, pattern, &cx).map(|(m, level, warning)| {
+        format!(
+            "{}/{} {:?} {} {warning:?}",
+            m.provider, m.id, level, m.reasoning
+        )
+    })
+}
+
+#[test]
+fn an_id_on_several_providers_follows_each_versions_rules() {
+    let amb = |hint: &str| {
+        format!(
+            "Model \"dup\" is ambiguous across providers: a/dup, b/dup. {hint} Use --provider or provider/model."
+        )
+    };
+    // pi 0.73.1: the first in registry order, credentials or not.
+    let r = two_providers(Catalog::V073);
+    assert_eq!(
+        cli_with(&r, None, "dup", &[], false, None).unwrap(),
+        "a/dup None false None"
+    );
+    // pi 0.87.1: the one with a credential, else ambiguous.
+    let r = two_providers(Catalog::V087);
+    assert_eq!(
+        cli_with(&r, None, "dup", &["b"], false, None).unwrap(),
+        "b/dup None false None"
+    );
+    assert_eq!(
+        cli_with(&r, None, "dup", &["a", "b"], false, None).unwrap_err(),
+        amb("More than one matching provider is authenticated.")
+    );
+    assert_eq!(
+        cli_with(&r, None, "dup", &[], false, None).unwrap_err(),
+        amb("No matching provider is authenticated.")
+    );
+    // A fuzzy match is still the first (0.87.1 decides by credentials for exact ids only).
+    assert_eq!(
+        cli_with(&r, None, "dup-mi", &["b"], false, None).unwrap(),
+        "a/dup-mini None false None"
+    );
+    // pi 1.6.0: the same for exact ids, fuzzy ties too, and `--api-key` lets no credential choose.
+    let r = two_providers(Catalog::V16);
+    assert_eq!(
+        cli_with(&r, None, "dup", &["b"], false, None).unwrap(),
+        "b/dup None false None"
+    );
+    assert_eq!(
+        cli_with(&r, None, "dup", &["a", "b"], false, None).unwrap_err(),
+        amb("More than one matching provider is authenticated.")
+    );
+    assert_eq!(
+        cli_with(&r, None, "dup", &["b"], true, None).unwrap_err(),
+        amb("--api-key does not choose a provider.")
+    );
+    assert_eq!(
+        cli_with(&r, None, "dup-mi", &["b"], false, None).unwrap(),
+        "b/dup-mini None false None"
+    );
+    assert_eq!(
+        cli_with(&r, None, "dup-mi", &[], false, None).unwrap_err(),
+        "Model \"dup-mi\" is ambiguous across providers: a/dup-mini, b/dup-mini. No matching provider is authenticated. Use --provider or provider/model."
+    );
+    // A `:level` suffix after an exact id; `--provider` narrows the pool.
+    assert_eq!(
+        cli_with(&r, None, "dup:high", &["a"], false, None).unwrap(),
+        "a/dup Some(High) false None"
+    );
+    assert_eq!(
+        cli_with(&r, Some("B"), "dup", &[], false, None).unwrap(),
+        "b/dup None false None"
+    );
+}
+
+#[test]
+fn a_provider_prefix_is_a_hint_the_credentials_confirm() {
+    // `b/solo` names provider b's `solo`, and is also a's literal id `b/solo`.
+    for catalog in [Catalog::V087, Catalog::V16] {
+        let r = two_providers(catalog);
+        assert_eq!(
+            cli_with(&r, None, "b/solo", &["b"], false, None).unwrap(),
+            "b/solo None false None"
+        );
+        assert_eq!(
+            cli_with(&r, None, "b/solo", &["a"], false, None).unwrap(),
+            "a/b/solo None false None"
+        );
+    }
+    // 0.73.1 takes the provider's model regardless.
+    let r = two_providers(Catalog::V073);
+    assert_eq!(
+        cli_with(&r, None, "b/solo", &["a"], false, None).unwrap(),
+        "b/solo None false None"
+    );
+}
+
+#[test]
+fn a_custom_id_keeps_or_splits_its_level_by_version() {
+    let warn = |id: &str| {
+        format!(
+            "Some(\"Model \\\"{id}\\\" not found for provider \\\"b\\\". Using custom model id.\")"
+        )
+    };
+    // 0.73.1: the suffix stays in the id.
+    let r = two_providers(Catalog::V073);
+    assert_eq!(
+        cli_with(&r, Some("b"), "new-one:high", &[], false, None).unwrap(),
+        format!("b/new-one:high None false {}", warn("new-one:high"))
+    );
+    for catalog in [Catalog::V087, Catalog::V16] {
+        let r = two_providers(catalog);
+        // Split off, and the model reasons at it; with `--thinking` it stays in the id.
+        assert_eq!(
+            cli_with(&r, Some("b"), "new-one:high", &[], false, None).unwrap(),
+            format!("b/new-one Some(High) true {}", warn("new-one"))
+        );
+        assert_eq!(
+            cli_with(
+                &r,
+                Some("b"),
+                "new-one:high",
+                &[],
+                false,
+                Some(ThinkingLevel::Off)
+            )
+            .unwrap(),
+            format!("b/new-one:high None false {}", warn("new-one:high"))
+        );
+    }
+    // 1.6.0: `provider/` on an unknown id names the provider; a bare unknown id is not found.
+    let r = two_providers(Catalog::V16);
+    assert_eq!(
+        cli_with(&r, None, "b/new-one", &[], false, None).unwrap(),
+        format!("b/new-one None false {}", warn("new-one"))
+    );
+    assert_eq!(
+        cli_with(&r, None, "zzz", &[], false, None).unwrap_err(),
+        "Model \"zzz\" not found. Use --list-models to see available models."
+    );
 }
