@@ -441,3 +441,44 @@ fn without_a_usable_model_get_state_shows_pis_placeholder() {
         format!("Compaction failed: {why}")
     );
 }
+
+/// `--models` with an id two providers offer: pi 1.6.0 scopes both (a warning on stderr), pi
+/// 0.87.1 one.
+#[test]
+fn a_scope_pattern_on_two_providers_scopes_both_under_16() {
+    let cycle = |compat: &str| {
+        let w = World::new();
+        w.write_agent_file("models.json", &two_providers_json(true));
+        let mut p = w.spawn(&[
+            "--mode",
+            "rpc",
+            "--compat",
+            compat,
+            "--no-session",
+            "--models",
+            "dup-model",
+        ]);
+        let mut seen = Vec::new();
+        let s = p.call(json!({"type":"get_state"}), "s");
+        seen.push(s["data"]["model"]["provider"].clone());
+        for i in 0..2 {
+            let r = p.call(json!({"type":"cycle_model"}), &format!("c{i}"));
+            seen.push(r["data"]["model"]["provider"].clone());
+        }
+        let stderr = p.stderr_lines();
+        (seen, stderr)
+    };
+    let (seen, stderr) = cycle("1.6");
+    assert_eq!(seen, [json!("alpha"), json!("beta"), json!("alpha")]);
+    assert!(
+        stderr.iter().any(|l| l
+            == "Warning: Pattern \"dup-model\" matches several providers: alpha, beta. Use provider/id to choose one."),
+        "{stderr:?}"
+    );
+    let (seen, stderr) = cycle("0.87");
+    assert_eq!(
+        seen,
+        [json!("alpha"), Value::Null, Value::Null],
+        "{stderr:?}"
+    );
+}

@@ -1543,10 +1543,7 @@ impl Machine {
             Some(model) => serde_json::to_value(model).unwrap_or(Value::Null),
             // pi's agent holds a placeholder until a model is chosen (pi-agent-core's
             // `DEFAULT_MODEL`, every version): `get_state` shows it.
-            None => json!({"id": "unknown", "name": "unknown", "api": "unknown",
-                "provider": "unknown", "baseUrl": "", "reasoning": false, "input": [],
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                "contextWindow": 0, "maxTokens": 0}),
+            None => serde_json::from_str(PLACEHOLDER_MODEL).unwrap_or(Value::Null),
         };
         m.insert("model".into(), model);
         m.insert("thinkingLevel".into(), json!(self.state.thinking.as_str()));
@@ -1598,6 +1595,9 @@ fn command_name(c: &str) -> &'static str {
 
 /// How to give pith a key (pi's text here points at its `/login` command and docs, which pith
 /// does not have).
+/// pi-agent-core's `DEFAULT_MODEL`, in its key order.
+const PLACEHOLDER_MODEL: &str = r#"{"id":"unknown","name":"unknown","api":"unknown","provider":"unknown","baseUrl":"","reasoning":false,"input":[],"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0},"contextWindow":0,"maxTokens":0}"#;
+
 /// Without a model: pi's agent holds a placeholder model without a key, so its answer is the
 /// no-key one for "the selected model".
 pub(crate) fn no_model_message() -> String {

@@ -136,7 +136,9 @@ pub struct CliContext<'a> {
 pub type CliModel = (Model, Option<ThinkingLevel>, Option<String>);
 
 /// `--provider` / `--model` resolution (`resolveCliModel`) over **all** models, by the rules of
-/// the registry's pi version. `Err` is the reference's error text.
+/// the registry's pi version. `Err` is the reference's error text. Not inlined: start-up and the
+/// extension-deferred path share one copy.
+#[inline(never)]
 pub fn resolve_cli_model(
     registry: &Registry,
     provider: Option<&str>,
@@ -316,6 +318,17 @@ fn ambiguous(pattern: &str, candidates: &[&Model], hint: &str) -> String {
     )
 }
 
+/// pi 1.6.0's scope warning for a pattern several providers match.
+fn several_providers(pattern: &str, candidates: &[&Model]) -> String {
+    let mut providers: Vec<&str> = candidates.iter().map(|m| m.provider.as_str()).collect();
+    providers.sort_by(|a, b| locale_compare(a, b));
+    providers.dedup();
+    format!(
+        "Warning: Pattern \"{pattern}\" matches several providers: {}. Use provider/id to choose one.",
+        providers.join(", ")
+    )
+}
+
 /// `buildFallbackModel`: the provider's default model (else its first) under another id.
 fn fallback_model(registry: &Registry, provider_models: &[Model], id: &str) -> Model {
     let first = &provider_models[0];
@@ -337,8 +350,8 @@ fn split_thinking_suffix(text: &str) -> Option<(&str, ThinkingLevel)> {
 /// What pi 1.6.0's `resolveModelReference` found.
 enum Lookup<'a> {
     Found(&'a Model, Option<ThinkingLevel>),
-    /// Several providers offer it; how many of the others have a credential.
-    Ambiguous(Vec<&'a Model>, usize),
+    /// Several providers offer it; how many of the others have a credential; a `:level`.
+    Ambiguous(Vec<&'a Model>, usize, Option<ThinkingLevel>),
     NotFound,
 }
 
@@ -368,7 +381,7 @@ fn resolve_reference(
     };
     match lookup {
         Lookup::Found(m, level) => return Ok((m.clone(), level, None)),
-        Lookup::Ambiguous(candidates, usable_count) => {
+        Lookup::Ambiguous(candidates, usable_count, _) => {
             let hint = if cx.inline_key {
                 "--api-key does not choose a provider."
             } else if usable_count == 0 {
@@ -421,20 +434,52 @@ fn resolve_reference(
     Ok((model, level, Some(warning)))
 }
 
-/// `resolveText` with a strict `:level` suffix and fuzzy matching on.
+/// `resolveText` with a strict `:level` suffix and fuzzy matching on (`--model`).
 fn lookup_text<'a>(text: &str, pool: &[&'a Model], usable: &dyn Fn(&str) -> bool) -> Lookup<'a> {
-    if let Some(found) = select_reference(text, pool, usable) {
-        return found;
+    lookup_with(text, pool, usable, true, false).0
+}
+
+/// `resolveText`: exact (and, if `fuzzy`, substring) matches, then a valid `:level` suffix split
+/// off; `lenient` (scopes) also drops an invalid suffix, with pi's warning.
+fn lookup_with<'a>(
+    text: &str,
+    pool: &[&'a Model],
+    usable: &dyn Fn(&str) -> bool,
+    fuzzy: bool,
+    lenient: bool,
+) -> (Lookup<'a>, Option<String>) {
+    if let Some(found) = select_reference(text, pool, usable, fuzzy) {
+        return (found, None);
     }
-    if let Some(found) = select_fuzzy(&fuzzy_matches(text, pool), usable) {
-        return found;
+    if fuzzy {
+        if let Some(found) = select_fuzzy(&fuzzy_matches(text, pool), usable) {
+            return (found, None);
+        }
     }
-    match split_thinking_suffix(text) {
-        Some((base, level)) => match lookup_text(base, pool, usable) {
-            Lookup::Found(m, _) => Lookup::Found(m, Some(level)),
+    if let Some((base, level)) = split_thinking_suffix(text) {
+        return match lookup_with(base, pool, usable, fuzzy, lenient) {
+            (Lookup::Found(m, _), None) => (Lookup::Found(m, Some(level)), None),
+            (Lookup::Ambiguous(c, n, _), None) => (Lookup::Ambiguous(c, n, Some(level)), None),
             other => other,
-        },
-        None => Lookup::NotFound,
+        };
+    }
+    let Some((base, suffix)) = text.rsplit_once(':').filter(|_| lenient) else {
+        return (Lookup::NotFound, None);
+    };
+    match lookup_with(base, pool, usable, fuzzy, lenient) {
+        (Lookup::NotFound, w) => (Lookup::NotFound, w),
+        (Lookup::Found(m, _), _) => (
+            Lookup::Found(m, None),
+            Some(format!(
+                "Invalid thinking level \"{suffix}\" in pattern \"{text}\". Using default instead."
+            )),
+        ),
+        (other, _) => (
+            other,
+            Some(format!(
+                "Invalid thinking level \"{suffix}\" in pattern \"{text}\". Using default instead."
+            )),
+        ),
     }
 }
 
@@ -477,6 +522,7 @@ fn select_reference<'a>(
     text: &str,
     pool: &[&'a Model],
     usable: &dyn Fn(&str) -> bool,
+    fuzzy: bool,
 ) -> Option<Lookup<'a>> {
     let lower = text.to_lowercase();
     let raw: Vec<&Model> = pool
@@ -492,7 +538,11 @@ fn select_reference<'a>(
             .copied()
             .find(|m| m.id.to_lowercase() == want)
             .or_else(|| raw.iter().copied().find(|m| m.provider == p))
-            .or_else(|| best_fuzzy(fuzzy_matches(&model_text, &mine)))
+            .or_else(|| {
+                fuzzy
+                    .then(|| best_fuzzy(fuzzy_matches(&model_text, &mine)))
+                    .flatten()
+            })
     });
     let others: Vec<&Model> = raw
         .iter()
@@ -515,7 +565,7 @@ fn select_reference<'a>(
     match (keyed.as_slice(), named) {
         ([one], _) => Some(Lookup::Found(one, None)),
         ([], Some(n)) => Some(Lookup::Found(n, None)),
-        _ => Some(Lookup::Ambiguous(candidates, keyed.len())),
+        _ => Some(Lookup::Ambiguous(candidates, keyed.len(), None)),
     }
 }
 
@@ -552,7 +602,7 @@ fn select_fuzzy<'a>(matches: &[&'a Model], usable: &dyn Fn(&str) -> bool) -> Opt
         return Some(Lookup::Found(best, None));
     }
     let usable_count = if keyed.is_empty() { 0 } else { tied.len() };
-    Some(Lookup::Ambiguous(tied, usable_count))
+    Some(Lookup::Ambiguous(tied, usable_count, None))
 }
 
 /// `bestFuzzyMatch`: aliases first, then the id that sorts highest (the first of equals).
@@ -602,6 +652,7 @@ pub fn parse_scoped_models(
     patterns: &[String],
 ) -> (Vec<(Model, Option<ThinkingLevel>)>, Vec<String>) {
     let available = registry.available(auth);
+    let rules = registry.cli_resolution();
     let mut out: Vec<(Model, Option<ThinkingLevel>)> = Vec::new();
     let mut warnings = Vec::new();
     let push = |out: &mut Vec<(Model, Option<ThinkingLevel>)>, m: &Model, level| {
@@ -621,17 +672,60 @@ pub fn parse_scoped_models(
                 },
                 None => (pattern, None),
             };
-            let matching: Vec<&&Model> = available
-                .iter()
-                .filter(|m| {
-                    glob_match(glob, &format!("{}/{}", m.provider, m.id)) || glob_match(glob, &m.id)
-                })
-                .collect();
+            // pi 0.87.1: an exact id first (ids such as `bracketed-model[1m]` are not globs);
+            // 1.6.0: the same through its resolver, several providers' all with a warning.
+            let exact: Vec<&Model> = match rules {
+                CliResolution::FirstMatch => Vec::new(),
+                CliResolution::ExactByAuth => {
+                    find_exact_reference(glob, &available).into_iter().collect()
+                }
+                CliResolution::Reference => {
+                    match select_reference(glob, &available, &|_| true, false) {
+                        Some(Lookup::Found(m, _)) => vec![m],
+                        Some(Lookup::Ambiguous(candidates, ..)) => {
+                            warnings.push(several_providers(pattern, &candidates));
+                            candidates
+                        }
+                        _ => Vec::new(),
+                    }
+                }
+            };
+            let matching: Vec<&Model> = if exact.is_empty() {
+                available
+                    .iter()
+                    .copied()
+                    .filter(|m| {
+                        glob_match(glob, &format!("{}/{}", m.provider, m.id))
+                            || glob_match(glob, &m.id)
+                    })
+                    .collect()
+            } else {
+                exact
+            };
             if matching.is_empty() {
                 warnings.push(format!("Warning: No models match pattern \"{pattern}\""));
             }
             for m in matching {
                 push(&mut out, m, level);
+            }
+            continue;
+        }
+        if rules == CliResolution::Reference {
+            let (lookup, warning) = lookup_with(pattern, &available, &|_| true, true, true);
+            if let Some(w) = warning {
+                warnings.push(format!("Warning: {w}"));
+            }
+            match lookup {
+                Lookup::Found(m, level) => push(&mut out, m, level),
+                Lookup::Ambiguous(candidates, _, level) => {
+                    warnings.push(several_providers(pattern, &candidates));
+                    for m in candidates {
+                        push(&mut out, m, level);
+                    }
+                }
+                Lookup::NotFound => {
+                    warnings.push(format!("Warning: No models match pattern \"{pattern}\""))
+                }
             }
             continue;
         }

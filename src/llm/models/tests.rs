@@ -1068,3 +1068,46 @@ fn a_custom_id_keeps_or_splits_its_level_by_version() {
         "Model \"zzz\" not found. Use --list-models to see available models."
     );
 }
+
+#[test]
+fn scopes_add_every_provider_of_an_ambiguous_pattern_from_16_on() {
+    let scope = |catalog: Catalog, patterns: &[&str]| {
+        let r = two_providers(catalog);
+        let auth = Auth::empty(no_env());
+        let patterns: Vec<String> = patterns.iter().map(|s| s.to_string()).collect();
+        let (scoped, warnings) = parse_scoped_models(&r, &auth, &patterns);
+        let got: Vec<String> = scoped
+            .iter()
+            .map(|(m, l)| format!("{}/{} {l:?}", m.provider, m.id))
+            .collect();
+        (got, warnings)
+    };
+    // pi 0.87.1: one model (the bare id is ambiguous, so the fuzzy match decides: the highest id).
+    assert_eq!(
+        scope(Catalog::V087, &["dup:high"]),
+        (vec!["a/dup-mini Some(High)".to_string()], vec![])
+    );
+    // pi 1.6.0: both, with a warning; `provider/id` and globs as before.
+    assert_eq!(
+        scope(Catalog::V16, &["dup:high", "b/solo", "*mini:x"]),
+        (
+            vec![
+                "a/dup Some(High)".to_string(),
+                "b/dup Some(High)".to_string(),
+                "b/solo None".to_string(),
+            ],
+            vec![
+                "Warning: Pattern \"dup:high\" matches several providers: a, b. Use provider/id to choose one."
+                    .to_string(),
+                "Warning: No models match pattern \"*mini:x\"".to_string(),
+            ]
+        )
+    );
+    assert_eq!(
+        scope(Catalog::V16, &["*-mini"]),
+        (
+            vec!["a/dup-mini None".to_string(), "b/dup-mini None".to_string()],
+            vec![]
+        )
+    );
+}
