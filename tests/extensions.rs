@@ -22,22 +22,6 @@ fn example(name: &str) -> String {
         .to_string()
 }
 
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (docs/examples/toolkit.py needs it)");
-            return;
-        }
-    };
-}
-
 /// `--mode rpc` on the faux provider with `script`, then `extra`.
 fn spawn(world: &World, script: &str, extra: &[&str]) -> Pith {
     world.spawn_faux(script, extra)
@@ -125,7 +109,7 @@ fn text_of(end: &Value) -> &str {
 
 #[test]
 fn get_commands_lists_extension_commands_once_registered() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(
         &w,
@@ -161,7 +145,7 @@ fn get_commands_under_087_carries_source_info() {
 
 #[test]
 fn toolkit_tool_runs_and_rm_rf_is_blocked() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let script = r#"{"toolCalls":[{"name":"bash","arguments":{"command":"rm -rf build"}},{"name":"count_words","arguments":{"text":"one two three"}}]}
 {"text":"ok"}
@@ -207,7 +191,7 @@ fn toolkit_tool_runs_and_rm_rf_is_blocked() {
 
 #[test]
 fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(&w, "", &["-e", &example("toolkit.py")]);
     p.call(json!({"type":"get_commands"}), "ready");
@@ -314,7 +298,7 @@ fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
 
 #[test]
 fn a_dialog_times_out_with_its_default_and_a_late_answer_is_ignored() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(&w, "", &["-e", &example("toolkit.py")]);
     p.call(json!({"type":"get_commands"}), "ready");
@@ -340,7 +324,7 @@ fn a_dialog_times_out_with_its_default_and_a_late_answer_is_ignored() {
 
 #[test]
 fn a_session_switch_is_cancelled_after_a_confirm() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(&w, "{\"text\":\"hi\"}\n", &["-e", &example("toolkit.py")]);
     p.call(json!({"type":"get_commands"}), "ready");

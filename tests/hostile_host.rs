@@ -12,22 +12,6 @@ use serde_json::{Value, json};
 use support::anthropic::{Sse, text};
 use support::{World, fake_rpc, fake_world};
 
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the hostile MCP servers need it)");
-            return;
-        }
-    };
-}
-
 /// An MCP server written for one test: `body` handles `msg` (the parsed line; `send(obj)`
 /// writes one). Saved in the world, run with python3.
 fn mcp_server(w: &World, name: &str, body: &str) -> String {
@@ -220,7 +204,7 @@ fn sigterm_during_export_html_leaves_no_temporary_file() {
 /// applied across pages), says so on stderr, and the rest of the run goes on as usual.
 #[test]
 fn an_mcp_server_with_too_many_tools_is_capped() {
-    need_python!();
+    need_python!("the hostile MCP servers need it");
     let (w, llm) = fake_world(vec![Sse::numbered(1).reply(&[text(&["ok"])])]);
     let many = mcp_server(
         &w,
@@ -433,7 +417,7 @@ fn set_model_selects_the_faux_model_too() {
 /// passes one on explicitly) — not the provider keys in pith's own environment.
 #[test]
 fn mcp_servers_do_not_inherit_provider_keys() {
-    need_python!();
+    need_python!("the hostile MCP servers need it");
     let w = World::new();
     let dump = w.tmp().join("env.json");
     let server = mcp_server(

@@ -14,31 +14,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
+use support::mcp::server_path;
 use support::procs::{pgrep, unique_marker};
 use support::{Pith, World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
-            return;
-        }
-    };
-}
-
-fn server_path() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/mcp/fake_server.py")
-        .to_string_lossy()
-        .to_string()
-}
 
 /// settings.json with the fake server as `fake` (extra args) and `pith` settings.
 fn configure(w: &World, args: &[&str], pith: Value) -> std::path::PathBuf {

@@ -8,41 +8,12 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::request_body;
+use support::mcp::server;
 use support::{Pith, World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
-            return;
-        }
-    };
-}
-
-/// An `mcp.json` entry running `fixtures/mcp/fake_server.py` with `args`, plus `extra` fields.
-fn server(args: &[&str], extra: Value) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fake_server.py");
-    let mut a = vec![json!(path.to_string_lossy())];
-    a.extend(args.iter().map(|s| json!(s)));
-    let mut v = json!({"command": "python3", "args": a});
-    if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
-        m.extend(e);
-    }
-    v
-}
 
 fn start(w: &World, extra: &[&str]) -> Pith {
     let mut args = fake_rpc(&["--no-session", "--compat", "1.6"]);
@@ -89,22 +60,7 @@ fn request_tools(llm: &FakeLlm, i: usize) -> Vec<Value> {
 
 /// `/mcp`'s notify, once no server is still starting.
 fn mcp_status(p: &mut Pith) -> String {
-    for n in 0..100 {
-        let id = format!("mcp{n}");
-        p.send(json!({"id": id, "type": "prompt", "message": "/mcp"}));
-        let frames = p.recv_until(|v| v["id"] == id.as_str());
-        let msg = frames
-            .iter()
-            .rfind(|f| f["type"] == "extension_ui_request" && f["method"] == "notify")
-            .and_then(|n| n["message"].as_str())
-            .unwrap_or_default()
-            .to_string();
-        if !msg.contains(": starting") {
-            return msg;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("servers never settled");
+    support::mcp::status(p, false)
 }
 
 fn codemode(id: &str, code: &str) -> support::anthropic::Block {

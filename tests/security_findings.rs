@@ -12,14 +12,8 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use support::mcp::have_python;
 use support::{Pith, World};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// An executable `/bin/sh` script at `path`.
 fn script_at(path: &Path, body: &str) {

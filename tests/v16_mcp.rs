@@ -7,48 +7,14 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::request_body;
+use support::mcp::server;
 use support::{Pith, World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
-            return;
-        }
-    };
-}
-
-fn server_path() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/mcp/fake_server.py")
-        .to_string_lossy()
-        .to_string()
-}
-
-/// An `mcp.json` entry running the fake server with `args`, plus `extra` fields.
-fn server(args: &[&str], extra: Value) -> Value {
-    let mut a = vec![json!(server_path())];
-    a.extend(args.iter().map(|s| json!(s)));
-    let mut v = json!({"command": "python3", "args": a});
-    if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
-        m.extend(e);
-    }
-    v
-}
 
 fn start(w: &World, compat: &str, extra: &[&str]) -> Pith {
     let mut args = fake_rpc(&["--no-session", "--compat", compat]);
@@ -97,25 +63,7 @@ fn tool_names(llm: &FakeLlm, i: usize) -> Vec<String> {
 
 /// Send `/mcp` until every server has settled (not `starting`); the notify's message.
 fn mcp_status(p: &mut Pith) -> String {
-    for n in 0..100 {
-        let id = format!("mcp{n}");
-        p.send(json!({"id": id, "type": "prompt", "message": "/mcp"}));
-        let frames = p.recv_until(|v| v["id"] == id.as_str());
-        let notify = frames
-            .iter()
-            .rfind(|f| f["type"] == "extension_ui_request" && f["method"] == "notify")
-            .unwrap_or_else(|| panic!("no notify: {frames:#?}"));
-        assert_eq!(
-            frames.last().unwrap()["data"],
-            json!({"disposition": "handled"})
-        );
-        let msg = notify["message"].as_str().unwrap().to_string();
-        if !msg.contains(": starting") {
-            return msg;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("servers never settled");
+    support::mcp::status(p, true)
 }
 
 fn reply(n: usize, blocks: &[support::anthropic::Block]) -> Reply {
