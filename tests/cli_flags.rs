@@ -12,8 +12,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::text_sse;
-use support::fake_llm::{FakeLlm, Reply};
+use support::anthropic::text_replies as replies;
+use support::fake_llm::FakeLlm;
 use support::frames::{request_body, strip_cache_control};
 use support::{World, fake_world};
 
@@ -54,14 +54,6 @@ fn out(o: &Output) -> String {
 
 fn err(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
-}
-
-fn replies(texts: &[&str]) -> Vec<Reply> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Reply::sse(text_sse(i + 1, &[t])))
-        .collect()
 }
 
 /// The user text of request `i`'s last message.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::frames::keys;
+use support::frames::{answer, keys, settle, tool_end, ui};
 use support::procs::{assert_no_process_within, pgrep, unique_marker};
 use support::{Pith, World};
 
@@ -70,37 +70,6 @@ fn ui_after_turn_status(p: &mut Pith, method: &str) -> Value {
         assert_eq!(f["method"], method, "{f}");
         return f;
     }
-}
-
-/// The next frame, which must be an `extension_ui_request` of `method`.
-fn ui(p: &mut Pith, method: &str) -> Value {
-    let f = p.recv();
-    assert_eq!(f["type"], "extension_ui_request", "{f}");
-    assert_eq!(f["method"], method, "{f}");
-    f
-}
-
-fn answer(p: &mut Pith, req: &Value, fields: Value) {
-    let mut a = json!({"type":"extension_ui_response","id":req["id"]});
-    for (k, v) in fields.as_object().unwrap() {
-        a[k] = v.clone();
-    }
-    p.send(a);
-}
-
-/// Frames until `agent_settled`, without `message_update`s.
-fn settle(p: &mut Pith) -> Vec<Value> {
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
 }
 
 fn text_of(end: &Value) -> &str {

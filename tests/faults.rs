@@ -20,6 +20,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, ev, text, text_sse};
 use support::fake_llm::Reply;
+use support::frames::run;
 use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
@@ -116,12 +117,6 @@ fn world_at(port: u16) -> World {
 
 fn spawn(w: &World) -> Pith {
     w.spawn(&fake_rpc(&["--no-session"]))
-}
-
-/// Prompt and return the run's frames up to `agent_settled`.
-fn run(p: &mut Pith, id: &str, text: &str) -> Vec<Value> {
-    p.send(json!({"id": id, "type": "prompt", "message": text}));
-    p.recv_until(|v| v["type"] == "agent_settled")
 }
 
 /// The last assistant `message_end` of `frames`.

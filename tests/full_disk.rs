@@ -20,7 +20,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::Reply;
-use support::frames::messages;
+use support::frames::{messages, of_type};
 use support::{Pith, World, fake_rpc, fake_world};
 
 #[repr(C)]
@@ -232,10 +232,6 @@ fn replies(n: usize) -> Vec<Reply> {
 fn prompt(p: &mut Pith, id: &str, text: &str) -> Vec<Value> {
     p.send(json!({"id": id, "type": "prompt", "message": text}));
     p.recv_until(|v| v["type"] == "agent_settled")
-}
-
-fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["type"] == ty).collect()
 }
 
 /// Every line of the file is a complete JSON object and the file ends with a newline.

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
+use support::frames::{run_settled as run, tool_end};
 use support::mcp::server_path;
 use support::procs::{pgrep, unique_marker};
 use support::{Pith, World, fake_rpc, fake_world};
@@ -48,21 +49,6 @@ fn spawn_faux(w: &World, script: &str, extra: &[&str]) -> Pith {
     ];
     args.extend_from_slice(extra);
     w.spawn(&args)
-}
-
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id":id,"type":"prompt","message":message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
 }
 
 fn logged(log: &Path) -> Vec<Value> {

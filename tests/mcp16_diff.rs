@@ -9,9 +9,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, tool_call};
-use support::fake_llm::{FakeLlm, Reply};
-use support::frames::request_body;
+use support::anthropic::{reply, text, tool_call};
+use support::fake_llm::FakeLlm;
+use support::frames::{request_body, run_settled as run};
 use support::mcp::server;
 use support::{Pith, World, fake_rpc, fake_world};
 
@@ -21,24 +21,8 @@ fn start(w: &World, extra: &[&str]) -> Pith {
     w.spawn(&args)
 }
 
-fn reply(n: usize, blocks: &[support::anthropic::Block]) -> Reply {
-    Sse::numbered(n).reply(blocks)
-}
-
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id": id, "type": "prompt", "message": message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
-
 fn tool_end(frames: &[Value], id: &str) -> Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == id)
-        .unwrap_or_else(|| panic!("no tool_execution_end {id}: {frames:#?}"))
-        .clone()
+    support::frames::tool_end(frames, id).clone()
 }
 
 fn result_text(frames: &[Value], id: &str) -> String {

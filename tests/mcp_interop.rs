@@ -48,11 +48,7 @@ fn spawn(w: &World, script: &str, servers: Value) -> Pith {
 }
 
 fn run(p: &mut Pith) -> Vec<Value> {
-    p.send(json!({"id":"p","type":"prompt","message":"go"}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
+    support::frames::run_settled(p, "p", "go")
 }
 
 fn end<'a>(frames: &'a [Value], id: &str) -> &'a Value {

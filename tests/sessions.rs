@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, text_sse, tool_call};
+use support::anthropic::{Sse, text, text_replies as replies, text_sse, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::keys;
 use support::{Pith, World, fake_rpc, fake_world, fixture};
@@ -20,14 +20,6 @@ use support::{Pith, World, fake_rpc, fake_world, fixture};
 /// An Anthropic SSE stream with a text block then one tool call (`args` is the JSON text).
 fn tool_sse(n: usize, said: &str, tool_id: &str, name: &str, args: &str) -> String {
     Sse::numbered(n).body(&[text(&[said]), tool_call(tool_id, name, &[args])])
-}
-
-fn replies(texts: &[&str]) -> Vec<Reply> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Reply::sse(text_sse(i + 1, &[t])))
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------

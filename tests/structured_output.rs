@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::World;
 use support::anthropic::{Sse, text, tool_call};
+use support::frames::of_type;
 
 const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
 
@@ -81,10 +82,6 @@ fn frames(o: &Output) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
-}
-
-fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["type"] == ty).collect()
 }
 
 /// The frame right before `agent_end`.

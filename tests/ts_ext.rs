@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::frames::keys;
+use support::frames::{keys, tool_end, ui};
 use support::{Pith, World};
 
 fn fixture(name: &str) -> String {
@@ -107,20 +107,6 @@ fn spawn(world: &World, node: &Path, script: &str, extra: &[&str]) -> Pith {
     let mut cmd = world.command(&args);
     cmd.env("PITH_NODE", node);
     Pith::spawn_cmd(cmd)
-}
-
-fn ui(p: &mut Pith, method: &str) -> Value {
-    let f = p.recv();
-    assert_eq!(f["type"], "extension_ui_request", "{f}");
-    assert_eq!(f["method"], method, "{f}");
-    f
-}
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
 }
 
 fn without_updates(frames: Vec<Value>) -> Vec<Value> {

@@ -10,9 +10,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, tool_call};
-use support::fake_llm::{FakeLlm, Reply};
-use support::frames::request_body;
+use support::anthropic::{reply, text, tool_call};
+use support::fake_llm::FakeLlm;
+use support::frames::{request_body, run_settled as run};
 use support::mcp::server;
 use support::{Pith, World, fake_rpc, fake_world};
 
@@ -22,20 +22,8 @@ fn start(w: &World, compat: &str, extra: &[&str]) -> Pith {
     w.spawn(&args)
 }
 
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id": id, "type": "prompt", "message": message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
-
 fn tool_end(frames: &[Value], id: &str) -> Value {
-    let mut v = frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == id)
-        .unwrap_or_else(|| panic!("no tool_execution_end {id}: {frames:#?}"))
-        .clone();
+    let mut v = support::frames::tool_end(frames, id).clone();
     if let Some(d) = v.as_object_mut().unwrap().remove("durationMs") {
         assert!(d.is_u64(), "{d}");
     }
@@ -64,10 +52,6 @@ fn tool_names(llm: &FakeLlm, i: usize) -> Vec<String> {
 /// Send `/mcp` until every server has settled (not `starting`); the notify's message.
 fn mcp_status(p: &mut Pith) -> String {
     support::mcp::status(p, true)
-}
-
-fn reply(n: usize, blocks: &[support::anthropic::Block]) -> Reply {
-    Sse::numbered(n).reply(blocks)
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, thinking};
+use support::anthropic::{Sse, text, text_reply, thinking};
 use support::fake_llm::Reply;
 use support::frames::{request_body, run};
 use support::{Pith, World, fake_rpc, fake_rpc_on, fake_world};
@@ -17,10 +17,6 @@ fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
     let mut args = vec!["--no-session", "--compat", compat];
     args.extend_from_slice(extra);
     w.spawn(&fake_rpc(&args))
-}
-
-fn text_reply(n: usize, parts: &[&str]) -> Reply {
-    Sse::numbered(n).reply(&[text(parts)])
 }
 
 fn cwd_of(w: &World) -> String {

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, thinking, tool_call};
+use support::anthropic::{Sse, text, text_reply, thinking, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::{keys, kinds, messages, request_body, run};
 use support::{Pith, World, fake_rpc, fake_world};
@@ -22,10 +22,6 @@ fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
     let mut args = vec!["--no-session", "--compat", compat];
     args.extend_from_slice(extra);
     w.spawn(&fake_rpc(&args))
-}
-
-fn text_reply(n: usize, parts: &[&str]) -> Reply {
-    Sse::numbered(n).reply(&[text(parts)])
 }
 
 /// Thinking, text and a bash call in one message, then a text answer.

@@ -1,5 +1,6 @@
-//! Reading what pith wrote and what it sent: frame summaries, `get_messages`, and the request
-//! bodies the fake LLM recorded (optionally without the `cache_control` markers).
+//! Reading what pith wrote and what it sent: prompts run to `agent_settled`, frame summaries and
+//! look-ups, extension dialogs answered, `get_messages`, and the request bodies the fake LLM
+//! recorded (optionally without the `cache_control` markers).
 
 use serde_json::{Value, json};
 
@@ -10,6 +11,50 @@ use super::fake_llm::{FakeLlm, Recorded};
 pub fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
     p.send(json!({"id":id,"type":"prompt","message":message}));
     p.recv_until(|v| v["type"] == "agent_settled")
+}
+
+/// Frames until (and including) `agent_settled`, without `message_update`s.
+pub fn settle(p: &mut Pith) -> Vec<Value> {
+    p.recv_until(|v| v["type"] == "agent_settled")
+        .into_iter()
+        .filter(|f| f["type"] != "message_update")
+        .collect()
+}
+
+/// Send a prompt; return its frames up to `agent_settled` without `message_update`s.
+pub fn run_settled(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
+    p.send(json!({"id":id,"type":"prompt","message":message}));
+    settle(p)
+}
+
+/// The frames of type `ty`.
+pub fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    frames.iter().filter(|f| f["type"] == ty).collect()
+}
+
+/// The `tool_execution_end` of `call_id` (panics, showing the frames, if there is none).
+pub fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
+    frames
+        .iter()
+        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
+        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
+}
+
+/// The next frame, which must be an `extension_ui_request` of `method`.
+pub fn ui(p: &mut Pith, method: &str) -> Value {
+    let f = p.recv();
+    assert_eq!(f["type"], "extension_ui_request", "{f}");
+    assert_eq!(f["method"], method, "{f}");
+    f
+}
+
+/// Answer the dialog `req` with an `extension_ui_response` carrying `fields`.
+pub fn answer(p: &mut Pith, req: &Value, fields: Value) {
+    let mut a = json!({"type":"extension_ui_response","id":req["id"]});
+    for (k, v) in fields.as_object().unwrap() {
+        a[k] = v.clone();
+    }
+    p.send(a);
 }
 
 /// Frame kinds, `message_update`s dropped, responses tagged with their command, messages with
