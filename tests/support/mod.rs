@@ -1,13 +1,15 @@
 //! Test support: spawn the real `pith` binary over pipes, send lines, read frames. The
 //! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
 //! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`), frame and
-//! request helpers (`frames`), the fake MCP server (`mcp`) and process markers (`procs`).
+//! request helpers (`frames`), the fake MCP server (`mcp`), the node for TypeScript extensions
+//! (`node`) and process markers (`procs`).
 #![allow(dead_code)]
 
 pub mod anthropic;
 pub mod fake_llm;
 pub mod frames;
 pub mod mcp;
+pub mod node;
 pub mod procs;
 pub mod recorded;
 pub mod scenario;
