@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text};
-use support::{World, fake_rpc, fake_world};
+use support::{World, fake_rpc, fake_world, faux_rpc};
 
 /// An MCP server written for one test: `body` handles `msg` (the parsed line; `send(obj)`
 /// writes one). Saved in the world, run with python3.
@@ -271,18 +271,10 @@ fn faux_scripted(w: &World, lines: &[Value], extra: &[&str]) -> support::Pith {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     fs::write(&script, text).unwrap();
     let sessions = w.tmp().join("sessions");
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
+    let mut args = faux_rpc(
         script.to_str().unwrap(),
-        "--session-dir",
-        sessions.to_str().unwrap(),
-    ];
+        &["--session-dir", sessions.to_str().unwrap()],
+    );
     args.extend_from_slice(extra);
     w.spawn(&args)
 }

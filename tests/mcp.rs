@@ -34,21 +34,7 @@ fn configure(w: &World, args: &[&str], pith: Value) -> std::path::PathBuf {
 }
 
 fn spawn_faux(w: &World, script: &str, extra: &[&str]) -> Pith {
-    let path = w.cwd().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ];
-    args.extend_from_slice(extra);
-    w.spawn(&args)
+    w.spawn_faux_in(&w.cwd(), script, extra)
 }
 
 fn logged(log: &Path) -> Vec<Value> {

@@ -32,19 +32,7 @@ fn spawn(w: &World, script: &str, servers: Value) -> Pith {
         "settings.json",
         &json!({"mcpServers": servers, "pith": {"mcpStartupTimeoutSeconds": 60}}).to_string(),
     );
-    let path = w.cwd().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ])
+    w.spawn_faux_in(&w.cwd(), script, &[])
 }
 
 fn run(p: &mut Pith) -> Vec<Value> {

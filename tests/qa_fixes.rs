@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Reply};
-use support::{Pith, World};
+use support::{Pith, World, faux_rpc};
 
 /// Polls `cond` until it holds (a hang guard, not a timing assertion).
 fn eventually(what: &str, cond: impl Fn() -> bool) {
@@ -102,18 +102,10 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
     )
     .unwrap();
     let sessions = w.tmp().join("sessions");
-    let mut cmd = w.command(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
+    let mut cmd = w.command(&faux_rpc(
         script.to_str().unwrap(),
-        "--session-dir",
-        sessions.to_str().unwrap(),
-    ]);
+        &["--session-dir", sessions.to_str().unwrap()],
+    ));
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::World;
+use support::{World, faux_rpc};
 
 fn fixture_json(name: &str) -> Value {
     let text = std::fs::read_to_string(support::fixture(&format!("rg_fd/{name}")))
@@ -108,19 +108,10 @@ fn grep_find_ls_answer_like_rg_and_fd_under_pis_flags() {
         ),
     )
     .unwrap();
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
+    let mut p = world.spawn(&faux_rpc(
         script.to_str().unwrap(),
-        "--tools",
-        "grep,find,ls",
-        "--no-session",
-    ]);
+        &["--tools", "grep,find,ls", "--no-session"],
+    ));
     p.send(json!({"type": "prompt", "message": "search", "id": "p"}));
     let frames = p.recv_until(|v| v["type"] == "agent_end");
     let mut order: Vec<String> = Vec::new();

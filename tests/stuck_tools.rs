@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Pith, World};
+use support::{Pith, World, faux_rpc};
 
 unsafe extern "C" {
     fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
@@ -48,19 +48,10 @@ fn faux_pith(world: &World, calls: Value, extra: &[&str]) -> Pith {
         ),
     )
     .unwrap();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
+    let mut args = faux_rpc(
         script.to_str().unwrap(),
-        "--tools",
-        "read,write,edit,grep,find,ls",
-        "--no-session",
-    ];
+        &["--tools", "read,write,edit,grep,find,ls", "--no-session"],
+    );
     args.extend_from_slice(extra);
     world.spawn(&args)
 }

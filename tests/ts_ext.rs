@@ -39,22 +39,9 @@ fn old_node() -> Option<PathBuf> {
 
 /// `--mode rpc` on the faux provider with `script`, the node host on `node`, then `extra`.
 fn spawn(world: &World, node: &Path, script: &str, extra: &[&str]) -> Pith {
-    let path = world.tmp().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-        "--no-session",
-    ];
+    let mut args = vec!["--no-session"];
     args.extend_from_slice(extra);
-    let mut cmd = world.command(&args);
+    let mut cmd = world.faux_command(&world.tmp(), script, &args);
     cmd.env("PITH_NODE", node);
     Pith::spawn_cmd(cmd)
 }

@@ -39,6 +39,28 @@ pub fn fake_rpc_on<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// `--mode rpc` on the offline faux provider with the script file at `script`, then `extra`.
+pub fn faux_rpc<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--faux-script",
+        script,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Writes `text` to `path` (panics on failure); returns the path as a string.
+pub fn write_text(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path.to_string_lossy().into_owned()
+}
+
 /// A started fake LLM serving `replies` and a world whose models.json points at it.
 pub fn fake_world(replies: Vec<Reply>) -> (World, FakeLlm) {
     let llm = FakeLlm::start(replies);
@@ -84,21 +106,16 @@ impl World {
     /// `--mode rpc` on the offline faux provider with `script` (one JSON line per assistant
     /// turn, written to the world's tmp dir), then `extra`.
     pub fn spawn_faux(&self, script: &str, extra: &[&str]) -> Pith {
-        let path = self.tmp().join("faux.jsonl");
-        std::fs::write(&path, script).expect("write faux script");
-        let path = path.to_string_lossy().to_string();
-        let mut args = vec![
-            "--mode",
-            "rpc",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "--faux-script",
-            &path,
-        ];
-        args.extend_from_slice(extra);
-        self.spawn(&args)
+        self.spawn_faux_in(&self.tmp(), script, extra)
+    }
+    /// [`World::spawn_faux`] with the script written to `dir/faux.jsonl`.
+    pub fn spawn_faux_in(&self, dir: &Path, script: &str, extra: &[&str]) -> Pith {
+        Pith::spawn_cmd(self.faux_command(dir, script, extra))
+    }
+    /// The command of [`World::spawn_faux_in`] (stdio left to the caller).
+    pub fn faux_command(&self, dir: &Path, script: &str, extra: &[&str]) -> Command {
+        let path = write_text(&dir.join("faux.jsonl"), script);
+        self.command(&faux_rpc(&path, extra))
     }
     /// Runs pith with `args` in this world, stdin closed, and waits for it; panics (after
     /// killing it) if it takes more than 10 s.
