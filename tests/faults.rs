@@ -20,7 +20,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, ev, text, text_sse};
 use support::fake_llm::Reply;
-use support::frames::run;
+use support::frames::{last_assistant, run};
 use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
@@ -117,16 +117,6 @@ fn world_at(port: u16) -> World {
 
 fn spawn(w: &World) -> Pith {
     w.spawn(&fake_rpc(&["--no-session"]))
-}
-
-/// The last assistant `message_end` of `frames`.
-fn last_assistant(frames: &[Value]) -> Value {
-    frames
-        .iter()
-        .rev()
-        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
-        .map(|f| f["message"].clone())
-        .expect("an assistant message_end")
 }
 
 /// After a fault, pith still answers.

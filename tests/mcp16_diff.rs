@@ -13,12 +13,10 @@ use support::anthropic::{reply, text, tool_call};
 use support::fake_llm::FakeLlm;
 use support::frames::{request_body, run_settled as run};
 use support::mcp::server;
-use support::{Pith, World, fake_rpc, fake_world};
+use support::{Pith, World, fake_world};
 
 fn start(w: &World, extra: &[&str]) -> Pith {
-    let mut args = fake_rpc(&["--no-session", "--compat", "1.6"]);
-    args.extend_from_slice(extra);
-    w.spawn(&args)
+    support::spawn_compat(w, "1.6", extra)
 }
 
 fn tool_end(frames: &[Value], id: &str) -> Value {

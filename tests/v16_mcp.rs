@@ -14,13 +14,8 @@ use support::anthropic::{reply, text, tool_call};
 use support::fake_llm::FakeLlm;
 use support::frames::{request_body, run_settled as run};
 use support::mcp::server;
-use support::{Pith, World, fake_rpc, fake_world};
-
-fn start(w: &World, compat: &str, extra: &[&str]) -> Pith {
-    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
-    args.extend_from_slice(extra);
-    w.spawn(&args)
-}
+use support::spawn_compat as start;
+use support::{Pith, fake_rpc, fake_world};
 
 fn tool_end(frames: &[Value], id: &str) -> Value {
     let mut v = support::frames::tool_end(frames, id).clone();

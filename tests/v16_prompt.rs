@@ -11,13 +11,9 @@ use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_reply, thinking};
 use support::fake_llm::Reply;
 use support::frames::{request_body, run};
-use support::{Pith, World, fake_rpc, fake_rpc_on, fake_world};
-
-fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
-    let mut args = vec!["--no-session", "--compat", compat];
-    args.extend_from_slice(extra);
-    w.spawn(&fake_rpc(&args))
-}
+use support::node::platform_arch as node_platform_arch;
+use support::spawn_compat as spawn;
+use support::{Pith, World, fake_rpc_on, fake_world};
 
 fn cwd_of(w: &World) -> String {
     std::fs::canonicalize(w.cwd())
@@ -100,20 +96,6 @@ fn get_commands_lists_the_built_in_llama_and_mcp() {
             ])
         );
     }
-}
-
-/// Node's `process.platform` and `process.arch` of this machine.
-fn node_platform_arch() -> (&'static str, &'static str) {
-    let platform = match std::env::consts::OS {
-        "macos" => "darwin",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    (platform, arch)
 }
 
 #[test]

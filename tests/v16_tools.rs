@@ -14,9 +14,7 @@ use support::{Pith, World, fake_rpc, fake_world};
 
 fn start(compat: &str, replies: Vec<Reply>, extra: &[&str]) -> (World, FakeLlm, Pith) {
     let (world, llm) = fake_world(replies);
-    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
-    args.extend_from_slice(extra);
-    let p = world.spawn(&args);
+    let p = support::spawn_compat(&world, compat, extra);
     (world, llm, p)
 }
 

@@ -12,17 +12,12 @@ use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_reply, thinking, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::{keys, kinds, messages, request_body, run};
-use support::{Pith, World, fake_rpc, fake_world};
+use support::spawn_compat as spawn;
+use support::{World, fake_rpc, fake_world};
 
 const PREAMBLE: &str = "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.";
 const OVERLOADED: &str =
     r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-
-fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
-    let mut args = vec!["--no-session", "--compat", compat];
-    args.extend_from_slice(extra);
-    w.spawn(&fake_rpc(&args))
-}
 
 /// Thinking, text and a bash call in one message, then a text answer.
 fn tool_turns() -> Vec<Reply> {

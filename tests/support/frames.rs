@@ -27,6 +27,16 @@ pub fn run_settled(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
     settle(p)
 }
 
+/// The message of the last assistant `message_end`.
+pub fn last_assistant(frames: &[Value]) -> Value {
+    frames
+        .iter()
+        .rev()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
+        .map(|f| f["message"].clone())
+        .expect("an assistant message_end")
+}
+
 /// The frames of type `ty`.
 pub fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
     frames.iter().filter(|f| f["type"] == ty).collect()

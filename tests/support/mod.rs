@@ -1,11 +1,12 @@
 //! Test support: spawn the real `pith` binary over pipes, send lines, read frames. The
 //! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
-//! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`), frame and
-//! request helpers (`frames`), the fake MCP server (`mcp`), the node for TypeScript extensions
-//! (`node`) and process markers (`procs`).
+//! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`) and Bedrock
+//! streams (`bedrock`), frame and request helpers (`frames`), the fake MCP server (`mcp`), the
+//! node for TypeScript extensions (`node`) and process markers (`procs`).
 #![allow(dead_code)]
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod fake_llm;
 pub mod frames;
 pub mod mcp;
@@ -59,6 +60,27 @@ pub fn faux_rpc<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 pub fn write_text(path: &Path, text: &str) -> String {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     path.to_string_lossy().into_owned()
+}
+
+/// `--mode rpc` on the fake Anthropic provider in `world` without a session, under
+/// `--compat compat`, then `extra`.
+pub fn spawn_compat(world: &World, compat: &str, extra: &[&str]) -> Pith {
+    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
+    args.extend_from_slice(extra);
+    world.spawn(&args)
+}
+
+/// [`World::spawn`] with `env` added to the environment.
+pub fn spawn_env<V: AsRef<std::ffi::OsStr>>(
+    world: &World,
+    args: &[&str],
+    env: &[(&str, V)],
+) -> Pith {
+    let mut cmd = world.command(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Pith::spawn_cmd(cmd)
 }
 
 /// A started fake LLM serving `replies` and a world whose models.json points at it.

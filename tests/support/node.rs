@@ -1,7 +1,7 @@
 //! The node that hosts pi's TypeScript extensions in the tests: `PITH_TEST_NODE`, else the node
 //! the interop suite installs (`tests/interop/deps/16`), else a `node` on PATH, whichever is
 //! new enough (>= 22.18); `need_node!()` skips a test without one. And the project's own
-//! extensions, `tests/fixtures/ts-ext/`.
+//! extensions, `tests/fixtures/ts-ext/`, and node's names for this machine (pi's user agent).
 
 use std::path::{Path, PathBuf};
 
@@ -58,4 +58,18 @@ pub fn ts_fixture(name: &str) -> String {
         .join(name)
         .to_string_lossy()
         .to_string()
+}
+
+/// Node's `process.platform` and `process.arch` of this machine.
+pub fn platform_arch() -> (&'static str, &'static str) {
+    let platform = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    (platform, arch)
 }
