@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::frames::{answer, keys, settle, tool_end, ui};
 use support::procs::{assert_no_process_within, pgrep, unique_marker};
-use support::{Pith, World};
+use support::{Pith, World, faux};
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -642,16 +642,7 @@ fn an_extension_stderr_goes_to_pith_stderr_not_stdout() {
         "echo 'EXT-SAYS-HELLO-ON-STDERR' >&2\nread hello\necho '{\"type\":\"register\",\"protocol\":1}'\nwhile read l; do :; done\n",
     );
     let mut child = w
-        .command(&[
-            "--mode",
-            "rpc",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "-e",
-            &ext,
-        ])
+        .command(&faux(&["-e", &ext]))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1079,17 +1070,7 @@ while IFS= read -r line; do
 done
 "#,
     );
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-        "-e",
-        &ext,
-    ]);
+    let mut p = w.spawn(&faux(&["--no-session", "-e", &ext]));
     p.call(json!({"type":"get_commands"}), "ready");
     p.send(json!({"id":"p","type":"prompt","message":"hello"}));
     let frames = settle(&mut p);

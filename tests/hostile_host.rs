@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text};
-use support::{World, fake_rpc, fake_world, faux_rpc};
+use support::{World, fake_rpc, fake_world, faux, faux_rpc};
 
 /// An MCP server written for one test: `body` handles `msg` (the parsed line; `send(obj)`
 /// writes one). Saved in the world, run with python3.
@@ -91,16 +91,7 @@ fn write_long_session(path: &Path, pairs: usize) {
 }
 
 fn faux_on_session(w: &World, session: &Path) -> support::Pith {
-    w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--session",
-        session.to_str().unwrap(),
-    ])
+    w.spawn(&faux(&["--session", session.to_str().unwrap()]))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,15 +356,7 @@ fn fork_and_clone_while_streaming_stop_the_run() {
 #[test]
 fn set_model_selects_the_faux_model_too() {
     let (w, _llm) = fake_world(vec![]);
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut p = w.spawn(&faux(&["--no-session"]));
     let r = p.call(
         json!({"type":"set_model","provider":"fake","modelId":"fake-model"}),
         "a",
@@ -426,15 +409,7 @@ fn mcp_servers_do_not_inherit_provider_keys() {
             "env": {"MY_SETTING": "on", "PASSED_ON": "${GITHUB_TOKEN}"}}}})
         .to_string(),
     );
-    let mut cmd = w.command(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut cmd = w.command(&faux(&["--no-session"]));
     cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret-1")
         .env("OPENAI_API_KEY", "sk-secret-2")
         .env("GITHUB_TOKEN", "ghp-explicit")

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Reply};
-use support::{Pith, World, faux_rpc};
+use support::{Pith, World, faux, faux_rpc};
 
 /// Polls `cond` until it holds (a hang guard, not a timing assertion).
 fn eventually(what: &str, cond: impl Fn() -> bool) {
@@ -171,15 +171,7 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
 #[test]
 fn stray_bytes_and_overflowing_numbers_are_read_as_pi_reads_them() {
     let w = World::new();
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut p = w.spawn(&faux(&["--no-session"]));
     p.send_raw(b"{\"id\":\"x\xffy\",\"type\":\"abort\"}\n");
     assert_eq!(
         p.recv(),
@@ -277,17 +269,11 @@ fn the_message_queues_are_bounded() {
         format!("{}\n", json!({"text":"a long answer","delayMs":2000})),
     )
     .unwrap();
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
+    let mut p = w.spawn(&faux(&[
         "--no-session",
         "--faux-script",
         script.to_str().unwrap(),
-    ]);
+    ]));
     let r = p.call(json!({"type":"prompt","message":"go"}), "p");
     assert_eq!(r["success"], true);
     let mut burst = Vec::new();

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::FakeLlm;
-use support::{Pith, World};
+use support::{Pith, World, faux};
 
 const EXIT_SANDBOX: i32 = 5;
 
@@ -392,17 +392,7 @@ fn rpc_bash_confined(compat: &str) {
         &json!({"pith": {"sandbox": {"mode": "workspace-write", "writableRoots": [extra]}}})
             .to_string(),
     );
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-        "--compat",
-        compat,
-    ]);
+    let mut p = world.spawn(&faux(&["--no-session", "--compat", compat]));
     let st = p.call(json!({"type": "get_state"}), "s");
     let cwd = std::fs::canonicalize(world.cwd()).unwrap();
     let tmp = world.tmp();
@@ -469,15 +459,7 @@ fn print_mode_runs_sandboxed() {
 #[test]
 fn get_state_has_no_sandbox_field_without_a_sandbox() {
     let world = World::new();
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut p = world.spawn(&faux(&["--no-session"]));
     let st = p.call(json!({"type": "get_state"}), "s");
     assert!(st["data"].get("sandbox").is_none(), "{st}");
     p.close_stdin();

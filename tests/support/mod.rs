@@ -40,18 +40,16 @@ pub fn fake_rpc_on<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// `--mode rpc` on the offline faux provider (no script), then `extra`.
+pub fn faux<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--mode", "rpc", "--provider", "faux", "--model", "faux"];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// `--mode rpc` on the offline faux provider with the script file at `script`, then `extra`.
 pub fn faux_rpc<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        script,
-    ];
+    let mut args = faux(&["--faux-script", script]);
     args.extend_from_slice(extra);
     args
 }
