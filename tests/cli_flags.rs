@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use support::anthropic::text_replies as replies;
 use support::fake_llm::FakeLlm;
 use support::frames::{request_body, strip_cache_control};
+use support::output::{stderr_utf8 as err, stdout_utf8 as out, with};
 use support::{World, fake_world};
 
 /// Runs pith in `w`; `stdin`: text piped in (then closed), or `None` for no stdin at all.
@@ -48,14 +49,6 @@ fn pith(w: &World, args: &[&str], stdin: Option<&str>) -> Output {
     }
 }
 
-fn out(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
-}
-
 /// The user text of request `i`'s last message.
 fn last_user_text(srv: &FakeLlm, i: usize) -> Value {
     let msgs = strip_cache_control(request_body(srv, i)["messages"].clone());
@@ -80,12 +73,6 @@ const FAKE: [&str; 5] = [
     "fake-model",
     "--no-session",
 ];
-
-fn with<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<&'a str> {
-    let mut v = a.to_vec();
-    v.extend_from_slice(b);
-    v
-}
 
 // ------------------------------------------------------------------------------------------------
 // --list-models

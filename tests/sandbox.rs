@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::FakeLlm;
+use support::output::{stderr, stdout_lines as lines};
 use support::{Pith, World, faux};
 
 const EXIT_SANDBOX: i32 = 5;
@@ -46,17 +47,6 @@ fn json_cmd(world: &World, script: &[Value], extra: &[&str]) -> Command {
 
 fn run(mut c: Command) -> Output {
     c.output().expect("run pith")
-}
-
-fn lines(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The text and error flag of each tool result, by tool call id.

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use support::World;
 use support::anthropic::{Sse, text, tool_call};
 use support::frames::of_type;
+use support::output::{stderr, stdout};
 
 const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
 
@@ -67,14 +68,6 @@ fn oneshot(w: &World, mode: &str, turns: &[Value]) -> (Output, Value) {
         serde_json::from_str(&std::fs::read_to_string(&result).expect("result file"))
             .expect("result JSON");
     (o, record)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn frames(o: &Output) -> Vec<Value> {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_sse, thinking, tool_call};
 use support::fake_llm::Reply;
-use support::frames::{request_body, request_messages, run};
+use support::frames::{request_body, request_messages, request_tool_names as request_tools, run};
 use support::{World, fake_rpc, fake_world};
 
 fn message_end<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
@@ -25,18 +25,6 @@ fn message_end<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
         .filter(|f| f["type"] == "message_end" && f["message"]["role"] == role)
         .map(|f| &f["message"])
         .collect()
-}
-
-/// The tool names of request `i`.
-fn request_tools(llm: &support::fake_llm::FakeLlm, i: usize) -> Vec<String> {
-    request_body(llm, i)["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["name"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{reply, text, tool_call};
-use support::fake_llm::FakeLlm;
-use support::frames::{request_body, run_settled as run};
+use support::frames::{request_body, request_tool_names as tool_names, run_settled as run};
 use support::mcp::server;
 use support::spawn_compat as start;
 use support::{Pith, fake_rpc, fake_world};
@@ -31,17 +30,6 @@ fn system_messages(frames: &[Value]) -> Vec<Value> {
         .filter(|f| f["type"] == "message_end" && f["message"]["role"] == "system")
         .map(|f| f["message"].clone())
         .collect()
-}
-
-fn tool_names(llm: &FakeLlm, i: usize) -> Vec<String> {
-    request_body(llm, i)["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["name"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Send `/mcp` until every server has settled (not `starting`); the notify's message.

@@ -90,6 +90,21 @@ pub fn kinds(frames: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// Frame kinds without the streaming updates, messages with their role: `message_end:user`.
+pub fn role_kinds(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f["type"] != "message_update" && f["type"] != "tool_execution_update")
+        .map(|f| {
+            let t = f["type"].as_str().unwrap_or("?");
+            match f["message"]["role"].as_str() {
+                Some(r) if t.starts_with("message_") => format!("{t}:{r}"),
+                _ => t.to_string(),
+            }
+        })
+        .collect()
+}
+
 /// The keys of a JSON object, in order (panics on anything else).
 pub fn keys(v: &Value) -> Vec<&str> {
     v.as_object()
@@ -139,6 +154,23 @@ pub fn request_body(llm: &FakeLlm, i: usize) -> Value {
         r.path
     );
     serde_json::from_str(&r.body).expect("request body is JSON")
+}
+
+/// The names of the `tools` of a request body (none: empty).
+pub fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["name"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The names of the tools request `i` (to `/v1/messages`) declared.
+pub fn request_tool_names(llm: &FakeLlm, i: usize) -> Vec<String> {
+    tool_names(&request_body(llm, i))
 }
 
 /// The `messages` of request `i` (to `/v1/messages`) without `cache_control` markers.

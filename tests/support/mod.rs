@@ -2,7 +2,8 @@
 //! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
 //! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`) and Bedrock
 //! streams (`bedrock`), frame and request helpers (`frames`), the fake MCP server (`mcp`), the
-//! node for TypeScript extensions (`node`) and process markers (`procs`).
+//! node for TypeScript extensions (`node`), a finished run's output (`output`) and process
+//! markers (`procs`).
 #![allow(dead_code)]
 
 pub mod anthropic;
@@ -11,6 +12,7 @@ pub mod fake_llm;
 pub mod frames;
 pub mod mcp;
 pub mod node;
+pub mod output;
 pub mod procs;
 pub mod recorded;
 pub mod scenario;
@@ -58,6 +60,14 @@ pub fn faux_rpc<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 pub fn write_text(path: &Path, text: &str) -> String {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     path.to_string_lossy().into_owned()
+}
+
+/// The world's working directory, canonical (as pith reports it).
+pub fn cwd_of(w: &World) -> String {
+    std::fs::canonicalize(w.cwd())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// `--mode rpc` on the fake Anthropic provider in `world` without a session, under
