@@ -140,11 +140,7 @@ fn error_message(frames: &[Value]) -> String {
 
 #[test]
 fn connection_refused() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = support::free_port();
     let w = world_at(port);
     let mut p = spawn(&w);
     assert_eq!(error_message(&run(&mut p, "p", "hi")), "Connection error.");

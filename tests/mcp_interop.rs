@@ -142,11 +142,7 @@ fn server_everything_over_streamable_http() {
         );
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let _server = Served(
         std::process::Command::new(&bin)
             .arg("streamableHttp")

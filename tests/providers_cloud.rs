@@ -364,9 +364,7 @@ fn refresh_failures_are_clear_and_transient_ones_are_retried() {
         json!({"anthropic": {"baseUrl": "http://127.0.0.1:9"}}),
     );
     write_auth(&world, &stored, 0o600);
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = dead.local_addr().unwrap().port();
-    drop(dead);
+    let port = support::free_port();
     let env = [(
         "PITH_ANTHROPIC_TOKEN_URL",
         format!("http://127.0.0.1:{port}"),

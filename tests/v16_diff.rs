@@ -246,10 +246,7 @@ fn a_cut_stream_says_undicis_cause() {
 
 #[test]
 fn a_refused_connection_names_the_address() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = support::free_port();
     for (compat, want) in [
         (
             "1.6",

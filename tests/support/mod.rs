@@ -62,6 +62,12 @@ pub fn write_text(path: &Path, text: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// A port on 127.0.0.1 that nothing listens on (bound, then let go): connecting is refused.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
 /// The world's working directory, canonical (as pith reports it).
 pub fn cwd_of(w: &World) -> String {
     std::fs::canonicalize(w.cwd())
