@@ -489,17 +489,7 @@ fn tool_reply(n: usize, id: &str, name: &str, args: Value) -> Reply {
 }
 
 fn session_lines(dir: &std::path::Path) -> Vec<Value> {
-    let files: Vec<_> = std::fs::read_dir(dir)
-        .expect("session dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    std::fs::read_to_string(&files[0])
-        .expect("session file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("complete line"))
-        .collect()
+    support::sessions::entries(&support::sessions::only_jsonl(dir))
 }
 
 fn kill(pid: u32, signal: &str) {

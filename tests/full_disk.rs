@@ -139,13 +139,7 @@ impl Disk {
 
     /// The one session file in the dir.
     fn session_file(&self) -> PathBuf {
-        let files: Vec<PathBuf> = fs::read_dir(self.dir())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        assert_eq!(files.len(), 1, "{files:?}");
-        files[0].clone()
+        support::sessions::only_jsonl(&self.dir())
     }
 
     /// No room left: the next write that needs more space fails part-way.

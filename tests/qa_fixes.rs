@@ -127,17 +127,7 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
     assert!(status.success(), "{status:?}");
     support::procs::assert_no_process_within(&marker, support::TIMEOUT);
     drop(stdin);
-    let file = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .expect("a session file")
-        .unwrap()
-        .path();
-    let entries: Vec<serde_json::Value> = std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let entries = support::sessions::entries(&support::sessions::first_file(&sessions));
     let messages: Vec<(String, String)> = entries
         .iter()
         .filter(|e| e["type"] == "message")

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_replies as replies, text_sse, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::keys;
+use support::sessions::{entries, jsonl_files};
 use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
@@ -97,27 +98,6 @@ fn session_file(p: &mut Pith, id: &str) -> PathBuf {
             .as_str()
             .expect("sessionFile in get_state"),
     )
-}
-
-/// The `.jsonl` files directly in `dir`, sorted (a missing dir counts as empty).
-fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn entries(path: &Path) -> Vec<Value> {
-    fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line ({e}): {l}")))
-        .collect()
 }
 
 fn types(entries: &[Value]) -> Vec<String> {

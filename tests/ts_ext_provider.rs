@@ -302,12 +302,7 @@ fn print_mode_uses_extension_provider() {
     assert!(status.success(), "{:?}", p.stderr_lines());
     assert_eq!(llm.requests().len(), 1);
     assert_eq!(llm.requests()[0].header("x-api-key"), Some(SECRET));
-    let file = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = support::sessions::first_file(&sessions);
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains(SECRET));
     let entries: Vec<Value> = text

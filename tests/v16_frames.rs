@@ -264,17 +264,8 @@ fn messages_carry_duration_thinking_level_and_cost_origin() {
     let bad = results.iter().find(|r| r["isError"] == true).unwrap();
     assert!(bad.get("durationMs").is_none());
     // The session file keeps them.
-    let file = std::fs::read_dir(&dir)
-        .expect("session dir")
-        .next()
-        .expect("a file")
-        .expect("entry")
-        .path();
-    let text = std::fs::read_to_string(&file).unwrap();
-    let entries: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let file = support::sessions::first_file(&dir);
+    let entries = support::sessions::entries(&file);
     let saved: Vec<&Value> = entries
         .iter()
         .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")

@@ -2,8 +2,8 @@
 //! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
 //! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`) and Bedrock
 //! streams (`bedrock`), frame and request helpers (`frames`), the fake MCP server (`mcp`), the
-//! node for TypeScript extensions (`node`), a finished run's output (`output`) and process
-//! markers (`procs`).
+//! node for TypeScript extensions (`node`), a finished run's output (`output`), session files
+//! (`sessions`) and process markers (`procs`).
 #![allow(dead_code)]
 
 pub mod anthropic;
@@ -16,6 +16,7 @@ pub mod output;
 pub mod procs;
 pub mod recorded;
 pub mod scenario;
+pub mod sessions;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
