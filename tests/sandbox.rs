@@ -55,15 +55,7 @@ fn results(frames: &[Value]) -> std::collections::HashMap<String, (String, bool)
         .iter()
         .filter(|f| f["type"] == "tool_execution_end")
         .map(|f| {
-            let text = f["result"]["content"]
-                .as_array()
-                .map(|c| {
-                    c.iter()
-                        .filter_map(|b| b["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("")
-                })
-                .unwrap_or_default();
+            let text = support::frames::joined_text(&f["result"]["content"]);
             (
                 f["toolCallId"].as_str().unwrap_or("").to_string(),
                 (text, f["isError"] == true),

@@ -136,15 +136,7 @@ fn user_texts(msgs: &[Value]) -> Vec<String> {
     msgs.iter()
         .map(|m| {
             let role = m["role"].as_str().unwrap_or("?");
-            let text: String = m["content"]
-                .as_array()
-                .map(|c| {
-                    c.iter()
-                        .filter_map(|b| b["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("")
-                })
-                .unwrap_or_default();
+            let text: String = support::frames::joined_text(&m["content"]);
             format!("{role}:{text}")
         })
         .collect()

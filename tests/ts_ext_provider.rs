@@ -36,17 +36,8 @@ fn spawn(w: &World, node: &Path, port: u16, args: &[&str]) -> Pith {
 }
 
 fn model_refs(r: &Value) -> Vec<String> {
-    r["data"]["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            format!(
-                "{}/{}",
-                m["provider"].as_str().unwrap(),
-                m["id"].as_str().unwrap()
-            )
-        })
+    support::frames::model_ids(&r["data"]["models"])
+        .into_iter()
         .filter(|m| m.starts_with("proxy") || m.starts_with("sso"))
         .collect()
 }

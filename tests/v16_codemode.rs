@@ -37,15 +37,7 @@ fn end_of<'a>(frames: &'a [Value], id: &str) -> &'a Value {
 }
 
 fn result_text(end: &Value) -> String {
-    end["result"]["content"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("")
-        })
-        .unwrap_or_default()
+    support::frames::joined_text(&end["result"]["content"])
 }
 
 /// The result text with the wall time made stable.

@@ -16,16 +16,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_sse, thinking, tool_call};
 use support::fake_llm::Reply;
-use support::frames::{request_body, request_messages, request_tool_names as request_tools, run};
+use support::frames::{
+    message_ends as message_end, request_body, request_messages,
+    request_tool_names as request_tools, run,
+};
 use support::{World, fake_rpc, fake_world};
-
-fn message_end<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
-    frames
-        .iter()
-        .filter(|f| f["type"] == "message_end" && f["message"]["role"] == role)
-        .map(|f| &f["message"])
-        .collect()
-}
 
 #[test]
 fn a_thinking_block_cut_off_keeps_an_empty_signature_in_every_version() {

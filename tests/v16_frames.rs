@@ -12,21 +12,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::Reply;
-use support::frames::{keys, kinds, run};
+use support::frames::{keys, kinds, message_ends, run};
 use support::{Pith, World, fake_rpc, fake_world};
 
 fn faux(w: &World, script: &str, compat: &str, extra: &[&str]) -> Pith {
     let mut args = vec!["--compat", compat, "--no-session"];
     args.extend_from_slice(extra);
     w.spawn_faux(script, &args)
-}
-
-fn message_ends<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
-    frames
-        .iter()
-        .filter(|f| f["type"] == "message_end" && f["message"]["role"] == role)
-        .map(|f| &f["message"])
-        .collect()
 }
 
 #[test]

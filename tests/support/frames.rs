@@ -37,6 +37,44 @@ pub fn last_assistant(frames: &[Value]) -> Value {
         .expect("an assistant message_end")
 }
 
+/// The messages of the `message_end`s of `role`.
+pub fn message_ends<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "message_end" && f["message"]["role"] == role)
+        .map(|f| &f["message"])
+        .collect()
+}
+
+/// The text blocks of a `content` array, joined (anything else: empty).
+pub fn joined_text(content: &Value) -> String {
+    content
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("")
+        })
+        .unwrap_or_default()
+}
+
+/// `provider/id` of every model of a model list (`get_available_models`' `models`).
+pub fn model_ids(models: &Value) -> Vec<String> {
+    models
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap(),
+                m["id"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 /// The frames of type `ty`.
 pub fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
     frames.iter().filter(|f| f["type"] == ty).collect()
