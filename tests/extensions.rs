@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::frames::{answer, keys, settle, tool_end, ui};
 use support::procs::{assert_no_process_within, pgrep, unique_marker};
-use support::{Pith, World, faux};
+use support::{Pith, World, faux, faux_mode};
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -821,20 +821,17 @@ fn confirm_tools_in_print_mode_denies() {
     )
     .unwrap();
     let out = w
-        .command(&[
-            "--mode",
+        .command(&faux_mode(
             "json",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "--no-session",
-            "--faux-script",
-            "faux.jsonl",
-            "--confirm-tools",
-            "all",
-            "go",
-        ])
+            &[
+                "--no-session",
+                "--faux-script",
+                "faux.jsonl",
+                "--confirm-tools",
+                "all",
+                "go",
+            ],
+        ))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

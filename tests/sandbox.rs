@@ -27,17 +27,7 @@ fn faux_script(world: &World, lines: &[Value]) -> String {
 /// `pith --mode json` on the faux provider with `script`, the prompt "go", then `extra`.
 fn json_cmd(world: &World, script: &[Value], extra: &[&str]) -> Command {
     let path = faux_script(world, script);
-    let mut args = vec![
-        "--mode",
-        "json",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-        "--faux-script",
-        &path,
-    ];
+    let mut args = support::faux_mode("json", &["--no-session", "--faux-script", &path]);
     args.extend_from_slice(extra);
     args.push("go");
     let mut c = world.command(&args);

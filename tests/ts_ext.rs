@@ -346,22 +346,19 @@ fn the_host_is_sandboxed_like_tools() {
     std::fs::write(w.tmp().join("faux.jsonl"), script).unwrap();
     let faux = w.tmp().join("faux.jsonl").to_string_lossy().to_string();
     let out = w
-        .command(&[
-            "--mode",
+        .command(&support::faux_mode(
             "json",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "--faux-script",
-            &faux,
-            "--no-session",
-            "--sandbox",
-            "workspace-write",
-            "-e",
-            &fixture("escape.ts"),
-            "go",
-        ])
+            &[
+                "--faux-script",
+                &faux,
+                "--no-session",
+                "--sandbox",
+                "workspace-write",
+                "-e",
+                &fixture("escape.ts"),
+                "go",
+            ],
+        ))
         .env("PITH_NODE", &node)
         .stdin(std::process::Stdio::null())
         .output()

@@ -45,7 +45,12 @@ pub fn fake_rpc_on<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 /// `--mode rpc` on the offline faux provider (no script), then `extra`.
 pub fn faux<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["--mode", "rpc", "--provider", "faux", "--model", "faux"];
+    faux_mode("rpc", extra)
+}
+
+/// `--mode <mode>` on the offline faux provider (no script), then `extra`.
+pub fn faux_mode<'a>(mode: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--mode", mode, "--provider", "faux", "--model", "faux"];
     args.extend_from_slice(extra);
     args
 }
