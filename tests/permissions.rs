@@ -53,11 +53,7 @@ fn turn(calls: &[(&str, Value)]) -> String {
         .iter()
         .map(|(n, a)| json!({"name": n, "arguments": a}))
         .collect();
-    format!(
-        "{}\n{}\n",
-        json!({ "toolCalls": calls }),
-        json!({"text": "done"})
-    )
+    support::calls_then_done(json!(calls))
 }
 
 /// The `tool_execution_end` texts in call order (the order of their starts).

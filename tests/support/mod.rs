@@ -55,6 +55,15 @@ pub fn faux_mode<'a>(mode: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// A faux script of two turns: the tool `calls` (a JSON array) at once, then the text "done".
+pub fn calls_then_done(calls: Value) -> String {
+    format!(
+        "{}\n{}\n",
+        serde_json::json!({ "toolCalls": calls }),
+        serde_json::json!({"text": "done"})
+    )
+}
+
 /// `--mode rpc` on the offline faux provider with the script file at `script`, then `extra`.
 pub fn faux_rpc<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = faux(&["--faux-script", script]);
