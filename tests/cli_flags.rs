@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::FAKE_NO_SESSION as FAKE;
 use support::anthropic::text_replies as replies;
 use support::fake_llm::FakeLlm;
 use support::frames::{request_body, strip_cache_control};
@@ -65,14 +66,6 @@ fn system_prompt(srv: &FakeLlm, i: usize) -> String {
         .expect("system text")
         .to_string()
 }
-
-const FAKE: [&str; 5] = [
-    "--provider",
-    "fake",
-    "--model",
-    "fake-model",
-    "--no-session",
-];
 
 // ------------------------------------------------------------------------------------------------
 // --list-models

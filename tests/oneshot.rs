@@ -8,6 +8,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::FAKE_NO_SESSION as FAKE;
 use support::fake_llm::Reply;
 use support::frames::role_kinds as kinds;
 use support::output::{stderr_utf8 as stderr, stdout_utf8 as stdout, with};
@@ -205,14 +206,6 @@ fn json_mode_prints_every_event_and_ends_settled() {
 
 // ------------------------------------------------------------------------------------------------
 // Failures
-
-const FAKE: [&str; 5] = [
-    "--provider",
-    "fake",
-    "--model",
-    "fake-model",
-    "--no-session",
-];
 
 #[test]
 fn a_provider_error_in_print_mode_exits_1_with_the_error_on_stderr() {

@@ -9,11 +9,10 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::FAUX;
 use support::World;
 use support::frames::role_kinds as kinds;
 use support::output::{stderr as err, stdout as out, stdout_lines as lines};
-
-const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
 
 /// Runs pith in `w` with stdin closed; panics if it takes more than 10 s.
 fn pith(w: &World, args: &[&str]) -> Output {

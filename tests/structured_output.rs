@@ -10,12 +10,11 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::FAUX;
 use support::World;
 use support::anthropic::{Sse, text, tool_call};
 use support::frames::of_type;
 use support::output::{stderr, stdout};
-
-const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
 
 fn schema() -> Value {
     json!({"type":"object","required":["verdict"],"additionalProperties":false,

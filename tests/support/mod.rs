@@ -31,6 +31,18 @@ use fake_llm::{FakeLlm, Reply};
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The fake Anthropic provider's `fake-model`, no session (the one-shot modes add theirs).
+pub const FAKE_NO_SESSION: [&str; 5] = [
+    "--provider",
+    "fake",
+    "--model",
+    "fake-model",
+    "--no-session",
+];
+
+/// The offline faux provider (the one-shot modes add theirs).
+pub const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
+
 /// `--mode rpc` on the fake Anthropic provider's `fake-model`, then `extra`.
 pub fn fake_rpc<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     fake_rpc_on("fake-model", extra)
