@@ -548,19 +548,7 @@ fn an_invalid_mode_gets_pis_message() {
         assert_eq!(out(&o), "");
         assert_eq!(err(&o), message, "{args:?}");
     }
-    let o = pith(
-        &w,
-        &[
-            "--mode",
-            "text",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "hi",
-        ],
-        None,
-    );
+    let o = pith(&w, &support::faux_mode("text", &["hi"]), None);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert_eq!(out(&o), "This is the faux provider. You said: hi\n");
 }

@@ -405,18 +405,7 @@ fn no_node_no_start() {
         c.output().unwrap()
     };
     for mode in ["rpc", "json", "print"] {
-        let out = run(
-            &[
-                "--mode",
-                mode,
-                "--provider",
-                "faux",
-                "--model",
-                "faux",
-                "hi",
-            ],
-            None,
-        );
+        let out = run(&support::faux_mode(mode, &["hi"]), None);
         assert_eq!(out.status.code(), Some(2), "{mode}");
         assert!(out.stdout.is_empty(), "{mode}");
         let err = String::from_utf8_lossy(&out.stderr);
