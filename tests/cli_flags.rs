@@ -12,9 +12,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::text_sse;
-use support::fake_llm::{FakeLlm, Reply};
+use support::FAKE_NO_SESSION as FAKE;
+use support::anthropic::text_replies as replies;
+use support::fake_llm::FakeLlm;
 use support::frames::{request_body, strip_cache_control};
+use support::output::{stderr_utf8 as err, stdout_utf8 as out, with};
 use support::{World, fake_world};
 
 /// Runs pith in `w`; `stdin`: text piped in (then closed), or `None` for no stdin at all.
@@ -48,22 +50,6 @@ fn pith(w: &World, args: &[&str], stdin: Option<&str>) -> Output {
     }
 }
 
-fn out(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
-}
-
-fn replies(texts: &[&str]) -> Vec<Reply> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Reply::sse(text_sse(i + 1, &[t])))
-        .collect()
-}
-
 /// The user text of request `i`'s last message.
 fn last_user_text(srv: &FakeLlm, i: usize) -> Value {
     let msgs = strip_cache_control(request_body(srv, i)["messages"].clone());
@@ -79,20 +65,6 @@ fn system_prompt(srv: &FakeLlm, i: usize) -> String {
         .as_str()
         .expect("system text")
         .to_string()
-}
-
-const FAKE: [&str; 5] = [
-    "--provider",
-    "fake",
-    "--model",
-    "fake-model",
-    "--no-session",
-];
-
-fn with<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<&'a str> {
-    let mut v = a.to_vec();
-    v.extend_from_slice(b);
-    v
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -576,19 +548,7 @@ fn an_invalid_mode_gets_pis_message() {
         assert_eq!(out(&o), "");
         assert_eq!(err(&o), message, "{args:?}");
     }
-    let o = pith(
-        &w,
-        &[
-            "--mode",
-            "text",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "hi",
-        ],
-        None,
-    );
+    let o = pith(&w, &support::faux_mode("text", &["hi"]), None);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert_eq!(out(&o), "This is the faux provider. You said: hi\n");
 }

@@ -5,7 +5,7 @@ mod support;
 use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::Reply;
-use support::frames::request_body;
+use support::frames::{request_body, tool_names};
 use support::{fake_rpc, fake_world};
 
 fn first_request(extra: &[&str]) -> Value {
@@ -14,17 +14,6 @@ fn first_request(extra: &[&str]) -> Value {
     p.send(json!({"id":"p","type":"prompt","message":"hi"}));
     p.recv_until(|v| v["type"] == "agent_settled");
     request_body(&llm, 0)
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| t["name"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn system_text(body: &Value) -> String {

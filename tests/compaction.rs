@@ -99,11 +99,7 @@ fn roles(msgs: &[Value]) -> Vec<String> {
 fn session_entries(p: &mut Pith) -> Vec<Value> {
     let st = p.call(json!({"type":"get_state"}), "gs-file");
     let path = PathBuf::from(st["data"]["sessionFile"].as_str().expect("sessionFile"));
-    std::fs::read_to_string(&path)
-        .expect("session file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("session line is JSON"))
-        .collect()
+    support::sessions::entries(&path)
 }
 
 fn is_entry_id(v: &Value) -> bool {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
-use support::{World, fixture};
+use support::{World, faux, fixture};
 
 fn run(w: &World, args: &[&str]) -> Output {
     w.command(args).output().expect("run pith")
@@ -539,16 +539,7 @@ fn long_texts_are_bounded_and_large_sessions_download_through_the_script() {
 fn rpc_export_carries_the_live_system_prompt_and_tools() {
     let w = World::new();
     let sessions = w.tmp().join("sessions");
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--session-dir",
-        sessions.to_str().unwrap(),
-    ]);
+    let mut p = w.spawn(&faux(&["--session-dir", sessions.to_str().unwrap()]));
     p.send(json!({"id":"p","type":"prompt","message":"Hello **there** <script>x</script>"}));
     p.recv_until(|v| v["type"] == "agent_end");
     let out = w.tmp().join("live.html");

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::frames::keys;
+use support::frames::{answer, keys, settle, tool_end, ui};
 use support::procs::{assert_no_process_within, pgrep, unique_marker};
-use support::{Pith, World};
+use support::{Pith, World, faux, faux_mode};
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,22 +20,6 @@ fn example(name: &str) -> String {
         .join(name)
         .to_string_lossy()
         .to_string()
-}
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (docs/examples/toolkit.py needs it)");
-            return;
-        }
-    };
 }
 
 /// `--mode rpc` on the faux provider with `script`, then `extra`.
@@ -88,44 +72,13 @@ fn ui_after_turn_status(p: &mut Pith, method: &str) -> Value {
     }
 }
 
-/// The next frame, which must be an `extension_ui_request` of `method`.
-fn ui(p: &mut Pith, method: &str) -> Value {
-    let f = p.recv();
-    assert_eq!(f["type"], "extension_ui_request", "{f}");
-    assert_eq!(f["method"], method, "{f}");
-    f
-}
-
-fn answer(p: &mut Pith, req: &Value, fields: Value) {
-    let mut a = json!({"type":"extension_ui_response","id":req["id"]});
-    for (k, v) in fields.as_object().unwrap() {
-        a[k] = v.clone();
-    }
-    p.send(a);
-}
-
-/// Frames until `agent_settled`, without `message_update`s.
-fn settle(p: &mut Pith) -> Vec<Value> {
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
-}
-
 fn text_of(end: &Value) -> &str {
     end["result"]["content"][0]["text"].as_str().unwrap_or("")
 }
 
 #[test]
 fn get_commands_lists_extension_commands_once_registered() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(
         &w,
@@ -161,7 +114,7 @@ fn get_commands_under_087_carries_source_info() {
 
 #[test]
 fn toolkit_tool_runs_and_rm_rf_is_blocked() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let script = r#"{"toolCalls":[{"name":"bash","arguments":{"command":"rm -rf build"}},{"name":"count_words","arguments":{"text":"one two three"}}]}
 {"text":"ok"}
@@ -207,7 +160,7 @@ fn toolkit_tool_runs_and_rm_rf_is_blocked() {
 
 #[test]
 fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(&w, "", &["-e", &example("toolkit.py")]);
     p.call(json!({"type":"get_commands"}), "ready");
@@ -314,7 +267,7 @@ fn hello_command_uses_every_ui_method_and_other_commands_are_not_blocked() {
 
 #[test]
 fn a_dialog_times_out_with_its_default_and_a_late_answer_is_ignored() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(&w, "", &["-e", &example("toolkit.py")]);
     p.call(json!({"type":"get_commands"}), "ready");
@@ -340,7 +293,7 @@ fn a_dialog_times_out_with_its_default_and_a_late_answer_is_ignored() {
 
 #[test]
 fn a_session_switch_is_cancelled_after_a_confirm() {
-    need_python!();
+    need_python!("docs/examples/toolkit.py needs it");
     let w = World::new();
     let mut p = spawn(&w, "{\"text\":\"hi\"}\n", &["-e", &example("toolkit.py")]);
     p.call(json!({"type":"get_commands"}), "ready");
@@ -689,16 +642,7 @@ fn an_extension_stderr_goes_to_pith_stderr_not_stdout() {
         "echo 'EXT-SAYS-HELLO-ON-STDERR' >&2\nread hello\necho '{\"type\":\"register\",\"protocol\":1}'\nwhile read l; do :; done\n",
     );
     let mut child = w
-        .command(&[
-            "--mode",
-            "rpc",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "-e",
-            &ext,
-        ])
+        .command(&faux(&["-e", &ext]))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -877,20 +821,17 @@ fn confirm_tools_in_print_mode_denies() {
     )
     .unwrap();
     let out = w
-        .command(&[
-            "--mode",
+        .command(&faux_mode(
             "json",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "--no-session",
-            "--faux-script",
-            "faux.jsonl",
-            "--confirm-tools",
-            "all",
-            "go",
-        ])
+            &[
+                "--no-session",
+                "--faux-script",
+                "faux.jsonl",
+                "--confirm-tools",
+                "all",
+                "go",
+            ],
+        ))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -1126,17 +1067,7 @@ while IFS= read -r line; do
 done
 "#,
     );
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-        "-e",
-        &ext,
-    ]);
+    let mut p = w.spawn(&faux(&["--no-session", "-e", &ext]));
     p.call(json!({"type":"get_commands"}), "ready");
     p.send(json!({"id":"p","type":"prompt","message":"hello"}));
     let frames = settle(&mut p);

@@ -20,6 +20,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, ev, text, text_sse};
 use support::fake_llm::Reply;
+use support::frames::{last_assistant, run};
 use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
@@ -118,22 +119,6 @@ fn spawn(w: &World) -> Pith {
     w.spawn(&fake_rpc(&["--no-session"]))
 }
 
-/// Prompt and return the run's frames up to `agent_settled`.
-fn run(p: &mut Pith, id: &str, text: &str) -> Vec<Value> {
-    p.send(json!({"id": id, "type": "prompt", "message": text}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-}
-
-/// The last assistant `message_end` of `frames`.
-fn last_assistant(frames: &[Value]) -> Value {
-    frames
-        .iter()
-        .rev()
-        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
-        .map(|f| f["message"].clone())
-        .expect("an assistant message_end")
-}
-
 /// After a fault, pith still answers.
 fn still_answers(p: &mut Pith) {
     let r = p.call(json!({"type": "get_state"}), "alive");
@@ -155,11 +140,7 @@ fn error_message(frames: &[Value]) -> String {
 
 #[test]
 fn connection_refused() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = support::free_port();
     let w = world_at(port);
     let mut p = spawn(&w);
     assert_eq!(error_message(&run(&mut p, "p", "hi")), "Connection error.");
@@ -508,17 +489,7 @@ fn tool_reply(n: usize, id: &str, name: &str, args: Value) -> Reply {
 }
 
 fn session_lines(dir: &std::path::Path) -> Vec<Value> {
-    let files: Vec<_> = std::fs::read_dir(dir)
-        .expect("session dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    assert_eq!(files.len(), 1, "{files:?}");
-    std::fs::read_to_string(&files[0])
-        .expect("session file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("complete line"))
-        .collect()
+    support::sessions::entries(&support::sessions::only_jsonl(dir))
 }
 
 fn kill(pid: u32, signal: &str) {

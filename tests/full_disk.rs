@@ -20,7 +20,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::Reply;
-use support::frames::messages;
+use support::frames::{messages, of_type};
 use support::{Pith, World, fake_rpc, fake_world};
 
 #[repr(C)]
@@ -139,13 +139,7 @@ impl Disk {
 
     /// The one session file in the dir.
     fn session_file(&self) -> PathBuf {
-        let files: Vec<PathBuf> = fs::read_dir(self.dir())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        assert_eq!(files.len(), 1, "{files:?}");
-        files[0].clone()
+        support::sessions::only_jsonl(&self.dir())
     }
 
     /// No room left: the next write that needs more space fails part-way.
@@ -232,10 +226,6 @@ fn replies(n: usize) -> Vec<Reply> {
 fn prompt(p: &mut Pith, id: &str, text: &str) -> Vec<Value> {
     p.send(json!({"id": id, "type": "prompt", "message": text}));
     p.recv_until(|v| v["type"] == "agent_settled")
-}
-
-fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["type"] == ty).collect()
 }
 
 /// Every line of the file is a complete JSON object and the file ends with a newline.

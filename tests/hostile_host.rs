@@ -10,23 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text};
-use support::{World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the hostile MCP servers need it)");
-            return;
-        }
-    };
-}
+use support::{World, fake_rpc, fake_world, faux, faux_rpc};
 
 /// An MCP server written for one test: `body` handles `msg` (the parsed line; `send(obj)`
 /// writes one). Saved in the world, run with python3.
@@ -107,16 +91,7 @@ fn write_long_session(path: &Path, pairs: usize) {
 }
 
 fn faux_on_session(w: &World, session: &Path) -> support::Pith {
-    w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--session",
-        session.to_str().unwrap(),
-    ])
+    w.spawn(&faux(&["--session", session.to_str().unwrap()]))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +195,7 @@ fn sigterm_during_export_html_leaves_no_temporary_file() {
 /// applied across pages), says so on stderr, and the rest of the run goes on as usual.
 #[test]
 fn an_mcp_server_with_too_many_tools_is_capped() {
-    need_python!();
+    need_python!("the hostile MCP servers need it");
     let (w, llm) = fake_world(vec![Sse::numbered(1).reply(&[text(&["ok"])])]);
     let many = mcp_server(
         &w,
@@ -287,18 +262,10 @@ fn faux_scripted(w: &World, lines: &[Value], extra: &[&str]) -> support::Pith {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     fs::write(&script, text).unwrap();
     let sessions = w.tmp().join("sessions");
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
+    let mut args = faux_rpc(
         script.to_str().unwrap(),
-        "--session-dir",
-        sessions.to_str().unwrap(),
-    ];
+        &["--session-dir", sessions.to_str().unwrap()],
+    );
     args.extend_from_slice(extra);
     w.spawn(&args)
 }
@@ -389,15 +356,7 @@ fn fork_and_clone_while_streaming_stop_the_run() {
 #[test]
 fn set_model_selects_the_faux_model_too() {
     let (w, _llm) = fake_world(vec![]);
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut p = w.spawn(&faux(&["--no-session"]));
     let r = p.call(
         json!({"type":"set_model","provider":"fake","modelId":"fake-model"}),
         "a",
@@ -433,7 +392,7 @@ fn set_model_selects_the_faux_model_too() {
 /// passes one on explicitly) — not the provider keys in pith's own environment.
 #[test]
 fn mcp_servers_do_not_inherit_provider_keys() {
-    need_python!();
+    need_python!("the hostile MCP servers need it");
     let w = World::new();
     let dump = w.tmp().join("env.json");
     let server = mcp_server(
@@ -450,15 +409,7 @@ fn mcp_servers_do_not_inherit_provider_keys() {
             "env": {"MY_SETTING": "on", "PASSED_ON": "${GITHUB_TOKEN}"}}}})
         .to_string(),
     );
-    let mut cmd = w.command(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut cmd = w.command(&faux(&["--no-session"]));
     cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret-1")
         .env("OPENAI_API_KEY", "sk-secret-2")
         .env("GITHUB_TOKEN", "ghp-explicit")

@@ -14,31 +14,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
+use support::frames::{run_settled as run, tool_end};
+use support::mcp::server_path;
 use support::procs::{pgrep, unique_marker};
 use support::{Pith, World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
-            return;
-        }
-    };
-}
-
-fn server_path() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/mcp/fake_server.py")
-        .to_string_lossy()
-        .to_string()
-}
 
 /// settings.json with the fake server as `fake` (extra args) and `pith` settings.
 fn configure(w: &World, args: &[&str], pith: Value) -> std::path::PathBuf {
@@ -55,36 +34,7 @@ fn configure(w: &World, args: &[&str], pith: Value) -> std::path::PathBuf {
 }
 
 fn spawn_faux(w: &World, script: &str, extra: &[&str]) -> Pith {
-    let path = w.cwd().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ];
-    args.extend_from_slice(extra);
-    w.spawn(&args)
-}
-
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id":id,"type":"prompt","message":message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
+    w.spawn_faux_in(&w.cwd(), script, extra)
 }
 
 fn logged(log: &Path) -> Vec<Value> {

@@ -8,66 +8,19 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, tool_call};
-use support::fake_llm::{FakeLlm, Reply};
-use support::frames::request_body;
-use support::{Pith, World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
-            return;
-        }
-    };
-}
-
-/// An `mcp.json` entry running `fixtures/mcp/fake_server.py` with `args`, plus `extra` fields.
-fn server(args: &[&str], extra: Value) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mcp/fake_server.py");
-    let mut a = vec![json!(path.to_string_lossy())];
-    a.extend(args.iter().map(|s| json!(s)));
-    let mut v = json!({"command": "python3", "args": a});
-    if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
-        m.extend(e);
-    }
-    v
-}
+use support::anthropic::{reply, text, tool_call};
+use support::fake_llm::FakeLlm;
+use support::frames::{request_body, run_settled as run};
+use support::mcp::server;
+use support::{Pith, World, fake_world};
 
 fn start(w: &World, extra: &[&str]) -> Pith {
-    let mut args = fake_rpc(&["--no-session", "--compat", "1.6"]);
-    args.extend_from_slice(extra);
-    w.spawn(&args)
-}
-
-fn reply(n: usize, blocks: &[support::anthropic::Block]) -> Reply {
-    Sse::numbered(n).reply(blocks)
-}
-
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id": id, "type": "prompt", "message": message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
+    support::spawn_compat(w, "1.6", extra)
 }
 
 fn tool_end(frames: &[Value], id: &str) -> Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == id)
-        .unwrap_or_else(|| panic!("no tool_execution_end {id}: {frames:#?}"))
-        .clone()
+    support::frames::tool_end(frames, id).clone()
 }
 
 fn result_text(frames: &[Value], id: &str) -> String {
@@ -89,22 +42,7 @@ fn request_tools(llm: &FakeLlm, i: usize) -> Vec<Value> {
 
 /// `/mcp`'s notify, once no server is still starting.
 fn mcp_status(p: &mut Pith) -> String {
-    for n in 0..100 {
-        let id = format!("mcp{n}");
-        p.send(json!({"id": id, "type": "prompt", "message": "/mcp"}));
-        let frames = p.recv_until(|v| v["id"] == id.as_str());
-        let msg = frames
-            .iter()
-            .rfind(|f| f["type"] == "extension_ui_request" && f["method"] == "notify")
-            .and_then(|n| n["message"].as_str())
-            .unwrap_or_default()
-            .to_string();
-        if !msg.contains(": starting") {
-            return msg;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("servers never settled");
+    support::mcp::status(p, false)
 }
 
 fn codemode(id: &str, code: &str) -> support::anthropic::Block {

@@ -32,27 +32,11 @@ fn spawn(w: &World, script: &str, servers: Value) -> Pith {
         "settings.json",
         &json!({"mcpServers": servers, "pith": {"mcpStartupTimeoutSeconds": 60}}).to_string(),
     );
-    let path = w.cwd().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-    ])
+    w.spawn_faux_in(&w.cwd(), script, &[])
 }
 
 fn run(p: &mut Pith) -> Vec<Value> {
-    p.send(json!({"id":"p","type":"prompt","message":"go"}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
+    support::frames::run_settled(p, "p", "go")
 }
 
 fn end<'a>(frames: &'a [Value], id: &str) -> &'a Value {
@@ -158,11 +142,7 @@ fn server_everything_over_streamable_http() {
         );
         return;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let _server = Served(
         std::process::Command::new(&bin)
             .arg("streamableHttp")

@@ -4,6 +4,7 @@
 mod support;
 
 use serde_json::{Value, json};
+use support::frames::model_ids;
 use support::{Pith, World};
 
 fn pith(w: &World) -> Pith {
@@ -17,20 +18,6 @@ fn pith(w: &World) -> Pith {
         "--model",
         "fake-model",
     ])
-}
-
-fn model_ids(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            format!(
-                "{}/{}",
-                m["provider"].as_str().unwrap(),
-                m["id"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 #[test]

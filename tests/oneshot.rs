@@ -8,53 +8,24 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::FAKE_NO_SESSION as FAKE;
 use support::fake_llm::Reply;
+use support::frames::role_kinds as kinds;
+use support::output::{stderr_utf8 as stderr, stdout_utf8 as stdout, with};
 use support::{World, fake_world};
 
 const FAUX: [&str; 5] = ["--provider", "faux", "--model", "faux", "--no-session"];
 const BAD_REQUEST: &str =
     r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad request here"}}"#;
 
+/// The JSON lines of stdout (which must be UTF-8).
+fn json_lines(o: &Output) -> Vec<Value> {
+    support::output::json_lines(&stdout(o))
+}
+
 /// Runs pith in `w` with stdin closed; panics if it takes more than 10 s.
 fn pith(w: &World, args: &[&str]) -> Output {
     w.output_within_10s(args)
-}
-
-fn with<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
-    let mut v = base.to_vec();
-    v.extend_from_slice(more);
-    v
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
-}
-
-/// stdout as JSON lines (panics on a line that is not JSON).
-fn json_lines(o: &Output) -> Vec<Value> {
-    stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-/// Event kinds without `message_update` / `tool_execution_update`; messages tagged with their role.
-fn kinds(frames: &[Value]) -> Vec<String> {
-    frames
-        .iter()
-        .filter(|f| f["type"] != "message_update" && f["type"] != "tool_execution_update")
-        .map(|f| {
-            let t = f["type"].as_str().unwrap_or("?");
-            match f["message"]["role"].as_str() {
-                Some(r) if t.starts_with("message_") => format!("{t}:{r}"),
-                _ => t.to_string(),
-            }
-        })
-        .collect()
 }
 
 fn write_script(w: &World, lines: &[Value]) -> String {
@@ -235,14 +206,6 @@ fn json_mode_prints_every_event_and_ends_settled() {
 
 // ------------------------------------------------------------------------------------------------
 // Failures
-
-const FAKE: [&str; 5] = [
-    "--provider",
-    "fake",
-    "--model",
-    "fake-model",
-    "--no-session",
-];
 
 #[test]
 fn a_provider_error_in_print_mode_exits_1_with_the_error_on_stderr() {

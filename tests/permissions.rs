@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::frames::{answer, settle};
 use support::{Pith, World};
 
 /// `--mode rpc` on the faux provider with `script`, then `extra`.
@@ -52,26 +53,7 @@ fn turn(calls: &[(&str, Value)]) -> String {
         .iter()
         .map(|(n, a)| json!({"name": n, "arguments": a}))
         .collect();
-    format!(
-        "{}\n{}\n",
-        json!({ "toolCalls": calls }),
-        json!({"text": "done"})
-    )
-}
-
-fn answer(p: &mut Pith, req: &Value, fields: Value) {
-    let mut a = json!({"type":"extension_ui_response","id":req["id"]});
-    for (k, v) in fields.as_object().unwrap() {
-        a[k] = v.clone();
-    }
-    p.send(a);
-}
-
-fn settle(p: &mut Pith) -> Vec<Value> {
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
+    support::calls_then_done(json!(calls))
 }
 
 /// The `tool_execution_end` texts in call order (the order of their starts).

@@ -603,10 +603,7 @@ fn openai_http_errors() {
 
 #[test]
 fn connection_refused_is_connection_error() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
+    let port = support::free_port();
     let ev = collect(request(
         anthropic_model(&format!("http://127.0.0.1:{port}")),
         vec![user("u")],

@@ -11,10 +11,11 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::World;
 use support::fake_llm::{FakeLlm, Reply};
-use support::frames::run;
+use support::frames::{last_assistant as assistant_end, run};
 use support::recorded::{assert_bodies, assert_headers, assert_replays, load};
-use support::{Pith, World};
+use support::spawn_env as spawn;
 
 const CHUNKS: &[usize] = &[0, 1, 7];
 
@@ -155,23 +156,6 @@ fn models_json_compat_flags() {
 
 // ------------------------------------------------------------------------------------------------
 // Through the binary: keys from pi's variables, URLs from the environment.
-
-fn spawn(world: &World, args: &[&str], env: &[(&str, &str)]) -> Pith {
-    let mut cmd = world.command(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Pith::spawn_cmd(cmd)
-}
-
-fn assistant_end(frames: &[Value]) -> Value {
-    frames
-        .iter()
-        .rev()
-        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
-        .map(|f| f["message"].clone())
-        .expect("an assistant message_end")
-}
 
 #[test]
 fn each_variable_lists_its_providers_models() {

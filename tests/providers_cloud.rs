@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::fake_llm::{FakeLlm, Recorded, Reply};
-use support::frames::run;
+use support::frames::{last_assistant as assistant_end, run};
 use support::{Pith, World, fixture};
 
 fn token_reply(body: Value) -> Reply {
@@ -25,20 +25,7 @@ fn anthropic_text() -> Reply {
 }
 
 fn spawn(world: &World, args: &[&str], env: &[(&str, String)]) -> Pith {
-    let mut cmd = world.command(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Pith::spawn_cmd(cmd)
-}
-
-fn assistant_end(frames: &[Value]) -> Value {
-    frames
-        .iter()
-        .rev()
-        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
-        .map(|f| f["message"].clone())
-        .expect("an assistant message_end")
+    support::spawn_env(world, args, env)
 }
 
 fn auth_path(world: &World) -> std::path::PathBuf {
@@ -377,9 +364,7 @@ fn refresh_failures_are_clear_and_transient_ones_are_retried() {
         json!({"anthropic": {"baseUrl": "http://127.0.0.1:9"}}),
     );
     write_auth(&world, &stored, 0o600);
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = dead.local_addr().unwrap().port();
-    drop(dead);
+    let port = support::free_port();
     let env = [(
         "PITH_ANTHROPIC_TOKEN_URL",
         format!("http://127.0.0.1:{port}"),
@@ -740,13 +725,7 @@ fn vertex_service_account_of_another_universe_sends_a_self_signed_jwt() {
 
 #[test]
 fn bedrock_signs_with_the_profile_credentials() {
-    let llm = FakeLlm::start(vec![Reply {
-        headers: vec![(
-            "content-type".into(),
-            "application/vnd.amazon.eventstream".into(),
-        )],
-        ..Reply::sse(bedrock_text())
-    }]);
+    let llm = FakeLlm::start(vec![support::bedrock::text_reply()]);
     let world = World::new();
     let home = world.dir.path().join("home");
     std::fs::create_dir_all(home.join(".aws")).unwrap();
@@ -831,32 +810,6 @@ fn bedrock_signs_with_the_profile_credentials() {
         &frames,
         &["profile-secret", "profile-session", "env-secret"],
     );
-}
-
-fn bedrock_text() -> Vec<u8> {
-    use pith::llm::aws::eventstream::encode;
-    let ev = |kind: &str, payload: Value| {
-        encode(
-            &[
-                (":event-type", kind),
-                (":content-type", "application/json"),
-                (":message-type", "event"),
-            ],
-            payload.to_string().as_bytes(),
-        )
-    };
-    let mut b = ev("messageStart", json!({"role":"assistant"}));
-    b.extend(ev(
-        "contentBlockDelta",
-        json!({"contentBlockIndex":0,"delta":{"text":"Hello from Bedrock"}}),
-    ));
-    b.extend(ev("contentBlockStop", json!({"contentBlockIndex":0})));
-    b.extend(ev("messageStop", json!({"stopReason":"end_turn"})));
-    b.extend(ev(
-        "metadata",
-        json!({"usage":{"inputTokens":3,"outputTokens":3,"totalTokens":6}}),
-    ));
-    b
 }
 
 // ------------------------------------------------------------------------------------------------

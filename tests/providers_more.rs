@@ -15,6 +15,7 @@ use pith::message::{
 };
 use serde_json::{Value, json};
 use support::fake_llm::{FakeLlm, Reply};
+use support::free_port;
 use support::streams::{self, collect, final_message, fixture_text as fixture, user};
 
 const UNICODE: &str = "héllo 😀 中文\u{2028}x";
@@ -175,11 +176,6 @@ fn responses_sse(events: &[Value]) -> String {
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
         .collect()
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 // ------------------------------------------------------------------------------------------------

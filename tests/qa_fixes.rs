@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Reply};
-use support::{Pith, World};
+use support::{Pith, World, faux, faux_rpc};
 
 /// Polls `cond` until it holds (a hang guard, not a timing assertion).
 fn eventually(what: &str, cond: impl Fn() -> bool) {
@@ -102,18 +102,10 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
     )
     .unwrap();
     let sessions = w.tmp().join("sessions");
-    let mut cmd = w.command(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
+    let mut cmd = w.command(&faux_rpc(
         script.to_str().unwrap(),
-        "--session-dir",
-        sessions.to_str().unwrap(),
-    ]);
+        &["--session-dir", sessions.to_str().unwrap()],
+    ));
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
@@ -135,17 +127,7 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
     assert!(status.success(), "{status:?}");
     support::procs::assert_no_process_within(&marker, support::TIMEOUT);
     drop(stdin);
-    let file = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .expect("a session file")
-        .unwrap()
-        .path();
-    let entries: Vec<serde_json::Value> = std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let entries = support::sessions::entries(&support::sessions::first_file(&sessions));
     let messages: Vec<(String, String)> = entries
         .iter()
         .filter(|e| e["type"] == "message")
@@ -179,15 +161,7 @@ fn a_closed_stdout_ends_pith_while_a_silent_tool_runs() {
 #[test]
 fn stray_bytes_and_overflowing_numbers_are_read_as_pi_reads_them() {
     let w = World::new();
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut p = w.spawn(&faux(&["--no-session"]));
     p.send_raw(b"{\"id\":\"x\xffy\",\"type\":\"abort\"}\n");
     assert_eq!(
         p.recv(),
@@ -285,17 +259,11 @@ fn the_message_queues_are_bounded() {
         format!("{}\n", json!({"text":"a long answer","delayMs":2000})),
     )
     .unwrap();
-    let mut p = w.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
+    let mut p = w.spawn(&faux(&[
         "--no-session",
         "--faux-script",
         script.to_str().unwrap(),
-    ]);
+    ]));
     let r = p.call(json!({"type":"prompt","message":"go"}), "p");
     assert_eq!(r["success"], true);
     let mut burst = Vec::new();

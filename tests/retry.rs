@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::{FakeLlm, Reply};
-use support::frames::{kinds, messages, request_json};
+use support::frames::{kinds, messages, of_type, request_json};
 use support::{Pith, World, fake_rpc, fake_world};
 
 const OVERLOADED: &str =
@@ -32,10 +32,6 @@ fn spawn(w: &World) -> Pith {
 /// Send a prompt (id `p1`); return every frame up to and including `agent_settled`.
 fn run(p: &mut Pith, text: &str) -> Vec<Value> {
     support::frames::run(p, "p1", text)
-}
-
-fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["type"] == ty).collect()
 }
 
 /// The request's `messages`, `cache_control` markers included.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::World;
+use support::{World, calls_then_done};
 
 fn fixture_json(name: &str) -> Value {
     let text = std::fs::read_to_string(support::fixture(&format!("rg_fd/{name}")))
@@ -98,29 +98,10 @@ fn grep_find_ls_answer_like_rg_and_fd_under_pis_flags() {
         .iter()
         .map(|c| json!({"name": c["tool"], "arguments": c["args"]}))
         .collect();
-    let script = world.tmp().join("faux.jsonl");
-    std::fs::write(
-        &script,
-        format!(
-            "{}\n{}\n",
-            json!({"toolCalls": calls}),
-            json!({"text": "done"})
-        ),
-    )
-    .unwrap();
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        script.to_str().unwrap(),
-        "--tools",
-        "grep,find,ls",
-        "--no-session",
-    ]);
+    let mut p = world.spawn_faux(
+        &calls_then_done(json!(calls)),
+        &["--tools", "grep,find,ls", "--no-session"],
+    );
     p.send(json!({"type": "prompt", "message": "search", "id": "p"}));
     let frames = p.recv_until(|v| v["type"] == "agent_end");
     let mut order: Vec<String> = Vec::new();

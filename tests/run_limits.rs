@@ -9,9 +9,10 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::FAUX;
 use support::World;
-
-const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
+use support::frames::role_kinds as kinds;
+use support::output::{stderr as err, stdout as out, stdout_lines as lines};
 
 /// Runs pith in `w` with stdin closed; panics if it takes more than 10 s.
 fn pith(w: &World, args: &[&str]) -> Output {
@@ -22,36 +23,6 @@ fn args<'a>(more: &[&'a str]) -> Vec<&'a str> {
     let mut v = FAUX.to_vec();
     v.extend_from_slice(more);
     v
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn lines(o: &Output) -> Vec<Value> {
-    out(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-/// Frame types without the streaming updates.
-fn kinds(frames: &[Value]) -> Vec<String> {
-    frames
-        .iter()
-        .filter(|f| f["type"] != "message_update" && f["type"] != "tool_execution_update")
-        .map(|f| {
-            let t = f["type"].as_str().unwrap_or("?").to_string();
-            match f["message"]["role"].as_str() {
-                Some(r) if t.starts_with("message_") => format!("{t}:{r}"),
-                _ => t,
-            }
-        })
-        .collect()
 }
 
 fn script(w: &World, name: &str, turns: &[Value]) -> String {

@@ -11,7 +11,8 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::FakeLlm;
-use support::{Pith, World};
+use support::output::{stderr, stdout_lines as lines};
+use support::{Pith, World, faux};
 
 const EXIT_SANDBOX: i32 = 5;
 
@@ -26,17 +27,7 @@ fn faux_script(world: &World, lines: &[Value]) -> String {
 /// `pith --mode json` on the faux provider with `script`, the prompt "go", then `extra`.
 fn json_cmd(world: &World, script: &[Value], extra: &[&str]) -> Command {
     let path = faux_script(world, script);
-    let mut args = vec![
-        "--mode",
-        "json",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-        "--faux-script",
-        &path,
-    ];
+    let mut args = support::faux_mode("json", &["--no-session", "--faux-script", &path]);
     args.extend_from_slice(extra);
     args.push("go");
     let mut c = world.command(&args);
@@ -48,32 +39,13 @@ fn run(mut c: Command) -> Output {
     c.output().expect("run pith")
 }
 
-fn lines(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// The text and error flag of each tool result, by tool call id.
 fn results(frames: &[Value]) -> std::collections::HashMap<String, (String, bool)> {
     frames
         .iter()
         .filter(|f| f["type"] == "tool_execution_end")
         .map(|f| {
-            let text = f["result"]["content"]
-                .as_array()
-                .map(|c| {
-                    c.iter()
-                        .filter_map(|b| b["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("")
-                })
-                .unwrap_or_default();
+            let text = support::frames::joined_text(&f["result"]["content"]);
             (
                 f["toolCallId"].as_str().unwrap_or("").to_string(),
                 (text, f["isError"] == true),
@@ -392,17 +364,7 @@ fn rpc_bash_confined(compat: &str) {
         &json!({"pith": {"sandbox": {"mode": "workspace-write", "writableRoots": [extra]}}})
             .to_string(),
     );
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-        "--compat",
-        compat,
-    ]);
+    let mut p = world.spawn(&faux(&["--no-session", "--compat", compat]));
     let st = p.call(json!({"type": "get_state"}), "s");
     let cwd = std::fs::canonicalize(world.cwd()).unwrap();
     let tmp = world.tmp();
@@ -469,15 +431,7 @@ fn print_mode_runs_sandboxed() {
 #[test]
 fn get_state_has_no_sandbox_field_without_a_sandbox() {
     let world = World::new();
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--no-session",
-    ]);
+    let mut p = world.spawn(&faux(&["--no-session"]));
     let st = p.call(json!({"type": "get_state"}), "s");
     assert!(st["data"].get("sandbox").is_none(), "{st}");
     p.close_stdin();

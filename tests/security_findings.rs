@@ -12,14 +12,9 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use support::frames::{settle, tool_end};
+use support::mcp::have_python;
 use support::{Pith, World};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// An executable `/bin/sh` script at `path`.
 fn script_at(path: &Path, body: &str) {
@@ -31,13 +26,6 @@ fn script_at(path: &Path, body: &str) {
 /// `--mode rpc` on the faux provider with `script`, then `extra`.
 fn spawn_faux(world: &World, script: &str, extra: &[&str]) -> Pith {
     world.spawn_faux(script, extra)
-}
-
-fn settle(p: &mut Pith) -> Vec<Value> {
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
 }
 
 // ---- 1. no project code before trust -------------------------------------------------------
@@ -205,13 +193,6 @@ fn a_trusted_project_still_starts_its_programs() {
 }
 
 // ---- 4. extension tool results are bounded -------------------------------------------------
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
-}
 
 /// Lines `line 1` … `line N` of the big result.
 const BIG_LINES: usize = 1_200_000;

@@ -9,9 +9,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, text_sse, tool_call};
+use support::anthropic::{Sse, text, text_replies as replies, text_sse, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::keys;
+use support::sessions::{entries, jsonl_files};
 use support::{Pith, World, fake_rpc, fake_world, fixture};
 
 // ---------------------------------------------------------------------------------------------
@@ -20,14 +21,6 @@ use support::{Pith, World, fake_rpc, fake_world, fixture};
 /// An Anthropic SSE stream with a text block then one tool call (`args` is the JSON text).
 fn tool_sse(n: usize, said: &str, tool_id: &str, name: &str, args: &str) -> String {
     Sse::numbered(n).body(&[text(&[said]), tool_call(tool_id, name, &[args])])
-}
-
-fn replies(texts: &[&str]) -> Vec<Reply> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Reply::sse(text_sse(i + 1, &[t])))
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -107,27 +100,6 @@ fn session_file(p: &mut Pith, id: &str) -> PathBuf {
     )
 }
 
-/// The `.jsonl` files directly in `dir`, sorted (a missing dir counts as empty).
-fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn entries(path: &Path) -> Vec<Value> {
-    fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line ({e}): {l}")))
-        .collect()
-}
-
 fn types(entries: &[Value]) -> Vec<String> {
     entries
         .iter()
@@ -164,15 +136,7 @@ fn user_texts(msgs: &[Value]) -> Vec<String> {
     msgs.iter()
         .map(|m| {
             let role = m["role"].as_str().unwrap_or("?");
-            let text: String = m["content"]
-                .as_array()
-                .map(|c| {
-                    c.iter()
-                        .filter_map(|b| b["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("")
-                })
-                .unwrap_or_default();
+            let text: String = support::frames::joined_text(&m["content"]);
             format!("{role}:{text}")
         })
         .collect()

@@ -334,21 +334,7 @@ fn extension_commands_come_first_and_win_over_a_template_of_the_same_name() {
         "---\ndescription: A template shadowed by the extension command\n---\nTemplate text\n",
     );
     write(&world.cwd().join(".pi/skills/s/SKILL.md"), skill("s", "S."));
-    let script = world.cwd().join("faux.jsonl");
-    std::fs::write(&script, "{\"text\":\"ok\"}\n").unwrap();
-    let script = script.to_string_lossy().into_owned();
-    let mut p = world.spawn(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &script,
-        "-e",
-        &protect,
-    ]);
+    let mut p = world.spawn_faux_in(&world.cwd(), "{\"text\":\"ok\"}\n", &["-e", &protect]);
     let r = p.call(json!({"type":"get_commands"}), "c");
     let names: Vec<(&str, &str)> = r["data"]["commands"]
         .as_array()

@@ -10,10 +10,11 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::FAUX;
 use support::World;
 use support::anthropic::{Sse, text, tool_call};
-
-const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
+use support::frames::of_type;
+use support::output::{stderr, stdout};
 
 fn schema() -> Value {
     json!({"type":"object","required":["verdict"],"additionalProperties":false,
@@ -68,23 +69,11 @@ fn oneshot(w: &World, mode: &str, turns: &[Value]) -> (Output, Value) {
     (o, record)
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn frames(o: &Output) -> Vec<Value> {
     stdout(o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
-}
-
-fn of_type<'a>(frames: &'a [Value], ty: &str) -> Vec<&'a Value> {
-    frames.iter().filter(|f| f["type"] == ty).collect()
 }
 
 /// The frame right before `agent_end`.

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Pith, World};
+use support::{Pith, World, calls_then_done};
 
 unsafe extern "C" {
     fn mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
@@ -38,31 +38,9 @@ fn cstr(p: &Path) -> std::ffi::CString {
 }
 
 fn faux_pith(world: &World, calls: Value, extra: &[&str]) -> Pith {
-    let script = world.tmp().join("faux.jsonl");
-    std::fs::write(
-        &script,
-        format!(
-            "{}\n{}\n",
-            json!({"toolCalls": calls}),
-            json!({"text": "done"})
-        ),
-    )
-    .unwrap();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        script.to_str().unwrap(),
-        "--tools",
-        "read,write,edit,grep,find,ls",
-        "--no-session",
-    ];
+    let mut args = vec!["--tools", "read,write,edit,grep,find,ls", "--no-session"];
     args.extend_from_slice(extra);
-    world.spawn(&args)
+    world.spawn_faux(&calls_then_done(calls), &args)
 }
 
 /// `(isError, text)` of every `tool_execution_end`, in call order.

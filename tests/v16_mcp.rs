@@ -7,69 +7,17 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, tool_call};
-use support::fake_llm::{FakeLlm, Reply};
-use support::frames::request_body;
-use support::{Pith, World, fake_rpc, fake_world};
-
-fn have_python() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "pass"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-macro_rules! need_python {
-    () => {
-        if !have_python() {
-            eprintln!("SKIPPED: python3 not found (the fake MCP server needs it)");
-            return;
-        }
-    };
-}
-
-fn server_path() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/mcp/fake_server.py")
-        .to_string_lossy()
-        .to_string()
-}
-
-/// An `mcp.json` entry running the fake server with `args`, plus `extra` fields.
-fn server(args: &[&str], extra: Value) -> Value {
-    let mut a = vec![json!(server_path())];
-    a.extend(args.iter().map(|s| json!(s)));
-    let mut v = json!({"command": "python3", "args": a});
-    if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
-        m.extend(e);
-    }
-    v
-}
-
-fn start(w: &World, compat: &str, extra: &[&str]) -> Pith {
-    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
-    args.extend_from_slice(extra);
-    w.spawn(&args)
-}
-
-fn run(p: &mut Pith, id: &str, message: &str) -> Vec<Value> {
-    p.send(json!({"id": id, "type": "prompt", "message": message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-        .into_iter()
-        .filter(|f| f["type"] != "message_update")
-        .collect()
-}
+use support::anthropic::{reply, text, tool_call};
+use support::frames::{request_body, request_tool_names as tool_names, run_settled as run};
+use support::mcp::server;
+use support::spawn_compat as start;
+use support::{Pith, fake_rpc, fake_world};
 
 fn tool_end(frames: &[Value], id: &str) -> Value {
-    let mut v = frames
-        .iter()
-        .find(|f| f["type"] == "tool_execution_end" && f["toolCallId"] == id)
-        .unwrap_or_else(|| panic!("no tool_execution_end {id}: {frames:#?}"))
-        .clone();
+    let mut v = support::frames::tool_end(frames, id).clone();
     if let Some(d) = v.as_object_mut().unwrap().remove("durationMs") {
         assert!(d.is_u64(), "{d}");
     }
@@ -84,42 +32,9 @@ fn system_messages(frames: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-fn tool_names(llm: &FakeLlm, i: usize) -> Vec<String> {
-    request_body(llm, i)["tools"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|t| t["name"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Send `/mcp` until every server has settled (not `starting`); the notify's message.
 fn mcp_status(p: &mut Pith) -> String {
-    for n in 0..100 {
-        let id = format!("mcp{n}");
-        p.send(json!({"id": id, "type": "prompt", "message": "/mcp"}));
-        let frames = p.recv_until(|v| v["id"] == id.as_str());
-        let notify = frames
-            .iter()
-            .rfind(|f| f["type"] == "extension_ui_request" && f["method"] == "notify")
-            .unwrap_or_else(|| panic!("no notify: {frames:#?}"));
-        assert_eq!(
-            frames.last().unwrap()["data"],
-            json!({"disposition": "handled"})
-        );
-        let msg = notify["message"].as_str().unwrap().to_string();
-        if !msg.contains(": starting") {
-            return msg;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("servers never settled");
-}
-
-fn reply(n: usize, blocks: &[support::anthropic::Block]) -> Reply {
-    Sse::numbered(n).reply(blocks)
+    support::mcp::status(p, true)
 }
 
 #[test]

@@ -8,27 +8,13 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, thinking};
+use support::anthropic::{Sse, text, text_reply, thinking};
+use support::cwd_of;
 use support::fake_llm::Reply;
 use support::frames::{request_body, run};
-use support::{Pith, World, fake_rpc, fake_rpc_on, fake_world};
-
-fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
-    let mut args = vec!["--no-session", "--compat", compat];
-    args.extend_from_slice(extra);
-    w.spawn(&fake_rpc(&args))
-}
-
-fn text_reply(n: usize, parts: &[&str]) -> Reply {
-    Sse::numbered(n).reply(&[text(parts)])
-}
-
-fn cwd_of(w: &World) -> String {
-    std::fs::canonicalize(w.cwd())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
-}
+use support::node::platform_arch as node_platform_arch;
+use support::spawn_compat as spawn;
+use support::{Pith, fake_rpc_on, fake_world};
 
 const PROMPT_16: &str = "You are a coding assistant running inside pi, a coding agent harness. Help users inspect files, run commands, and modify code.\n\n<tools>\n- read: Read file contents\n- bash: Execute bash commands (ls, grep, find, etc.)\n- edit: Make precise file edits with exact text replacement, including multiple disjoint edits in one call\n- write: Create or overwrite files\n\nAdditional tools may be available.\n</tools>\n\n<rules>\n- Use bash for file operations like ls, rg, find\n- Use read to examine files instead of cat or sed.\n- You can inspect PI_* environment variables for current model and session details.\n- Use edit for targeted changes. Batch changes to one file in a single call.\n- Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.\n- Use write only for new files or complete rewrites.\n- Be concise in your responses\n- Show file paths clearly when working with files\n</rules>\n\n<cwd>\n";
 
@@ -104,20 +90,6 @@ fn get_commands_lists_the_built_in_llama_and_mcp() {
             ])
         );
     }
-}
-
-/// Node's `process.platform` and `process.arch` of this machine.
-fn node_platform_arch() -> (&'static str, &'static str) {
-    let platform = match std::env::consts::OS {
-        "macos" => "darwin",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    (platform, arch)
 }
 
 #[test]

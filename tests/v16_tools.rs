@@ -7,33 +7,19 @@ mod support;
 
 use serde_json::{Value, json};
 
-use support::anthropic::{Block, Sse, text, tool_call};
+use support::anthropic::{reply, text, tool_call};
 use support::fake_llm::{FakeLlm, Reply};
-use support::frames::request_body;
+use support::frames::{request_body, tool_end};
 use support::{Pith, World, fake_rpc, fake_world};
-
-fn reply(n: usize, blocks: &[Block]) -> Reply {
-    Sse::numbered(n).reply(blocks)
-}
 
 fn start(compat: &str, replies: Vec<Reply>, extra: &[&str]) -> (World, FakeLlm, Pith) {
     let (world, llm) = fake_world(replies);
-    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
-    args.extend_from_slice(extra);
-    let p = world.spawn(&args);
+    let p = support::spawn_compat(&world, compat, extra);
     (world, llm, p)
 }
 
 fn run(p: &mut Pith, message: &str) -> Vec<Value> {
-    p.send(json!({"type":"prompt","id":"p1","message":message}));
-    p.recv_until(|v| v["type"] == "agent_settled")
-}
-
-fn tool_end<'a>(frames: &'a [Value], id: &str) -> &'a Value {
-    frames
-        .iter()
-        .find(|v| v["type"] == "tool_execution_end" && v["toolCallId"] == id)
-        .unwrap_or_else(|| panic!("no tool_execution_end {id}"))
+    support::frames::run(p, "p1", message)
 }
 
 fn tool_result_message<'a>(frames: &'a [Value], id: &str) -> &'a Value {

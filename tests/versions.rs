@@ -9,24 +9,16 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, thinking, tool_call};
+use support::anthropic::{Sse, text, text_reply, thinking, tool_call};
+use support::cwd_of;
 use support::fake_llm::{FakeLlm, Reply};
 use support::frames::{keys, kinds, messages, request_body, run};
-use support::{Pith, World, fake_rpc, fake_world};
+use support::spawn_compat as spawn;
+use support::{World, fake_rpc, fake_world};
 
 const PREAMBLE: &str = "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.";
 const OVERLOADED: &str =
     r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-
-fn spawn(w: &World, compat: &str, extra: &[&str]) -> Pith {
-    let mut args = vec!["--no-session", "--compat", compat];
-    args.extend_from_slice(extra);
-    w.spawn(&fake_rpc(&args))
-}
-
-fn text_reply(n: usize, parts: &[&str]) -> Reply {
-    Sse::numbered(n).reply(&[text(parts)])
-}
 
 /// Thinking, text and a bash call in one message, then a text answer.
 fn tool_turns() -> Vec<Reply> {
@@ -48,13 +40,6 @@ fn default_sections(cwd: &str) -> Value {
         "rules": "<rules>\n- Use bash for file operations like ls, rg, find\n- Use read to examine files instead of cat or sed.\n- You can inspect PI_* environment variables for current model and session details.\n- Use edit for precise changes (edits[].oldText must match exactly)\n- When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] instead of multiple edit calls\n- Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit overlapping or nested edits. Merge nearby changes into one edit.\n- Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large unchanged regions.\n- Use write only for new files or complete rewrites.\n- Be concise in your responses\n- Show file paths clearly when working with files\n</rules>",
         "cwd": format!("<cwd>\n{cwd}\n</cwd>"),
     })
-}
-
-fn cwd_of(w: &World) -> String {
-    std::fs::canonicalize(w.cwd())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// The usage pith reports for the fake model at `output` tokens (100 in).

@@ -10,14 +10,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Sse, text, tool_call};
+use support::anthropic::{Sse, text, text_reply, tool_call};
 use support::fake_llm::Reply;
 use support::frames::run;
 use support::{World, fake_rpc, fake_world};
-
-fn text_reply(n: usize, parts: &[&str]) -> Reply {
-    Sse::numbered(n).reply(&[text(parts)])
-}
 
 fn sessions_dir(w: &World) -> String {
     let dir = w.dir.path().join("sessions");

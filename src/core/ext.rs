@@ -1434,21 +1434,7 @@ impl Machine {
             _ => String::new(),
         };
         let q = crate::queues::Queued { text, message };
-        let pushed = match behavior {
-            StreamingBehavior::Steer => self
-                .queues
-                .steering
-                .push(q)
-                .map_err(|f| f.message("steering")),
-            StreamingBehavior::FollowUp => self
-                .queues
-                .follow_up
-                .push(q)
-                .map_err(|f| f.message("follow-up")),
-        };
-        pushed?;
-        self.emit_queue_update();
-        Ok(())
+        self.push_queued(q, behavior)
     }
 
     /// `sendMessage` with `deliverAs: "nextTurn"`: the messages the next prompt carries.

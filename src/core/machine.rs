@@ -1101,6 +1101,15 @@ impl Machine {
                 timestamp: now_ms(),
             }),
         };
+        self.push_queued(q, behavior)
+    }
+
+    /// Put `q` on the steering or follow-up queue (a full queue is the error) and show the queues.
+    pub(crate) fn push_queued(
+        &mut self,
+        q: Queued,
+        behavior: StreamingBehavior,
+    ) -> Result<(), String> {
         let pushed = match behavior {
             StreamingBehavior::Steer => self
                 .queues

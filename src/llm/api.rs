@@ -252,8 +252,9 @@ pub fn openai_error_object_message(status: u16, body: &str, prefix: Option<&str>
     text
 }
 
-/// `text` cut to `max` UTF-16 units with the reference's `... [truncated N chars]` note.
-fn cut_utf16(text: &str, max: usize) -> String {
+/// `text` cut to `max` UTF-16 units with the reference's `... [truncated N chars]` note (also
+/// Mistral's error bodies).
+pub(crate) fn cut_utf16(text: &str, max: usize) -> String {
     let units = text.encode_utf16().count();
     if units <= max {
         return text.to_string();

@@ -124,7 +124,7 @@ impl WireApi for Mistral {
         if !trimmed.is_empty() {
             return format!(
                 "Mistral API error ({status}): {}",
-                truncate_utf16(trimmed, MAX_ERROR_BODY_CHARS)
+                api::cut_utf16(trimmed, MAX_ERROR_BODY_CHARS)
             );
         }
 
@@ -153,24 +153,6 @@ impl WireApi for Mistral {
     fn connection_error_cause(&self) -> bool {
         false
     }
-}
-
-/// `text` cut to `max` UTF-16 units with the reference's `... [truncated N chars]` note.
-fn truncate_utf16(text: &str, max: usize) -> String {
-    let units = text.encode_utf16().count();
-    if units <= max {
-        return text.to_string();
-    }
-    let mut taken = 0;
-    let mut end = 0;
-    for (i, c) in text.char_indices() {
-        if taken + c.len_utf16() > max {
-            break;
-        }
-        taken += c.len_utf16();
-        end = i + c.len_utf8();
-    }
-    format!("{}... [truncated {} chars]", &text[..end], units - max)
 }
 
 /// The reference's `deriveMistralToolCallId`.

@@ -472,6 +472,33 @@ impl Loader<'_> {
         out
     }
 
+    /// A recursive walk entering `dir`: its entries, with `dir` pushed on `stack` and its ignore
+    /// files read; `None` (warned) when it is too deep or a symlink loop, or when it cannot be
+    /// listed.
+    fn enter_dir(
+        &mut self,
+        dir: &str,
+        ig: &mut IgnoreRules,
+        stack: &mut Vec<(u64, u64)>,
+    ) -> Option<Vec<Entry>> {
+        if stack.len() > MAX_DEPTH {
+            self.warn(
+                format!("more than {MAX_DEPTH} directory levels; not searched further"),
+                dir,
+            );
+            return None;
+        }
+        let id = self.fs.stat(dir)?.id;
+        if stack.contains(&id) {
+            self.warn("symlink loop; not searched again", dir);
+            return None;
+        }
+        let entries = self.list(dir)?;
+        stack.push(id);
+        ig.add_dir(dir, &entries);
+        Some(entries)
+    }
+
     fn skill_entries_in(
         &mut self,
         dir: &str,
@@ -481,25 +508,9 @@ impl Loader<'_> {
         stack: &mut Vec<(u64, u64)>,
         out: &mut Vec<String>,
     ) {
-        if stack.len() > MAX_DEPTH {
-            self.warn(
-                format!("more than {MAX_DEPTH} directory levels; not searched further"),
-                dir,
-            );
-            return;
-        }
-        let Some(id) = self.fs.stat(dir).map(|s| s.id) else {
+        let Some(entries) = self.enter_dir(dir, ig, stack) else {
             return;
         };
-        if stack.contains(&id) {
-            self.warn("symlink loop; not searched again", dir);
-            return;
-        }
-        let Some(entries) = self.list(dir) else {
-            return;
-        };
-        stack.push(id);
-        ig.add_dir(dir, &entries);
         let at_root = dir == root;
         if let Some(e) = entries.iter().find(|e| e.name == "SKILL.md" && e.is_file) {
             if !ig.ignores_path(root, &e.path, false) {
@@ -545,25 +556,9 @@ impl Loader<'_> {
         stack: &mut Vec<(u64, u64)>,
         out: &mut Vec<String>,
     ) {
-        if stack.len() > MAX_DEPTH {
-            self.warn(
-                format!("more than {MAX_DEPTH} directory levels; not searched further"),
-                dir,
-            );
-            return;
-        }
-        let Some(id) = self.fs.stat(dir).map(|s| s.id) else {
+        let Some(entries) = self.enter_dir(dir, ig, stack) else {
             return;
         };
-        if stack.contains(&id) {
-            self.warn("symlink loop; not searched again", dir);
-            return;
-        }
-        let Some(entries) = self.list(dir) else {
-            return;
-        };
-        stack.push(id);
-        ig.add_dir(dir, &entries);
         for e in &entries {
             if e.name.starts_with('.') || e.name == "node_modules" {
                 continue;

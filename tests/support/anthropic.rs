@@ -145,3 +145,22 @@ fn block(i: usize, b: &Block) -> String {
 pub fn text_sse(n: usize, parts: &[&str]) -> String {
     Sse::numbered(n).body(&[text(parts)])
 }
+
+/// Reply `n` (`msg_fake_<n>`, [`Sse::numbered`]) with `blocks`.
+pub fn reply(n: usize, blocks: &[Block]) -> Reply {
+    Sse::numbered(n).reply(blocks)
+}
+
+/// Reply `n` with one text block of `parts`.
+pub fn text_reply(n: usize, parts: &[&str]) -> Reply {
+    reply(n, &[text(parts)])
+}
+
+/// One text reply per entry of `texts`, numbered from 1.
+pub fn text_replies(texts: &[&str]) -> Vec<Reply> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Reply::sse(text_sse(i + 1, &[t])))
+        .collect()
+}

@@ -1,15 +1,22 @@
 //! Test support: spawn the real `pith` binary over pipes, send lines, read frames. The
 //! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
-//! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`), frame and
-//! request helpers (`frames`) and process markers (`procs`).
+//! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`) and Bedrock
+//! streams (`bedrock`), frame and request helpers (`frames`), the fake MCP server (`mcp`), the
+//! node for TypeScript extensions (`node`), a finished run's output (`output`), session files
+//! (`sessions`) and process markers (`procs`).
 #![allow(dead_code)]
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod fake_llm;
 pub mod frames;
+pub mod mcp;
+pub mod node;
+pub mod output;
 pub mod procs;
 pub mod recorded;
 pub mod scenario;
+pub mod sessions;
 pub mod streams;
 
 use std::io::{BufRead, BufReader, Write};
@@ -24,6 +31,18 @@ use fake_llm::{FakeLlm, Reply};
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The fake Anthropic provider's `fake-model`, no session (the one-shot modes add theirs).
+pub const FAKE_NO_SESSION: [&str; 5] = [
+    "--provider",
+    "fake",
+    "--model",
+    "fake-model",
+    "--no-session",
+];
+
+/// The offline faux provider (the one-shot modes add theirs).
+pub const FAUX: [&str; 4] = ["--provider", "faux", "--model", "faux"];
+
 /// `--mode rpc` on the fake Anthropic provider's `fake-model`, then `extra`.
 pub fn fake_rpc<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     fake_rpc_on("fake-model", extra)
@@ -34,6 +53,75 @@ pub fn fake_rpc_on<'a>(model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--mode", "rpc", "--provider", "fake", "--model", model];
     args.extend_from_slice(extra);
     args
+}
+
+/// `--mode rpc` on the offline faux provider (no script), then `extra`.
+pub fn faux<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    faux_mode("rpc", extra)
+}
+
+/// `--mode <mode>` on the offline faux provider (no script), then `extra`.
+pub fn faux_mode<'a>(mode: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--mode", mode, "--provider", "faux", "--model", "faux"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// A faux script of two turns: the tool `calls` (a JSON array) at once, then the text "done".
+pub fn calls_then_done(calls: Value) -> String {
+    format!(
+        "{}\n{}\n",
+        serde_json::json!({ "toolCalls": calls }),
+        serde_json::json!({"text": "done"})
+    )
+}
+
+/// `--mode rpc` on the offline faux provider with the script file at `script`, then `extra`.
+pub fn faux_rpc<'a>(script: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = faux(&["--faux-script", script]);
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Writes `text` to `path` (panics on failure); returns the path as a string.
+pub fn write_text(path: &Path, text: &str) -> String {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path.to_string_lossy().into_owned()
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then let go): connecting is refused.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// The world's working directory, canonical (as pith reports it).
+pub fn cwd_of(w: &World) -> String {
+    std::fs::canonicalize(w.cwd())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `--mode rpc` on the fake Anthropic provider in `world` without a session, under
+/// `--compat compat`, then `extra`.
+pub fn spawn_compat(world: &World, compat: &str, extra: &[&str]) -> Pith {
+    let mut args = fake_rpc(&["--no-session", "--compat", compat]);
+    args.extend_from_slice(extra);
+    world.spawn(&args)
+}
+
+/// [`World::spawn`] with `env` added to the environment.
+pub fn spawn_env<V: AsRef<std::ffi::OsStr>>(
+    world: &World,
+    args: &[&str],
+    env: &[(&str, V)],
+) -> Pith {
+    let mut cmd = world.command(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Pith::spawn_cmd(cmd)
 }
 
 /// A started fake LLM serving `replies` and a world whose models.json points at it.
@@ -81,21 +169,16 @@ impl World {
     /// `--mode rpc` on the offline faux provider with `script` (one JSON line per assistant
     /// turn, written to the world's tmp dir), then `extra`.
     pub fn spawn_faux(&self, script: &str, extra: &[&str]) -> Pith {
-        let path = self.tmp().join("faux.jsonl");
-        std::fs::write(&path, script).expect("write faux script");
-        let path = path.to_string_lossy().to_string();
-        let mut args = vec![
-            "--mode",
-            "rpc",
-            "--provider",
-            "faux",
-            "--model",
-            "faux",
-            "--faux-script",
-            &path,
-        ];
-        args.extend_from_slice(extra);
-        self.spawn(&args)
+        self.spawn_faux_in(&self.tmp(), script, extra)
+    }
+    /// [`World::spawn_faux`] with the script written to `dir/faux.jsonl`.
+    pub fn spawn_faux_in(&self, dir: &Path, script: &str, extra: &[&str]) -> Pith {
+        Pith::spawn_cmd(self.faux_command(dir, script, extra))
+    }
+    /// The command of [`World::spawn_faux_in`] (stdio left to the caller).
+    pub fn faux_command(&self, dir: &Path, script: &str, extra: &[&str]) -> Command {
+        let path = write_text(&dir.join("faux.jsonl"), script);
+        self.command(&faux_rpc(&path, extra))
     }
     /// Runs pith with `args` in this world, stdin closed, and waits for it; panics (after
     /// killing it) if it takes more than 10 s.
