@@ -26,6 +26,7 @@ fn state(p: &mut Pith, id: &str) -> Value {
     r["data"].clone()
 }
 
+/// Without a model (no key anywhere) `model` is pi's placeholder, first as in pi.
 #[test]
 fn get_state_has_every_field_in_order() {
     let w = World::new();
@@ -35,6 +36,7 @@ fn get_state_has_every_field_in_order() {
     assert_eq!(
         keys,
         [
+            "model",
             "thinkingLevel",
             "isStreaming",
             "isCompacting",
@@ -50,7 +52,10 @@ fn get_state_has_every_field_in_order() {
     );
     assert_eq!(
         s,
-        json!({"thinkingLevel":"off","isStreaming":false,"isCompacting":false,"steeringMode":"one-at-a-time",
+        json!({"model":{"id":"unknown","name":"unknown","api":"unknown","provider":"unknown","baseUrl":"",
+                        "reasoning":false,"input":[],"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0},
+                        "contextWindow":0,"maxTokens":0},
+               "thinkingLevel":"off","isStreaming":false,"isCompacting":false,"steeringMode":"one-at-a-time",
                "followUpMode":"one-at-a-time","interruptMode":"wait","sessionId":"<sid>",
                "autoCompactionEnabled":true,"messageCount":0,"pendingMessageCount":0,"queuedMessageCount":0})
     );
