@@ -76,7 +76,8 @@ MUSL_STD = $(wildcard $(shell rustc --print sysroot)/lib/rustlib/x86_64-unknown-
 # musl's own crt and libc (the rustup target's self-contained copies are what is missing) and LLVM's
 # libunwind (libunwind-14-dev), whose one glibc-only call, the fortified fprintf of its error
 # messages, static/musl_fprintf_chk.c supplies. build.rs adds --no-dynamic-linker (musl-gcc's specs
-# name musl's loader, and lld would write it into the static executable).
+# name musl's loader, and lld would write it into the static executable). std is built with its
+# optimize_for_size feature (smaller sorts and number formatting; docs/architecture.md, "Binary size").
 STATIC_RUSTC ?= /usr/bin/rustc
 STATIC_CARGO ?= /usr/bin/cargo
 LLVM_LIBUNWIND ?= /usr/lib/llvm-14/lib/libunwind.a
@@ -97,7 +98,7 @@ else
 	RUSTC_BOOTSTRAP=1 RUSTC=$(STATIC_RUSTC) RUSTDOC=$(dir $(STATIC_RUSTC))rustdoc \
 	CC_x86_64_unknown_linux_musl=musl-gcc CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=musl-gcc \
 	CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$(STATIC_RUSTFLAGS) -C link-self-contained=no -L native=$(MUSL_UNWIND_DIR)" \
-	$(STATIC_CARGO) build --release --target x86_64-unknown-linux-musl -Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind $(STATIC_CARGO_ARGS)
+	$(STATIC_CARGO) build --release --target x86_64-unknown-linux-musl -Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size $(STATIC_CARGO_ARGS)
 endif
 
 # pith's own figures (pith-bench: start-up, streams, sessions, 1,000 turns, export:
