@@ -4,7 +4,8 @@
 //! its answer to `roots/list`; connection failures in pi's words (`fetch failed`, the HTTP status
 //! text alone, "needs sign-in" for a 401 without a stored credential, `MCP server requires
 //! authentication` for a refused configured header); a call's timeout and its progress updates
-//! as pi words them; tools an MCP server lists mid-run declared at the next prompt; the first
+//! as pi words them (and a request answered 202); a token revoked mid-session leaves the server
+//! needing sign-in; tools an MCP server lists mid-run declared at the next prompt; the first
 //! prompt's `mcp_servers` section without the servers' instructions (pi connects its servers at
 //! the first prompt).
 //! The fake server below: std `TcpListener`, one request per connection.
@@ -30,6 +31,8 @@ struct State {
     grown: bool,
     /// The client's answer to our `roots/list` request.
     roots: Option<Value>,
+    /// The `revoke` tool ran: `auth` answers 401 from then on.
+    revoked: bool,
 }
 
 /// How the fake server answers: `ok` (JSON, a session), `e500` (every POST 500), `auth` (401
@@ -142,7 +145,10 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>) {
             &[],
         );
     }
-    if mode == "auth" && headers.get("authorization").map(String::as_str) != Some("Bearer good") {
+    let revoked = state.lock().unwrap().revoked;
+    if mode == "auth"
+        && (revoked || headers.get("authorization").map(String::as_str) != Some("Bearer good"))
+    {
         return reply(&mut conn, "401 Unauthorized", "", &[]);
     }
     if msg["id"] == "r1" {
@@ -163,7 +169,9 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>) {
         }
         "tools/list" => {
             let mut tools = vec![];
-            for n in ["echo", "sleep", "progress", "roots", "change"] {
+            for n in [
+                "echo", "sleep", "progress", "roots", "change", "accepted", "revoke",
+            ] {
                 tools.push(json!({"name": n, "inputSchema": {"type": "object"}}));
             }
             if state.lock().unwrap().grown {
@@ -214,6 +222,16 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>) {
                         std::thread::sleep(Duration::from_millis(20));
                     };
                     event(&mut conn, &text_result(&id, &roots.to_string()));
+                }
+                "accepted" => reply(&mut conn, "202 Accepted", "", &[]),
+                "revoke" => {
+                    state.lock().unwrap().revoked = true;
+                    reply(
+                        &mut conn,
+                        "200 OK",
+                        &text_result(&id, "revoked").to_string(),
+                        &[],
+                    );
                 }
                 "change" => {
                     head(&mut conn, "200 OK", &sse);
@@ -436,5 +454,34 @@ fn the_first_prompt_lists_servers_without_their_instructions() {
         vec![json!(format!(
             "{head}- mcp__c (codemode): Fake tools.\n- mcp__d (tool_search): Described\n</mcp_servers>"
         ))]
+    );
+}
+
+#[test]
+fn a_202_answer_and_a_token_revoked_mid_session_are_in_pis_words() {
+    let fake = Fake::start();
+    let (w, _llm) = fake_world(replies(&[
+        ("a", "mcp__h__accepted"),
+        ("b", "mcp__h__revoke"),
+        ("c", "mcp__h__echo"),
+    ]));
+    let url = fake.url("auth");
+    let auth = json!({ format!("mcp__h|{url}"): {"serverUrl": url,
+        "tokens": {"access_token": "good", "token_type": "Bearer"}} });
+    w.write_agent_file("mcp-auth.json", &auth.to_string());
+    let mut p = start(&w, json!({"h": {"url": url, "exposure": "direct"}}));
+    let frames = run(&mut p, "p1", "go");
+    assert_eq!(
+        end_text(&frames, "a"),
+        "MCP server accepted request tools/call without a response"
+    );
+    assert_eq!(end_text(&frames, "b"), "revoked");
+    assert_eq!(
+        end_text(&frames, "c"),
+        "MCP server \"h\" requires sign-in. Run /mcp to sign in."
+    );
+    assert_eq!(
+        mcp_notifies(&mut p, "m1"),
+        vec!["h: needs sign-in, run /mcp login h (direct)".to_string()]
     );
 }

@@ -788,15 +788,16 @@ impl Machine {
             let exposure = s.cfg.exposure.as_str();
             let (state, tools) = match (&s.life, s.cfg.enabled) {
                 (_, false) => ("disabled".to_string(), String::new()),
+                // pi's words: its `/mcp login` signs in (pith cannot: it opens no browser). A
+                // server whose token stopped working mid-session says so too.
+                (_, true) if s.needs_sign_in => (
+                    format!("needs sign-in, run /mcp login {}", s.cfg.name),
+                    String::new(),
+                ),
                 (Life::Starting(_), _) => ("starting".to_string(), String::new()),
                 (Life::Ready, _) => (
                     "connected".to_string(),
                     format!(", {} tools", s.tools.len()),
-                ),
-                // pi's words: its `/mcp login` signs in (pith cannot: it opens no browser).
-                (Life::Dead, _) if s.needs_sign_in => (
-                    format!("needs sign-in, run /mcp login {}", s.cfg.name),
-                    String::new(),
                 ),
                 (Life::Dead, _) => ("failed".to_string(), String::new()),
             };

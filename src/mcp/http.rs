@@ -713,7 +713,7 @@ fn request(shared: &Shared, method: &str, id: &Value, msg: &[u8]) {
         }
         shared.emit(v)
     };
-    if let Err(e) = read_answer(shared, resp, id, &mut forward) {
+    if let Err(e) = read_answer(shared, resp, method, id, &mut forward) {
         shared.fail(id, &e);
     }
 }
@@ -732,13 +732,14 @@ fn note_protocol(shared: &Shared, id: &Value, v: &Value) {
 fn read_answer(
     shared: &Shared,
     resp: Resp,
+    method: &str,
     id: &Value,
     sink: &mut dyn FnMut(Value) -> bool,
 ) -> Result<(), String> {
     if resp.status == 202 || resp.status == 204 {
+        // pi 1.6.0's words.
         return Err(format!(
-            "MCP server accepted the request without a response (HTTP {})",
-            resp.status
+            "MCP server accepted request {method} without a response"
         ));
     }
     match resp.content_type().as_str() {
@@ -1066,7 +1067,7 @@ fn renew_session(shared: &Shared, used: Option<&str>) -> Result<(), String> {
             shared.emit(v)
         }
     };
-    read_answer(shared, resp, &id, &mut sink)
+    read_answer(shared, resp, "initialize", &id, &mut sink)
         .map_err(|e| format!("MCP session expired and a new one failed: {e}"))?;
     let Some(answer) = result else {
         return Err("MCP session expired and a new one failed".into());
