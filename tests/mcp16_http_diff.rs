@@ -5,7 +5,8 @@
 //! text alone, "needs sign-in" for a 401 without a stored credential, `MCP server requires
 //! authentication` for a refused configured header); a call's timeout and its progress updates
 //! as pi words them (and a request answered 202); a token revoked mid-session leaves the server
-//! needing sign-in; tools an MCP server lists mid-run declared at the next prompt; the first
+//! needing sign-in; a header that cannot be resolved or an unsupported protocol version fail
+//! the server (not the configuration) in pi's words; tools an MCP server lists mid-run declared at the next prompt; the first
 //! prompt's `mcp_servers` section without the servers' instructions (pi connects its servers at
 //! the first prompt).
 //! The fake server below: std `TcpListener`, one request per connection.
@@ -161,7 +162,10 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>) {
     let sid = [("mcp-session-id", "s1")];
     match msg["method"].as_str().unwrap_or("") {
         "initialize" => {
-            let v = msg["params"]["protocolVersion"].clone();
+            let v = match mode.as_str() {
+                "badver" => json!("1999-01-01"),
+                _ => msg["params"]["protocolVersion"].clone(),
+            };
             let r = json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":v,
                 "capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"f","version":"1"},
                 "instructions":"Fake tools.\nMore."}});
@@ -484,4 +488,27 @@ fn a_202_answer_and_a_token_revoked_mid_session_are_in_pis_words() {
         mcp_notifies(&mut p, "m1"),
         vec!["h: needs sign-in, run /mcp login h (direct)".to_string()]
     );
+}
+
+#[test]
+fn an_unresolved_header_and_an_unknown_protocol_version_fail_the_server() {
+    let fake = Fake::start();
+    let (w, _llm) = fake_world(replies(&[]));
+    let mut p = start(
+        &w,
+        json!({
+            "ver": {"url": fake.url("badver")},
+            "m": {"url": fake.url("ok"), "headers": {"X-Ok": "plain", "X-Missing": "${PITH_NOPE_1}-$PITH_NOPE_2"}},
+        }),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        mcp_notifies(&mut p, "m1"),
+        vec![
+            "MCP servers need attention:\n  ver: failed: MCP server selected unsupported protocol version 1999-01-01\n  m: failed: Failed to resolve MCP server \"m\" header \"X-Missing\" from environment variables: PITH_NOPE_1, PITH_NOPE_2\nRun /mcp to fix.".to_string(),
+            "ver: failed (codemode)\n    MCP server selected unsupported protocol version 1999-01-01\nm: failed (codemode)\n    Failed to resolve MCP server \"m\" header \"X-Missing\" from environment variables: PITH_NOPE_1, PITH_NOPE_2".to_string(),
+        ]
+    );
+    // The server never got a request.
+    assert_eq!(fake.posts("initialize").len(), 1);
 }

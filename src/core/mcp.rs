@@ -147,6 +147,12 @@ impl Machine {
         if !enabled {
             return;
         }
+        // pi 1.6.0 resolves `headers` and `env` when it connects: a value it cannot resolve
+        // fails the server, not the configuration.
+        if let Some(e) = self.plugins.servers[index].cfg.start_error.clone() {
+            self.fail_server(index, "startup", &e);
+            return;
+        }
         match start {
             Start::Child(spec) => self.spawn_child(SpawnRequest {
                 target: Target::Mcp(index),
@@ -303,6 +309,10 @@ impl Machine {
                 match req {
                     McpReq::Initialize => match result
                         .map_err(|e| self.mcp_error_text(i, &e))
+                        .and_then(|r| match self.plugins.cfg.mcp_dialect {
+                            McpDialect::Pi => mcp::pi_initialize_problem(&r).map_or(Ok(r), Err),
+                            McpDialect::Pith => Ok(r),
+                        })
                         .and_then(|r| mcp::check_initialize(&r))
                     {
                         Ok(info) => {

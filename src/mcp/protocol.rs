@@ -217,6 +217,23 @@ pub struct ServerInfo {
     pub has_resources: bool,
 }
 
+/// What pi 1.6.0's client finds wrong with an `initialize` result, in its words: a result
+/// without the fields the spec requires, or a protocol version it does not speak.
+pub fn pi_initialize_problem(result: &Value) -> Option<String> {
+    let str_at = |p: &str| result.pointer(p).is_some_and(Value::is_string);
+    let valid = str_at("/protocolVersion")
+        && result.get("capabilities").is_some_and(Value::is_object)
+        && str_at("/serverInfo/name")
+        && str_at("/serverInfo/version")
+        && result.get("instructions").is_none_or(Value::is_string);
+    if !valid {
+        return Some("Invalid MCP initialize result".into());
+    }
+    let version = result.get("protocolVersion").and_then(Value::as_str)?;
+    (!PROTOCOL_VERSIONS.contains(&version))
+        .then(|| format!("MCP server selected unsupported protocol version {version}"))
+}
+
 pub fn check_initialize(result: &Value) -> Result<ServerInfo, String> {
     let version = result
         .get("protocolVersion")
@@ -620,6 +637,15 @@ mod tests {
 
     #[test]
     fn initialize_negotiation() {
+        assert_eq!(
+            pi_initialize_problem(&json!({"protocolVersion":"1999-01-01","capabilities":{},
+                "serverInfo":{"name":"t","version":"1"}})),
+            Some("MCP server selected unsupported protocol version 1999-01-01".into())
+        );
+        assert_eq!(
+            pi_initialize_problem(&json!({"protocolVersion":"2025-11-25","capabilities":{}})),
+            Some("Invalid MCP initialize result".into())
+        );
         let ok = check_initialize(&json!({"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"t"}})).unwrap();
         assert_eq!(ok.protocol_version, "2025-03-26");
         assert!(ok.has_tools);
