@@ -494,10 +494,11 @@ fn a_202_answer_and_a_token_revoked_mid_session_are_in_pis_words() {
 fn an_unresolved_header_and_an_unknown_protocol_version_fail_the_server() {
     let fake = Fake::start();
     let (w, _llm) = fake_world(replies(&[]));
+    // After `/mcp`, pi knows what its servers said.
     let mut p = start(
         &w,
         json!({
-            "ver": {"url": fake.url("badver")},
+            "ver": {"url": fake.url("badver"), "exposure": "deferred"},
             "m": {"url": fake.url("ok"), "headers": {"X-Ok": "plain", "X-Missing": "${PITH_NOPE_1}-$PITH_NOPE_2"}},
         }),
     );
@@ -506,9 +507,20 @@ fn an_unresolved_header_and_an_unknown_protocol_version_fail_the_server() {
         mcp_notifies(&mut p, "m1"),
         vec![
             "MCP servers need attention:\n  ver: failed: MCP server selected unsupported protocol version 1999-01-01\n  m: failed: Failed to resolve MCP server \"m\" header \"X-Missing\" from environment variables: PITH_NOPE_1, PITH_NOPE_2\nRun /mcp to fix.".to_string(),
-            "ver: failed (codemode)\n    MCP server selected unsupported protocol version 1999-01-01\nm: failed (codemode)\n    Failed to resolve MCP server \"m\" header \"X-Missing\" from environment variables: PITH_NOPE_1, PITH_NOPE_2".to_string(),
+            "ver: failed (deferred)\n    MCP server selected unsupported protocol version 1999-01-01\nm: failed (codemode)\n    Failed to resolve MCP server \"m\" header \"X-Missing\" from environment variables: PITH_NOPE_1, PITH_NOPE_2".to_string(),
         ]
     );
     // The server never got a request.
     assert_eq!(fake.posts("initialize").len(), 1);
+    // The server that failed after `initialize` told its instructions: not listed (pi keeps
+    // them only from a connection that succeeded).
+    let frames = run(&mut p, "p1", "go");
+    let sys = frames
+        .iter()
+        .find(|f| f["type"] == "message_end" && f["message"]["role"] == "system")
+        .unwrap();
+    assert_eq!(
+        sys["message"]["sections"]["mcp_servers"],
+        "<mcp_servers>\nMCP servers whose tools are not declared to you. Call the tools of `codemode` servers from codemode scripts. Load the tools of `tool_search` servers with `tool_search`.\n- mcp__m (codemode)\n- mcp__ver (tool_search)\n</mcp_servers>"
+    );
 }

@@ -718,6 +718,10 @@ impl Machine {
         if s.life == Life::Dead {
             return;
         }
+        // pi keeps a server's instructions only from a connection that succeeded.
+        if matches!(s.life, Life::Starting(_)) {
+            s.instructions = None;
+        }
         s.life = Life::Dead;
         s.error = Some(error.to_string());
         s.tools.clear();
