@@ -1200,6 +1200,7 @@ fn mcp_servers(v: Option<&Value>) -> Result<Vec<crate::mcp::config::ServerConfig
             timeout: None,
             enabled: true,
             source: PathBuf::from("<acp client>"),
+            start_error: None,
         });
     }
     Ok(out)

@@ -289,6 +289,9 @@ impl Machine {
         let tools = self.env.tools.clone();
         let (system_message, system_prompt, schemas) = if self.profile.agent.system_messages {
             let (update, text) = self.system_update(!prompts.is_empty(), &remote);
+            if !prompts.is_empty() {
+                self.plugins.mcp_connect_requested = true;
+            }
             let schemas = crate::prompt::sections::request_tools(
                 &self.env.tools,
                 self.env.settings.codemode_presentation(),
@@ -1396,7 +1399,18 @@ impl Machine {
         if self.profile.agent.tool_changes != ToolChanges::Declare || self.run.is_none() {
             return;
         }
-        let remote = self.offered_remote_tools();
+        let mut remote = self.offered_remote_tools();
+        // pi 1.6.0 registers the tools of an MCP server that connected or whose list changed
+        // during a run for the next prompt: only `tool_search` declares MCP tools mid-run.
+        if self.plugins.cfg.mcp_dialect == crate::protocol::McpDialect::Pi
+            && let Some(run) = self.run.as_ref()
+        {
+            remote.retain(|t| {
+                !matches!(t.owner, crate::core::plugins::Owner::Mcp { .. })
+                    || run.remote.iter().any(|r| r.name == t.name)
+                    || run.loaded.contains(&t.name)
+            });
+        }
         let (update, text) = self.system_update(true, &remote);
         if let Some(run) = self.run.as_mut() {
             run.system_prompt = text;

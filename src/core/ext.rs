@@ -502,6 +502,7 @@ impl Machine {
             "llama" => (texts.llama_command?.to_string(), "warning"),
             "mcp" => {
                 let none = texts.mcp_command_unconfigured?;
+                self.plugins.mcp_connect_requested = true;
                 if self.plugins.servers.is_empty() && self.plugins.cfg.mcp_errors.is_empty() {
                     let dir = self.env.agent_dir.display().to_string();
                     (none.replace("{agentDir}", &dir), "info")

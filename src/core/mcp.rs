@@ -142,8 +142,15 @@ impl Machine {
             listing: None,
             list_again: false,
             protocol_version: String::new(),
+            needs_sign_in: false,
         });
         if !enabled {
+            return;
+        }
+        // pi 1.6.0 resolves `headers` and `env` when it connects: a value it cannot resolve
+        // fails the server, not the configuration.
+        if let Some(e) = self.plugins.servers[index].cfg.start_error.clone() {
+            self.fail_server(index, "startup", &e);
             return;
         }
         match start {
@@ -188,7 +195,10 @@ impl Machine {
 
     /// The process runs: the handshake starts.
     pub(crate) fn mcp_initialize(&mut self, i: usize) {
-        let params = mcp::initialize_params(env!("CARGO_PKG_VERSION"));
+        let params = match self.plugins.cfg.mcp_dialect {
+            McpDialect::Pi => mcp::initialize_params_pi(),
+            McpDialect::Pith => mcp::initialize_params(env!("CARGO_PKG_VERSION")),
+        };
         self.mcp_request(i, McpReq::Initialize, "initialize", Some(params));
     }
 
@@ -298,7 +308,11 @@ impl Machine {
                 };
                 match req {
                     McpReq::Initialize => match result
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| self.mcp_error_text(i, &e))
+                        .and_then(|r| match self.plugins.cfg.mcp_dialect {
+                            McpDialect::Pi => mcp::pi_initialize_problem(&r).map_or(Ok(r), Err),
+                            McpDialect::Pith => Ok(r),
+                        })
                         .and_then(|r| mcp::check_initialize(&r))
                     {
                         Ok(info) => {
@@ -312,12 +326,15 @@ impl Machine {
                                 self.plugins.servers[i].life = Life::Ready;
                             }
                         }
+                        Err(e) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
+                            self.fail_server(i, "startup", &e)
+                        }
                         Err(e) => {
                             self.fail_server(i, "startup", &format!("initialize failed: {e}"))
                         }
                     },
                     McpReq::List => match result
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| self.mcp_error_text(i, &e))
                         .and_then(|r| mcp::parse_tools_page(&r))
                     {
                         Ok((tools, cursor)) => {
@@ -333,7 +350,10 @@ impl Machine {
                             }
                         }
                         Err(e) => {
-                            if matches!(self.plugins.servers[i].life, Life::Starting(_)) {
+                            let pi = self.plugins.cfg.mcp_dialect == McpDialect::Pi;
+                            if matches!(self.plugins.servers[i].life, Life::Starting(_)) && pi {
+                                self.fail_server(i, "startup", &e);
+                            } else if matches!(self.plugins.servers[i].life, Life::Starting(_)) {
                                 self.fail_server(i, "startup", &format!("tools/list failed: {e}"));
                             } else {
                                 let path = self.plugins.servers[i].path();
@@ -366,15 +386,19 @@ impl Machine {
                         Ok(v) => self.tool_finished(batch, index, mcp::call_result(&v)),
                         // pi 1.6.0 reports a JSON-RPC error answer by its message alone.
                         Err(e) if self.plugins.cfg.mcp_dialect == McpDialect::Pi => {
-                            self.tool_finished(batch, index, Err(e.message))
+                            let text = self.mcp_error_text(i, &e);
+                            self.tool_finished(batch, index, Err(text))
                         }
                         Err(e) => self.tool_finished(batch, index, Err(e.to_string())),
                     },
                 }
             }
             Incoming::Request { id, method } => {
+                let pi = self.plugins.cfg.mcp_dialect == McpDialect::Pi;
                 let line = if method == "ping" {
                     mcp::result_response(&id, json!({}))
+                } else if pi && method == "roots/list" {
+                    mcp::result_response(&id, mcp::roots_result(&self.env.cwd))
                 } else {
                     mcp::error_response(
                         &id,
@@ -396,20 +420,31 @@ impl Machine {
                     }
                 }
                 "notifications/progress" => {
-                    let Some((token, text)) = mcp::progress_text(&params) else {
+                    let pi = self.plugins.cfg.mcp_dialect == McpDialect::Pi;
+                    let progress = if pi {
+                        mcp::progress_text_pi(&params)
+                    } else {
+                        mcp::progress_text(&params)
+                    };
+                    let Some((token, text)) = progress else {
                         return;
                     };
                     let timeout = self.mcp_timeout(i, true);
-                    let Some((McpReq::Call { batch, index, .. }, deadline)) =
-                        self.plugins.servers[i].requests.get_mut(&token)
+                    let server = &self.plugins.servers[i];
+                    let Some((McpReq::Call { batch, index, tool }, _)) =
+                        server.requests.get(&token)
                     else {
                         return;
                     };
-                    *deadline = Instant::now() + timeout;
+                    // pi 1.6.0's updates name the server and the tool, as its results do.
+                    let details = pi.then(|| json!({"server": server.cfg.name, "tool": tool}));
                     let (batch, index) = (*batch, *index);
+                    if let Some((_, deadline)) = self.plugins.servers[i].requests.get_mut(&token) {
+                        *deadline = Instant::now() + timeout;
+                    }
                     let out = ToolOutput {
                         content: vec![crate::message::Content::text(text)],
-                        details: None,
+                        details,
                         ..Default::default()
                     };
                     self.on_tool_event(batch, index, ToolEvent::Update(out));
@@ -629,23 +664,51 @@ impl Machine {
                         );
                     }
                     McpReq::Call { batch, index, tool } => {
-                        let secs = self.mcp_timeout(i, true).as_secs();
+                        let timeout = self.mcp_timeout(i, true);
+                        let secs = timeout.as_secs();
                         let name = self.plugins.servers[i].cfg.name.clone();
-                        let params = json!({"requestId": id, "reason": "timed out"});
+                        let pi = self.plugins.cfg.mcp_dialect == McpDialect::Pi;
+                        let reason = if pi { "Request timed out" } else { "timed out" };
+                        let params = json!({"requestId": id, "reason": reason});
                         self.mcp_write(
                             i,
                             mcp::notification("notifications/cancelled", Some(params)),
                         );
-                        self.tool_finished(
-                            batch,
-                            index,
-                            Err(format!(
+                        // pi 1.6.0: the MCP client's words, the timeout in milliseconds.
+                        let text = if pi {
+                            format!("MCP request timed out after {}ms", timeout.as_millis())
+                        } else {
+                            format!(
                                 "MCP server \"{name}\" did not answer the call of {tool} within {secs} seconds"
-                            )),
-                        );
+                            )
+                        };
+                        self.tool_finished(batch, index, Err(text));
                     }
                 }
             }
+        }
+    }
+
+    /// The text of an error answer from server `i`'s connection. pith's client: the JSON-RPC
+    /// error. pi's: the message alone, or for a failure of the HTTP transport pi 1.6.0's
+    /// words (`fetch failed`, `MCP server requires authentication`, the sign-in request, which
+    /// also marks the server as needing sign-in).
+    fn mcp_error_text(&mut self, i: usize, e: &mcp::RpcError) -> String {
+        if self.plugins.cfg.mcp_dialect != McpDialect::Pi {
+            return e.to_string();
+        }
+        let name = &self.plugins.servers[i].cfg.name;
+        match e.transport {
+            Some(mcp::TransportFailure::Unreachable) => "fetch failed".to_string(),
+            Some(mcp::TransportFailure::AuthRefused) => {
+                "MCP server requires authentication".to_string()
+            }
+            Some(mcp::TransportFailure::SignIn) => {
+                let text = format!("MCP server \"{name}\" requires sign-in. Run /mcp to sign in.");
+                self.plugins.servers[i].needs_sign_in = true;
+                text
+            }
+            None => e.message.clone(),
         }
     }
 
@@ -654,6 +717,10 @@ impl Machine {
         let s = &mut self.plugins.servers[i];
         if s.life == Life::Dead {
             return;
+        }
+        // pi keeps a server's instructions only from a connection that succeeded.
+        if matches!(s.life, Life::Starting(_)) {
+            s.instructions = None;
         }
         s.life = Life::Dead;
         s.error = Some(error.to_string());
@@ -709,7 +776,9 @@ impl Machine {
             .map(|e| format!("config: {e}"))
             .collect();
         for s in &self.plugins.servers {
-            if let (Life::Dead, Some(e)) = (&s.life, &s.error) {
+            if s.needs_sign_in && s.life == Life::Dead {
+                lines.push(format!("{}: needs sign-in", s.cfg.name));
+            } else if let (Life::Dead, Some(e)) = (&s.life, &s.error) {
                 let first = e.lines().next().unwrap_or("unknown error");
                 lines.push(format!("{}: failed: {first}", s.cfg.name));
             }
@@ -733,6 +802,12 @@ impl Machine {
             let exposure = s.cfg.exposure.as_str();
             let (state, tools) = match (&s.life, s.cfg.enabled) {
                 (_, false) => ("disabled".to_string(), String::new()),
+                // pi's words: its `/mcp login` signs in (pith cannot: it opens no browser). A
+                // server whose token stopped working mid-session says so too.
+                (_, true) if s.needs_sign_in => (
+                    format!("needs sign-in, run /mcp login {}", s.cfg.name),
+                    String::new(),
+                ),
                 (Life::Starting(_), _) => ("starting".to_string(), String::new()),
                 (Life::Ready, _) => (
                     "connected".to_string(),
@@ -741,7 +816,7 @@ impl Machine {
                 (Life::Dead, _) => ("failed".to_string(), String::new()),
             };
             let error = match (&s.life, &s.error) {
-                (Life::Dead, Some(e)) if s.cfg.enabled => {
+                (Life::Dead, Some(e)) if s.cfg.enabled && !s.needs_sign_in => {
                     format!("\n    {}", e.split('\n').collect::<Vec<_>>().join("\n    "))
                 }
                 _ => String::new(),

@@ -509,6 +509,8 @@ pub struct Server {
     /// `notifications/tools/list_changed` arrived while listing: list again.
     pub list_again: bool,
     pub protocol_version: String,
+    /// pi's client: it failed for want of a stored credential (`/mcp` says "needs sign-in").
+    pub needs_sign_in: bool,
 }
 
 impl Server {
@@ -693,6 +695,10 @@ pub struct Plugins {
     pub tools_wait_servers: Option<u64>,
     /// pi's MCP client reported its start-up problems (once).
     pub mcp_reported: bool,
+    /// pi's MCP client connects its servers at the first prompt (or `/mcp`): until then it
+    /// knows no server's instructions, so the first prompt's `mcp_servers` section has none
+    /// (unless it waited for servers with direct tools).
+    pub mcp_connect_requested: bool,
     /// pi's MCP client: until when the first prompt waits for servers with direct tools (10 s).
     pub mcp_wait_until: Option<Instant>,
     /// pi's MCP client: the first prompt has waited; later prompts do not wait for servers.

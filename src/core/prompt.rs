@@ -88,6 +88,10 @@ impl Machine {
         if self.plugins.cfg.mcp_dialect != crate::protocol::McpDialect::Pi {
             return None;
         }
+        // pi connects its servers at the first prompt (after this section is made) unless
+        // `/mcp` asked earlier, or the prompt waited for servers with direct tools.
+        let known = self.plugins.mcp_connect_requested
+            || self.plugins.servers.iter().any(|s| s.blocks_prompt);
         let listed: Vec<Listed> = self
             .plugins
             .servers
@@ -102,10 +106,11 @@ impl Machine {
                 } else {
                     return None;
                 };
+                let instructions = s.instructions.as_deref().filter(|_| known);
                 Some(Listed {
                     name: &s.cfg.name,
                     reach,
-                    summary: summary(s.cfg.description.as_deref(), s.instructions.as_deref()),
+                    summary: summary(s.cfg.description.as_deref(), instructions),
                 })
             })
             .collect();

@@ -25,6 +25,9 @@ pub struct ServerConfig {
     pub enabled: bool,
     /// The file that defines it (shown by `/mcp`).
     pub source: PathBuf,
+    /// pi's `mcp.json`: a value of `headers`/`env` that could not be resolved (an unset
+    /// variable, a failed command): the server fails to start with this text, as in pi.
+    pub start_error: Option<String>,
 }
 
 /// How pith reaches a server.
@@ -231,6 +234,7 @@ fn one(
             timeout: None,
             enabled: true,
             source: base.to_path_buf(),
+            start_error: None,
         }));
     }
     if ty.is_some_and(|t| t != "stdio") {
@@ -286,6 +290,7 @@ fn one(
         timeout: None,
         enabled: true,
         source: base.to_path_buf(),
+        start_error: None,
     }))
 }
 

@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 use crate::io::child::{ChildEvent, Limits, WriteError};
 use crate::llm::sse::{SseEvent, SseParser};
 use crate::mcp::auth::{AuthError, AuthStore, Mutex};
+use crate::mcp::protocol::{TRANSPORT_FAILURE_KEY, TransportFailure};
 
 /// A remote MCP server.
 #[derive(Clone, Debug, PartialEq)]
@@ -232,6 +233,15 @@ impl Shared {
     /// A JSON-RPC error answering our request `id`.
     fn fail(&self, id: &Value, message: &str) {
         self.emit(json!({"jsonrpc": "2.0", "id": id, "error": {"code": INTERNAL_ERROR, "message": message}}));
+    }
+
+    /// [`Self::fail`] for a failure of the transport itself, its kind in `data` (read back by
+    /// [`crate::mcp::protocol::RpcError::transport`]) so pi's client can word it as pi does.
+    fn fail_as(&self, id: &Value, message: &str, kind: TransportFailure) {
+        self.emit(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": INTERNAL_ERROR,
+            "message": message, "data": {TRANSPORT_FAILURE_KEY: kind.as_str()}}}),
+        );
     }
 
     fn configured_auth(&self) -> bool {
@@ -532,6 +542,8 @@ fn describe_status(status: u16, body: &str) -> String {
 enum AuthNext {
     Retry,
     Fail(String),
+    /// No usable credential, or the configured `Authorization` was refused.
+    Refused(String, TransportFailure),
 }
 
 /// A 401 (or a 403 asking for scope): refresh the stored credential once, or say how to sign in.
@@ -540,20 +552,25 @@ fn on_unauthorized(shared: &Shared, resp: Resp, token: Option<&str>, tried: bool
     let insufficient = status == 403;
     drop(resp);
     if shared.configured_auth() {
-        return AuthNext::Fail(format!(
-            "MCP server \"{}\" refused the configured Authorization header (HTTP {status})",
-            shared.name
-        ));
+        return AuthNext::Refused(
+            format!(
+                "MCP server \"{}\" refused the configured Authorization header (HTTP {status})",
+                shared.name
+            ),
+            TransportFailure::AuthRefused,
+        );
     }
     let Some(auth) = &shared.auth else {
-        return AuthNext::Fail(shared.sign_in_message());
+        return AuthNext::Refused(shared.sign_in_message(), TransportFailure::SignIn);
     };
     if tried || insufficient {
-        return AuthNext::Fail(shared.sign_in_message());
+        return AuthNext::Refused(shared.sign_in_message(), TransportFailure::SignIn);
     }
     match auth.refresh(token) {
         Ok(()) => AuthNext::Retry,
-        Err(AuthError::NeedsSignIn) => AuthNext::Fail(shared.sign_in_message()),
+        Err(AuthError::NeedsSignIn) => {
+            AuthNext::Refused(shared.sign_in_message(), TransportFailure::SignIn)
+        }
         Err(AuthError::Failed(e)) => AuthNext::Fail(format!(
             "MCP server \"{}\": cannot refresh its sign-in: {e}",
             shared.name
@@ -580,6 +597,8 @@ enum Posted {
     Unreachable(String),
     /// The server answered with a failure.
     Failed(String),
+    /// Not authorised (see [`AuthNext::Refused`]).
+    Refused(String, TransportFailure),
     /// The connection was closed while waiting to retry.
     Closed,
 }
@@ -607,6 +626,7 @@ fn post(shared: &Shared, msg: &[u8], recover: Recover) -> Posted {
                         continue;
                     }
                     AuthNext::Fail(e) => return Posted::Failed(e),
+                    AuthNext::Refused(e, kind) => return Posted::Refused(e, kind),
                 }
             }
             Ok(resp) if resp.status == 404 && used.is_some() => {
@@ -652,7 +672,7 @@ fn post_one_way(shared: &Shared, msg: &[u8], may_renew: bool) {
     };
     let failure = match post(shared, msg, recover) {
         Posted::Answer(_) | Posted::Closed => return,
-        Posted::Unreachable(e) | Posted::Failed(e) => e,
+        Posted::Unreachable(e) | Posted::Failed(e) | Posted::Refused(e, _) => e,
     };
     eprintln!(
         "pith: MCP server {}: a notification was not delivered: {failure}",
@@ -681,9 +701,10 @@ fn request(shared: &Shared, method: &str, id: &Value, msg: &[u8]) {
         Posted::Closed => return,
         Posted::Unreachable(e) => {
             let e = format!("MCP server \"{}\" cannot be reached: {e}", shared.name);
-            return shared.fail(id, &e);
+            return shared.fail_as(id, &e, TransportFailure::Unreachable);
         }
         Posted::Failed(e) => return shared.fail(id, &e),
+        Posted::Refused(e, kind) => return shared.fail_as(id, &e, kind),
     };
     let initialize = method == "initialize";
     let mut forward = |v: Value| {
@@ -692,7 +713,7 @@ fn request(shared: &Shared, method: &str, id: &Value, msg: &[u8]) {
         }
         shared.emit(v)
     };
-    if let Err(e) = read_answer(shared, resp, id, &mut forward) {
+    if let Err(e) = read_answer(shared, resp, method, id, &mut forward) {
         shared.fail(id, &e);
     }
 }
@@ -711,13 +732,14 @@ fn note_protocol(shared: &Shared, id: &Value, v: &Value) {
 fn read_answer(
     shared: &Shared,
     resp: Resp,
+    method: &str,
     id: &Value,
     sink: &mut dyn FnMut(Value) -> bool,
 ) -> Result<(), String> {
     if resp.status == 202 || resp.status == 204 {
+        // pi 1.6.0's words.
         return Err(format!(
-            "MCP server accepted the request without a response (HTTP {})",
-            resp.status
+            "MCP server accepted request {method} without a response"
         ));
     }
     match resp.content_type().as_str() {
@@ -917,7 +939,7 @@ fn open_get(
                     auth_tried = true;
                     continue;
                 }
-                AuthNext::Fail(e) => return Err((e, false)),
+                AuthNext::Fail(e) | AuthNext::Refused(e, _) => return Err((e, false)),
             }
         }
         if !(200..300).contains(&resp.status) {
@@ -1045,7 +1067,7 @@ fn renew_session(shared: &Shared, used: Option<&str>) -> Result<(), String> {
             shared.emit(v)
         }
     };
-    read_answer(shared, resp, &id, &mut sink)
+    read_answer(shared, resp, "initialize", &id, &mut sink)
         .map_err(|e| format!("MCP session expired and a new one failed: {e}"))?;
     let Some(answer) = result else {
         return Err("MCP session expired and a new one failed".into());

@@ -252,6 +252,7 @@ fn server(
     if ty == Some("sse") {
         return fail("legacy SSE transport is not supported; use the streamable HTTP URL");
     }
+    let mut start_error: Option<String> = None;
     let transport = match (e.get("url"), e.get("command")) {
         (Some(Value::String(url)), _) if matches!(ty, None | Some("http" | "streamable-http")) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
@@ -261,13 +262,18 @@ fn server(
             match e.get("headers") {
                 None => {}
                 Some(Value::Object(h)) => {
+                    if h.values().any(|v| !v.is_string()) {
+                        return fail("headers must map names to strings");
+                    }
                     for (k, v) in h {
-                        let Some(v) = v.as_str() else {
-                            return fail("headers must map names to strings");
-                        };
-                        let v = resolve_value(v, inputs)
-                            .map_err(|m| format!("server \"{name}\": header \"{k}\": {m}"))?;
-                        headers.push((k.clone(), v));
+                        match resolve_value(v.as_str().unwrap_or_default(), inputs) {
+                            Ok(v) => headers.push((k.clone(), v)),
+                            Err(u) if start_error.is_none() => {
+                                let what = format!("MCP server \"{name}\" header \"{k}\"");
+                                start_error = Some(u.pi_text(&what));
+                            }
+                            Err(_) => {}
+                        }
                     }
                 }
                 Some(_) => return fail("headers must map names to strings"),
@@ -299,13 +305,18 @@ fn server(
             match e.get("env") {
                 None => {}
                 Some(Value::Object(m)) => {
+                    if m.values().any(|v| !v.is_string()) {
+                        return fail("env must map names to strings");
+                    }
                     for (k, v) in m {
-                        let Some(v) = v.as_str() else {
-                            return fail("env must map names to strings");
-                        };
-                        let v = resolve_value(v, inputs)
-                            .map_err(|m| format!("server \"{name}\" env \"{k}\": {m}"))?;
-                        env.push((k.clone(), v));
+                        match resolve_value(v.as_str().unwrap_or_default(), inputs) {
+                            Ok(v) => env.push((k.clone(), v)),
+                            Err(u) if start_error.is_none() => {
+                                let what = format!("MCP server \"{name}\" env \"{k}\"");
+                                start_error = Some(u.pi_text(&what));
+                            }
+                            Err(_) => {}
+                        }
                     }
                 }
                 Some(_) => return fail("env must map names to strings"),
@@ -360,6 +371,7 @@ fn server(
         timeout,
         enabled,
         source: source.to_path_buf(),
+        start_error,
     })
 }
 
@@ -482,16 +494,21 @@ fn loopback_redirect(url: &str) -> Option<Option<u64>> {
 
 /// A value of `env` or `headers`: `!command` (the whole value) runs it; otherwise `$VAR` and
 /// `${VAR}` are replaced (an unset or empty variable is an error), `$$` is `$` and `$!` is `!`.
-pub fn resolve_value(v: &str, inputs: &Inputs) -> Result<String, String> {
+pub fn resolve_value(v: &str, inputs: &Inputs) -> Result<String, Unresolved> {
     if let Some(cmd) = v.strip_prefix('!') {
-        return (inputs.run)(cmd).ok_or_else(|| format!("command failed: {cmd}"));
+        return (inputs.run)(cmd).ok_or_else(|| Unresolved::Command(cmd.to_string()));
     }
     let mut out = String::with_capacity(v.len());
     let mut rest = v;
-    let var = |name: &str| {
-        (inputs.env)(name)
-            .filter(|x| !x.is_empty())
-            .ok_or_else(|| format!("environment variable {name} is not set"))
+    let mut missing: Vec<String> = Vec::new();
+    let mut var = |name: &str| match (inputs.env)(name).filter(|x| !x.is_empty()) {
+        Some(x) => Ok::<String, Unresolved>(x),
+        None => {
+            if !missing.iter().any(|m| m == name) {
+                missing.push(name.to_string());
+            }
+            Ok(String::new())
+        }
     };
     while let Some(i) = rest.find('$') {
         out.push_str(&rest[..i]);
@@ -530,7 +547,47 @@ pub fn resolve_value(v: &str, inputs: &Inputs) -> Result<String, String> {
         }
     }
     out.push_str(rest);
+    if !missing.is_empty() {
+        return Err(Unresolved::Vars(missing));
+    }
     Ok(out)
+}
+
+/// Why a configured value could not be resolved.
+#[derive(Debug, PartialEq)]
+pub enum Unresolved {
+    /// These variables are unset or empty.
+    Vars(Vec<String>),
+    /// This command failed.
+    Command(String),
+}
+
+impl Unresolved {
+    /// pi 1.6.0's words, `what` naming the value (`MCP server "x" header "H"`).
+    pub fn pi_text(&self, what: &str) -> String {
+        match self {
+            Unresolved::Vars(v) if v.len() == 1 => {
+                format!(
+                    "Failed to resolve {what} from environment variable: {}",
+                    v[0]
+                )
+            }
+            Unresolved::Vars(v) => format!(
+                "Failed to resolve {what} from environment variables: {}",
+                v.join(", ")
+            ),
+            Unresolved::Command(c) => format!("Failed to resolve {what} from shell command: {c}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unresolved::Vars(v) => write!(f, "environment variable {} is not set", v.join(", ")),
+            Unresolved::Command(c) => write!(f, "command failed: {c}"),
+        }
+    }
 }
 
 fn is_var_name(s: &str) -> bool {
@@ -581,10 +638,18 @@ mod tests {
         assert_eq!(resolve_value("!echo hi", &i).unwrap(), "hi");
         assert_eq!(resolve_value("${a-b}", &i).unwrap(), "${a-b}");
         assert_eq!(
-            resolve_value("${EMPTY}", &i).unwrap_err(),
+            resolve_value("${EMPTY}", &i).unwrap_err().to_string(),
             "environment variable EMPTY is not set"
         );
-        assert!(resolve_value("!false", &i).is_err());
+        let e = resolve_value("$A-${EMPTY}-$A", &i).unwrap_err();
+        assert_eq!(
+            e.pi_text("MCP server \"m\" header \"H\""),
+            "Failed to resolve MCP server \"m\" header \"H\" from environment variables: A, EMPTY"
+        );
+        assert_eq!(
+            resolve_value("!false", &i).unwrap_err().pi_text("x"),
+            "Failed to resolve x from shell command: false"
+        );
     }
 
     #[test]

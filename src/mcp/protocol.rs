@@ -51,6 +51,41 @@ pub fn error_response(id: &Value, code: i64, message: &str) -> Vec<u8> {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
+    /// The HTTP transport's own failure (it answers our request in the server's stead).
+    pub transport: Option<TransportFailure>,
+}
+
+/// The key in `error.data` under which the HTTP transport names its failure.
+pub const TRANSPORT_FAILURE_KEY: &str = "pithTransportFailure";
+
+/// Failures of the HTTP transport that pi's client words on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportFailure {
+    /// The server could not be reached.
+    Unreachable,
+    /// No usable stored credential: sign in with pi.
+    SignIn,
+    /// The configured `Authorization` header was refused.
+    AuthRefused,
+}
+
+impl TransportFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportFailure::Unreachable => "unreachable",
+            TransportFailure::SignIn => "signIn",
+            TransportFailure::AuthRefused => "authRefused",
+        }
+    }
+
+    fn parse(s: &str) -> Option<TransportFailure> {
+        match s {
+            "unreachable" => Some(TransportFailure::Unreachable),
+            "signIn" => Some(TransportFailure::SignIn),
+            "authRefused" => Some(TransportFailure::AuthRefused),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for RpcError {
@@ -106,12 +141,18 @@ pub fn classify(v: &Value) -> Incoming {
                         .and_then(Value::as_str)
                         .unwrap_or("(no message)")
                         .to_string(),
+                    transport: e
+                        .get("data")
+                        .and_then(|d| d.get(TRANSPORT_FAILURE_KEY))
+                        .and_then(Value::as_str)
+                        .and_then(TransportFailure::parse),
                 }),
                 None => match obj.get("result") {
                     Some(r) => Ok(r.clone()),
                     None => Err(RpcError {
                         code: 0,
                         message: "response without result or error".into(),
+                        transport: None,
                     }),
                 },
             };
@@ -121,6 +162,39 @@ pub fn classify(v: &Value) -> Incoming {
             Incoming::Invalid("neither a request, a notification nor a response".into())
         }
     }
+}
+
+/// The protocol version pi 1.6.0 asks for (its newest).
+pub const PI_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// pi 1.6.0's `initialize`: its newest protocol version, the `roots` capability (it answers
+/// `roots/list` with the session's directory) and `clientInfo` `pi`/1.6.0.
+pub fn initialize_params_pi() -> Value {
+    json!({
+        "protocolVersion": PI_PROTOCOL_VERSION,
+        "capabilities": {"roots": {}},
+        "clientInfo": {"name": "pi", "version": "1.6.0"},
+    })
+}
+
+/// pi 1.6.0's answer to `roots/list`: the directory as a `file:` URL (Node's `pathToFileURL`:
+/// bytes outside the URL path's safe set percent-encoded) and its last component as the name.
+pub fn roots_result(cwd: &std::path::Path) -> Value {
+    let path = cwd.to_string_lossy();
+    let mut uri = String::from("file://");
+    for b in path.bytes() {
+        let safe = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
+        if safe {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let name = cwd
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    json!({"roots": [{"uri": uri, "name": name}]})
 }
 
 pub fn initialize_params(client_version: &str) -> Value {
@@ -141,6 +215,23 @@ pub struct ServerInfo {
     pub instructions: Option<String>,
     /// It offers resources.
     pub has_resources: bool,
+}
+
+/// What pi 1.6.0's client finds wrong with an `initialize` result, in its words: a result
+/// without the fields the spec requires, or a protocol version it does not speak.
+pub fn pi_initialize_problem(result: &Value) -> Option<String> {
+    let str_at = |p: &str| result.pointer(p).is_some_and(Value::is_string);
+    let valid = str_at("/protocolVersion")
+        && result.get("capabilities").is_some_and(Value::is_object)
+        && str_at("/serverInfo/name")
+        && str_at("/serverInfo/version")
+        && result.get("instructions").is_none_or(Value::is_string);
+    if !valid {
+        return Some("Invalid MCP initialize result".into());
+    }
+    let version = result.get("protocolVersion").and_then(Value::as_str)?;
+    (!PROTOCOL_VERSIONS.contains(&version))
+        .then(|| format!("MCP server selected unsupported protocol version {version}"))
 }
 
 pub fn check_initialize(result: &Value) -> Result<ServerInfo, String> {
@@ -444,6 +535,27 @@ pub fn call_result(result: &Value) -> ToolResult {
 }
 
 /// A progress notification for `token`: a one-line text for `tool_execution_update`.
+/// pi 1.6.0's text of a progress notification: its message, else `Progress <p>[/<total>]`.
+pub fn progress_text_pi(params: &Value) -> Option<(u64, String)> {
+    let token = params.get("progressToken").and_then(Value::as_u64)?;
+    let progress = params.get("progress").and_then(Value::as_f64)?;
+    let text = match params.get("message").and_then(Value::as_str) {
+        Some(m) => match m.char_indices().nth(MAX_PROGRESS_CHARS) {
+            Some((cut, _)) => format!("{}…", &m[..cut]),
+            None => m.to_string(),
+        },
+        None => match params.get("total").and_then(Value::as_f64) {
+            Some(total) => format!(
+                "Progress {}/{}",
+                crate::tools::js_num(progress),
+                crate::tools::js_num(total)
+            ),
+            None => format!("Progress {}", crate::tools::js_num(progress)),
+        },
+    };
+    Some((token, text))
+}
+
 pub fn progress_text(params: &Value) -> Option<(u64, String)> {
     let token = params.get("progressToken").and_then(Value::as_u64)?;
     let progress = params
@@ -498,10 +610,17 @@ mod tests {
                 id: 3,
                 result: Err(RpcError {
                     code: -32602,
-                    message: "bad".into()
+                    message: "bad".into(),
+                    transport: None,
                 })
             }
         );
+        let e = json!({"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"m",
+            "data":{TRANSPORT_FAILURE_KEY:"signIn"}}});
+        let Incoming::Response { result: Err(e), .. } = classify(&e) else {
+            panic!("not an error response");
+        };
+        assert_eq!(e.transport, Some(TransportFailure::SignIn));
         assert_eq!(
             classify(&json!({"jsonrpc":"2.0","id":"s1","method":"ping"})),
             Incoming::Request {
@@ -518,6 +637,15 @@ mod tests {
 
     #[test]
     fn initialize_negotiation() {
+        assert_eq!(
+            pi_initialize_problem(&json!({"protocolVersion":"1999-01-01","capabilities":{},
+                "serverInfo":{"name":"t","version":"1"}})),
+            Some("MCP server selected unsupported protocol version 1999-01-01".into())
+        );
+        assert_eq!(
+            pi_initialize_problem(&json!({"protocolVersion":"2025-11-25","capabilities":{}})),
+            Some("Invalid MCP initialize result".into())
+        );
         let ok = check_initialize(&json!({"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"t"}})).unwrap();
         assert_eq!(ok.protocol_version, "2025-03-26");
         assert!(ok.has_tools);
@@ -672,5 +800,28 @@ mod tests {
         let r = call_result(&json!({"content":[{"type":"text","text":"a\nb"}]})).unwrap();
         assert_eq!(r.content, vec![Content::text("a\nb")]);
         assert_eq!(r.details, None);
+    }
+
+    #[test]
+    fn pis_progress_text_and_roots() {
+        let p = |v: Value| progress_text_pi(&v).map(|(_, t)| t);
+        assert_eq!(
+            p(json!({"progressToken":1,"progress":1,"total":3,"message":"m"})),
+            Some("m".into())
+        );
+        assert_eq!(
+            p(json!({"progressToken":1,"progress":1.5,"total":3})),
+            Some("Progress 1.5/3".into())
+        );
+        assert_eq!(
+            p(json!({"progressToken":1,"progress":2})),
+            Some("Progress 2".into())
+        );
+        // pi ignores a notification without a numeric progress.
+        assert_eq!(p(json!({"progressToken":1,"message":"m"})), None);
+        assert_eq!(
+            roots_result(std::path::Path::new("/tmp/a b/é#x")),
+            json!({"roots":[{"uri":"file:///tmp/a%20b/%C3%A9%23x","name":"é#x"}]})
+        );
     }
 }
