@@ -14,14 +14,15 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::anthropic::{Sse, text, tool_call};
 use support::fake_llm::Reply;
+use support::http_raw::{listen, read_request};
 use support::{Pith, World, fake_rpc, fake_world};
 
 #[derive(Default)]
@@ -45,17 +46,8 @@ struct Fake {
 
 impl Fake {
     fn start() -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State::default()));
-        let s = state.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { return };
-                let s = s.clone();
-                std::thread::spawn(move || serve(conn, &s));
-            }
-        });
+        let port = listen(state.clone(), serve);
         Fake { port, state }
     }
     fn url(&self, mode: &str) -> String {
@@ -101,37 +93,14 @@ fn text_result(id: &Value, t: &str) -> Value {
 }
 
 fn serve(mut conn: TcpStream, state: &Mutex<State>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(req) = read_request(&conn) else {
         return;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let mode = parts
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('/')
-        .to_string();
-    let mut headers = HashMap::new();
-    loop {
-        let mut l = String::new();
-        if reader.read_line(&mut l).is_err() || l.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        }
-    }
+    };
+    let (method, headers, body) = (req.method, req.headers, req.body);
+    let mode = req.path.trim_start_matches('/').to_string();
     if method != "POST" {
         return reply(&mut conn, "405 Method Not Allowed", "", &[]);
     }
-    let len: usize = headers
-        .get("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0u8; len];
-    let _ = reader.read_exact(&mut body);
     let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     state
         .lock()

@@ -9,12 +9,13 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::http_raw::{listen, read_request};
 use support::{Pith, World};
 
 /// How the fake server behaves.
@@ -67,20 +68,11 @@ struct FakeMcp {
 
 impl FakeMcp {
     fn start(mode: Mode) -> FakeMcp {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State {
             mode,
             ..State::default()
         }));
-        let s = state.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { return };
-                let s = s.clone();
-                std::thread::spawn(move || serve(conn, &s));
-            }
-        });
+        let port = listen(state.clone(), serve);
         FakeMcp { port, state }
     }
     fn url(&self) -> String {
@@ -145,30 +137,10 @@ fn event(conn: &mut TcpStream, id: Option<&str>, v: &Value) -> bool {
 }
 
 fn serve(mut conn: TcpStream, state: &Mutex<State>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
+    let Some(req) = read_request(&conn) else {
         return;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
-    let mut headers = HashMap::new();
-    loop {
-        let mut l = String::new();
-        if reader.read_line(&mut l).is_err() || l.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        }
-    }
-    let len: usize = headers
-        .get("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0u8; len];
-    let _ = reader.read_exact(&mut body);
+    };
+    let (method, path, headers, body) = (req.method, req.path, req.headers, req.body);
     if path == "/token" {
         let form = String::from_utf8_lossy(&body).to_string();
         let mut s = state.lock().unwrap();

@@ -239,15 +239,7 @@ fn custom_models_without_an_api_key_load_from_087_on() {
     for compat in ["0.87", "1.6"] {
         let w = World::new();
         w.write_agent_file("models.json", models);
-        let mut p = w.spawn(&[
-            "--mode",
-            "rpc",
-            "--compat",
-            compat,
-            "--no-session",
-            "--model",
-            "keyless-model",
-        ]);
+        let mut p = w.spawn(&compat_args(compat, &["--model", "keyless-model"]));
         let model = &p.call(json!({"type":"get_state"}), "s")["data"]["model"];
         assert_eq!(
             (model["provider"].clone(), model["id"].clone()),
@@ -288,6 +280,13 @@ fn custom_models_without_an_api_key_load_from_087_on() {
     );
 }
 
+/// `--mode rpc --compat <compat> --no-session` and `extra`.
+fn compat_args<'a>(compat: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--mode", "rpc", "--compat", compat, "--no-session"];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// models.json with `dup-model` on two providers; `alpha` keyed when `alpha_key`, `beta` always.
 fn two_providers_json(alpha_key: bool) -> String {
     let model = r#"[{"id": "dup-model", "name": "Dup", "reasoning": false, "input": ["text"],
@@ -311,15 +310,7 @@ fn an_id_on_two_providers_takes_the_keyed_one_or_is_ambiguous_from_087_on() {
     let provider_of = |compat: &str, alpha_key: bool| {
         let w = World::new();
         w.write_agent_file("models.json", &two_providers_json(alpha_key));
-        let mut p = w.spawn(&[
-            "--mode",
-            "rpc",
-            "--compat",
-            compat,
-            "--no-session",
-            "--model",
-            "dup-model",
-        ]);
+        let mut p = w.spawn(&compat_args(compat, &["--model", "dup-model"]));
         let r = p.call(json!({"type":"get_state"}), "s");
         r["data"]["model"]["provider"].clone()
     };
@@ -328,15 +319,7 @@ fn an_id_on_two_providers_takes_the_keyed_one_or_is_ambiguous_from_087_on() {
         assert_eq!(provider_of(compat, false), json!("beta"), "{compat}");
         let w = World::new();
         w.write_agent_file("models.json", &two_providers_json(true));
-        let out = w.output_within_10s(&[
-            "--mode",
-            "rpc",
-            "--compat",
-            compat,
-            "--no-session",
-            "--model",
-            "dup-model",
-        ]);
+        let out = w.output_within_10s(&compat_args(compat, &["--model", "dup-model"]));
         assert_eq!(out.status.code(), Some(1), "{compat}");
         assert_eq!(out.stdout, b"", "{compat}");
         assert_eq!(
@@ -375,7 +358,7 @@ fn without_a_usable_model_get_state_shows_pis_placeholder() {
                 r#"{"defaultProvider": "anthropic", "defaultModel": "claude-sonnet-4-5"}"#,
             );
         }
-        let mut p = w.spawn(&["--mode", "rpc", "--compat", compat, "--no-session"]);
+        let mut p = w.spawn(&compat_args(compat, &[]));
         let s = p.call(json!({"type":"get_state"}), "s");
         assert_eq!(s["data"]["model"], placeholder(), "{compat}");
         let r = p.call(json!({"type":"prompt","message":"hi"}), "p");
@@ -436,15 +419,7 @@ fn a_scope_pattern_on_two_providers_scopes_both_under_16() {
     let cycle = |compat: &str| {
         let w = World::new();
         w.write_agent_file("models.json", &two_providers_json(true));
-        let mut p = w.spawn(&[
-            "--mode",
-            "rpc",
-            "--compat",
-            compat,
-            "--no-session",
-            "--models",
-            "dup-model",
-        ]);
+        let mut p = w.spawn(&compat_args(compat, &["--models", "dup-model"]));
         let mut seen = Vec::new();
         let s = p.call(json!({"type":"get_state"}), "s");
         seen.push(s["data"]["model"]["provider"].clone());

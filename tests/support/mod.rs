@@ -1,7 +1,8 @@
 //! Test support: spawn the real `pith` binary over pipes, send lines, read frames. The
 //! submodules hold what several test files share: the fake LLM server (`fake_llm`, also included
 //! by path from `src/bin/pith-bench.rs`), scripted Anthropic SSE bodies (`anthropic`) and Bedrock
-//! streams (`bedrock`), frame and request helpers (`frames`), the fake MCP server (`mcp`), the
+//! streams (`bedrock`), frame and request helpers (`frames`), the fake MCP server (`mcp`) and a raw HTTP server for
+//! its streamable-HTTP variants (`http_raw`), the
 //! node for TypeScript extensions (`node`), a finished run's output (`output`), session files
 //! (`sessions`) and process markers (`procs`).
 #![allow(dead_code)]
@@ -10,6 +11,7 @@ pub mod anthropic;
 pub mod bedrock;
 pub mod fake_llm;
 pub mod frames;
+pub mod http_raw;
 pub mod mcp;
 pub mod node;
 pub mod output;
