@@ -262,7 +262,7 @@ fn resolve_legacy(
 
     if inferred {
         let all = all_models();
-        if let Some(m) = exact_id_or_ref(&all, pattern) {
+        if let Some(m) = exact_ids_or_refs(&all, pattern).first().copied() {
             return Ok((m.clone(), None, None));
         }
         let fallback = parse_model_pattern(pattern, &all, false);
@@ -466,20 +466,15 @@ fn lookup_with<'a>(
     let Some((base, suffix)) = text.rsplit_once(':').filter(|_| lenient) else {
         return (Lookup::NotFound, None);
     };
+    let warning = || {
+        Some(format!(
+            "Invalid thinking level \"{suffix}\" in pattern \"{text}\". Using default instead."
+        ))
+    };
     match lookup_with(base, pool, usable, fuzzy, lenient) {
         (Lookup::NotFound, w) => (Lookup::NotFound, w),
-        (Lookup::Found(m, _), _) => (
-            Lookup::Found(m, None),
-            Some(format!(
-                "Invalid thinking level \"{suffix}\" in pattern \"{text}\". Using default instead."
-            )),
-        ),
-        (other, _) => (
-            other,
-            Some(format!(
-                "Invalid thinking level \"{suffix}\" in pattern \"{text}\". Using default instead."
-            )),
-        ),
+        (Lookup::Found(m, _), _) => (Lookup::Found(m, None), warning()),
+        (other, _) => (other, warning()),
     }
 }
 
@@ -633,14 +628,6 @@ fn exact_ids_or_refs<'a>(models: &[&'a Model], s: &str) -> Vec<&'a Model> {
                 || format!("{}/{}", m.provider, m.id).to_lowercase() == lower
         })
         .collect()
-}
-
-/// First model whose id or `provider/id` equals `s` (case-insensitive).
-fn exact_id_or_ref<'a>(models: &[&'a Model], s: &str) -> Option<&'a Model> {
-    let lower = s.to_lowercase();
-    models.iter().copied().find(|m| {
-        m.id.to_lowercase() == lower || format!("{}/{}", m.provider, m.id).to_lowercase() == lower
-    })
 }
 
 /// Scoped models for `cycle_model` (`resolveModelScope`) over the models that have auth. Each
