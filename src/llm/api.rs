@@ -14,7 +14,6 @@ use crate::llm::{LlmRequest, Model, ModelCost, StreamEvent};
 use crate::message::{
     AssistantMessage, Content, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
-use crate::protocol::SdkGeneration;
 
 /// Error text of a stream cancelled before the provider answered (the SDK's wording).
 pub const ABORTED_BEFORE_RESPONSE: &str = "Request was aborted.";
@@ -514,11 +513,10 @@ impl Builder {
 
     /// Replace the usage (cost recomputed) and report it.
     pub fn set_usage(&mut self, mut usage: Usage, out: &mut Vec<StreamEvent>) {
-        usage.cost = match self.sdk {
-            SdkGeneration::Pi073 => crate::llm::cost::calculate(&self.prices, &usage),
-            SdkGeneration::Pi087 | SdkGeneration::Pi16 => {
-                crate::llm::cost::calculate_tiered(&self.prices, &usage)
-            }
+        usage.cost = if self.sdk.tiered_prices() {
+            crate::llm::cost::calculate_tiered(&self.prices, &usage)
+        } else {
+            crate::llm::cost::calculate(&self.prices, &usage)
         };
         // pi-ai 1.5.0's `calculateCost` records that the cost is its own, whenever it runs: a
         // reply whose provider never reported usage (a stream cut before it) has no mark.
@@ -767,14 +765,12 @@ fn parse_partial_prefix(s: &str) -> Option<Value> {
 /// Default `max_tokens` of an agent request (spec 8). pi 0.87.1 takes the model's own limit
 /// (no 32000 cap) and clamps it to what the context window leaves ([`crate::llm::estimate`]).
 pub fn default_max_tokens(req: &LlmRequest) -> u64 {
-    match req.sdk {
-        SdkGeneration::Pi073 => req
-            .max_tokens
-            .unwrap_or_else(|| req.model.max_tokens.min(32000)),
-        SdkGeneration::Pi087 | SdkGeneration::Pi16 => {
-            let base = req.max_tokens.unwrap_or(req.model.max_tokens);
-            crate::llm::estimate::clamp_max_tokens(req, base)
-        }
+    if req.sdk.max_tokens_from_window() {
+        let base = req.max_tokens.unwrap_or(req.model.max_tokens);
+        crate::llm::estimate::clamp_max_tokens(req, base)
+    } else {
+        req.max_tokens
+            .unwrap_or_else(|| req.model.max_tokens.min(32000))
     }
 }
 

@@ -37,9 +37,10 @@ pub enum Client {
 
 impl Client {
     pub const fn of(sdk: SdkGeneration) -> Client {
-        match sdk {
-            SdkGeneration::Pi073 => Client::MistralSdk,
-            SdkGeneration::Pi087 | SdkGeneration::Pi16 => Client::Fetch,
+        if sdk.mistral_own_fetch() {
+            Client::Fetch
+        } else {
+            Client::MistralSdk
         }
     }
 }

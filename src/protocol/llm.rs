@@ -67,6 +67,44 @@ impl SdkGeneration {
     pub const fn reads_system_messages(self) -> bool {
         !matches!(self, SdkGeneration::Pi073)
     }
+
+    /// Costs use the model's price tiers (`cost.tiers`, pi-ai 0.87.1's `calculateCost`);
+    /// 0.73.1 has flat prices only.
+    pub const fn tiered_prices(self) -> bool {
+        !matches!(self, SdkGeneration::Pi073)
+    }
+
+    /// A request without `maxTokens` asks for the model's own output limit clamped to what the
+    /// context window leaves (0.87.1); 0.73.1 caps the model's limit at 32,000.
+    pub const fn max_tokens_from_window(self) -> bool {
+        !matches!(self, SdkGeneration::Pi073)
+    }
+
+    /// Mistral goes through pi's own `fetch` client (its headers, body, error texts, stream
+    /// decoding; 0.87.1) instead of the Mistral SDK (0.73.1).
+    pub const fn mistral_own_fetch(self) -> bool {
+        !matches!(self, SdkGeneration::Pi073)
+    }
+
+    /// Which environment variables hold a provider's key.
+    pub const fn env_key_names(self) -> EnvKeyNames {
+        match self {
+            SdkGeneration::Pi073 => EnvKeyNames::Base,
+            SdkGeneration::Pi087 => EnvKeyNames::Extended,
+            SdkGeneration::Pi16 => EnvKeyNames::PerPlan,
+        }
+    }
+}
+
+/// The environment variables pi-ai's `getEnvApiKey` reads, by generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnvKeyNames {
+    /// pi-ai 0.73.1's table.
+    Base,
+    /// 0.87.1's: the providers it added (`NVIDIA_API_KEY`, `TOGETHER_API_KEY`, …).
+    Extended,
+    /// 1.6.0's: the token plans' own variables, `azure`'s name.
+    PerPlan,
 }
 
 /// A built-in model catalog (the generated model tables of one pi release).

@@ -25,7 +25,7 @@ use serde_json::Value;
 use std::cell::RefCell;
 
 use crate::cancel::CancelToken;
-use crate::protocol::SdkGeneration;
+use crate::protocol::{EnvKeyNames, SdkGeneration};
 
 /// Environment lookup. Injected so tests never touch the process environment.
 pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -124,7 +124,7 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: Some(path),
-            sdk: SdkGeneration::Pi073,
+            sdk: SdkGeneration::default(),
         };
         (auth, warnings)
     }
@@ -138,7 +138,7 @@ impl Auth {
             env,
             cache: RefCell::new(HashMap::new()),
             path: None,
-            sdk: SdkGeneration::Pi073,
+            sdk: SdkGeneration::default(),
         }
     }
 
@@ -557,16 +557,16 @@ pub fn env_var_names_per_plan(provider: &str) -> &'static [&'static str] {
 /// The key a provider gets from the environment (`getEnvApiKey`), including the
 /// `"<authenticated>"` sentinel for ambient Vertex / Bedrock credentials.
 pub fn env_api_key(provider: &str, env: &Env) -> Option<String> {
-    env_api_key_for(provider, env, SdkGeneration::Pi073)
+    env_api_key_for(provider, env, SdkGeneration::default())
 }
 
 /// [`env_api_key`] as the given SDK generation reads it.
 pub fn env_api_key_for(provider: &str, env: &Env, sdk: SdkGeneration) -> Option<String> {
     let get = |name: &str| env(name).filter(|v| !v.is_empty());
-    let names = match sdk {
-        SdkGeneration::Pi073 => env_var_names(provider),
-        SdkGeneration::Pi087 => env_var_names_extended(provider),
-        SdkGeneration::Pi16 => env_var_names_per_plan(provider),
+    let names = match sdk.env_key_names() {
+        EnvKeyNames::Base => env_var_names(provider),
+        EnvKeyNames::Extended => env_var_names_extended(provider),
+        EnvKeyNames::PerPlan => env_var_names_per_plan(provider),
     };
     if let Some(v) = names.iter().find_map(|name| get(name)) {
         return Some(v);
