@@ -12,6 +12,8 @@ seeds() {
     case $1 in
         rpc_input) echo fixtures/fuzz/rpc_input ;;
         session_file) echo fixtures/sessions ;;
+        export_html) echo fixtures/sessions fixtures/fuzz/export_html ;;
+        config_files) echo fixtures/fuzz/config_files ;;
         tool_arguments) echo fixtures/fuzz/tool_arguments ;;
         error_body) echo fixtures/fuzz/error_body ;;
         extension_message) echo fixtures/fuzz/extension_message ;;

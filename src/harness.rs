@@ -21,6 +21,11 @@
 //! - [`error_body`]: an HTTP error body made readable stays bounded.
 //! - [`resource_file`]: a prompt template or skill file (YAML frontmatter, body) as both pi
 //!   versions read it, then expanded with arguments.
+//! - [`config_files`]: `models.json`, `registerProvider`, `mcp.json` and `settings.json` as
+//!   read: a project's `mcp.json` override never moves a global server elsewhere.
+//! - [`export_html`]: a session file exported as a page: nothing the session holds becomes
+//!   markup (no script, style, frame or form of its making, no event handler, no unsafe link or
+//!   image source), and the page's JSON data blocks cannot be ended early.
 //! - [`extension_message`], [`mcp_message`]: lines an extension or an MCP server writes, decoded
 //!   as the plugin host decodes them, with the tools they declare validated against their own
 //!   schemas; every line pith would write back (and every RPC frame) is one JSON line.
@@ -779,6 +784,357 @@ pub fn mcp_message(data: &[u8]) {
             }
             Incoming::Response { result: Err(_), .. } | Incoming::Invalid(_) => {}
         }
+    }
+}
+
+/// Configuration files a user or a checkout writes, parts separated by NUL bytes: `models.json`
+/// (over each version's catalog) and an extension's `registerProvider` config; pi 1.6's
+/// `mcp.json`, global and project; `settings.json`, global and project, with every accessor and
+/// the `mcpServers` format. Nothing runs (`!command` values fail) and the environment is a fixed
+/// map. What must hold: a project `mcp.json` entry without `command`, `url` or `type` never
+/// changes where the global server of that name is reached (a checkout cannot point a user's
+/// server, and its credentials, elsewhere).
+pub fn config_files(data: &[u8]) {
+    use std::path::Path;
+    let text = String::from_utf8_lossy(data);
+    let mut parts = text.split('\0');
+    let mut next = || parts.next().unwrap_or("").to_string();
+    let (models, provider, global_mcp, project_mcp, global_settings, project_settings) =
+        (next(), next(), next(), next(), next(), next());
+    let env = |k: &str| match k {
+        "HOME" => Some("/home/u".to_string()),
+        "TOKEN" => Some("secret".to_string()),
+        _ => None,
+    };
+    for catalog in [
+        crate::protocol::Catalog::V073,
+        crate::protocol::Catalog::V087,
+        crate::protocol::Catalog::V16,
+    ] {
+        let Ok(mut registry) = crate::llm::models::Registry::from_models_json_for(&models, catalog)
+        else {
+            continue;
+        };
+        if let Ok(config) = serde_json::from_str::<Value>(&provider) {
+            let _ = registry.register_provider("fuzz", &config, &env);
+            let _ = registry.models_of("fuzz");
+        }
+    }
+
+    let read_with = |project: bool| {
+        let (g, p) = (global_mcp.clone(), project_mcp.clone());
+        move |path: &Path| -> Result<Option<String>, String> {
+            if path.starts_with("/project") {
+                Ok(project.then(|| p.clone()))
+            } else {
+                Ok(Some(g.clone()))
+            }
+        }
+    };
+    let run = |_: &str| None;
+    let inputs = crate::mcp::mcp_json::Inputs {
+        env: &env,
+        home: Some(PathBuf::from("/home/u")),
+        run: &run,
+    };
+    let (agent, project, sessions) = (
+        Path::new("/agent"),
+        Path::new("/project"),
+        Path::new("/sessions"),
+    );
+    let global_only = crate::mcp::mcp_json::load(agent, None, sessions, &read_with(false), &inputs);
+    let both =
+        crate::mcp::mcp_json::load(agent, Some(project), sessions, &read_with(true), &inputs);
+    let overrides: HashSet<String> = serde_json::from_str::<Value>(&project_mcp)
+        .ok()
+        .and_then(|v| v.get("mcpServers")?.as_object().cloned())
+        .map(|m| {
+            m.into_iter()
+                .filter(|(_, e)| {
+                    e.as_object().is_some_and(|e| {
+                        !e.contains_key("command")
+                            && !e.contains_key("url")
+                            && !e.contains_key("type")
+                    })
+                })
+                .map(|(name, _)| name)
+                .collect()
+        })
+        .unwrap_or_default();
+    for server in &both.servers {
+        if overrides.contains(&server.name) {
+            let global = global_only
+                .servers
+                .iter()
+                .find(|g| g.name == server.name)
+                .expect("an override applies only to a global server");
+            assert_eq!(
+                global.transport, server.transport,
+                "a project override moved the server {}",
+                server.name
+            );
+        }
+        let _ = server.exposure_of("tool");
+    }
+
+    let dir = scratch().join("config");
+    let agent_dir = dir.join("agent");
+    let cwd = dir.join("cwd");
+    if std::fs::create_dir_all(&agent_dir).is_err()
+        || std::fs::create_dir_all(cwd.join(".pi")).is_err()
+        || std::fs::write(agent_dir.join("settings.json"), &global_settings).is_err()
+        || std::fs::write(cwd.join(".pi").join("settings.json"), &project_settings).is_err()
+    {
+        return;
+    }
+    let (settings, _warnings) = crate::config::Settings::load(&agent_dir, &cwd);
+    for s in [settings.global_only(), settings] {
+        let _ = (
+            s.default_project_trust(),
+            s.default_provider(),
+            s.default_model(),
+        );
+        let _ = (
+            s.default_thinking_level(),
+            s.model_thinking_level("fake", "fake-model"),
+        );
+        let _ = (
+            s.steering_mode(),
+            s.follow_up_mode(),
+            s.compaction_enabled(),
+        );
+        let _ = (
+            s.compaction_reserve_tokens(),
+            s.compaction_keep_recent_tokens(),
+        );
+        let _ = (
+            s.retry_enabled(),
+            s.retry_max_retries(),
+            s.retry_base_delay_ms(),
+        );
+        let _ = (s.retry_max_agent_delay_ms(), s.retry_max_delay_ms());
+        let _ = (
+            s.codemode_presentation(),
+            s.shell_path(),
+            s.shell_command_prefix(),
+        );
+        let _ = (
+            s.enabled_models(),
+            s.default_tools(true),
+            s.default_tools(false),
+        );
+        let _ = (s.block_images(), s.thinking_budgets(), s.protocol_version());
+        let _ = (
+            s.stream_stall_timeout_secs(),
+            s.eof_idle_timeout_secs(),
+            s.limits(),
+        );
+        let _ = (
+            s.cache_warming_note(),
+            s.confirm_tools(),
+            s.project_confirm_tools(),
+        );
+        let _ = (
+            s.permissions(),
+            s.confirm_timeout_secs(),
+            s.extension_timeout_secs(),
+        );
+        let _ = (s.node_path(), s.extension_tool_timeout_secs());
+        let _ = (s.mcp_startup_timeout_secs(), s.mcp_tool_timeout_secs());
+        let _ = s.connect_timeout_secs();
+        let dot_mcp = serde_json::from_str::<Value>(&project_settings).ok();
+        let _ = crate::mcp::config::resolve(
+            s.mcp_servers(),
+            dot_mcp.as_ref().map(|v| (v, cwd.as_path())),
+            &cwd,
+            &env,
+        );
+    }
+}
+
+/// A session file's bytes exported as a page (`export_html`, `--export`): the page is UTF-8,
+/// and nothing the session holds becomes markup — every element is one the exporter writes
+/// (no script, style, frame, object, form or base of the session's making), no element has an
+/// event-handler or `style` attribute, links go only to `#…`, `http(s):`, `mailto:`, scheme-less
+/// targets or the page's own JSONL download, images load only `data:image/…` base64, and the
+/// JSON data blocks hold no `<` (nothing can end them early).
+pub fn export_html(data: &[u8]) {
+    let path = scratch().join("export.jsonl");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let Ok(session) = crate::session::Session::open_read_only(&path) else {
+        return;
+    };
+    let extras = crate::session::export_html::Extras {
+        system_prompt: Some(String::from_utf8_lossy(data).into_owned()),
+        tools: Vec::new(),
+    };
+    let mut page = Vec::new();
+    crate::session::export_html::render(&session, &extras, &mut page)
+        .expect("rendering into memory cannot fail");
+    let page = String::from_utf8(page).expect("the page is UTF-8");
+    check_page(&page);
+}
+
+/// The properties [`export_html`] checks on a rendered page (see there).
+fn check_page(page: &str) {
+    const VIEWER_END: &str = "</script>\n</body>\n</html>\n";
+    assert!(page.starts_with("<!DOCTYPE html>\n"), "the doctype first");
+    assert!(page.ends_with(VIEWER_END), "the page ends with its viewer");
+    // The viewer script (the page's own constant) is the last `<script>`.
+    let viewer = page.rfind("<script>").expect("the viewer script");
+    let mut rest = &page[..viewer];
+    // The stylesheet: one block, in the head, before anything from the session.
+    let style_start = rest.find("<style>").expect("the stylesheet");
+    let style_end = rest.find("</style>").expect("the stylesheet's end");
+    assert!(style_end > style_start);
+    let mut markup = String::with_capacity(rest.len());
+    markup.push_str(&rest[..style_start]);
+    rest = &rest[style_end + "</style>".len()..];
+    // The data blocks: JSON whose `<` are escaped.
+    for open in [
+        "<script type=\"application/json\" id=\"pith-data\">",
+        "<script type=\"application/x-ndjson\" id=\"pith-jsonl\">",
+    ] {
+        if let Some(at) = rest.find(open) {
+            let body_start = at + open.len();
+            let len = rest[body_start..]
+                .find("</script>")
+                .expect("a data block ends");
+            assert!(
+                !rest[body_start..body_start + len].contains('<'),
+                "a `<` inside the data block {open}"
+            );
+            markup.push_str(&rest[..at]);
+            rest = &rest[body_start + len + "</script>".len()..];
+        }
+    }
+    markup.push_str(rest);
+    let head_end = markup.find("</head>").expect("the head ends");
+    let mut at = 0;
+    while let Some(off) = markup[at..].find('<') {
+        let start = at + off;
+        let end = start
+            + markup[start..]
+                .find('>')
+                .expect("every `<` of the page opens a tag that ends");
+        let tag = &markup[start + 1..end];
+        at = end + 1;
+        if tag.starts_with("!DOCTYPE") {
+            assert_eq!(start, 0, "a doctype only at the start");
+            continue;
+        }
+        let name_len = tag
+            .trim_start_matches('/')
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(tag.trim_start_matches('/').len());
+        let name = tag.trim_start_matches('/')[..name_len].to_ascii_lowercase();
+        assert!(!name.is_empty(), "a bare `<` in the markup: {tag:?}");
+        assert!(
+            !matches!(
+                name.as_str(),
+                "script"
+                    | "style"
+                    | "iframe"
+                    | "frame"
+                    | "frameset"
+                    | "object"
+                    | "embed"
+                    | "applet"
+                    | "base"
+                    | "form"
+                    | "textarea"
+                    | "svg"
+                    | "math"
+                    | "template"
+                    | "link"
+                    | "noscript"
+            ) && (name != "meta" || start < head_end),
+            "an element the exporter never writes: <{tag}>"
+        );
+        check_attributes(tag);
+    }
+}
+
+/// A tag's attributes: all `name="value"` (the exporter always quotes with `"`, and escaping
+/// keeps `"` out of values), none an event handler or `style`, and `href`/`src` safe.
+fn check_attributes(tag: &str) {
+    let Some(space) = tag.find(' ') else {
+        return;
+    };
+    let mut rest = tag[space..].trim_start();
+    while !rest.is_empty() {
+        let (name, after) = match rest.find('=') {
+            Some(eq) if !rest[..eq].contains(' ') => (&rest[..eq], &rest[eq + 1..]),
+            _ => {
+                // A boolean attribute (no value).
+                let end = rest.find(' ').unwrap_or(rest.len());
+                let name = &rest[..end];
+                assert!(
+                    name.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                    "an odd attribute {name:?} in <{tag}>"
+                );
+                rest = rest[end..].trim_start();
+                continue;
+            }
+        };
+        assert!(
+            name.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+            "an odd attribute name {name:?} in <{tag}>"
+        );
+        assert!(
+            !name.starts_with("on") && name != "style" && name != "srcdoc",
+            "the attribute {name} in <{tag}>"
+        );
+        let value_and_rest = after.strip_prefix('"').expect("a quoted value");
+        let close = value_and_rest.find('"').expect("the value ends");
+        let value = unescape_attribute(&value_and_rest[..close]);
+        match name {
+            "href" => assert!(safe_href(&value), "the link {value:?} in <{tag}>"),
+            "src" => assert!(
+                value.starts_with("data:image/")
+                    && value.split_once(";base64,").is_some_and(|(_, b64)| b64
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))),
+                "the image source {value:?} in <{tag}>"
+            ),
+            _ => {}
+        }
+        rest = value_and_rest[close + 1..].trim_start();
+    }
+}
+
+/// What a browser reads in an attribute value the exporter escaped.
+fn unescape_attribute(v: &str) -> String {
+    v.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// A link the page may hold: its own anchors, its JSONL download, `http(s):`, `mailto:` or no
+/// scheme (a browser ignores whitespace and control characters inside a scheme).
+fn safe_href(v: &str) -> bool {
+    if v.starts_with('#') || v.starts_with("data:application/x-ndjson;base64,") {
+        return true;
+    }
+    let cleaned: String = v
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace() && !c.is_ascii_control())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    match cleaned.find(':') {
+        Some(colon)
+            if cleaned[..colon]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+                && colon > 0 =>
+        {
+            matches!(&cleaned[..colon], "http" | "https" | "mailto")
+        }
+        _ => true,
     }
 }
 

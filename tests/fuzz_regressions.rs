@@ -19,6 +19,8 @@ fn harness(target: &str) -> fn(&[u8]) {
         "provider_bedrock" => pith::harness::provider_bedrock,
         "resource_file" => pith::harness::resource_file,
         "session_file" => pith::harness::session_file,
+        "export_html" => pith::harness::export_html,
+        "config_files" => pith::harness::config_files,
         "tool_arguments" => pith::harness::tool_arguments,
         "error_body" => pith::harness::error_body,
         "extension_message" => pith::harness::extension_message,
@@ -106,6 +108,8 @@ fn the_seed_corpora_pass() {
         pith::harness::resource_file(input.as_bytes());
     }
     assert!(replay("session_file", &["sessions"]) > 0);
+    assert!(replay("export_html", &["sessions", "fuzz/export_html"]) > 1);
+    assert!(replay("config_files", &["fuzz/config_files"]) > 0);
     assert!(replay("tool_arguments", &["fuzz/tool_arguments"]) > 0);
     assert!(replay("error_body", &["fuzz/error_body"]) > 0);
     assert!(replay("extension_message", &["fuzz/extension_message"]) > 0);
