@@ -255,6 +255,38 @@ impl From<String> for StartupError {
     }
 }
 
+/// Long flags pith does not know are for pi's extensions (`pi.registerFlag`): without one
+/// configured they are the usage error they always were (exit 2, before anything happens);
+/// with one, the node host checks them once its extensions have loaded, as pi does.
+fn check_extension_flags(
+    opts: &Options,
+    project_trusted: bool,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> Result<(), StartupError> {
+    let Some(error) = cli::unknown_flags_error(&opts.extension_flags) else {
+        return Ok(());
+    };
+    let (extensions, _) = crate::ext::load::resolve(
+        &opts.extensions,
+        opts.no_extensions,
+        project_trusted,
+        agent_dir,
+        cwd,
+    );
+    if extensions
+        .iter()
+        .any(|e| e.kind == crate::ext::load::Kind::Node)
+    {
+        return Ok(());
+    }
+    Err(StartupError {
+        message: format!("pith: {error}\nTry 'pith --help' for more information."),
+        config: true,
+        every_mode: true,
+    })
+}
+
 pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
     startup_in(
         opts,
@@ -266,6 +298,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
 pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError> {
     let agent_dir = config::agent_dir();
     let (settings, version, project_trusted) = resolve_trust_and_settings(opts, &cwd, &agent_dir);
+    check_extension_flags(opts, project_trusted, &agent_dir, &cwd)?;
     check_tool_options(opts, version.profile())?;
     let (registry, mut auth) = load_models(version, &agent_dir);
     let mut session = open_session(opts, &cwd, &agent_dir)?;
@@ -328,6 +361,7 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
     }
     let mut plugins = plugins;
     plugins.deferred_model = deferred;
+    plugins.extension_flags = opts.extension_flags.clone();
     plugins.node_host = node_host(&plugins, &settings, project_trusted)?;
     permissions(opts, &settings, &cwd, &mut plugins)?;
     let mut active = active;
@@ -1277,9 +1311,10 @@ fn run_rpc(startup: Startup, signals: io::watch::Signals) -> i32 {
     // The machine and its senders are gone: the writer drains what is queued and stops. (The
     // stdin thread may still be blocked in read(2); exiting the process ends it.) After a signal
     // the host may not be reading at all, so the drain gets a short grace period only.
-    // An unknown start-up model stops pith while the host may still be writing to it (the
+    // A failed start-up (an unknown model, an extension that failed to load) stops pith while
+    // the host may still be writing to it (the
     // stdin thread holds a sender until its read ends): the same short drain.
-    if matches!(exit, Exit::Signal(_) | Exit::ModelUnknown { .. }) {
+    if matches!(exit, Exit::Signal(_) | Exit::StartupFailed { .. }) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
         while !writer.is_finished() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));

@@ -112,6 +112,11 @@ pub struct Options {
     pub extensions: Vec<String>,
     /// `--no-extensions` / `-ne`: no extensions from settings (`-e` ones still load).
     pub no_extensions: bool,
+    /// Long flags pith does not know, for pi's extensions (`pi.registerFlag`), in order, each
+    /// name once (the last value wins, in the first one's place): `--name=value`, `--name value` (the next argument when
+    /// it does not start with `-` or `@`), or `--name` alone (`None`). Without a pi extension to
+    /// register them they are `Unknown option` errors ([`unknown_flags_error`]).
+    pub extension_flags: Vec<(String, Option<String>)>,
     /// `--no-mcp`: no MCP servers.
     pub no_mcp: bool,
     /// `--confirm-tools TOOLS` (comma list or `all`).
@@ -403,6 +408,13 @@ fn parse_schema(args: &[OsString]) -> Result<Parsed, String> {
     Ok(Parsed::Schema(version))
 }
 
+/// Long flags no extension can take (no pi extension is configured, or the run does not load
+/// extensions: `--export`, `--list-models`, ACP): the usage error they were before extensions
+/// could register flags, naming the first.
+pub fn unknown_flags_error(flags: &[(String, Option<String>)]) -> Option<String> {
+    flags.first().map(|(n, _)| format!("Unknown option: --{n}"))
+}
+
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String> {
     use lexopt::prelude::*;
     let args: Vec<OsString> = args.into_iter().collect();
@@ -454,6 +466,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
         export: None,
         extensions: Vec::new(),
         no_extensions: false,
+        extension_flags: Vec::new(),
         no_mcp: false,
         confirm_tools: None,
         confirm_timeout: None,
@@ -698,7 +711,34 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, String>
                     o.messages.push(v);
                 }
             }
-            Long(name) => return Err(format!("Unknown option: --{name}")),
+            Long(name) => {
+                // pi's rule for a flag an extension may register: `--x=v`, else the next
+                // argument unless it looks like a flag or an `@file`.
+                let name = name.to_string();
+                let value = match p.optional_value() {
+                    Some(v) => Some(
+                        v.into_string()
+                            .map_err(|_| format!("--{name}: value is not valid UTF-8"))?,
+                    ),
+                    None => {
+                        let mut raw = p.raw_args().map_err(|e| e.to_string())?;
+                        let takes = raw
+                            .peek()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| !n.starts_with('-') && !n.starts_with('@'));
+                        if takes {
+                            raw.next().and_then(|v| v.into_string().ok())
+                        } else {
+                            None
+                        }
+                    }
+                };
+                // A name given again keeps its place (a JavaScript `Map`, as pi's).
+                match o.extension_flags.iter_mut().find(|(n, _)| *n == name) {
+                    Some(slot) => slot.1 = value,
+                    None => o.extension_flags.push((name, value)),
+                }
+            }
             Short(c) => return Err(format!("Unknown option: -{c}")),
         }
     }
@@ -925,7 +965,11 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert!(run(&["--bogus"]).unwrap_err().contains("--bogus"));
+        // An unknown long flag is kept for pi's extensions (start-up refuses it without one).
+        assert_eq!(
+            run(&["--bogus"]).unwrap().extension_flags,
+            [("bogus".to_string(), None)]
+        );
         assert_eq!(
             parse(["--mode", "tui"].iter().map(OsString::from)),
             Ok(Parsed::Refused(
@@ -949,9 +993,26 @@ mod tests {
                 "Warning: Invalid thinking level \"bogus\". Valid values: off, minimal, low, medium, high, xhigh, max"
             ]
         );
+        // Long flags pith does not know are kept for pi's extensions, parsed as pi parses them.
+        let o = run(&[
+            "--bogus", "x", "--a=1", "--b", "-p", "--c", "@f", "--b=2", "--d", "m",
+        ])
+        .unwrap();
         assert_eq!(
-            run(&["--bogus", "x"]).unwrap_err(),
-            "Unknown option: --bogus"
+            o.extension_flags,
+            [
+                ("bogus".to_string(), Some("x".to_string())),
+                ("a".to_string(), Some("1".to_string())),
+                ("b".to_string(), Some("2".to_string())),
+                ("c".to_string(), None),
+                ("d".to_string(), Some("m".to_string())),
+            ]
+        );
+        assert_eq!(o.file_args, ["f"]);
+        assert!(o.messages.is_empty());
+        assert_eq!(
+            unknown_flags_error(&o.extension_flags).as_deref(),
+            Some("Unknown option: --bogus")
         );
         assert_eq!(run(&["-x"]).unwrap_err(), "Unknown option: -x");
         assert!(run(&["--tui-mode", "sideways"]).is_err());

@@ -739,6 +739,9 @@ pub fn extension_message(data: &[u8]) {
             Ok(FromExt::NodeTooOld { version }) => {
                 check_line(&crate::rpc::response::line(&version));
             }
+            Ok(FromExt::StartupFailed { errors }) => {
+                check_line(&crate::rpc::response::line(&errors));
+            }
             Ok(FromExt::Call { params, .. }) => {
                 check_line(&crate::rpc::response::line(&params));
             }

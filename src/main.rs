@@ -36,7 +36,21 @@ fn run(args: Vec<OsString>) -> i32 {
     if args.get(1).is_some_and(|a| a == pith::codemode::WORKER_ARG) {
         return codemode_worker();
     }
-    let code = match pith::cli::parse(args.into_iter().skip(1)) {
+    let parsed = pith::cli::parse(args.into_iter().skip(1)).and_then(|p| match p {
+        // Runs that load no extensions: a flag no extension can take is the usage error.
+        pith::cli::Parsed::Run(opts)
+            if opts.mode == pith::cli::Mode::Acp
+                || opts.export.is_some()
+                || opts.list_models.is_some() =>
+        {
+            match pith::cli::unknown_flags_error(&opts.extension_flags) {
+                Some(e) => Err(e),
+                None => Ok(pith::cli::Parsed::Run(opts)),
+            }
+        }
+        other => Ok(other),
+    });
+    let code = match parsed {
         Ok(pith::cli::Parsed::Help) => {
             print!("{}", pith::cli::HELP);
             0

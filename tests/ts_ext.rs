@@ -857,3 +857,135 @@ fn new_session_from_a_command() {
         "{err}"
     );
 }
+
+/// pith with `args` (faux provider, no session) and its input closed at once: exit code, stdout,
+/// stderr.
+fn run_closed(w: &World, node: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec![
+        "--mode",
+        "rpc",
+        "--provider",
+        "faux",
+        "--model",
+        "faux",
+        "--no-session",
+    ];
+    all.extend_from_slice(args);
+    let out = w
+        .command(&all)
+        .env("PITH_NODE", node)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Flags pith does not know go to pi's extensions, parsed as pi parses them: api.ts registers
+/// `--greeting` (a string, default `dflt`), which `/api` reads back. A flag no extension
+/// registers, or a string flag without its value, stops pith at start-up as it stops pi 1.6.0
+/// (the same `Error: …` lines, exit 1 in RPC mode); without any pi extension an unknown flag is
+/// pith's usage error before anything starts (exit 2). pi 0.73.1 and 0.87.1 print the same.
+#[test]
+fn extension_flags_from_the_command_line() {
+    let node = need_node!();
+    let w = World::new();
+    let api = fixture("api.ts");
+    for greeting in [&["--greeting", "hello"][..], &["--greeting=hello"][..]] {
+        let mut args = vec!["--compat", "1.6", "-e", api.as_str()];
+        args.extend_from_slice(greeting);
+        let mut p = spawn(&w, &node, "", &args);
+        p.send(json!({"id":"a","type":"prompt","message":"/api"}));
+        let frames = p.recv_until(|f| f["id"] == "a");
+        let notify = frames
+            .iter()
+            .find(|f| f["type"] == "extension_ui_request")
+            .expect("the notify");
+        let text = notify["message"].as_str().unwrap();
+        assert!(text.contains(" flag=hello "), "{greeting:?}: {text}");
+    }
+    for compat in ["0.73", "1.6"] {
+        let (code, _, err) = run_closed(&w, &node, &["--compat", compat, "-e", &api, "--greeting"]);
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(
+            err,
+            "Error: Extension flag \"--greeting\" requires a value\n"
+        );
+        let (code, _, err) = run_closed(
+            &w,
+            &node,
+            &[
+                "--compat",
+                compat,
+                "-e",
+                &api,
+                "--nope",
+                "--greeting",
+                "x",
+                "--also=1",
+            ],
+        );
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(err, "Error: Unknown options: --nope, --also\n");
+    }
+    let (code, out, err) = run_closed(&w, &node, &["--greeting", "x"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty());
+    assert_eq!(
+        err,
+        "pith: Unknown option: --greeting\nTry 'pith --help' for more information.\n"
+    );
+}
+
+/// An extension that fails to load (its factory throws, or the module has no default export)
+/// stops pith at start-up, as pi 0.73.1, 0.87.1 and 1.6.0 stop: every failure on its own
+/// `Error: Failed to load extension "<path>": …` line, then the way on, exit 1 in RPC mode
+/// (pi names `pi -ne`). The other extensions do not run without it.
+#[test]
+fn an_extension_that_fails_to_load_stops_pith() {
+    let node = need_node!();
+    let w = World::new();
+    let broken = fixture("broken.ts");
+    let no_default = w.tmp().join("nodefault.ts");
+    std::fs::write(&no_default, "export const x = 1;\n").unwrap();
+    let no_default = no_default.to_string_lossy().into_owned();
+    for compat in ["0.73", "0.87", "1.6"] {
+        let (code, _, err) = run_closed(
+            &w,
+            &node,
+            &[
+                "--compat",
+                compat,
+                "-e",
+                &fixture("api.ts"),
+                "-e",
+                &broken,
+                "-e",
+                &no_default,
+            ],
+        );
+        assert_eq!(code, Some(1), "{compat}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "Error: Failed to load extension \"{broken}\": Failed to load extension: broken at load\n\
+                 Error: Failed to load extension \"{no_default}\": Extension does not export a valid factory function: {no_default}\n\
+                 Hint: Start without extensions using \"pith -ne\".\n"
+            ),
+            "{compat}"
+        );
+    }
+    // A prompt sent before the host reported the failure is answered, not run.
+    let mut p = spawn(&w, &node, r#"{"text":"never"}"#, &["-e", &broken]);
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    let r = p.recv_until(|f| f["id"] == "p");
+    let last = r.last().unwrap();
+    assert_eq!(last["success"], false, "{r:#?}");
+    assert_eq!(
+        last["error"],
+        "Prompt cancelled: a pi extension failed to start"
+    );
+}

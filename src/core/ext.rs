@@ -120,6 +120,20 @@ impl Machine {
                 self.refuse_node(crate::ext::node_host::NodeProblem::TooOld { path, version });
             }
             FromExt::NodeTooOld { .. } => {}
+            FromExt::StartupFailed { errors } if self.plugins.exts[i].node_host => {
+                // pi prints its start-up diagnostics and stops (exit 1), before any run.
+                self.plugins.exts[i].life = Life::Dead;
+                let mut text: Vec<String> = errors.iter().map(|e| format!("Error: {e}")).collect();
+                if errors
+                    .iter()
+                    .any(|e| e.starts_with("Failed to load extension"))
+                {
+                    text.push("Hint: Start without extensions using \"pith -ne\".".into());
+                }
+                self.plugins.startup_failed = Some(text.join("\n"));
+                self.drop_pending_prompt("Prompt cancelled: a pi extension failed to start");
+            }
+            FromExt::StartupFailed { .. } => {}
             FromExt::Call { id, method, params } => {
                 let outcome = if !self.plugins.exts[i].node_host {
                     Err(format!("unknown call \"{method}\""))

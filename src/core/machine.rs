@@ -131,9 +131,10 @@ pub enum Exit {
     Signal(i32),
     /// A configured pi extension cannot run (its node is too old or cannot start): exit 2.
     Refused,
-    /// The start-up model is unknown once the extensions have loaded: exit 1 in RPC mode, 2
-    /// otherwise (as when start-up finds no such model).
-    ModelUnknown { rpc: bool },
+    /// Start-up failed once the extensions had loaded (the start-up model is still unknown, an
+    /// extension failed to load, a flag is none of theirs): exit 1 in RPC mode, 2 otherwise (as
+    /// when start-up finds no such model).
+    StartupFailed { rpc: bool },
 }
 
 impl Exit {
@@ -142,7 +143,7 @@ impl Exit {
             Exit::InputClosed | Exit::ClientGone => 0,
             Exit::Signal(s) => 128 + s,
             Exit::Refused => 2,
-            Exit::ModelUnknown { rpc } => {
+            Exit::StartupFailed { rpc } => {
                 if *rpc {
                     1
                 } else {
@@ -451,10 +452,10 @@ impl Machine {
                 self.cancel_all_work();
                 return Exit::Refused;
             }
-            if let Some(why) = self.plugins.model_unknown.take() {
+            if let Some(why) = self.plugins.startup_failed.take() {
                 eprintln!("{why}");
                 self.cancel_all_work();
-                return Exit::ModelUnknown {
+                return Exit::StartupFailed {
                     rpc: self.plugins.cfg.mode == "rpc",
                 };
             }

@@ -90,6 +90,9 @@ pub struct PluginConfig {
     /// extensions may register its provider (`registerProvider` in their factory): resolved once
     /// they have all loaded.
     pub deferred_model: Option<DeferredModel>,
+    /// Long flags pith does not know, for pi's extensions (`cli::Options::extension_flags`):
+    /// handed to the node host, which checks them against the flags its extensions register.
+    pub extension_flags: Vec<(String, Option<String>)>,
 }
 
 /// A start-up model left for after the extensions' start ([`PluginConfig`]).
@@ -258,6 +261,7 @@ impl PluginConfig {
                 call_events: false,
                 node_host: None,
                 deferred_model: None,
+                extension_flags: Vec::new(),
             },
             warnings,
         )
@@ -720,9 +724,10 @@ pub struct Plugins {
     node_dir: Option<tempfile::TempDir>,
     /// pith must not go on: a configured pi extension cannot run (the message for stderr).
     pub refused: Option<String>,
-    /// pith must not go on: the start-up `--model` left for the extensions is still unknown once
-    /// they have loaded (the message for stderr; exit as for an unknown model at start).
-    pub model_unknown: Option<String>,
+    /// pith must not go on, as pi stops at start-up (the message for stderr; exit as for an
+    /// unknown model at start): the `--model` left for the extensions is still unknown once they
+    /// have loaded, or a pi extension failed to load, or a flag is none of theirs.
+    pub startup_failed: Option<String>,
     /// An extension's `ctx.shutdown()`: pith exits as at the end of input once idle.
     pub shutdown_requested: bool,
     /// `ctx.waitForIdle()` calls to answer once idle (extension, call id).
@@ -1108,6 +1113,10 @@ impl Machine {
                 if setup.project_trusted { "1" } else { "0" }.into(),
             ),
             ("PITH_NODE_HOST_TIMEOUT_MS".into(), timeout_ms.to_string()),
+            (
+                "PITH_NODE_HOST_FLAGS".into(),
+                serde_json::to_string(&self.plugins.cfg.extension_flags).unwrap_or_default(),
+            ),
         ]);
         let spec = child::Spec {
             program: setup.node.path.clone(),
@@ -1461,7 +1470,7 @@ impl Machine {
                         (model, level)
                     }
                     Err(e) => {
-                        self.plugins.model_unknown = Some(format!("Error: {e}"));
+                        self.plugins.startup_failed = Some(format!("Error: {e}"));
                         self.drop_pending_prompt("Prompt cancelled: the model is unknown");
                         return;
                     }

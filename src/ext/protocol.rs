@@ -92,6 +92,12 @@ pub enum FromExt {
     NodeTooOld {
         version: String,
     },
+    /// pith's node host: extensions failed to load, or command-line flags are not theirs: pi's
+    /// start-up diagnostics (`Failed to load extension "<path>": …`, `Unknown option: --x`),
+    /// after which pi stops.
+    StartupFailed {
+        errors: Vec<String>,
+    },
     /// An API call of pith's node host (pi's `appendEntry`, `setSessionName`, ...): answered
     /// with `call_result`.
     Call {
@@ -392,6 +398,18 @@ pub fn decode(v: &Value) -> Result<FromExt, DecodeError> {
         }
         "node_too_old" => FromExt::NodeTooOld {
             version: f.string("version")?,
+        },
+        "startup_failed" => FromExt::StartupFailed {
+            errors: match obj.get("errors") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|e| match e {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect(),
+                _ => return Err(DecodeError::Invalid("\"errors\" must be an array".into())),
+            },
         },
         "call" => FromExt::Call {
             id: obj.get("id").cloned().unwrap_or(Value::Null),

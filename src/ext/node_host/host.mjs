@@ -7,7 +7,8 @@
 //
 // Environment: PITH_NODE_HOST_EXTENSIONS (a JSON array of absolute paths, in load order),
 // PITH_PROJECT_TRUSTED ("1" or "0"), PITH_NODE_HOST_TIMEOUT_MS (a handler's time before this host
-// gives up on it and reports it; pith's own per-call timeout is the backstop).
+// gives up on it and reports it; pith's own per-call timeout is the backstop),
+// PITH_NODE_HOST_FLAGS (the command line's flags for the extensions: [[name, value|null], ...]).
 
 // First of all: a node too old to strip types says so, and pith stops (exit 2). This file is
 // plain JavaScript that old nodes parse.
@@ -49,6 +50,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const extensionPaths = JSON.parse(process.env.PITH_NODE_HOST_EXTENSIONS || "[]");
 const projectTrusted = process.env.PITH_PROJECT_TRUSTED === "1";
 const handlerTimeoutMs = Number(process.env.PITH_NODE_HOST_TIMEOUT_MS || "0") || 0;
+// Long flags of pith's command line it does not know: [[name, value or null], ...] in order.
+const cliFlags = JSON.parse(process.env.PITH_NODE_HOST_FLAGS || "[]");
+// The flags' values, shared by every extension (pi's runtime `flagValues`).
+const flagValues = new Map();
 
 // ---- module resolution: pi's packages to the user's copies, else to pith's shims ----------------
 
@@ -600,11 +605,17 @@ function makeApi(ext) {
 			if (ready) sendRegister();
 		},
 		registerFlag(name, options) {
-			// pith's command line has no extension flags: a flag always has its default.
-			ext.flags.set(name, options?.default);
+			const type = options?.type;
+			if (options?.default !== undefined && typeof options.default !== type) {
+				throw new Error(`Invalid default for flag "${name}": expected ${type}, got ${typeof options.default}`);
+			}
+			ext.flags.set(name, { type });
+			if (options?.default !== undefined && !flagValues.has(name)) flagValues.set(name, options.default);
 		},
 		getFlag(name) {
-			return ext.flags.get(name);
+			// The command line's value once every extension has loaded; the default before.
+			if (!ext.flags.has(name)) return undefined;
+			return flagValues.get(name);
 		},
 		sendMessage(message, options) {
 			const m = { type: "send_message", message: { customType: message.customType, content: message.content } };
@@ -961,24 +972,62 @@ async function onCommand(msg) {
 	}
 }
 
+// pi stops at start-up when an extension fails to load or a command-line flag is not one the
+// extensions registered (or lacks its value): these are its diagnostics, and pith stops with them.
 async function loadAll() {
+	const errors = [];
 	for (const p of extensionPaths) {
 		const ext = { path: p, handlers: new Map(), tools: [], commands: [], flags: new Map(), dead: false };
 		extensions.push(ext);
+		let factory;
 		try {
 			const mod = await import(pathToFileURL(p).href);
-			let factory = mod.default;
+			factory = mod.default;
 			if (factory && typeof factory === "object" && typeof factory.default === "function") factory = factory.default;
-			if (typeof factory !== "function") throw new Error("the module has no default export function");
+		} catch (e) {
+			ext.dead = true;
+			errors.push(`Failed to load extension "${p}": Failed to load extension: ${errText(e)}`);
+			continue;
+		}
+		if (typeof factory !== "function") {
+			ext.dead = true;
+			errors.push(`Failed to load extension "${p}": Extension does not export a valid factory function: ${p}`);
+			continue;
+		}
+		try {
 			if (needsSnapshot && !snapshot) await refreshSnapshot();
 			await bounded(ext, "startup", Promise.resolve().then(() => factory(makeApi(ext))));
 		} catch (e) {
 			ext.dead = true;
-			reportError(ext, "startup", `Failed to load extension: ${errText(e)}`);
+			errors.push(`Failed to load extension "${p}": Failed to load extension: ${errText(e)}`);
 		}
+	}
+	errors.push(...applyCliFlags());
+	if (errors.length) {
+		send({ type: "startup_failed", errors });
+		return;
 	}
 	ready = true;
 	sendRegister();
+}
+
+// The command line's flags over the registered ones' defaults (pi's applyExtensionFlagValues).
+function applyCliFlags() {
+	const registered = new Map();
+	for (const ext of liveExtensions()) for (const [name, flag] of ext.flags) registered.set(name, flag);
+	const errors = [];
+	const unknown = [];
+	for (const [name, value] of cliFlags) {
+		const flag = registered.get(name);
+		if (!flag) unknown.push(name);
+		else if (flag.type === "boolean") flagValues.set(name, true);
+		else if (typeof value === "string") flagValues.set(name, value);
+		else errors.push(`Extension flag "--${name}" requires a value`);
+	}
+	if (unknown.length) {
+		errors.push(`Unknown option${unknown.length === 1 ? "" : "s"}: ${unknown.map((n) => `--${n}`).join(", ")}`);
+	}
+	return errors;
 }
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
