@@ -989,3 +989,48 @@ fn an_extension_that_fails_to_load_stops_pith() {
         "Prompt cancelled: a pi extension failed to start"
     );
 }
+
+/// A provider that a factory registers and pith refuses is one of pi's start-up errors (pi
+/// 0.73.1, 0.87.1 and 1.6.0 stop, exit 1, each with its own wording of the check), listed before
+/// the flags' errors and the failed loads, as pi lists them.
+#[test]
+fn a_refused_provider_in_a_factory_stops_pith() {
+    let node = need_node!();
+    let w = World::new();
+    let bad = fixture("badprovider.ts");
+    let broken = fixture("broken.ts");
+    for (compat, text) in [
+        (
+            "0.73",
+            "Provider px: \"baseUrl\" is required when defining models.",
+        ),
+        (
+            "0.87",
+            "Provider px, model m: no \"api\" specified. Set at provider or model level.",
+        ),
+        (
+            "1.6",
+            "Provider px, model m: no \"api\" specified. Set it at model level or provider level.",
+        ),
+    ] {
+        let (code, _, err) = run_closed(&w, &node, &["--compat", compat, "-e", &bad]);
+        assert_eq!(code, Some(1), "{compat}: {err}");
+        assert_eq!(err, format!("Error: Extension \"{bad}\" error: {text}\n"));
+        let (code, _, err) = run_closed(
+            &w,
+            &node,
+            &["--compat", compat, "-e", &broken, "-e", &bad, "--nope"],
+        );
+        assert_eq!(code, Some(1), "{compat}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "Error: Extension \"{bad}\" error: {text}\n\
+                 Error: Unknown option: --nope\n\
+                 Error: Failed to load extension \"{broken}\": Failed to load extension: broken at load\n\
+                 Hint: Start without extensions using \"pith -ne\".\n"
+            ),
+            "{compat}"
+        );
+    }
+}

@@ -276,7 +276,13 @@ impl Registry {
         let version = self.version();
         let is_builtin = |n: &str| version.providers.iter().any(|p| p.name == n);
         let interpolate = |s: &str| config::interpolate_env(s, env);
-        let mut p = config::extension_provider(name, config, &is_builtin, &interpolate)?;
+        let mut p = config::extension_provider(
+            name,
+            config,
+            &is_builtin,
+            &interpolate,
+            version.extension_provider_checks,
+        )?;
         p.definition_order = version.extension_models_in_definition_order;
         let mut ext = std::mem::take(&mut self.ext_providers);
         ext.retain(|(n, _)| n != name);

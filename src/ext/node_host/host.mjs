@@ -684,9 +684,13 @@ function makeApi(ext) {
 			if (config?.[k] !== undefined) return refuse(`pi.registerProvider("${name}", {${k}})`);
 		}
 		const data = JSON.parse(JSON.stringify(config ?? {}));
-		apiCall("registerProvider", { name: String(name), config: data }).catch((e) =>
-			reportError(ext, "registerProvider", errText(e)),
-		);
+		const call = apiCall("registerProvider", { name: String(name), config: data });
+		if (ready) {
+			call.catch((e) => reportError(ext, "registerProvider", errText(e)));
+		} else {
+			// In a factory: pith refusing the definition is one of pi's start-up errors.
+			loadCalls.push(call.catch((e) => providerErrors.push(`Extension "${ext.path}" error: ${errText(e)}`)));
+		}
 	};
 	api.unregisterProvider = (name) => {
 		apiCallReported(ext, "unregisterProvider", { name: String(name) });
@@ -695,6 +699,9 @@ function makeApi(ext) {
 }
 
 let ready = false;
+// Provider registrations of the factories (awaited before start-up is judged) and their errors.
+const loadCalls = [];
+const providerErrors = [];
 
 function liveExtensions() {
 	return extensions.filter((e) => !e.dead);
@@ -972,10 +979,11 @@ async function onCommand(msg) {
 	}
 }
 
-// pi stops at start-up when an extension fails to load or a command-line flag is not one the
-// extensions registered (or lacks its value): these are its diagnostics, and pith stops with them.
+// pi stops at start-up when an extension fails to load, a provider a factory registered is
+// refused, or a command-line flag is not one the extensions registered (or lacks its value):
+// these are its diagnostics, and pith stops with them.
 async function loadAll() {
-	const errors = [];
+	const loadErrors = [];
 	for (const p of extensionPaths) {
 		const ext = { path: p, handlers: new Map(), tools: [], commands: [], flags: new Map(), dead: false };
 		extensions.push(ext);
@@ -986,12 +994,12 @@ async function loadAll() {
 			if (factory && typeof factory === "object" && typeof factory.default === "function") factory = factory.default;
 		} catch (e) {
 			ext.dead = true;
-			errors.push(`Failed to load extension "${p}": Failed to load extension: ${errText(e)}`);
+			loadErrors.push(`Failed to load extension "${p}": Failed to load extension: ${errText(e)}`);
 			continue;
 		}
 		if (typeof factory !== "function") {
 			ext.dead = true;
-			errors.push(`Failed to load extension "${p}": Extension does not export a valid factory function: ${p}`);
+			loadErrors.push(`Failed to load extension "${p}": Extension does not export a valid factory function: ${p}`);
 			continue;
 		}
 		try {
@@ -999,10 +1007,12 @@ async function loadAll() {
 			await bounded(ext, "startup", Promise.resolve().then(() => factory(makeApi(ext))));
 		} catch (e) {
 			ext.dead = true;
-			errors.push(`Failed to load extension "${p}": Failed to load extension: ${errText(e)}`);
+			loadErrors.push(`Failed to load extension "${p}": Failed to load extension: ${errText(e)}`);
 		}
 	}
-	errors.push(...applyCliFlags());
+	await Promise.all(loadCalls);
+	// pi's order: providers the factories registered, the command line's flags, failed loads.
+	const errors = [...providerErrors, ...applyCliFlags(), ...loadErrors];
 	if (errors.length) {
 		send({ type: "startup_failed", errors });
 		return;

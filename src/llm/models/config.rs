@@ -138,6 +138,22 @@ pub(super) fn parse(
     Ok(config)
 }
 
+/// What pi's `registerProvider` checks of a provider that defines models (`Table::
+/// extension_provider_checks`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtensionProviderChecks {
+    /// pi 0.73.1's `validateProviderConfig`, for any provider: `baseUrl` (`… is required when
+    /// defining models.`), then `apiKey` (`"apiKey" or "oauth" is required …`), then each
+    /// model's `api` (`no "api" specified.`).
+    V073,
+    /// pi 0.87.1's provider composer: each model's `api` (`… Set at provider or model level.`),
+    /// then `baseUrl` (`… is required when defining custom models.`); a built-in provider's own
+    /// models supply both.
+    Composer,
+    /// pi 1.6.0's: as 0.87.1's, the `api` text `… Set it at model level or provider level.`
+    Composer16,
+}
+
 /// The data form of pi's `registerProvider(name, config)`: models.json's provider shape (`apiKey`
 /// optional), checked as pi composes it. `interpolate` turns pi's `$ENV` / `${ENV}` forms of
 /// `apiKey` into the value.
@@ -146,6 +162,7 @@ pub(super) fn extension_provider(
     value: &Value,
     is_builtin: &dyn Fn(&str) -> bool,
     interpolate: &dyn Fn(&str) -> String,
+    checks: ExtensionProviderChecks,
 ) -> Result<ProviderConfig, String> {
     let mut v = Validator::default();
     let mut p = v.provider(value, &format!("providers.{name}"));
@@ -163,12 +180,38 @@ pub(super) fn extension_provider(
                 "Provider {name}: must specify \"baseUrl\", \"headers\", \"compat\", \"modelOverrides\", or \"models\"."
             ));
         }
+    } else if checks == ExtensionProviderChecks::V073 {
+        // JavaScript's truthiness: an empty string is missing too.
+        if p.base_url.as_deref().is_none_or(str::is_empty) {
+            return Err(format!(
+                "Provider {name}: \"baseUrl\" is required when defining models."
+            ));
+        }
+        if p.api_key.as_deref().is_none_or(str::is_empty) {
+            return Err(format!(
+                "Provider {name}: \"apiKey\" or \"oauth\" is required when defining models."
+            ));
+        }
+        for m in &p.models {
+            if p.api.is_none() && m.api.is_none() {
+                return Err(format!(
+                    "Provider {name}, model {}: no \"api\" specified.",
+                    m.id
+                ));
+            }
+            check_limits(name, m)?;
+        }
+        p.replace_builtin = is_builtin(name);
     } else {
         let builtin = is_builtin(name);
+        let where_api = match checks {
+            ExtensionProviderChecks::Composer16 => "Set it at model level or provider level.",
+            _ => "Set at provider or model level.",
+        };
         for m in &p.models {
             if p.api.is_none() && m.api.is_none() && !builtin {
                 return Err(format!(
-                    "Provider {name}, model {}: no \"api\" specified. Set at provider or model level.",
+                    "Provider {name}, model {}: no \"api\" specified. {where_api}",
                     m.id
                 ));
             }

@@ -62,6 +62,8 @@ pub(super) struct Table {
     /// An extension's `registerProvider` models keep the definition's keys first, then `api`,
     /// `provider`, `baseUrl` (pi 1.6.0 spreads the definition); before, models.json's shape.
     pub extension_models_in_definition_order: bool,
+    /// What `registerProvider` checks of a provider that defines models, and its error texts.
+    pub extension_provider_checks: super::config::ExtensionProviderChecks,
     /// How `--model` chooses among models (pi's `resolveCliModel` of that version).
     pub cli_resolution: super::resolve::CliResolution,
     /// The settings' `defaultProvider`/`defaultModel` is the start-up model only when its
@@ -83,6 +85,7 @@ pub(super) const V073: Table = Table {
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
     custom_models_need_api_key: true,
     extension_models_in_definition_order: false,
+    extension_provider_checks: super::config::ExtensionProviderChecks::V073,
     cli_resolution: super::resolve::CliResolution::FirstMatch,
     settings_default_needs_auth: false,
 };
@@ -101,6 +104,7 @@ pub(super) const V087: Table = Table {
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER,
     custom_models_need_api_key: false,
     extension_models_in_definition_order: false,
+    extension_provider_checks: super::config::ExtensionProviderChecks::Composer,
     cli_resolution: super::resolve::CliResolution::ExactByAuth,
     settings_default_needs_auth: true,
 };
@@ -119,6 +123,7 @@ pub(super) const V16: Table = Table {
     defaults: super::resolve::DEFAULT_MODEL_PER_PROVIDER_16,
     custom_models_need_api_key: false,
     extension_models_in_definition_order: true,
+    extension_provider_checks: super::config::ExtensionProviderChecks::Composer16,
     cli_resolution: super::resolve::CliResolution::Reference,
     settings_default_needs_auth: true,
 };

@@ -799,7 +799,9 @@ mod erased {
 #[test]
 fn extension_providers_register_override_and_unregister() {
     let dir = oracle_dir();
-    let (mut reg, _) = load_dir(dir.path(), no_env());
+    // pi 0.87.1's rules (0.73.1 wants an `apiKey` with models: below).
+    let (mut reg, warnings) = Registry::load_for(Catalog::V087, dir.path(), &*no_env());
+    assert_eq!(warnings, Vec::<String>::new());
     let env = |k: &str| (k == "PROXY_KEY").then(|| "sk-1".to_string());
     reg.register_provider(
         "proxy",
@@ -856,7 +858,7 @@ fn extension_providers_register_override_and_unregister() {
 
 #[test]
 fn extension_provider_errors_name_the_problem() {
-    let mut reg = Registry::builtin();
+    let mut reg = Registry::builtin_for(Catalog::V087);
     let env = |_: &str| None;
     let err = |reg: &mut Registry, v: Value| reg.register_provider("x", &v, &env).unwrap_err();
     assert_eq!(
@@ -882,6 +884,51 @@ fn extension_provider_errors_name_the_problem() {
         "Invalid provider config: providers.x.baseUrl: Expected string"
     );
     assert!(reg.lookup("x", "a").is_none());
+    // pi 1.6.0 words the missing `api` its own way.
+    let mut reg = Registry::builtin_for(Catalog::V16);
+    assert_eq!(
+        err(
+            &mut reg,
+            json!({"models": [{"id": "a"}], "baseUrl": "http://x"})
+        ),
+        "Provider x, model a: no \"api\" specified. Set it at model level or provider level."
+    );
+    // pi 0.73.1 checks `baseUrl`, then `apiKey`, then each model's `api`, for any provider.
+    let mut reg = Registry::builtin_for(Catalog::V073);
+    assert_eq!(
+        err(&mut reg, json!({"models": [{"id": "a"}]})),
+        "Provider x: \"baseUrl\" is required when defining models."
+    );
+    assert_eq!(
+        err(
+            &mut reg,
+            json!({"models": [{"id": "a"}], "baseUrl": "http://x", "api": "openai-completions"})
+        ),
+        "Provider x: \"apiKey\" or \"oauth\" is required when defining models."
+    );
+    assert_eq!(
+        err(
+            &mut reg,
+            json!({"models": [{"id": "a"}], "baseUrl": "http://x", "apiKey": "k"})
+        ),
+        "Provider x, model a: no \"api\" specified."
+    );
+    assert_eq!(
+        reg.register_provider(
+            "anthropic",
+            &json!({"baseUrl": "http://p", "models": [{"id": "o"}]}),
+            &env
+        )
+        .unwrap_err(),
+        "Provider anthropic: \"apiKey\" or \"oauth\" is required when defining models."
+    );
+    reg.register_provider(
+        "x",
+        &json!({"models": [{"id": "a"}], "baseUrl": "http://x", "apiKey": "k", "api": "openai-completions"}),
+        &env,
+    )
+    .unwrap();
+    assert!(reg.lookup("x", "a").is_some());
 }
 
 #[test]
