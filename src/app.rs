@@ -255,6 +255,25 @@ impl From<String> for StartupError {
     }
 }
 
+/// An `-e` path that does not exist stops start-up, as in pi (exit 1 in rpc mode).
+fn check_extension_paths(opts: &Options, cwd: &std::path::Path) -> Result<(), StartupError> {
+    let missing = crate::ext::load::missing_cli_paths(&opts.extensions, cwd);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut lines: Vec<String> = missing
+        .iter()
+        .map(|p| {
+            format!(
+                "Error: Failed to load extension \"{0}\": Extension path does not exist: {0}",
+                p.display()
+            )
+        })
+        .collect();
+    lines.push("Hint: Start without extensions using \"pith -ne\".".into());
+    Err(StartupError::config(lines.join("\n")))
+}
+
 /// Long flags pith does not know are for pi's extensions (`pi.registerFlag`): without one
 /// configured they are the usage error they always were (exit 2, before anything happens);
 /// with one, the node host checks them once its extensions have loaded, as pi does.
@@ -298,6 +317,7 @@ pub fn startup(opts: &Options) -> Result<Startup, StartupError> {
 pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError> {
     let agent_dir = config::agent_dir();
     let (settings, version, project_trusted) = resolve_trust_and_settings(opts, &cwd, &agent_dir);
+    check_extension_paths(opts, &cwd)?;
     check_extension_flags(opts, project_trusted, &agent_dir, &cwd)?;
     check_tool_options(opts, version.profile())?;
     let (registry, mut auth) = load_models(version, &agent_dir);

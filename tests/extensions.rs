@@ -1093,3 +1093,48 @@ done
         json!([{"type":"text","text":"This is the faux provider. You said: replaced by sh"}])
     );
 }
+
+/// An `-e` path that does not exist stops start-up before anything runs, as in pi 0.73.1, 0.87.1
+/// and 1.6.0 (`Error: Failed to load extension "<path>": Extension path does not exist: <path>`,
+/// each missing path, then the way on; exit 1 in rpc mode, pith's 2 in print mode). A settings
+/// entry that does not exist stays a warning (pi ignores it silently).
+#[test]
+fn a_missing_extension_path_stops_start_up() {
+    let w = World::new();
+    let missing = w.tmp().join("missing.ts");
+    let missing = missing.to_string_lossy().into_owned();
+    let relative = w.cwd().join("rel.jsonl");
+    let relative = relative.to_string_lossy().into_owned();
+    let expected = format!(
+        "Error: Failed to load extension \"{missing}\": Extension path does not exist: {missing}\n\
+         Error: Failed to load extension \"{relative}\": Extension path does not exist: {relative}\n\
+         Hint: Start without extensions using \"pith -ne\".\n"
+    );
+    for (mode, code) in [("rpc", 1), ("print", 2)] {
+        let out = w
+            .command(&[
+                "--mode",
+                mode,
+                "--provider",
+                "faux",
+                "--model",
+                "faux",
+                "--no-session",
+                "-e",
+                &missing,
+                "-e",
+                "rel.jsonl",
+                "hi",
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{mode}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{mode}");
+        assert!(out.stdout.is_empty(), "{mode}");
+    }
+    settings(&w, json!({"extensions": [missing]}));
+    let mut p = spawn(&w, "", &[]);
+    let st = p.call(json!({"type":"get_state"}), "s");
+    assert_eq!(st["success"], true);
+}

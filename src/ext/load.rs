@@ -407,6 +407,17 @@ fn package_files(root: &Path, filter: Option<&[String]>) -> Vec<PathBuf> {
     }
 }
 
+/// `-e` paths that do not exist (pi stops at start-up naming each: `Failed to load extension
+/// "<path>": Extension path does not exist: <path>`), as resolved against `cwd`.
+pub fn missing_cli_paths(cli: &[String], cwd: &Path) -> Vec<PathBuf> {
+    cli.iter()
+        .map(|raw| raw.strip_prefix('+').unwrap_or(raw))
+        .filter(|e| !e.starts_with("builtin:") && !e.starts_with("npm:") && !e.starts_with("git:"))
+        .map(|e| expand(e, cwd))
+        .filter(|p| !p.exists())
+        .collect()
+}
+
 /// The extensions to start, in load order, and warnings for stderr. pi's order: `-e` paths,
 /// then the project's settings entries, the project's `.pi/extensions/`, the user's settings
 /// entries, the user's `<agentDir>/extensions/` (a project's only when it is trusted); a path
