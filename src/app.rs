@@ -25,6 +25,13 @@ pub fn run(opts: Options) -> i32 {
         return run_export(input, opts.messages.first().map(String::as_str));
     }
     if let Some(search) = &opts.list_models {
+        if has_pi_extensions(&opts) {
+            return list_models_after_extensions(&opts, search.as_deref());
+        }
+        if let Some(e) = cli::unknown_flags_error(&opts.extension_flags) {
+            eprintln!("pith: {e}\nTry 'pith --help' for more information.");
+            return cli::EXIT_USAGE;
+        }
         return list_models(search.as_deref(), opts.version);
     }
     if opts.mode == Mode::Rpc && !opts.file_args.is_empty() {
@@ -168,6 +175,96 @@ fn list_models(search: Option<&str>, version: Option<crate::protocol::Version>) 
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for line in crate::list_models::lines(&models, search) {
+        if writeln!(out, "{line}").is_err() {
+            break;
+        }
+    }
+    cli::EXIT_OK
+}
+
+/// Whether a pi TypeScript extension would load (`-e` or settings, the project's when trusted).
+fn has_pi_extensions(opts: &Options) -> bool {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let agent_dir = config::agent_dir();
+    let (_, _, trusted, _) = trust_and_settings(opts, &cwd, &agent_dir);
+    let (extensions, _) = crate::ext::load::resolve(
+        &opts.extensions,
+        opts.no_extensions,
+        trusted,
+        &agent_dir,
+        &cwd,
+    );
+    extensions
+        .iter()
+        .any(|e| e.kind == crate::ext::load::Kind::Node)
+}
+
+/// `--list-models` with pi extensions: pi lists once its extensions have loaded, their
+/// `registerProvider` models included. pith starts as for a run (no session) and asks its machine
+/// `get_available_models`, which is answered once the node host has loaded; a start-up that
+/// fails (an extension that does not load) is reported as for a run.
+fn list_models_after_extensions(opts: &Options, search: Option<&str>) -> i32 {
+    let mut o = opts.clone();
+    o.list_models = None;
+    o.mode = Mode::Rpc;
+    o.no_session = true;
+    o.session = None;
+    o.continue_session = false;
+    o.fork = None;
+    let startup = match startup(&o) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}", e.message);
+            return if e.config && e.every_mode {
+                cli::EXIT_USAGE
+            } else {
+                cli::EXIT_FAILURE
+            };
+        }
+    };
+    let (input_tx, input_rx) = crossbeam_channel::bounded(4);
+    let (_control_tx, control_rx) = crossbeam_channel::unbounded();
+    let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
+    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
+    let machine = Machine::new(
+        startup,
+        Channels {
+            input: input_rx,
+            control: control_rx,
+            worker: worker_rx,
+            worker_tx,
+            stdout: stdout_tx,
+        },
+    );
+    let running = std::thread::spawn(move || machine.run_to_exit().code());
+    let ask = serde_json::json!({"id": "list-models", "type": "get_available_models"});
+    let _ = input_tx.send(io::stdin::Input::Json(ask));
+    let mut rows: Option<Vec<crate::list_models::Row>> = None;
+    for line in stdout_rx.iter() {
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if v["type"] == "response" && v["id"] == "list-models" {
+            rows = v["data"]["models"].as_array().map(|models| {
+                models
+                    .iter()
+                    .filter_map(crate::list_models::Row::of_json)
+                    .collect()
+            });
+            break;
+        }
+    }
+    let _ = input_tx.send(io::stdin::Input::Eof);
+    drop(input_tx);
+    // Whatever the machine still writes until it ends.
+    for _ in stdout_rx.iter() {}
+    let code = running.join().unwrap_or(cli::EXIT_FAILURE);
+    let Some(rows) = rows else {
+        return if code == 0 { cli::EXIT_FAILURE } else { code };
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in crate::list_models::lines_of(rows, search) {
         if writeln!(out, "{line}").is_err() {
             break;
         }
@@ -505,6 +602,22 @@ fn resolve_trust_and_settings(
     cwd: &std::path::Path,
     agent_dir: &std::path::Path,
 ) -> (Settings, crate::protocol::Version, bool) {
+    let (settings, version, project_trusted, warnings) = trust_and_settings(opts, cwd, agent_dir);
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    if let Some(note) = settings.cache_warming_note() {
+        eprintln!("{note}");
+    }
+    (settings, version, project_trusted)
+}
+
+/// [`resolve_trust_and_settings`] without printing: its warnings are returned.
+fn trust_and_settings(
+    opts: &Options,
+    cwd: &std::path::Path,
+    agent_dir: &std::path::Path,
+) -> (Settings, crate::protocol::Version, bool, Vec<String>) {
     let (settings, warnings) = Settings::load(agent_dir, cwd);
     let global = settings.global_only();
     let version = opts.version.unwrap_or_else(|| {
@@ -537,13 +650,7 @@ fn resolve_trust_and_settings(
     } else {
         Settings::load_global(agent_dir)
     };
-    for w in warnings {
-        eprintln!("{w}");
-    }
-    if let Some(note) = settings.cache_warming_note() {
-        eprintln!("{note}");
-    }
-    (settings, version, project_trusted)
+    (settings, version, project_trusted, warnings)
 }
 
 /// The model registry (built-in catalog and `models.json`) and the credentials, with their

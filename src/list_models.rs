@@ -11,18 +11,63 @@ use crate::llm::Model;
 /// pith does not have).
 pub const NO_MODELS: &str = "No models available. Set a provider's API key in the environment (e.g. ANTHROPIC_API_KEY), in auth.json or with --api-key, or configure a provider in models.json.";
 
+/// One model as the table shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub provider: String,
+    pub id: String,
+    pub context_window: u64,
+    pub max_tokens: u64,
+    pub reasoning: bool,
+    pub images: bool,
+}
+
+impl Row {
+    pub fn of(m: &Model) -> Row {
+        Row {
+            provider: m.provider.clone(),
+            id: m.id.clone(),
+            context_window: m.context_window,
+            max_tokens: m.max_tokens,
+            reasoning: m.reasoning,
+            images: m.input.iter().any(|i| i == "image"),
+        }
+    }
+
+    /// A model of a `get_available_models` answer (every version's shape has these fields);
+    /// `None` when one is missing.
+    pub fn of_json(v: &serde_json::Value) -> Option<Row> {
+        Some(Row {
+            provider: v.get("provider")?.as_str()?.to_string(),
+            id: v.get("id")?.as_str()?.to_string(),
+            context_window: v.get("contextWindow")?.as_u64()?,
+            max_tokens: v.get("maxTokens")?.as_u64()?,
+            reasoning: v.get("reasoning")?.as_bool()?,
+            images: v
+                .get("input")?
+                .as_array()?
+                .iter()
+                .any(|i| i.as_str() == Some("image")),
+        })
+    }
+}
+
 /// The lines to print (each without its newline).
 pub fn lines(models: &[&Model], search: Option<&str>) -> Vec<String> {
+    lines_of(models.iter().map(|m| Row::of(m)).collect(), search)
+}
+
+/// [`lines`] over rows.
+pub fn lines_of(models: Vec<Row>, search: Option<&str>) -> Vec<String> {
     if models.is_empty() {
         return vec![NO_MODELS.to_string()];
     }
-    let mut shown: Vec<&Model> = match search {
+    let mut shown: Vec<Row> = match search {
         Some(q) if !q.trim().is_empty() => models
-            .iter()
-            .copied()
+            .into_iter()
             .filter(|m| fuzzy_filter_match(q, &format!("{} {}", m.provider, m.id)))
             .collect(),
-        _ => models.to_vec(),
+        _ => models,
     };
     if shown.is_empty() {
         return vec![format!("No models matching \"{}\"", search.unwrap_or(""))];
@@ -35,15 +80,15 @@ pub fn lines(models: &[&Model], search: Option<&str>) -> Vec<String> {
     ]
     .map(String::from);
     let rows: Vec<[String; 6]> = shown
-        .iter()
+        .into_iter()
         .map(|m| {
             [
-                m.provider.clone(),
-                m.id.clone(),
+                m.provider,
+                m.id,
                 token_count(m.context_window),
                 token_count(m.max_tokens),
                 yes_no(m.reasoning),
-                yes_no(m.input.iter().any(|i| i == "image")),
+                yes_no(m.images),
             ]
         })
         .collect();

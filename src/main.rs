@@ -37,11 +37,11 @@ fn run(args: Vec<OsString>) -> i32 {
         return codemode_worker();
     }
     let parsed = pith::cli::parse(args.into_iter().skip(1)).and_then(|p| match p {
-        // Runs that load no extensions: a flag no extension can take is the usage error.
+        // Runs that load no extensions: a flag no extension can take is the usage error
+        // (`--list-models` loads them when there are any: `app::run`).
         pith::cli::Parsed::Run(opts)
-            if opts.mode == pith::cli::Mode::Acp
-                || opts.export.is_some()
-                || opts.list_models.is_some() =>
+            if opts.list_models.is_none()
+                && (opts.mode == pith::cli::Mode::Acp || opts.export.is_some()) =>
         {
             match pith::cli::unknown_flags_error(&opts.extension_flags) {
                 Some(e) => Err(e),

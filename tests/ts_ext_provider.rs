@@ -333,3 +333,42 @@ fn print_mode_uses_extension_provider() {
     let after = std::fs::read_to_string(&file).unwrap();
     assert_eq!(after, text, "resuming records nothing");
 }
+
+/// `--list-models` with a pi extension: pi 0.73.1, 0.87.1 and 1.6.0 list once their extensions
+/// have loaded, the providers their factories register included; so does pith (the `sso` form it
+/// cannot run is reported on stderr and not listed). Without the extension, no model has a key.
+#[test]
+fn list_models_includes_extension_providers() {
+    let node = need_node!();
+    let w = World::new();
+    let ext = fixture("provider.ts");
+    for compat in ["0.73", "1.6"] {
+        let out = w
+            .command(&["--compat", compat, "--list-models", "proxy", "-e", &ext])
+            .env("PITH_NODE", &node)
+            .env("PROXY_PORT", "9")
+            .env("PROXY_KEY", SECRET)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{compat}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "provider  model  context  max-out  thinking  images\n\
+             proxy     m1     100K     1K       no        no    \n",
+            "{compat}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(SECRET));
+    }
+    let out = w
+        .command(&["--list-models", "proxy"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("No models available."),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
