@@ -1034,3 +1034,89 @@ fn a_refused_provider_in_a_factory_stops_pith() {
         );
     }
 }
+
+/// fresh.ts: `ctx.fork(entryId)` and `ctx.switchSession(path)` from commands run as the `fork`
+/// and `switch_session` commands do (a new session file holding what came before the entry; the
+/// file switched to) and resolve to `{cancelled}` only, as pi 1.6.0's RPC mode answers them;
+/// `position: "at"` (pith's `fork` forks before the entry) raises an error naming it.
+#[test]
+fn fork_and_switch_session_from_commands() {
+    let node = need_node!();
+    let w = World::new();
+    let sessions = w.tmp().join("sessions");
+    let sessions = sessions.to_string_lossy().into_owned();
+    let mut cmd = w.faux_command(
+        &w.tmp(),
+        "{\"text\": \"Hello.\"}\n",
+        &[
+            "--compat",
+            "1.6",
+            "--session-dir",
+            &sessions,
+            "-e",
+            &fixture("fresh.ts"),
+        ],
+    );
+    cmd.env("PITH_NODE", &node);
+    let mut p = Pith::spawn_cmd(cmd);
+    p.send(json!({"id":"p","type":"prompt","message":"hi"}));
+    p.recv_until(|f| f["type"] == "agent_settled");
+    let first = p.call(json!({"type":"get_state"}), "s1")["data"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let notify = |frames: &[Value]| {
+        frames
+            .iter()
+            .find(|f| f["method"] == "notify")
+            .map(|f| f["message"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no notify: {frames:#?}"))
+    };
+    p.send(json!({"id":"f","type":"prompt","message":"/forkfirst"}));
+    let frames = p.recv_until(|f| f["id"] == "f");
+    assert_eq!(
+        notify(&frames),
+        "fork cancelled=false keys=cancelled newfile=true"
+    );
+    // Forked before the first user message: only 1.6's system message is left.
+    let m = p.call(json!({"type":"get_messages"}), "m0");
+    let roles: Vec<&str> = m["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system"]);
+    let forked = p.call(json!({"type":"get_state"}), "s2")["data"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(forked, first);
+    p.send(json!({"id":"w","type":"prompt","message":format!("/switchto {first}")}));
+    let frames = p.recv_until(|f| f["id"] == "w");
+    assert_eq!(
+        notify(&frames),
+        format!("switch cancelled=false file={first}")
+    );
+    let m = p.call(json!({"type":"get_messages"}), "m");
+    let roles: Vec<&str> = m["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+    p.send(json!({"id":"a","type":"prompt","message":"/fork-at"}));
+    let frames = p.recv_until(|f| f["id"] == "a");
+    let err = frames
+        .iter()
+        .find(|f| f["type"] == "extension_error")
+        .expect("extension_error");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("pith does not support ctx.fork({position: \"at\"})"),
+        "{err}"
+    );
+}

@@ -158,6 +158,23 @@ impl Machine {
                     let reply = OpReply::Ext { ext: i, call: id };
                     let _ = self.start_session_op(SessionOpKind::New { parent }, reply);
                     return;
+                } else if method == "fork" || method == "switchSession" {
+                    // pi's `ctx.fork(entryId)` / `ctx.switchSession(path)`: as the `fork` /
+                    // `switch_session` commands, the extensions asked first.
+                    let arg = |k: &str| params.get(k).and_then(Value::as_str).map(str::to_string);
+                    let kind = if method == "fork" {
+                        arg("entryId").map(|entry_id| SessionOpKind::Fork { entry_id })
+                    } else {
+                        arg("sessionPath").map(|path| SessionOpKind::Switch { path })
+                    };
+                    match kind {
+                        Some(kind) => {
+                            let reply = OpReply::Ext { ext: i, call: id };
+                            let _ = self.start_session_op(kind, reply);
+                            return;
+                        }
+                        None => Err(format!("{method}: a string argument is missing")),
+                    }
                 } else if method == "compact" {
                     // Answered when the compaction ends (`onComplete` / `onError`).
                     let custom = params

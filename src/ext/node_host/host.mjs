@@ -448,9 +448,27 @@ function makeContext(signal, systemPrompt) {
 	// SessionManager, which pith does not hand out.
 	ctx.newSession = (options) => {
 		if (options?.setup !== undefined) return Promise.reject(unsupported("ctx.newSession({setup})"));
+		if (options?.withSession !== undefined) return Promise.reject(unsupported("ctx.newSession({withSession})"));
 		const params = {};
 		if (typeof options?.parentSession === "string") params.parentSession = options.parentSession;
-		return apiCall("newSession", params);
+		return apiCall("newSession", params).then((r) => ({ cancelled: r?.cancelled === true }));
+	};
+	// pi's `ctx.fork(entryId)` and `ctx.switchSession(path)`: as the `fork` and `switch_session`
+	// commands (the extensions' `session_before_fork` / `session_before_switch` first); `{cancelled}`.
+	// A `withSession` callback needs pi's replaced-session context; `position: "at"` forks after
+	// the entry, which pith's `fork` does not do: both raise an error naming them.
+	ctx.fork = (entryId, options) => {
+		if (options?.withSession !== undefined) return Promise.reject(unsupported("ctx.fork({withSession})"));
+		if (options?.position !== undefined && options.position !== "before") {
+			return Promise.reject(unsupported(`ctx.fork({position: ${JSON.stringify(options.position)}})`));
+		}
+		return apiCall("fork", { entryId: String(entryId) }).then((r) => ({ cancelled: r?.cancelled === true }));
+	};
+	ctx.switchSession = (sessionPath, options) => {
+		if (options?.withSession !== undefined) return Promise.reject(unsupported("ctx.switchSession({withSession})"));
+		return apiCall("switchSession", { sessionPath: String(sessionPath) }).then((r) => ({
+			cancelled: r?.cancelled === true,
+		}));
 	};
 	// pi's RPC mode: at once when idle, else once the run or command in progress is over.
 	ctx.shutdown = () => {
@@ -458,9 +476,7 @@ function makeContext(signal, systemPrompt) {
 	};
 	ctx.waitForIdle = () => apiCall("waitForIdle", {}).then(() => undefined);
 	for (const k of [
-		"fork",
 		"navigateTree",
-		"switchSession",
 		"reload",
 		"executeTool",
 		"getSystemPromptOptions",
