@@ -670,7 +670,7 @@ fn unknown_tool_and_invalid_arguments_fail_immediately() {
     assert_eq!(
         end_text(&f, "v1"),
         (
-            "Validation failed for tool \"read\":\n  - path: must have required property 'path'\n\nReceived arguments:\n{\n  \"file\": \"a.txt\"\n}".into(),
+            "Validation failed for tool \"read\":\n  - path: must have required properties path\n\nReceived arguments:\n{\n  \"file\": \"a.txt\"\n}".into(),
             true
         )
     );

@@ -26,6 +26,7 @@ fn ctx_as(dir: &Path, profile: &'static pith::protocol::Profile) -> ToolContext 
         env: Vec::new(),
         profile: &profile.tools,
         approved_target: None,
+        mutation: None,
     }
 }
 
@@ -225,7 +226,7 @@ fn edit_success_and_errors() {
             &c
         )
         .unwrap_err(),
-        "File not found: nope.txt"
+        "Could not edit file: nope.txt. Error code: ENOENT."
     );
     // Legacy form goes through prepare_and_validate.
     let r = run(
@@ -465,7 +466,7 @@ fn bash_success_exit_codes_and_updates() {
     assert_eq!(text(updates.last().unwrap()), "hi\n");
     assert_eq!(
         bash("exit 3", &c).0.unwrap_err(),
-        "Command exited with code 3"
+        "(no output)\n\nCommand exited with code 3"
     );
     assert_eq!(
         bash("echo oops; exit 2", &c).0.unwrap_err(),

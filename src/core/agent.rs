@@ -1033,6 +1033,7 @@ impl Machine {
             shell_command_prefix,
             profile: &self.profile.tools,
             approved_target: None,
+            mutation: None,
         };
         for (index, exec, args) in runnable {
             let Some(call) = self
@@ -1101,6 +1102,10 @@ impl Machine {
                     .find(|(i, _)| *i == index)
                     .map(|(_, t)| t.clone())
             });
+            // Calls on one file take turns in call order (taken here, where calls start in
+            // order; waited for on the tool's thread).
+            ctx.mutation =
+                crate::tools::mutation::enqueue(tool.name(), &args, &ctx.cwd).map(Arc::new);
             let sandbox = sandbox.clone();
             // Not `THREAD_STACK`: a tool thread lives for one call, and runs third-party code
             // on the model's input that recurses (grep's and find's patterns compiled by the
@@ -1828,8 +1833,8 @@ fn tool_env(
 }
 
 /// Prepare and validate a call's arguments for the tool that runs it, in the profile's
-/// dialect: TypeBox (0.87) checks a built-in tool against the schema it declares (edit's has no
-/// `additionalProperties`).
+/// dialect: TypeBox (every version's) checks a built-in tool against the schema it declares
+/// (0.87's edit has no `additionalProperties`).
 fn validate_for(
     exec: &Exec,
     args: &Value,
@@ -1839,7 +1844,13 @@ fn validate_for(
     match exec {
         Exec::Builtin(t) if dialect != ValidationDialect::Ajv => {
             let prepared = crate::tools::prepare_arguments(t.name(), args);
-            let schema = crate::prompt::sections::declaration(t.as_ref()).parameters;
+            // pi 0.73.1 checks its own schema (edit's forbids other properties), later
+            // versions the one they declare.
+            let schema = if dialect == ValidationDialect::TypeBoxNullsConverted {
+                t.parameters()
+            } else {
+                crate::prompt::sections::declaration(t.as_ref()).parameters
+            };
             crate::tools::validate::validate_args_as(t.name(), &schema, &prepared, dialect)
         }
         Exec::Builtin(t) => crate::tools::prepare_and_validate(t.as_ref(), args),

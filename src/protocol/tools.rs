@@ -7,7 +7,7 @@ pub struct Tools {
     /// 0.73.1: `Split`; 0.87.1: `IgnoreFinalNewline`.
     pub line_counting: LineCounting,
     /// Whose rules and wording tool-argument validation follows.
-    /// 0.73.1: `Ajv`; 0.87.1: `TypeBox`.
+    /// 0.73.1: `TypeBoxNullsConverted`; 0.87.1: `TypeBox`; 1.6.0: `PiSchema`.
     pub validation: ValidationDialect,
     /// What an edit that needed fuzzy matching writes.
     /// 0.73.1: `WholeFile`; 0.87.1: `TouchedLines`.
@@ -46,6 +46,21 @@ pub struct Tools {
     /// `pkg/src/a.ts`; `**/src/*.ts` finds both), a leading `./` is dropped, and an all-lowercase
     /// path pattern ignores case. 0.73.1, 0.87.1: false (a leading `**/` is added); 1.6.0: true.
     pub find_paths_anchored: bool,
+    /// `ls` takes `max(1, floor(limit))` entries; without, the limit as given (`0` or less lists
+    /// nothing, `(empty directory)`; `1.5` lists two and says `1.5 entries limit reached. Use
+    /// limit=3 for more`). 0.73.1, 0.87.1: false; 1.6.0: true.
+    pub ls_limit_floored: bool,
+    /// grep's lines are rg's (`--context`, pi 1.6.0): only a line's terminator is removed (a lone
+    /// `\r` stays), context windows merge and end at the file's last line (no empty line after a
+    /// final newline), a match inside the last allowed match's trailing context shows as context.
+    /// Without: the file re-read and split on `\r\n`, `\r` and `\n`, one block per match (pi
+    /// 0.73.1 / 0.87.1). 0.73.1, 0.87.1: false; 1.6.0: true.
+    pub grep_rg_lines: bool,
+    /// grep's and find's `limit` is `max(1, floor(limit))`, one result more is looked for, and
+    /// the limit notice appears only when it exists (exactly `limit` results: no notice). Without:
+    /// the notice as soon as `limit` results are found, and find passes the limit to fd as given.
+    /// 0.73.1, 0.87.1: false; 1.6.0: true.
+    pub limits_probed: bool,
 }
 
 /// Where MCP servers are configured, how their tools reach the model and how results look.
@@ -77,13 +92,19 @@ pub enum LineCounting {
 /// The validator of tool arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValidationDialect {
-    /// AJV (`allErrors`, `coerceTypes`), pi 0.73.1: one error per missing property, `must NOT`,
-    /// paths like `/edits/0/newText`; the built-in tools are checked against their own schema.
+    /// AJV (`allErrors`, `coerceTypes`; the seeds' pi): one error per missing property,
+    /// `must NOT`, paths like `/edits/0/newText`; the built-in tools are checked against their
+    /// own schema. No version's profile uses it (pi 0.73.1 already validated with TypeBox).
     Ajv,
+    /// TypeBox as pi 0.73.1 uses it: [`ValidationDialect::TypeBox`]'s conversions and messages,
+    /// but a `null` for an optional property is converted like any other value (`0`, `"null"`,
+    /// `false`) instead of being dropped.
+    TypeBoxNullsConverted,
     /// TypeBox, pi 0.87.1: a `null` for an optional property that does not accept it is dropped
-    /// first, one `required` error naming every missing property, `must not`, `must be either a
-    /// or b`, dotted paths (`edits.0.newText`); the built-in tools are checked against the schema
-    /// they declare to the model.
+    /// first, then `Value.Convert` (`null` → `"null"` for a string, `" 5 "` → `5`, `"TRUE"` →
+    /// `true`, a non-array → `[value]` for an array), one `required` error naming every missing
+    /// property, `must not`, `must be either a or b`, dotted paths (`edits.0.newText`); the
+    /// built-in tools are checked against the schema they declare to the model.
     TypeBox,
     /// pi-schema, pi 1.6.0: TypeBox's acceptance and coercions here, with pi-schema's messages:
     /// one `missing` per absent property (at its own path), `expected number, got string`,

@@ -62,7 +62,7 @@ pub const PROFILE: Profile = Profile {
 
     tools: Tools {
         line_counting: LineCounting::Split,
-        validation: ValidationDialect::Ajv,
+        validation: ValidationDialect::TypeBoxNullsConverted,
         edit_fuzzy_rewrite: FuzzyRewrite::WholeFile,
         edit_patch: false,
         write_byte_count: true,
@@ -74,6 +74,9 @@ pub const PROFILE: Profile = Profile {
         codemode: false,
         mcp: McpDialect::Pith,
         find_paths_anchored: false,
+        ls_limit_floored: false,
+        grep_rg_lines: false,
+        limits_probed: false,
     },
 
     resources: Resources {

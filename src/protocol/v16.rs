@@ -64,6 +64,9 @@ pub const PROFILE: Profile = Profile {
         codemode: true,
         mcp: McpDialect::Pi,
         find_paths_anchored: true,
+        ls_limit_floored: true,
+        grep_rg_lines: true,
+        limits_probed: true,
         ..super::v087::PROFILE.tools
     },
 

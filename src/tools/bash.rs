@@ -130,18 +130,16 @@ fn finish(
     wall: Duration,
 ) -> ToolResult {
     let (text, details) = format_output(outcome);
+    // A timeout or an abort follows the output, if any; an exit status follows the output or
+    // `(no output)` (pi's `formatOutput` with and without its empty text).
     let with_status = |status: String| {
-        let body = if outcome.output.is_empty() {
-            String::new()
-        } else {
-            text.clone()
-        };
-        if body.is_empty() {
+        if outcome.output.is_empty() {
             status
         } else {
-            format!("{body}\n\n{status}")
+            format!("{text}\n\n{status}")
         }
     };
+    let exit_status = |code: i32| format!("{text}\n\nCommand exited with code {code}");
     if outcome.timed_out {
         let secs = js_num(timeout.unwrap_or(0.0));
         return Err(with_status(format!(
@@ -156,11 +154,7 @@ fn finish(
             // pi 1.6.0: the exit status is data (`structuredContent.exit_code`); a failed
             // command is a result marked `isError`, not a thrown error (no `details:{}`).
             let failed = code != 0;
-            let text = if failed {
-                with_status(format!("Command exited with code {code}"))
-            } else {
-                text
-            };
+            let text = if failed { exit_status(code) } else { text };
             let mut out = text_output(text);
             out.details = details;
             out.structured = Some(structured_output(outcome, code, wall));
@@ -169,7 +163,7 @@ fn finish(
         }
     }
     if let Some(code) = outcome.exit_code.filter(|c| *c != 0) {
-        return Err(with_status(format!("Command exited with code {code}")));
+        return Err(exit_status(code));
     }
     let mut out = text_output(text);
     out.details = details;

@@ -68,35 +68,58 @@ impl Tool for EditTool {
     ) -> ToolResult {
         let path = arg_str(args, "path").ok_or("Invalid edit arguments.")?;
         let edits = parse_edits(args)?;
+        if let Some(t) = &ctx.mutation {
+            t.wait(&ctx.cancel);
+        }
         check_cancel(ctx)?;
         let abs = approved_target(path, &ctx.cwd, ctx.approved_target.as_deref())?;
         // A FIFO or device passes the reference's access check and then hangs its readFile.
         if let Some(e) = refuse_special("edit", &abs) {
             return Err(e);
         }
+        // pi checks `access(R_OK | W_OK)` first: a path that is not there is `Could not edit
+        // file: <path>. Error code: ENOENT.`; a directory passes it and fails to be read.
+        match std::fs::metadata(&abs) {
+            Err(e) => {
+                let code = super::paths::node_code(&e).map_or("ENOENT", |(c, _)| c);
+                return Err(format!("Could not edit file: {path}. Error code: {code}."));
+            }
+            Ok(m) if m.is_dir() => {
+                return Err("EISDIR: illegal operation on a directory, read".to_string());
+            }
+            Ok(_) => {}
+        }
         let writable = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&abs);
-        // pi says "File not found" for any failed access check; a file that exists but may not
-        // be written (permissions, a read-only mount, the sandbox) is said to be so instead.
+        // A file that exists but may not be written (permissions, a read-only mount, the
+        // sandbox) is said to be so, as the write would say it.
+        let not_editable = |e: &std::io::Error| {
+            let code = super::paths::node_code(e).map_or("ENOENT", |(c, _)| c);
+            format!("Could not edit file: {path}. Error code: {code}.")
+        };
         if let Err(e) = &writable {
-            if abs.is_file() && matches!(e.raw_os_error(), Some(1 | 13 | 30)) {
+            if matches!(e.raw_os_error(), Some(1 | 13 | 30)) {
                 return Err(super::paths::node_error(e, "open", &abs));
             }
-        }
-        if writable.is_err() || !abs.is_file() {
-            return Err(format!("File not found: {path}"));
+            return Err(not_editable(e));
         }
         let mut bytes = Vec::new();
         let file = open_read(&abs, "edit").map_err(|e| match e {
             Ok(special) => special,
-            Err(_) => format!("File not found: {path}"),
+            Err(e) => not_editable(&e),
         })?;
         let stop = cancelled(&ctx.cancel);
         CancelRead::new(file, &stop)
             .read_to_end(&mut bytes)
-            .map_err(|_| format!("File not found: {path}"))?;
+            .map_err(|e| {
+                if ctx.cancel.is_cancelled() {
+                    super::ABORTED.to_string()
+                } else {
+                    super::paths::node_error(&e, "read", &abs)
+                }
+            })?;
         check_cancel(ctx)?;
         let raw = String::from_utf8_lossy(&bytes);
         let edited = edit_text(&raw, &edits, path, ctx.profile.edit_fuzzy_rewrite)?;

@@ -87,9 +87,20 @@ impl Tool for FindTool {
                 .unwrap_or("."),
             &ctx.cwd,
         );
-        // `limit ?? 1000`, passed to fd as `--max-results String(limit)`.
+        // `limit ?? 1000`, passed to fd as `--max-results String(limit)` (pi 1.6.0:
+        // `Math.max(1, Math.floor(limit ?? 1000))`, and fd asked for one result more).
+        let probe = ctx.profile.limits_probed;
         let limit = arg_f64(args, "limit").unwrap_or(DEFAULT_LIMIT as f64);
-        let max_results = max_results(limit)?;
+        let (limit, max_results) = if probe {
+            let l = if limit.is_nan() {
+                1.0
+            } else {
+                limit.floor().clamp(1.0, 1e15)
+            };
+            (l, Some(l as usize + 1))
+        } else {
+            (limit, max_results(limit)?)
+        };
         if !root.is_dir() {
             return Err(format!(
                 "[fd error]: Search path '{}' is not a directory.\n[fd error]: No valid search paths given.",
@@ -119,7 +130,7 @@ impl Tool for FindTool {
         check_cancel(ctx)?;
         // The reference reads fd's output with `readline` (a name with `\r` or `\n` in it
         // becomes several lines) and trims each line.
-        let results: Vec<String> = lines
+        let mut results: Vec<String> = lines
             .join("\n")
             .split("\r\n")
             .flat_map(|l| l.split(['\r', '\n']))
@@ -132,7 +143,14 @@ impl Tool for FindTool {
         }
         let mut notices = Vec::new();
         let mut details = Map::new();
-        if results.len() as f64 >= limit {
+        let limit_reached = if probe {
+            let over = results.len() as f64 > limit;
+            results.truncate(limit as usize);
+            over
+        } else {
+            results.len() as f64 >= limit
+        };
+        if limit_reached {
             notices.push(format!(
                 "{} results limit reached. Use limit={} for more, or refine pattern",
                 js_num(limit),

@@ -132,11 +132,21 @@ impl Tool for GrepTool {
                 .filter(|c| *c > 0.0)
                 .map(|c| c.min(1e6) as usize)
                 .unwrap_or(0),
-            // `Math.max(1, limit ?? 100)`: a fractional limit stops at the next whole match.
+            // `Math.max(1, limit ?? 100)`: a fractional limit stops at the next whole match
+            // (pi 1.6.0: `Math.max(1, Math.floor(limit ?? 100))`).
             limit: arg_f64(args, "limit")
                 .filter(|l| !l.is_nan())
+                .map(|l| {
+                    if ctx.profile.limits_probed {
+                        l.floor()
+                    } else {
+                        l
+                    }
+                })
                 .unwrap_or(DEFAULT_LIMIT as f64)
                 .max(1.0),
+            rg_lines: ctx.profile.grep_rg_lines,
+            probe: ctx.profile.limits_probed,
         };
         let glob = arg_str(args, "glob").filter(|g| !g.is_empty());
         // pi 1.6.0 runs rg in the searched directory (its globs are rooted there) and drops a
@@ -173,6 +183,21 @@ struct Options {
     literal: bool,
     context: usize,
     limit: f64,
+    /// `Tools::grep_rg_lines`.
+    rg_lines: bool,
+    /// `Tools::limits_probed`: one match more than `limit` is looked for (it decides the notice).
+    probe: bool,
+}
+
+impl Options {
+    /// How many matches the search collects.
+    fn wanted(&self) -> f64 {
+        if self.probe {
+            self.limit + 1.0
+        } else {
+            self.limit
+        }
+    }
 }
 
 /// One reported line.
@@ -259,10 +284,10 @@ fn search(
     let aborted = || ctx.cancel.is_cancelled();
     if is_dir {
         // Past `ceil(limit)` matches nothing more is needed.
-        let wanted = if opts.limit >= usize::MAX as f64 {
+        let wanted = if opts.wanted() >= usize::MAX as f64 {
             usize::MAX
         } else {
-            opts.limit.ceil() as usize
+            opts.wanted().ceil() as usize
         };
         let walker = Walker::new(root, &ctx.cwd, Flavor::Rg(overrides), wanted);
         let visitor = GrepVisitor {
@@ -276,7 +301,7 @@ fn search(
             &mut |item: Searched| match item.hits {
                 Ok(hits) => {
                     let display = relative(&item.path, root);
-                    found.add(item.path, display, hits, opts.limit)
+                    found.add(item.path, display, hits, opts.wanted())
                 }
                 Err(e) => {
                     errors.push(e);
@@ -294,7 +319,7 @@ fn search(
             .unwrap_or_default();
         match search_explicit(&mut searcher, &matcher, root, opts, &aborted) {
             Ok(hits) => {
-                found.add(root.to_path_buf(), display, hits, opts.limit);
+                found.add(root.to_path_buf(), display, hits, opts.wanted());
             }
             Err(e) => errors.push(format!("rg: {}: {e}", root.display())),
         }
@@ -429,7 +454,7 @@ fn search_walked(
             Err(e) => return Err(e),
         }
     }
-    let mut sink = Collect::new(opts.limit, stop);
+    let mut sink = Collect::new(opts.wanted(), opts.rg_lines, stop);
     let reader = ReadAhead {
         head: &buf[..len],
         rest: file,
@@ -490,7 +515,7 @@ fn search_explicit(
     })?;
     let len = file.metadata()?.len();
     let mut reader = CancelRead::new(file, stop);
-    let mut sink = Collect::new(opts.limit, stop);
+    let mut sink = Collect::new(opts.wanted(), opts.rg_lines, stop);
     if len == 0 || len > EXPLICIT_SLICE_LIMIT {
         searcher.search_reader(matcher, reader, &mut sink)?;
     } else {
@@ -507,14 +532,17 @@ fn search_explicit(
 struct Collect<'a> {
     hits: Hits,
     limit: f64,
+    /// `Options::rg_lines`.
+    rg_lines: bool,
     stop: &'a dyn Fn() -> bool,
 }
 
 impl<'a> Collect<'a> {
-    fn new(limit: f64, stop: &'a dyn Fn() -> bool) -> Collect<'a> {
+    fn new(limit: f64, rg_lines: bool, stop: &'a dyn Fn() -> bool) -> Collect<'a> {
         Collect {
             hits: Vec::new(),
             limit,
+            rg_lines,
             stop,
         }
     }
@@ -527,6 +555,16 @@ impl Sink for Collect<'_> {
         if (self.stop)() {
             return Err(std::io::Error::other(ABORTED));
         }
+        if self.rg_lines {
+            // pi 1.6.0: rg's line (bytes that are not UTF-8 decoded with replacements), its
+            // terminator removed.
+            let line = String::from_utf8_lossy(mat.bytes());
+            let line = line.strip_suffix('\n').unwrap_or(&line);
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let text = truncate_line(line, GREP_MAX_LINE_LENGTH);
+            self.hits.push((mat.line_number().unwrap_or(0), Some(text)));
+            return Ok((self.hits.len() as f64) < self.limit);
+        }
         let text = std::str::from_utf8(mat.bytes()).ok().map(|line| {
             // The reference: `\r\n` → `\n`, every `\r` removed, one final `\n` removed.
             let line = line.replace('\r', "");
@@ -538,10 +576,69 @@ impl Sink for Collect<'_> {
     }
 }
 
-fn format_result(found: Found, opts: &Options) -> ToolResult {
+fn format_result(mut found: Found, opts: &Options) -> ToolResult {
     if found.matches.is_empty() {
         return Ok(text_output("No matches found"));
     }
+    if opts.probe {
+        // The match past the limit only proves that there are more.
+        let limit = opts.limit as usize;
+        found.limit_reached = found.matches.len() > limit;
+        found.matches.truncate(limit);
+    }
+    let (out, lines_truncated) = if opts.rg_lines && opts.context > 0 {
+        rg_context_lines(&found, opts.context as u64)
+    } else {
+        block_lines(&found, opts)
+    };
+    finish_result(out, lines_truncated, found.limit_reached, opts)
+}
+
+/// pi 1.6.0's lines with context: per file, the windows around its matches merged, each line
+/// once, up to the file's last line; a line is a match line (`:`) only for a kept match.
+fn rg_context_lines(found: &Found, c: u64) -> (Vec<String>, bool) {
+    let mut out = Vec::new();
+    let mut cut_any = false;
+    let mut i = 0;
+    while i < found.matches.len() {
+        let file = found.matches[i].file;
+        let mut lines = Vec::new();
+        while i < found.matches.len() && found.matches[i].file == file {
+            lines.push(found.matches[i].line);
+            i += 1;
+        }
+        let ranges: Vec<(u64, u64)> = lines
+            .iter()
+            .map(|l| (l.saturating_sub(c).max(1), l.saturating_add(c)))
+            .collect();
+        let (path, display) = &found.files[file];
+        let Some(fl) = FileLines::read(path, &ranges, false) else {
+            for l in &lines {
+                out.push(format!("{display}:{l}: (unable to read file)"));
+            }
+            continue;
+        };
+        let last = if fl.last_empty {
+            fl.total - 1
+        } else {
+            fl.total
+        };
+        let mut next = 1;
+        for (a, b) in ranges {
+            for cur in a.max(next)..=b.min(last) {
+                let (text, cut) = fl.get(cur);
+                cut_any |= cut;
+                let sep = if lines.contains(&cur) { ':' } else { '-' };
+                out.push(format!("{display}{sep}{cur}{sep} {text}"));
+                next = cur + 1;
+            }
+        }
+    }
+    (out, cut_any)
+}
+
+/// pi 0.73.1 / 0.87.1's lines: one block per match, context re-read from the file.
+fn block_lines(found: &Found, opts: &Options) -> (Vec<String>, bool) {
     // Files whose lines must be re-read: context lines, or a matched line that is not UTF-8.
     let mut wanted: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
     for m in &found.matches {
@@ -555,7 +652,7 @@ fn format_result(found: Found, opts: &Options) -> ToolResult {
     }
     let reread: BTreeMap<usize, Option<FileLines>> = wanted
         .into_iter()
-        .map(|(f, ranges)| (f, FileLines::read(&found.files[f].0, &ranges)))
+        .map(|(f, ranges)| (f, FileLines::read(&found.files[f].0, &ranges, true)))
         .collect();
 
     let mut lines_truncated = false;
@@ -590,9 +687,18 @@ fn format_result(found: Found, opts: &Options) -> ToolResult {
             }
         }
     }
+    (out, lines_truncated)
+}
+
+fn finish_result(
+    out: Vec<String>,
+    lines_truncated: bool,
+    limit_reached: bool,
+    opts: &Options,
+) -> ToolResult {
     let mut notices = Vec::new();
     let mut details = Map::new();
-    if found.limit_reached {
+    if limit_reached {
         notices.push(format!(
             "{} matches limit reached. Use limit={} for more, or refine pattern",
             js_num(opts.limit),
@@ -625,20 +731,28 @@ fn format_result(found: Found, opts: &Options) -> ToolResult {
 struct FileLines {
     total: u64,
     kept: BTreeMap<u64, (String, bool)>,
+    /// The last line is empty (the file ends with a line break, or is empty).
+    last_empty: bool,
 }
 
 impl FileLines {
     /// `None` when the file cannot be read (the reference then prints `(unable to read file)`).
-    fn read(path: &Path, ranges: &[(u64, u64)]) -> Option<FileLines> {
+    /// `cr_breaks`: `\r` ends a line too (the reference's re-read); without, lines end at `\n`
+    /// and lose a `\r` before it (rg's lines).
+    fn read(path: &Path, ranges: &[(u64, u64)], cr_breaks: bool) -> Option<FileLines> {
         let mut file = open_read(path, "search").ok()?;
         let wanted = |n: u64| ranges.iter().any(|(a, b)| *a <= n && n <= *b);
         let mut kept = BTreeMap::new();
         let mut line_no = 1u64;
         let mut cur: Vec<u8> = Vec::new();
         let mut after_cr = false;
+        let mut empty = true;
         let mut buf = vec![0u8; 64 * 1024];
         let mut finish = |n: u64, cur: &mut Vec<u8>| {
             if wanted(n) {
+                if !cr_breaks && cur.last() == Some(&b'\r') {
+                    cur.pop();
+                }
                 // A line cut at KEEP_LINE_BYTES is over 500 UTF-16 units already, so the
                 // display (and its `... [truncated]`) is the same as for the whole line.
                 let text = String::from_utf8_lossy(cur);
@@ -656,13 +770,15 @@ impl FileLines {
             for &b in &buf[..n] {
                 match b {
                     b'\n' if after_cr => after_cr = false,
-                    b'\n' | b'\r' => {
+                    b'\n' | b'\r' if b == b'\n' || cr_breaks => {
                         finish(line_no, &mut cur);
                         line_no += 1;
                         after_cr = b == b'\r';
+                        empty = true;
                     }
                     _ => {
                         after_cr = false;
+                        empty = false;
                         if cur.len() < KEEP_LINE_BYTES && wanted(line_no) {
                             cur.push(b);
                         }
@@ -674,6 +790,7 @@ impl FileLines {
         Some(FileLines {
             total: line_no,
             kept,
+            last_empty: empty,
         })
     }
 
@@ -712,14 +829,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, b"one\r\ntwo\rthree\nfour\xff\n").unwrap();
-        let l = FileLines::read(&p, &[(1, 10)]).unwrap();
+        let l = FileLines::read(&p, &[(1, 10)], true).unwrap();
         assert_eq!(l.total, 5);
         assert_eq!(l.get(2).0, "two");
         assert_eq!(l.get(3).0, "three");
         assert_eq!(l.get(4).0, "four\u{fffd}");
         assert_eq!(l.get(5).0, "");
         std::fs::write(&p, "x".repeat(10_000)).unwrap();
-        let l = FileLines::read(&p, &[(1, 1)]).unwrap();
+        let l = FileLines::read(&p, &[(1, 1)], true).unwrap();
         let (text, cut) = l.get(1);
         assert!(cut);
         assert_eq!(text, format!("{}... [truncated]", "x".repeat(500)));

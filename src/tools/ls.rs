@@ -2,7 +2,7 @@
 //! directories suffixed `/` (spec 14.9). Entries are only `stat`ed, never opened, so FIFOs,
 //! sockets and devices are listed like any other name.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::paths::resolve_to_cwd;
 use super::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
@@ -53,7 +53,21 @@ impl Tool for LsTool {
     ) -> ToolResult {
         check_cancel(ctx)?;
         let dir = resolve_to_cwd(arg_str(args, "path").unwrap_or("."), &ctx.cwd);
-        let limit = effective_limit(arg_f64(args, "limit"), DEFAULT_LIMIT);
+        // `(entries to list, the limit as the notice names it)`.
+        let (limit, named) = match arg_f64(args, "limit") {
+            Some(l) if l.is_finite() && !ctx.profile.ls_limit_floored => (
+                if l > 0.0 {
+                    l.ceil().min(1e9) as usize
+                } else {
+                    0
+                },
+                l,
+            ),
+            given => {
+                let n = effective_limit(given, DEFAULT_LIMIT);
+                (n, n as f64)
+            }
+        };
         let meta =
             std::fs::metadata(&dir).map_err(|_| format!("Path not found: {}", dir.display()))?;
         if !meta.is_dir() {
@@ -87,10 +101,11 @@ impl Tool for LsTool {
         let mut details = Map::new();
         if limit_reached {
             notices.push(format!(
-                "{limit} entries limit reached. Use limit={} for more",
-                limit * 2
+                "{} entries limit reached. Use limit={} for more",
+                super::js_num(named),
+                super::js_num(named * 2.0)
             ));
-            details.insert("entryLimitReached".into(), json!(limit));
+            details.insert("entryLimitReached".into(), super::js_value(named));
         }
         Ok(finish_listing(
             &results.join("\n"),

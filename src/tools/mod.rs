@@ -46,6 +46,9 @@ pub struct ToolContext {
     /// A write or edit whose resolved target the permission gate approved: it must still
     /// resolve there when the tool writes (None: no permission rules, nothing to check).
     pub approved_target: Option<PathBuf>,
+    /// An `edit` or `write` call's place in its file's queue ([`mutation`]): it waits for the
+    /// calls on the same file started before it.
+    pub mutation: Option<std::sync::Arc<mutation::Ticket>>,
 }
 
 pub trait Tool: Send + Sync {
@@ -84,6 +87,7 @@ pub mod edit;
 pub mod find;
 pub mod grep;
 pub mod ls;
+pub mod mutation;
 pub mod ordered_walk;
 pub mod paths;
 pub mod pi_coerce;

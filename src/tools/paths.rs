@@ -56,18 +56,41 @@ pub fn resolve_read_path(path: &str, cwd: &Path) -> PathBuf {
     if resolved.exists() {
         return resolved;
     }
+    use unicode_normalization::UnicodeNormalization;
     let s = resolved.to_string_lossy().into_owned();
-    let am_pm = s
-        .replace(" AM.", "\u{202f}AM.")
-        .replace(" PM.", "\u{202f}PM.");
-    let curly = s.replace('\'', "\u{2019}");
-    for candidate in [am_pm, curly] {
-        let c = PathBuf::from(candidate);
-        if c.exists() {
-            return c;
+    let nfd: String = s.nfd().collect();
+    let curly = |t: &str| t.replace('\'', "\u{2019}");
+    // pi's order: macOS screenshot name, NFD, curly quote, NFD with curly quote.
+    for candidate in [screenshot_variant(&s), nfd.clone(), curly(&s), curly(&nfd)] {
+        if candidate != s {
+            let c = PathBuf::from(candidate);
+            if c.exists() {
+                return c;
+            }
         }
     }
     resolved
+}
+
+/// `/ (AM|PM)\./gi` → a narrow no-break space before `AM.` / `PM.` (macOS screenshot names).
+fn screenshot_variant(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut last = 0;
+    for i in 0..b.len() {
+        if b[i] == b' '
+            && b.len() > i + 3
+            && matches!(b[i + 1], b'A' | b'a' | b'P' | b'p')
+            && matches!(b[i + 2], b'M' | b'm')
+            && b[i + 3] == b'.'
+        {
+            out.push_str(&s[last..i]);
+            out.push('\u{202f}');
+            last = i + 1;
+        }
+    }
+    out.push_str(&s[last..]);
+    out
 }
 
 /// Remove `.` and `..` components without touching the file system.
@@ -152,7 +175,19 @@ pub fn display(p: &Path) -> String {
 
 /// An I/O error in Node's words: `ENOENT: no such file or directory, open '/x'`.
 pub fn node_error(err: &std::io::Error, syscall: &str, path: &Path) -> String {
-    let (code, text) = match err.raw_os_error() {
+    let Some((code, text)) = node_code(err) else {
+        return format!("{err}, {syscall} '{}'", path.display());
+    };
+    if syscall == "read" {
+        // Node names no path for errors on an open descriptor.
+        return format!("{code}: {text}, read");
+    }
+    format!("{code}: {text}, {syscall} '{}'", path.display())
+}
+
+/// Node's `code` and message text for an OS error, for the errors file tools meet.
+pub fn node_code(err: &std::io::Error) -> Option<(&'static str, &'static str)> {
+    Some(match err.raw_os_error() {
         Some(1) => ("EPERM", "operation not permitted"),
         Some(2) => ("ENOENT", "no such file or directory"),
         Some(13) => ("EACCES", "permission denied"),
@@ -163,13 +198,8 @@ pub fn node_error(err: &std::io::Error, syscall: &str, path: &Path) -> String {
         Some(30) => ("EROFS", "read-only file system"),
         Some(36) => ("ENAMETOOLONG", "name too long"),
         Some(40) => ("ELOOP", "too many symbolic links encountered"),
-        _ => return format!("{err}, {syscall} '{}'", path.display()),
-    };
-    if syscall == "read" {
-        // Node names no path for errors on an open descriptor.
-        return format!("{code}: {text}, read");
-    }
-    format!("{code}: {text}, {syscall} '{}'", path.display())
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

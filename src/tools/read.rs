@@ -133,12 +133,65 @@ fn read_file(args: &Value, ctx: &ToolContext) -> ToolResult {
             ..Default::default()
         });
     }
-    let reader = std::io::Cursor::new(head).chain(file);
     let (offset, limit) = (arg_f64(args, "offset"), arg_f64(args, "limit"));
+    // pi's first line index: `offset ? Math.max(0, offset - 1) : 0`.
+    let start_at = offset
+        .filter(|o| *o != 0.0 && !o.is_nan())
+        .map_or(0.0, |o| (o - 1.0).max(0.0));
+    if start_at.fract() != 0.0 || limit.is_some_and(|l| l < 0.0 || l.fract() != 0.0) {
+        // A fractional offset or limit, or a negative limit: pi slices the file's lines as a
+        // JavaScript array (`allLines.slice(start, Math.min(start + limit, total))`), so
+        // `limit: -1` is every line but the last, and the notices name fractional lines.
+        drop(file);
+        let total = count_lines(&abs, ctx).map_err(read_error)?;
+        let end_at = limit.map(|l| (start_at + l).min(total as f64));
+        let a = js_slice_index(start_at, total);
+        let b = end_at.map_or(total, |e| js_slice_index(e, total)).max(a);
+        let reader = open_read(&abs, "read").map_err(|e| match e {
+            Ok(special) => special,
+            Err(e) => node_error(&e, "open", &abs),
+        })?;
+        let reader = CancelRead::new(reader, &stop);
+        let mut scan = scan_lines_counting(reader, a, Some(b), ctx.profile.line_counting)
+            .map_err(read_error)?;
+        scan.total_lines = total;
+        return format_text(&scan, path, offset, start_at, end_at);
+    }
+    let reader = std::io::Cursor::new(head).chain(file);
     let (start, end) = selection(offset, limit);
     let scan =
         scan_lines_counting(reader, start, end, ctx.profile.line_counting).map_err(read_error)?;
-    format_text(&scan, path, offset, limit.is_some())
+    let end_at = limit.is_some().then_some(scan.end as f64);
+    format_text(&scan, path, offset, scan.start as f64, end_at)
+}
+
+/// The file's line count as `text.split("\n").length` gives it (one pass, bounded memory).
+fn count_lines(abs: &std::path::Path, ctx: &ToolContext) -> std::io::Result<usize> {
+    let file = open_read(abs, "read").map_err(|e| match e {
+        Ok(_) => std::io::Error::other("not a regular file"),
+        Err(e) => e,
+    })?;
+    let stop = cancelled(&ctx.cancel);
+    let mut file = CancelRead::new(file, &stop);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut lines = 1;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+    }
+}
+
+/// `Array.prototype.slice`'s index: truncated toward zero, negative counted from the end.
+fn js_slice_index(i: f64, len: usize) -> usize {
+    let i = i.trunc();
+    if i < 0.0 {
+        (len as f64 + i).max(0.0) as usize
+    } else {
+        i.min(len as f64) as usize
+    }
 }
 
 /// How many leading bytes decide whether a file is an image.
@@ -340,22 +393,33 @@ impl ScanState {
 pub fn read_text(text: &str, path: &str, offset: Option<f64>, limit: Option<f64>) -> ToolResult {
     let (start, end) = selection(offset, limit);
     let scan = scan_lines(text.as_bytes(), start, end).map_err(|e| e.to_string())?;
-    format_text(&scan, path, offset, limit.is_some())
+    let end_at = limit.is_some().then_some(scan.end as f64);
+    format_text(&scan, path, offset, scan.start as f64, end_at)
 }
 
 /// The reference's output text and details for a scanned file.
-fn format_text(scan: &Scan, path: &str, offset: Option<f64>, user_limit: bool) -> ToolResult {
+/// `start_at`: pi's first line index (fractional for a fractional offset); `end_at`: with a
+/// `limit`, `Math.min(start + limit, total)`.
+fn format_text(
+    scan: &Scan,
+    path: &str,
+    offset: Option<f64>,
+    start_at: f64,
+    end_at: Option<f64>,
+) -> ToolResult {
+    use super::js_num;
     let total = scan.total_lines;
-    if scan.start >= total {
-        let shown = super::js_num(offset.unwrap_or(0.0));
+    if start_at >= total as f64 {
+        let shown = js_num(offset.unwrap_or(0.0));
         return Err(format!(
             "Offset {shown} is beyond end of file ({total} lines total)"
         ));
     }
     let t = &scan.truncation;
-    let first = scan.start + 1;
+    let first = start_at + 1.0;
     if t.first_line_exceeds_limit {
         let size = format_size(scan.first_line_bytes);
+        let first = js_num(first);
         let text = format!(
             "[Line {first} is {size}, exceeds {} limit. Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]",
             format_size(DEFAULT_MAX_BYTES)
@@ -367,16 +431,18 @@ fn format_text(scan: &Scan, path: &str, offset: Option<f64>, user_limit: bool) -
         });
     }
     if t.truncated {
-        let last = first + t.output_lines - 1;
+        let last = first + t.output_lines as f64 - 1.0;
         let limit_note = if t.truncated_by == Some(TruncatedBy::Lines) {
             String::new()
         } else {
             format!(" ({} limit)", format_size(DEFAULT_MAX_BYTES))
         };
         let text = format!(
-            "{}\n\n[Showing lines {first}-{last} of {total}{limit_note}. Use offset={} to continue.]",
+            "{}\n\n[Showing lines {}-{} of {total}{limit_note}. Use offset={} to continue.]",
             t.content,
-            last + 1
+            js_num(first),
+            js_num(last),
+            js_num(last + 1.0)
         );
         return Ok(ToolOutput {
             content: vec![Content::text(text)],
@@ -384,12 +450,12 @@ fn format_text(scan: &Scan, path: &str, offset: Option<f64>, user_limit: bool) -
             ..Default::default()
         });
     }
-    if user_limit && scan.end < total {
-        let remaining = total - scan.end;
+    if let Some(end) = end_at.filter(|e| *e < total as f64) {
         return Ok(text_output(format!(
-            "{}\n\n[{remaining} more lines in file. Use offset={} to continue.]",
+            "{}\n\n[{} more lines in file. Use offset={} to continue.]",
             t.content,
-            scan.end + 1
+            js_num(total as f64 - end),
+            js_num(end + 1.0)
         )));
     }
     Ok(text_output(t.content.clone()))

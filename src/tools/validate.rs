@@ -26,7 +26,10 @@ pub fn validate_args_as(
     dialect: ValidationDialect,
 ) -> Result<Value, String> {
     let mut value = args.clone();
-    if dialect != ValidationDialect::Ajv {
+    if matches!(
+        dialect,
+        ValidationDialect::TypeBox | ValidationDialect::PiSchema
+    ) {
         normalize_optional_nulls(&mut value, schema, 0);
     }
     if dialect == ValidationDialect::PiSchema {
@@ -216,7 +219,15 @@ fn check(schema: &Value, value: &mut Value, path: &str, ctx: &mut Ctx) {
             _ => Vec::new(),
         };
         if !names.is_empty() && !names.iter().any(|t| has_type(value, t)) {
-            match names.iter().find_map(|t| coerce(value, t)) {
+            let converted = if matches!(
+                ctx.dialect,
+                ValidationDialect::TypeBox | ValidationDialect::TypeBoxNullsConverted
+            ) {
+                names.iter().find_map(|t| convert_typebox(value, t))
+            } else {
+                names.iter().find_map(|t| coerce(value, t))
+            };
+            match converted {
                 Some(coerced) => *value = coerced,
                 None => {
                     let msg = match (ctx.typebox(), names.as_slice()) {
@@ -403,6 +414,82 @@ fn coerce(value: &Value, ty: &str) -> Option<Value> {
         ("null", Value::Bool(false)) => Some(Value::Null),
         _ => None,
     }
+}
+
+/// TypeBox's `Value.Convert` of a value that does not have the schema's type (`Try.TryNumber`,
+/// `TryString`, `TryBoolean`, `TryNull`, `TryArray`); `None` when it leaves the value as it is.
+fn convert_typebox(value: &Value, ty: &str) -> Option<Value> {
+    match (ty, value) {
+        ("string", Value::Number(n)) => Some(Value::String(js_number_string(n))),
+        ("string", Value::Bool(b)) => Some(Value::String(b.to_string())),
+        ("string", Value::Null) => Some(Value::String("null".into())),
+        ("number" | "integer", _) => {
+            let n = match value {
+                Value::Bool(b) => f64::from(u8::from(*b)),
+                Value::Null => 0.0,
+                Value::String(s) => match js_to_number(s) {
+                    Some(n) => n,
+                    None if s.eq_ignore_ascii_case("false") => 0.0,
+                    None if s.eq_ignore_ascii_case("true") => 1.0,
+                    None => return None,
+                },
+                _ => return None,
+            };
+            number_value(if ty == "integer" { n.trunc() } else { n })
+        }
+        ("boolean", Value::Number(n)) if n.as_f64() == Some(0.0) => Some(Value::Bool(false)),
+        ("boolean", Value::Number(n)) if n.as_f64() == Some(1.0) => Some(Value::Bool(true)),
+        ("boolean", Value::Null) => Some(Value::Bool(false)),
+        ("boolean", Value::String(s)) => {
+            if s.eq_ignore_ascii_case("false") || s == "0" {
+                Some(Value::Bool(false))
+            } else if s.eq_ignore_ascii_case("true") || s == "1" {
+                Some(Value::Bool(true))
+            } else {
+                None
+            }
+        }
+        ("null", Value::Bool(false)) => Some(Value::Null),
+        ("null", Value::Number(n)) if n.as_f64() == Some(0.0) => Some(Value::Null),
+        ("null", Value::String(s))
+            if s.eq_ignore_ascii_case("undefined")
+                || s.eq_ignore_ascii_case("null")
+                || s.is_empty()
+                || s == "0" =>
+        {
+            Some(Value::Null)
+        }
+        ("array", v) if !v.is_array() => Some(Value::Array(vec![v.clone()])),
+        _ => None,
+    }
+}
+
+/// JavaScript's `+s` when it is a finite number: surrounding white space ignored, an empty
+/// string is 0, `0x` / `0o` / `0b` integers, decimal literals (no `Infinity`).
+fn js_to_number(s: &str) -> Option<f64> {
+    let t = s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    if t.is_empty() {
+        return Some(0.0);
+    }
+    let radix = |p: &str, r: u32| {
+        let digits = t.get(2..)?;
+        (t.get(..2)?.eq_ignore_ascii_case(p) && !digits.is_empty())
+            .then(|| u64::from_str_radix(digits, r).ok().map(|n| n as f64))
+            .flatten()
+    };
+    if let Some(n) = radix("0x", 16)
+        .or_else(|| radix("0o", 8))
+        .or_else(|| radix("0b", 2))
+    {
+        return Some(n);
+    }
+    if !t
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
+    {
+        return None;
+    }
+    t.parse::<f64>().ok().filter(|n| n.is_finite())
 }
 
 /// AJV accepts a string as a number when it is non-empty and `+s == s` (JS numeric conversion).
