@@ -26,7 +26,6 @@ fn ctx_as(dir: &Path, profile: &'static pith::protocol::Profile) -> ToolContext 
         env: Vec::new(),
         profile: &profile.tools,
         approved_target: None,
-        mutation: None,
     }
 }
 

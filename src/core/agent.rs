@@ -102,6 +102,11 @@ pub struct ToolBatch {
     pub runnable: Vec<(usize, Exec, Value)>,
     /// Writes and edits whose resolved target the permission gate approved (index, target).
     pub approved: Vec<(usize, std::path::PathBuf)>,
+    /// pi's per-file mutation queue (`tools::mutation`): the `edit`/`write` calls running, with
+    /// the file each changes, and the prepared calls on those files waiting for them to end (in
+    /// call order; released by [`Machine::finish_tool_slot`]).
+    pub mutating: Vec<(usize, std::path::PathBuf)>,
+    pub held: Vec<(usize, Exec, Value)>,
     token: CancelToken,
     /// After an abort: the timer that abandons calls still running after [`ABORT_GRACE`]
     /// (dropping it, when the batch ends first, stops it).
@@ -757,6 +762,8 @@ impl Machine {
             calls,
             runnable: Vec::new(),
             approved: Vec::new(),
+            mutating: Vec::new(),
+            held: Vec::new(),
             token,
             abandon: None,
             nested: Vec::new(),
@@ -1033,7 +1040,6 @@ impl Machine {
             shell_command_prefix,
             profile: &self.profile.tools,
             approved_target: None,
-            mutation: None,
         };
         for (index, exec, args) in runnable {
             let Some(call) = self
@@ -1043,6 +1049,13 @@ impl Machine {
             else {
                 continue;
             };
+            if self
+                .batch_mut()
+                .and_then(|b| b.slots.get(index))
+                .is_some_and(|s| s.result.is_some())
+            {
+                continue; // a held call skipped or aborted meanwhile
+            }
             if aborting {
                 let r = result_message(&call, Err(crate::tools::ABORTED.to_string()));
                 self.emit_tool_end(&r);
@@ -1067,7 +1080,20 @@ impl Machine {
                     self.tool_finished(batch, index, r);
                     continue;
                 }
-                Exec::Builtin(t) => t,
+                Exec::Builtin(t) => {
+                    // Another call of this batch is changing the same file: this one waits for it.
+                    let key = crate::tools::mutation::key(t.name(), &args, &ctx.cwd);
+                    if let (Some(k), Some(b)) = (&key, self.batch_mut()) {
+                        if b.mutating.iter().any(|(_, m)| m == k) {
+                            b.held.push((index, Exec::Builtin(t), args));
+                            continue;
+                        }
+                    }
+                    if let (Some(k), Some(b)) = (key, self.batch_mut()) {
+                        b.mutating.push((index, k));
+                    }
+                    t
+                }
                 Exec::Remote(rt) => {
                     if let Some(b) = self.batch_mut() {
                         b.slots[index].started = Some(std::time::Instant::now());
@@ -1102,10 +1128,6 @@ impl Machine {
                     .find(|(i, _)| *i == index)
                     .map(|(_, t)| t.clone())
             });
-            // Calls on one file take turns in call order (taken here, where calls start in
-            // order; waited for on the tool's thread).
-            ctx.mutation =
-                crate::tools::mutation::enqueue(tool.name(), &args, &ctx.cwd).map(Arc::new);
             let sandbox = sandbox.clone();
             // Not `THREAD_STACK`: a tool thread lives for one call, and runs third-party code
             // on the model's input that recurses (grep's and find's patterns compiled by the
@@ -1268,13 +1290,25 @@ impl Machine {
         };
         msg.nested_calls = record;
         slot.result = Some(msg.clone());
+        // Its file is free: the calls held for it start (in call order; a later one on the same
+        // file is held again behind the first).
+        b.mutating.retain(|(i, _)| *i != index);
+        let release = !b.held.is_empty();
+        if release {
+            let held = std::mem::take(&mut b.held);
+            b.runnable.extend(held);
+        }
         self.emit_tool_end_shown(&msg, shown.as_ref());
         if self.queues.interrupt_mode == crate::rpc::command::InterruptMode::Immediate
             && !self.queues.steering.is_empty()
         {
             self.skip_running_tools();
         }
-        self.maybe_finish_tools();
+        if release {
+            self.spawn_runnable();
+        } else {
+            self.maybe_finish_tools();
+        }
     }
 
     /// Interrupt mode `immediate`: a steering message is waiting, so calls still running are

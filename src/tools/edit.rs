@@ -68,9 +68,6 @@ impl Tool for EditTool {
     ) -> ToolResult {
         let path = arg_str(args, "path").ok_or("Invalid edit arguments.")?;
         let edits = parse_edits(args)?;
-        if let Some(t) = &ctx.mutation {
-            t.wait(&ctx.cancel);
-        }
         check_cancel(ctx)?;
         let abs = approved_target(path, &ctx.cwd, ctx.approved_target.as_deref())?;
         // A FIFO or device passes the reference's access check and then hangs its readFile.

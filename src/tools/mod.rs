@@ -46,9 +46,6 @@ pub struct ToolContext {
     /// A write or edit whose resolved target the permission gate approved: it must still
     /// resolve there when the tool writes (None: no permission rules, nothing to check).
     pub approved_target: Option<PathBuf>,
-    /// An `edit` or `write` call's place in its file's queue ([`mutation`]): it waits for the
-    /// calls on the same file started before it.
-    pub mutation: Option<std::sync::Arc<mutation::Ticket>>,
 }
 
 pub trait Tool: Send + Sync {

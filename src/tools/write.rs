@@ -44,9 +44,6 @@ impl Tool for WriteTool {
     ) -> ToolResult {
         let path = arg_str(args, "path").ok_or("Invalid write arguments.")?;
         let content = arg_str(args, "content").ok_or("Invalid write arguments.")?;
-        if let Some(t) = &ctx.mutation {
-            t.wait(&ctx.cancel);
-        }
         check_cancel(ctx)?;
         let abs = approved_target(path, &ctx.cwd, ctx.approved_target.as_deref())?;
         if let Some(parent) = abs.parent() {
