@@ -151,6 +151,12 @@ impl Settings {
     pub fn default_model(&self) -> Option<&str> {
         self.str("defaultModel")
     }
+    /// `thinkingBudgets`: `{minimal?, low?, medium?, high?}` token budgets (whole numbers).
+    pub fn thinking_budgets(&self) -> [Option<u64>; 4] {
+        let b = self.get("thinkingBudgets");
+        ["minimal", "low", "medium", "high"]
+            .map(|k| b.and_then(|b| b.get(k)).and_then(Value::as_u64))
+    }
     pub fn default_thinking_level(&self) -> Option<ThinkingLevel> {
         self.str("defaultThinkingLevel")
             .and_then(ThinkingLevel::parse)
@@ -287,9 +293,6 @@ impl Settings {
         self.nested("images", "blockImages")
             .and_then(Value::as_bool)
             .unwrap_or(false)
-    }
-    pub fn thinking_budgets(&self) -> Option<&Map<String, Value>> {
-        self.get("thinkingBudgets").and_then(Value::as_object)
     }
     /// pith's own: `pith.compat` ("0.73" or "0.87"); None when absent or unknown.
     pub fn protocol_version(&self) -> Option<crate::protocol::Version> {

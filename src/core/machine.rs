@@ -1182,6 +1182,8 @@ impl Machine {
 
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
+        // pi builds a new runtime for the new session: skills and prompt templates are read again.
+        self.env.resources.reload();
         self.state.session_id = self.state.session.id().to_string();
         self.state.messages = context_of(self.profile, self.state.session.build_context()).into();
         self.queues.steering.clear();
@@ -1226,6 +1228,7 @@ impl Machine {
                 .registry
                 .thinking_level_map_of(&model.provider, &model.id),
             env: Some(self.env.auth.env().clone()),
+            thinking_budgets: Default::default(),
         }
     }
 

@@ -86,6 +86,9 @@ pub const PROFILE: Profile = Profile {
             text: "This operation was aborted",
         },
         llama_command: Some("/llama is available in interactive mode"),
+        fork_unsaved: Some(
+            "This session has not been saved yet. Send a message before cloning or forking it.",
+        ),
         mcp_command_unconfigured: Some(
             "No MCP servers configured. Add them to {agentDir}/mcp.json or .pi/mcp.json.",
         ),
