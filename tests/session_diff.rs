@@ -291,3 +291,73 @@ fn new_session_during_a_streaming_reply_aborts_it_first_from_087_on() {
         assert_eq!(state["isStreaming"], false, "{compat}");
     }
 }
+
+#[test]
+fn switch_session_to_a_session_whose_directory_is_gone_is_refused_in_every_version() {
+    for compat in VERSIONS {
+        let (w, _llm) = fake_world(vec![Reply::sse(text_sse(1, &["One."]))]);
+        let dir = session_dir(&w);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--session-dir", &dir]));
+        run(&mut p, "p1", "First");
+        let gone = w.cwd().join("gone.jsonl");
+        std::fs::write(
+            &gone,
+            concat!(
+                r#"{"type":"session","version":3,"id":"gone-cwd","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/nonexistent/dir/x"}"#,
+                "\n",
+                r#"{"type":"message","id":"aaaa1111","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"Old","timestamp":1}}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let cwd = support::cwd_of(&w);
+        let before = p.call(json!({"type":"get_state"}), "g0")["data"].clone();
+        let r = p.call(
+            json!({"type":"switch_session","sessionPath":"gone.jsonl"}),
+            "s1",
+        );
+        assert_eq!(
+            r,
+            json!({"id":"s1","type":"response","command":"switch_session","success":false,
+                "error":format!("Stored session working directory does not exist: /nonexistent/dir/x\nSession file: {cwd}/gone.jsonl\nCurrent working directory: {cwd}")}),
+            "{compat}"
+        );
+        // Nothing changed.
+        let state = p.call(json!({"type":"get_state"}), "g1")["data"].clone();
+        assert_eq!(state, before, "{compat}");
+    }
+}
+
+#[test]
+fn a_clone_holding_a_user_message_is_written_at_once_under_16() {
+    for compat in VERSIONS {
+        let slow = Sse::numbered(1)
+            .reply(&[text(&["Slow", " one", " two", " three", " four"])])
+            .paced(Duration::from_millis(150));
+        let (w, _llm) = fake_world(vec![slow]);
+        let dir = session_dir(&w);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--session-dir", &dir]));
+        p.send(json!({"id":"p1","type":"prompt","message":"First"}));
+        p.recv_until(|v| v["type"] == "message_update");
+        let r = p.call(json!({"type":"clone"}), "c1");
+        assert_eq!(r["success"], compat == "1.6", "{compat}: {r}");
+        if compat != "1.6" {
+            continue;
+        }
+        // The clone is on disk: it can be forked at once (pi 1.6.0 writes a branched session
+        // holding a user message right away).
+        let file = p.call(json!({"type":"get_state"}), "g1")["data"]["sessionFile"].clone();
+        let lines = std::fs::read_to_string(file.as_str().unwrap()).unwrap();
+        assert!(lines.contains(r#""text":"First""#), "{lines}");
+        let forks = p.call(json!({"type":"get_fork_messages"}), "fm")["data"]["messages"].clone();
+        let r = p.call(
+            json!({"type":"fork","entryId":forks[0]["entryId"].clone()}),
+            "f1",
+        );
+        assert_eq!(
+            r,
+            json!({"id":"f1","type":"response","command":"fork","success":true,
+                "data":{"text":"First","cancelled":false}})
+        );
+    }
+}

@@ -158,6 +158,15 @@ impl Machine {
                 e
             }
         })?;
+        // pi's assertSessionCwdExists: a session recorded in a directory that is gone is refused.
+        let recorded = loaded.cwd();
+        if !recorded.is_empty() && !std::path::Path::new(recorded).exists() {
+            return Err(format!(
+                "Stored session working directory does not exist: {recorded}\nSession file: {}\nCurrent working directory: {}",
+                path.display(),
+                self.env.cwd.display()
+            ));
+        }
         self.abort_before_replace();
         self.discard_run();
         self.flush_deferred_bash();
@@ -270,6 +279,18 @@ impl Machine {
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
         self.state.session = next;
+        // pi 1.6.0 writes a branched session at once when it holds a user message (as any
+        // session from its first user message on).
+        if self.profile.agent.early_session_file
+            && self
+                .state
+                .session
+                .entries()
+                .iter()
+                .any(|e| e.user_text().is_some())
+        {
+            self.state.session.start_file();
+        }
         // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
         self.rebuild_session_runtime();
         self.reset_context();
