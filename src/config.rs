@@ -19,7 +19,7 @@ pub fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn expand_tilde(p: &str) -> PathBuf {
+pub fn expand_tilde(p: &str) -> PathBuf {
     if p == "~" {
         return home_dir().unwrap_or_else(|| PathBuf::from(p));
     }
@@ -150,6 +150,13 @@ impl Settings {
     }
     pub fn default_model(&self) -> Option<&str> {
         self.str("defaultModel")
+    }
+    /// `sessionDir`: where new sessions are written (`~` expanded; a relative path is taken as
+    /// given, from the working directory).
+    pub fn session_dir(&self) -> Option<PathBuf> {
+        self.str("sessionDir")
+            .filter(|d| !d.is_empty())
+            .map(expand_tilde)
     }
     /// `thinkingBudgets`: `{minimal?, low?, medium?, high?}` token budgets (whole numbers).
     pub fn thinking_budgets(&self) -> [Option<u64>; 4] {

@@ -361,3 +361,49 @@ fn a_clone_holding_a_user_message_is_written_at_once_under_16() {
         );
     }
 }
+
+#[test]
+fn settings_session_dir_places_the_session_in_every_version() {
+    for compat in VERSIONS {
+        let (w, _llm) = fake_world(vec![Reply::sse(text_sse(1, &["One."]))]);
+        w.write_agent_file("settings.json", r#"{"sessionDir":"mysess"}"#);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat]));
+        let file = p.call(json!({"type":"get_state"}), "g0")["data"]["sessionFile"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // Relative, as given (pi reports it so too).
+        assert!(
+            file.starts_with("mysess/") && file.ends_with(".jsonl"),
+            "{compat}: {file}"
+        );
+        run(&mut p, "p1", "First");
+        let on_disk = w.cwd().join(&file);
+        assert!(on_disk.is_file(), "{compat}: {}", on_disk.display());
+    }
+}
+
+#[test]
+fn cycle_model_from_outside_the_enabled_models_starts_at_the_first_under_16() {
+    for compat in VERSIONS {
+        let (w, _llm) = fake_world(vec![]);
+        w.write_agent_file(
+            "settings.json",
+            r#"{"enabledModels":["fake/fake-model","fake/fake-model-2"]}"#,
+        );
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--no-session"]));
+        let r = p.call(
+            json!({"type":"set_model","provider":"fake-openai","modelId":"fake-oai-model"}),
+            "s1",
+        );
+        assert_eq!(r["success"], true, "{compat}");
+        let r = p.call(json!({"type":"cycle_model"}), "c1");
+        let want = if compat == "1.6" {
+            "fake-model"
+        } else {
+            "fake-model-2"
+        };
+        assert_eq!(r["data"]["model"]["id"], want, "{compat}: {r}");
+        assert_eq!(r["data"]["isScoped"], true, "{compat}");
+    }
+}

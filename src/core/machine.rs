@@ -1512,20 +1512,27 @@ impl Machine {
                     false,
                 )
             };
-        if candidates.len() <= 1 {
+        let current = self.state.model.as_ref().and_then(|cur| {
+            candidates
+                .iter()
+                .position(|(m, _)| m.provider == cur.provider && m.id == cur.id)
+        });
+        let n = candidates.len();
+        let next_index = if self.profile.answers.cycle_from_outside_to_first {
+            // pi 1.6.0's getNextCycleIndex.
+            match current {
+                _ if n == 0 => None,
+                None => Some(0),
+                Some(_) if n == 1 => None,
+                Some(i) => Some((i + 1) % n),
+            }
+        } else {
+            (n > 1).then(|| (current.unwrap_or(0) + 1) % n)
+        };
+        let Some(next_index) = next_index else {
             return Ok(Some(Value::Null));
-        }
-        let current = self
-            .state
-            .model
-            .as_ref()
-            .and_then(|cur| {
-                candidates
-                    .iter()
-                    .position(|(m, _)| m.provider == cur.provider && m.id == cur.id)
-            })
-            .unwrap_or(0);
-        let (next, level) = candidates[(current + 1) % candidates.len()].clone();
+        };
+        let (next, level) = candidates[next_index].clone();
         self.set_model_to(next.clone(), level);
         Ok(Some(
             json!({"model": next, "thinkingLevel": self.state.thinking.as_str(), "isScoped": is_scoped}),

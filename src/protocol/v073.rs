@@ -26,6 +26,7 @@ pub const PROFILE: Profile = Profile {
         session_stats: SessionStats::Context,
         prompt_disposition: false,
         last_text_skips_empty: false,
+        cycle_from_outside_to_first: false,
     },
 
     agent: Agent {

@@ -21,6 +21,7 @@ pub const PROFILE: Profile = Profile {
     answers: Answers {
         prompt_disposition: true,
         last_text_skips_empty: true,
+        cycle_from_outside_to_first: true,
         builtin_commands: &[
             BuiltinCommand {
                 name: "llama",
