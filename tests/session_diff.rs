@@ -407,3 +407,70 @@ fn cycle_model_from_outside_the_enabled_models_starts_at_the_first_under_16() {
         assert_eq!(r["data"]["isScoped"], true, "{compat}");
     }
 }
+
+#[test]
+fn new_session_while_a_tool_runs_waits_for_the_aborted_run_from_087_on() {
+    for compat in VERSIONS {
+        let (w, _llm) = fake_world(vec![Sse::numbered(1).reply(&[
+            support::anthropic::tool_call(
+                "toolu_s",
+                "bash",
+                &[r#"{"command":"echo start; sleep 5; echo end"}"#],
+            ),
+        ])]);
+        let dir = session_dir(&w);
+        let mut p = w.spawn(&fake_rpc(&["--compat", compat, "--session-dir", &dir]));
+        p.send(json!({"id":"p1","type":"prompt","message":"Run"}));
+        p.recv_until(|v| {
+            v["type"] == "tool_execution_update"
+                && v["partialResult"]["content"][0]["text"] == "start\n"
+        });
+        p.send(json!({"id":"ns","type":"new_session"}));
+        let frames = p.recv_until(|v| v["type"] == "response" && v["id"] == "ns");
+        let kinds: Vec<String> = frames
+            .iter()
+            .filter(|f| f["type"] != "message_update")
+            .map(|f| {
+                let t = f["type"].as_str().unwrap().to_string();
+                match f["message"]["role"].as_str() {
+                    Some(r) if t.starts_with("message_") => format!("{t}:{r}"),
+                    _ => t,
+                }
+            })
+            .collect();
+        if compat == "0.73" {
+            assert_eq!(kinds, ["response"], "{compat}");
+            continue;
+        }
+        assert_eq!(
+            kinds,
+            [
+                "tool_execution_end",
+                "message_start:toolResult",
+                "message_end:toolResult",
+                "turn_end",
+                "turn_start",
+                "message_start:assistant",
+                "message_end:assistant",
+                "turn_end",
+                "agent_end",
+                "agent_settled",
+                "response"
+            ],
+            "{compat}"
+        );
+        assert_eq!(
+            frames[0]["result"]["content"][0]["text"], "start\n\n\nCommand aborted",
+            "{compat}"
+        );
+        assert_eq!(
+            frames.last().unwrap(),
+            &json!({"id":"ns","type":"response","command":"new_session","success":true,
+                "data":{"cancelled":false}}),
+            "{compat}"
+        );
+        let state = p.call(json!({"type":"get_state"}), "g")["data"].clone();
+        assert_eq!(state["messageCount"], 0, "{compat}");
+        assert_eq!(state["isStreaming"], false, "{compat}");
+    }
+}

@@ -177,6 +177,9 @@ pub struct Machine {
     pub(crate) retry: crate::core::retry::RetryState,
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
+    /// Session switches (`new_session`, `switch_session`, `fork`, `clone`) that wait for a run
+    /// whose tools were running to end aborted (`agent.replace_aborts_run`), in arrival order.
+    pub(crate) pending_replace: Vec<(Command, Option<Value>)>,
     /// `abort` arrived while a run (its retries, its compaction) was going on: the next
     /// `agent_settled` says so (`events.settled_aborted`). Cleared when a run starts.
     pub(crate) abort_requested: bool,
@@ -381,6 +384,7 @@ impl Machine {
             bash: Default::default(),
             exports: Default::default(),
             pending_prompt: None,
+            pending_replace: Vec::new(),
             abort_requested: false,
             compaction: None,
             overflow_recovery_attempted: false,
@@ -636,6 +640,19 @@ impl Machine {
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
+        for (cmd, id) in std::mem::take(&mut self.pending_replace) {
+            let name = match cmd {
+                Command::SwitchSession { .. } => "switch_session",
+                Command::Fork { .. } => "fork",
+                Command::Clone => "clone",
+                _ => "new_session",
+            };
+            self.send(response::error(
+                id.as_ref(),
+                Some(name),
+                "Cancelled: pith is shutting down",
+            ));
+        }
         self.retry.continue_wait = None;
         if let Some((_, mut cancel)) = self.retry.wait.take() {
             cancel.cancel();
@@ -954,6 +971,19 @@ impl Machine {
             }
             Command::GetTree => {
                 self.cmd_get_tree(id);
+                Reply::Later
+            }
+            Command::NewSession { .. }
+            | Command::SwitchSession { .. }
+            | Command::Fork { .. }
+            | Command::Clone
+                if self.replace_waits_for_tools() =>
+            {
+                // pi tears the session down with an abort that waits for the tools to end:
+                // the switch happens once the aborted run has ended.
+                self.pending_replace.push((cmd, id.cloned()));
+                self.abort_requested = true;
+                self.abort_run(None);
                 Reply::Later
             }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session).into(),
@@ -1361,6 +1391,26 @@ impl Machine {
     /// What follows the end of a run: a prompt that waited for it (`abort_and_prompt`), else
     /// auto-retry, else auto-compaction, else `agent_settled`.
     pub(crate) fn after_run(&mut self, last: Option<AssistantMessage>, aborted: bool) {
+        if !self.pending_replace.is_empty() {
+            self.settle();
+            for (cmd, id) in std::mem::take(&mut self.pending_replace) {
+                let name = match &cmd {
+                    Command::SwitchSession { .. } => "switch_session",
+                    Command::Fork { .. } => "fork",
+                    Command::Clone => "clone",
+                    _ => "new_session",
+                };
+                let reply = self.handle_command(cmd, id.as_ref());
+                match reply {
+                    Reply::Later => {}
+                    Reply::Fail(e) => self.send(response::error(id.as_ref(), Some(name), &e)),
+                    Reply::Now(data) => {
+                        self.send(response::success(id.as_ref(), name, data.as_ref()))
+                    }
+                }
+            }
+            return;
+        }
         if self.run_pending_prompt() {
             return;
         }

@@ -242,8 +242,8 @@ impl Machine {
 
     /// pi 0.87.1+ (`agent.replace_aborts_run`): a run streaming a reply is aborted as by `abort`
     /// before the session is replaced (its events, its reply written to the session being left).
-    /// A run whose tools are running still stops silently (`discard_run`): pi waits for the
-    /// tools to end first.
+    /// A run whose tools are running is aborted before the command runs, which then waits for
+    /// the run to end (`Machine::pending_replace`).
     fn abort_before_replace(&mut self) {
         if self.profile.agent.replace_aborts_run
             && let Some(run) = self.run.as_ref()
@@ -252,6 +252,16 @@ impl Machine {
             self.abort_requested = true;
             self.abort_run(None);
         }
+    }
+
+    /// A session switch must wait for the run to end (0.87+: a run whose tools are running is
+    /// aborted first, and pi's abort waits for the tools; also while earlier switches wait).
+    pub(crate) fn replace_waits_for_tools(&self) -> bool {
+        self.profile.agent.replace_aborts_run
+            && self.run.as_ref().is_some_and(|r| {
+                !self.pending_replace.is_empty()
+                    || matches!(r.phase, crate::core::agent::Phase::Tools(_))
+            })
     }
 
     /// pi branches a saved session from its file: a session to be written that is not on disk
