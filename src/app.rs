@@ -418,7 +418,7 @@ pub fn startup_in(opts: &Options, cwd: PathBuf) -> Result<Startup, StartupError>
     check_extension_flags(opts, project_trusted, &agent_dir, &cwd)?;
     check_tool_options(opts, version.profile())?;
     let (registry, mut auth) = load_models(version, &agent_dir);
-    let mut session = open_session(opts, &cwd, &agent_dir)?;
+    let mut session = open_session(opts, &cwd, &agent_dir, settings.session_dir())?;
     let resumed = session
         .entries()
         .iter()
@@ -677,10 +677,24 @@ fn open_session(
     opts: &Options,
     cwd: &std::path::Path,
     agent_dir: &std::path::Path,
+    from_settings: Option<PathBuf>,
 ) -> Result<Session, StartupError> {
     let cwd_str = cwd.to_string_lossy().to_string();
-    let session_dir = match &opts.session_dir {
-        Some(d) => PathBuf::from(d),
+    // As pi: `--session-dir`, else `$PI_CODING_AGENT_SESSION_DIR`, else settings `sessionDir`
+    // (a relative one is taken as given, from the working directory), else the default.
+    let configured = opts
+        .session_dir
+        .as_ref()
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var("PI_CODING_AGENT_SESSION_DIR")
+                .ok()
+                .filter(|d| !d.is_empty())
+                .map(|d| config::expand_tilde(&d))
+        })
+        .or(from_settings);
+    let session_dir = match &configured {
+        Some(d) => d.clone(),
         None => default_session_dir(agent_dir, &cwd_str),
     };
     if let Some(id) = &opts.session_id {
@@ -728,7 +742,7 @@ fn open_session(
             resolve_session_arg(arg, &session_dir)?
         };
         let mut s = Session::open_or_create(&path, &cwd_str).map_err(|e| format!("Error: {e}"))?;
-        if opts.session_dir.is_some() {
+        if configured.is_some() {
             s.set_session_dir(session_dir.clone());
         }
         s

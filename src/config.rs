@@ -19,7 +19,7 @@ pub fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn expand_tilde(p: &str) -> PathBuf {
+pub fn expand_tilde(p: &str) -> PathBuf {
     if p == "~" {
         return home_dir().unwrap_or_else(|| PathBuf::from(p));
     }
@@ -150,6 +150,19 @@ impl Settings {
     }
     pub fn default_model(&self) -> Option<&str> {
         self.str("defaultModel")
+    }
+    /// `sessionDir`: where new sessions are written (`~` expanded; a relative path is taken as
+    /// given, from the working directory).
+    pub fn session_dir(&self) -> Option<PathBuf> {
+        self.str("sessionDir")
+            .filter(|d| !d.is_empty())
+            .map(expand_tilde)
+    }
+    /// `thinkingBudgets`: `{minimal?, low?, medium?, high?}` token budgets (whole numbers).
+    pub fn thinking_budgets(&self) -> [Option<u64>; 4] {
+        let b = self.get("thinkingBudgets");
+        ["minimal", "low", "medium", "high"]
+            .map(|k| b.and_then(|b| b.get(k)).and_then(Value::as_u64))
     }
     pub fn default_thinking_level(&self) -> Option<ThinkingLevel> {
         self.str("defaultThinkingLevel")
@@ -287,9 +300,6 @@ impl Settings {
         self.nested("images", "blockImages")
             .and_then(Value::as_bool)
             .unwrap_or(false)
-    }
-    pub fn thinking_budgets(&self) -> Option<&Map<String, Value>> {
-        self.get("thinkingBudgets").and_then(Value::as_object)
     }
     /// pith's own: `pith.compat` ("0.73" or "0.87"); None when absent or unknown.
     pub fn protocol_version(&self) -> Option<crate::protocol::Version> {

@@ -140,7 +140,9 @@ fn cli_export_errors_are_pis() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        text(&o.stderr).starts_with("Error: Failed to write /nonexistent-dir/x.html: "),
+        text(&o.stderr).starts_with(
+            "Error: ENOENT: no such file or directory, open '/nonexistent-dir/x.html'"
+        ),
         "{}",
         text(&o.stderr)
     );

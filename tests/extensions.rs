@@ -367,13 +367,17 @@ done
 #[test]
 fn without_extensions_session_responses_say_not_cancelled() {
     let w = World::new();
-    let mut p = spawn(&w, "{\"text\":\"a\"}\n", &[]);
+    let mut p = spawn(&w, "{\"text\":\"a\"}\n{\"text\":\"b\"}\n", &[]);
     p.send(json!({"id":"p1","type":"prompt","message":"first"}));
     settle(&mut p);
+    p.send(json!({"id":"p2","type":"prompt","message":"second"}));
+    settle(&mut p);
+    // Forked after the first reply: the new session holds it, so it is written and can be
+    // cloned (a branch without a reply is not written yet, and pi cannot clone it).
     let fm = p.call(json!({"type":"get_fork_messages"}), "fm");
-    let entry = fm["data"]["messages"][0]["entryId"].clone();
+    let entry = fm["data"]["messages"][1]["entryId"].clone();
     let r = p.call(json!({"type":"fork","entryId":entry}), "f");
-    assert_eq!(r["data"], json!({"text":"first","cancelled":false}));
+    assert_eq!(r["data"], json!({"text":"second","cancelled":false}));
     assert_eq!(
         p.call(json!({"type":"clone"}), "c")["data"],
         json!({"cancelled":false})

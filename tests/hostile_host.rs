@@ -155,7 +155,7 @@ fn export_html_is_answered_before_pith_exits_at_end_of_input() {
             json!({"id":"e","type":"response","command":"export_html","success":true,
                 "data":{"path":out.to_str().unwrap()}}),
             json!({"id":"f","type":"response","command":"export_html","success":false,
-                "error":format!("Failed to write {}: No such file or directory (os error 2)", bad.display())}),
+                "error":format!("ENOENT: no such file or directory, open '{}'", bad.display())}),
         ]
     );
     assert!(fs::read_to_string(&out).unwrap().contains("answer 999"));

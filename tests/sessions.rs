@@ -1217,7 +1217,12 @@ fn an_unknown_recorded_model_keeps_the_current_one() {
     let env = Env::new(vec![]);
     let text = fs::read_to_string(fixture("sessions/m_session.session.jsonl"))
         .unwrap()
-        .replace("\"fake-model\"", "\"retired-model\"");
+        .replace("\"fake-model\"", "\"retired-model\"")
+        // A recorded directory that exists (pi refuses a session whose cwd is gone).
+        .replace(
+            "/oracle/scratch/pi/m_session/cwd",
+            &env.w.cwd().to_string_lossy(),
+        );
     let file = env.w.tmp().join("retired.jsonl");
     fs::write(&file, &text).unwrap();
     let mut p = env.spawn(&[]);

@@ -525,7 +525,11 @@ impl Machine {
             sdk: self.profile.llm.sdk,
             no_cache: false,
             tool_arguments_error: self.profile.llm.tool_arguments_error,
-            extra: self.request_extra(&model, auth),
+            extra: crate::llm::RequestExtra {
+                // pi gives its agent the settings' budgets; summaries use the defaults.
+                thinking_budgets: self.env.settings.thinking_budgets(),
+                ..self.request_extra(&model, auth)
+            },
             model,
         };
         if let Some(t) = self.limits.tally.as_mut() {

@@ -178,6 +178,9 @@ pub struct Machine {
     pub(crate) retry: crate::core::retry::RetryState,
     /// `abort_and_prompt` waiting for the aborted run to end.
     pub(crate) pending_prompt: Option<(UserInput, Option<Value>, &'static str)>,
+    /// Session switches (`new_session`, `switch_session`, `fork`, `clone`) that wait for a run
+    /// whose tools were running to end aborted (`agent.replace_aborts_run`), in arrival order.
+    pub(crate) pending_replace: Vec<(Command, Option<Value>)>,
     /// `abort` arrived while a run (its retries, its compaction) was going on: the next
     /// `agent_settled` says so (`events.settled_aborted`). Cleared when a run starts.
     pub(crate) abort_requested: bool,
@@ -382,6 +385,7 @@ impl Machine {
             bash: Default::default(),
             exports: Default::default(),
             pending_prompt: None,
+            pending_replace: Vec::new(),
             abort_requested: false,
             compaction: None,
             overflow_recovery_attempted: false,
@@ -637,6 +641,19 @@ impl Machine {
     /// Stop every worker (streams, tools) before exiting; tool threads kill their process groups.
     fn cancel_all_work(&mut self) {
         self.drop_pending_prompt("Prompt cancelled: pith is shutting down");
+        for (cmd, id) in std::mem::take(&mut self.pending_replace) {
+            let name = match cmd {
+                Command::SwitchSession { .. } => "switch_session",
+                Command::Fork { .. } => "fork",
+                Command::Clone => "clone",
+                _ => "new_session",
+            };
+            self.send(response::error(
+                id.as_ref(),
+                Some(name),
+                "Cancelled: pith is shutting down",
+            ));
+        }
         self.retry.continue_wait = None;
         if let Some((_, mut cancel)) = self.retry.wait.take() {
             cancel.cancel();
@@ -957,6 +974,19 @@ impl Machine {
                 self.cmd_get_tree(id);
                 Reply::Later
             }
+            Command::NewSession { .. }
+            | Command::SwitchSession { .. }
+            | Command::Fork { .. }
+            | Command::Clone
+                if self.replace_waits_for_tools() =>
+            {
+                // pi tears the session down with an abort that waits for the tools to end:
+                // the switch happens once the aborted run has ended.
+                self.pending_replace.push((cmd, id.cloned()));
+                self.abort_requested = true;
+                self.abort_run(None);
+                Reply::Later
+            }
             Command::NewSession { parent_session } => self.cmd_new_session(parent_session).into(),
             Command::SwitchSession { session_path } => {
                 self.cmd_switch_session(&session_path).into()
@@ -1183,6 +1213,8 @@ impl Machine {
 
     /// After the session object changed: context from it, queues emptied.
     pub(crate) fn reset_context(&mut self) {
+        // pi builds a new runtime for the new session: skills and prompt templates are read again.
+        self.env.resources.reload();
         self.state.session_id = self.state.session.id().to_string();
         self.state.messages = context_of(self.profile, self.state.session.build_context()).into();
         self.queues.steering.clear();
@@ -1227,6 +1259,7 @@ impl Machine {
                 .registry
                 .thinking_level_map_of(&model.provider, &model.id),
             env: Some(self.env.auth.env().clone()),
+            thinking_budgets: Default::default(),
         }
     }
 
@@ -1359,6 +1392,26 @@ impl Machine {
     /// What follows the end of a run: a prompt that waited for it (`abort_and_prompt`), else
     /// auto-retry, else auto-compaction, else `agent_settled`.
     pub(crate) fn after_run(&mut self, last: Option<AssistantMessage>, aborted: bool) {
+        if !self.pending_replace.is_empty() {
+            self.settle();
+            for (cmd, id) in std::mem::take(&mut self.pending_replace) {
+                let name = match &cmd {
+                    Command::SwitchSession { .. } => "switch_session",
+                    Command::Fork { .. } => "fork",
+                    Command::Clone => "clone",
+                    _ => "new_session",
+                };
+                let reply = self.handle_command(cmd, id.as_ref());
+                match reply {
+                    Reply::Later => {}
+                    Reply::Fail(e) => self.send(response::error(id.as_ref(), Some(name), &e)),
+                    Reply::Now(data) => {
+                        self.send(response::success(id.as_ref(), name, data.as_ref()))
+                    }
+                }
+            }
+            return;
+        }
         if self.run_pending_prompt() {
             return;
         }
@@ -1510,20 +1563,27 @@ impl Machine {
                     false,
                 )
             };
-        if candidates.len() <= 1 {
+        let current = self.state.model.as_ref().and_then(|cur| {
+            candidates
+                .iter()
+                .position(|(m, _)| m.provider == cur.provider && m.id == cur.id)
+        });
+        let n = candidates.len();
+        let next_index = if self.profile.answers.cycle_from_outside_to_first {
+            // pi 1.6.0's getNextCycleIndex.
+            match current {
+                _ if n == 0 => None,
+                None => Some(0),
+                Some(_) if n == 1 => None,
+                Some(i) => Some((i + 1) % n),
+            }
+        } else {
+            (n > 1).then(|| (current.unwrap_or(0) + 1) % n)
+        };
+        let Some(next_index) = next_index else {
             return Ok(Some(Value::Null));
-        }
-        let current = self
-            .state
-            .model
-            .as_ref()
-            .and_then(|cur| {
-                candidates
-                    .iter()
-                    .position(|(m, _)| m.provider == cur.provider && m.id == cur.id)
-            })
-            .unwrap_or(0);
-        let (next, level) = candidates[(current + 1) % candidates.len()].clone();
+        };
+        let (next, level) = candidates[next_index].clone();
         self.set_model_to(next.clone(), level);
         Ok(Some(
             json!({"model": next, "thinkingLevel": self.state.thinking.as_str(), "isScoped": is_scoped}),

@@ -14,6 +14,7 @@ use crate::session::Session;
 
 impl Machine {
     pub(crate) fn cmd_new_session(&mut self, parent_session: Option<String>) -> Answer {
+        self.abort_before_replace();
         self.discard_run();
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
@@ -114,8 +115,11 @@ impl Machine {
 
     pub(crate) fn cmd_switch_session(&mut self, session_path: &str) -> Answer {
         let path = self.env.cwd.join(session_path);
-        if !path.exists() {
-            // The reference starts a new empty session that will be written at that path.
+        let meta = std::fs::metadata(&path);
+        if !path.exists() || meta.as_ref().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            // The reference starts a new empty session that will be written at that path (also
+            // for an empty file: it holds no session to lose).
+            self.abort_before_replace();
             self.discard_run();
             self.flush_deferred_bash();
             let cwd = self.env.cwd.to_string_lossy().to_string();
@@ -135,13 +139,35 @@ impl Machine {
         }
         // A FIFO would block the state machine in `open` until someone writes to it, a device
         // like /dev/zero would be read without end: only regular files are session files.
-        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file() || m.is_dir()) {
+        let is_file = meta.as_ref().is_ok_and(|m| m.is_file());
+        if !meta.is_ok_and(|m| m.is_file() || m.is_dir()) {
             return Err(format!(
                 "Cannot read session file {}: not a regular file",
                 path.display()
             ));
         }
-        let mut loaded = Session::open(&path)?;
+        let mut loaded = Session::open(&path).map_err(|e| {
+            // Readable but without a session header: pi 0.87.1's and 1.6.0's words (pi 0.73.1
+            // overwrote such a file, which pith never does: docs/rpc.md, deviation 9).
+            if is_file
+                && crate::session::store::read_header(&path).is_none()
+                && std::fs::File::open(&path).is_ok()
+            {
+                format!("Session file is not a valid pi session: {}", path.display())
+            } else {
+                e
+            }
+        })?;
+        // pi's assertSessionCwdExists: a session recorded in a directory that is gone is refused.
+        let recorded = loaded.cwd();
+        if !recorded.is_empty() && !std::path::Path::new(recorded).exists() {
+            return Err(format!(
+                "Stored session working directory does not exist: {recorded}\nSession file: {}\nCurrent working directory: {}",
+                path.display(),
+                self.env.cwd.display()
+            ));
+        }
+        self.abort_before_replace();
         self.discard_run();
         self.flush_deferred_bash();
         if let Some(dir) = self
@@ -197,24 +223,84 @@ impl Machine {
 
     pub(crate) fn cmd_fork(&mut self, entry_id: &str) -> Answer {
         let (forked, text) = self.state.session.fork_at(entry_id)?;
+        let target = self
+            .state
+            .session
+            .entry(entry_id)
+            .and_then(|e| e.parent_id());
+        self.check_saved(target)?;
         self.replace_session(forked);
         Ok(Some(json!({ "text": text, "cancelled": false })))
     }
 
     pub(crate) fn cmd_clone(&mut self) -> Answer {
+        self.check_saved(self.state.session.leaf_id())?;
         let cloned = self.state.session.clone_branch()?;
         self.replace_session(cloned);
         Ok(Some(json!({ "cancelled": false })))
+    }
+
+    /// pi 0.87.1+ (`agent.replace_aborts_run`): a run streaming a reply is aborted as by `abort`
+    /// before the session is replaced (its events, its reply written to the session being left).
+    /// A run whose tools are running is aborted before the command runs, which then waits for
+    /// the run to end (`Machine::pending_replace`).
+    fn abort_before_replace(&mut self) {
+        if self.profile.agent.replace_aborts_run
+            && let Some(run) = self.run.as_ref()
+            && matches!(run.phase, crate::core::agent::Phase::Streaming { .. })
+        {
+            self.abort_requested = true;
+            self.abort_run(None);
+        }
+    }
+
+    /// A session switch must wait for the run to end (0.87+: a run whose tools are running is
+    /// aborted first, and pi's abort waits for the tools; also while earlier switches wait).
+    pub(crate) fn replace_waits_for_tools(&self) -> bool {
+        self.profile.agent.replace_aborts_run
+            && self.run.as_ref().is_some_and(|r| {
+                !self.pending_replace.is_empty()
+                    || matches!(r.phase, crate::core::agent::Phase::Tools(_))
+            })
+    }
+
+    /// pi branches a saved session from its file: a session to be written that is not on disk
+    /// yet cannot be branched at `target` (the entry the new branch ends at; `None`, a fork of
+    /// the first message, starts an empty session and always works).
+    fn check_saved(&self, target: Option<&str>) -> Result<(), String> {
+        let s = &self.state.session;
+        match target {
+            Some(target) if s.is_persisted() && !s.is_flushed() => {
+                Err(match self.profile.texts.fork_unsaved {
+                    Some(text) => text.to_string(),
+                    None => format!("Entry {target} not found"),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `fork` / `clone`: the reference tears the current session down as for `new_session`
     /// (a running turn stops silently, its reply is not written anywhere; the queues start
     /// empty), then continues on the new one.
     fn replace_session(&mut self, next: Session) {
+        self.abort_before_replace();
         self.discard_run();
         // A bash result still waiting for the next prompt belongs to the session it ran in.
         self.flush_deferred_bash();
         self.state.session = next;
+        // pi 1.6.0 writes a branched session at once when it holds a user message (as any
+        // session from its first user message on).
+        if self.profile.agent.early_session_file
+            && self
+                .state
+                .session
+                .entries()
+                .iter()
+                .any(|e| e.user_text().is_some())
+        {
+            self.state.session.start_file();
+        }
         // pi 0.87.1 rebuilds its runtime from the command line (no-op under 0.73).
         self.rebuild_session_runtime();
         self.reset_context();

@@ -517,12 +517,7 @@ fn body_fields(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map<String,
             thinking = Some(json!({"type": "adaptive", "display": "summarized"}));
             output_config = Some(json!({ "effort": effort }));
         } else {
-            let mut budget: u64 = match req.thinking {
-                ThinkingLevel::Minimal => 1024,
-                ThinkingLevel::Low => 2048,
-                ThinkingLevel::Medium => 8192,
-                _ => 16384,
-            };
+            let mut budget = crate::llm::thinking_budget(req.thinking, &req.extra.thinking_budgets);
             max_tokens = (max_tokens + budget).min(model.max_tokens);
             if max_tokens <= budget {
                 budget = max_tokens.saturating_sub(1024);
@@ -592,16 +587,6 @@ fn adaptive_effort(req: &LlmRequest) -> String {
     .to_string()
 }
 
-/// pi 0.87.1's default thinking budget of a level (`xhigh` and `max` count as `high`).
-fn thinking_budget(level: ThinkingLevel) -> u64 {
-    match level {
-        ThinkingLevel::Minimal => 1024,
-        ThinkingLevel::Low => 2048,
-        ThinkingLevel::Medium => 8192,
-        _ => 16384,
-    }
-}
-
 /// Every body field after `messages` as pi 0.87.1 sends them: `max_tokens` clamped to the context
 /// window (and grown by a thinking budget), thinking adaptive (`compat.forceAdaptiveThinking`),
 /// budgeted, or explicitly disabled, the managed effort of `compat.supportsMidConvoEffort`, and
@@ -614,7 +599,7 @@ fn body_fields_clamped(req: &LlmRequest, cc: Option<&Value>, oauth: bool) -> Map
     let mut max_tokens = api::default_max_tokens(req);
     let mut budget = 0;
     if enabled && !adaptive {
-        let mut b = thinking_budget(req.thinking);
+        let mut b = crate::llm::thinking_budget(req.thinking, &req.extra.thinking_budgets);
         let grown = (max_tokens + b).min(model.max_tokens);
         if grown <= b {
             b = b.min(grown.saturating_sub(1024));

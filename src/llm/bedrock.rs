@@ -320,16 +320,6 @@ fn effort(model: &Model, level: ThinkingLevel, map: Option<&ThinkingLevelMap>) -
     .into()
 }
 
-/// Thinking budget per level (pi's defaults; `xhigh` clamps to `high`).
-fn budget(level: ThinkingLevel) -> u64 {
-    match level {
-        ThinkingLevel::Minimal => 1024,
-        ThinkingLevel::Low => 2048,
-        ThinkingLevel::Medium => 8192,
-        _ => 16384,
-    }
-}
-
 fn cache_point(long: bool) -> Value {
     if long {
         json!({"cachePoint": {"type": "default", "ttl": "1h"}})
@@ -395,7 +385,7 @@ pub fn build_body(req: &LlmRequest, env: Env) -> Value {
     }
     let reasoning = model.reasoning && req.thinking != ThinkingLevel::Off;
     let mut max_tokens = Some(api::default_max_tokens(req)).filter(|&m| m > 0);
-    let mut budget_tokens = budget(req.thinking);
+    let mut budget_tokens = crate::llm::thinking_budget(req.thinking, &req.extra.thinking_budgets);
     if reasoning && claude && !adaptive(model) {
         // pi's adjustMaxTokensForThinking.
         let base = max_tokens.unwrap_or(0);

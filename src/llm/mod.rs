@@ -196,6 +196,24 @@ pub struct RequestExtra {
     /// Key and headers still to resolve because a `!command` gives them: the request's prepare
     /// worker runs it ([`models::AuthPlan::resolve`]), never the state machine.
     pub auth: Option<models::AuthPlan>,
+    /// Settings `thinkingBudgets` (`minimal`, `low`, `medium`, `high`): token budgets that
+    /// replace pi's defaults for the agent's turns (not for summaries, as pi).
+    pub thinking_budgets: ThinkingBudgets,
+}
+
+/// Custom thinking budgets by level (`minimal`, `low`, `medium`, `high`); `None` = pi's default.
+pub type ThinkingBudgets = [Option<u64>; 4];
+
+/// pi's thinking budget of `level` (`xhigh` and `max` count as `high`): the settings' value if
+/// it names one, else 1024 / 2048 / 8192 / 16384.
+pub fn thinking_budget(level: ThinkingLevel, custom: &ThinkingBudgets) -> u64 {
+    let (i, default) = match level {
+        ThinkingLevel::Minimal => (0, 1024),
+        ThinkingLevel::Low => (1, 2048),
+        ThinkingLevel::Medium => (2, 8192),
+        _ => (3, 16384),
+    };
+    custom[i].unwrap_or(default)
 }
 
 impl RequestExtra {
@@ -215,6 +233,7 @@ impl std::fmt::Debug for RequestExtra {
             .field("thinking_map", &self.thinking_map)
             .field("env", &self.env.as_ref().map(|_| "<env>"))
             .field("auth", &self.auth)
+            .field("thinking_budgets", &self.thinking_budgets)
             .finish()
     }
 }

@@ -38,6 +38,11 @@ pub struct Agent {
     /// (before `agent_settled`), in the order they finished. 0.73.1: no (before the next
     /// prompt); 0.87.1: yes.
     pub bash_results_at_run_end: bool,
+    /// A session switch (new, switch, fork, clone) during a run aborts the run first, with the
+    /// events of an `abort` (`message_end` aborted, `turn_end`, `agent_end`, `agent_settled`),
+    /// and the aborted reply is written to the session being left; then the command is
+    /// answered. 0.73.1: no (the run stops silently, its reply is written nowhere); 0.87.1: yes.
+    pub replace_aborts_run: bool,
 }
 
 /// How tool changes between turns reach the model.

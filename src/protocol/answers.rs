@@ -24,6 +24,11 @@ pub struct Answers {
     /// failed reply, a reply of tool calls only). 0.73.1, 0.87.1: no (the last assistant message,
     /// no text when it has none); 1.6.0: yes.
     pub last_text_skips_empty: bool,
+    /// `cycle_model` from a model outside the cycle (set with `set_model` outside settings
+    /// `enabledModels`) goes to the cycle's first model, also when the cycle has only one.
+    /// 0.73.1, 0.87.1: no (as if the first were current: the second; `null` with fewer than
+    /// two); 1.6.0: yes.
+    pub cycle_from_outside_to_first: bool,
 }
 
 /// When `abort` is answered.

@@ -15,6 +15,11 @@ pub struct Texts {
     /// A prompt `/mcp` with no MCP server configured is consumed with this notice (`{agentDir}`
     /// is the agent directory). 0.73.1, 0.87.1: none (sent as text); 1.6.0: a notify.
     pub mcp_command_unconfigured: Option<&'static str>,
+    /// `fork` / `clone` of a session whose file is not written yet (before its first assistant
+    /// message; 1.6.0: its first user message) from an entry other than the start. 0.73.1:
+    /// `None`, its session manager's `Entry <id> not found` (the entry the branch would end
+    /// at); 0.87.1 and 1.6.0 say why, each in its own words.
+    pub fork_unsaved: Option<&'static str>,
     /// Texts of the sectioned system prompt (`crate::prompt::sections`, used when
     /// `agent.system_messages` is on). 0.73.1: not used (its prompt is one text, kept as
     /// 0.87.1's here); 0.87.1: "You are an expert coding assistant…", four edit rules;

@@ -26,6 +26,7 @@ pub const PROFILE: Profile = Profile {
         session_stats: SessionStats::Context,
         prompt_disposition: false,
         last_text_skips_empty: false,
+        cycle_from_outside_to_first: false,
     },
 
     agent: Agent {
@@ -40,6 +41,7 @@ pub const PROFILE: Profile = Profile {
         session_switch: SessionSwitch::CarryOver,
         early_session_file: false,
         bash_results_at_run_end: false,
+        replace_aborts_run: false,
     },
 
     compaction: Compaction {
@@ -104,6 +106,7 @@ pub const PROFILE: Profile = Profile {
         nothing_to_compact: "Nothing to compact (session too small)",
         llama_command: None,
         mcp_command_unconfigured: None,
+        fork_unsaved: None,
         system_prompt: PromptTexts {
             preamble: "You are an expert coding assistant operating inside pi, a coding agent harness. You help users by reading files, executing commands, editing code, and writing new files.",
             tools_footer: "In addition to the tools above, you may have access to other custom tools depending on the project.",

@@ -44,6 +44,7 @@ pub const PROFILE: Profile = Profile {
         thinking_on_model_change: ThinkingOnModelChange::ModelSetting,
         session_switch: SessionSwitch::Rebuild,
         bash_results_at_run_end: true,
+        replace_aborts_run: true,
         ..super::v073::PROFILE.agent
     },
 
@@ -98,6 +99,9 @@ pub const PROFILE: Profile = Profile {
             stop: TrailingStop::Error,
             text: "This operation was aborted",
         },
+        fork_unsaved: Some(
+            "This session has not been saved yet. Wait for the first assistant response before cloning or forking it.",
+        ),
         ..super::v073::PROFILE.texts
     },
 };

@@ -21,6 +21,7 @@ pub const PROFILE: Profile = Profile {
     answers: Answers {
         prompt_disposition: true,
         last_text_skips_empty: true,
+        cycle_from_outside_to_first: true,
         builtin_commands: &[
             BuiltinCommand {
                 name: "llama",
@@ -89,6 +90,9 @@ pub const PROFILE: Profile = Profile {
             text: "This operation was aborted",
         },
         llama_command: Some("/llama is available in interactive mode"),
+        fork_unsaved: Some(
+            "This session has not been saved yet. Send a message before cloning or forking it.",
+        ),
         mcp_command_unconfigured: Some(
             "No MCP servers configured. Add them to {agentDir}/mcp.json or .pi/mcp.json.",
         ),

@@ -111,14 +111,17 @@ pub struct Resources {
 /// read.
 #[derive(Debug)]
 pub struct LazyResources {
-    pending: Option<LoadOptions>,
+    options: Option<LoadOptions>,
+    /// Loaded from `options` (else to be loaded at the next use).
+    fresh: bool,
     loaded: Resources,
 }
 
 impl LazyResources {
     pub fn new(options: LoadOptions) -> LazyResources {
         LazyResources {
-            pending: Some(options),
+            options: Some(options),
+            fresh: false,
             loaded: Resources::default(),
         }
     }
@@ -126,18 +129,30 @@ impl LazyResources {
     /// Already loaded (tests, or nothing to load).
     pub fn ready(r: Resources) -> LazyResources {
         LazyResources {
-            pending: None,
+            options: None,
+            fresh: true,
             loaded: r,
         }
     }
 
     /// The resources, loaded now if they were not yet.
     pub fn get(&mut self) -> &Resources {
-        if let Some(o) = self.pending.take() {
-            self.loaded = load(&o);
-            self.loaded.report();
+        if !self.fresh {
+            self.fresh = true;
+            if let Some(o) = &self.options {
+                self.loaded = load(o);
+                self.loaded.report();
+            }
         }
         &self.loaded
+    }
+
+    /// Read the files again at the next use (a new session: pi builds a new runtime, whose
+    /// resource loader reads the skills and prompt templates again).
+    pub fn reload(&mut self) {
+        if self.options.is_some() {
+            self.fresh = false;
+        }
     }
 }
 

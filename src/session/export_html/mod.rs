@@ -171,8 +171,17 @@ pub fn write_page(
     temporary: &Path,
     cancel: Option<&CancelToken>,
 ) -> Result<(), String> {
-    let fail = |e: &std::io::Error| format!("Failed to write {path}: {}", plain_io_error(e));
     let target = Path::new(path);
+    // pi writes the page with `writeFileSync`: its failures read as Node's (`ENOENT: no such
+    // file or directory, open '<path>'`), in RPC and on the command line alike.
+    let fail = |e: &std::io::Error| match node_errno(e) {
+        Some(code) => crate::tools::paths::node_error(
+            &std::io::Error::from_raw_os_error(code),
+            "open",
+            target,
+        ),
+        None => format!("Failed to write {path}: {}", plain_io_error(e)),
+    };
     let dir = match temporary.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -213,6 +222,22 @@ impl Write for Cancellable<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.tmp.flush()
     }
+}
+
+/// The OS error number of `e`, also through `tempfile`'s wrapper (which keeps only the kind).
+fn node_errno(e: &std::io::Error) -> Option<i32> {
+    use std::io::ErrorKind as K;
+    e.raw_os_error().or(match e.kind() {
+        K::PermissionDenied => Some(13),
+        K::NotFound => Some(2),
+        K::AlreadyExists => Some(17),
+        K::NotADirectory => Some(20),
+        K::IsADirectory => Some(21),
+        K::StorageFull => Some(28),
+        K::ReadOnlyFilesystem => Some(30),
+        K::InvalidFilename => Some(36),
+        _ => None,
+    })
 }
 
 /// An I/O error without the temporary file's name that `tempfile` adds to it (`… at path
