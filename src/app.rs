@@ -187,12 +187,23 @@ fn has_pi_extensions(opts: &Options) -> bool {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let agent_dir = config::agent_dir();
     let (_, _, trusted, _) = trust_and_settings(opts, &cwd, &agent_dir);
+    pi_extension_configured(opts, trusted, &agent_dir, &cwd)
+}
+
+/// Whether the extensions that would load (`-e`, settings, a trusted project's) include one of
+/// pi's TypeScript extensions (hosted by node).
+fn pi_extension_configured(
+    opts: &Options,
+    project_trusted: bool,
+    agent_dir: &std::path::Path,
+    cwd: &std::path::Path,
+) -> bool {
     let (extensions, _) = crate::ext::load::resolve(
         &opts.extensions,
         opts.no_extensions,
-        trusted,
-        &agent_dir,
-        &cwd,
+        project_trusted,
+        agent_dir,
+        cwd,
     );
     extensions
         .iter()
@@ -222,20 +233,15 @@ fn list_models_after_extensions(opts: &Options, search: Option<&str>) -> i32 {
             };
         }
     };
-    let (input_tx, input_rx) = crossbeam_channel::bounded(4);
-    let (_control_tx, control_rx) = crossbeam_channel::unbounded();
-    let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
-    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
-    let machine = Machine::new(
-        startup,
-        Channels {
-            input: input_rx,
-            control: control_rx,
-            worker: worker_rx,
-            worker_tx,
-            stdout: stdout_tx,
+    let (
+        channels,
+        Local {
+            input_tx,
+            stdout_rx,
+            ..
         },
-    );
+    ) = local_channels();
+    let machine = Machine::new(startup, channels);
     let running = std::thread::spawn(move || machine.run_to_exit().code());
     let ask = serde_json::json!({"id": "list-models", "type": "get_available_models"});
     let _ = input_tx.send(io::stdin::Input::Json(ask));
@@ -383,17 +389,7 @@ fn check_extension_flags(
     let Some(error) = cli::unknown_flags_error(&opts.extension_flags) else {
         return Ok(());
     };
-    let (extensions, _) = crate::ext::load::resolve(
-        &opts.extensions,
-        opts.no_extensions,
-        project_trusted,
-        agent_dir,
-        cwd,
-    );
-    if extensions
-        .iter()
-        .any(|e| e.kind == crate::ext::load::Kind::Node)
-    {
+    if pi_extension_configured(opts, project_trusted, agent_dir, cwd) {
         return Ok(());
     }
     Err(StartupError {
@@ -1194,6 +1190,36 @@ pub(crate) fn find_session_by_id(dir: &std::path::Path, id: &str) -> Option<Path
         })
 }
 
+/// pith's own ends of a machine it drives in-process (print/json modes, `--list-models` with
+/// extensions): commands go in, frames come out, signals and stdout's state go to `control_tx`.
+struct Local {
+    input_tx: crossbeam_channel::Sender<io::stdin::Input>,
+    control_tx: crossbeam_channel::Sender<io::watch::Control>,
+    stdout_rx: crossbeam_channel::Receiver<Vec<u8>>,
+}
+
+/// The channels of a machine driven in-process, and pith's ends of them.
+fn local_channels() -> (Channels, Local) {
+    let (input_tx, input_rx) = crossbeam_channel::bounded(4);
+    let (control_tx, control_rx) = crossbeam_channel::unbounded();
+    let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
+    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
+    (
+        Channels {
+            input: input_rx,
+            control: control_rx,
+            worker: worker_rx,
+            worker_tx,
+            stdout: stdout_tx,
+        },
+        Local {
+            input_tx,
+            control_tx,
+            stdout_rx,
+        },
+    )
+}
+
 /// `-p` / `--mode json`: one prompt through the same machine, its frames filtered here instead of
 /// going to stdout as they are. Print mode writes the final assistant text; json mode writes
 /// every event line. Exit 1 (message on stderr) when the prompt or the run fails.
@@ -1210,10 +1236,14 @@ fn run_oneshot(
         .session
         .file()
         .map(|f| f.to_string_lossy().into_owned());
-    let (input_tx, input_rx) = crossbeam_channel::bounded(4);
-    let (_control_tx, control_rx) = crossbeam_channel::unbounded();
-    let (worker_tx, worker_rx) = crossbeam_channel::bounded(WORKER_QUEUE);
-    let (stdout_tx, stdout_rx) = crossbeam_channel::bounded::<Vec<u8>>(io::stdout::QUEUE_FRAMES);
+    let (
+        channels,
+        Local {
+            input_tx,
+            control_tx: _control_tx,
+            stdout_rx,
+        },
+    ) = local_channels();
     let signals = io::watch::install();
     if signals.is_err() {
         eprintln!("pith: cannot listen for signals");
@@ -1373,16 +1403,7 @@ fn run_oneshot(
         }
         (failure, limit, output_failed)
     });
-    let machine = Machine::new(
-        startup,
-        Channels {
-            input: input_rx,
-            control: control_rx,
-            worker: worker_rx,
-            worker_tx,
-            stdout: stdout_tx,
-        },
-    );
+    let machine = Machine::new(startup, channels);
     let exit = machine.run_to_exit();
     match collector.join() {
         Ok((_, Some((kind, value, used)), _)) if exit.code() == 0 => {
